@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GoldensetConfig(AppConfig):
+    name = "goldenset"
+    verbose_name = "Golden sets"

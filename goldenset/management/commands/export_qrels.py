@@ -1,0 +1,40 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
+
+from goldenset.models import GoldenSet
+from goldenset.selectors import version_get, version_label_rows
+from lib.formats import QREL_FORMATS, write_qrels
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the labels of a published version (the latest unless --version) as TREC qrels, "
+        "JSON ({query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict), BEIR TSV or CSV."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # Django's own --version (print Django's version) gives way to ours: the golden set version.
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="slug of the golden set")
+        parser.add_argument("--version", type=int, dest="number", help="version number (default: the latest)")
+        parser.add_argument("--format", choices=QREL_FORMATS, default="trec", dest="fmt")
+        parser.add_argument("--output", help="file to write (default: standard output)")
+
+    def handle(self, *args, slug, number, fmt, output, **options):
+        golden_set = GoldenSet.objects.filter(slug=slug).first()
+        if golden_set is None:
+            raise CommandError(f"no golden set {slug!r}")
+        try:
+            version = version_get(golden_set, number)
+        except Http404 as exc:
+            raise CommandError(f"{exc} (publish one with publish_version)") from exc
+        if output:
+            with open(output, "w", encoding="utf-8", newline="\n") as handle:
+                write_qrels(version_label_rows(version), handle, fmt)
+            self.stderr.write(f"wrote {version.label_count} labels of {slug} v{version.number} ({version.short_hash}) to {output}")
+        else:
+            write_qrels(version_label_rows(version), sys.stdout, fmt)

@@ -1,0 +1,314 @@
+"""The golden set's data: corpora and pages, golden sets and queries, judgments, versions.
+
+Raw judgments are append-only and versions are immutable; both rules are enforced
+below the app (database triggers, see migration 0002) as well as in it (querysets
+that refuse bulk changes), because a number people act on must not drift.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from lib.errors import GoldsetError
+
+# The TREC convention most teams use; a set imported from a file takes the file's grades.
+DEFAULT_GRADE_SCALE = [
+    {"value": 0, "label": "not relevant"},
+    {"value": 1, "label": "related"},
+    {"value": 2, "label": "highly relevant"},
+    {"value": 3, "label": "perfectly relevant"},
+]
+
+
+def default_grade_scale() -> list[dict]:
+    return [dict(grade) for grade in DEFAULT_GRADE_SCALE]
+
+
+class Corpus(models.Model):
+    """The pages that can be judged. Several golden sets may share one corpus."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "corpora"
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Page(models.Model):
+    """A document or chunk. `doc_id` is stable and opaque; `content_hash` flags stale labels."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="pages")
+    doc_id = models.CharField(max_length=255)
+    title = models.TextField(blank=True)
+    # May be HTML: it is sanitised when shown, never when stored.
+    text = models.TextField(blank=True)
+    url = models.URLField(max_length=2000, blank=True)
+    # False for id-only pages made by `import_qrels --create-missing`.
+    has_text = models.BooleanField(default=True)
+    # Slice metadata (language, doc type, ...), free-form; the golden set names which keys slice.
+    metadata = models.JSONField(default=dict, blank=True)
+    # When the page itself was first published and last changed (from the source, if known);
+    # age slices are computed from published_at relative to a version's publish time.
+    published_at = models.DateTimeField(null=True, blank=True)
+    modified_at = models.DateTimeField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # Imports and exports address pages by doc_id: it must name one page per corpus.
+            models.UniqueConstraint(fields=["corpus", "doc_id"], name="page_doc_id_unique_in_corpus"),
+        ]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+
+class GoldenSet(models.Model):
+    """One corpus, a set of queries, a grade scale and the settings every score depends on."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="golden_sets")
+    # [{"value": int, "label": str}, ...] in display order.
+    grade_scale = models.JSONField(default=default_grade_scale)
+    # Binary metrics (recall, MRR, hit rate) count a page relevant when grade >= this.
+    relevance_threshold = models.SmallIntegerField(default=1)
+    k_first = models.PositiveIntegerField(default=100, help_text="cut-off of the first stage")
+    k_final = models.PositiveIntegerField(default=8, help_text="pages that reach the prompt")
+    guidelines = models.TextField(blank=True)
+    # Metadata keys that define slices: of queries (restrict queries) and of pages
+    # (restrict which relevant pages are counted).
+    query_slice_fields = models.JSONField(default=list, blank=True)
+    page_slice_fields = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(condition=Q(k_final__gt=0), name="golden_set_k_final_positive"),
+            # recall@k_first is the first stage, recall@k_final what the prompt sees after it.
+            models.CheckConstraint(condition=Q(k_first__gte=models.F("k_final")), name="golden_set_k_first_ge_k_final"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def grade_values(self) -> list[int]:
+        return [grade["value"] for grade in self.grade_scale]
+
+    def grade_label(self, value: int) -> str:
+        for grade in self.grade_scale:
+            if grade["value"] == value:
+                return grade["label"]
+        return f"grade {value}"
+
+    def latest_version(self) -> "Version | None":
+        return self.versions.order_by("-number").first()
+
+
+class Membership(models.Model):
+    """A person's role in one golden set; every page and endpoint checks it."""
+
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator"
+        ADJUDICATOR = "adjudicator"
+        MANAGER = "manager"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # access checks look a role up by (user, set, role): one row each.
+            models.UniqueConstraint(fields=["user", "golden_set", "role"], name="membership_unique_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} of {self.golden_set}"
+
+
+class Query(models.Model):
+    """A question of the golden set. Retired queries stay for history but leave new versions."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="queries")
+    query_id = models.CharField(max_length=255)
+    text = models.TextField(blank=True)
+    # False for id-only queries made by `import_qrels --create-missing`.
+    has_text = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "queries"
+        constraints = [
+            # Runs and qrels address queries by query_id: one query per id in a set.
+            models.UniqueConstraint(fields=["golden_set", "query_id"], name="query_id_unique_in_golden_set"),
+        ]
+
+    def __str__(self) -> str:
+        return self.query_id
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    """Refuses bulk update and delete: history rows are written once and kept."""
+
+    def update(self, **kwargs):
+        raise GoldsetError(f"{self.model._meta.verbose_name_plural} are append-only and cannot be updated")
+
+    def delete(self):
+        raise GoldsetError(f"{self.model._meta.verbose_name_plural} are append-only and cannot be deleted")
+
+
+class AppendOnlyModel(models.Model):
+    """A row that can be inserted once and never changed or removed through the app."""
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise GoldsetError(f"a {self._meta.verbose_name} cannot be changed once written")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise GoldsetError(f"a {self._meta.verbose_name} cannot be deleted")
+
+
+class Judgment(AppendOnlyModel):
+    """One person's (or one import's) grade for a (query, page) pair.
+
+    Never overwritten: a later judgment of the same pair supersedes an earlier one for
+    resolution, and both stay in history.
+    """
+
+    class Source(models.TextChoices):
+        HUMAN = "human"
+        IMPORTED = "imported"
+
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="judgments")
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="judgments")
+    grade = models.SmallIntegerField()
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
+    )
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.HUMAN)
+    note = models.TextField(blank=True)
+    seconds_spent = models.FloatField(null=True, blank=True, help_text="seconds the annotator spent on the pair")
+    # The page's content_hash when it was judged: a different hash now means a stale label.
+    page_hash = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["query", "page", "-id"], name="judgment_pair_latest")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(source="imported") | Q(annotator__isnull=False),
+                name="judgment_human_has_annotator",
+            ),
+        ]
+
+
+class Version(AppendOnlyModel):
+    """An immutable, numbered snapshot of a golden set's resolved labels and slice metadata.
+
+    `content_hash` covers every label and every snapshotted metadata value, so two
+    versions with the same hash hold the same data, and an eval job pinning
+    (number, hash) gets exactly the labels it was scored against.
+    """
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    note = models.TextField(blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Settings the numbers depend on, frozen with the labels.
+    relevance_threshold = models.SmallIntegerField()
+    k_first = models.PositiveIntegerField()
+    k_final = models.PositiveIntegerField()
+    query_slice_fields = models.JSONField(default=list)
+    page_slice_fields = models.JSONField(default=list)
+    # Counts, so lists and the API need not count a million rows.
+    query_count = models.PositiveIntegerField()
+    label_count = models.PositiveIntegerField()
+    relevant_count = models.PositiveIntegerField()
+    # Queries with no relevant page: left out of averages and shown as a coverage gap.
+    queries_without_relevant = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["golden_set", "number"]
+        constraints = [
+            # Eval jobs pin a version by (golden set, number).
+            models.UniqueConstraint(fields=["golden_set", "number"], name="version_number_unique_in_golden_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.golden_set.slug} v{self.number}"
+
+    @property
+    def short_hash(self) -> str:
+        return self.content_hash[:12]
+
+
+class VersionQuery(AppendOnlyModel):
+    """A query as it stood in a version, with its slice metadata."""
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_queries")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    metadata = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "query"], name="version_query_unique"),
+        ]
+
+
+class VersionPage(AppendOnlyModel):
+    """A labelled page as it stood in a version: slice metadata, publish date, content hash."""
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_pages")
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+    metadata = models.JSONField(default=dict)
+    published_at = models.DateTimeField(null=True)
+    content_hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "page"], name="version_page_unique"),
+        ]
+
+
+class VersionLabel(AppendOnlyModel):
+    """The resolved grade of one (query, page) pair in a version."""
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="labels")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+    grade = models.SmallIntegerField()
+    # Canonical order (natural order of query_id, then doc_id), fixed at publish time so
+    # exports stream in index order and are byte-identical whatever the row ids are.
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            # One grade per pair per version: the qrels of a version are a function.
+            models.UniqueConstraint(fields=["version", "query", "page"], name="version_label_unique_pair"),
+            # Exports read labels in this index's order.
+            models.UniqueConstraint(fields=["version", "position"], name="version_label_unique_position"),
+        ]

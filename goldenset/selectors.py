@@ -1,0 +1,143 @@
+"""Reads of golden sets: access checks, resolved labels, version exports and diffs."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, QuerySet
+from django.http import Http404
+
+from goldenset.models import GoldenSet, Judgment, Membership, Query, Version, VersionLabel, VersionQuery
+from lib.ids import natural_key
+
+# Roles that may read a golden set's labels, versions and scores. Annotators judge
+# blind, so they are not among them.
+READ_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
+
+
+def user_roles(user: AbstractBaseUser, golden_set: GoldenSet) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    return set(Membership.objects.filter(user=user, golden_set=golden_set).values_list("role", flat=True))
+
+
+def access_golden_set(user: AbstractBaseUser, slug: str, roles: tuple[str, ...] = READ_ROLES) -> GoldenSet:
+    """Fetch the golden set `slug` if `user` holds one of `roles` in it (staff always do).
+
+    Raises Http404 otherwise, so that a stranger cannot tell which slugs exist.
+    """
+    golden_set = GoldenSet.objects.select_related("corpus").filter(slug=slug).first()
+    if golden_set is None or not user.is_authenticated:
+        raise Http404("no such golden set")
+    if user.is_staff or user_roles(user, golden_set) & set(roles):
+        return golden_set
+    raise Http404("no such golden set")
+
+
+def golden_sets_for(user: AbstractBaseUser, roles: tuple[str, ...] = READ_ROLES) -> QuerySet[GoldenSet]:
+    """The golden sets `user` may read, with their query and version counts."""
+    sets = GoldenSet.objects.select_related("corpus")
+    if not user.is_staff:
+        sets = sets.filter(memberships__user=user, memberships__role__in=roles).distinct()
+    return sets.annotate(
+        query_total=Count("queries", distinct=True), version_total=Count("versions", distinct=True)
+    ).order_by("slug")
+
+
+def resolved_labels(golden_set: GoldenSet) -> list[tuple[int, int, int]]:
+    """(query pk, page pk, grade) for every judged pair: for now, its latest judgment.
+
+    The latest is the highest id, not the latest timestamp, so two judgments written in
+    the same microsecond still resolve the same way every time.
+    """
+    rows = (
+        Judgment.objects.filter(query__golden_set=golden_set)
+        .order_by("query_id", "page_id", "-id")
+        .values_list("query_id", "page_id", "grade")
+    )
+    labels = []
+    last = None
+    for query_pk, page_pk, grade in rows.iterator(chunk_size=20_000):
+        if (query_pk, page_pk) != last:
+            labels.append((query_pk, page_pk, grade))
+            last = (query_pk, page_pk)
+    return labels
+
+
+def version_get(golden_set: GoldenSet, number: int | str | None) -> Version:
+    """Version `number` of the set, or its latest for None or "latest"; Http404 if none."""
+    versions = golden_set.versions.select_related("author")
+    version = versions.order_by("-number").first() if number in (None, "latest") else versions.filter(number=number).first()
+    if version is None:
+        raise Http404(f"golden set {golden_set.slug!r} has no version {number or ''}".strip())
+    return version
+
+
+def version_label_rows(version: Version) -> Iterator[tuple[str, str, int]]:
+    """(query_id, doc_id, grade) of a version in its canonical order, streamed from the database."""
+    rows = (
+        VersionLabel.objects.filter(version=version)
+        .order_by("position")
+        .values_list("query__query_id", "page__doc_id", "grade")
+    )
+    return rows.iterator(chunk_size=20_000)
+
+
+@dataclass
+class VersionDiff:
+    """What changed from version `old` to version `new` of one golden set."""
+
+    old: Version
+    new: Version
+    queries_added: list[str] = field(default_factory=list)
+    queries_removed: list[str] = field(default_factory=list)
+    pairs_added: list[tuple[str, str, int]] = field(default_factory=list)
+    pairs_removed: list[tuple[str, str, int]] = field(default_factory=list)
+    # (query_id, doc_id, old grade, new grade)
+    pairs_regraded: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.queries_added or self.queries_removed or self.pairs_added or self.pairs_removed or self.pairs_regraded)
+
+    def to_dict(self) -> dict:
+        return {
+            "from": self.old.number,
+            "to": self.new.number,
+            "queries_added": self.queries_added,
+            "queries_removed": self.queries_removed,
+            "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_added],
+            "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_removed],
+            "pairs_regraded": [
+                {"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in self.pairs_regraded
+            ],
+        }
+
+
+def version_diff(old: Version, new: Version) -> VersionDiff:
+    """Queries added and removed, pairs added, removed and regraded, in natural id order."""
+    if old.golden_set_id != new.golden_set_id:
+        raise ValueError("versions of different golden sets cannot be diffed")
+    diff = VersionDiff(old=old, new=new)
+    old_queries = dict(VersionQuery.objects.filter(version=old).values_list("query_id", "query__query_id"))
+    new_queries = dict(VersionQuery.objects.filter(version=new).values_list("query_id", "query__query_id"))
+    diff.queries_added = sorted((new_queries[pk] for pk in new_queries.keys() - old_queries.keys()), key=natural_key)
+    diff.queries_removed = sorted((old_queries[pk] for pk in old_queries.keys() - new_queries.keys()), key=natural_key)
+
+    def grades(version: Version) -> dict[tuple[str, str], int]:
+        rows = VersionLabel.objects.filter(version=version).values_list("query__query_id", "page__doc_id", "grade")
+        return {(q, d): g for q, d, g in rows.iterator(chunk_size=20_000)}
+
+    old_grades, new_grades = grades(old), grades(new)
+    order = lambda row: (natural_key(row[0]), natural_key(row[1]))  # noqa: E731
+    diff.pairs_added = sorted(((q, d, g) for (q, d), g in new_grades.items() if (q, d) not in old_grades), key=order)
+    diff.pairs_removed = sorted(((q, d, g) for (q, d), g in old_grades.items() if (q, d) not in new_grades), key=order)
+    diff.pairs_regraded = sorted(
+        ((q, d, old_grades[(q, d)], g) for (q, d), g in new_grades.items() if (q, d) in old_grades and old_grades[(q, d)] != g),
+        key=order,
+    )
+    return diff
+
+
+def query_count_active(golden_set: GoldenSet) -> int:
+    return Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).count()

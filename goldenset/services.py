@@ -1,0 +1,527 @@
+"""Writes to golden sets: imports, judgments, versions, memberships.
+
+Every write of the app (pages, commands, API, tasks) goes through a function here. Each
+validates everything first and raises GoldsetError naming the line, field or id at
+fault, then writes in one transaction, so bad input never leaves half a change behind.
+"""
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.text import slugify
+
+from goldenset.models import (
+    DEFAULT_GRADE_SCALE,
+    Corpus,
+    GoldenSet,
+    Judgment,
+    Membership,
+    Page,
+    Query,
+    Version,
+    VersionLabel,
+    VersionPage,
+    VersionQuery,
+)
+from goldenset.selectors import resolved_labels
+from goldenset.signals import version_published
+from lib.bulk import bulk_insert
+from lib.errors import GoldsetError, ProblemCollector
+from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_jsonl, read_trec_qrels
+from lib.hashing import StreamHash, canonical_json, text_hash
+from lib.ids import id_problem, natural_key
+
+# Wraps an iterable to show progress (a tqdm bar in commands); the identity by default.
+Progress = Callable[[Iterable, str], Iterable]
+
+
+def no_progress(iterable: Iterable, description: str) -> Iterable:
+    return iterable
+
+
+# Metadata keys that hold page dates rather than slice values.
+DATE_FIELDS = ("published_at", "modified_at")
+# A metadata key with more distinct values than this is an attribute, not a slice.
+MAX_SLICE_VALUES = 50
+
+
+@dataclass
+class ImportSummary:
+    """What an import wrote, for the command's closing lines and the API's response."""
+
+    golden_set: str
+    golden_set_created: bool = False
+    pages_created: int = 0
+    queries_created: int = 0
+    judgments_created: int = 0
+    grades: Counter = field(default_factory=Counter)
+    duplicate_lines: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        grades = ", ".join(f"{grade}: {count}" for grade, count in sorted(self.grades.items()))
+        out = [
+            f"golden set {self.golden_set}" + (" (created)" if self.golden_set_created else ""),
+            f"pages created: {self.pages_created}",
+            f"queries created: {self.queries_created}",
+            f"judgments imported: {self.judgments_created}",
+            f"grades found: {grades or 'none'}",
+        ]
+        if self.duplicate_lines:
+            out.append(f"identical duplicate lines skipped: {self.duplicate_lines}")
+        return out + self.notes
+
+    def to_dict(self) -> dict:
+        return {
+            "golden_set": self.golden_set,
+            "golden_set_created": self.golden_set_created,
+            "pages_created": self.pages_created,
+            "queries_created": self.queries_created,
+            "judgments_created": self.judgments_created,
+            "grades": {str(grade): count for grade, count in sorted(self.grades.items())},
+            "duplicate_lines": self.duplicate_lines,
+            "notes": self.notes,
+        }
+
+
+# --- reading and checking input ------------------------------------------------------
+
+def _read_records(path: Path, problems: ProblemCollector, progress: Progress, what: str) -> list[JsonRecord]:
+    """All records of a JSONL file; duplicate ids are problems naming both lines."""
+    records: list[JsonRecord] = []
+    first_line: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for record in read_jsonl(progress(handle, f"reading {path.name}"), path.name, problems):
+            if record.id in first_line:
+                problems.add(f"{path.name}:{record.line}: duplicate {what} id {record.id!r} (first on line {first_line[record.id]})")
+                continue
+            first_line[record.id] = record.line
+            records.append(record)
+    return records
+
+
+def _page_dates(record: JsonRecord, source: str, problems: ProblemCollector) -> tuple[datetime | None, datetime | None]:
+    dates = []
+    for name in DATE_FIELDS:
+        raw = record.metadata.pop(name, None)
+        if raw in (None, ""):
+            dates.append(None)
+            continue
+        parsed = parse_datetime(raw) if isinstance(raw, str) else None
+        if parsed is None:
+            problems.add(f"{source}:{record.line}: field {name!r} of {record.id!r} is not an ISO 8601 date-time: {raw!r}")
+            dates.append(None)
+            continue
+        if timezone.is_naive(parsed):
+            parsed = timezone.make_aware(parsed, timezone.UTC)
+        dates.append(parsed)
+    return dates[0], dates[1]
+
+
+@dataclass
+class _Pairs:
+    """Qrel lines checked for conflicts: one grade per (query_id, doc_id)."""
+
+    grades: dict[tuple[str, str], int] = field(default_factory=dict)
+    lines: dict[tuple[str, str], int] = field(default_factory=dict)
+    duplicates: int = 0
+
+    def add(self, qrel: QrelLine, source: str, problems: ProblemCollector) -> None:
+        key = (qrel.query_id, qrel.doc_id)
+        if key in self.grades:
+            if self.grades[key] != qrel.grade:
+                problems.add(
+                    f"{source}:{qrel.line}: pair ({qrel.query_id!r}, {qrel.doc_id!r}) has grade {qrel.grade}, "
+                    f"but line {self.lines[key]} gave it grade {self.grades[key]}"
+                )
+            else:
+                self.duplicates += 1
+            return
+        self.grades[key] = qrel.grade
+        self.lines[key] = qrel.line
+
+
+def grade_scale_for(grades: Iterable[int]) -> list[dict]:
+    """The scale a golden set created by an import takes: the grades the file holds,
+    labelled with the TREC names where they are the usual 0-3."""
+    known = {grade["value"]: grade["label"] for grade in DEFAULT_GRADE_SCALE}
+    return [{"value": value, "label": known.get(value, f"grade {value}")} for value in sorted(set(grades))]
+
+
+def detect_slice_fields(metadatas: Iterable[dict]) -> list[str]:
+    """Metadata keys whose values are few scalar strings or numbers: candidates for slices."""
+    values: dict[str, set] = {}
+    unfit: set[str] = set()
+    for metadata in metadatas:
+        for key, value in metadata.items():
+            if key in unfit:
+                continue
+            if isinstance(value, (dict, list)) or value is None:
+                unfit.add(key)
+                continue
+            seen = values.setdefault(key, set())
+            seen.add(value)
+            if len(seen) > MAX_SLICE_VALUES:
+                unfit.add(key)
+    return sorted(key for key in values if key not in unfit)
+
+
+# --- writing rows in bulk ------------------------------------------------------------
+
+def _insert_pages(corpus: Corpus, records: list[JsonRecord], dates: list[tuple], has_text: bool, progress: Progress) -> dict[str, int]:
+    """Insert pages; return {doc_id: primary key} for the corpus's new pages."""
+    now = timezone.now()
+    rows = (
+        (
+            corpus.id, record.id, record.title, record.text, record.url, has_text,
+            json.dumps(record.metadata, ensure_ascii=False), published_at, modified_at,
+            text_hash(record.title, record.text, record.url), now,
+        )
+        for record, (published_at, modified_at) in zip(progress(records, "writing pages"), dates, strict=True)
+    )
+    bulk_insert(
+        Page._meta.db_table,
+        ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"],
+        rows,
+    )
+    new_ids = {record.id for record in records}
+    return {doc_id: pk for doc_id, pk in Page.objects.filter(corpus=corpus).values_list("doc_id", "id") if doc_id in new_ids}
+
+
+def _insert_queries(golden_set: GoldenSet, records: list[JsonRecord], has_text: bool) -> dict[str, int]:
+    now = timezone.now()
+    rows = (
+        (golden_set.id, record.id, record.text, has_text, json.dumps(record.metadata, ensure_ascii=False), now)
+        for record in records
+    )
+    bulk_insert(Query._meta.db_table, ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"], rows)
+    return dict(Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"))
+
+
+def _insert_imported_judgments(pairs: dict[tuple[str, str], int], query_pks: dict[str, int], page_pks: dict[str, int], progress: Progress) -> int:
+    page_hashes = dict(Page.objects.filter(id__in=set(page_pks.values())).values_list("id", "content_hash"))
+    now = timezone.now()
+    rows = []
+    for (query_id, doc_id), grade in progress(pairs.items(), "writing judgments"):
+        page_pk = page_pks[doc_id]
+        rows.append((query_pks[query_id], page_pk, grade, Judgment.Source.IMPORTED, "", page_hashes[page_pk], now))
+    return bulk_insert(
+        Judgment._meta.db_table,
+        ["query_id", "page_id", "grade", "source", "note", "page_hash", "created_at"],
+        rows,
+    )
+
+
+def _check_new_slug(slug: str) -> None:
+    if not slug or slugify(slug) != slug:
+        raise GoldsetError(f"slug {slug!r} must be lower-case letters, digits and hyphens", field="slug")
+    if GoldenSet.objects.filter(slug=slug).exists():
+        raise GoldsetError(f"a golden set with slug {slug!r} already exists", field="slug")
+    if Corpus.objects.filter(slug=slug).exists():
+        raise GoldsetError(f"a corpus with slug {slug!r} already exists", field="slug")
+
+
+# --- golden sets ---------------------------------------------------------------------
+
+@dataclass
+class GoldenSetSource:
+    """Everything a new golden set is made from, already parsed (from BEIR, or generated)."""
+
+    pages: list[JsonRecord]
+    queries: list[JsonRecord]
+    # {(query_id, doc_id): grade}
+    qrels: dict[tuple[str, str], int]
+    source_name: str = "input"
+    guidelines: str = ""
+    grade_scale: list[dict] | None = None
+    query_slice_fields: list[str] | None = None
+    page_slice_fields: list[str] | None = None
+    k_first: int = 100
+    k_final: int = 8
+
+
+def golden_set_create(
+    *, slug: str, name: str, source: GoldenSetSource, user: AbstractBaseUser | None = None, progress: Progress = no_progress
+) -> ImportSummary:
+    """Create a corpus, a golden set, its queries and imported judgments, all or nothing."""
+    _check_new_slug(slug)
+    problems = ProblemCollector()
+    dates = [_page_dates(record, source.source_name, problems) for record in source.pages]
+    problems.raise_if_any(f"cannot import {source.source_name}: {len(problems.problems)} problem(s)")
+
+    grades = Counter(source.qrels.values())
+    summary = ImportSummary(golden_set=slug, golden_set_created=True, grades=grades)
+    query_slice_fields = source.query_slice_fields
+    if query_slice_fields is None:
+        query_slice_fields = detect_slice_fields(record.metadata for record in source.queries)
+    page_slice_fields = source.page_slice_fields
+    if page_slice_fields is None:
+        page_slice_fields = detect_slice_fields(record.metadata for record in source.pages)
+    if source.grade_scale is None:
+        grade_scale = grade_scale_for(grades) if grades else [dict(g) for g in DEFAULT_GRADE_SCALE]
+        summary.notes.append(f"grade scale taken from the file: {', '.join(str(g['value']) for g in grade_scale)}")
+    else:
+        grade_scale = source.grade_scale
+    if query_slice_fields or page_slice_fields:
+        summary.notes.append(
+            f"slice fields: queries [{', '.join(query_slice_fields)}], pages [{', '.join(page_slice_fields)}]"
+        )
+
+    with transaction.atomic():
+        corpus = Corpus.objects.create(slug=slug, name=name)
+        golden_set = GoldenSet.objects.create(
+            slug=slug, name=name, corpus=corpus, grade_scale=grade_scale,
+            query_slice_fields=query_slice_fields, page_slice_fields=page_slice_fields,
+            guidelines=source.guidelines, k_first=source.k_first, k_final=source.k_final, created_by=user,
+        )
+        page_pks = _insert_pages(corpus, source.pages, dates, True, progress)
+        query_pks = _insert_queries(golden_set, source.queries, True)
+        summary.pages_created = len(page_pks)
+        summary.queries_created = len(query_pks)
+        summary.judgments_created = _insert_imported_judgments(source.qrels, query_pks, page_pks, progress)
+        if user is not None:
+            Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
+    return summary
+
+
+def golden_set_import_beir(
+    *, directory: Path, slug: str, name: str | None = None, split: str = "test",
+    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+) -> ImportSummary:
+    """Import a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) as a new golden set."""
+    directory = Path(directory)
+    files = {"corpus": directory / "corpus.jsonl", "queries": directory / "queries.jsonl", "qrels": directory / "qrels" / f"{split}.tsv"}
+    missing = [str(path) for path in files.values() if not path.is_file()]
+    if missing:
+        raise GoldsetError(f"{directory} is not a BEIR folder: missing {', '.join(missing)}")
+    _check_new_slug(slug)
+
+    problems = ProblemCollector()
+    pages = _read_records(files["corpus"], problems, progress, "doc")
+    queries = _read_records(files["queries"], problems, progress, "query")
+    doc_ids = {record.id for record in pages}
+    query_ids = {record.id for record in queries}
+    qrels_name = f"qrels/{split}.tsv"
+    pairs = _Pairs()
+    with files["qrels"].open(encoding="utf-8") as handle:
+        for qrel in read_beir_qrels(progress(handle, f"reading {qrels_name}"), qrels_name, problems):
+            if qrel.query_id not in query_ids:
+                problems.add(f"{qrels_name}:{qrel.line}: query id {qrel.query_id!r} is not in queries.jsonl")
+                continue
+            if qrel.doc_id not in doc_ids:
+                problems.add(f"{qrels_name}:{qrel.line}: doc id {qrel.doc_id!r} is not in corpus.jsonl")
+                continue
+            pairs.add(qrel, qrels_name, problems)
+    problems.raise_if_any(f"cannot import {directory}: {len(problems.problems)} problem(s)")
+
+    source = GoldenSetSource(pages=pages, queries=queries, qrels=pairs.grades, source_name=str(directory))
+    summary = golden_set_create(slug=slug, name=name or slug, source=source, user=user, progress=progress)
+    summary.duplicate_lines = pairs.duplicates
+    return summary
+
+
+def qrels_import(
+    *, golden_set_slug: str, lines: Iterable[str], source_name: str, create_missing: bool = False,
+    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+) -> ImportSummary:
+    """Import TREC qrels as `imported` judgments of a golden set.
+
+    Ids the set does not know are refused, all listed, unless `create_missing`: then
+    id-only pages and queries (has_text=False) are made, and the golden set itself, with
+    an id-only corpus of the same slug, if it does not exist.
+    """
+    problems = ProblemCollector()
+    pairs = _Pairs()
+    for qrel in read_trec_qrels(progress(lines, f"reading {source_name}"), source_name, problems):
+        pairs.add(qrel, source_name, problems)
+    problems.raise_if_any(f"cannot import {source_name}: {len(problems.problems)} problem(s)")
+    if not pairs.grades:
+        raise GoldsetError(f"{source_name} holds no qrels lines")
+
+    golden_set = GoldenSet.objects.filter(slug=golden_set_slug).select_related("corpus").first()
+    if golden_set is None and not create_missing:
+        raise GoldsetError(f"no golden set {golden_set_slug!r} (use --create-missing to create one from the file)", field="golden_set")
+
+    grades = Counter(pairs.grades.values())
+    summary = ImportSummary(golden_set=golden_set_slug, grades=grades, duplicate_lines=pairs.duplicates)
+    with transaction.atomic():
+        if golden_set is None:
+            _check_new_slug(golden_set_slug)
+            corpus = Corpus.objects.create(slug=golden_set_slug, name=golden_set_slug, description=f"id-only corpus made from {source_name}")
+            golden_set = GoldenSet.objects.create(
+                slug=golden_set_slug, name=golden_set_slug, corpus=corpus, grade_scale=grade_scale_for(grades), created_by=user,
+            )
+            summary.golden_set_created = True
+            summary.notes.append(f"grade scale taken from the file: {', '.join(str(g) for g in sorted(grades))}")
+            if user is not None:
+                Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
+
+        query_pks = dict(Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"))
+        page_pks = dict(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "id"))
+        missing_queries = _first_seen(query_id for query_id, _ in pairs.grades if query_id not in query_pks)
+        missing_docs = _first_seen(doc_id for _, doc_id in pairs.grades if doc_id not in page_pks)
+        if (missing_queries or missing_docs) and not create_missing:
+            query_lines: dict[str, int] = {}
+            doc_lines: dict[str, int] = {}
+            for (query_id, doc_id), line in pairs.lines.items():
+                query_lines.setdefault(query_id, line)
+                doc_lines.setdefault(doc_id, line)
+            unknown = [f"{source_name}:{query_lines[q]}: query id {q!r} is not in the golden set" for q in missing_queries]
+            unknown += [f"{source_name}:{doc_lines[d]}: doc id {d!r} is not in the corpus" for d in missing_docs]
+            raise GoldsetError(
+                f"{source_name}: {len(missing_queries)} query id(s) and {len(missing_docs)} doc id(s) are not in golden set "
+                f"{golden_set.slug!r} (use --create-missing to add them as id-only)",
+                problems=unknown,
+            )
+        if missing_docs:
+            records = [JsonRecord(line=0, id=doc_id) for doc_id in missing_docs]
+            page_pks.update(_insert_pages(golden_set.corpus, records, [(None, None)] * len(records), False, progress))
+            summary.pages_created = len(missing_docs)
+            summary.notes.append(f"{len(missing_docs)} id-only page(s) created, flagged as having no text")
+        if missing_queries:
+            records = [JsonRecord(line=0, id=query_id) for query_id in missing_queries]
+            query_pks = _insert_queries(golden_set, records, False)
+            summary.queries_created = len(missing_queries)
+            summary.notes.append(f"{len(missing_queries)} id-only query(ies) created, flagged as having no text")
+
+        outside = sorted(set(grades) - set(golden_set.grade_values()))
+        if outside and not summary.golden_set_created:
+            summary.notes.append(f"grades outside the set's scale kept as they are: {', '.join(map(str, outside))}")
+        summary.judgments_created = _insert_imported_judgments(pairs.grades, query_pks, page_pks, progress)
+    return summary
+
+
+def _first_seen(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def query_retire(*, query: Query) -> None:
+    """Take a query out of the versions published from now on; old versions keep it."""
+    if query.retired_at is None:
+        query.retired_at = timezone.now()
+        query.save(update_fields=["retired_at"])
+
+
+def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str) -> Membership:
+    if role not in Membership.Role.values:
+        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    membership, _ = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
+    return membership
+
+
+# --- judgments -----------------------------------------------------------------------
+
+def judgment_record(
+    *, query: Query, page: Page, grade: int, annotator: AbstractBaseUser | None,
+    source: str = Judgment.Source.HUMAN, note: str = "", seconds_spent: float | None = None,
+) -> Judgment:
+    """Append one grade for a pair. A human grade must be on the golden set's scale."""
+    golden_set = query.golden_set
+    if page.corpus_id != golden_set.corpus_id:
+        raise GoldsetError(f"page {page.doc_id!r} is not in the corpus of golden set {golden_set.slug!r}", field="page")
+    if source == Judgment.Source.HUMAN:
+        if annotator is None:
+            raise GoldsetError("a human judgment needs its annotator", field="annotator")
+        if grade not in golden_set.grade_values():
+            allowed = ", ".join(map(str, golden_set.grade_values()))
+            raise GoldsetError(f"grade {grade} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
+    if seconds_spent is not None and seconds_spent < 0:
+        raise GoldsetError("seconds_spent cannot be negative", field="seconds_spent")
+    return Judgment.objects.create(
+        query=query, page=page, grade=grade, annotator=annotator, source=source,
+        note=note, seconds_spent=seconds_spent, page_hash=page.content_hash,
+    )
+
+
+# --- versions ------------------------------------------------------------------------
+
+def _slice_values(metadata: dict, fields: list[str]) -> dict:
+    return {name: metadata[name] for name in fields if name in metadata}
+
+
+def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = None, note: str = "") -> Version:
+    """Snapshot the resolved labels and slice metadata into version N+1 and return it.
+
+    Refuses (GoldsetError) when nothing changed since the latest version. Sends
+    `version_published` inside the transaction; receivers act on commit.
+    """
+    with transaction.atomic():
+        # Lock the set so that two publishes cannot both take number N+1.
+        golden_set = GoldenSet.objects.select_for_update().get(pk=golden_set.pk)
+        previous = golden_set.versions.order_by("-number").first()
+
+        queries = list(
+            Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata")
+        )
+        query_ids = {pk: query_id for pk, query_id, _ in queries}
+        labels = [(q, p, g) for q, p, g in resolved_labels(golden_set) if q in query_ids]
+        page_rows = list(
+            Page.objects.filter(id__in={p for _, p, _ in labels}).values_list("id", "doc_id", "metadata", "published_at", "content_hash")
+        )
+        doc_ids = {pk: doc_id for pk, doc_id, *_ in page_rows}
+
+        # Canonical order: natural order of ids, independent of row ids and databases.
+        labels.sort(key=lambda row: (natural_key(query_ids[row[0]]), query_ids[row[0]], natural_key(doc_ids[row[1]]), doc_ids[row[1]]))
+        queries.sort(key=lambda row: (natural_key(row[1]), row[1]))
+        page_rows.sort(key=lambda row: (natural_key(row[1]), row[1]))
+
+        query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
+        digest = StreamHash()
+        digest.add(canonical_json({
+            "relevance_threshold": golden_set.relevance_threshold, "k_first": golden_set.k_first, "k_final": golden_set.k_final,
+            "query_slice_fields": query_fields, "page_slice_fields": page_fields,
+        }))
+        for query_pk, page_pk, grade in labels:
+            digest.add(f"L\t{query_ids[query_pk]}\t{doc_ids[page_pk]}\t{grade}")
+        query_metadata = {}
+        for pk, query_id, metadata in queries:
+            query_metadata[pk] = _slice_values(metadata, query_fields)
+            digest.add(f"Q\t{query_id}\t{canonical_json(query_metadata[pk])}")
+        page_metadata = {}
+        for pk, doc_id, metadata, published_at, content_hash in page_rows:
+            page_metadata[pk] = _slice_values(metadata, page_fields)
+            stamp = published_at.isoformat() if published_at else ""
+            digest.add(f"P\t{doc_id}\t{canonical_json(page_metadata[pk])}\t{stamp}\t{content_hash}")
+        content_hash = digest.hexdigest()
+
+        if previous is not None and previous.content_hash == content_hash:
+            raise GoldsetError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
+        if not queries:
+            raise GoldsetError(f"golden set {golden_set.slug!r} has no queries to publish")
+
+        threshold = golden_set.relevance_threshold
+        relevant_queries = {q for q, _, g in labels if g >= threshold}
+        try:
+            version = Version.objects.create(
+                golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
+                note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
+                query_slice_fields=query_fields, page_slice_fields=page_fields, query_count=len(queries),
+                label_count=len(labels), relevant_count=sum(1 for _, _, g in labels if g >= threshold),
+                queries_without_relevant=len(queries) - len(relevant_queries),
+            )
+        except IntegrityError as exc:  # only if the row lock were bypassed
+            raise GoldsetError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
+
+        bulk_insert(
+            VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
+            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(labels)),
+        )
+        bulk_insert(
+            VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
+            ((version.id, pk, json.dumps(query_metadata[pk], ensure_ascii=False)) for pk, *_ in queries),
+        )
+        bulk_insert(
+            VersionPage._meta.db_table, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
+            ((version.id, pk, json.dumps(page_metadata[pk], ensure_ascii=False), published_at, content_hash)
+             for pk, _, _, published_at, content_hash in page_rows),
+        )
+        version_published.send(sender=Version, version_id=version.id)
+    return version

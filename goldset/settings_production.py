@@ -1,0 +1,32 @@
+"""Deployment settings: the defaults of goldset.settings, plus what production needs.
+
+Refuses to start without a real SECRET_KEY and a DATABASE_URL; passes
+`manage.py check --deploy` (a test runs it).
+"""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from goldset.env import env_bool, env_int, env_str
+from goldset.settings import *  # noqa: F403
+from goldset.settings import INSECURE_DEV_SECRET_KEY, SECRET_KEY
+
+if not SECRET_KEY or SECRET_KEY == INSECURE_DEV_SECRET_KEY or len(SECRET_KEY) < 50:
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set to a random value of at least 50 characters in production "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(64))')"
+    )
+if not env_str("DATABASE_URL"):
+    raise ImproperlyConfigured("DATABASE_URL must be set in production (PostgreSQL)")
+
+DEBUG = False
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = True
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}

@@ -1,0 +1,55 @@
+"""Settings for the test suite: the real services whenever they answer.
+
+PostgreSQL (TEST_DATABASE_URL, default the machine's local server) and Redis
+(TEST_REDIS_URL) are probed once at start. Without them the suite falls back to SQLite
+and in-process tasks and says so in one line; under CI (CI=true) that fallback is an
+error, because CI must test what production runs.
+"""
+
+import os
+import socket
+import tempfile
+from urllib.parse import urlparse
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from goldset.settings import *  # noqa: F403
+from goldset.settings import sqlite_database
+
+TEST_DATABASE_URL = os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/goldset")
+TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _answers(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or default_port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+POSTGRES_AVAILABLE = _answers(TEST_DATABASE_URL, 5432)
+REDIS_AVAILABLE = _answers(TEST_REDIS_URL, 6379)
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+if POSTGRES_AVAILABLE:
+    DATABASES = {"default": dj_database_url.parse(TEST_DATABASE_URL)}
+else:
+    if IN_CI:
+        raise ImproperlyConfigured(f"CI=true but PostgreSQL does not answer at {TEST_DATABASE_URL}")
+    DATABASES = {"default": sqlite_database(os.path.join(tempfile.gettempdir(), "goldset-test.sqlite3"))}
+if IN_CI and not REDIS_AVAILABLE:
+    raise ImproperlyConfigured(f"CI=true but Redis does not answer at {TEST_REDIS_URL}")
+
+SERVICES_LINE = (
+    f"services: database {'PostgreSQL ' + TEST_DATABASE_URL if POSTGRES_AVAILABLE else 'SQLite (PostgreSQL not answering: fallback)'}; "
+    f"task broker {'Redis ' + TEST_REDIS_URL if REDIS_AVAILABLE else 'none (Redis not answering: tasks run in-process)'}"
+)
+
+# Most tests run tasks in-process; the task tests start a real worker on TEST_REDIS_URL.
+CELERY_BROKER_URL = ""
+CELERY_TASK_ALWAYS_EAGER = True
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

@@ -1,0 +1,1 @@
+"""Floor 4: pools, judging queues, agreement and adjudication (see DESIGN.md)."""

@@ -1,0 +1,229 @@
+"""Readers and writers for the relevance formats of the field: TREC, BEIR, JSON, CSV.
+
+Readers yield plain tuples with the 1-based line number they came from, so the caller
+can name the line at fault; they collect every problem instead of stopping at the
+first. Writers take an iterable of (query_id, doc_id, grade) rows and write them
+in the order given, so a caller that streams rows from the database never holds
+them all in memory.
+"""
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from lib.errors import ProblemCollector
+from lib.ids import id_problem
+
+QREL_FORMATS = ("trec", "json", "beir", "csv")
+
+
+@dataclass(frozen=True)
+class QrelLine:
+    line: int
+    query_id: str
+    doc_id: str
+    grade: int
+
+
+@dataclass
+class JsonRecord:
+    """One object of a BEIR corpus.jsonl or queries.jsonl file."""
+
+    line: int
+    id: str
+    title: str = ""
+    text: str = ""
+    url: str = ""
+    metadata: dict = field(default_factory=dict)
+
+
+def _parse_grade(raw: str) -> int | None:
+    try:
+        return int(raw)
+    except ValueError:
+        # "2.0" is a float in form but an integer grade in meaning; accept it.
+        try:
+            as_float = float(raw)
+        except ValueError:
+            return None
+        return int(as_float) if as_float.is_integer() else None
+
+
+def read_trec_qrels(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[QrelLine]:
+    """TREC qrels: `query_id iteration doc_id grade`, whitespace separated.
+
+    Lines whose first non-blank character is `#` are comments (trec_eval 10 does the
+    same); a `#` anywhere else is part of an id, e.g. `CR93E-3103#37`.
+    """
+    for number, raw in enumerate(lines, start=1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = stripped.split()
+        if len(parts) != 4:
+            problems.add(
+                f"{source}:{number}: expected 4 columns 'query_id iteration doc_id grade', "
+                f"found {len(parts)}: {stripped[:80]!r}"
+            )
+            continue
+        query_id, _iteration, doc_id, raw_grade = parts
+        bad = id_problem(query_id, "query id") or id_problem(doc_id, "doc id")
+        if bad:
+            problems.add(f"{source}:{number}: {bad}")
+            continue
+        grade = _parse_grade(raw_grade)
+        if grade is None:
+            problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
+            continue
+        yield QrelLine(number, query_id, doc_id, grade)
+
+
+def read_beir_qrels(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[QrelLine]:
+    """BEIR qrels: tab separated `query-id corpus-id score` with a header line.
+
+    Split on tabs only, so that the ids stay exactly as written; an id holding a space
+    is then caught by the id check with a clear message.
+    """
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if number == 1 and parts[0].strip().lower() in ("query-id", "query_id", "qid"):
+            continue
+        if len(parts) != 3:
+            problems.add(
+                f"{source}:{number}: expected 3 tab-separated columns 'query-id corpus-id score', "
+                f"found {len(parts)}: {line[:80]!r}"
+            )
+            continue
+        query_id, doc_id, raw_grade = parts
+        bad = id_problem(query_id, "query id") or id_problem(doc_id, "doc id")
+        if bad:
+            problems.add(f"{source}:{number}: {bad}")
+            continue
+        grade = _parse_grade(raw_grade.strip())
+        if grade is None:
+            problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
+            continue
+        yield QrelLine(number, query_id, doc_id, grade)
+
+
+def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[JsonRecord]:
+    """BEIR corpus or queries: one JSON object a line with `_id` and `text` (and `title`).
+
+    Keys other than `_id`, `title`, `text`, `url` and `metadata` are folded into
+    `metadata`, so fields such as `lang` or `doc_type` become slice candidates.
+    """
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problems.add(f"{source}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict):
+            problems.add(f"{source}:{number}: expected a JSON object, found {type(obj).__name__}")
+            continue
+        if "_id" not in obj:
+            problems.add(f"{source}:{number}: field '_id' is missing")
+            continue
+        raw_id = obj.pop("_id")
+        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+            raw_id = str(raw_id)  # some BEIR exports write numeric ids unquoted
+        bad = id_problem(raw_id, "_id")
+        if bad:
+            problems.add(f"{source}:{number}: {bad}")
+            continue
+        metadata = obj.pop("metadata", None) or {}
+        if not isinstance(metadata, dict):
+            problems.add(f"{source}:{number}: field 'metadata' must be an object")
+            continue
+        record = JsonRecord(line=number, id=raw_id)
+        for name in ("title", "text", "url"):
+            value = obj.pop(name, "")
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                problems.add(f"{source}:{number}: field {name!r} must be a string")
+                break
+            setattr(record, name, value)
+        else:
+            metadata.update(obj)
+            record.metadata = metadata
+            yield record
+
+
+# --- writers -------------------------------------------------------------------------
+
+CHUNK_ROWS = 10_000
+
+
+def qrels_chunks(rows: Iterable[tuple[str, str, int]], fmt: str) -> Iterator[str]:
+    """The text of rows in one of QREL_FORMATS, yielded a chunk (up to CHUNK_ROWS rows) at a time.
+
+    Rows must arrive grouped by query id (the json form relies on it). Streaming chunks
+    lets an HTTP response or a file take a million labels without holding them all.
+    """
+    if fmt == "trec":
+        yield from _chunked(rows, lambda q, d, g: f"{q} 0 {d} {g}\n")
+    elif fmt == "beir":
+        yield "query-id\tcorpus-id\tscore\n"
+        yield from _chunked(rows, lambda q, d, g: f"{q}\t{d}\t{g}\n")
+    elif fmt == "csv":
+        yield "query_id,doc_id,relevance\n"
+        yield from _chunked(rows, lambda q, d, g: f"{_csv_field(q)},{_csv_field(d)},{g}\n")
+    elif fmt == "json":
+        yield from _json_chunks(rows)
+    else:
+        raise ValueError(f"unknown qrels format {fmt!r}; choose one of {', '.join(QREL_FORMATS)}")
+
+
+def write_qrels(rows: Iterable[tuple[str, str, int]], out: TextIO, fmt: str) -> None:
+    for chunk in qrels_chunks(rows, fmt):
+        out.write(chunk)
+
+
+def qrels_to_text(rows: Iterable[tuple[str, str, int]], fmt: str) -> str:
+    return "".join(qrels_chunks(rows, fmt))
+
+
+def _chunked(rows, line) -> Iterator[str]:
+    buffer = []
+    for query_id, doc_id, grade in rows:
+        buffer.append(line(query_id, doc_id, grade))
+        if len(buffer) >= CHUNK_ROWS:
+            yield "".join(buffer)
+            buffer.clear()
+    if buffer:
+        yield "".join(buffer)
+
+
+def _csv_field(value: str) -> str:
+    """Quote an id the way the csv module does (ids may hold commas or quotes)."""
+    if any(ch in value for ch in ',"\r\n'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def _json_chunks(rows) -> Iterator[str]:
+    """{query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict."""
+    dumps = json.dumps
+    buffer = ["{"]
+    current = None
+    count = 0
+    for query_id, doc_id, grade in rows:
+        if query_id != current:
+            buffer.append(("}, " if current is not None else "") + dumps(query_id, ensure_ascii=False) + ": {")
+            current = query_id
+        else:
+            buffer.append(", ")
+        buffer.append(f"{dumps(doc_id, ensure_ascii=False)}: {grade}")
+        count += 1
+        if count % CHUNK_ROWS == 0:
+            yield "".join(buffer)
+            buffer.clear()
+    buffer.append("}}\n" if current is not None else "}\n")
+    yield "".join(buffer)

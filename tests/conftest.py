@@ -1,0 +1,44 @@
+"""Fixtures shared by every test: people with roles, data made through the real services."""
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def pytest_report_header(config):
+    return settings.SERVICES_LINE
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data, or a clean skip where it is absent (a clone outside the workplace)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"public test data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, **extra):
+        return get_user_model().objects.create_user(username=username, password="pw-" + username, **extra)
+
+    return make
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user("owner")
+
+
+@pytest.fixture
+def teammate(make_user):
+    return make_user("teammate")
+
+
+@pytest.fixture
+def stranger(make_user):
+    return make_user("stranger")

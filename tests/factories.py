@@ -1,0 +1,31 @@
+"""Small golden sets built through the real services, for tests that need one."""
+
+from goldenset.models import GoldenSet, Membership
+from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
+from lib.formats import JsonRecord
+
+
+def pages(*doc_ids: str, **metadata) -> list[JsonRecord]:
+    return [JsonRecord(line=n, id=d, title=f"title {d}", text=f"text of {d}", metadata=dict(metadata)) for n, d in enumerate(doc_ids, 1)]
+
+
+def queries(*query_ids: str, **metadata) -> list[JsonRecord]:
+    return [JsonRecord(line=n, id=q, text=f"question {q}", metadata=dict(metadata)) for n, q in enumerate(query_ids, 1)]
+
+
+def golden_set(slug: str = "tiny", *, manager=None, qrels: dict | None = None, **options) -> GoldenSet:
+    """A set of three queries over five pages, with imported labels `qrels`."""
+    if qrels is None:
+        qrels = {("q1", "d1"): 2, ("q1", "d2"): 0, ("q2", "d3"): 1}
+    source = GoldenSetSource(
+        pages=options.pop("pages", None) or pages("d1", "d2", "d3", "d4", "d5"),
+        queries=options.pop("queries", None) or queries("q1", "q2", "q3"),
+        qrels=qrels,
+        grade_scale=options.pop("grade_scale", None),
+        **options,
+    )
+    golden_set_create(slug=slug, name=slug.title(), source=source)
+    golden_set = GoldenSet.objects.get(slug=slug)
+    if manager is not None:
+        membership_grant(user=manager, golden_set=golden_set, role=Membership.Role.MANAGER)
+    return golden_set
