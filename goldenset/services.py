@@ -206,8 +206,13 @@ def _insert_queries(golden_set: GoldenSet, records: list[JsonRecord], has_text: 
     return dict(Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"))
 
 
-def _insert_imported_judgments(pairs: dict[tuple[str, str], int], query_pks: dict[str, int], page_pks: dict[str, int], progress: Progress) -> int:
-    page_hashes = dict(Page.objects.filter(id__in=set(page_pks.values())).values_list("id", "content_hash"))
+def _insert_imported_judgments(
+    corpus: Corpus, pairs: dict[tuple[str, str], int], query_pks: dict[str, int], page_pks: dict[str, int], progress: Progress
+) -> int:
+    """Insert `pairs` as imported judgments of the pages of `corpus` named in `page_pks`."""
+    # Read the hashes by corpus rather than by a list of page ids: a filter on 100,000
+    # ids took seconds to build and parse (bench/import_export.py), a corpus scan does not.
+    page_hashes = dict(Page.objects.filter(corpus=corpus).values_list("id", "content_hash"))
     now = timezone.now()
     rows = []
     for (query_id, doc_id), grade in progress(pairs.items(), "writing judgments"):
@@ -286,7 +291,7 @@ def golden_set_create(
         query_pks = _insert_queries(golden_set, source.queries, True)
         summary.pages_created = len(page_pks)
         summary.queries_created = len(query_pks)
-        summary.judgments_created = _insert_imported_judgments(source.qrels, query_pks, page_pks, progress)
+        summary.judgments_created = _insert_imported_judgments(corpus, source.qrels, query_pks, page_pks, progress)
         if user is not None:
             Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
     return summary
@@ -395,7 +400,7 @@ def qrels_import(
         outside = sorted(set(grades) - set(golden_set.grade_values()))
         if outside and not summary.golden_set_created:
             summary.notes.append(f"grades outside the set's scale kept as they are: {', '.join(map(str, outside))}")
-        summary.judgments_created = _insert_imported_judgments(pairs.grades, query_pks, page_pks, progress)
+        summary.judgments_created = _insert_imported_judgments(golden_set.corpus, pairs.grades, query_pks, page_pks, progress)
     return summary
 
 
@@ -525,3 +530,39 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
         )
         version_published.send(sender=Version, version_id=version.id)
     return version
+
+
+# --- queries added to an existing set ------------------------------------------------
+
+def queries_add(*, golden_set: GoldenSet, records: list[JsonRecord]) -> list[Query]:
+    """Add queries with text to an existing golden set, all or nothing.
+
+    Returns the created queries in the order of `records`. Refuses (GoldsetError, every
+    problem listed) an empty list, a record without text, and ids that are malformed,
+    repeated in `records` or already in the set; retired queries count as in the set,
+    because a query id names one question for the whole history of its versions.
+    """
+    if not records:
+        raise GoldsetError(f"no queries to add to {golden_set.slug!r}")
+    problems = ProblemCollector()
+    positions: dict[str, int] = {}
+    for position, record in enumerate(records, start=1):
+        bad = id_problem(record.id, "query id")
+        if bad:
+            problems.add(f"query {position}: {bad}")
+            continue
+        if record.id in positions:
+            problems.add(f"query {position}: duplicate query id {record.id!r} (first as query {positions[record.id]})")
+            continue
+        positions[record.id] = position
+        if not record.text.strip():
+            problems.add(f"query {position}: query {record.id!r} has no text")
+    taken = Query.objects.filter(golden_set=golden_set, query_id__in=list(positions)).values_list("query_id", flat=True)
+    for query_id in sorted(taken, key=natural_key):
+        problems.add(f"query {positions[query_id]}: query id {query_id!r} is already in golden set {golden_set.slug!r}")
+    problems.raise_if_any(f"cannot add queries to {golden_set.slug!r}: {len(problems.problems)} problem(s)")
+
+    with transaction.atomic():
+        query_pks = _insert_queries(golden_set, records, True)
+        created = Query.objects.in_bulk([query_pks[record.id] for record in records])
+    return [created[query_pks[record.id]] for record in records]

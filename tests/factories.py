@@ -1,6 +1,6 @@
 """Small golden sets built through the real services, for tests that need one."""
 
-from goldenset.models import GoldenSet, Membership
+from goldenset.models import GoldenSet, Membership, default_grade_scale
 from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
 from lib.formats import JsonRecord
 
@@ -21,7 +21,7 @@ def golden_set(slug: str = "tiny", *, manager=None, qrels: dict | None = None, *
         pages=options.pop("pages", None) or pages("d1", "d2", "d3", "d4", "d5"),
         queries=options.pop("queries", None) or queries("q1", "q2", "q3"),
         qrels=qrels,
-        grade_scale=options.pop("grade_scale", None),
+        grade_scale=options.pop("grade_scale", None) or default_grade_scale(),
         **options,
     )
     golden_set_create(slug=slug, name=slug.title(), source=source)

@@ -1,0 +1,28 @@
+# The two commands of the README: `make run` (set up, load the demo, serve) and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
+
+.PHONY: setup run test clean-db
+
+# Reinstall only when a requirements file changed, so `make test` starts fast.
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/python manage.py migrate --verbosity 0
+	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py runserver 127.0.0.1:$${PORT:-8000}
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean-db:
+	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm

@@ -1,0 +1,128 @@
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from goldenset.models import Corpus, GoldenSet, Judgment, Page, Query
+from goldenset.selectors import version_label_rows
+from goldenset.services import golden_set_import_beir, version_publish
+from lib.errors import GoldsetError
+
+pytestmark = pytest.mark.django_db
+
+
+def write_beir(root: Path, corpus: list[dict], queries: list[dict], qrels: str) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    (root / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return root
+
+
+@pytest.fixture
+def beir(tmp_path):
+    corpus = [
+        {"_id": "CR93E-3103#37", "title": "t1", "text": "x", "lang": "en", "published_at": "2026-01-02T03:04:05Z"},
+        {"_id": "doc/2:ü", "title": "t2", "text": "y", "lang": "de"},
+    ]
+    queries = [{"_id": "q#1", "text": "what"}, {"_id": "q2", "text": "why"}]
+    return write_beir(tmp_path / "set", corpus, queries, "q#1\tCR93E-3103#37\t2\nq2\tdoc/2:ü\t0\n")
+
+
+def nothing_written():
+    return not (Corpus.objects.exists() or GoldenSet.objects.exists() or Page.objects.exists() or Judgment.objects.exists())
+
+
+def test_it_imports_pages_queries_and_judgments_with_ids_unchanged(beir):
+    summary = golden_set_import_beir(directory=beir, slug="set")
+    assert (summary.pages_created, summary.queries_created, summary.judgments_created) == (2, 2, 2)
+    assert set(Page.objects.values_list("doc_id", flat=True)) == {"CR93E-3103#37", "doc/2:ü"}
+    page = Page.objects.get(doc_id="CR93E-3103#37")
+    assert page.metadata == {"lang": "en"} and page.published_at.year == 2026
+    assert set(Judgment.objects.values_list("source", flat=True)) == {"imported"}
+    golden_set = GoldenSet.objects.get(slug="set")
+    assert golden_set.page_slice_fields == ["lang"]
+    version_publish(golden_set=golden_set, note="v1")
+    assert list(version_label_rows(golden_set.latest_version())) == [("q2", "doc/2:ü", 0), ("q#1", "CR93E-3103#37", 2)]
+
+
+@pytest.mark.parametrize(
+    ("qrels", "message"),
+    [
+        ("q#1\tCR93E-3103#37\n", "qrels/test.tsv:2: expected 3 tab-separated columns"),
+        ("q#1\tCR93E-3103#37\tyes\n", "qrels/test.tsv:2: grade 'yes' is not an integer"),
+        ("q9\tCR93E-3103#37\t1\n", "qrels/test.tsv:2: query id 'q9' is not in queries.jsonl"),
+        ("q#1\tnope\t1\n", "qrels/test.tsv:2: doc id 'nope' is not in corpus.jsonl"),
+        ("q#1\tCR93E-3103#37\t1\nq#1\tCR93E-3103#37\t2\n", "qrels/test.tsv:3: pair ('q#1', 'CR93E-3103#37') has grade 2, but line 2 gave it grade 1"),
+    ],
+)
+def test_a_bad_qrels_line_fails_the_whole_import_and_names_the_line(tmp_path, qrels, message):
+    folder = write_beir(tmp_path / "b", [{"_id": "CR93E-3103#37", "text": "x"}], [{"_id": "q#1", "text": "q"}], qrels)
+    with pytest.raises(GoldsetError) as caught:
+        golden_set_import_beir(directory=folder, slug="b")
+    assert any(problem.startswith(message) for problem in caught.value.problems), caught.value.problems
+    assert nothing_written()
+
+
+def test_a_duplicate_doc_id_in_the_corpus_names_both_lines(tmp_path):
+    folder = write_beir(tmp_path / "b", [{"_id": "d", "text": "x"}, {"_id": "d", "text": "y"}], [{"_id": "q", "text": "q"}], "")
+    with pytest.raises(GoldsetError) as caught:
+        golden_set_import_beir(directory=folder, slug="b")
+    assert caught.value.problems == ["corpus.jsonl:2: duplicate doc id 'd' (first on line 1)"]
+    assert nothing_written()
+
+
+def test_an_id_with_whitespace_is_refused_with_its_line(tmp_path):
+    folder = write_beir(tmp_path / "b", [{"_id": "has space", "text": "x"}], [{"_id": "q", "text": "q"}], "")
+    with pytest.raises(GoldsetError) as caught:
+        golden_set_import_beir(directory=folder, slug="b")
+    assert caught.value.problems == ["corpus.jsonl:1: _id 'has space' contains whitespace, which TREC files cannot carry"]
+
+
+def test_a_bad_date_is_refused_with_its_line(tmp_path):
+    folder = write_beir(tmp_path / "b", [{"_id": "d", "text": "x", "published_at": "last week"}], [{"_id": "q", "text": "q"}], "")
+    with pytest.raises(GoldsetError) as caught:
+        golden_set_import_beir(directory=folder, slug="b")
+    assert "field 'published_at' of 'd' is not an ISO 8601 date-time" in caught.value.problems[0]
+    assert nothing_written()
+
+
+def test_it_refuses_an_existing_slug_and_a_folder_that_is_not_beir(beir, tmp_path):
+    golden_set_import_beir(directory=beir, slug="set")
+    with pytest.raises(GoldsetError, match="already exists"):
+        golden_set_import_beir(directory=beir, slug="set")
+    with pytest.raises(GoldsetError, match="is not a BEIR folder: missing"):
+        golden_set_import_beir(directory=tmp_path, slug="other")
+
+
+def test_the_command_prints_a_summary_with_the_grades_found(beir, capsys):
+    call_command("import_beir", str(beir), "--slug", "set", "--name", "My set", verbosity=0)
+    out = capsys.readouterr().out
+    assert "judgments imported: 2" in out and "grades found: 0: 1, 2: 1" in out
+    assert GoldenSet.objects.get(slug="set").name == "My set"
+
+
+def test_the_command_turns_bad_input_into_a_command_error(tmp_path):
+    folder = write_beir(tmp_path / "b", [{"_id": "d", "text": "x"}], [{"_id": "q", "text": "q"}], "q\td\tx\n")
+    with pytest.raises(CommandError, match="qrels/test.tsv:2"):
+        call_command("import_beir", str(folder), "--slug", "b", verbosity=0)
+
+
+@pytest.mark.shared_data
+def test_cranfield_round_trips_its_1837_triples(shared_data, tmp_path):
+    folder = shared_data / "cranfield"
+    summary = golden_set_import_beir(directory=folder, slug="cranfield")
+    assert (summary.pages_created, summary.queries_created, summary.judgments_created) == (1400, 225, 1837)
+    assert dict(summary.grades) == {-1: 225, 1: 128, 2: 387, 3: 734, 4: 363}
+    golden_set = GoldenSet.objects.get(slug="cranfield")
+    assert golden_set.grade_values() == [-1, 1, 2, 3, 4]
+    version_publish(golden_set=golden_set, note="cranfield")
+    out = tmp_path / "cran.qrels"
+    call_command("export_qrels", "cranfield", "--output", str(out), "--format", "trec")
+    exported = {tuple(line.split()) for line in out.read_text().splitlines()}
+    lines = (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    expected = {(q, "0", d, g) for q, d, g in (line.split("\t") for line in lines)}
+    assert len(exported) == 1837 and exported == expected
+    assert Query.objects.filter(golden_set=golden_set).count() == 225
