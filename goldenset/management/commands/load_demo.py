@@ -1,0 +1,63 @@
+import os
+
+from django.core.management.base import BaseCommand, CommandError
+
+from goldenset.demo import DEFAULT_SEED, DEMO_SLUG, DemoLoadResult, demo_load
+from goldenset.management.progress import tqdm_progress
+from lib.errors import GoldsetError
+
+
+class Command(BaseCommand):
+    help = (
+        f"Load the demo golden set '{DEMO_SLUG}' so there is something to look at: the internal wiki of a made-up "
+        "company (about 3,000 generated pages in five languages, a burst of new runbooks in the last 30 days), about "
+        "300 questions with graded labels, three published versions (imported spreadsheet, then two annotation "
+        "rounds) and demo users with fixed, printed passwords, for a laptop or a test instance only. "
+        f"Safe to run again: when '{DEMO_SLUG}' exists it writes nothing and prints the logins."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--seed", type=int, default=DEFAULT_SEED,
+            help=f"seed of the generator (default {DEFAULT_SEED}); the same seed gives the same pages, labels and "
+                 "version hashes on every machine",
+        )
+
+    def handle(self, *args, seed, verbosity, **options):
+        try:
+            result = demo_load(seed=seed, progress=tqdm_progress(verbosity))
+        except GoldsetError as exc:
+            raise CommandError(str(exc)) from exc
+        if result.created:
+            self.stdout.write(
+                f"loaded {DEMO_SLUG}: {result.pages} pages, {result.queries} queries, "
+                f"{result.human_judgments} human judgments, {len(result.versions)} versions (seed {seed})"
+            )
+        else:
+            ignored = f" (--seed {seed} applies to a first load only)" if seed != DEFAULT_SEED else ""
+            self.stdout.write(f"{DEMO_SLUG} is already loaded; nothing written{ignored}.")
+        self._versions(result)
+        self._logins(result)
+
+    def _versions(self, result: DemoLoadResult) -> None:
+        for version in result.versions:
+            self.stdout.write(
+                f"  v{version.number} {version.short_hash}: {version.query_count} queries, {version.label_count} labels, "
+                f"{version.relevant_count} relevant, {version.queries_without_relevant} queries without a relevant page"
+            )
+
+    def _logins(self, result: DemoLoadResult) -> None:
+        # `make run` serves on $PORT; the hint names the address it will really be on.
+        base = f"http://127.0.0.1:{os.environ.get('PORT') or 8000}"
+        self.stdout.write("")
+        self.stdout.write(
+            f"Start the web app with `python manage.py runserver`, then open {base}/sets/{DEMO_SLUG}/ "
+            f"(Django admin: {base}/admin/)."
+        )
+        self.stdout.write("Demo logins (fixed demo passwords: never load the demo on a shared or public server):")
+        rows = [("username", "password", "role")]
+        for login in result.logins:
+            rows.append((login.username, login.password or f"({login.note})", login.description))
+        widths = [max(len(row[column]) for row in rows) for column in range(2)]
+        for username, password, role in rows:
+            self.stdout.write(f"  {username.ljust(widths[0])}  {password.ljust(widths[1])}  {role}")
