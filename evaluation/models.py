@@ -25,6 +25,9 @@ class EvaluationSettings(models.Model):
     alert_drop_points = models.FloatField(default=3.0, help_text="a drop larger than this, in points, raises an alert")
     alert_slice_floor = models.FloatField(default=0.75, help_text="a slice whose recall is under this fraction raises an alert")
     alert_rerank_loss_points = models.FloatField(default=10.0, help_text="recall@k_first minus recall@k_final above this, in points")
+    # Upper bounds, in days, of the page-age slices (pages dated relative to a version's
+    # publish time): [30, 365] gives 0-30d, 31-365d and 366d+.
+    age_buckets = models.JSONField(default=list, blank=True)
     alert_emails = models.JSONField(default=list, blank=True)
     webhook_url = models.URLField(blank=True)
 

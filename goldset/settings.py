@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "goldenset",
     "evaluation",
     "labeling",
+    "goldset",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,281 @@
+"""Score a ranked run against labels: pure numpy and ranx's numba kernels, no Django.
+
+The inputs are columnar (`QrelsArrays` here, `lib.runs.RankedRun` for the run), with doc ids
+already mapped to integer keys, and the per-query arrays go straight to ranx's metric
+kernels (`ranx.metrics.recall` and friends, which run over numba typed lists of
+`[doc key, value]` float64 arrays). Building `ranx.Qrels`/`ranx.Run` from Python dicts would
+cost about 1.5 s per million run entries; this path avoids it.
+
+The run's entries are handed over already in trec_eval order (lib.runs), each query's with
+strictly decreasing synthetic scores, so nothing downstream can reorder tied scores. ranx's
+kernels read the rows in the order given.
+
+Semantics (DESIGN.md, "Semantics that must hold everywhere"):
+
+- Binary metrics count a page relevant when its grade >= the relevance threshold; nDCG uses
+  the grades as gains whatever the threshold (negative grades give 0), as trec_eval does
+  (its -l changes binary relevance only).
+- Unjudged pages, and pages outside the corpus, are non-relevant.
+- A query the run does not answer scores 0 in every metric (trec_eval -c) and is counted.
+- A query with no relevant page is left out of the averages and counted as a coverage gap.
+  `average_queries_without_relevant=True` keeps it in (binary metrics then score it 0),
+  which is trec_eval's rule and reproduces its averages exactly.
+- A page slice keeps only the labels of the slice's pages: recall for the slice is
+  |relevant slice pages in the top k| / |relevant slice pages|, and a query with no relevant
+  page in the slice is left out like any query with none.
+"""
+
+import threading
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numba import njit
+from numba.typed import List as TypedList
+from ranx.metrics import average_precision, hit_rate, ndcg, precision, recall, reciprocal_rank
+
+from evaluation.metrics import Metric, parse_metric
+from lib.runs import RankedRun
+
+# Each takes (qrels typed list, run typed list, k, rel_lvl) and returns float64 per query;
+# k = 0 means the whole ranking.
+_KERNELS = {
+    "recall": recall,
+    "precision": precision,
+    "hit_rate": hit_rate,
+    "mrr": reciprocal_rank,
+    "map": average_precision,
+    "ndcg": ndcg,
+}
+# The kernels are numba parallel=True functions. Numba's default threading layer
+# (workqueue) aborts the whole process, not just the call, when two Python threads enter
+# one at the same time: threaded web servers and in-process tasks must take turns.
+_KERNEL_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, eq=False)
+class QrelsArrays:
+    """The labels of a set of queries, columnar.
+
+    Query i's labels are rows `offsets[i]:offsets[i + 1]` of `doc_keys` and `grades`, sorted
+    by grade descending (ranx computes the ideal DCG from that order), then by key. A query
+    may have no labels at all; it is still one of the set's queries. Grades are integers and
+    may lie outside 0-3 or be negative.
+    """
+
+    query_ids: tuple[str, ...]
+    offsets: np.ndarray  # int64, len(query_ids) + 1
+    doc_keys: np.ndarray  # int64, one per label
+    grades: np.ndarray  # int64, one per label
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, int, int]], *, query_ids: Iterable[str] | None = None) -> "QrelsArrays":
+        """Labels from (query_id, doc_key, grade) rows, in any order.
+
+        `query_ids` is the full query set (a golden set's queries include those with no label
+        yet), in the order results should follow; without it, the queries of the rows in
+        order of first appearance. ValueError when a row names a query outside `query_ids`
+        or a (query, doc) pair repeats: a version holds one grade per pair.
+        """
+        positions: dict[str, int] = {}
+        if query_ids is not None:
+            for query_id in query_ids:
+                positions.setdefault(query_id, len(positions))
+        fixed = query_ids is not None
+        owners: list[int] = []
+        keys: list[int] = []
+        grades: list[int] = []
+        for query_id, doc_key, grade in rows:
+            q = positions.get(query_id)
+            if q is None:
+                if fixed:
+                    raise ValueError(f"label for query {query_id!r}, which is not in the query set")
+                q = positions[query_id] = len(positions)
+            owners.append(q)
+            keys.append(doc_key)
+            grades.append(grade)
+        return cls.from_arrays(
+            tuple(positions),
+            np.asarray(owners, dtype=np.int64),
+            np.asarray(keys, dtype=np.int64),
+            np.asarray(grades, dtype=np.int64),
+        )
+
+    @classmethod
+    def from_arrays(cls, query_ids: tuple[str, ...], query_index: np.ndarray, doc_keys: np.ndarray, grades: np.ndarray) -> "QrelsArrays":
+        """Labels from parallel arrays: `query_index[j]` is the position in `query_ids` of label j."""
+        query_index = np.asarray(query_index, dtype=np.int64)
+        doc_keys = np.asarray(doc_keys, dtype=np.int64)
+        grades = np.asarray(grades, dtype=np.int64)
+        order = np.lexsort((doc_keys, -grades, query_index))
+        query_index, doc_keys, grades = query_index[order], doc_keys[order], grades[order]
+        if len(order) and (query_index[0] < 0 or query_index[-1] >= len(query_ids)):
+            raise ValueError("query_index points outside query_ids")
+        by_pair = np.lexsort((doc_keys, query_index))
+        same = (query_index[by_pair][1:] == query_index[by_pair][:-1]) & (doc_keys[by_pair][1:] == doc_keys[by_pair][:-1])
+        if same.any():
+            row = by_pair[1:][same][0]
+            raise ValueError(f"query {query_ids[query_index[row]]!r} has two labels for doc key {doc_keys[row]}")
+        counts = np.bincount(query_index, minlength=len(query_ids))
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return cls(query_ids=tuple(query_ids), offsets=offsets, doc_keys=doc_keys, grades=grades)
+
+    @property
+    def query_index(self) -> np.ndarray:
+        """int64 array: for each label, the index of its query in `query_ids`."""
+        return np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """Scores of one run against one set of labels, per query and averaged.
+
+    `query_ids` are the queries averaged, in the labels' order; `values[name]` holds one
+    float64 per such query, a fraction in [0, 1]. The counts say what the averages rest on:
+    `unanswered_count` of the averaged queries had no entry in the run (each scored 0), and
+    `no_relevant_count` queries in scope had no relevant page (left out, unless the
+    evaluation was asked to average them in as trec_eval does).
+    """
+
+    metrics: tuple[Metric, ...]
+    query_ids: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    answered: np.ndarray  # bool per averaged query: the run has at least one entry for it
+    relevant_counts: np.ndarray  # int64 per averaged query: relevant pages (within the page slice)
+    no_relevant_query_ids: tuple[str, ...]
+    relevance_threshold: int
+
+    @property
+    def query_count(self) -> int:
+        """How many queries the averages are over."""
+        return len(self.query_ids)
+
+    @property
+    def unanswered_count(self) -> int:
+        return int(len(self.answered) - np.count_nonzero(self.answered))
+
+    @property
+    def unanswered_query_ids(self) -> tuple[str, ...]:
+        return tuple(q for q, answered in zip(self.query_ids, self.answered.tolist()) if not answered)
+
+    @property
+    def no_relevant_count(self) -> int:
+        return len(self.no_relevant_query_ids)
+
+    @cached_property
+    def means(self) -> dict[str, float | None]:
+        """Metric name -> mean over `query_ids` (a fraction in [0, 1]), None when no query is averaged."""
+        return {name: float(np.mean(v)) if len(v) else None for name, v in self.values.items()}
+
+    def per_query(self, name: str) -> dict[str, float]:
+        """query_id -> value of metric `name` for each averaged query."""
+        return dict(zip(self.query_ids, self.values[name].tolist()))
+
+
+def evaluate_run(
+    qrels: QrelsArrays,
+    run: RankedRun,
+    metrics: Iterable[Metric | str],
+    *,
+    relevance_threshold: int = 1,
+    query_slice: Collection[str] | None = None,
+    page_slice: Collection[int] | np.ndarray | None = None,
+    average_queries_without_relevant: bool = False,
+) -> Evaluation:
+    """Score `run` against `qrels` with each of `metrics` (Metric objects or ranx names).
+
+    `query_slice` restricts the queries to those ids (ids outside `qrels` are ignored);
+    `page_slice` (doc keys) restricts the labels that count to those pages. Run queries
+    outside `qrels` are ignored. The run's doc keys and the labels' doc keys must come from
+    the same mapping (lib.runs.rank_run's `doc_keys`).
+    """
+    chosen: dict[str, Metric] = {}
+    for metric in metrics:
+        metric = metric if isinstance(metric, Metric) else parse_metric(metric)
+        chosen.setdefault(metric.name, metric)
+
+    if isinstance(query_slice, str):
+        raise TypeError("query_slice is a collection of query ids, not one id")
+    n = len(qrels.query_ids)
+    if query_slice is None:
+        in_scope = np.ones(n, dtype=bool)
+    else:
+        wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+        in_scope = np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
+
+    owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
+    if page_slice is not None:
+        if isinstance(page_slice, np.ndarray):
+            slice_keys = page_slice.astype(np.int64, copy=False)
+        else:
+            slice_keys = np.fromiter(page_slice, dtype=np.int64)
+        kept = np.isin(keys, slice_keys)
+        owners, keys, grades = owners[kept], keys[kept], grades[kept]
+    label_counts = np.bincount(owners, minlength=n)
+    label_offsets = np.concatenate(([0], np.cumsum(label_counts)))
+    relevant_counts = np.bincount(owners[grades >= relevance_threshold], minlength=n)
+
+    has_relevant = relevant_counts > 0
+    no_relevant = in_scope & ~has_relevant
+    averaged = in_scope if average_queries_without_relevant else in_scope & has_relevant
+    averaged_index = np.flatnonzero(averaged)
+
+    positions = run.query_positions
+    run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
+    answered = run_row[averaged_index] >= 0
+    # A query with no label at all scores 0 everywhere; leaving it out of the kernels spares
+    # them empty arrays.
+    computed = np.flatnonzero(answered & (label_counts[averaged_index] > 0))
+
+    values = {name: np.zeros(len(averaged_index), dtype=np.float64) for name in chosen}
+    if len(computed):
+        qrels_list, run_list = _typed_lists(
+            averaged_index[computed], run_row[averaged_index[computed]], keys, grades, label_offsets, run
+        )
+        with _KERNEL_LOCK:
+            for name, metric in chosen.items():
+                rel_lvl = relevance_threshold if metric.binary else 1
+                values[name][computed] = _KERNELS[metric.family](qrels_list, run_list, metric.k or 0, rel_lvl)
+
+    return Evaluation(
+        metrics=tuple(chosen.values()),
+        query_ids=tuple(qrels.query_ids[i] for i in averaged_index.tolist()),
+        values=values,
+        answered=answered,
+        relevant_counts=relevant_counts[averaged_index],
+        no_relevant_query_ids=tuple(qrels.query_ids[i] for i in np.flatnonzero(no_relevant).tolist()),
+        relevance_threshold=relevance_threshold,
+    )
+
+
+def _typed_lists(query_rows, run_rows, keys, grades, label_offsets, run: RankedRun):
+    """ranx's input: one [doc key, grade] and one [doc key, score] float64 array a query.
+
+    Keys become float64, exact below 2**53. The run's scores are replaced by minus the row
+    number, strictly decreasing, so the arrays carry trec_eval's order whatever reads them.
+    """
+    label_table = np.empty((len(keys), 2), dtype=np.float64)
+    label_table[:, 0] = keys
+    label_table[:, 1] = grades
+    run_table = np.empty((len(run.doc_keys), 2), dtype=np.float64)
+    run_table[:, 0] = run.doc_keys
+    run_table[:, 1] = -np.arange(len(run.doc_keys), dtype=np.float64)
+
+    qrels_list = _split_rows(label_table, label_offsets[query_rows], label_offsets[query_rows + 1])
+    run_list = _split_rows(run_table, run.offsets[run_rows], run.offsets[run_rows + 1])
+    return qrels_list, run_list
+
+
+@njit(cache=True)
+def _split_rows(table, starts, ends):
+    """A typed list of the row ranges `table[starts[i]:ends[i]]` (views, not copies).
+
+    Built inside numba: filling a typed list from Python costs about 25 ms per 10,000
+    arrays and a second of compilation in every new process; this costs about 1 ms, and
+    its compiled code is cached in NUMBA_CACHE_DIR with ranx's.
+    """
+    out = TypedList()
+    for i in range(starts.shape[0]):
+        out.append(table[starts[i] : ends[i]])
+    return out

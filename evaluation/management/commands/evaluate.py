@@ -1,0 +1,69 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
+
+from evaluation.models import Score
+from evaluation.tasks import golden_set_evaluate_now
+from goldenset.models import GoldenSet
+from goldenset.selectors import version_get
+
+
+class Command(BaseCommand):
+    help = (
+        "Evaluate every run of a golden set against a version (the latest unless --version), now, in this "
+        "process, and print the results overall and per slice. Values are fractions in [0, 1]; queries with no "
+        "relevant page are left out of the averages and counted."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # Django's own --version gives way to ours: the golden set version.
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="slug of the golden set")
+        parser.add_argument("--version", type=int, dest="number", help="version number (default: the latest)")
+        parser.add_argument("--format", choices=["table", "json"], default="table", dest="fmt")
+
+    def handle(self, *args, slug, number, fmt, **options):
+        golden_set = GoldenSet.objects.filter(slug=slug).first()
+        if golden_set is None:
+            raise CommandError(f"no golden set {slug!r}")
+        try:
+            version = version_get(golden_set, number)
+        except Http404 as exc:
+            raise CommandError(str(exc)) from exc
+        evaluations = golden_set_evaluate_now(golden_set, version)
+        if not evaluations:
+            raise CommandError(f"golden set {slug!r} has no runs (upload one with import_run)")
+        records = []
+        for evaluation in evaluations:
+            by_slice: dict[str, dict] = {}
+            counts: dict[str, int] = {}
+            for score in Score.objects.filter(evaluation=evaluation).order_by("id"):
+                by_slice.setdefault(score.slice, {})[score.metric] = round(score.value, 6)
+                counts[score.slice] = score.queries_averaged
+            for slice_name, metrics in by_slice.items():
+                records.append({
+                    "run": evaluation.run.name, "system": evaluation.run.system, "stage": evaluation.run.stage,
+                    "version": version.number, "slice": slice_name or None, "queries": counts[slice_name], "metrics": metrics,
+                })
+        if fmt == "json":
+            self.stdout.write(json.dumps(records, indent=2, ensure_ascii=False))
+            return
+        self._table(records, version, evaluations)
+
+    def _table(self, records, version, evaluations):
+        metric_names = list(evaluations[0].metrics)
+        self.stdout.write(f"version {version.number} ({version.short_hash}); values are fractions; k_first={version.k_first}, k_final={version.k_final}")
+        header = ["run", "slice", "queries", *metric_names]
+        rows = [[r["run"], r["slice"] or "all", str(r["queries"]), *(f"{r['metrics'].get(m, float('nan')):.4f}" for m in metric_names)] for r in records]
+        widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+        for row in [header, *rows]:
+            self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)))
+        for evaluation in evaluations:
+            if evaluation.unanswered_count or evaluation.no_relevant_count:
+                self.stdout.write(
+                    f"{evaluation.run.name}: {evaluation.unanswered_count} queries unanswered (scored 0), "
+                    f"{evaluation.no_relevant_count} with no relevant page (left out)"
+                )

@@ -1,0 +1,21 @@
+"""React to new versions and runs by enqueueing evaluations, once the transaction commits.
+
+Nothing here computes: a rolled-back publish or upload must start no task, and a task
+must never see a row its sender could still roll back (delay_on_commit).
+"""
+
+from django.dispatch import receiver
+
+from evaluation.signals import run_uploaded
+from evaluation.tasks import evaluate_run_latest_task, evaluate_version_task
+from goldenset.signals import version_published
+
+
+@receiver(version_published, dispatch_uid="evaluation.on_version_published")
+def on_version_published(sender, version_id: int, **kwargs) -> None:
+    evaluate_version_task.delay_on_commit(version_id)
+
+
+@receiver(run_uploaded, dispatch_uid="evaluation.on_run_uploaded")
+def on_run_uploaded(sender, run_id: int, **kwargs) -> None:
+    evaluate_run_latest_task.delay_on_commit(run_id)

@@ -1,0 +1,125 @@
+"""Writes of the evaluation floor: uploading runs, scheduling and computing evaluations."""
+
+from collections.abc import Iterable
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation import engine
+from evaluation.models import Evaluation, Run, RunData, Score
+from evaluation.selectors import (
+    PerQuery,
+    evaluation_settings,
+    metrics_for,
+    run_ranked,
+    version_labels,
+    version_query_ids,
+    version_slices,
+)
+from evaluation.signals import run_uploaded
+from goldenset.models import GoldenSet, Page, Query, Version
+from goldenset.services import Progress, no_progress
+from lib.errors import GoldsetError, ProblemCollector
+from lib.runs import RankedRun, rank_run, read_trec_run
+
+
+def run_import(
+    *, golden_set: GoldenSet, lines: Iterable[str], source_name: str, system: str, stage: str,
+    name: str | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+) -> Run:
+    """Store a TREC run of `system` at `stage`, all or nothing, and evaluate it on commit.
+
+    Refuses (GoldsetError, every problem naming its line) wrong column counts, scores that
+    are not finite numbers, a doc twice for one query and query ids the set does not have.
+    Doc ids outside the corpus are kept and count as unjudged. Entries are ranked as
+    trec_eval ranks them and capped at the set's depth.
+    """
+    system = (system or "").strip()
+    if not system:
+        raise GoldsetError("a run needs the name of its system", field="system")
+    if stage not in Run.Stage.values:
+        raise GoldsetError(f"unknown stage {stage!r}; choose one of {', '.join(Run.Stage.values)}", field="stage")
+    name = (name or "").strip() or f"{system} {stage}"
+    if Run.objects.filter(golden_set=golden_set, name=name).exists():
+        raise GoldsetError(f"golden set {golden_set.slug!r} already has a run named {name!r}", field="name")
+
+    problems = ProblemCollector()
+    known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
+    entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
+    problems.raise_if_any(f"cannot import run {source_name}: {len(problems.problems)} problem(s); nothing was stored")
+
+    doc_keys = dict(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("doc_id", "id"))
+    depth = evaluation_settings(golden_set).run_depth_cap
+    ranked = rank_run(entries, doc_keys=doc_keys, depth=depth)
+    with transaction.atomic():
+        run = Run.objects.create(
+            golden_set=golden_set, name=name, system=system, stage=stage, source_name=source_name[:300],
+            uploaded_by=user, query_count=len(ranked.query_ids), entry_count=len(ranked), depth_cap=depth,
+            dropped_by_depth=ranked.dropped_by_depth, external_doc_count=len(ranked.external_doc_ids),
+            extra_column_lines=entries.extra_column_lines,
+        )
+        RunData.objects.create(run=run, ranked=ranked.to_bytes())
+        run_uploaded.send(sender=Run, run_id=run.id)
+    return run
+
+
+def evaluations_schedule(*, version: Version) -> list[Evaluation]:
+    """A pending evaluation of every run of the version's set (existing rows are kept as they are)."""
+    evaluations = []
+    for run in Run.objects.filter(golden_set_id=version.golden_set_id).order_by("id"):
+        evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
+        evaluations.append(evaluation)
+    return evaluations
+
+
+def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None) -> Evaluation:
+    """Score `run` against `version`, overall and per slice, and store the results.
+
+    Idempotent: the (run, version) row is upserted and its scores replaced in one
+    transaction, so a task that is redelivered after a worker died leaves every figure
+    there exactly once. Returns the evaluation, status done.
+    """
+    if run.golden_set_id != version.golden_set_id:
+        raise GoldsetError(f"run {run.name!r} and version {version} belong to different golden sets")
+    evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.RUNNING, started_at=timezone.now(), error="")
+
+    metrics = metrics_for(version.golden_set, version)
+    ranked = ranked or run_ranked(run)
+    qrels = engine.QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
+    threshold = version.relevance_threshold
+    overall = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold)
+    results = {"": overall}
+    slices = version_slices(version)
+    for name, query_ids in slices.query.items():
+        results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, query_slice=query_ids)
+    for name, page_keys in slices.page.items():
+        results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, page_slice=page_keys)
+
+    scores = [
+        Score(evaluation=evaluation, slice=slice_name, metric=metric, value=min(max(value, 0.0), 1.0),
+              queries_averaged=result.query_count, no_relevant_count=result.no_relevant_count)
+        for slice_name, result in results.items()
+        for metric, value in result.means.items()
+        if value is not None  # a slice with no relevant page has nothing to average
+    ]
+    per_query = PerQuery(overall.query_ids, overall.values, overall.answered, overall.relevant_counts)
+    with transaction.atomic():
+        Score.objects.filter(evaluation=evaluation).delete()
+        Score.objects.bulk_create(scores)
+        Evaluation.objects.filter(pk=evaluation.pk).update(
+            status=Evaluation.Status.DONE, finished_at=timezone.now(), metrics=[m.name for m in metrics],
+            queries_in_version=len(qrels.query_ids), queries_averaged=overall.query_count,
+            unanswered_count=overall.unanswered_count, no_relevant_count=overall.no_relevant_count,
+            per_query=per_query.to_bytes(), error="",
+        )
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+def evaluation_fail(*, run_id: int, version_id: int, error: str) -> None:
+    """Record why an evaluation failed, so the page shows it instead of spinning forever."""
+    Evaluation.objects.filter(run_id=run_id, version_id=version_id).update(
+        status=Evaluation.Status.FAILED, error=error[:5000], finished_at=timezone.now()
+    )

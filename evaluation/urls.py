@@ -1,0 +1,3 @@
+"""Pages of runs and results (owned by the results pages)."""
+
+urlpatterns: list = []

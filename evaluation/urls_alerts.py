@@ -1,0 +1,3 @@
+"""Pages of alerts and evaluation settings."""
+
+urlpatterns: list = []
