@@ -1259,8 +1259,25 @@ def _demo_users() -> tuple[dict[str, AbstractBaseUser], list[DemoLogin]]:
     return users, logins
 
 
-def demo_load(*, seed: int = DEFAULT_SEED, progress: Progress = no_progress) -> DemoLoadResult:
+def _move_dates(pages, shift: timedelta) -> None:
+    """Move every page's published_at and modified_at (ISO strings in its metadata) by `shift`."""
+    if not shift:
+        return
+    for record in pages:
+        for name in ("published_at", "modified_at"):
+            value = record.metadata.get(name)
+            if value:
+                record.metadata[name] = (datetime.fromisoformat(value) + shift).isoformat()
+
+
+def demo_load(*, seed: int = DEFAULT_SEED, reference_date: datetime | None = None, progress: Progress = no_progress) -> DemoLoadResult:
     """Create the demo golden set `wiki-demo`, its users and versions, all or nothing.
+
+    Page dates are generated relative to REFERENCE_DATE, then moved so that REFERENCE_DATE
+    falls on `reference_date` (default: today, midnight UTC). Age slices are measured from
+    each version's publish time, so without the move the "new runbooks" would age out of
+    the last-30-days slice a month after REFERENCE_DATE. The same seed and reference date
+    give the same version hashes on every machine.
 
     Returns what was created; when `wiki-demo` already exists, writes nothing and returns
     it with `created` False (the seed is then ignored).
@@ -1270,6 +1287,9 @@ def demo_load(*, seed: int = DEFAULT_SEED, progress: Progress = no_progress) -> 
         return DemoLoadResult(created=False, golden_set=existing, versions=list(existing.versions.order_by("number")), logins=demo_logins())
 
     content = demo_generate(seed=seed)
+    if reference_date is None:
+        reference_date = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    _move_dates(content.pages, reference_date - REFERENCE_DATE)
     versions: list[Version] = []
     human_judgments = 0
     with transaction.atomic():

@@ -118,8 +118,10 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Celery. Without a broker, tasks run in-process when they are sent (the embedded default).
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+_BROKER_URL = env_str("CELERY_BROKER_URL")
+# "memory://" keeps kombu from reaching for a default AMQP server it would never use.
+CELERY_BROKER_URL = _BROKER_URL or "memory://localhost/"
+CELERY_TASK_ALWAYS_EAGER = not _BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent, so a worker lost mid-task is safe to redo
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -128,6 +130,21 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Redis hands a message that was delivered but never acknowledged (its worker died) to
+# another worker once it is this many seconds old. Keep it above the longest evaluation
+# plus the longest retry countdown: a task still running past it is started a second time
+# (harmless, tasks are idempotent, but the work is done twice).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_BROKER_VISIBILITY_TIMEOUT", 3600)}
+# Workers consume this queue and send the tasks they fan out to it; deployments (or test
+# sessions) that share one Redis keep apart by naming their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# The sweeper re-enqueues evaluations a lost message or a dead worker left undone.
+CELERY_BEAT_SCHEDULE = {
+    "sweep-missing-evaluations": {
+        "task": "evaluation.tasks.sweep_missing_evaluations_task",
+        "schedule": env_int("EVALUATION_SWEEP_SECONDS", 300),
+    },
+}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "goldset@localhost")
@@ -137,4 +154,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # With tasks run in-process, a line per task would drown a command's own output.
+    "loggers": {"celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"}},
 }

@@ -49,7 +49,7 @@ SERVICES_LINE = (
 )
 
 # Most tests run tasks in-process; the task tests start a real worker on TEST_REDIS_URL.
-CELERY_BROKER_URL = ""
+CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = True
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

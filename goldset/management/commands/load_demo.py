@@ -2,7 +2,10 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.demo import demo_runs_load
+from evaluation.models import Run
 from goldenset.demo import DEFAULT_SEED, DEMO_SLUG, DemoLoadResult, demo_load
+from goldenset.models import GoldenSet
 from goldenset.management.progress import tqdm_progress
 from lib.errors import GoldsetError
 
@@ -12,7 +15,7 @@ class Command(BaseCommand):
         f"Load the demo golden set '{DEMO_SLUG}' so there is something to look at: the internal wiki of a made-up "
         "company (about 3,000 generated pages in five languages, a burst of new runbooks in the last 30 days), about "
         "300 questions with graded labels, three published versions (imported spreadsheet, then two annotation "
-        "rounds) and demo users with fixed, printed passwords, for a laptop or a test instance only. "
+        "rounds), four runs of two retrieval systems scored against every version, and demo users with fixed, printed passwords, for a laptop or a test instance only. "
         f"Safe to run again: when '{DEMO_SLUG}' exists it writes nothing and prints the logins."
     )
 
@@ -37,6 +40,11 @@ class Command(BaseCommand):
             ignored = f" (--seed {seed} applies to a first load only)" if seed != DEFAULT_SEED else ""
             self.stdout.write(f"{DEMO_SLUG} is already loaded; nothing written{ignored}.")
         self._versions(result)
+        golden_set = GoldenSet.objects.get(slug=DEMO_SLUG)
+        created = demo_runs_load(golden_set=golden_set, seed=seed, progress=tqdm_progress(verbosity))
+        for run in Run.objects.filter(golden_set=golden_set).order_by("id"):
+            self.stdout.write(f"  run {run.name!r} ({run.system}, {run.stage}): {run.query_count} queries"
+                              + (" (new)" if run in created else ""))
         self._logins(result)
 
     def _versions(self, result: DemoLoadResult) -> None:
