@@ -14,6 +14,7 @@ from django.db import InterfaceError, OperationalError
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from evaluation.alerts import alert_deliver_task, alerts_check  # noqa: F401  (a worker must know the delivery task at start)
 from evaluation.models import Evaluation, Run
 from evaluation.services import evaluation_compute, evaluation_fail, evaluations_schedule
 from goldenset.models import GoldenSet, Version
@@ -46,8 +47,6 @@ def evaluate_run_task(run_id: int, version_id: int) -> str:
     except GoldsetError as exc:
         evaluation_fail(run_id=run_id, version_id=version_id, error=str(exc))
         return "failed"
-    from evaluation.alerts import alerts_check
-
     alerts_check(evaluation=evaluation)
     return "done"
 

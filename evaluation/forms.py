@@ -1,0 +1,118 @@
+"""Forms of the evaluation pages. They turn text into values; what is valid is decided by the
+service's own field checks (evaluation.settings_service), so the page and the service agree."""
+
+import re
+
+from django import forms
+
+from evaluation.models import EvaluationSettings
+from evaluation.settings_service import default_metric_names, settings_field_clean
+from goldenset.models import GoldenSet
+from lib.errors import GoldsetError
+
+_SEPARATORS = re.compile(r"[,\s]+")
+
+
+def _items(text: str) -> list[str]:
+    return [item for item in _SEPARATORS.split(text or "") if item]
+
+
+class EvaluationSettingsForm(forms.Form):
+    metrics = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"spellcheck": "false"}),
+        help_text="ranx metric names separated by commas, in display order. Empty means the defaults shown.",
+    )
+    run_depth_cap = forms.IntegerField(
+        min_value=1, help_text="Entries kept per query when a run is uploaded (at least k_first). Applies to new uploads."
+    )
+    alert_drop_points = forms.FloatField(
+        label="Drop alert (points)",
+        help_text="Alert when recall@k_first or recall@k_final falls by more than this many points "
+        "(hundredths: 3 means 0.03) against the previous version or the system's previous run.",
+    )
+    alert_slice_floor = forms.FloatField(
+        label="Slice floor (fraction)",
+        help_text="Alert when a slice's recall is under this fraction (0.75, not 75): recall@k_final for "
+        "reranked runs, recall@k_first for the others.",
+    )
+    alert_rerank_loss_points = forms.FloatField(
+        label="Rerank loss alert (points)",
+        help_text="Alert when recall@k_first of a system's first stage minus recall@k_final of its reranked "
+        "run is over this many points.",
+    )
+    age_buckets = forms.CharField(
+        required=False,
+        label="Age buckets (days)",
+        help_text="Upper bounds in days of the page-age slices, separated by commas: 30, 365 gives 0-30d, "
+        "31-365d and 366d+. Empty means 30, 365.",
+    )
+    alert_emails = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Alert e-mails",
+        help_text="Addresses separated by commas or new lines. The set's managers with an address get alerts too.",
+    )
+    webhook_url = forms.CharField(
+        required=False,
+        label="Webhook URL",
+        widget=forms.URLInput,
+        help_text="When set, each alert is POSTed here as JSON (retried with backoff on failure).",
+    )
+
+    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.golden_set = golden_set
+        defaults = ", ".join(default_metric_names(golden_set))
+        self.fields["metrics"].widget.attrs["placeholder"] = defaults
+        self.fields["metrics"].help_text += (
+            f" Defaults at k_first = {golden_set.k_first}, k_final = {golden_set.k_final}: {defaults}."
+        )
+
+    @classmethod
+    def initial_from(cls, settings: EvaluationSettings) -> dict:
+        return {
+            "metrics": ", ".join(settings.metrics),
+            "run_depth_cap": settings.run_depth_cap,
+            "alert_drop_points": settings.alert_drop_points,
+            "alert_slice_floor": settings.alert_slice_floor,
+            "alert_rerank_loss_points": settings.alert_rerank_loss_points,
+            "age_buckets": ", ".join(map(str, settings.age_buckets)),
+            "alert_emails": "\n".join(settings.alert_emails),
+            "webhook_url": settings.webhook_url,
+        }
+
+    def _checked(self, field: str, value):
+        try:
+            return settings_field_clean(golden_set=self.golden_set, field=field, value=value)
+        except GoldsetError as exc:
+            raise forms.ValidationError([exc.message, *exc.problems]) from None
+
+    def clean_metrics(self):
+        return self._checked("metrics", _items(self.cleaned_data["metrics"]))
+
+    def clean_run_depth_cap(self):
+        return self._checked("run_depth_cap", self.cleaned_data["run_depth_cap"])
+
+    def clean_alert_drop_points(self):
+        return self._checked("alert_drop_points", self.cleaned_data["alert_drop_points"])
+
+    def clean_alert_slice_floor(self):
+        return self._checked("alert_slice_floor", self.cleaned_data["alert_slice_floor"])
+
+    def clean_alert_rerank_loss_points(self):
+        return self._checked("alert_rerank_loss_points", self.cleaned_data["alert_rerank_loss_points"])
+
+    def clean_age_buckets(self):
+        days = []
+        for item in _items(self.cleaned_data["age_buckets"]):
+            if not (item.isascii() and item.isdigit()):
+                raise forms.ValidationError(f"{item!r} is not a whole number of days")
+            days.append(int(item))
+        return self._checked("age_buckets", days)
+
+    def clean_alert_emails(self):
+        return self._checked("alert_emails", _items(self.cleaned_data["alert_emails"]))
+
+    def clean_webhook_url(self):
+        return self._checked("webhook_url", self.cleaned_data["webhook_url"])

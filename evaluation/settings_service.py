@@ -1,0 +1,197 @@
+"""The one write path of a golden set's evaluation settings (pages, commands and the API).
+
+Units, as everywhere in Goldset: metric values and the slice floor are fractions in [0, 1];
+the drop and rerank-loss thresholds are points, hundredths of a fraction (3.0 = 0.03).
+A change applies to the evaluations computed from then on; stored scores and alerts are
+kept as they were computed, because each belongs to the (run, version) it was made for.
+"""
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator, validate_email
+from django.db import transaction
+
+from evaluation.metrics import MAX_K, default_metrics, parse_metrics
+from evaluation.models import EvaluationSettings
+from goldenset.models import GoldenSet
+from lib.errors import GoldsetError
+
+logger = logging.getLogger(__name__)
+
+# Deeper than this a run of 10,000 queries would be 100M entries: more than a worker holds.
+MAX_RUN_DEPTH = MAX_K
+MAX_AGE_BUCKETS = 10
+# Only http(s): urllib would also open file:// and ftp:// URLs, which a webhook has no use for.
+_webhook_url_validator = URLValidator(schemes=["http", "https"])
+
+
+def _metrics(golden_set: GoldenSet, value: Any) -> list[str]:
+    names = _string_list(value, "metrics")
+    parse_metrics(names)  # GoldsetError naming every bad metric, field "metrics"
+    if names:
+        # The alert rules read these two; without them alerts would stop without a word.
+        needed = [f"recall@{golden_set.k_first}", f"recall@{golden_set.k_final}"]
+        missing = [name for name in needed if name not in names]
+        if missing:
+            raise GoldsetError(
+                f"keep {' and '.join(missing)} in the list: alerts compare recall@k_first and recall@k_final "
+                f"(k_first = {golden_set.k_first}, k_final = {golden_set.k_final} for {golden_set.slug!r})",
+                field="metrics",
+            )
+    return list(dict.fromkeys(names))
+
+
+def _run_depth_cap(golden_set: GoldenSet, value: Any) -> int:
+    depth = _whole_number(value, "run_depth_cap")
+    if not golden_set.k_first <= depth <= MAX_RUN_DEPTH:
+        raise GoldsetError(
+            f"the run depth cap must be from k_first ({golden_set.k_first}, or recall@{golden_set.k_first} "
+            f"could not be scored) to {MAX_RUN_DEPTH} entries per query, got {depth}",
+            field="run_depth_cap",
+        )
+    return depth
+
+
+def _points(field: str) -> Callable[[GoldenSet, Any], float]:
+    def clean(golden_set: GoldenSet, value: Any) -> float:
+        number = _number(value, field)
+        if not 0 <= number <= 100:
+            raise GoldsetError(f"{field} is in points (hundredths: 3 = 0.03) from 0 to 100, got {number:g}", field=field)
+        return number
+
+    return clean
+
+
+def _slice_floor(golden_set: GoldenSet, value: Any) -> float:
+    number = _number(value, "alert_slice_floor")
+    if not 0 <= number <= 1:
+        raise GoldsetError(
+            f"alert_slice_floor is a fraction from 0 to 1 (0.75, not 75), got {number:g}", field="alert_slice_floor"
+        )
+    return number
+
+
+def _age_buckets(golden_set: GoldenSet, value: Any) -> list[int]:
+    if not isinstance(value, list | tuple):
+        raise GoldsetError("age_buckets must be a list of days", field="age_buckets")
+    days = [_whole_number(item, "age_buckets") for item in value]
+    bad = [day for day in days if day < 1]
+    if bad:
+        raise GoldsetError(f"age bucket bounds are days from 1 up, got {', '.join(map(str, bad))}", field="age_buckets")
+    if len(set(days)) != len(days):
+        raise GoldsetError("age bucket bounds must differ from one another", field="age_buckets")
+    if len(days) > MAX_AGE_BUCKETS:
+        raise GoldsetError(f"at most {MAX_AGE_BUCKETS} age bucket bounds, got {len(days)}", field="age_buckets")
+    return sorted(days)
+
+
+def _alert_emails(golden_set: GoldenSet, value: Any) -> list[str]:
+    addresses = _string_list(value, "alert_emails")
+    bad = []
+    for address in addresses:
+        try:
+            validate_email(address)
+        except ValidationError:
+            bad.append(address)
+    if bad:
+        raise GoldsetError(
+            f"not an e-mail address: {', '.join(repr(a) for a in bad)}",
+            problems=[f"{address!r} is not an e-mail address" for address in bad], field="alert_emails",
+        )
+    return list(dict.fromkeys(addresses))
+
+
+def _webhook_url(golden_set: GoldenSet, value: Any) -> str:
+    url = (value or "").strip() if isinstance(value, str | type(None)) else None
+    if url is None:
+        raise GoldsetError("webhook_url must be text", field="webhook_url")
+    if url:
+        try:
+            _webhook_url_validator(url)
+        except ValidationError:
+            raise GoldsetError(f"{url!r} is not an http:// or https:// URL", field="webhook_url") from None
+        if len(url) > EvaluationSettings._meta.get_field("webhook_url").max_length:
+            raise GoldsetError("the webhook URL is too long", field="webhook_url")
+    return url
+
+
+# field -> cleaner; the form checks each field with the same function, so the page and the
+# service cannot disagree about what is valid.
+_CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
+    "metrics": _metrics,
+    "run_depth_cap": _run_depth_cap,
+    "alert_drop_points": _points("alert_drop_points"),
+    "alert_slice_floor": _slice_floor,
+    "alert_rerank_loss_points": _points("alert_rerank_loss_points"),
+    "age_buckets": _age_buckets,
+    "alert_emails": _alert_emails,
+    "webhook_url": _webhook_url,
+}
+SETTINGS_FIELDS = tuple(_CLEANERS)
+
+
+def settings_field_clean(*, golden_set: GoldenSet, field: str, value: Any) -> Any:
+    """`value` of settings field `field` as stored, or GoldsetError (with `field` set) saying why not."""
+    if field not in _CLEANERS:
+        raise GoldsetError(f"unknown evaluation setting {field!r}; choose from {', '.join(SETTINGS_FIELDS)}", field=field)
+    return _CLEANERS[field](golden_set, value)
+
+
+def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser | None, **fields: Any) -> EvaluationSettings:
+    """Validate `fields` and save them into the set's evaluation settings, all or nothing.
+
+    Accepts any of SETTINGS_FIELDS: metrics (ranx names; [] means the defaults at the
+    version's k), run_depth_cap (entries per query kept from an upload), alert_drop_points
+    and alert_rerank_loss_points (points), alert_slice_floor (fraction), age_buckets
+    (upper bounds in days), alert_emails (addresses), webhook_url (http(s) URL or "").
+    Raises GoldsetError listing every bad field (its `field` is the first one); nothing
+    is saved then. Returns the saved settings.
+    """
+    cleaned, problems, first_bad = {}, [], None
+    for field, value in fields.items():
+        try:
+            cleaned[field] = settings_field_clean(golden_set=golden_set, field=field, value=value)
+        except GoldsetError as exc:
+            first_bad = first_bad or field
+            problems.extend(f"{field}: {problem}" for problem in (exc.problems or [exc.message]))
+    if problems:
+        raise GoldsetError(f"evaluation settings of {golden_set.slug!r} not saved", problems=problems, field=first_bad)
+
+    with transaction.atomic():
+        found, _ = EvaluationSettings.objects.select_for_update().get_or_create(golden_set=golden_set)
+        changed = [field for field, value in cleaned.items() if getattr(found, field) != value]
+        for field in changed:
+            setattr(found, field, cleaned[field])
+        if changed:
+            found.save(update_fields=changed)
+    if changed:
+        # No history table: the log is where "who moved the floor" is answered.
+        logger.info("evaluation settings of %s changed by %s: %s", golden_set.slug, user, ", ".join(changed))
+    return found
+
+
+def default_metric_names(golden_set: GoldenSet) -> list[str]:
+    """The metrics an empty `metrics` setting means at the set's current k_first and k_final."""
+    return [metric.name for metric in default_metrics(golden_set.k_first, golden_set.k_final)]
+
+
+def _string_list(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise GoldsetError(f"{field} must be a list of strings", field=field)
+    return [item.strip() for item in value if item.strip()]
+
+
+def _whole_number(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GoldsetError(f"{field} must be a whole number, got {value!r}", field=field)
+    return value
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise GoldsetError(f"{field} must be a number, got {value!r}", field=field)
+    return float(value)
