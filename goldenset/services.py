@@ -33,7 +33,7 @@ from goldenset.models import (
 )
 from goldenset.selectors import resolved_labels
 from goldenset.signals import version_published
-from lib.bulk import bulk_insert
+from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import StreamHash, canonical_json, text_hash
@@ -176,13 +176,18 @@ def detect_slice_fields(metadatas: Iterable[dict]) -> list[str]:
 
 # --- writing rows in bulk ------------------------------------------------------------
 
+# json.dumps(value, ensure_ascii=False) builds a new encoder on every call; one shared
+# encoder writes the same text in about half the time, which shows at 100,000 pages.
+_metadata_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _insert_pages(corpus: Corpus, records: list[JsonRecord], dates: list[tuple], has_text: bool, progress: Progress) -> dict[str, int]:
     """Insert pages; return {doc_id: primary key} for the corpus's new pages."""
     now = timezone.now()
     rows = (
         (
             corpus.id, record.id, record.title, record.text, record.url, has_text,
-            json.dumps(record.metadata, ensure_ascii=False), published_at, modified_at,
+            _metadata_json(record.metadata), published_at, modified_at,
             text_hash(record.title, record.text, record.url), now,
         )
         for record, (published_at, modified_at) in zip(progress(records, "writing pages"), dates, strict=True)
@@ -199,7 +204,7 @@ def _insert_pages(corpus: Corpus, records: list[JsonRecord], dates: list[tuple],
 def _insert_queries(golden_set: GoldenSet, records: list[JsonRecord], has_text: bool) -> dict[str, int]:
     now = timezone.now()
     rows = (
-        (golden_set.id, record.id, record.text, has_text, json.dumps(record.metadata, ensure_ascii=False), now)
+        (golden_set.id, record.id, record.text, has_text, _metadata_json(record.metadata), now)
         for record in records
     )
     bulk_insert(Query._meta.db_table, ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"], rows)
@@ -253,6 +258,7 @@ class GoldenSetSource:
     k_final: int = 8
 
 
+@gc_paused()
 def golden_set_create(
     *, slug: str, name: str, source: GoldenSetSource, user: AbstractBaseUser | None = None, progress: Progress = no_progress
 ) -> ImportSummary:
@@ -297,6 +303,7 @@ def golden_set_create(
     return summary
 
 
+@gc_paused()
 def golden_set_import_beir(
     *, directory: Path, slug: str, name: str | None = None, split: str = "test",
     user: AbstractBaseUser | None = None, progress: Progress = no_progress,

@@ -1,0 +1,48 @@
+# One image for the web app, the Celery worker and Celery beat; docker-compose.yml picks
+# the command. tests/test_deployment.py checks this file against the repository.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+
+# Dependencies before the code, so that a code change reuses this layer. The constraints
+# pin every transitive package to the versions the test suite ran against.
+COPY requirements.txt constraints.txt ./
+RUN pip install -r requirements.txt -c constraints.txt
+
+# The project and its apps, named one by one so that nothing local (.venv, db.sqlite3,
+# .env) reaches the image.
+COPY manage.py ./
+COPY goldset ./goldset
+COPY lib ./lib
+COPY goldenset ./goldenset
+COPY evaluation ./evaluation
+COPY labeling ./labeling
+COPY templates ./templates
+COPY static ./static
+
+# The hashed file names whitenoise serves come from the production storage, so
+# collectstatic runs under the production settings. Those refuse to load without a
+# SECRET_KEY and a DATABASE_URL; collectstatic uses neither, so it gets a throwaway key
+# made here and a URL no one connects to, and neither is kept in the image.
+RUN DJANGO_SETTINGS_MODULE=goldset.settings_production \
+    SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(64))')" \
+    DATABASE_URL=postgres://collectstatic@unused.invalid/unused \
+    python manage.py collectstatic --noinput
+
+# Run as a user of its own. The worker's compiled ranx kernels and beat's schedule live in
+# these folders, which docker-compose.yml mounts as volumes so that they outlive a container.
+RUN useradd --system --create-home --home-dir /home/goldset goldset \
+    && mkdir -p /var/cache/goldset/numba /var/lib/goldset \
+    && chown goldset:goldset /var/cache/goldset/numba /var/lib/goldset
+USER goldset
+
+# The image is for deployments: it loads the production settings, which refuse to start
+# without their secrets, unless a container is told otherwise.
+ENV DJANGO_SETTINGS_MODULE=goldset.settings_production
+EXPOSE 8000
+CMD ["gunicorn", "goldset.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

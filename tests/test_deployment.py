@@ -1,0 +1,303 @@
+"""The deployment files against the code they start: docker-compose.yml, the Dockerfile,
+.env.example and the production settings.
+
+No Docker engine is needed: the files are parsed, and every name in them is checked
+against the repository (modules are imported, variables are matched with the ones the
+settings really read), so a rename in the code breaks a test here instead of a deployment.
+"""
+
+import ast
+import importlib
+import os
+import re
+import secrets
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_FILES = [*sorted((ROOT / "goldset").glob("settings*.py")), ROOT / "goldset" / "env.py"]
+SERVICES = ("postgres", "redis", "web", "worker", "beat")
+APP_SERVICES = ("web", "worker", "beat")
+# Chooses which settings load, so Django, manage.py, wsgi.py and the Celery app read it
+# before any settings file does.
+SETTINGS_SELECTOR = "DJANGO_SETTINGS_MODULE"
+PRODUCTION_SETTINGS = "goldset.settings_production"
+# What goldset.settings_production refuses to start without.
+PRODUCTION_REQUIRED = ("SECRET_KEY", "DATABASE_URL")
+# Packages at the top of the repository that the running app does not import.
+NOT_IN_IMAGE = {"tests"}
+
+ENV_HELPERS = ("env_str", "env_bool", "env_int", "env_list")
+ENV_READ = re.compile(
+    r'\b(?:env_str|env_bool|env_int|env_list|os\.environ\.get|os\.getenv)\(\s*"([A-Z][A-Z0-9_]*)"'
+    r'|\bos\.environ\[\s*"([A-Z][A-Z0-9_]*)"\s*\](?!\s*=[^=])'
+)
+# ${NAME}, ${NAME:-default}, ${NAME:?message}: compose's interpolation of .env values.
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}")
+# `NAME=value` sets a value; `# NAME=value` shows the default that applies while unset.
+ENV_EXAMPLE_LINE = re.compile(r"^(# )?([A-Z][A-Z0-9_]*)=(.*)$")
+
+
+def settings_reads() -> set[str]:
+    """Names of the environment variables the settings source files read."""
+    names = set()
+    for path in SETTINGS_FILES:
+        for helper_read, subscript_read in ENV_READ.findall(path.read_text(encoding="utf-8")):
+            names.add(helper_read or subscript_read)
+    return names
+
+
+def settings_literal_defaults() -> dict[str, str]:
+    """{name: default as an environment value} for reads whose default is a literal.
+
+    A default computed at run time (a path, a constant) is left out.
+    """
+    defaults = {}
+    for path in SETTINGS_FILES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant):
+                continue
+            function = ast.unparse(node.func)
+            if function not in (*ENV_HELPERS, "os.environ.get", "os.getenv"):
+                continue
+            if len(node.args) < 2:
+                defaults[node.args[0].value] = ""  # env_str and os.environ.get with no default
+                continue
+            try:
+                value = ast.literal_eval(node.args[1])
+            except ValueError:
+                continue
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            elif isinstance(value, list):
+                value = ",".join(value)
+            defaults[node.args[0].value] = str(value)
+    return defaults
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
+
+
+def environment(service: str) -> dict[str, str]:
+    env = compose()["services"][service].get("environment", {})
+    assert isinstance(env, dict), f"{service}: write environment as a mapping"
+    return {name: str(value) for name, value in env.items()}
+
+
+def as_deployed(value: str) -> str:
+    """`value` with each ${...} replaced the way compose replaces it with a .env value."""
+    return INTERPOLATION.sub("from-dot-env", value)
+
+
+def command_steps(service: str) -> list[list[str]]:
+    """The service's command as a list of steps, each a list of words (`a && b` is two steps)."""
+    command = compose()["services"][service]["command"]
+    words = shlex.split(command) if isinstance(command, str) else [str(word) for word in command]
+    if words[:2] == ["sh", "-c"]:
+        return [shlex.split(step) for step in words[2].split("&&")]
+    return [words]
+
+
+def env_example() -> list[tuple[int, bool, str, str]]:
+    """(line number, commented out, name, value) of each variable line of .env.example."""
+    entries = []
+    for number, line in enumerate((ROOT / ".env.example").read_text(encoding="utf-8").splitlines(), start=1):
+        match = ENV_EXAMPLE_LINE.match(line)
+        if match:
+            entries.append((number, bool(match.group(1)), match.group(2), match.group(3)))
+    return entries
+
+
+def compose_interpolations() -> dict[str, str | None]:
+    """{name: default} of every ${...} in docker-compose.yml (None when it has no default)."""
+    found = {}
+    for name, operator, argument in INTERPOLATION.findall((ROOT / "docker-compose.yml").read_text(encoding="utf-8")):
+        found[name] = argument if operator in (":-", "-") else found.get(name)
+    return found
+
+
+# --- docker-compose.yml ----------------------------------------------------------------
+
+def test_compose_has_the_five_services():
+    assert set(compose()["services"]) == set(SERVICES)
+
+
+def test_web_migrates_then_serves_the_real_wsgi_application_with_gunicorn():
+    steps = command_steps("web")
+    assert steps[0][:3] == ["python", "manage.py", "migrate"], "web must migrate before it serves"
+    server = steps[-1][1:] if steps[-1][0] == "exec" else steps[-1]
+    assert server[0] == "gunicorn"
+    module_name, _, attribute = server[1].partition(":")
+    application = getattr(importlib.import_module(module_name), attribute)
+    assert callable(application)
+    assert f"{module_name}.{attribute}" == settings.WSGI_APPLICATION
+
+
+@pytest.mark.parametrize("service", ["worker", "beat"])
+def test_worker_and_beat_start_the_real_celery_app(service):
+    from celery.app.utils import find_app
+
+    import goldset.celery
+
+    [words] = command_steps(service)
+    assert words[0] == "celery" and service in words
+    app_name = words[words.index("-A") + 1]
+    importlib.import_module(app_name)
+    # find_app is how `celery -A NAME` resolves the name.
+    assert find_app(app_name) is goldset.celery.app
+
+
+def test_compose_sets_only_variables_the_settings_read():
+    read = settings_reads()
+    for service in APP_SERVICES:
+        unread = set(environment(service)) - read - {SETTINGS_SELECTOR}
+        assert not unread, f"{service} sets {sorted(unread)}, which no settings file reads"
+
+
+def test_compose_gives_web_worker_and_beat_what_production_requires():
+    for service in APP_SERVICES:
+        env = environment(service)
+        assert env.get(SETTINGS_SELECTOR) == PRODUCTION_SETTINGS, service
+        for name in PRODUCTION_REQUIRED:
+            assert env.get(name), f"{service} does not set {name}"
+        # Without a broker the settings run tasks in-process, inside web requests.
+        assert env.get("CELERY_BROKER_URL"), f"{service} does not set CELERY_BROKER_URL"
+
+
+def test_compose_refuses_to_start_without_the_secret_key():
+    secret = environment("web")["SECRET_KEY"]
+    assert re.fullmatch(r"\$\{SECRET_KEY:\?[^}]+\}", secret), "SECRET_KEY must come from .env with ${SECRET_KEY:?...}"
+
+
+def test_database_url_points_at_the_postgres_service():
+    postgres = environment("postgres")
+    for service in APP_SERVICES:
+        url = urlparse(as_deployed(environment(service)["DATABASE_URL"]))
+        assert url.scheme in ("postgres", "postgresql")
+        assert (url.hostname, url.port or 5432) == ("postgres", 5432)
+        assert url.username == postgres["POSTGRES_USER"]
+        assert url.path.lstrip("/") == postgres["POSTGRES_DB"]
+        assert url.password == as_deployed(postgres["POSTGRES_PASSWORD"])
+
+
+def test_celery_broker_url_points_at_the_redis_service():
+    for service in APP_SERVICES:
+        url = urlparse(as_deployed(environment(service)["CELERY_BROKER_URL"]))
+        assert (url.scheme, url.hostname, url.port or 6379) == ("redis", "redis", 6379)
+
+
+def test_compose_defaults_are_the_settings_defaults():
+    defaults = settings_literal_defaults()
+    for name, default in compose_interpolations().items():
+        if default is not None and name in defaults:
+            assert default == defaults[name], f"docker-compose.yml defaults {name} to {default!r}, the settings to {defaults[name]!r}"
+
+
+# --- .env.example ----------------------------------------------------------------------
+
+def test_env_example_lists_exactly_the_variables_the_settings_read():
+    listed = [name for _, _, name, _ in env_example()]
+    assert len(listed) == len(set(listed)), "a variable is listed twice"
+    # Besides the settings' own: the settings selector, and what compose alone interpolates.
+    compose_only = set(compose_interpolations()) - settings_reads()
+    expected = settings_reads() | {SETTINGS_SELECTOR} | compose_only
+    assert set(listed) == expected, (
+        f"missing from .env.example: {sorted(expected - set(listed))}; read by nothing: {sorted(set(listed) - expected)}"
+    )
+
+
+def test_env_example_explains_every_variable_in_a_comment():
+    lines = (ROOT / ".env.example").read_text(encoding="utf-8").splitlines()
+    for number, _, name, _ in env_example():
+        above = lines[number - 2] if number >= 2 else ""
+        assert above.startswith("# ") and not ENV_EXAMPLE_LINE.match(above), f"{name} (line {number}) has no comment above it"
+
+
+def test_env_example_shows_the_defaults_the_settings_use():
+    defaults = settings_literal_defaults()
+    for number, commented_out, name, value in env_example():
+        if commented_out and name in defaults:
+            assert value == defaults[name], f".env.example:{number} shows {name}={value!r}, but the default is {defaults[name]!r}"
+
+
+# --- Dockerfile ------------------------------------------------------------------------
+
+def dockerfile() -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments left out."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_the_image_runs_the_python_the_tests_run_on():
+    [base] = [line.split()[1] for line in dockerfile() if line.startswith("FROM ")]
+    assert base == f"python:{sys.version_info.major}.{sys.version_info.minor}-slim"
+
+
+def test_the_image_installs_the_pinned_requirements():
+    instructions = dockerfile()
+    assert "RUN pip install -r requirements.txt -c constraints.txt" in instructions
+    assert "COPY requirements.txt constraints.txt ./" in instructions
+
+
+def test_the_image_copies_every_package_the_app_imports():
+    copied = {line.split()[1] for line in dockerfile() if line.startswith("COPY ")}
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - NOT_IN_IMAGE
+    needed = packages | {"manage.py", "templates", "static"}
+    assert needed <= copied, f"the Dockerfile does not copy {sorted(needed - copied)}"
+
+
+def test_the_image_collects_static_files_with_the_production_storage():
+    [collect] = [line for line in dockerfile() if "collectstatic" in line]
+    assert f"DJANGO_SETTINGS_MODULE={PRODUCTION_SETTINGS}" in collect
+
+
+# --- production settings ---------------------------------------------------------------
+
+def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """manage.py in a fresh process, with only `env` of the variables the settings read."""
+    clean = {name: value for name, value in os.environ.items() if name not in settings_reads() | {SETTINGS_SELECTOR}}
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=300,
+    )
+
+
+def production_env(**overrides: str) -> dict[str, str]:
+    env = {
+        SETTINGS_SELECTOR: PRODUCTION_SETTINGS,
+        "SECRET_KEY": secrets.token_urlsafe(48),  # 64 characters
+        "DATABASE_URL": settings.TEST_DATABASE_URL,
+    }
+    env.update(overrides)
+    return {name: value for name, value in env.items() if value is not None}
+
+
+def test_production_settings_pass_check_deploy_without_a_warning():
+    result = run_manage("check", "--deploy", "--fail-level", "WARNING", **production_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_production_settings_refuse_to_start_without_a_secret_key():
+    result = run_manage("check", **production_env(SECRET_KEY=None))
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "SECRET_KEY" in result.stderr
+
+
+def test_production_settings_refuse_the_development_secret_key():
+    result = run_manage("check", **production_env(SECRET_KEY=settings.INSECURE_DEV_SECRET_KEY))
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_production_settings_refuse_to_start_without_a_database_url():
+    result = run_manage("check", **production_env(DATABASE_URL=None))
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "DATABASE_URL" in result.stderr
