@@ -101,6 +101,9 @@ class Evaluation(models.Model):
     no_relevant_count = models.PositiveIntegerField(default=0)
     # Per-query values of every metric (npz: query ids + one float array per metric).
     per_query = models.BinaryField(null=True, blank=True)
+    # Mean recall at each cut-off from 1 to the version's k_first, over all queries, as
+    # [[k, fraction], ...]; null for evaluations scored before it was stored.
+    recall_curve = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

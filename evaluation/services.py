@@ -2,6 +2,7 @@
 
 from collections.abc import Iterable
 
+import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -96,6 +97,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, query_slice=query_ids)
     for name, page_keys in slices.page.items():
         results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, page_slice=page_keys)
+    recall_curve = _recall_curve(qrels, ranked, version) if overall.query_count else None
 
     scores = [
         Score(evaluation=evaluation, slice=slice_name, metric=metric, value=min(max(value, 0.0), 1.0),
@@ -112,10 +114,59 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
             status=Evaluation.Status.DONE, finished_at=timezone.now(), metrics=[m.name for m in metrics],
             queries_in_version=len(qrels.query_ids), queries_averaged=overall.query_count,
             unanswered_count=overall.unanswered_count, no_relevant_count=overall.no_relevant_count,
-            per_query=per_query.to_bytes(), error="",
+            per_query=per_query.to_bytes(), recall_curve=recall_curve, error="",
         )
     evaluation.refresh_from_db()
     return evaluation
+
+
+# A recall curve holds at most this many points: one per k when k_first is no deeper, else
+# one per k up to 100 and evenly spaced ones beyond, so that a deep k_first costs a couple
+# of hundred kernel calls per evaluation, not thousands.
+RECALL_CURVE_POINTS = 200
+
+
+def recall_curve_cutoffs(k_first: int) -> list[int]:
+    """The k at which the recall curve is drawn: every k from 1 to k_first when there are at
+    most RECALL_CURVE_POINTS of them, else 1..100 and then evenly spaced up to k_first."""
+    if k_first <= RECALL_CURVE_POINTS:
+        return list(range(1, k_first + 1))
+    head = list(range(1, 101))
+    step = (k_first - 100) / (RECALL_CURVE_POINTS - 100)
+    tail = sorted({round(100 + step * i) for i in range(1, RECALL_CURVE_POINTS - 99)} | {k_first})
+    return head + [k for k in tail if k > 100]
+
+
+def _recall_curve(qrels: engine.QrelsArrays, ranked: RankedRun, version: Version) -> list[list[float]]:
+    """[[k, mean recall@k], ...] at recall_curve_cutoffs(k_first), over the queries the
+    stored scores average (those with a relevant page; unanswered ones count 0).
+
+    Computed in one pass with numpy rather than one ranx call per k: each relevant page the
+    run found at rank r adds 1/|relevant of its query| to every k >= r. That is recall@k's
+    definition, so the curve agrees with the stored recall@k scores (a test checks it), at
+    a hundredth of the cost of a hundred kernel calls on 10,000 queries.
+    """
+    n = len(qrels.query_ids)
+    relevant = qrels.grades >= version.relevance_threshold
+    owners, keys = qrels.query_index[relevant], qrels.doc_keys[relevant]
+    relevant_counts = np.bincount(owners, minlength=n)
+    averaged = int(np.count_nonzero(relevant_counts))
+    k_first = version.k_first
+    # The qrels position of each run entry's query (-1 for a query outside the version).
+    qrels_position = {query_id: i for i, query_id in enumerate(qrels.query_ids)}
+    of_run_query = np.fromiter((qrels_position.get(q, -1) for q in ranked.query_ids), dtype=np.int64, count=len(ranked.query_ids))
+    entry_query = of_run_query[ranked.query_index]
+    entry_keys = ranked.doc_keys
+    inside = (entry_query >= 0) & (entry_keys > 0)  # pages outside the corpus are never relevant
+    span = int(max(entry_keys.max(initial=0), keys.max(initial=0))) + 1
+    hit = np.zeros(len(entry_keys), dtype=bool)
+    hit[inside] = np.isin(entry_query[inside] * span + entry_keys[inside], owners * span + keys)
+    ranks = ranked.ranks[hit]
+    weights = 1.0 / relevant_counts[entry_query[hit]]
+    within = ranks <= k_first
+    per_rank = np.bincount(ranks[within], weights=weights[within], minlength=k_first + 1)[1 : k_first + 1]
+    curve = np.cumsum(per_rank) / averaged
+    return [[k, min(max(float(curve[k - 1]), 0.0), 1.0)] for k in recall_curve_cutoffs(k_first)]
 
 
 def evaluation_fail(*, run_id: int, version_id: int, error: str) -> None:

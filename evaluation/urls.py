@@ -1,3 +1,18 @@
-"""Pages of runs and results (owned by the results pages)."""
+"""Pages of runs and results. Query ids may hold '/', '#' or ':', so the drill-down takes
+the rest of the path (`path:`); reverse() percent-encodes what a URL cannot carry."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from evaluation import views
+
+urlpatterns = [
+    path("sets/<slug:slug>/results/", views.results, name="results"),
+    path("sets/<slug:slug>/results/progress/", views.results_progress, name="results_progress"),
+    path("sets/<slug:slug>/results/calculator/", views.results_calculator, name="results_calculator"),
+    path("sets/<slug:slug>/compare/", views.compare, name="compare"),
+    path("sets/<slug:slug>/runs/", views.runs, name="runs"),
+    path("sets/<slug:slug>/runs/<int:run_id>/", views.run_detail, name="run"),
+    path("sets/<slug:slug>/runs/<int:run_id>/versions/", views.run_versions, name="run_versions"),
+    path("sets/<slug:slug>/runs/<int:run_id>/queries/", views.run_query_jump, name="run_query_jump"),
+    path("sets/<slug:slug>/runs/<int:run_id>/queries/<path:query_id>/", views.run_query, name="run_query"),
+]

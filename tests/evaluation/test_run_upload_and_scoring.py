@@ -170,4 +170,7 @@ def test_cranfield_runs_uploaded_through_the_app_score_as_trec_eval(shared_data,
             stored = Score.objects.get(evaluation=evaluation, slice="", metric=ours).value
             assert f"{stored:.4f}" == expected[theirs], (name, ours)
         assert evaluation.queries_averaged == 225
+        curve = dict(evaluation.recall_curve)
+        for k in (5, 10):
+            assert curve[k] == pytest.approx(Score.objects.get(evaluation=evaluation, slice="", metric=f"recall@{k}").value, abs=1e-12)
     assert Evaluation.objects.filter(unanswered_count=1).count() >= 1  # the run with a missing topic
