@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
+from evaluation.alerts import alerts_latest
 from evaluation import reports
 from evaluation.metrics import MAX_K
 from evaluation.models import Run
@@ -111,6 +112,7 @@ def results(request: HttpRequest, slug: str) -> HttpResponse:
         "progress": report.progress, "calculator_form": form,
         "calculator": reports.calculator_report(version, cost, report.results) if cost else None,
         "compare_form": CompareForm(golden_set=golden_set),
+        "alerts": alerts_latest(golden_set),
     }
     return render(request, "evaluation/results.html", ctx)
 
