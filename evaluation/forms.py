@@ -11,6 +11,9 @@ from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
 
 _SEPARATORS = re.compile(r"[,\s]+")
+# What an empty completeness field means: the model's default, as an empty metrics list does.
+_DEFAULT_DEPTH = EvaluationSettings._meta.get_field("completeness_depth").default
+_DEFAULT_FLOOR = EvaluationSettings._meta.get_field("judged_floor").default
 
 
 def _items(text: str) -> list[str]:
@@ -47,6 +50,19 @@ class EvaluationSettingsForm(forms.Form):
         help_text="Upper bounds in days of the page-age slices, separated by commas: 30, 365 gives 0-30d, "
         "31-365d and 366d+. Empty means 30, 365.",
     )
+    completeness_depth = forms.IntegerField(
+        required=False,
+        label="Completeness depth (pages)",
+        min_value=1,
+        help_text="Pool depth assumed for leave-one-run-out: a run's unique pages are the labelled pages in its top "
+        f"this many that no other system's run has in its own top this many. Empty means {_DEFAULT_DEPTH}.",
+    )
+    judged_floor = forms.FloatField(
+        required=False,
+        label="Judged@k floor (fraction)",
+        help_text="A run whose Judged@k_final (share of its top k_final with a label) is under this fraction (0.9, not "
+        f"90) has its scores marked unreliable wherever they are shown, with the suggestion to pool it. Empty means {_DEFAULT_FLOOR:g}.",
+    )
     alert_emails = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -78,6 +94,8 @@ class EvaluationSettingsForm(forms.Form):
             "alert_slice_floor": settings.alert_slice_floor,
             "alert_rerank_loss_points": settings.alert_rerank_loss_points,
             "age_buckets": ", ".join(map(str, settings.age_buckets)),
+            "completeness_depth": settings.completeness_depth,
+            "judged_floor": settings.judged_floor,
             "alert_emails": "\n".join(settings.alert_emails),
             "webhook_url": settings.webhook_url,
         }
@@ -110,6 +128,14 @@ class EvaluationSettingsForm(forms.Form):
                 raise forms.ValidationError(f"{item!r} is not a whole number of days")
             days.append(int(item))
         return self._checked("age_buckets", days)
+
+    def clean_completeness_depth(self):
+        value = self.cleaned_data["completeness_depth"]
+        return self._checked("completeness_depth", _DEFAULT_DEPTH if value is None else value)
+
+    def clean_judged_floor(self):
+        value = self.cleaned_data["judged_floor"]
+        return self._checked("judged_floor", _DEFAULT_FLOOR if value is None else value)
 
     def clean_alert_emails(self):
         return self._checked("alert_emails", _items(self.cleaned_data["alert_emails"]))

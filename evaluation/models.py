@@ -28,6 +28,12 @@ class EvaluationSettings(models.Model):
     # Upper bounds, in days, of the page-age slices (pages dated relative to a version's
     # publish time): [30, 365] gives 0-30d, 31-365d and 366d+.
     age_buckets = models.JSONField(default=list, blank=True)
+    # Completeness (evaluation.completeness). A run's scores on a version are marked
+    # unreliable wherever they are shown when its Judged@k_final there is under the floor.
+    completeness_depth = models.PositiveIntegerField(default=100, help_text="pool depth assumed for leave-one-run-out")
+    judged_floor = models.FloatField(
+        default=0.9, help_text="a run whose Judged@k_final is under this fraction has its scores marked unreliable"
+    )
     alert_emails = models.JSONField(default=list, blank=True)
     webhook_url = models.URLField(blank=True)
 
@@ -140,6 +146,65 @@ class Score(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}{' ' + self.slice if self.slice else ''} = {self.value:.4f}"
+
+
+class Completeness(models.Model):
+    """How far one evaluation's scores can be trusted, for one slice (evaluation.completeness).
+
+    `slice` is named as in Score: "" for all queries, "query:FIELD=VALUE" for a query slice;
+    page slices have no row (Judged@k is about the run's top k, which a page slice does not
+    change). Judged@k is the share of the run's top k (k_final and k_first of the
+    evaluation's version) that has a label of any grade, averaged over `queries`, the
+    queries the slice's scores average.
+
+    The leave-one-run-out figures are on the overall row only, and null when the set had
+    no run of another system to pool against: the run rescored (recall@k_first, ndcg@10,
+    fractions) against the labels without the pages only its system contributed to a pool
+    of depth `loro_depth`, and the change from the full labels in points (reduced - full,
+    negative when the run would be under-scored unpooled). They depend on the set's other
+    runs as they were when the evaluation was computed: a run uploaded later changes them
+    only when the evaluation is recomputed.
+    """
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="completeness")
+    slice = models.CharField(max_length=300, blank=True)
+    queries = models.PositiveIntegerField(help_text="queries averaged: those with a relevant page")
+    judged_at_k_final = models.FloatField(help_text="fraction of the top k_final with a label")
+    judged_at_k_first = models.FloatField(help_text="fraction of the top k_first with a label")
+    loro_depth = models.PositiveIntegerField(null=True, blank=True, help_text="pool depth assumed")
+    loro_other_runs = models.PositiveIntegerField(null=True, blank=True, help_text="runs of other systems in the pool")
+    loro_recall_k_first = models.FloatField(null=True, blank=True, help_text="recall@k_first without the unique pages (fraction)")
+    loro_ndcg_10 = models.FloatField(null=True, blank=True, help_text="ndcg@10 without the unique pages (fraction)")
+    loro_recall_change_points = models.FloatField(null=True, blank=True, help_text="reduced minus full recall@k_first, in points")
+    loro_ndcg_change_points = models.FloatField(null=True, blank=True, help_text="reduced minus full ndcg@10, in points")
+    unique_relevant_count = models.PositiveIntegerField(null=True, blank=True, help_text="relevant labels only this system pooled")
+    loro_emptied_queries = models.PositiveIntegerField(
+        null=True, blank=True, help_text="queries whose every relevant page only this system pooled (they score 0 without them)"
+    )
+
+    class Meta:
+        constraints = [
+            # One row per (run, version, slice): recomputes replace, never add; pages read it by slice.
+            models.UniqueConstraint(fields=["evaluation", "slice"], name="completeness_unique_slice"),
+            models.CheckConstraint(
+                condition=Q(judged_at_k_final__gte=0) & Q(judged_at_k_final__lte=1)
+                & Q(judged_at_k_first__gte=0) & Q(judged_at_k_first__lte=1),
+                name="completeness_judged_is_a_fraction",
+            ),
+            models.CheckConstraint(
+                condition=(Q(loro_recall_k_first__isnull=True) | Q(loro_recall_k_first__gte=0) & Q(loro_recall_k_first__lte=1))
+                & (Q(loro_ndcg_10__isnull=True) | Q(loro_ndcg_10__gte=0) & Q(loro_ndcg_10__lte=1)),
+                name="completeness_loro_is_a_fraction",
+            ),
+            models.CheckConstraint(
+                condition=(Q(loro_recall_change_points__isnull=True) | Q(loro_recall_change_points__gte=-100) & Q(loro_recall_change_points__lte=100))
+                & (Q(loro_ndcg_change_points__isnull=True) | Q(loro_ndcg_change_points__gte=-100) & Q(loro_ndcg_change_points__lte=100)),
+                name="completeness_loro_change_is_points",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Judged@k_final = {self.judged_at_k_final:.2f}{' ' + self.slice if self.slice else ''}"
 
 
 class Alert(models.Model):

@@ -10,18 +10,19 @@ Nothing here writes.
 """
 
 import math
+import shlex
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404
 from ranx.statistical_tests import paired_student_t_test
 
 from evaluation import charts, engine
-from evaluation.models import Evaluation, Run, Score
+from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import (
     PerQuery,
     evaluation_per_query,
@@ -65,11 +66,124 @@ def fraction_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+# --- completeness: Judged@k, leave-one-run-out, and the warning they raise ------------------
+
+# How the warning tells a manager to pool a run (labeling's build_pool command), to the
+# depth leave-one-run-out assumes the pool has.
+POOL_COMMAND = "build_pool {slug} --runs {run} --depth {depth}"
+# Float noise: a mean of exactly 0.9 may come out as 0.8999999999999999, which is not under 0.9.
+_EPSILON = 1e-9
+
+
+def _two_figures(value: float, floor: float) -> tuple[str, str]:
+    """`value` and `floor` printed with the fewest decimals (2 or more) that tell them apart,
+    so that 0.895 under a floor of 0.90 never reads "0.90 < 0.90"."""
+    for digits in range(2, 7):
+        a, b = f"{value:.{digits}f}", f"{floor:.{digits}f}"
+        if a != b:
+            return a, b
+    return f"{value:.6f}", f"{floor:.6f}"
+
+
+@dataclass(frozen=True)
+class RunCompleteness:
+    """One run's completeness figures on one version and whether its scores there are to
+    be trusted. `judged_final` and `judged_first` are None when the evaluation was computed
+    before they were stored; `row`, the stored row with the leave-one-run-out figures, may
+    be absent where a page needs Judged@k alone.
+
+    Judged@k values and the leave-one-run-out scores are fractions; the changes are points.
+    The scores are unreliable when Judged@k_final is under the set's `floor`.
+    """
+
+    judged_final: float | None
+    judged_first: float | None
+    row: Completeness | None
+    run_name: str
+    slug: str
+    version_number: int
+    k_first: int
+    k_final: int
+    floor: float
+    pool_depth: int
+
+    @property
+    def judged_final_text(self) -> str:
+        return fraction_text(self.judged_final)
+
+    @property
+    def judged_first_text(self) -> str:
+        return fraction_text(self.judged_first)
+
+    @property
+    def unreliable(self) -> bool:
+        return self.judged_final is not None and self.judged_final < self.floor - _EPSILON
+
+    @property
+    def pool_command(self) -> str:
+        return POOL_COMMAND.format(slug=self.slug, run=shlex.quote(self.run_name), depth=self.pool_depth)
+
+    @property
+    def warning(self) -> str:
+        """"Judged@8 = 0.62 < 0.90 on v3: scores are unreliable; pool this run (build_pool ...)",
+        or "" when the scores are reliable (or have no completeness figures)."""
+        if not self.unreliable:
+            return ""
+        judged, floor = _two_figures(self.judged_final, self.floor)
+        return (
+            f"Judged@{self.k_final} = {judged} < {floor} on v{self.version_number}: scores are unreliable; "
+            f"pool this run ({self.pool_command})"
+        )
+
+    @property
+    def has_loro(self) -> bool:
+        return self.row is not None and self.row.loro_other_runs is not None
+
+    @property
+    def loro_recall_text(self) -> str:
+        return fraction_text(self.row.loro_recall_k_first) if self.has_loro else "–"
+
+    @property
+    def loro_ndcg_text(self) -> str:
+        return fraction_text(self.row.loro_ndcg_10) if self.has_loro else "–"
+
+    @property
+    def loro_recall_change_text(self) -> str:
+        return signed_points(self.row.loro_recall_change_points) if self.has_loro else "–"
+
+    @property
+    def loro_ndcg_change_text(self) -> str:
+        return signed_points(self.row.loro_ndcg_change_points) if self.has_loro else "–"
+
+
+def _completeness_rows(evaluations: Iterable[Evaluation], *, overall_only: bool = True) -> dict[int, dict[str, Completeness]]:
+    """evaluation id -> slice name -> its Completeness row, in one query however many evaluations."""
+    rows = Completeness.objects.filter(evaluation__in=[e.id for e in evaluations])
+    if overall_only:
+        rows = rows.filter(slice="")
+    found: dict[int, dict[str, Completeness]] = defaultdict(dict)
+    for row in rows:
+        found[row.evaluation_id][row.slice] = row
+    return found
+
+
+def run_completeness(
+    row: Completeness | None, run: Run, version: Version, settings: EvaluationSettings, slug: str,
+) -> RunCompleteness:
+    """The figures of `row` (None: not stored) for `run` on `version`, held to the set's
+    Judged@k floor (`settings`; `slug` is the set's, for the pooling command)."""
+    return RunCompleteness(
+        judged_final=row.judged_at_k_final if row else None, judged_first=row.judged_at_k_first if row else None,
+        row=row, run_name=run.name, slug=slug, version_number=version.number, k_first=version.k_first,
+        k_final=version.k_final, floor=settings.judged_floor, pool_depth=settings.completeness_depth,
+    )
+
+
 # --- fetching with a check ------------------------------------------------------------
 
 def run_get(golden_set: GoldenSet, run_id: int) -> Run:
     """Run `run_id` of the set, or Http404 (a run of another set is as absent as none)."""
-    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by").first()
+    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set").first()
     if run is None:
         raise Http404("no such run")
     return run
@@ -256,10 +370,21 @@ class RunResult:
     # slice name -> metric -> (fraction, queries averaged, queries left out for no relevant page)
     slices: dict[str, dict[str, tuple[float, int, int]]] = field(default_factory=dict)
     cells: list["Cell"] = field(default_factory=list)
+    completeness: RunCompleteness | None = None
+    # slice name -> Judged@k_final on it (fraction); query slices only
+    slice_judged: dict[str, float] = field(default_factory=dict)
 
     @property
     def scored(self) -> bool:
         return self.evaluation.status == Evaluation.Status.DONE
+
+    @property
+    def unreliable(self) -> bool:
+        return self.scored and self.completeness is not None and self.completeness.unreliable
+
+    @property
+    def warning(self) -> str:
+        return self.completeness.warning if self.scored and self.completeness is not None else ""
 
     def recall_at(self, k: int) -> float | None:
         """Mean recall@k: the stored score, else the stored curve's point at k."""
@@ -391,18 +516,40 @@ class ResultsReport:
     trend_final: charts.LineChart
     loss_limit_points: float
     version_numbers: list[int]  # every version of the set, newest first
+    judged_floor: float = 0.9  # fraction: Judged@k_final under it marks a run unreliable
 
     @property
     def scored(self) -> list[RunResult]:
         return [r for r in self.results if r.scored]
 
+    @property
+    def unreliable(self) -> list[RunResult]:
+        return [r for r in self.results if r.unreliable]
 
-def _run_results(version: Version) -> list[RunResult]:
-    """Every evaluation of the version with its scores: two queries however many runs and slices."""
+    @property
+    def judged_slices(self) -> list[tuple[str, list[str]]]:
+        """(slice label, Judged@k_final of each scored run as text) for every query slice
+        some scored run has the figure on; runs in `scored` order, "–" where absent."""
+        scored = self.scored
+        names = {name for r in scored for name in r.slice_judged}
+        return [
+            (_slice_label(name), [fraction_text(r.slice_judged.get(name)) for r in scored])
+            for name in sorted(names, key=lambda n: (natural_key(n), n))
+        ]
+
+
+def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -> list[RunResult]:
+    """Every evaluation of the version with its scores and completeness figures (Judged@k
+    under the settings' floor marks a run unreliable): three queries however many runs and slices."""
     evaluations = (
         Evaluation.objects.filter(version=version).select_related("run").defer("per_query").order_by("run_id")
     )
     results = {e.id: RunResult(run=e.run, evaluation=e, color=charts.color(i)) for i, e in enumerate(evaluations)}
+    found = _completeness_rows([result.evaluation for result in results.values()], overall_only=False)
+    for evaluation_id, result in results.items():
+        by_slice = found.get(evaluation_id, {})
+        result.completeness = run_completeness(by_slice.get(""), result.run, version, settings, slug)
+        result.slice_judged = {name: row.judged_at_k_final for name, row in by_slice.items() if name}
     rows = Score.objects.filter(evaluation__version=version).values_list(
         "evaluation_id", "slice", "metric", "value", "queries_averaged", "no_relevant_count"
     )
@@ -419,8 +566,8 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
     """The results page of `version`: runs best first by `order` (a metric name; default
     recall@k_final), the funnels, recall curves, slices under `slice_metric` (default
     recall@k_first) and the trend of every run across the set's versions."""
-    results = _run_results(version)
     settings = evaluation_settings(golden_set)
+    results = _run_results(version, settings=settings, slug=golden_set.slug)
     metrics: list[str] = []
     for result in results:
         for name in result.evaluation.metrics:
@@ -447,7 +594,7 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
         curve_chart=curve_chart, curves_missing=curves_missing,
         slice_chart=_slice_chart(results, version, slice_metric, settings.alert_slice_floor),
         trend_first=trend_first, trend_final=trend_final, loss_limit_points=settings.alert_rerank_loss_points,
-        version_numbers=[number for number, *_ in reversed(versions)],
+        version_numbers=[number for number, *_ in reversed(versions)], judged_floor=settings.judged_floor,
     )
 
 
@@ -460,8 +607,9 @@ def _curve_chart(results: Sequence[RunResult], version: Version) -> tuple[charts
         if not curve:
             missing.append(result.run.name)
             continue
-        points = [(k, value, f"{result.run.name}: recall@{int(k)} = {value:.3f} on v{version.number}") for k, value in curve]
-        series.append(charts.Series(label=result.run.name, points=points, color=result.color))
+        caveat = " (unreliable: see the warning above)" if result.unreliable else ""
+        points = [(k, value, f"{result.run.name}: recall@{int(k)} = {value:.3f} on v{version.number}{caveat}") for k, value in curve]
+        series.append(charts.Series(label=result.run.name + (" (unreliable)" if result.unreliable else ""), points=points, color=result.color))
     x_rules = [(version.k_final, f"k_final = {version.k_final}", "what the prompt sees", "cutoff")]
     chart = charts.line_chart(
         series, x_min=1, x_max=max(version.k_first, 2), x_ticks=charts.k_ticks(version.k_first),
@@ -491,9 +639,10 @@ def _slice_chart(results: Sequence[RunResult], version: Version, metric: str, fl
                 bars.append((None, result.color, ""))
                 continue
             value, averaged, no_relevant = found
+            caveat = f"; {result.warning}" if result.unreliable else ""
             bars.append((value, result.color, (
                 f"{result.run.name}, {_slice_label(name)}: {metric} = {value:.3f} on v{version.number} "
-                f"({averaged} queries averaged, {no_relevant} with no relevant page left out)"
+                f"({averaged} queries averaged, {no_relevant} with no relevant page left out){caveat}"
             )))
         groups.append(charts.BarGroup(label=_slice_label(name), bars=bars))
     return charts.bar_chart(
@@ -655,6 +804,17 @@ class CompareReport:
     overall: list[MetricDelta] = field(default_factory=list)
     slices: list[SliceComparison] = field(default_factory=list)
     slice_metrics: list[str] = field(default_factory=list)
+    completeness_a: RunCompleteness | None = None
+    completeness_b: RunCompleteness | None = None
+
+    @property
+    def warnings(self) -> list[tuple[str, str]]:
+        """("a" or "b", warning) for each run whose scores on the version are unreliable."""
+        found = []
+        for side, completeness in (("a", self.completeness_a), ("b", self.completeness_b)):
+            if completeness is not None and completeness.warning:
+                found.append((side, completeness.warning))
+        return found
 
     @property
     def ready(self) -> bool:
@@ -707,6 +867,11 @@ def compare_report(version: Version, run_a: Run, run_b: Run) -> CompareReport:
     if not report.ready:
         return report
     eval_a, eval_b = report.evaluation_a, report.evaluation_b
+    completeness = _completeness_rows([eval_a, eval_b])
+    settings = evaluation_settings(version.golden_set)
+    slug = version.golden_set.slug
+    report.completeness_a = run_completeness(completeness.get(eval_a.id, {}).get(""), run_a, version, settings, slug)
+    report.completeness_b = run_completeness(completeness.get(eval_b.id, {}).get(""), run_b, version, settings, slug)
     per_a, per_b = evaluation_per_query(eval_a), evaluation_per_query(eval_b)
     metrics = [m for m in eval_a.metrics if m in eval_b.metrics and m in per_a.values and m in per_b.values]
     stored = _stored_scores([eval_a, eval_b])
@@ -838,6 +1003,13 @@ class VersionMoveReport:
     moved_queries: list[QueryMove] = field(default_factory=list)
     moved_query_count: int = 0
     diff: object = None  # goldenset.selectors.VersionDiff
+    completeness_old: RunCompleteness | None = None
+    completeness_new: RunCompleteness | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """The warning of each of the two versions on which the run's scores are unreliable."""
+        return [c.warning for c in (self.completeness_old, self.completeness_new) if c is not None and c.warning]
 
     @property
     def ready(self) -> bool:
@@ -854,6 +1026,11 @@ def run_versions_report(run: Run, old: Version, new: Version) -> VersionMoveRepo
     report.diff = version_diff(old, new) if old.number < new.number else version_diff(new, old)
     if not report.ready:
         return report
+    completeness = _completeness_rows([report.evaluation_old, report.evaluation_new])
+    settings = evaluation_settings(run.golden_set)
+    slug = run.golden_set.slug
+    report.completeness_old = run_completeness(completeness.get(report.evaluation_old.id, {}).get(""), run, old, settings, slug)
+    report.completeness_new = run_completeness(completeness.get(report.evaluation_new.id, {}).get(""), run, new, settings, slug)
     stored = _stored_scores([report.evaluation_old, report.evaluation_new])
     per_old, per_new = evaluation_per_query(report.evaluation_old), evaluation_per_query(report.evaluation_new)
     old_metrics, new_metrics = report.evaluation_old.metrics, report.evaluation_new.metrics
@@ -902,6 +1079,7 @@ class RunRow:
     evaluation: Evaluation | None
     recall_first: float | None
     recall_final: float | None
+    completeness: RunCompleteness | None = None
 
     @property
     def recall_first_text(self) -> str:
@@ -919,23 +1097,40 @@ class RunsReport:
 
 
 def runs_report(golden_set: GoldenSet) -> RunsReport:
-    """Every run of the set with its status and funnel recalls on the latest version:
-    four queries however many runs."""
+    """Every run of the set with its status, funnel recalls and Judged@k on the latest
+    version: five queries however many runs."""
     latest = golden_set.versions.order_by("-number").first()
     runs = list(Run.objects.filter(golden_set=golden_set).select_related("uploaded_by").order_by("system", "stage", "name"))
     evaluations: dict[int, Evaluation] = {}
     scores: dict[tuple[int, str], float] = {}
+    settings = None
     if latest is not None:
         names = [f"recall@{latest.k_first}", f"recall@{latest.k_final}"]
-        evaluations = {e.run_id: e for e in Evaluation.objects.filter(version=latest).defer("per_query", "recall_curve")}
+        overall = Completeness.objects.filter(evaluation=OuterRef("pk"), slice="")
+        evaluations = {
+            e.run_id: e for e in Evaluation.objects.filter(version=latest).defer("per_query", "recall_curve").annotate(
+                judged_final=Subquery(overall.values("judged_at_k_final")[:1]),
+                judged_first=Subquery(overall.values("judged_at_k_first")[:1]),
+            )
+        }
         found = Score.objects.filter(evaluation__version=latest, slice="", metric__in=names).values_list("evaluation__run_id", "metric", "value")
         scores = {(run_id, metric): value for run_id, metric, value in found}
+        settings = evaluation_settings(golden_set)
     rows = []
     for run in runs:
+        evaluation = evaluations.get(run.id)
+        completeness = None
+        if evaluation is not None and evaluation.status == Evaluation.Status.DONE:
+            completeness = RunCompleteness(
+                judged_final=evaluation.judged_final, judged_first=evaluation.judged_first, row=None, run_name=run.name,
+                slug=golden_set.slug, version_number=latest.number, k_first=latest.k_first, k_final=latest.k_final,
+                floor=settings.judged_floor, pool_depth=settings.completeness_depth,
+            )
         rows.append(RunRow(
-            run=run, evaluation=evaluations.get(run.id),
+            run=run, evaluation=evaluation,
             recall_first=scores.get((run.id, f"recall@{latest.k_first}")) if latest else None,
             recall_final=scores.get((run.id, f"recall@{latest.k_final}")) if latest else None,
+            completeness=completeness,
         ))
     return RunsReport(rows=rows, latest=latest)
 
@@ -947,6 +1142,12 @@ class RunEvaluationRow:
     recall_first: float | None
     recall_final: float | None
     ndcg: float | None
+    completeness: RunCompleteness | None = None
+
+    @property
+    def warning(self) -> str:
+        done = self.evaluation.status == Evaluation.Status.DONE
+        return self.completeness.warning if done and self.completeness is not None else ""
 
     @property
     def recall_first_text(self) -> str:
@@ -980,11 +1181,20 @@ class RunDetailReport:
     worst_version: Version | None = None
     worst_metric: str = ""
     worst: list[QueryScore] = field(default_factory=list)
+    worst_warning: str = ""  # the unreliable-scores warning of worst_version, if any
 
     @property
     def scored_versions(self) -> list[int]:
         """Numbers of the versions the run has figures on, newest first."""
         return [row.version.number for row in self.rows if row.evaluation.status == Evaluation.Status.DONE]
+
+    @property
+    def completeness_rows(self) -> list[RunEvaluationRow]:
+        """The finished evaluations that have completeness figures, newest version first."""
+        return [
+            row for row in self.rows
+            if row.evaluation.status == Evaluation.Status.DONE and row.completeness is not None and row.completeness.row is not None
+        ]
 
 
 def run_version_numbers(run: Run) -> list[int]:
@@ -1001,12 +1211,15 @@ def run_detail_report(run: Run) -> RunDetailReport:
     )
     rows = Score.objects.filter(evaluation__run=run, slice="").values_list("evaluation_id", "metric", "value")
     scores: dict[tuple[int, str], float] = {(e, m): v for e, m, v in rows}
+    completeness = _completeness_rows(evaluations)
+    settings = evaluation_settings(run.golden_set)
     report = RunDetailReport(run=run, rows=[
         RunEvaluationRow(
             evaluation=e, version=e.version,
             recall_first=scores.get((e.id, f"recall@{e.version.k_first}")),
             recall_final=scores.get((e.id, f"recall@{e.version.k_final}")),
             ndcg=scores.get((e.id, "ndcg@10")),
+            completeness=run_completeness(completeness.get(e.id, {}).get(""), run, e.version, settings, run.golden_set.slug),
         )
         for e in evaluations
     ])
@@ -1020,6 +1233,7 @@ def run_detail_report(run: Run) -> RunDetailReport:
             values = per_query.values[metric]
             order = sorted(range(len(values)), key=lambda i: (values[i], natural_key(per_query.query_ids[i]), per_query.query_ids[i]))
             report.worst_version, report.worst_metric = latest_done.version, metric
+            report.worst_warning = next(row.warning for row in report.rows if row.evaluation.id == latest_done.id)
             report.worst = [
                 QueryScore(query_id=per_query.query_ids[i], value=float(values[i]), relevant=int(per_query.relevant_counts[i]),
                            answered=bool(per_query.answered[i]))
@@ -1066,6 +1280,7 @@ class Drilldown:
     found_in_final: int
     run_entries: int  # entries the run has for the query (up to its depth cap)
     values: list[tuple[str, str]]  # (metric, value) from the stored per-query values, if scored
+    completeness: RunCompleteness | None = None  # the run's, over all queries of the version
 
     @property
     def recall_first_text(self) -> str:
@@ -1127,6 +1342,10 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
     values: list[tuple[str, str]] = []
     evaluation = Evaluation.objects.filter(run=run, version=version, status=Evaluation.Status.DONE).only("id").first()
     per_query = evaluation_per_query(evaluation) if evaluation else None
+    completeness = None
+    if evaluation is not None:
+        row = _completeness_rows([evaluation]).get(evaluation.id, {}).get("")
+        completeness = run_completeness(row, run, version, evaluation_settings(golden_set), golden_set.slug)
     if per_query is not None and query_id in per_query.query_ids:
         i = per_query.query_ids.index(query_id)
         values = [(metric, fraction_text(float(array[i]))) for metric, array in per_query.values.items()]
@@ -1134,5 +1353,5 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
     return Drilldown(
         run=run, version=version, query=query, metadata=snapshot, top=top, missed=missed, relevant_count=len(relevant_keys),
         found_count=found, found_in_final=sum(1 for page in top if page.relevant and page.reaches_prompt),
-        run_entries=len(keys), values=values,
+        run_entries=len(keys), values=values, completeness=completeness,
     )

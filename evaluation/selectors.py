@@ -1,13 +1,22 @@
 """Reads the evaluation needs: a version's labels and slices as arrays, a run's entries."""
 
+import hashlib
 import io
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
+from evaluation.completeness import pooled_labels
+from evaluation.engine import QrelsArrays
 from evaluation.metrics import Metric, default_metrics, parse_metrics
-from evaluation.models import Evaluation, EvaluationSettings, Run
+from evaluation.models import Evaluation, EvaluationSettings, Run, RunData
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionPage, VersionQuery
 from lib.ids import natural_key
 from lib.runs import RankedRun
@@ -66,18 +75,19 @@ def version_slices(version: Version) -> VersionSlices:
     """Query slices from the snapshotted query metadata; page slices from the snapshotted page
     metadata, plus the age of each labelled page at the version's publish time."""
     query: dict[str, set[str]] = {}
-    for query_id, metadata in VersionQuery.objects.filter(version=version).values_list("query__query_id", "metadata"):
-        for field in version.query_slice_fields:
-            if field in metadata:
-                query.setdefault(f"query:{field}={metadata[field]}", set()).add(query_id)
+    query_slices = _slice_names("query", version.query_slice_fields)
+    rows = VersionQuery.objects.filter(version=version).values_list("query__query_id", _as_text("metadata"))
+    for query_id, metadata in rows:
+        for name in query_slices(metadata):
+            query.setdefault(name, set()).add(query_id)
 
     pages: dict[str, list[int]] = {}
     buckets = age_bucket_names(evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS)
-    rows = VersionPage.objects.filter(version=version).values_list("page_id", "metadata", "published_at")
+    page_slices = _slice_names("page", version.page_slice_fields)
+    rows = VersionPage.objects.filter(version=version).values_list("page_id", _as_text("metadata"), "published_at")
     for page_id, metadata, published_at in rows:
-        for field in version.page_slice_fields:
-            if field in metadata:
-                pages.setdefault(f"page:{field}={metadata[field]}", []).append(page_id)
+        for name in page_slices(metadata):
+            pages.setdefault(name, []).append(page_id)
         if published_at is not None:
             age = version.created_at - published_at
             for name, bound in buckets:
@@ -89,6 +99,59 @@ def version_slices(version: Version) -> VersionSlices:
         name: np.asarray(keys, dtype=np.int64) for name, keys in sorted(pages.items(), key=lambda item: natural_key(item[0]))
     }
     return VersionSlices(query=ordered_query, page=ordered_pages)
+
+
+def _as_text(field: str) -> Cast:
+    """A JSON column as its text. The snapshot's metadata holds only slice values, so a
+    version's tens of thousands of rows share a handful of distinct texts: decoding each
+    text once (_slice_names) instead of every row's document took the slices from 0.4 s to
+    0.1 s at 55,000 pages (bench/recompute.py)."""
+    return Cast(field, output_field=TextField())
+
+
+def _slice_names(kind: str, fields: list[str]) -> Callable[[str], tuple[str, ...]]:
+    """A function from a metadata document's JSON text to the names of the `kind` slices
+    ("query" or "page") it belongs to, "kind:FIELD=VALUE", decoding each distinct text once."""
+    known: dict[str, tuple[str, ...]] = {}
+
+    def names(text: str) -> tuple[str, ...]:
+        found = known.get(text)
+        if found is None:
+            metadata = json.loads(text)
+            found = known[text] = tuple(f"{kind}:{field}={metadata[field]}" for field in fields if field in metadata)
+        return found
+
+    return names
+
+
+# A publish scores every run of the set against one version, one task a run, and a
+# version never changes: a process keeps what scoring needs of the last versions it scored
+# instead of reading and building it again for each run. That was a fifth of the CPU of
+# every evaluation after the first at 10,000 queries (bench/recompute.py).
+_SCORING_INPUTS: "OrderedDict[tuple, tuple[QrelsArrays, VersionSlices]]" = OrderedDict()
+_SCORING_INPUTS_KEPT = 2
+_SCORING_INPUTS_LOCK = threading.Lock()
+
+
+def version_scoring_inputs(version: Version) -> tuple[QrelsArrays, VersionSlices]:
+    """The version's labels over all its queries (version_labels, version_query_ids) as
+    QrelsArrays, and its slices (version_slices): what evaluation_compute scores a run
+    against. Shared by the evaluations of one process: callers must not modify them."""
+    age_buckets = tuple(evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS)
+    # Hash and publish time as well as the id: SQLite gives a rolled-back version's id out
+    # again, and the age slices depend on the settings' buckets, which may change.
+    key = (version.pk, version.content_hash, version.created_at, age_buckets)
+    with _SCORING_INPUTS_LOCK:
+        found = _SCORING_INPUTS.get(key)
+        if found is not None:
+            _SCORING_INPUTS.move_to_end(key)
+            return found
+    found = (QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version)), version_slices(version))
+    with _SCORING_INPUTS_LOCK:
+        _SCORING_INPUTS[key] = found
+        while len(_SCORING_INPUTS) > _SCORING_INPUTS_KEPT:
+            _SCORING_INPUTS.popitem(last=False)
+    return found
 
 
 @dataclass
@@ -123,3 +186,58 @@ class PerQuery:
 def evaluation_per_query(evaluation: Evaluation) -> PerQuery | None:
     data = Evaluation.objects.filter(pk=evaluation.pk).values_list("per_query", flat=True).get()
     return PerQuery.from_bytes(bytes(data)) if data else None
+
+
+def labels_pooled_by_others(
+    version: Version, qrels: QrelsArrays, *, exclude_system: str, depth: int,
+) -> tuple[np.ndarray, int]:
+    """(one bool per label of `qrels`, True where a run of another system than
+    `exclude_system` has the label's page in its top `depth`; how many such runs there are):
+    the pool a run of `exclude_system` is left out of (evaluation.completeness).
+
+    `qrels` must be the version's labels as evaluation_compute builds them. Two queries at
+    most: the runs, then the data of those this process has not reduced yet for the
+    version (see _POOLED_CACHE).
+    """
+    fingerprint = hashlib.blake2b(qrels.doc_keys.tobytes() + qrels.offsets.tobytes(), digest_size=16).hexdigest()
+    # Keyed by upload time as well as id: an id that a rolled-back transaction gave out
+    # (SQLite reuses them) must not find another run's figures.
+    keys = {
+        run_id: (run_id, created_at.isoformat(), version.id, fingerprint, depth)
+        for run_id, created_at in Run.objects.filter(golden_set_id=version.golden_set_id).exclude(system=exclude_system)
+        .order_by("created_at", "id").values_list("id", "created_at")
+    }
+    with _POOLED_LOCK:
+        found = {run_id: _POOLED_CACHE[key] for run_id, key in keys.items() if key in _POOLED_CACHE}
+    missing = [run_id for run_id in keys if run_id not in found]
+    if missing:
+        rows = RunData.objects.filter(run_id__in=missing).values_list("run_id", "ranked")
+        for run_id, data in rows.iterator(chunk_size=4):  # one decoded run in memory at a time
+            found[run_id] = pooled_labels(qrels, RankedRun.from_bytes(bytes(data)), depth)
+        with _POOLED_LOCK:
+            for run_id in missing:
+                if run_id in found:  # a run whose data is not stored yet has nothing to pool
+                    _pooled_cache_put(keys[run_id], found[run_id])
+    pooled = np.zeros(len(qrels.doc_keys), dtype=bool)
+    for labels in found.values():
+        pooled[labels] = True
+    return pooled, len(found)
+
+
+# What a run pooled on a version (pooled_labels) never changes: runs are immutable once
+# uploaded and versions once published. A version's re-score fans out one task per run and
+# each pools against all the others, so without this a worker (or the `evaluate` command,
+# which scores every run in one process) would decode each run once per other run; with
+# it, once per process and version. The arrays are small (a run's labelled pages), so the
+# bound, in labels, holds a few versions of a large set.
+_POOLED_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+_POOLED_CACHE_MAX_LABELS = 20_000_000
+_POOLED_LOCK = threading.Lock()
+
+
+def _pooled_cache_put(key: tuple, labels: np.ndarray) -> None:
+    """Keep `labels` under `key`, dropping the least recently stored past the bound."""
+    _POOLED_CACHE[key] = labels
+    _POOLED_CACHE.move_to_end(key)
+    while len(_POOLED_CACHE) > 1 and sum(len(found) for found in _POOLED_CACHE.values()) > _POOLED_CACHE_MAX_LABELS:
+        _POOLED_CACHE.popitem(last=False)

@@ -7,16 +7,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation import engine
-from evaluation.models import Evaluation, Run, RunData, Score
+from evaluation import completeness, engine
+from evaluation.models import Completeness, Evaluation, Run, RunData, Score
 from evaluation.selectors import (
     PerQuery,
     evaluation_settings,
     metrics_for,
+    labels_pooled_by_others,
     run_ranked,
-    version_labels,
-    version_query_ids,
-    version_slices,
+    version_scoring_inputs,
 )
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version
@@ -75,11 +74,12 @@ def evaluations_schedule(*, version: Version) -> list[Evaluation]:
 
 
 def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None) -> Evaluation:
-    """Score `run` against `version`, overall and per slice, and store the results.
+    """Score `run` against `version`, overall and per slice, with its completeness
+    figures (evaluation.completeness), and store the results.
 
-    Idempotent: the (run, version) row is upserted and its scores replaced in one
-    transaction, so a task that is redelivered after a worker died leaves every figure
-    there exactly once. Returns the evaluation, status done.
+    Idempotent: the (run, version) row is upserted and its scores and completeness rows
+    replaced in one transaction, so a task that is redelivered after a worker died leaves
+    every figure there exactly once. Returns the evaluation, status done.
     """
     if run.golden_set_id != version.golden_set_id:
         raise GoldsetError(f"run {run.name!r} and version {version} belong to different golden sets")
@@ -88,11 +88,10 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
 
     metrics = metrics_for(version.golden_set, version)
     ranked = ranked or run_ranked(run)
-    qrels = engine.QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
+    qrels, slices = version_scoring_inputs(version)
     threshold = version.relevance_threshold
     overall = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold)
     results = {"": overall}
-    slices = version_slices(version)
     for name, query_ids in slices.query.items():
         results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, query_slice=query_ids)
     for name, page_keys in slices.page.items():
@@ -106,10 +105,13 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         for metric, value in result.means.items()
         if value is not None  # a slice with no relevant page has nothing to average
     ]
+    completeness_rows = _completeness_rows(evaluation, run, qrels, ranked, version, slices.query)
     per_query = PerQuery(overall.query_ids, overall.values, overall.answered, overall.relevant_counts)
     with transaction.atomic():
         Score.objects.filter(evaluation=evaluation).delete()
         Score.objects.bulk_create(scores)
+        Completeness.objects.filter(evaluation=evaluation).delete()
+        Completeness.objects.bulk_create(completeness_rows)
         Evaluation.objects.filter(pk=evaluation.pk).update(
             status=Evaluation.Status.DONE, finished_at=timezone.now(), metrics=[m.name for m in metrics],
             queries_in_version=len(qrels.query_ids), queries_averaged=overall.query_count,
@@ -118,6 +120,59 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         )
     evaluation.refresh_from_db()
     return evaluation
+
+
+def _completeness_rows(
+    evaluation: Evaluation, run: Run, qrels: engine.QrelsArrays, ranked: RankedRun, version: Version,
+    query_slices: dict[str, set[str]],
+) -> list[Completeness]:
+    """Judged@k_final and Judged@k_first overall and per query slice, and leave-one-run-out
+    on the overall row, for the queries the scores average. A slice with no such query
+    has no row, as it has no score.
+
+    Leave-one-run-out pools the run against the runs of the set's other systems, not
+    against its own system's other stages: a reranked run reorders its own first stage's
+    pages, so each would hide the other's unique pages and both would show no drop, while
+    a new system that was never pooled has neither stage in the pool. With no other
+    system there is nothing to leave the run out of, and the figures stay null.
+    """
+    threshold = version.relevance_threshold
+    slices = {"": None, **query_slices}
+    finals = completeness.judged_at_k_by_slice(qrels, ranked, version.k_final, slices, relevance_threshold=threshold)
+    firsts = completeness.judged_at_k_by_slice(qrels, ranked, version.k_first, slices, relevance_threshold=threshold)
+    rows = []
+    for slice_name in slices:
+        final, first = finals[slice_name], firsts[slice_name]
+        if not final.query_count:
+            continue
+        rows.append(Completeness(
+            evaluation=evaluation, slice=slice_name, queries=final.query_count,
+            judged_at_k_final=_fraction(final.mean), judged_at_k_first=_fraction(first.mean),
+        ))
+    if not rows:
+        return rows
+    depth = evaluation_settings(version.golden_set).completeness_depth
+    pooled_elsewhere, other_runs = labels_pooled_by_others(version, qrels, exclude_system=run.system, depth=depth)
+    if other_runs:
+        recall = f"recall@{version.k_first}"
+        loro = completeness.leave_one_run_out_of_pool(
+            qrels, ranked, pooled_elsewhere, other_run_count=other_runs, depth=depth, metrics=(recall, "ndcg@10"),
+            relevance_threshold=threshold,
+        )
+        overall = rows[0]
+        overall.loro_depth, overall.loro_other_runs = depth, loro.other_run_count
+        overall.loro_recall_k_first = _fraction(loro.reduced[recall])
+        overall.loro_ndcg_10 = _fraction(loro.reduced["ndcg@10"])
+        overall.loro_recall_change_points = loro.change_points(recall)
+        overall.loro_ndcg_change_points = loro.change_points("ndcg@10")
+        overall.unique_relevant_count = loro.unique_relevant_count
+        overall.loro_emptied_queries = loro.emptied_query_count
+    return rows
+
+
+def _fraction(value: float) -> float:
+    """`value` clamped into [0, 1]: float noise must not trip the table's check constraint."""
+    return min(max(value, 0.0), 1.0)
 
 
 # A recall curve holds at most this many points: one per k when k_first is no deeper, else

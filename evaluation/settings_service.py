@@ -1,7 +1,8 @@
 """The one write path of a golden set's evaluation settings (pages, commands and the API).
 
-Units, as everywhere in Goldset: metric values and the slice floor are fractions in [0, 1];
-the drop and rerank-loss thresholds are points, hundredths of a fraction (3.0 = 0.03).
+Units, as everywhere in Goldset: metric values, the slice floor and the Judged@k floor are
+fractions in [0, 1]; the drop and rerank-loss thresholds are points, hundredths of a
+fraction (3.0 = 0.03); the completeness depth is a number of pages per query.
 A change applies to the evaluations computed from then on; stored scores and alerts are
 kept as they were computed, because each belongs to the (run, version) it was made for.
 """
@@ -75,6 +76,23 @@ def _slice_floor(golden_set: GoldenSet, value: Any) -> float:
     return number
 
 
+def _judged_floor(golden_set: GoldenSet, value: Any) -> float:
+    number = _number(value, "judged_floor")
+    if not 0 <= number <= 1:
+        raise GoldsetError(f"judged_floor is a fraction from 0 to 1 (0.9, not 90), got {number:g}", field="judged_floor")
+    return number
+
+
+def _completeness_depth(golden_set: GoldenSet, value: Any) -> int:
+    depth = _whole_number(value, "completeness_depth")
+    if not 1 <= depth <= MAX_RUN_DEPTH:
+        raise GoldsetError(
+            f"the completeness depth is a pool depth from 1 to {MAX_RUN_DEPTH} pages per query, got {depth}",
+            field="completeness_depth",
+        )
+    return depth
+
+
 def _age_buckets(golden_set: GoldenSet, value: Any) -> list[int]:
     if not isinstance(value, list | tuple):
         raise GoldsetError("age_buckets must be a list of days", field="age_buckets")
@@ -128,6 +146,8 @@ _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
     "alert_slice_floor": _slice_floor,
     "alert_rerank_loss_points": _points("alert_rerank_loss_points"),
     "age_buckets": _age_buckets,
+    "completeness_depth": _completeness_depth,
+    "judged_floor": _judged_floor,
     "alert_emails": _alert_emails,
     "webhook_url": _webhook_url,
 }
@@ -147,7 +167,9 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
     Accepts any of SETTINGS_FIELDS: metrics (ranx names; [] means the defaults at the
     version's k), run_depth_cap (entries per query kept from an upload), alert_drop_points
     and alert_rerank_loss_points (points), alert_slice_floor (fraction), age_buckets
-    (upper bounds in days), alert_emails (addresses), webhook_url (http(s) URL or "").
+    (upper bounds in days), completeness_depth (pool depth for leave-one-run-out, pages per
+    query), judged_floor (fraction: Judged@k_final under it marks a run's scores
+    unreliable), alert_emails (addresses), webhook_url (http(s) URL or "").
     Raises GoldsetError listing every bad field (its `field` is the first one); nothing
     is saved then. Returns the saved settings.
     """

@@ -5,9 +5,10 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, QuerySet
+from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
-from goldenset.models import GoldenSet, Judgment, Membership, Query, Version, VersionLabel, VersionQuery
+from goldenset.models import GoldenSet, Judgment, Membership, Query, Version, VersionLabel, VersionPage, VersionQuery
 from lib.ids import natural_key
 
 # Roles that may read a golden set's labels, versions and scores. Annotators judge
@@ -73,14 +74,28 @@ def version_get(golden_set: GoldenSet, number: int | str | None) -> Version:
     return version
 
 
-def version_label_rows(version: Version) -> Iterator[tuple[str, str, int]]:
-    """(query_id, doc_id, grade) of a version in its canonical order, streamed from the database."""
-    rows = (
-        VersionLabel.objects.filter(version=version)
-        .order_by("position")
-        .values_list("query__query_id", "page__doc_id", "grade")
-    )
+def version_label_rows(
+    version: Version, *, query_slice: tuple[str, str] | None = None, page_slice: tuple[str, str] | None = None,
+) -> Iterator[tuple[str, str, int]]:
+    """(query_id, doc_id, grade) of a version in its canonical order, streamed from the database.
+
+    `query_slice` (FIELD, VALUE) keeps the labels of the queries whose snapshotted metadata
+    (VersionQuery.metadata) has FIELD = VALUE; `page_slice` likewise keeps the labels of
+    the pages whose snapshotted metadata (VersionPage.metadata) has it. Values compare as
+    the JSON value's text ("de", "2024", "true").
+    """
+    rows = VersionLabel.objects.filter(version=version)
+    if query_slice is not None:
+        rows = rows.filter(query_id__in=_in_slice(VersionQuery.objects.filter(version=version), *query_slice).values("query_id"))
+    if page_slice is not None:
+        rows = rows.filter(page_id__in=_in_slice(VersionPage.objects.filter(version=version), *page_slice).values("page_id"))
+    rows = rows.order_by("position").values_list("query__query_id", "page__doc_id", "grade")
     return rows.iterator(chunk_size=20_000)
+
+
+def _in_slice(snapshots: QuerySet, field: str, value: str) -> QuerySet:
+    # KeyTextTransform rather than metadata__FIELD: a field name may hold "__".
+    return snapshots.annotate(slice_value=KeyTextTransform(field, "metadata")).filter(slice_value=value)
 
 
 @dataclass

@@ -33,9 +33,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "goldenset",
     "evaluation",
     "labeling",
+    "api",
     "goldset",
 ]
 
@@ -76,6 +80,12 @@ def _database_from_env() -> dict:
         config = dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))
         if config["ENGINE"] == "django.db.backends.postgresql":
             config["CONN_HEALTH_CHECKS"] = True
+            # Django opens a server-side cursor only for QuerySet.iterator(), and every caller
+            # here reads it to the end (qrels exports, publishing, scoring). PostgreSQL plans a
+            # cursor for its first 10% of rows by default, which for a version's million labels
+            # chose nested loops of index look-ups, five times slower than the hash joins it
+            # picks for the whole result (bench/export.py).
+            config.setdefault("OPTIONS", {})["options"] = "-c cursor_tuple_fraction=1"
         return config
     return sqlite_database(env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")))
 
@@ -126,6 +136,10 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent, so a worker lost mid-task is safe to redo
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A new pool process warms ranx's kernels before it reports up (evaluation.tasks): under a
+# second from NUMBA_CACHE_DIR, about 80 s when the cache is cold. Celery's default of 4 s
+# would kill it mid-compile, again and again, and the worker would never take a task.
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = 300
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
@@ -144,6 +158,47 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evaluation.tasks.sweep_missing_evaluations_task",
         "schedule": env_int("EVALUATION_SWEEP_SECONDS", 300),
     },
+}
+
+# The REST API (api/). Eval jobs send `Authorization: Bearer <token>`; the session serves
+# the browsable API to people logged in to the site. Every failure has one JSON shape
+# (api.errors.api_exception_handler).
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # First, so that a request without credentials gets 401 with a Bearer challenge.
+        "api.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasApiAccess"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.LimitOffsetPagination",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Goldset API",
+    "DESCRIPTION": (
+        "Golden sets, their versions and qrels, runs and their scores. Authenticate with "
+        "`Authorization: Bearer <token>`; managers create tokens on a golden set's API tokens page "
+        "or with `manage.py create_api_token`. Every error has the shape "
+        '`{"error": {"code", "message", "problems", "field"}}`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files come from the drf-spectacular-sidecar package: /api/docs/ needs no network.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No call to the online validator either (its badge would fetch validator.swagger.io).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "ENUM_NAME_OVERRIDES": {"RunStage": "evaluation.models.Run.Stage", "ApiTokenScope": "api.models.ApiToken.Scope"},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses"],
 }
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

@@ -9,6 +9,7 @@ urlpatterns = [
     path("sets/<slug:slug>/", goldenset_views.golden_set_detail, name="golden_set"),
     path("sets/<slug:slug>/versions/<int:number>/", goldenset_views.version_detail, name="version"),
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
+    path("", include("api.urls")),
     path("", include("evaluation.urls")),
     path("", include("evaluation.urls_alerts")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

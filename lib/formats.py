@@ -16,6 +16,9 @@ from lib.errors import ProblemCollector
 from lib.ids import id_problem
 
 QREL_FORMATS = ("trec", "json", "beir", "csv")
+# Grades are stored in 16-bit columns (Judgment.grade, VersionLabel.grade): a grade outside
+# this range is refused where it enters, not left to fail as a database error.
+GRADE_RANGE = (-32768, 32767)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ def read_trec_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
         if grade is None:
             problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
             continue
+        if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+            problems.add(f"{source}:{number}: grade {grade} is outside {GRADE_RANGE[0]}..{GRADE_RANGE[1]}")
+            continue
         yield QrelLine(number, query_id, doc_id, grade)
 
 
@@ -106,6 +112,9 @@ def read_beir_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
         grade = _parse_grade(raw_grade.strip())
         if grade is None:
             problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
+            continue
+        if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+            problems.add(f"{source}:{number}: grade {grade} is outside {GRADE_RANGE[0]}..{GRADE_RANGE[1]}")
             continue
         yield QrelLine(number, query_id, doc_id, grade)
 

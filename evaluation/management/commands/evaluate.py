@@ -3,7 +3,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
-from evaluation.models import Score
+from evaluation.models import Completeness, Score
+from evaluation.reports import run_completeness
+from evaluation.selectors import evaluation_settings
 from evaluation.tasks import golden_set_evaluate_now
 from goldenset.models import GoldenSet
 from goldenset.selectors import version_get
@@ -13,7 +15,10 @@ class Command(BaseCommand):
     help = (
         "Evaluate every run of a golden set against a version (the latest unless --version), now, in this "
         "process, and print the results overall and per slice. Values are fractions in [0, 1]; queries with no "
-        "relevant page are left out of the averages and counted."
+        "relevant page are left out of the averages and counted. Beside each record: Judged@k_final and "
+        "Judged@k_first (share of the run's top k with a label), and overall the leave-one-run-out figures "
+        "(scores without the pages only the run's system pooled; changes in points). A run whose Judged@k_final "
+        "is under the set's floor is marked unreliable."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -36,6 +41,7 @@ class Command(BaseCommand):
         evaluations = golden_set_evaluate_now(golden_set, version)
         if not evaluations:
             raise CommandError(f"golden set {slug!r} has no runs (upload one with import_run)")
+        settings = evaluation_settings(golden_set)
         records = []
         for evaluation in evaluations:
             by_slice: dict[str, dict] = {}
@@ -43,10 +49,12 @@ class Command(BaseCommand):
             for score in Score.objects.filter(evaluation=evaluation).order_by("id"):
                 by_slice.setdefault(score.slice, {})[score.metric] = round(score.value, 6)
                 counts[score.slice] = score.queries_averaged
+            completeness = {row.slice: row for row in Completeness.objects.filter(evaluation=evaluation)}
             for slice_name, metrics in by_slice.items():
                 records.append({
                     "run": evaluation.run.name, "system": evaluation.run.system, "stage": evaluation.run.stage,
                     "version": version.number, "slice": slice_name or None, "queries": counts[slice_name], "metrics": metrics,
+                    "completeness": _completeness(completeness.get(slice_name), evaluation.run, version, settings),
                 })
         if fmt == "json":
             self.stdout.write(json.dumps(records, indent=2, ensure_ascii=False))
@@ -56,14 +64,48 @@ class Command(BaseCommand):
     def _table(self, records, version, evaluations):
         metric_names = list(evaluations[0].metrics)
         self.stdout.write(f"version {version.number} ({version.short_hash}); values are fractions; k_first={version.k_first}, k_final={version.k_final}")
-        header = ["run", "slice", "queries", *metric_names]
-        rows = [[r["run"], r["slice"] or "all", str(r["queries"]), *(f"{r['metrics'].get(m, float('nan')):.4f}" for m in metric_names)] for r in records]
+        judged = f"judged@{version.k_final}"
+        header = ["run", "slice", "queries", *metric_names, judged]
+        rows = [
+            [r["run"], r["slice"] or "all", str(r["queries"]), *(f"{r['metrics'].get(m, float('nan')):.4f}" for m in metric_names),
+             f"{r['completeness']['judged_at_k_final']:.4f}" if r["completeness"] else "-"]
+            for r in records
+        ]
         widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
         for row in [header, *rows]:
             self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)))
+        for r in records:
+            if r["slice"] is None and r["completeness"] and r["completeness"]["warning"]:
+                self.stdout.write(f"{r['run']}: {r['completeness']['warning']}")
         for evaluation in evaluations:
             if evaluation.unanswered_count or evaluation.no_relevant_count:
                 self.stdout.write(
                     f"{evaluation.run.name}: {evaluation.unanswered_count} queries unanswered (scored 0), "
                     f"{evaluation.no_relevant_count} with no relevant page (left out)"
                 )
+
+
+def _completeness(row: Completeness | None, run, version, settings) -> dict | None:
+    """The record's completeness object: Judged@k (fractions) for an overall or query-slice
+    record, with the unreliable-scores warning and the leave-one-run-out figures (changes
+    in points) on the overall one; None for a page slice, which has no such figures."""
+    if row is None:
+        return None
+    found = {
+        "k_final": version.k_final, "judged_at_k_final": round(row.judged_at_k_final, 6),
+        "k_first": version.k_first, "judged_at_k_first": round(row.judged_at_k_first, 6),
+        "queries": row.queries, "judged_floor": settings.judged_floor,
+    }
+    if not row.slice:
+        found["warning"] = run_completeness(row, run, version, settings, run.golden_set.slug).warning or None
+        found["leave_one_run_out"] = None if row.loro_other_runs is None else {
+            "depth": row.loro_depth,
+            "other_runs": row.loro_other_runs,
+            f"recall@{version.k_first}": round(row.loro_recall_k_first, 6),
+            f"recall@{version.k_first}_change_points": round(row.loro_recall_change_points, 4),
+            "ndcg@10": round(row.loro_ndcg_10, 6),
+            "ndcg@10_change_points": round(row.loro_ndcg_change_points, 4),
+            "unique_relevant_pages": row.unique_relevant_count,
+            "emptied_queries": row.loro_emptied_queries,
+        }
+    return found

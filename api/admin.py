@@ -1,0 +1,28 @@
+"""Tokens in the admin: listed and revocable, never made or edited here (a secret is shown
+once, by the token page or create_api_token, and only its hash is stored)."""
+
+from django.contrib import admin
+
+from api.models import ApiToken
+from api.services import api_token_revoke
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "name", "owner", "scope", "golden_set", "created_at", "expires_at", "last_used_at", "revoked_at")
+    list_filter = ("scope", "golden_set")
+    search_fields = ("prefix", "name", "owner__username")
+    readonly_fields = [field.name for field in ApiToken._meta.fields]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            api_token_revoke(token=token)
+        self.message_user(request, f"{queryset.count()} token(s) revoked.")

@@ -1,0 +1,39 @@
+"""The REST API under /api/v1/, its schema and docs, and the token pages of a golden set.
+
+Paths end as the issue names them: collections and objects with a slash, the qrels,
+queries and diff of a version without one. Every other /api/ path answers 404 in the
+API's error shape (ApiNotFound, last).
+"""
+
+from django.urls import path, re_path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from api.converters import VersionNumberConverter
+from api.views import evaluations, golden_sets, judgments, runs, tokens, versions
+from api.views.not_found import ApiNotFound
+
+register_converter(VersionNumberConverter, "version")
+
+SET = "api/v1/golden-sets/<slug:slug>/"
+VERSION = SET + "versions/<version:number>/"
+
+urlpatterns = [
+    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    path("api/v1/golden-sets/", golden_sets.GoldenSetListApi.as_view(), name="api_golden_sets"),
+    path(SET, golden_sets.GoldenSetDetailApi.as_view(), name="api_golden_set"),
+    path(SET + "versions/", versions.VersionsApi.as_view(), name="api_versions"),
+    path(VERSION, versions.VersionDetailApi.as_view(), name="api_version"),
+    path(VERSION + "qrels", versions.VersionQrelsApi.as_view(), name="api_version_qrels"),
+    path(VERSION + "queries", versions.VersionQueriesApi.as_view(), name="api_version_queries"),
+    path(VERSION + "diff/<version:other>", versions.VersionDiffApi.as_view(), name="api_version_diff"),
+    path(SET + "runs/", runs.RunsApi.as_view(), name="api_runs"),
+    path(SET + "runs/<int:run_id>/", runs.RunDetailApi.as_view(), name="api_run"),
+    path(SET + "runs/<int:run_id>/evaluations/", evaluations.RunEvaluationListApi.as_view(), name="api_run_evaluations"),
+    path(SET + "evaluations/", evaluations.EvaluationListApi.as_view(), name="api_evaluations"),
+    path(SET + "judgments/", judgments.JudgmentImportApi.as_view(), name="api_judgments"),
+    re_path(r"^api/", ApiNotFound.as_view()),
+    # Pages (HTML) where managers make and revoke tokens.
+    path("sets/<slug:slug>/tokens/", tokens.golden_set_tokens, name="api_tokens"),
+    path("sets/<slug:slug>/tokens/<int:token_id>/revoke/", tokens.golden_set_token_revoke, name="api_token_revoke"),
+]

@@ -1,0 +1,110 @@
+"""POST /api/v1/golden-sets/{slug}/judgments/: existing labels in bulk, as `imported`."""
+
+import re
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.parsers import PlainTextParser
+from api.permissions import api_golden_set
+from api.serializers import validated
+from goldenset.services import qrels_import
+from lib.errors import GoldsetError
+from lib.formats import GRADE_RANGE
+from lib.ids import id_problem
+
+
+# "labels:3" in a problem of the import: line 3 of the TREC lines made from the items.
+ITEM_LINE = re.compile(r"^labels:(\d+)")
+
+
+class JudgmentLabelSerializer(serializers.Serializer):
+    query_id = serializers.CharField(max_length=255, trim_whitespace=False)
+    doc_id = serializers.CharField(max_length=255, trim_whitespace=False)
+    grade = serializers.IntegerField(min_value=GRADE_RANGE[0], max_value=GRADE_RANGE[1])
+
+    def validate_query_id(self, value: str) -> str:
+        return _checked_id(value, "query id")
+
+    def validate_doc_id(self, value: str) -> str:
+        return _checked_id(value, "doc id")
+
+
+def _checked_id(value: str, what: str) -> str:
+    # Whitespace is what TREC lines cannot carry; the labels travel to the import as TREC lines.
+    problem = id_problem(value, what)
+    if problem:
+        raise serializers.ValidationError(problem)
+    return value
+
+
+class JudgmentImportApi(APIView):
+    """Import existing labels as `imported` judgments (write scope, manager), all or
+    nothing; publish a version afterwards to snapshot them.
+
+    Two bodies are accepted:
+
+    - `application/json`: `{"labels": [{"query_id", "doc_id", "grade"}, ...], "create_missing": false}`.
+      Problems name the item by its index, counting from 0: `labels[2]: query id 'q9' is not in the golden set`.
+    - `text/plain`: TREC qrels (`query_id iteration doc_id grade` a line, `#` comments), with
+      `?create_missing=true` in the query string. Problems name the line: `qrels:12: ...`.
+
+    Ids the set does not know are refused, all listed, unless `create_missing`: then id-only
+    queries and pages are made.
+    """
+
+    parser_classes = [JSONParser, PlainTextParser]
+
+    @extend_schema_serializer(component_name="JudgmentImportInput")
+    class InputSerializer(serializers.Serializer):
+        labels = serializers.ListField(child=JudgmentLabelSerializer(), min_length=1, max_length=2_000_000)
+        create_missing = serializers.BooleanField(required=False, default=False)
+
+    class TextParamsSerializer(serializers.Serializer):
+        create_missing = serializers.BooleanField(
+            required=False, default=False, help_text="with a text/plain body: make id-only queries and pages for unknown ids"
+        )
+
+    @extend_schema_serializer(component_name="JudgmentImportOutput")
+    class OutputSerializer(serializers.Serializer):
+        golden_set = serializers.CharField()
+        pages_created = serializers.IntegerField()
+        queries_created = serializers.IntegerField()
+        judgments_created = serializers.IntegerField()
+        grades = serializers.DictField(child=serializers.IntegerField(), help_text="grade -> labels imported with it")
+        duplicate_lines = serializers.IntegerField(help_text="identical repeated labels, skipped")
+        notes = serializers.ListField(child=serializers.CharField())
+
+    @extend_schema(
+        operation_id="judgments_import",
+        parameters=[TextParamsSerializer],
+        request={"application/json": InputSerializer, "text/plain": OpenApiTypes.STR},
+        responses={201: OutputSerializer},
+    )
+    def post(self, request, slug: str):
+        golden_set = api_golden_set(request, slug, write=True)
+        if isinstance(request.data, str):
+            params = validated(JudgmentImportApi.TextParamsSerializer, request.query_params)
+            lines, source, create_missing = request.data.splitlines(keepends=True), "qrels", params["create_missing"]
+        else:
+            body = validated(JudgmentImportApi.InputSerializer, request.data)
+            # One TREC line per item, so that the import's "labels:N" is item N - 1.
+            lines = [f"{label['query_id']} 0 {label['doc_id']} {label['grade']}\n" for label in body["labels"]]
+            source, create_missing = "labels", body["create_missing"]
+        try:
+            summary = qrels_import(
+                golden_set_slug=golden_set.slug, lines=lines, source_name=source, create_missing=create_missing, user=request.user,
+            )
+        except GoldsetError as exc:
+            if source == "labels":
+                # The import numbers its lines from 1; a JSON body's items are indexed from 0.
+                exc.problems = [ITEM_LINE.sub(lambda m: f"labels[{int(m.group(1)) - 1}]", p) for p in exc.problems]
+                exc.message = ITEM_LINE.sub(lambda m: f"labels[{int(m.group(1)) - 1}]", exc.message)
+            exc.field = exc.field or ("labels" if source == "labels" else None)
+            raise
+        data = JudgmentImportApi.OutputSerializer(summary.to_dict()).data
+        return Response(data, status=status.HTTP_201_CREATED)

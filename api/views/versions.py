@@ -1,0 +1,315 @@
+"""A golden set's versions: list, publish, one version, its qrels, its queries, a diff.
+
+Every endpoint under /versions/{number}/ takes `latest` for the number and answers it with
+a 302 to the numbered URL (query string kept), so that what a job downloads is always
+named by its number, and a job that pins a number never follows a moving target.
+"""
+
+from django.http import HttpResponse, HttpResponseNotModified, HttpResponseRedirect, StreamingHttpResponse
+from django.urls import reverse
+from django.utils.http import parse_etags
+from django.utils.text import slugify
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import exceptions, serializers, status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.pagination import PaginatedMixin
+from api.permissions import api_golden_set
+from api.selectors import slice_parse, version_query_order, version_query_rows
+from api.serializers import VersionOutputSerializer, validated
+from goldenset.models import GoldenSet, Version
+from goldenset.selectors import version_diff, version_get, version_label_rows
+from goldenset.services import version_publish
+from lib.formats import QREL_FORMATS, qrels_chunks
+
+CONTENT_TYPES = {"trec": "text/plain", "json": "application/json", "beir": "text/tab-separated-values", "csv": "text/csv"}
+EXTENSIONS = {"trec": "qrels", "json": "json", "beir": "tsv", "csv": "csv"}
+
+LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location is the same URL with the latest number")
+NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
+NUMBER_PATTERN = r"^(?:[0-9]+|latest)$"
+
+
+def number_parameter(name: str = "number", description: str = NUMBER_DESCRIPTION) -> OpenApiParameter:
+    return OpenApiParameter(name, str, OpenApiParameter.PATH, description=description, pattern=NUMBER_PATTERN)
+
+
+def api_version(golden_set: GoldenSet, number: str) -> Version:
+    """Version `number` (digits: `latest` was redirected before) of the set, or 404."""
+    return version_get(golden_set, int(number))
+
+
+def latest_redirect(request, golden_set: GoldenSet) -> HttpResponseRedirect:
+    """A 302 to the URL of this request with every `latest` number replaced by the latest's."""
+    latest = golden_set.versions.order_by("-number").values_list("number", flat=True).first()
+    if latest is None:
+        raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version yet")
+    match = request.resolver_match
+    kwargs = {key: (latest if value == "latest" else value) for key, value in match.kwargs.items()}
+    url = reverse(match.view_name, kwargs=kwargs)
+    query = request.META.get("QUERY_STRING", "")
+    response = HttpResponseRedirect(f"{url}?{query}" if query else url)
+    # The latest version changes with each publish: a cache must ask again.
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+class VersionListApi(PaginatedMixin, APIView):
+    """The set's versions, newest first."""
+
+    @extend_schema(operation_id="versions_list", responses=VersionOutputSerializer(many=True))
+    def get(self, request, slug: str):
+        golden_set = api_golden_set(request, slug)
+        versions = golden_set.versions.select_related("author").order_by("-number")
+        return self.paginated(versions, lambda page: VersionOutputSerializer(page, many=True).data)
+
+
+class VersionPublishApi(APIView):
+    """Publish the set's resolved labels as version N+1 (write scope, manager). Every run of
+    the set is then re-scored against it. Refused (400) when nothing changed."""
+
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema_serializer(component_name="VersionPublishInput")
+    class InputSerializer(serializers.Serializer):
+        note = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
+
+    @extend_schema(
+        operation_id="versions_publish", request=InputSerializer, responses={201: VersionOutputSerializer},
+    )
+    def post(self, request, slug: str):
+        golden_set = api_golden_set(request, slug, write=True)
+        data = validated(VersionPublishApi.InputSerializer, request.data)
+        version = version_publish(golden_set=golden_set, user=request.user, note=data["note"])
+        location = reverse("api_version", kwargs={"slug": golden_set.slug, "number": version.number})
+        return Response(VersionOutputSerializer(version).data, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+class VersionsApi(VersionListApi, VersionPublishApi):
+    """/versions/: GET lists (VersionListApi), POST publishes (VersionPublishApi)."""
+
+
+class VersionDetailApi(APIView):
+    """One version: number, content hash, note, author and counts."""
+
+    @extend_schema(
+        operation_id="versions_retrieve",
+        parameters=[number_parameter()],
+        responses={200: VersionOutputSerializer, 302: LATEST_REDIRECT},
+    )
+    def get(self, request, slug: str, number: str):
+        golden_set = api_golden_set(request, slug)
+        if number == "latest":
+            return latest_redirect(request, golden_set)
+        return Response(VersionOutputSerializer(api_version(golden_set, number)).data)
+
+
+class FirstRendererNegotiation(BaseContentNegotiation):
+    """For the qrels endpoint: its body is not rendered by DRF, so its ?format= and the
+    Accept header are not DRF's to negotiate; errors are rendered as JSON."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+QRELS_DESCRIPTION = (
+    "the qrels, in the media type of ?format: trec text/plain (query_id 0 doc_id grade), json application/json, "
+    "beir text/tab-separated-values (with a header line), csv text/csv (query_id,doc_id,relevance)"
+)
+QRELS_JSON_SCHEMA = {
+    "type": "object",
+    "description": "{query_id: {doc_id: grade}}, for ranx.Qrels.from_dict",
+    "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer"}},
+}
+
+
+class VersionQrelsApi(APIView):
+    """The version's labels as qrels, streamed in canonical order (natural order of query
+    id, then doc id), so that a million labels never sit in memory.
+
+    ETag is the version's content hash; a request with If-None-Match holding it gets 304.
+    `slice` keeps the labels of one query slice (`lang=de`, `query:lang=de`) or page slice
+    (`page:doc_type=faq`) of the version.
+    """
+
+    content_negotiation_class = FirstRendererNegotiation
+
+    class FilterSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")
+        slice = serializers.CharField(
+            required=False, max_length=600, help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE"
+        )
+
+    @extend_schema(
+        operation_id="versions_qrels",
+        parameters=[
+            number_parameter(),
+            FilterSerializer,
+            OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, description="the ETag of a copy held"),
+            OpenApiParameter("ETag", str, OpenApiParameter.HEADER, response=[200, 304], description='"<content hash>"'),
+        ],
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description=QRELS_DESCRIPTION),
+            (200, "application/json"): OpenApiResponse(QRELS_JSON_SCHEMA, description=QRELS_DESCRIPTION),
+            (200, "text/tab-separated-values"): OpenApiResponse(OpenApiTypes.STR, description=QRELS_DESCRIPTION),
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description=QRELS_DESCRIPTION),
+            302: LATEST_REDIRECT,
+            304: OpenApiResponse(description="If-None-Match held the ETag: the copy held is current"),
+        },
+    )
+    def get(self, request, slug: str, number: str) -> HttpResponse:
+        golden_set = api_golden_set(request, slug)
+        if number == "latest":
+            return latest_redirect(request, golden_set)
+        version = api_version(golden_set, number)
+        params = validated(VersionQrelsApi.FilterSerializer, request.query_params)
+        fmt = params["format"]
+        slice_filter = slice_parse(params["slice"], version) if "slice" in params else None
+
+        etag = f'"{version.content_hash}"'
+        held = parse_etags(request.headers.get("If-None-Match", ""))
+        if "*" in held or any(tag.removeprefix("W/") == etag for tag in held):
+            response = HttpResponseNotModified()
+            response["ETag"] = etag
+            return response
+
+        where = {}
+        if slice_filter is not None:
+            where[f"{slice_filter.kind}_slice"] = (slice_filter.field, slice_filter.value)
+        rows = version_label_rows(version, **where)
+        response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=f"{CONTENT_TYPES[fmt]}; charset=utf-8")
+        suffix = f"-{slugify(slice_filter.name)}" if slice_filter is not None else ""
+        response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}{suffix}.{EXTENSIONS[fmt]}"'
+        response["ETag"] = etag
+        return response
+
+
+class VersionQueriesApi(PaginatedMixin, APIView):
+    """The version's queries in natural id order, each with the slice metadata snapshotted
+    in the version and its label and relevant counts there. `text` is the query's current
+    text (versions snapshot ids, labels and slice values, not text)."""
+
+    class FilterSerializer(serializers.Serializer):
+        slice = serializers.CharField(
+            required=False, max_length=600, help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE"
+        )
+
+    @extend_schema_serializer(component_name="VersionQuery")
+    class OutputSerializer(serializers.Serializer):
+        query_id = serializers.CharField()
+        text = serializers.CharField()
+        metadata = serializers.DictField(help_text="the query's slice values as snapshotted in the version")
+        label_count = serializers.IntegerField()
+        relevant_count = serializers.IntegerField()
+
+    @extend_schema(
+        operation_id="versions_queries",
+        parameters=[number_parameter(), FilterSerializer],
+        responses={200: OutputSerializer(many=True), 302: LATEST_REDIRECT},
+    )
+    def get(self, request, slug: str, number: str):
+        golden_set = api_golden_set(request, slug)
+        if number == "latest":
+            return latest_redirect(request, golden_set)
+        version = api_version(golden_set, number)
+        params = validated(VersionQueriesApi.FilterSerializer, request.query_params)
+        query_slice = None
+        if "slice" in params:
+            found = slice_parse(params["slice"], version)
+            if found.kind != "query":
+                raise exceptions.ValidationError({"slice": [f"{found.name} is a page slice; queries filter by query slices"]})
+            query_slice = (found.field, found.value)
+        order = version_query_order(version, query_slice)
+        serialize = VersionQueriesApi.OutputSerializer
+        return self.paginated(order, lambda page: serialize(version_query_rows(version, page), many=True).data)
+
+
+class _PairSerializer(serializers.Serializer):
+    query_id = serializers.CharField()
+    doc_id = serializers.CharField()
+    grade = serializers.IntegerField()
+
+
+class _RegradedSerializer(serializers.Serializer):
+    query_id = serializers.CharField()
+    doc_id = serializers.CharField()
+    old_grade = serializers.IntegerField()
+    new_grade = serializers.IntegerField()
+
+
+class _DiffCountsSerializer(serializers.Serializer):
+    queries_added = serializers.IntegerField()
+    queries_removed = serializers.IntegerField()
+    pairs_added = serializers.IntegerField()
+    pairs_removed = serializers.IntegerField()
+    pairs_regraded = serializers.IntegerField()
+
+
+class VersionDiffApi(APIView):
+    """What changed from version `number` to version `other`: queries added and removed,
+    labelled pairs added, removed and regraded, in natural id order. Each list holds at most
+    `limit` items (`truncated` says whether one was cut); the counts are always whole."""
+
+    class FilterSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(
+            required=False, min_value=0, max_value=1_000_000, default=10_000, help_text="most items in each list"
+        )
+
+    @extend_schema_serializer(component_name="VersionDiff")
+    class OutputSerializer(serializers.Serializer):
+        from_version = serializers.IntegerField()
+        from_hash = serializers.CharField()
+        to_version = serializers.IntegerField()
+        to_hash = serializers.CharField()
+        counts = _DiffCountsSerializer()
+        truncated = serializers.BooleanField()
+        queries_added = serializers.ListField(child=serializers.CharField())
+        queries_removed = serializers.ListField(child=serializers.CharField())
+        pairs_added = _PairSerializer(many=True)
+        pairs_removed = _PairSerializer(many=True)
+        pairs_regraded = _RegradedSerializer(many=True)
+
+    @extend_schema(
+        operation_id="versions_diff",
+        parameters=[
+            number_parameter("number", "the version to diff from: " + NUMBER_DESCRIPTION),
+            number_parameter("other", "the version to diff to: " + NUMBER_DESCRIPTION),
+            FilterSerializer,
+        ],
+        responses={200: OutputSerializer, 302: LATEST_REDIRECT},
+    )
+    def get(self, request, slug: str, number: str, other: str):
+        golden_set = api_golden_set(request, slug)
+        if "latest" in (number, other):
+            return latest_redirect(request, golden_set)
+        old, new = api_version(golden_set, number), api_version(golden_set, other)
+        limit = validated(VersionDiffApi.FilterSerializer, request.query_params)["limit"]
+        diff = version_diff(old, new)
+        lists = {
+            "queries_added": diff.queries_added,
+            "queries_removed": diff.queries_removed,
+            "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in diff.pairs_added[:limit]],
+            "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in diff.pairs_removed[:limit]],
+            "pairs_regraded": [
+                {"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in diff.pairs_regraded[:limit]
+            ],
+        }
+        counts = {
+            "queries_added": len(diff.queries_added), "queries_removed": len(diff.queries_removed),
+            "pairs_added": len(diff.pairs_added), "pairs_removed": len(diff.pairs_removed),
+            "pairs_regraded": len(diff.pairs_regraded),
+        }
+        lists["queries_added"] = lists["queries_added"][:limit]
+        lists["queries_removed"] = lists["queries_removed"][:limit]
+        data = {
+            "from_version": old.number, "from_hash": old.content_hash, "to_version": new.number, "to_hash": new.content_hash,
+            "counts": counts, "truncated": any(count > limit for count in counts.values()), **lists,
+        }
+        return Response(VersionDiffApi.OutputSerializer(data).data)

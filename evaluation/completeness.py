@@ -1,0 +1,285 @@
+"""How far a run's scores can be trusted: pure numpy, no Django.
+
+Unjudged pages count as non-relevant (DESIGN.md), so a score is only as good as the labels
+under the run's top k. Two figures say how good that is:
+
+- Judged@k (`judged_at_k`): the share of a run's top k that has a label. It is
+  ir_measures' `Judged@k` (its `judged` provider), with the conventions below.
+- Leave-one-run-out (`leave_one_run_out`): the run rescored against the labels with the
+  pages only it contributed to the pool removed. The change tells how much a new system
+  that was never pooled would be under-scored by the same labels.
+
+Judged@k, convention by convention (ir_measures 0.4.1, providers/judged_provider.py):
+
+- A page is judged when the query has a label for it, whatever the grade: 0 counts, and
+  so do negative grades (TREC's -1, "unjudged" in Cranfield's original qrels, is a label
+  present in the qrels, so ir_measures counts it; we follow it). Pages outside the corpus
+  have no label, so they are unjudged.
+- A run that returns fewer than k pages for a query is divided by what it returned, not
+  by k: a short ranking fully judged is fully trustworthy, and pooling could add nothing.
+  (ir_measures divides by min(k, pages returned), as here.)
+- A query the run does not answer counts 0, as in ir_measures (its default value for a
+  query of the qrels missing from the run) and as every score here does (trec_eval -c).
+- The average is over the queries the scores beside it average: those with a relevant
+  page (grade >= the relevance threshold), within the query slice if one is given. This
+  is the one difference from ir_measures, which averages over every query with at least
+  one label of any grade. The two agree whenever every labelled query has a relevant
+  page, as in Cranfield; where they differ, ours describes the queries the score rests on.
+- Ties in run scores are broken as everywhere in Goldset (trec_eval: doc id descending),
+  because the run arrives already ranked (lib.runs). ir_measures breaks them by doc id
+  ascending, so a tie straddling rank k can make the two differ by one page on that query.
+
+Judged@k is a property of the run's top k, not of which relevant pages count, so it is
+computed overall and per query slice. A page slice changes only which relevant pages are
+counted; the run's top k, and so its judged share, is the same page for page, and only
+the set of queries averaged would change, so no page-slice figure is made.
+
+Units: Judged@k and scores are fractions in [0, 1]; changes are points (hundredths).
+"""
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from evaluation import engine
+from lib.runs import RankedRun
+
+DEFAULT_DEPTH = 100  # pool depth assumed for leave-one-run-out when a set has not chosen one
+
+
+@dataclass(frozen=True, eq=False)
+class Judged:
+    """Judged@k of one run: one fraction in [0, 1] per averaged query, in the labels' order."""
+
+    k: int
+    query_ids: tuple[str, ...]
+    values: np.ndarray  # float64, one per query in query_ids
+
+    @property
+    def query_count(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def mean(self) -> float | None:
+        """The mean over `query_ids` (a fraction), None when no query is averaged."""
+        return float(self.values.mean()) if len(self.values) else None
+
+    def per_query(self) -> dict[str, float]:
+        return dict(zip(self.query_ids, self.values.tolist()))
+
+
+def judged_at_k(
+    qrels: engine.QrelsArrays,
+    ranked: RankedRun,
+    k: int,
+    *,
+    relevance_threshold: int = 1,
+    query_slice: Collection[str] | None = None,
+) -> Judged:
+    """Judged@k of `ranked` against `qrels`: per query, the labelled pages among the run's
+    first min(k, returned) pages divided by that number; 0 for an unanswered query.
+
+    Averaged over the queries of `query_slice` (all of `qrels` when None) that have a
+    relevant page (grade >= `relevance_threshold`), as the scores are. See the module
+    docstring for how this relates to ir_measures' Judged@k.
+    """
+    found = judged_at_k_by_slice(qrels, ranked, k, {"": query_slice}, relevance_threshold=relevance_threshold)
+    return found[""]
+
+
+def judged_at_k_by_slice(
+    qrels: engine.QrelsArrays,
+    ranked: RankedRun,
+    k: int,
+    slices: Mapping[str, Collection[str] | None],
+    *,
+    relevance_threshold: int = 1,
+) -> dict[str, Judged]:
+    """`judged_at_k` for each of `slices` (name -> query ids, None for all queries), with
+    the run's top k looked up once: a version with twenty query slices costs one lookup,
+    not twenty."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    n = len(qrels.query_ids)
+    has_relevant = np.bincount(qrels.query_index[qrels.grades >= relevance_threshold], minlength=n) > 0
+
+    judged_counts, returned, _ = _match(qrels, ranked, k)
+    fractions = np.zeros(n, dtype=np.float64)
+    answered = returned > 0
+    fractions[answered] = judged_counts[answered] / returned[answered]
+
+    found = {}
+    for name, query_slice in slices.items():
+        if isinstance(query_slice, str):
+            raise TypeError("a query slice is a collection of query ids, not one id")
+        averaged = has_relevant.copy()
+        if query_slice is not None:
+            wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+            averaged &= np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
+        index = np.flatnonzero(averaged)
+        found[name] = Judged(k=k, query_ids=tuple(qrels.query_ids[i] for i in index.tolist()), values=fractions[index])
+    return found
+
+
+@dataclass(frozen=True)
+class LeaveOneRunOut:
+    """A run rescored without the labels of the pages only it contributed to the pool.
+
+    `full` and `reduced` map each metric name to its mean (a fraction) over the same
+    queries: those with a relevant page under the full labels (`query_count`). A query
+    whose every relevant page only this run found keeps its place in the reduced average
+    and scores 0 there (`emptied_query_count` of them): leaving it out would hide exactly
+    the under-scoring the figure is meant to show. `unique_relevant_count` counts the
+    removed labels with a relevant grade, `unique_label_count` all the removed labels (grade 0
+    included); `other_run_count` the runs the pool is made of
+    besides this one; `depth` the pool depth assumed.
+    """
+
+    depth: int
+    other_run_count: int
+    query_count: int
+    full: dict[str, float | None]
+    reduced: dict[str, float | None]
+    unique_relevant_count: int
+    unique_label_count: int
+    emptied_query_count: int
+
+    def change_points(self, metric: str) -> float | None:
+        """reduced - full for `metric`, in points (hundredths); negative means the run would
+        be under-scored had it not been pooled. None when no query is averaged."""
+        full, reduced = self.full.get(metric), self.reduced.get(metric)
+        if full is None or reduced is None:
+            return None
+        return (reduced - full) * 100
+
+
+def leave_one_run_out(
+    qrels: engine.QrelsArrays,
+    ranked: RankedRun,
+    other_runs: Sequence[RankedRun],
+    *,
+    depth: int,
+    metrics: Iterable[str],
+    relevance_threshold: int = 1,
+) -> LeaveOneRunOut:
+    """Score `ranked` with `metrics` (ranx names) against `qrels` and against `qrels`
+    without the labels of the pages in its top `depth` that no run of `other_runs` has in
+    its own top `depth`, per query.
+
+    This assumes the labels came from pooling these runs to `depth`: a page only this run
+    retrieved would not have been judged had the run not been pooled. Every such label is
+    removed, whatever its grade (a grade-0 label changes no score; a grade between 1 and a
+    higher threshold still changes nDCG's gains). Run and label doc keys must come from
+    the same mapping (lib.runs.rank_run's `doc_keys`).
+    """
+    pooled_elsewhere = np.zeros(len(qrels.doc_keys), dtype=bool)
+    for other in other_runs:
+        pooled_elsewhere[pooled_labels(qrels, other, depth)] = True
+    return leave_one_run_out_of_pool(
+        qrels, ranked, pooled_elsewhere, other_run_count=len(other_runs), depth=depth, metrics=metrics,
+        relevance_threshold=relevance_threshold,
+    )
+
+
+def leave_one_run_out_of_pool(
+    qrels: engine.QrelsArrays,
+    ranked: RankedRun,
+    pooled_elsewhere: np.ndarray,
+    *,
+    other_run_count: int,
+    depth: int,
+    metrics: Iterable[str],
+    relevance_threshold: int = 1,
+) -> LeaveOneRunOut:
+    """`leave_one_run_out` with the other runs already reduced to what it needs of them:
+    `pooled_elsewhere`, one bool per label of `qrels` (its rows), True where some other run
+    has the label's page in its top `depth` (`pooled_labels`). A worker keeps those small
+    arrays between the evaluations of one version instead of decoding every other run for
+    each (evaluation.selectors.labels_pooled_by_others)."""
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    metrics = tuple(dict.fromkeys(metrics))
+    n = len(qrels.query_ids)
+    owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
+    unique = np.zeros(len(keys), dtype=bool)
+    unique[pooled_labels(qrels, ranked, depth)] = True
+    unique &= ~pooled_elsewhere
+
+    full = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=relevance_threshold)
+    kept = ~unique
+    reduced_qrels = engine.QrelsArrays.from_arrays(qrels.query_ids, owners[kept], keys[kept], grades[kept])
+    # The same queries as the full figures, those that lost every relevant page included (as 0).
+    reduced = engine.evaluate_run(
+        reduced_qrels, ranked, metrics, relevance_threshold=relevance_threshold,
+        query_slice=set(full.query_ids), average_queries_without_relevant=True,
+    )
+    relevant = grades >= relevance_threshold
+    had_relevant = np.bincount(owners[relevant], minlength=n) > 0
+    relevant_left = np.bincount(owners[kept & relevant], minlength=n)
+    return LeaveOneRunOut(
+        depth=depth,
+        other_run_count=other_run_count,
+        query_count=full.query_count,
+        full=dict(full.means),
+        reduced=dict(reduced.means),
+        unique_relevant_count=int(np.count_nonzero(unique & relevant)),
+        unique_label_count=int(np.count_nonzero(unique)),
+        emptied_query_count=int(np.count_nonzero(had_relevant & (relevant_left == 0))),
+    )
+
+
+def pooled_labels(qrels: engine.QrelsArrays, ranked: RankedRun, depth: int) -> np.ndarray:
+    """The labels of `qrels` (indices of its rows, ascending, int64) whose page `ranked`
+    has in its top `depth` for the label's query."""
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    _, _, label_hit = _match(qrels, ranked, depth)
+    return np.flatnonzero(label_hit)
+
+
+def _match(qrels: engine.QrelsArrays, ranked: RankedRun, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run's top `depth` a query against the labels: (per query of `qrels`, how many of
+    those pages have a label; per query, how many pages the run returned there, at most
+    `depth`; per label row, whether its page is among them)."""
+    n = len(qrels.query_ids)
+    positions = ranked.query_positions
+    run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
+    answered = run_row >= 0
+    starts = np.zeros(n, dtype=np.int64)
+    starts[answered] = ranked.offsets[run_row[answered]]
+    ends = starts.copy()
+    ends[answered] = np.minimum(ranked.offsets[run_row[answered] + 1], starts[answered] + depth)
+    # Each query's labels sorted by key, so that a page is found by a binary search within
+    # the query's own few labels.
+    by_key = np.lexsort((qrels.doc_keys, qrels.query_index))
+    judged_counts = np.zeros(n, dtype=np.int64)
+    label_hit = np.zeros(len(qrels.doc_keys), dtype=np.bool_)
+    _match_kernel(qrels.offsets, qrels.doc_keys[by_key], by_key, starts, ends, ranked.doc_keys, judged_counts, label_hit)
+    return judged_counts, ends - starts, label_hit
+
+
+@njit(cache=True)
+def _match_kernel(label_offsets, sorted_keys, label_rows, starts, ends, run_keys, judged_counts, label_hit):
+    """For each query q, each run entry in starts[q]:ends[q] is searched among the query's
+    labels (sorted_keys[label_offsets[q]:label_offsets[q + 1]], ascending); a match counts
+    in judged_counts[q] and marks label_hit at the label's row (label_rows maps the sorted
+    position back). Compiled: a million entries take a few milliseconds, where a numpy
+    search over pair codes took a tenth of a second (random access into all the labels)."""
+    for q in range(starts.shape[0]):
+        low_bound, high_bound = label_offsets[q], label_offsets[q + 1]
+        if low_bound == high_bound:
+            continue
+        for e in range(starts[q], ends[q]):
+            key = run_keys[e]
+            low, high = low_bound, high_bound
+            while low < high:
+                middle = (low + high) // 2
+                if sorted_keys[middle] < key:
+                    low = middle + 1
+                else:
+                    high = middle
+            if low < high_bound and sorted_keys[low] == key:
+                judged_counts[q] += 1
+                label_hit[label_rows[low]] = True
