@@ -47,6 +47,13 @@ def evaluate_run_task(run_id: int, version_id: int) -> str:
     except GoldsetError as exc:
         evaluation_fail(run_id=run_id, version_id=version_id, error=str(exc))
         return "failed"
+    except TRANSIENT:
+        raise  # retried with backoff; the evaluation stays pending for the sweeper meanwhile
+    except Exception as exc:
+        # Anything else is a bug: record it, so the row does not stay "running" and the
+        # sweeper does not retry it every few minutes forever.
+        evaluation_fail(run_id=run_id, version_id=version_id, error=f"{type(exc).__name__}: {exc}")
+        raise
     alerts_check(evaluation=evaluation)
     return "done"
 
