@@ -34,6 +34,12 @@ computed overall and per query slice. A page slice changes only which relevant p
 counted; the run's top k, and so its judged share, is the same page for page, and only
 the set of queries averaged would change, so no page-slice figure is made.
 
+Leave-one-run-out, in short: the labels of the pages in the run's top `depth` that no other
+run of the pool has in its own top `depth` are removed (whatever their grade), and the run
+is rescored over the same queries as before, a query left with no relevant page counting
+0. Which runs make the pool is the caller's choice: evaluation.services pools a run
+against the runs of the set's other systems.
+
 Units: Judged@k and scores are fractions in [0, 1]; changes are points (hundredths).
 """
 
@@ -45,8 +51,6 @@ from numba import njit
 
 from evaluation import engine
 from lib.runs import RankedRun
-
-DEFAULT_DEPTH = 100  # pool depth assumed for leave-one-run-out when a set has not chosen one
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,9 +136,9 @@ class LeaveOneRunOut:
     whose every relevant page only this run found keeps its place in the reduced average
     and scores 0 there (`emptied_query_count` of them): leaving it out would hide exactly
     the under-scoring the figure is meant to show. `unique_relevant_count` counts the
-    removed labels with a relevant grade, `unique_label_count` all the removed labels (grade 0
-    included); `other_run_count` the runs the pool is made of
-    besides this one; `depth` the pool depth assumed.
+    removed labels with a relevant grade, `unique_label_count` all the removed labels
+    (grade 0 included); `other_run_count` the runs the pool is made of besides this one;
+    `depth` the pool depth assumed.
     """
 
     depth: int
@@ -192,12 +196,18 @@ def leave_one_run_out_of_pool(
     depth: int,
     metrics: Iterable[str],
     relevance_threshold: int = 1,
+    full: engine.Evaluation | None = None,
 ) -> LeaveOneRunOut:
     """`leave_one_run_out` with the other runs already reduced to what it needs of them:
     `pooled_elsewhere`, one bool per label of `qrels` (its rows), True where some other run
     has the label's page in its top `depth` (`pooled_labels`). A worker keeps those small
     arrays between the evaluations of one version instead of decoding every other run for
-    each (evaluation.selectors.labels_pooled_by_others)."""
+    each (evaluation.selectors.labels_pooled_by_others).
+
+    `full` may be the run's evaluation against all of `qrels` over all its queries, at
+    `relevance_threshold`, when the caller has it already (evaluation_compute does): it is
+    used for the metrics it holds instead of scoring them again.
+    """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     metrics = tuple(dict.fromkeys(metrics))
@@ -207,14 +217,25 @@ def leave_one_run_out_of_pool(
     unique[pooled_labels(qrels, ranked, depth)] = True
     unique &= ~pooled_elsewhere
 
-    full = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=relevance_threshold)
+    if full is None or any(metric not in full.values for metric in metrics):
+        full = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=relevance_threshold)
     kept = ~unique
     reduced_qrels = engine.QrelsArrays.from_arrays(qrels.query_ids, owners[kept], keys[kept], grades[kept])
-    # The same queries as the full figures, those that lost every relevant page included (as 0).
-    reduced = engine.evaluate_run(
-        reduced_qrels, ranked, metrics, relevance_threshold=relevance_threshold,
-        query_slice=set(full.query_ids), average_queries_without_relevant=True,
+    # Only the queries that lost a label can score differently: they are rescored and the
+    # others keep their full values. Over the same queries as the full figures: one that
+    # lost every relevant page stays in, as 0.
+    position = {query_id: i for i, query_id in enumerate(full.query_ids)}
+    affected = {qrels.query_ids[q] for q in np.unique(owners[unique]).tolist()} & position.keys()
+    rescored = engine.evaluate_run(
+        reduced_qrels, ranked, metrics, relevance_threshold=relevance_threshold, query_slice=affected,
+        average_queries_without_relevant=True,
     )
+    rows = np.fromiter((position[q] for q in rescored.query_ids), dtype=np.int64, count=rescored.query_count)
+    reduced_means = {}
+    for metric in metrics:
+        values = full.values[metric].copy()
+        values[rows] = rescored.values[metric]
+        reduced_means[metric] = float(values.mean()) if len(values) else None
     relevant = grades >= relevance_threshold
     had_relevant = np.bincount(owners[relevant], minlength=n) > 0
     relevant_left = np.bincount(owners[kept & relevant], minlength=n)
@@ -222,8 +243,8 @@ def leave_one_run_out_of_pool(
         depth=depth,
         other_run_count=other_run_count,
         query_count=full.query_count,
-        full=dict(full.means),
-        reduced=dict(reduced.means),
+        full={metric: full.means[metric] for metric in metrics},
+        reduced=reduced_means,
         unique_relevant_count=int(np.count_nonzero(unique & relevant)),
         unique_label_count=int(np.count_nonzero(unique)),
         emptied_query_count=int(np.count_nonzero(had_relevant & (relevant_left == 0))),

@@ -105,7 +105,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         for metric, value in result.means.items()
         if value is not None  # a slice with no relevant page has nothing to average
     ]
-    completeness_rows = _completeness_rows(evaluation, run, qrels, ranked, version, slices.query)
+    completeness_rows = _completeness_rows(evaluation, run, qrels, ranked, version, slices.query, overall)
     per_query = PerQuery(overall.query_ids, overall.values, overall.answered, overall.relevant_counts)
     with transaction.atomic():
         Score.objects.filter(evaluation=evaluation).delete()
@@ -124,7 +124,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
 
 def _completeness_rows(
     evaluation: Evaluation, run: Run, qrels: engine.QrelsArrays, ranked: RankedRun, version: Version,
-    query_slices: dict[str, set[str]],
+    query_slices: dict[str, set[str]], overall: engine.Evaluation,
 ) -> list[Completeness]:
     """Judged@k_final and Judged@k_first overall and per query slice, and leave-one-run-out
     on the overall row, for the queries the scores average. A slice with no such query
@@ -157,7 +157,7 @@ def _completeness_rows(
         recall = f"recall@{version.k_first}"
         loro = completeness.leave_one_run_out_of_pool(
             qrels, ranked, pooled_elsewhere, other_run_count=other_runs, depth=depth, metrics=(recall, "ndcg@10"),
-            relevance_threshold=threshold,
+            relevance_threshold=threshold, full=overall,
         )
         overall = rows[0]
         overall.loro_depth, overall.loro_other_runs = depth, loro.other_run_count

@@ -251,6 +251,16 @@ def test_leave_one_run_out_reports_the_drop_ranx_gives_without_the_runs_unique_r
     assert alpha.loro_recall_change_points < -5 and alpha.unique_relevant_count > 2 and alpha.loro_emptied_queries == 1
 
 
+def test_leave_one_run_out_does_not_need_ndcg_among_the_sets_metrics(synthetic_set):
+    golden_set, version, runs, qrels = synthetic_set
+    evaluation_settings_update(golden_set=golden_set, user=None, metrics=[f"recall@{K_FINAL}", f"recall@{K_FIRST}"])
+    evaluation_compute(run=Run.objects.get(name="beta"), version=version)
+    full_ndcg, reduced_ndcg = ranx_leave_one_run_out(qrels, runs, "beta")["ndcg@10"]
+    row = overall_row("beta", version)
+    assert row.loro_ndcg_10 == pytest.approx(reduced_ndcg, abs=1e-12)
+    assert row.loro_ndcg_change_points == pytest.approx((reduced_ndcg - full_ndcg) * 100, abs=1e-9)
+
+
 def test_publishing_the_labels_without_the_runs_unique_pages_scores_it_as_leave_one_run_out_said(synthetic_set):
     # The acceptance case through the app: a version in which alpha's unique relevant pages
     # are graded 0 scores alpha as leave-one-run-out predicted on the version before, once

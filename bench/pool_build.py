@@ -1,0 +1,333 @@
+"""Speed of pool_build against a plain numpy union of the same runs, PostgreSQL, same run.
+
+    .venv/bin/python bench/pool_build.py [--queries 10000 --runs 20 --depth 100 --pages 100000
+        --candidates 400 --judgments 50000] [--rounds 3] [--profile]
+        [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_pool]
+
+Creates the database named by --database-url (it must not exist beforehand), migrates
+it, and generates a golden set: `pages` id-only pages, `queries` queries, `judgments`
+imported judgments (half of them on pairs the runs retrieve, so the pool has labelled
+pairs to leave out) and `runs` runs that each rank `depth` pages per query. A run is
+written the way run_import stores it (a lib.runs.RankedRun in RunData), without parsing
+a 1M-line file. Each query's runs draw from the same `candidates` pages, by one shared
+latent relevance plus each run's own noise, so that they agree at the top and part
+deeper down, as retrieval systems do; 0.1% of the entries name doc ids outside the
+corpus. The database is dropped at the end, even when a step fails.
+
+Then, in each round, it times, one right after the other on the same server:
+
+- pool_build (what `manage.py build_pool` runs): depth `depth` over all the runs,
+  strategy depth; it reads the runs from the database, takes the union, leaves out
+  labelled pairs and pages outside the corpus, orders the tasks and writes them. The
+  pool is deleted (TRUNCATE) after each round.
+- the numpy reference: the same runs read from the database (RunData bytes, decoded
+  as pool_build decodes them) and the distinct (query, doc) pairs of their top `depth`,
+  by sort and adjacent difference, np.unique's own algorithm. (np.unique itself takes
+  a hash path in numpy 2.3 that needs minutes on 20 million keys, so it would make the
+  reference slow and the ratio flattering.) Its pair count must equal the pool's
+  candidate pairs.
+- for information, the floor of the write: the tasks' rows COPYed in the same binary
+  format into a table with the same columns and no index, constraint or default.
+
+Target (from the issue): pool_build within 3x of the numpy reference. Figures are
+medians over the rounds.
+"""
+
+import argparse
+import cProfile
+import io
+import os
+import platform
+import pstats
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from urllib.parse import urlparse, urlunparse
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+TARGET = 3.0
+SLUG = "bench-pool"
+FLOOR_TABLE = """
+CREATE TABLE bench_task_floor (
+    golden_set_id bigint, pool_id bigint, query_id bigint, page_id bigint, kind varchar(10), position bigint,
+    best_rank integer, run_ranks bytea, status varchar(10), judgments_required smallint
+)
+"""
+
+
+# --- the database ----------------------------------------------------------------------
+
+@contextmanager
+def scratch_database(database_url: str):
+    """Create the database of `database_url` and drop it on the way out; refuse one that
+    exists, so that this script only ever drops a database it made."""
+    name = urlparse(database_url).path.lstrip("/")
+    if not name:
+        raise SystemExit(f"--database-url {database_url} names no database")
+    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            raise SystemExit(f"database {name!r} already exists; drop it yourself (dropdb {name}) or pass another --database-url")
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+# --- data ------------------------------------------------------------------------------
+
+def generate(args: argparse.Namespace) -> dict:
+    """The golden set, its judgments and its runs, written through the app's models."""
+    from evaluation.models import Run, RunData
+    from goldenset.models import GoldenSet, Page, Query
+    from goldenset.services import GoldenSetSource, golden_set_create
+    from lib.formats import JsonRecord
+    from lib.runs import RankedRun
+
+    rng = np.random.default_rng(args.seed)
+    query_ids = [f"q{n}" for n in range(args.queries)]
+    doc_ids = [f"kb/{n // 4:06d}#{n % 4}" for n in range(args.pages)]
+    # Each query's candidate pages: distinct, spread over the corpus (7919 is prime).
+    starts = rng.integers(0, args.pages, size=(args.queries, 1))
+    candidates = (starts + np.arange(args.candidates) * 7919) % args.pages
+    # Judgments: half on pairs the runs are likely to retrieve (the head of the
+    # candidates), half anywhere.
+    labelled = set()
+    head = max(args.candidates // 4, 1)
+    while len(labelled) < args.judgments // 2:
+        q = int(rng.integers(args.queries))
+        labelled.add((q, int(candidates[q, rng.integers(head)])))
+    while len(labelled) < args.judgments:
+        labelled.add((int(rng.integers(args.queries)), int(rng.integers(args.pages))))
+    qrels = {(query_ids[q], doc_ids[d]): int(rng.integers(0, 4)) for q, d in labelled}
+
+    source = GoldenSetSource(
+        pages=[JsonRecord(line=n, id=doc_id, title=doc_id) for n, doc_id in enumerate(doc_ids, 1)],
+        queries=[JsonRecord(line=n, id=query_id, text=f"question {n}") for n, query_id in enumerate(query_ids, 1)],
+        qrels=qrels, grade_scale=[{"value": g, "label": str(g)} for g in range(4)],
+    )
+    golden_set_create(slug=SLUG, name="pool bench", source=source)
+    golden_set = GoldenSet.objects.get(slug=SLUG)
+    page_pk = dict(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "id"))
+    page_keys = np.array([page_pk[doc_id] for doc_id in doc_ids], dtype=np.int64)
+    ordered_queries = sorted(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True), key=lambda q: int(q[1:]))
+    query_rows = np.array([int(q[1:]) for q in ordered_queries])
+
+    latent = -np.log(np.arange(1, args.candidates + 1))  # a shared sense of which pages are best
+    offsets = np.arange(args.queries + 1, dtype=np.int64) * args.depth
+    for number in range(args.runs):
+        noisy = latent + rng.gumbel(scale=args.noise, size=(args.queries, args.candidates))
+        top = np.argsort(-noisy, axis=1)[:, : args.depth]
+        scores = -np.sort(-noisy, axis=1)[:, : args.depth]
+        keys = page_keys[np.take_along_axis(candidates, top, axis=1)][query_rows]
+        external = rng.random(keys.shape) < 0.001
+        external_ids = tuple(f"elsewhere/{number}/{i}" for i in range(int(external.sum())))
+        keys[external] = -np.arange(1, len(external_ids) + 1)
+        ranked = RankedRun(
+            query_ids=tuple(ordered_queries), offsets=offsets, doc_keys=keys.ravel(), scores=scores[query_rows].ravel(),
+            external_doc_ids=external_ids, depth=args.depth, dropped_by_depth=0,
+        )
+        run = Run.objects.create(
+            golden_set=golden_set, name=f"system-{number:02d}", system=f"system-{number:02d}", stage=Run.Stage.FIRST_STAGE,
+            query_count=args.queries, entry_count=len(ranked), depth_cap=args.depth, dropped_by_depth=0,
+            external_doc_count=len(external_ids),
+        )
+        RunData.objects.create(run=run, ranked=ranked.to_bytes())
+        print(f"  run {number + 1} of {args.runs} written", file=sys.stderr)
+    return {"judgments": len(qrels)}
+
+
+# --- measuring -------------------------------------------------------------------------
+
+def reference_union(golden_set_id: int, depth: int) -> int:
+    """Distinct (query, doc) pairs of the runs' top `depth`, from the stored runs: numpy only."""
+    from evaluation.models import RunData
+    from lib.runs import RankedRun
+
+    keys = []
+    query_index: dict[str, int] = {}
+    for blob in RunData.objects.filter(run__golden_set_id=golden_set_id).values_list("ranked", flat=True).iterator():
+        ranked = RankedRun.from_bytes(bytes(blob))
+        top = ranked.ranks <= depth
+        queries = np.array([query_index.setdefault(q, len(query_index)) for q in ranked.query_ids], dtype=np.int64)
+        docs = ranked.doc_keys[top]
+        # A negative key (a page outside the corpus) is the run's own: tag it with the run
+        # so that two runs' "-1" stay apart (the generated runs never share such a doc id).
+        keys.append((queries[ranked.query_index[top]] << 32) | (docs & 0xFFFFFFFF) | ((docs < 0) * (len(keys) + 1) << 48))
+    pairs = np.sort(np.concatenate(keys))
+    return int(len(pairs) and np.count_nonzero(pairs[1:] != pairs[:-1]) + 1)
+
+
+def floor_copy(database_url: str, pool_id: int) -> float:
+    """Seconds to COPY the pool's task rows, in the binary format pool_build writes, into
+    a table with no index, constraint or default (the rows are read out first, untimed)."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute("TRUNCATE bench_task_floor")
+        buffer = io.BytesIO()
+        with conn.cursor().copy(
+            "COPY (SELECT golden_set_id, pool_id, query_id, page_id, kind, position, best_rank, run_ranks, status, "
+            f"judgments_required FROM labeling_judgingtask WHERE pool_id = {int(pool_id)}) TO STDOUT (FORMAT BINARY)"
+        ) as copy:
+            for data in copy:
+                buffer.write(data)
+        conn.commit()
+        data = buffer.getvalue()
+        start = time.perf_counter()
+        with conn.cursor().copy("COPY bench_task_floor FROM STDIN (FORMAT BINARY)") as copy:
+            for offset in range(0, len(data), 1 << 22):
+                copy.write(data[offset : offset + (1 << 22)])
+        conn.commit()
+        return time.perf_counter() - start
+
+
+def measure_round(args: argparse.Namespace, profile: bool) -> dict:
+    from django.db import connection
+
+    from evaluation.models import Run
+    from goldenset.models import GoldenSet
+    from labeling.services import pool_build
+
+    golden_set = GoldenSet.objects.get(slug=SLUG)
+    runs = list(Run.objects.filter(golden_set=golden_set).order_by("name"))
+    out: dict = {}
+
+    print("  numpy reference ...", file=sys.stderr)
+    start = time.perf_counter()
+    out["reference_pairs"] = reference_union(golden_set.pk, args.depth)
+    out["reference"] = time.perf_counter() - start
+    connection.close()
+
+    print("  pool_build ...", file=sys.stderr)
+    profiler = cProfile.Profile() if profile else None
+    start = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    result = pool_build(golden_set=golden_set, runs=runs, depth=args.depth, strategy="depth")
+    if profiler:
+        profiler.disable()
+        out["profile"] = pstats.Stats(profiler, stream=io.StringIO())
+    out["pool_build"] = time.perf_counter() - start
+    out["result"] = result
+    connection.close()
+
+    print("  COPY floor ...", file=sys.stderr)
+    out["floor"] = floor_copy(args.database_url, result.pool.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE labeling_judgingtask, labeling_poolrun, labeling_pool")
+        cursor.execute("SELECT current_setting('server_version')")
+        out["server"] = cursor.fetchone()[0]
+    connection.close()
+    return out
+
+
+def run(args: argparse.Namespace) -> None:
+    os.environ["DATABASE_URL"] = args.database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    with scratch_database(args.database_url):
+        call_command("migrate", verbosity=0)
+        with connection.cursor() as cursor:
+            cursor.execute(FLOOR_TABLE)
+        print(f"generating {args.pages} pages, {args.queries} queries, {args.judgments} judgments, "
+              f"{args.runs} runs x {args.depth} pages per query ...", file=sys.stderr)
+        started = time.perf_counter()
+        data = generate(args)
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+        data["setup"] = time.perf_counter() - started
+        rounds = []
+        for number in range(1, args.rounds + 1):
+            print(f"round {number} of {args.rounds}", file=sys.stderr)
+            # cProfile slows what it watches, so only the first round carries it.
+            rounds.append(measure_round(args, args.profile and number == 1))
+    report(args, data, rounds)
+
+
+def report(args: argparse.Namespace, data: dict, rounds: list[dict]) -> None:
+    median = {step: statistics.median(r[step] for r in rounds) for step in ("pool_build", "reference", "floor")}
+    result = rounds[-1]["result"]
+    entries = args.runs * args.queries * args.depth
+    print()
+    print("pool_build against a plain numpy union of the same runs, PostgreSQL, same run")
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
+          f"psycopg {psycopg.__version__} ({psycopg.pq.__impl__}), PostgreSQL {rounds[-1]['server']}")
+    print(f"data: {args.runs} runs x {args.queries} queries x depth {args.depth} = {entries:,} run entries "
+          f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} judgments); "
+          f"setup {data['setup']:.0f}s, untimed")
+    print(f"pool: {result.candidate_pairs:,} distinct pairs ({result.candidate_pairs / entries:.0%} of the entries); "
+          f"{result.already_labelled:,} already labelled, {result.outside_corpus:,} outside the corpus, "
+          f"{result.new_tasks:,} tasks written")
+    pairs = {r["reference_pairs"] for r in rounds}
+    agree = pairs == {result.candidate_pairs}
+    print(f"numpy reference: {sorted(pairs)[0]:,} distinct pairs: {'the same as' if agree else 'DIFFERENT FROM'} the pool's candidate pairs")
+    print(f"figures: median of {len(rounds)} round(s)")
+    if args.profile:
+        print("NOTE: --profile was on: round 1 ran under cProfile, which slows it; use --rounds 3 or more for the figures.")
+    print()
+    header = f"{'step':<46}{'seconds':>9}{'ratio':>8}{'target':>8}  result"
+    print(header)
+    print("-" * len(header))
+    ratio = median["pool_build"] / median["reference"]
+    verdict = "PASS" if ratio <= TARGET and agree else "MISS"
+    print(f"{'pool_build (depth ' + str(args.depth) + ', ' + str(args.runs) + ' runs)':<46}{median['pool_build']:>8.2f}s{ratio:>7.2f}x{TARGET:>7.1f}x  {verdict}")
+    print(f"{'numpy union of the same runs (reference)':<46}{median['reference']:>8.2f}s{1:>7.2f}x")
+    print(f"{'COPY of the tasks into a bare table (floor)':<46}{median['floor']:>8.2f}s{median['floor'] / median['reference']:>7.2f}x  (informational)")
+    print()
+    print("pool_build reads the runs from the database, takes the union, leaves out labelled pairs and pages")
+    print("outside the corpus, orders the tasks and COPYs them into labeling_judgingtask (unique pair index, queue")
+    print("index, foreign keys). The floor is the COPY alone of the same rows into a table without any of those.")
+    if len(rounds) > 1:
+        print()
+        print("seconds per round: pool_build, numpy reference, COPY floor")
+        for number, r in enumerate(rounds, start=1):
+            print(f"  round {number}: {r['pool_build']:.2f}  {r['reference']:.2f}  {r['floor']:.2f}")
+    if "profile" in rounds[0]:
+        print("\ncProfile of pool_build (round 1), top 25 by cumulative time:")
+        stats = rounds[0]["profile"]
+        stats.stream = sys.stdout
+        stats.sort_stats("cumulative").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--pages", type=int, default=100_000, help="corpus size")
+    parser.add_argument("--candidates", type=int, default=400, help="pages a query's runs draw their top from")
+    parser.add_argument("--noise", type=float, default=1.0, help="how much the runs disagree (Gumbel scale)")
+    parser.add_argument("--judgments", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds to take the median of (default 3)")
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument(
+        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_pool",
+        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
+    )
+    parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of pool_build (round 1)")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.candidates < args.depth:
+        parser.error("--candidates must be at least --depth")
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

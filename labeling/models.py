@@ -1,0 +1,187 @@
+"""Pools and judging tasks.
+
+A pool is the union of the top `depth` pages of chosen runs, per query, minus pairs
+already labelled; each of its pairs becomes a judging task. A task's `position` orders
+the annotators' queue: the next task is the open one with the lowest position. Only the
+first `Pool.window` open tasks of each query, in the strategy's order, carry a position;
+the others wait with none, and take one as the tasks before them are judged.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
+
+from evaluation.models import Run
+from goldenset.models import GoldenSet, Page, Query
+from labeling.pooling import STRATEGIES, unpack_ranks
+
+
+class Pool(models.Model):
+    """Runs of a golden set pooled at a depth, judged in the order of a strategy."""
+
+    class Strategy(models.TextChoices):
+        DEPTH = "depth", "depth (rank order)"
+        MTF = "mtf", "move-to-front"
+        BANDIT = "bandit", "bandit over runs"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="pools")
+    depth = models.PositiveIntegerField(help_text="pages taken from the top of each run, per query (runs added later may differ)")
+    strategy = models.CharField(max_length=20, choices=Strategy.choices)
+    budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="most pairs judged in this pool; once spent, no task of the pool is queued"
+    )
+    # How many open tasks of each query are in the queue (have a position) at a time.
+    # Queuing every task would make the queue index as large as the pool, and a pool
+    # build write millions of random entries into it; a window keeps it small and the
+    # next-task lookup cheap, while several annotators can still share one query.
+    window = models.PositiveIntegerField(default=2)
+    # How many tasks the pool holds. Written by pool_build and pool_extend, the only
+    # writers of pool tasks, so that counts need no index over every task of the pool.
+    task_count = models.PositiveIntegerField(default=0)
+    # Options of the adaptive strategy (e.g. {"discount": 0.9} for the bandit). Its
+    # per-query state is not stored: it is replayed from the pool's done tasks, so it
+    # cannot drift from the judgments and no large blob is rewritten per judgment.
+    strategy_state = models.JSONField(default=dict, blank=True)
+    runs = models.ManyToManyField(Run, through="PoolRun", related_name="pools")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["golden_set", "-created_at"]
+        constraints = [
+            # pool_build validates these; the database keeps every other path honest.
+            models.CheckConstraint(condition=Q(depth__gte=1), name="pool_depth_positive"),
+            models.CheckConstraint(condition=Q(budget__isnull=True) | Q(budget__gte=1), name="pool_budget_positive"),
+            # A window of 0 would queue nothing: the pool could never be judged.
+            models.CheckConstraint(condition=Q(window__gte=1), name="pool_window_positive"),
+            # labeling.pooling.strategy_class must find the strategy every reorder replays.
+            models.CheckConstraint(condition=Q(strategy__in=list(STRATEGIES)), name="pool_strategy_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"pool {self.pk} of {self.golden_set.slug} ({self.strategy}, depth {self.depth})"
+
+
+class PoolRun(models.Model):
+    """A run in a pool, the depth it was pooled at, and its column in the tasks' `run_ranks`."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pool_runs")
+    # PROTECT: the tasks' provenance (and leave-one-run-out) refers to the run.
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="pool_runs")
+    depth = models.PositiveIntegerField()
+    ordinal = models.PositiveSmallIntegerField(help_text="the run's column in every task's run_ranks, 0 first")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pool", "ordinal"]
+        constraints = [
+            # pool_extend deepens the existing row of a run instead of adding a second.
+            models.UniqueConstraint(fields=["pool", "run"], name="pool_run_unique_run"),
+            # Each ordinal is one column of run_ranks: two runs cannot share it.
+            models.UniqueConstraint(fields=["pool", "ordinal"], name="pool_run_unique_ordinal"),
+            models.CheckConstraint(condition=Q(depth__gte=1), name="pool_run_depth_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} at depth {self.depth}"
+
+
+class JudgingTask(models.Model):
+    """One (query, page) pair to judge.
+
+    `position` orders the queue: the next task is the open one with the lowest position
+    (ties by id); a task without one is not in the queue now. Pool tasks interleave
+    queries round-robin: position = slot * labeling.pooling.QUERY_STRIDE + the query's
+    primary key modulo QUERY_STRIDE, where slot n is the query's (n+1)-th page to judge. Only the
+    first `pool.window` open tasks of a query in the strategy's order have a position;
+    each judgment (pool_task_judged) moves the window on and, for adaptive strategies,
+    reorders it. Once the pool's budget is spent, no task has a position.
+
+    `run_ranks` says which runs put the page in their pooled top and where: one
+    little-endian uint16 per run of the pool, in PoolRun.ordinal order, 0 = not in that
+    run's top (see `ranks()`).
+    """
+
+    class Kind(models.TextChoices):
+        POOL = "pool", "pool"
+        SAMPLE = "sample", "completeness sample"
+        GOLD = "gold", "hidden gold check"
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        DONE = "done"
+        SKIPPED = "skipped"
+
+    # A pool writes millions of these rows in one COPY, so the references below carry
+    # no per-row foreign key check, and only the partial indexes further down (per-row
+    # checks made writing 250,000 tasks five times slower: 18 s against 3.7 s). Instead:
+    # - lookups go through the unique constraint (golden set, query, page), whose
+    #   first columns they are, and the partial indexes by pool and by lease;
+    # - triggers (migration 0002) check a whole statement's rows at once, and more than
+    #   foreign keys would: the query and the pool belong to the task's golden set and
+    #   the page to its corpus; a lease names an existing user; the other references
+    #   cannot change after insert;
+    # - deletes of what they point to go through the ORM's PROTECT, CASCADE and SET_NULL
+    #   (queries, pages and golden sets are never deleted by the app; judgments protect
+    #   them too).
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False)
+    pool = models.ForeignKey(
+        Pool, null=True, blank=True, on_delete=models.CASCADE, related_name="tasks", db_index=False, db_constraint=False
+    )
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False)
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+", db_index=False, db_constraint=False)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    position = models.BigIntegerField(null=True, blank=True)
+    best_rank = models.PositiveIntegerField(null=True, blank=True, help_text="best rank of the page in the pooled runs")
+    run_ranks = models.BinaryField(default=bytes, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    # The grade that closed the task: adaptive strategies replay the query's done tasks in
+    # order of done_at, so the order they produced can always be reproduced.
+    grade = models.SmallIntegerField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+    # The annotator queue hands a task to one person at a time for a while.
+    leased_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False, db_constraint=False,
+    )
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    judgments_required = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            # One task per pair and kind: pooling skips pairs that are already tasks, and
+            # the queue never shows one pair twice for the same purpose.
+            models.UniqueConstraint(fields=["golden_set", "query", "page", "kind"], name="judging_task_unique_pair"),
+            # Reorders and budgets act on a pool's tasks; a pool task without its pool is lost.
+            models.CheckConstraint(condition=~Q(kind="pool") | Q(pool__isnull=False), name="judging_task_pool_kind_has_pool"),
+            # The queue frees a lease when it expires: a lease without an end would never free.
+            models.CheckConstraint(
+                condition=Q(leased_to__isnull=True) | Q(lease_expires_at__isnull=False), name="judging_task_lease_has_expiry"
+            ),
+            models.CheckConstraint(condition=Q(judgments_required__gte=1), name="judging_task_needs_a_judgment"),
+        ]
+        indexes = [
+            # The queue: a pool's queued open tasks by position. Partial, so it holds the
+            # windows only (about window x queries entries), not the whole pool.
+            models.Index(
+                fields=["pool", "position"], condition=Q(status="open", position__isnull=False), name="judging_task_pool_queue"
+            ),
+            # Done and skipped tasks by pool: budgets and progress count them. Partial, so
+            # a pool build, whose tasks are all open, writes nothing into it (an index of
+            # every task by pool cost a fifth of the build); open ones are
+            # Pool.task_count less these. Other lookups of a pool's tasks go through the
+            # unique constraint's (golden set, query) prefix.
+            models.Index(fields=["pool", "status"], condition=~Q(status="open"), name="judging_task_pool_closed"),
+            # An annotator's current leases; partial, so unleased rows cost nothing.
+            models.Index(fields=["leased_to"], condition=Q(leased_to__isnull=False), name="judging_task_leased"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} task {self.query_id}/{self.page_id} ({self.status})"
+
+    def ranks(self, runs: int) -> list[int]:
+        """This task's rank in each of the pool's first `runs` runs (PoolRun.ordinal order),
+        0 where the run did not put the page in its pooled top."""
+        return unpack_ranks([bytes(self.run_ranks)], runs)[0].tolist()

@@ -1,0 +1,853 @@
+"""Writes of the labeling floor: building and extending pools, closing judging tasks.
+
+A pool is, per query, the union of the top `depth` pages of chosen runs, minus pairs that
+already have a judgment, minus pairs that are already pool tasks of the set (in this pool
+or another), minus pages outside the corpus (a run may name doc ids the corpus lacks;
+they cannot be judged). Each remaining pair becomes one JudgingTask, positioned in the
+queue by the pool's strategy (labeling.pooling).
+
+Only a window of each query's open tasks is queued (has a position): the first
+`Pool.window` in the strategy's order. pool_task_judged moves the window on after each
+judgment, so the queue always offers every query's next pages in order.
+
+The budget is the most pairs judged in the pool. Every pair still becomes a task, so
+that an adaptive strategy can choose among all of them; once `budget` tasks are done,
+the queue is emptied (pool_task_judged) and the open tasks left stay unjudged. What the
+budget leaves out is reported when the pool is built: the pairs beyond it, which ones
+depending on the order judging takes.
+
+Runs are read as whole columnar arrays (lib.runs.RankedRun) and pooled with numpy; tasks
+are written with one COPY. See bench/pool_build.py for the cost against a plain numpy
+union of the same runs.
+"""
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.utils import timezone
+
+from evaluation.models import Run
+from evaluation.selectors import run_ranked
+from goldenset.models import GoldenSet, Judgment, Query
+from goldenset.services import Progress, no_progress
+from labeling import pooling
+from labeling.models import JudgingTask, Pool, PoolRun
+from labeling.selectors import left_out_by_budget, task_counts
+from lib.bulk import bulk_insert, gc_paused
+from lib.errors import GoldsetError
+
+# Beyond this many tasks a position or rank update goes through a temporary table and
+# one UPDATE ... FROM; below it, one UPDATE with a CASE is cheaper than the round trips.
+_BULK_UPDATE_LIMIT = 2000
+# The union packs (pair, run, rank) into one int64 and sorts that when the bits suffice:
+# on 20 million entries it took 4 s where an argsort of the pair key and the gathers
+# after it took 26 s. Wider keys (huge corpora or sets) take the argsort.
+_PACK_LIMIT_BITS = 63
+# Rows per COPY chunk: bounds the memory of the binary buffer (about 150 bytes a row).
+_COPY_CHUNK_ROWS = 250_000
+# A pool queues at least MIN_WINDOW open tasks of each query, and at least QUEUE_FLOOR in
+# all, so that two annotators can share a query and twenty never wait (window_size).
+MIN_WINDOW = 2
+QUEUE_FLOOR = 500
+
+
+@dataclass
+class QueryPoolCounts:
+    """How the candidate pairs of one query were accounted for.
+
+    `candidates` = `outside_corpus` + `already_labelled` + `already_tasks` + `new_tasks`.
+    """
+
+    candidates: int = 0
+    outside_corpus: int = 0
+    already_labelled: int = 0
+    already_tasks: int = 0
+    new_tasks: int = 0
+
+
+@dataclass
+class PoolBuildResult:
+    """What pool_build or pool_extend found and wrote.
+
+    `candidate_pairs` are the distinct (query, doc) pairs in the union of the runs' top
+    `depth`, over the set's active queries; each is counted once in exactly one of
+    `outside_corpus`, `already_labelled`, `already_tasks` (a pool task of the set
+    already, open or not) and `new_tasks`. `retired_query_pairs` are pairs of retired
+    queries, left out before all that. `left_out_by_budget` is how many open tasks of
+    the pool the budget will leave unjudged. `credited_tasks` (pool_extend) are tasks the
+    pool already had that the added runs also retrieved, now recorded as theirs too.
+    """
+
+    pool: Pool
+    strategy: str
+    runs: list[tuple[str, int]]  # (run name, depth) of the runs read
+    candidate_pairs: int = 0
+    outside_corpus: int = 0
+    already_labelled: int = 0
+    already_tasks: int = 0
+    new_tasks: int = 0
+    retired_query_pairs: int = 0
+    left_out_by_budget: int = 0
+    credited_tasks: int = 0
+    reordered_tasks: int = 0
+    per_query: dict[str, QueryPoolCounts] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        runs = ", ".join(f"{name} (depth {depth})" for name, depth in self.runs)
+        out = [
+            f"pool {self.pool.pk} of {self.pool.golden_set.slug}: strategy {self.strategy}, runs {runs}",
+            f"candidate pairs: {self.candidate_pairs} over {len(self.per_query)} queries",
+            f"already labelled (skipped): {self.already_labelled}",
+            f"already judging tasks (skipped): {self.already_tasks}",
+            f"outside the corpus (cannot be judged, skipped): {self.outside_corpus}",
+            f"judging tasks created: {self.new_tasks}",
+        ]
+        if self.retired_query_pairs:
+            out.append(f"pairs of retired queries (skipped): {self.retired_query_pairs}")
+        if self.credited_tasks:
+            out.append(f"existing tasks also retrieved by the added runs (credited to them): {self.credited_tasks}")
+        if self.pool.budget is not None:
+            out.append(
+                f"budget {self.pool.budget} judgments: {self.left_out_by_budget} open task(s) will be left out "
+                f"(left unjudged once the budget is spent; which ones depends on the judging order)"
+            )
+        out.append(f"queued at a time: the next {self.pool.window} task(s) of each query")
+        out.append(f"judging order: {pooling.strategy_class(self.strategy).description}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "pool": self.pool.pk,
+            "strategy": self.strategy,
+            "runs": [{"name": name, "depth": depth} for name, depth in self.runs],
+            "candidate_pairs": self.candidate_pairs,
+            "outside_corpus": self.outside_corpus,
+            "already_labelled": self.already_labelled,
+            "already_tasks": self.already_tasks,
+            "new_tasks": self.new_tasks,
+            "retired_query_pairs": self.retired_query_pairs,
+            "left_out_by_budget": self.left_out_by_budget,
+            "credited_tasks": self.credited_tasks,
+            "per_query": {query_id: vars(counts) for query_id, counts in self.per_query.items()},
+        }
+
+
+@dataclass
+class TaskJudgedResult:
+    """What closing a task changed: how many positions were written (tasks joining,
+    leaving or moving in the queue), and how many tasks left the queue because the
+    judgment spent the pool's budget."""
+
+    task: JudgingTask
+    relevant: bool
+    reordered_tasks: int = 0
+    unqueued_by_budget: int = 0
+
+
+# --- validation ----------------------------------------------------------------------
+
+def _check_depth(depth: object) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise GoldsetError(f"depth must be a whole number of at least 1, got {depth!r}", field="depth")
+    if depth > pooling.MAX_DEPTH:
+        raise GoldsetError(f"depth {depth} is over the most a pool stores ({pooling.MAX_DEPTH})", field="depth")
+    return depth
+
+
+def _check_budget(budget: object) -> int | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise GoldsetError(f"budget must be a whole number of at least 1 (or none), got {budget!r}", field="budget")
+    return budget
+
+
+def _check_strategy(strategy: object) -> str:
+    if strategy not in pooling.STRATEGIES:
+        raise GoldsetError(f"unknown strategy {strategy!r}; choose one of {', '.join(pooling.STRATEGIES)}", field="strategy")
+    return strategy
+
+
+def _check_runs(golden_set: GoldenSet, runs: Sequence[Run]) -> list[Run]:
+    runs = list(runs)
+    if not runs:
+        raise GoldsetError("a pool needs at least one run", field="runs")
+    problems = []
+    seen: set[int] = set()
+    for run in runs:
+        if run.golden_set_id != golden_set.pk:
+            problems.append(f"run {run.name!r} belongs to another golden set, not {golden_set.slug!r}")
+        if run.pk in seen:
+            problems.append(f"run {run.name!r} is listed twice")
+        seen.add(run.pk)
+    if problems:
+        raise GoldsetError(f"cannot pool these runs for {golden_set.slug!r}", problems=problems, field="runs")
+    return runs
+
+
+def runs_by_name(*, golden_set: GoldenSet, names: Sequence[str]) -> list[Run]:
+    """The runs of `golden_set` named `names`, in that order; GoldsetError listing every
+    unknown name (with the names the set has)."""
+    found = {run.name: run for run in Run.objects.filter(golden_set=golden_set, name__in=list(names))}
+    missing = [name for name in names if name not in found]
+    if missing:
+        known = ", ".join(repr(name) for name in Run.objects.filter(golden_set=golden_set).values_list("name", flat=True))
+        raise GoldsetError(
+            f"golden set {golden_set.slug!r} has no run named {', '.join(map(repr, missing))}",
+            problems=[f"its runs: {known or 'none'}"], field="runs",
+        )
+    return [found[name] for name in names]
+
+
+# --- the union of the runs' tops ----------------------------------------------------------
+
+@dataclass
+class _RunSpec:
+    """A run to read: its column in run_ranks and the depth to take."""
+
+    run: Run
+    ordinal: int
+    depth: int
+
+
+@dataclass
+class _Union:
+    """Distinct (query, doc) pairs of the runs' tops, sorted by (query, page key).
+
+    `query_dense` indexes `query_pks` (all the set's queries, sorted); `page_keys` are
+    Page primary keys, or negative for doc ids outside the corpus; `ranks` is the
+    candidates x columns ranks matrix (columns = PoolRun ordinals).
+    """
+
+    query_pks: np.ndarray
+    query_ids: list[str]
+    retired: np.ndarray  # bool per entry of query_pks
+    query_dense: np.ndarray
+    page_keys: np.ndarray
+    ranks: np.ndarray
+    page_offset: int  # page key + page_offset >= 0 for every candidate
+    page_span: int
+
+    def pair_keys(self, query_dense: np.ndarray, page_keys: np.ndarray) -> np.ndarray:
+        """Sortable int64 keys of pairs, comparable with this union's `keys`; pairs
+        whose page lies outside the union's key range get -1 (they match nothing)."""
+        shifted = page_keys + self.page_offset
+        inside = (shifted >= 0) & (shifted < self.page_span)
+        return np.where(inside, query_dense * self.page_span + shifted, -1)
+
+    @property
+    def keys(self) -> np.ndarray:
+        return self.query_dense * self.page_span + self.page_keys + self.page_offset
+
+
+def _pool_union(golden_set: GoldenSet, specs: list[_RunSpec], columns: int, progress: Progress) -> _Union:
+    """Read the runs and take the union of their tops, all in numpy."""
+    rows = sorted(Query.objects.filter(golden_set=golden_set).values_list("id", "query_id", "retired_at"))
+    query_pks = np.array([pk for pk, _, _ in rows], dtype=np.int64)
+    query_ids = [query_id for _, query_id, _ in rows]
+    retired = np.array([retired_at is not None for _, _, retired_at in rows], dtype=bool)
+    dense_of = {query_id: i for i, query_id in enumerate(query_ids)}
+
+    external: dict[str, int] = {}
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for spec in progress(specs, "reading runs"):
+        ranked = run_ranked(spec.run)
+        ranks = ranked.ranks
+        keep = ranks <= spec.depth
+        # run_import refuses query ids the set lacks, so every one maps; -1 is a guard.
+        query_map = np.array([dense_of.get(query_id, -1) for query_id in ranked.query_ids], dtype=np.int64)
+        query_dense = query_map[ranked.query_index[keep]]
+        docs = ranked.doc_keys[keep]
+        if ranked.external_doc_ids:
+            # A run's negative keys are its own; one key per doc id across all the runs.
+            external_map = np.array(
+                [-(external.setdefault(doc_id, len(external)) + 1) for doc_id in ranked.external_doc_ids], dtype=np.int64
+            )
+            outside = docs < 0
+            docs = docs.copy()
+            docs[outside] = external_map[-docs[outside] - 1]
+        valid = query_dense >= 0
+        parts.append((
+            query_dense[valid], docs[valid],
+            np.full(int(valid.sum()), spec.ordinal, dtype=np.int64), ranks[keep][valid],
+        ))
+
+    query_dense = np.concatenate([p[0] for p in parts])
+    docs = np.concatenate([p[1] for p in parts])
+    run_column = np.concatenate([p[2] for p in parts])
+    rank = np.concatenate([p[3] for p in parts])
+    del parts
+    page_offset = -min(int(docs.min()), 0) if len(docs) else 0
+    page_span = (int(docs.max()) + page_offset + 1) if len(docs) else 1
+    key = query_dense * page_span + docs + page_offset
+
+    key_bits = (len(query_pks) * page_span).bit_length()
+    column_bits = max(columns - 1, 1).bit_length()
+    rank_bits = max(int(rank.max()) if len(rank) else 1, 1).bit_length()
+    if key_bits + column_bits + rank_bits <= _PACK_LIMIT_BITS:
+        packed = (key << (column_bits + rank_bits)) | (run_column << rank_bits) | rank
+        del key
+        packed.sort()
+        sorted_key = packed >> (column_bits + rank_bits)
+        sorted_column = (packed >> rank_bits) & ((1 << column_bits) - 1)
+        sorted_rank = packed & ((1 << rank_bits) - 1)
+        del packed
+    else:
+        order = np.argsort(key)
+        sorted_key, sorted_column, sorted_rank = key[order], run_column[order], rank[order]
+        del order, key
+
+    first = np.empty(len(sorted_key), dtype=bool)
+    first[:1] = True
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=first[1:])
+    group = np.cumsum(first) - 1
+    unique_keys = sorted_key[first]
+    ranks_matrix = np.zeros((len(unique_keys), columns), dtype=np.uint16)
+    ranks_matrix[group, sorted_column] = sorted_rank
+    return _Union(
+        query_pks=query_pks, query_ids=query_ids, retired=retired,
+        query_dense=unique_keys // page_span, page_keys=unique_keys % page_span - page_offset,
+        ranks=ranks_matrix, page_offset=page_offset, page_span=page_span,
+    )
+
+
+_PAIR_ROW = np.dtype([("fields", ">i2"), ("first_length", ">i4"), ("first", ">i8"), ("second_length", ">i4"), ("second", ">i8")])
+
+
+def _pairs(queryset, sql: str) -> tuple[np.ndarray, np.ndarray]:
+    """Two bigint columns as int64 arrays: on PostgreSQL `sql` (a SELECT of two bigint
+    columns) through a binary COPY parsed by numpy, elsewhere `queryset` (the same
+    pairs through the ORM). A pool's set may hold millions of tasks; a Python tuple
+    each would take seconds."""
+    if connection.vendor == "postgresql":
+        buffer = bytearray()
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)") as copy:
+                for data in copy:
+                    buffer += data
+        # 19 bytes of header (signature, flags, extension length), 2 of trailer.
+        rows = np.frombuffer(bytes(buffer[19:-2]), dtype=_PAIR_ROW)
+        return rows["first"].astype(np.int64), rows["second"].astype(np.int64)
+    flat = np.fromiter(itertools.chain.from_iterable(queryset.iterator(chunk_size=50_000)), dtype=np.int64)
+    pairs = flat.reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _member(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """Boolean mask: which of `keys` are in `of` (sort and binary search; np.isin and
+    np.unique take a hash path in numpy 2.3 that is minutes slower on millions)."""
+    if not len(of) or not len(keys):
+        return np.zeros(len(keys), dtype=bool)
+    of = np.sort(of)
+    at = np.searchsorted(of, keys)
+    at[at == len(of)] = 0
+    return of[at] == keys
+
+
+def _dense_queries(union: _Union, query_pks: np.ndarray) -> np.ndarray:
+    """Index in union.query_pks of each of `query_pks` (all are the set's)."""
+    return np.searchsorted(union.query_pks, query_pks)
+
+
+def _labelled_mask(golden_set: GoldenSet, union: _Union) -> np.ndarray:
+    """Which candidates have at least one judgment (any source, any grade)."""
+    query_pks, page_pks = _pairs(
+        Judgment.objects.filter(query__golden_set=golden_set).values_list("query_id", "page_id").distinct(),
+        "SELECT DISTINCT j.query_id, j.page_id FROM goldenset_judgment AS j JOIN goldenset_query AS q ON q.id = j.query_id "
+        f"WHERE q.golden_set_id = {int(golden_set.pk)}",
+    )
+    keys = union.pair_keys(_dense_queries(union, query_pks), page_pks)
+    return _member(union.keys, keys[keys >= 0])
+
+
+# --- positions ---------------------------------------------------------------------
+
+def _ordinals(query_pks: np.ndarray) -> np.ndarray:
+    """Each query's place within a turn of the queue: its primary key modulo QUERY_STRIDE.
+    Stable without any stored state; two queries of one pool sharing it (possible only
+    when its queries' keys span more than QUERY_STRIDE) just tie, and ties go by task id."""
+    return np.asarray(query_pks, dtype=np.int64) % pooling.QUERY_STRIDE
+
+
+@dataclass
+class _Table:
+    """Pool tasks, existing and about to be written, sorted by (query, page).
+
+    `done_order` ranks done tasks in judging order (done_at, then id) and is -1 for the
+    others; `grade` is meaningful where a task is done.
+    """
+
+    query: np.ndarray  # dense query index
+    ranks: np.ndarray
+    status: np.ndarray  # object array of JudgingTask.Status values
+    grade: np.ndarray
+    done_order: np.ndarray
+
+
+def _forecast(pool: Pool, table: _Table, threshold: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
+    """(ahead, closed) for each task: how many open tasks of its query come before it in
+    the strategy's forecast (-1 for a task that is not open), and how many of its query's
+    tasks are closed (done or skipped).
+
+    The forecast is the order the pool's strategy gives after replaying the query's
+    judgments. Where there is nothing to replay (no done task, or a strategy that does
+    not adapt) it is the strategy's initial order restricted to the open tasks, computed
+    for all those queries in one sort; the others are replayed one query at a time.
+    """
+    is_open = table.status == JudgingTask.Status.OPEN
+    is_done = table.status == JudgingTask.Status.DONE
+    queries = int(table.query.max()) + 1 if len(table.query) else 0
+    closed = np.bincount(table.query[~is_open], minlength=queries)[table.query] if len(table.query) else np.zeros(0, dtype=np.int64)
+    ahead = np.full(len(table.query), -1, dtype=np.int64)
+
+    replayed = np.zeros(queries, dtype=bool)
+    if pooling.strategy_class(pool.strategy).adaptive:
+        replayed[table.query[is_done]] = True
+    plain = is_open & ~replayed[table.query]
+    if plain.any():
+        ahead[plain] = pooling.initial_slots(pool.strategy, table.query[plain], table.ranks[plain])
+
+    replay_queries = np.flatnonzero(replayed)
+    if len(replay_queries):
+        starts = np.searchsorted(table.query, replay_queries)
+        stops = np.searchsorted(table.query, replay_queries, side="right")
+        for start, stop in progress(list(zip(starts.tolist(), stops.tolist())), "replaying judged queries"):
+            rows = slice(start, stop)
+            status, done_order = table.status[rows], table.done_order[rows]
+            done = np.flatnonzero(status == JudgingTask.Status.DONE)
+            done = done[np.argsort(done_order[done], kind="stable")]
+            relevant = table.grade[rows][done] >= threshold
+            strategy = pooling.replay(pool.strategy, table.ranks[rows], list(zip(done.tolist(), relevant.tolist())), pool.strategy_state)
+            for i in np.flatnonzero(status == JudgingTask.Status.SKIPPED).tolist():
+                strategy.discard(i)
+            ahead[start + strategy.order()] = np.arange(int(is_open[rows].sum()))
+    return ahead, closed
+
+
+def _window_positions(ahead: np.ndarray, closed: np.ndarray, ordinals: np.ndarray, window: int) -> np.ndarray:
+    """Queue positions of the tasks in their query's window (the first `window` open
+    tasks of the forecast), -1 for the others. A query's open tasks take the slots after
+    those its closed tasks used, so queries take turns by how far along they are."""
+    queued = (ahead >= 0) & (ahead < window)
+    return np.where(queued, pooling.slot_positions(closed + np.maximum(ahead, 0), ordinals), -1)
+
+
+def _done_order(done_at: list, ids: list) -> np.ndarray:
+    """Rank of each task in judging order (done_at, then id); -1 where not done."""
+    order = np.full(len(ids), -1, dtype=np.int64)
+    done = [i for i, when in enumerate(done_at) if when is not None]
+    done.sort(key=lambda i: (done_at[i], ids[i]))
+    order[done] = np.arange(len(done))
+    return order
+
+
+def window_size(queries: int) -> int:
+    """The window of a pool over `queries` queries: at least MIN_WINDOW tasks a query,
+    and enough that the whole queue holds QUEUE_FLOOR tasks, so that a pool of a few
+    queries still has work for many annotators at once."""
+    return max(MIN_WINDOW, -(-QUEUE_FLOOR // max(queries, 1)))
+
+
+# --- writing -----------------------------------------------------------------------
+
+_TASK_COLUMNS = [
+    "golden_set_id", "pool_id", "query_id", "page_id", "kind", "position",
+    "best_rank", "run_ranks", "status", "judgments_required",
+]
+
+
+def _copy_tasks_binary(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, positions: np.ndarray,
+                       best_rank: np.ndarray, packed: np.ndarray, byte_width: int, progress: Progress) -> None:
+    """COPY new open pool tasks in PostgreSQL's binary format, rows built by numpy.
+
+    At millions of rows, lib.bulk.bulk_insert's Python tuple and write_row per row cost
+    more than the server's side of the COPY; here every column is a field of a
+    structured array, so no Python object is made per row. A row without a position
+    (NULL: length -1, no data) is 8 bytes shorter, so queued and unqueued rows are
+    built as two arrays and their bytes interleaved run by run, in the callers' order.
+    """
+    kind, status = JudgingTask.Kind.POOL.encode(), JudgingTask.Status.OPEN.encode()
+    fields = [
+        ("golden_set_id", ">i8", 8), ("pool_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8),
+        ("kind", f"S{len(kind)}", len(kind)), ("position", ">i8", 8), ("best_rank", ">i4", 4),
+        ("run_ranks", f"V{byte_width}", byte_width), ("status", f"S{len(status)}", len(status)),
+        ("judgments_required", ">i2", 2),
+    ]
+
+    def layout(with_position: bool) -> np.dtype:
+        parts = [("count", ">i2")]
+        for name, kind_, _ in fields:
+            parts.append((f"{name}_length", ">i4"))
+            if name != "position" or with_position:
+                parts.append((name, kind_))
+        return np.dtype(parts)
+
+    def rows_of(selection: np.ndarray, with_position: bool) -> np.ndarray:
+        block = np.empty(len(selection), dtype=layout(with_position))
+        block["count"] = len(fields)
+        for name, _, length in fields:
+            block[f"{name}_length"] = length if (name != "position" or with_position) else -1
+        block["golden_set_id"], block["pool_id"] = pool.golden_set_id, pool.pk
+        block["query_id"], block["page_id"] = query_pks[selection], page_pks[selection]
+        block["kind"], block["status"], block["judgments_required"] = kind, status, 1
+        block["best_rank"] = best_rank[selection]
+        block["run_ranks"] = packed[selection]
+        if with_position:
+            block["position"] = positions[selection]
+        return block.view(np.uint8).reshape(len(selection), block.dtype.itemsize)
+
+    columns = ", ".join(connection.ops.quote_name(name) for name, _, _ in fields)
+    table = connection.ops.quote_name(JudgingTask._meta.db_table)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8)  # signature, flags, no header extension
+            for start in progress(range(0, len(query_pks), _COPY_CHUNK_ROWS), f"writing {len(query_pks)} tasks"):
+                chunk = np.arange(start, min(start + _COPY_CHUNK_ROWS, len(query_pks)))
+                queued = positions[chunk] >= 0
+                with_position, without = rows_of(chunk[queued], True), rows_of(chunk[~queued], False)
+                bounds = np.r_[0, np.flatnonzero(queued[1:] != queued[:-1]) + 1, len(chunk)].tolist()
+                pieces, taken = [], {True: 0, False: 0}
+                for low, high in zip(bounds[:-1], bounds[1:]):
+                    kind_of_run = bool(queued[low])
+                    source = with_position if kind_of_run else without
+                    pieces.append(source[taken[kind_of_run]: taken[kind_of_run] + high - low].tobytes())
+                    taken[kind_of_run] += high - low
+                copy.write(b"".join(pieces))
+            copy.write(b"\xff\xff")  # end of data
+
+
+def _insert_tasks(
+    pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, ranks: np.ndarray, positions: np.ndarray,
+    progress: Progress = no_progress,
+) -> int:
+    """Write new open pool tasks, one per row of the arrays, in the order given (callers
+    pass (query, page) order: the unique index then grows at its end); a position of -1
+    is written as none. Returns how many."""
+    if not len(query_pks):
+        return 0
+    best_rank, _ = pooling.best_rank_and_run(ranks)
+    packed = pooling.pack_ranks(ranks)
+    if connection.vendor == "postgresql":
+        _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
+        return len(query_pks)
+    rows = (
+        (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, None if position < 0 else position, best, bytes(blob),
+         JudgingTask.Status.OPEN, 1)
+        for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
+    )
+    return bulk_insert(JudgingTask._meta.db_table, _TASK_COLUMNS, rows)
+
+
+def _update_tasks(column: str, values: list[tuple[int, object]]) -> int:
+    """Set `column` ("position" or "run_ranks") of tasks by id, [(id, value), ...]."""
+    if not values:
+        return 0
+    if connection.vendor == "postgresql" and len(values) > _BULK_UPDATE_LIMIT:
+        sql_type = {"position": "bigint", "run_ranks": "bytea"}[column]
+        table = connection.ops.quote_name(JudgingTask._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f"CREATE TEMPORARY TABLE labeling_task_update (id bigint PRIMARY KEY, value {sql_type}) ON COMMIT DROP")
+            with cursor.cursor.copy("COPY labeling_task_update (id, value) FROM STDIN") as copy:
+                for row in values:
+                    copy.write_row(row)
+            cursor.execute(
+                f"UPDATE {table} AS task SET {connection.ops.quote_name(column)} = u.value "
+                f"FROM labeling_task_update AS u WHERE task.id = u.id"
+            )
+            cursor.execute("DROP TABLE labeling_task_update")
+        return len(values)
+    JudgingTask.objects.bulk_update([JudgingTask(pk=pk, **{column: value}) for pk, value in values], [column], batch_size=500)
+    return len(values)
+
+
+def _budget_spent(pool: Pool) -> bool:
+    return pool.budget is not None and task_counts(pool).get(JudgingTask.Status.DONE, 0) >= pool.budget
+
+
+# --- services ----------------------------------------------------------------------
+
+def _strategy_state(strategy: str) -> dict:
+    # Stored with the pool so that a later change of a default cannot change how the
+    # pool's judgments replay.
+    return {"discount": pooling.DEFAULT_DISCOUNT} if strategy == pooling.MaxMeanBandit.name else {}
+
+
+def _account(result: PoolBuildResult, union: _Union, masks: dict[str, np.ndarray]) -> None:
+    """Fill the result's totals and per-query counts from the candidates' classes."""
+    queries = len(union.query_pks)
+    live = ~union.retired[union.query_dense]
+    result.retired_query_pairs = int((~live).sum())
+    per = {
+        name: np.bincount(union.query_dense[mask & live], minlength=queries)
+        for name, mask in [("candidates", np.ones(len(live), dtype=bool)), *masks.items()]
+    }
+    result.candidate_pairs = int(per["candidates"].sum())
+    for name in masks:
+        setattr(result, name, int(per[name].sum()))
+    for d in np.flatnonzero(per["candidates"]).tolist():
+        result.per_query[union.query_ids[d]] = QueryPoolCounts(**{name: int(counts[d]) for name, counts in per.items()})
+
+
+def _classify(golden_set: GoldenSet, union: _Union, pool_task_keys: np.ndarray) -> dict[str, np.ndarray]:
+    """Masks over the union's candidates, each candidate in exactly one (retired queries'
+    pairs in none): outside_corpus, already_tasks, already_labelled, new_tasks."""
+    live = ~union.retired[union.query_dense]
+    outside = union.page_keys < 0
+    tasks = _member(union.keys, pool_task_keys) & ~outside
+    labelled = _labelled_mask(golden_set, union) & ~outside & ~tasks
+    return {
+        "outside_corpus": outside & live,
+        "already_tasks": tasks & live,
+        "already_labelled": labelled & live,
+        "new_tasks": ~outside & ~tasks & ~labelled & live,
+    }
+
+
+def _set_task_keys(golden_set: GoldenSet, union: _Union, exclude_pool: Pool | None = None) -> np.ndarray:
+    """Pair keys of the set's pool tasks (of any pool but `exclude_pool`)."""
+    tasks = JudgingTask.objects.filter(golden_set=golden_set, kind=JudgingTask.Kind.POOL)
+    sql = f"SELECT query_id, page_id FROM labeling_judgingtask WHERE golden_set_id = {int(golden_set.pk)} AND kind = 'pool'"
+    if exclude_pool is not None:
+        tasks = tasks.exclude(pool=exclude_pool)
+        sql += f" AND pool_id <> {int(exclude_pool.pk)}"
+    query_pks, page_pks = _pairs(tasks.values_list("query_id", "page_id"), sql)
+    keys = union.pair_keys(_dense_queries(union, query_pks), page_pks)
+    return keys[keys >= 0]
+
+
+@gc_paused()
+def pool_build(
+    *, golden_set: GoldenSet, runs: Sequence[Run], depth: int, strategy: str, budget: int | None = None,
+    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+) -> PoolBuildResult:
+    """Pool the top `depth` pages of `runs`, per query, into judging tasks of a new pool.
+
+    All or nothing. Refuses (GoldsetError) a depth under 1, an unknown strategy, a budget
+    under 1, no runs, a run twice or a run of another set. Pairs already labelled or
+    already pool tasks of the set, pages outside the corpus and retired queries are
+    skipped and counted. Every new pair becomes an open task; the first `window` of each
+    query, in the strategy's order, are queued. Returns the counts, overall and per
+    query id.
+    """
+    depth = _check_depth(depth)
+    strategy = _check_strategy(strategy)
+    budget = _check_budget(budget)
+    runs = _check_runs(golden_set, runs)
+    specs = [_RunSpec(run=run, ordinal=ordinal, depth=depth) for ordinal, run in enumerate(runs)]
+    union = _pool_union(golden_set, specs, len(specs), progress)
+
+    with transaction.atomic():
+        # One pool write per set at a time: two builds must not both claim a pair.
+        GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).exists()
+        masks = _classify(golden_set, union, _set_task_keys(golden_set, union))
+        new = masks["new_tasks"]
+        query_dense, ranks = union.query_dense[new], union.ranks[new]
+        pool = Pool.objects.create(
+            golden_set=golden_set, depth=depth, strategy=strategy, budget=budget, strategy_state=_strategy_state(strategy),
+            window=window_size(int(np.count_nonzero(np.bincount(query_dense)))), created_by=user,
+        )
+        PoolRun.objects.bulk_create([PoolRun(pool=pool, run=spec.run, depth=spec.depth, ordinal=spec.ordinal) for spec in specs])
+        table = _Table(
+            query=query_dense, ranks=ranks, status=np.full(len(query_dense), JudgingTask.Status.OPEN, dtype=object),
+            grade=np.zeros(len(query_dense), dtype=np.int64), done_order=np.full(len(query_dense), -1, dtype=np.int64),
+        )
+        ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, progress)
+        positions = _window_positions(ahead, closed, _ordinals(union.query_pks[query_dense]), pool.window)
+        pool.task_count = _insert_tasks(pool, union.query_pks[query_dense], union.page_keys[new], ranks, positions, progress)
+        pool.save(update_fields=["task_count"])
+
+        result = PoolBuildResult(pool=pool, strategy=strategy, runs=[(spec.run.name, spec.depth) for spec in specs])
+        _account(result, union, masks)
+        result.left_out_by_budget = max(result.new_tasks - budget, 0) if budget else 0
+    return result
+
+
+@gc_paused()
+def pool_extend(
+    *, pool: Pool, runs: Sequence[Run], depth: int | None = None, progress: Progress = no_progress,
+) -> PoolBuildResult:
+    """Add runs to a pool, or pool runs it holds deeper: only their new unjudged pairs
+    become tasks (incremental pooling).
+
+    `depth` defaults to the pool's. A pair that is already a task of the set is not added
+    again; where it is a task of this pool, the added runs are recorded in its run_ranks,
+    so that adaptive strategies and leave-one-run-out see every run that retrieved it.
+    The windows of the queries that gained tasks or credits are formed again. When the
+    budget is already spent nothing is queued. All or nothing; returns counts as
+    pool_build does, over the pairs of the runs read.
+    """
+    golden_set = pool.golden_set
+    depth = _check_depth(pool.depth if depth is None else depth)
+    runs = _check_runs(golden_set, runs)
+    pooled = {pool_run.run_id: pool_run for pool_run in pool.pool_runs.all()}
+    problems = [
+        f"run {run.name!r} is already pooled at depth {pooled[run.pk].depth}"
+        for run in runs if run.pk in pooled and pooled[run.pk].depth >= depth
+    ]
+    if problems:
+        raise GoldsetError(f"nothing to add to pool {pool.pk} at depth {depth}", problems=problems, field="runs")
+    columns = max((pool_run.ordinal for pool_run in pooled.values()), default=-1) + 1
+    specs = []
+    for run in runs:
+        if run.pk in pooled:
+            specs.append(_RunSpec(run=run, ordinal=pooled[run.pk].ordinal, depth=depth))
+        else:
+            specs.append(_RunSpec(run=run, ordinal=columns, depth=depth))
+            columns += 1
+    union = _pool_union(golden_set, specs, columns, progress)
+    threshold = golden_set.relevance_threshold
+
+    with transaction.atomic():
+        GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).exists()
+        pool = Pool.objects.select_for_update().select_related("golden_set").get(pk=pool.pk)
+        for spec in specs:
+            PoolRun.objects.update_or_create(pool=pool, run=spec.run, defaults={"depth": spec.depth, "ordinal": spec.ordinal})
+
+        # This pool's tasks of the queries the runs answer: candidates for credit, and
+        # the rest of the order the new tasks join.
+        touched = np.flatnonzero(np.bincount(union.query_dense, minlength=len(union.query_pks)))
+        rows = list(
+            JudgingTask.objects.filter(
+                golden_set=golden_set, kind=JudgingTask.Kind.POOL, pool=pool, query_id__in=union.query_pks[touched].tolist(),
+            ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position", "run_ranks")
+            .iterator(chunk_size=20_000)
+        )
+        old_ids = [row[0] for row in rows]
+        old_query = _dense_queries(union, np.array([row[1] for row in rows], dtype=np.int64))
+        old_page = np.array([row[2] for row in rows], dtype=np.int64)
+        old_status = np.array([row[3] for row in rows], dtype=object)
+        old_grade = np.array([row[4] if row[4] is not None else 0 for row in rows], dtype=np.int64)
+        old_done_at = [row[5] for row in rows]
+        old_position = np.array([-1 if row[6] is None else row[6] for row in rows], dtype=np.int64)
+        old_ranks = pooling.unpack_ranks([row[7] for row in rows], columns)
+        old_keys = union.pair_keys(old_query, old_page)
+
+        masks = _classify(golden_set, union, np.concatenate([old_keys[old_keys >= 0], _set_task_keys(golden_set, union, exclude_pool=pool)]))
+        new = masks["new_tasks"]
+
+        # Credit the runs read on this pool's tasks they retrieved.
+        credited = np.zeros(0, dtype=np.int64)
+        if len(rows):
+            by_key = np.argsort(old_keys)
+            at = np.minimum(np.searchsorted(old_keys[by_key], union.keys), len(rows) - 1)
+            matched = old_keys[by_key][at] == union.keys
+            task_rows = by_key[at[matched]]
+            merged = np.where(union.ranks[matched] > 0, union.ranks[matched].astype(np.int64), old_ranks[task_rows])
+            changed = (merged != old_ranks[task_rows]).any(axis=1)
+            credited = task_rows[changed]
+            old_ranks[credited] = merged[changed]
+        _update_tasks("run_ranks", [
+            (old_ids[row], bytes(blob)) for row, blob in zip(credited.tolist(), pooling.pack_ranks(old_ranks[credited]))
+        ])
+
+        # Form again the windows of the queries that gained tasks or credits.
+        new_query, new_page = union.query_dense[new], union.page_keys[new]
+        new_ranks = union.ranks[new].astype(np.int64)
+        changed_query = np.zeros(len(union.query_pks), dtype=bool)
+        changed_query[new_query] = True
+        changed_query[old_query[credited]] = True
+        kept = np.flatnonzero(changed_query[old_query]) if len(rows) else np.zeros(0, dtype=np.int64)
+        fresh = len(new_query)
+        ids_all = [old_ids[row] for row in kept.tolist()] + [0] * fresh
+        done_at_all = [old_done_at[row] for row in kept.tolist()] + [None] * fresh
+        query_all = np.concatenate([old_query[kept], new_query])
+        sort = np.lexsort((np.concatenate([old_page[kept], new_page]), query_all))
+        table = _Table(
+            query=query_all[sort],
+            ranks=np.concatenate([old_ranks[kept], new_ranks])[sort],
+            status=np.concatenate([old_status[kept], np.full(fresh, JudgingTask.Status.OPEN, dtype=object)])[sort],
+            grade=np.concatenate([old_grade[kept], np.zeros(fresh, dtype=np.int64)])[sort],
+            done_order=_done_order([done_at_all[i] for i in sort.tolist()], [ids_all[i] for i in sort.tolist()]),
+        )
+        ahead, closed = np.empty(len(sort), dtype=np.int64), np.empty(len(sort), dtype=np.int64)
+        ahead[sort], closed[sort] = _forecast(pool, table, threshold, progress)
+        positions = _window_positions(ahead, closed, _ordinals(union.query_pks[query_all]), pool.window)
+        if _budget_spent(pool):
+            positions[:] = -1
+
+        moves = [
+            (old_ids[row], None if position < 0 else position)
+            for row, position in zip(kept.tolist(), positions[: len(kept)].tolist())
+            if old_status[row] == JudgingTask.Status.OPEN and position != old_position[row]
+        ]
+        reordered = _update_tasks("position", moves)
+        pool.task_count += _insert_tasks(pool, union.query_pks[new_query], new_page, new_ranks, positions[len(kept):], progress)
+        pool.save(update_fields=["task_count"])
+
+        result = PoolBuildResult(pool=pool, strategy=pool.strategy, runs=[(spec.run.name, spec.depth) for spec in specs])
+        _account(result, union, masks)
+        result.credited_tasks = len(credited)
+        result.reordered_tasks = reordered
+        result.left_out_by_budget = left_out_by_budget(pool)
+    return result
+
+
+def _query_table(pool: Pool, query_pk: int, columns: int) -> tuple[list[int], np.ndarray, _Table]:
+    """(task ids, positions (-1 for none), table) of one query's tasks in the pool, by page."""
+    rows = list(
+        JudgingTask.objects.filter(golden_set_id=pool.golden_set_id, query_id=query_pk, kind=JudgingTask.Kind.POOL, pool=pool)
+        .order_by("page_id")
+        .values_list("id", "status", "grade", "done_at", "position", "run_ranks")
+    )
+    ids = [row[0] for row in rows]
+    table = _Table(
+        query=np.zeros(len(rows), dtype=np.int64),
+        ranks=pooling.unpack_ranks([row[5] for row in rows], columns),
+        status=np.array([row[1] for row in rows], dtype=object),
+        grade=np.array([row[2] if row[2] is not None else 0 for row in rows], dtype=np.int64),
+        done_order=_done_order([row[3] for row in rows], ids),
+    )
+    return ids, np.array([-1 if row[4] is None else row[4] for row in rows], dtype=np.int64), table
+
+
+def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
+    """Close an open pool task with the grade it was judged, then move the queue on.
+
+    Call it once the pair's judgment is recorded (goldenset.services.judgment_record),
+    in the same transaction. Marks the task done and frees its lease, then forms the
+    query's window again: the next open task in the strategy's order joins the queue,
+    and an adaptive strategy reorders it from what it learned (only positions that
+    change are written). Once the pool's budget is spent, its queue is emptied instead.
+    Judgments of one pool are serialised on the pool row, so two reorders never
+    interleave. Refuses (GoldsetError) a task that is not an open pool task and a grade
+    off the set's scale.
+    """
+    if task.kind != JudgingTask.Kind.POOL or task.pool_id is None:
+        raise GoldsetError(f"task {task.pk} is a {task.kind} task, not a pool task", field="task")
+    with transaction.atomic():
+        pool = Pool.objects.select_for_update().select_related("golden_set").get(pk=task.pool_id)
+        task = JudgingTask.objects.select_for_update().get(pk=task.pk)
+        golden_set = pool.golden_set
+        if task.status != JudgingTask.Status.OPEN:
+            raise GoldsetError(f"task {task.pk} is {task.status}, not open", field="task")
+        if isinstance(grade, bool) or grade not in golden_set.grade_values():
+            allowed = ", ".join(map(str, golden_set.grade_values()))
+            raise GoldsetError(f"grade {grade!r} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
+
+        task.status, task.grade, task.done_at = JudgingTask.Status.DONE, grade, timezone.now()
+        task.leased_to, task.lease_expires_at = None, None
+        task.save(update_fields=["status", "grade", "done_at", "leased_to", "lease_expires_at"])
+        result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
+
+        if _budget_spent(pool):
+            result.unqueued_by_budget = JudgingTask.objects.filter(
+                pool=pool, status=JudgingTask.Status.OPEN, position__isnull=False
+            ).update(position=None)
+            return result
+
+        ids, positions, table = _query_table(pool, task.query_id, pool.pool_runs.count())
+        ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, no_progress)
+        fresh = _window_positions(ahead, closed, _ordinals(np.full(len(ids), task.query_id)), pool.window)
+        # Closed tasks keep the position they were judged at; only open ones move.
+        is_open = (table.status == JudgingTask.Status.OPEN).tolist()
+        moves = [
+            (ids[i], None if new < 0 else new)
+            for i, (new, old) in enumerate(zip(fresh.tolist(), positions.tolist()))
+            if is_open[i] and new != old
+        ]
+        result.reordered_tasks = _update_tasks("position", moves)
+    return result
