@@ -200,6 +200,9 @@ class Judgment(AppendOnlyModel):
     class Source(models.TextChoices):
         HUMAN = "human"
         IMPORTED = "imported"
+        # An adjudicator's decision on a pair the annotators disagreed on: it overrides
+        # every other judgment of the pair in resolution.
+        ADJUDICATED = "adjudicated"
 
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="judgments")
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="judgments")
@@ -207,7 +210,7 @@ class Judgment(AppendOnlyModel):
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
     )
-    source = models.CharField(max_length=10, choices=Source.choices, default=Source.HUMAN)
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.HUMAN)
     note = models.TextField(blank=True)
     seconds_spent = models.FloatField(null=True, blank=True, help_text="seconds the annotator spent on the pair")
     # The page's content_hash when it was judged: a different hash now means a stale label.

@@ -147,6 +147,15 @@ class JudgingTask(models.Model):
     )
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     judgments_required = models.PositiveSmallIntegerField(default=1)
+    # Judgments made on this task so far. An overlap task (judgments_required > 1) closes
+    # its pool position with the first one (the strategy learns from it) and stays
+    # available, to other annotators only, until this reaches judgments_required.
+    judgments_done = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # The completeness sample a SAMPLE task was drawn for (see CompletenessSample).
+    sample = models.ForeignKey(
+        "CompletenessSample", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks",
+        db_index=False, db_constraint=False,
+    )
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
@@ -176,6 +185,13 @@ class JudgingTask(models.Model):
             models.Index(fields=["pool", "status"], condition=~Q(status="open"), name="judging_task_pool_closed"),
             # An annotator's current leases; partial, so unleased rows cost nothing.
             models.Index(fields=["leased_to"], condition=Q(leased_to__isnull=False), name="judging_task_leased"),
+            # Overlap tasks still waiting for another annotator's judgment.
+            models.Index(
+                fields=["golden_set", "id"], condition=Q(status="done", judgments_required__gt=models.F("judgments_done")),
+                name="judging_task_overlap_open",
+            ),
+            # A completeness sample's tasks; partial, so pool tasks (sample NULL) cost nothing.
+            models.Index(fields=["sample", "status"], condition=Q(sample__isnull=False), name="judging_task_sample"),
         ]
 
     def __str__(self) -> str:
@@ -185,3 +201,83 @@ class JudgingTask(models.Model):
         """This task's rank in each of the pool's first `runs` runs (PoolRun.ordinal order),
         0 where the run did not put the page in its pooled top."""
         return unpack_ranks([bytes(self.run_ranks)], runs)[0].tolist()
+
+
+class QueueSettings(models.Model):
+    """How a golden set's judging queue hands out work. One row per set, made on first use."""
+
+    golden_set = models.OneToOneField(GoldenSet, on_delete=models.CASCADE, related_name="queue_settings")
+    # Share of tasks (0 to 1) that go to `overlap_annotators` people instead of one, so
+    # that agreement can be measured; decided per task when it is first judged.
+    overlap_share = models.FloatField(default=0.1)
+    overlap_annotators = models.PositiveSmallIntegerField(default=2)
+    # Share of the tasks an annotator is served (0 to 0.5) that are hidden gold checks.
+    gold_share = models.FloatField(default=0.0)
+    # How long a task stays with the annotator it was handed to before returning to the queue.
+    lease_seconds = models.PositiveIntegerField(default=600)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap_share__gte=0) & Q(overlap_share__lte=1), name="queue_overlap_share_fraction"),
+            models.CheckConstraint(
+                condition=Q(overlap_annotators__gte=2) & Q(overlap_annotators__lte=3), name="queue_overlap_two_or_three"
+            ),
+            models.CheckConstraint(condition=Q(gold_share__gte=0) & Q(gold_share__lte=0.5), name="queue_gold_share_fraction"),
+            models.CheckConstraint(condition=Q(lease_seconds__gte=30), name="queue_lease_at_least_30s"),
+        ]
+
+    def __str__(self) -> str:
+        return f"queue settings of {self.golden_set.slug}"
+
+
+class GoldAnswer(models.Model):
+    """An annotator's grade on a hidden gold check (a GOLD task, whose pair has a known label).
+
+    Kept apart from goldenset.Judgment on purpose: a gold check measures the annotator,
+    and must not move the label it is checked against.
+    """
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="gold_answers")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    grade = models.SmallIntegerField()
+    expected_grade = models.SmallIntegerField(help_text="the pair's label when the check was answered")
+    seconds_spent = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # The queue serves each gold check to an annotator once.
+            models.UniqueConstraint(fields=["task", "annotator"], name="gold_answer_once_per_annotator"),
+        ]
+
+    def __str__(self) -> str:
+        return f"gold answer {self.grade} (expected {self.expected_grade}) by {self.annotator_id}"
+
+
+class CompletenessSample(models.Model):
+    """A uniform random sample of unjudged pages the pooled runs ranked below the pool depth.
+
+    Annotators judge its SAMPLE tasks like any other; the share found relevant, scaled to
+    `population`, estimates how many relevant pages nobody has judged.
+    """
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="completeness_samples")
+    pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="samples")
+    # Ranks depth_from + 1 .. depth_to of the runs were sampled (the pool took 1 .. depth_from).
+    depth_from = models.PositiveIntegerField()
+    depth_to = models.PositiveIntegerField()
+    population = models.PositiveIntegerField(help_text="unjudged (query, page) pairs the sample was drawn from")
+    size = models.PositiveIntegerField(help_text="pairs drawn")
+    seed = models.BigIntegerField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["golden_set", "-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(depth_to__gt=models.F("depth_from")), name="sample_depth_range"),
+            models.CheckConstraint(condition=Q(size__lte=models.F("population")), name="sample_within_population"),
+        ]
+
+    def __str__(self) -> str:
+        return f"completeness sample {self.pk} of {self.golden_set.slug} ({self.size} of {self.population})"

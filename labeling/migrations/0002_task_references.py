@@ -5,8 +5,8 @@ lookup, which made writing them several times slower (see labeling.models.Judgin
 These triggers check a whole statement's new rows with one join instead, and check more
 than foreign keys would: the task's query and pool belong to its golden set, its page
 to that set's corpus, and a lease names an existing user. The other references cannot
-be changed afterwards, and a pool cannot be deleted while it still has tasks (the ORM
-deletes them first).
+be changed afterwards, and a pool cannot be deleted unless its tasks go in the same
+transaction (the ORM deletes them).
 """
 
 from django.conf import settings
@@ -79,12 +79,15 @@ BEGIN
     IF EXISTS (SELECT 1 FROM labeling_judgingtask WHERE pool_id = OLD.id) THEN
         RAISE EXCEPTION 'goldset: pool % still has judging tasks', OLD.id USING ERRCODE = 'foreign_key_violation';
     END IF;
-    RETURN OLD;
+    RETURN NULL;
 END;
 $$ LANGUAGE plpgsql;
 
-CREATE TRIGGER labeling_pool_tasks_first
-    BEFORE DELETE ON labeling_pool FOR EACH ROW EXECUTE FUNCTION labeling_pool_refuse_orphans();
+-- Checked at commit, not at the DELETE: the ORM's collector may delete the pool row
+-- before its tasks (JudgingTask.pool is nullable, so it sets no order between them).
+CREATE CONSTRAINT TRIGGER labeling_pool_tasks_first
+    AFTER DELETE ON labeling_pool DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION labeling_pool_refuse_orphans();
 """
 
 POSTGRES_DROP = """
