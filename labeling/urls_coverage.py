@@ -1,0 +1,3 @@
+"""URLs of the coverage pages (see labeling/views_coverage.py)."""
+
+urlpatterns: list = []

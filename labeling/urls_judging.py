@@ -1,0 +1,3 @@
+"""URLs of the judging pages (see labeling/views_judging.py)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""URLs of the quality pages (see labeling/views_quality.py)."""
+
+urlpatterns: list = []
