@@ -137,11 +137,14 @@ def line_chart(
     x_rules: Sequence[tuple[float, str, str, str]] = (),
     width: int = 760,
     height: int = 340,
+    y_ticks: Sequence[tuple[float, str]] | None = None,
 ) -> LineChart:
     """Lines of fractions against x.
 
     `y_rules` are (fraction, label) horizontal targets; `x_rules` are (x, label, tooltip,
-    kind) vertical markers such as the k_final cut-off or a version boundary.
+    kind) vertical markers such as the k_final cut-off or a version boundary. `y_ticks`,
+    (fraction, label) pairs, replace the 0.0 .. 1.0 ticks for a caller that plots counts
+    scaled into [0, 1] (labeling's found-against-judged curve).
     """
     left, top = _MARGIN["left"], _MARGIN["top"]
     # Target labels sit right of the plot, where no line can run over them.
@@ -175,7 +178,9 @@ def line_chart(
     return LineChart(
         width=width, height=height, left=left, top=top, right=right, bottom=bottom,
         x_ticks=tuple(Tick(at=x_of(x), label=label) for x, label in x_ticks),
-        y_ticks=_fraction_ticks(0.0, 1.0, y_of),
+        y_ticks=(
+            _fraction_ticks(0.0, 1.0, y_of) if y_ticks is None else tuple(Tick(at=y_of(y), label=label) for y, label in y_ticks)
+        ),
         lines=tuple(lines), rules=tuple(rules), x_label=x_label, y_label=y_label, title=title,
     )
 

@@ -25,7 +25,7 @@ from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from goldenset.models import GoldenSet, Membership, Page, Query, Version
+from goldenset.models import GoldenSet, Judgment, Membership, Page, Query, Version
 from goldenset.services import (
     GoldenSetSource,
     Progress,
@@ -766,7 +766,7 @@ class _Query:
 
 @dataclass(frozen=True)
 class DemoJudgment:
-    """One human judgment the demo records through `judgment_record`."""
+    """One person's judgment the demo records through `judgment_record`."""
 
     query_id: str
     doc_id: str
@@ -774,6 +774,8 @@ class DemoJudgment:
     annotator: str
     note: str
     seconds_spent: float
+    # The adjudicator's decisions are `adjudicated`: they override the pair's other grades.
+    source: str = Judgment.Source.HUMAN
 
 
 @dataclass
@@ -1186,7 +1188,28 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
         round2.judgments.append(DemoJudgment(
             query.query_id, doc(number).doc_id, decided, "adjudicator",
             f"Adjudicated {first} vs {other}: {reason}. {rng.choice(NOTES[decided])}", _seconds(rng),
+            Judgment.Source.ADJUDICATED,
         ))
+    # The first annotator gives second opinions too, so that agreement compares two people:
+    # on every disputed pair (the disputes become theirs, which the adjudicator settled) and
+    # on every pair of the first half of the overlap queries, where on some pairs they lean
+    # one grade higher. The lower median keeps annotator2's grade there, so no label moves;
+    # a 0 against a 1 is left for the adjudicator. A generator of its own, so the draws
+    # above, and the versions' hashes, stay as they were.
+    lenient = random.Random(seed + 1)
+    first_half = {query.query_id for query in overlap[: OVERLAP_QUERY_COUNT // 2]}
+    for query in overlap:
+        for number, grade in query.grades.items():
+            key = (query.query_id, number)
+            if key in disputed_keys:
+                mine, note = grade, "Fits the guidelines' example for this symptom."
+            elif query.query_id not in first_half:
+                continue
+            elif second[key] < 3 and lenient.random() < 0.25:
+                mine, note = second[key] + 1, "Borderline: I lean one grade higher."
+            else:
+                mine, note = second[key], ""
+            round2.judgments.append(DemoJudgment(query.query_id, doc(number).doc_id, mine, "annotator", note, _seconds(lenient)))
     round2.note = (
         f"annotation round 2: second opinions on {OVERLAP_QUERY_COUNT} queries by annotator2; "
         f"{DISAGREEMENT_COUNT} disagreements adjudicated, {changed} grades changed."
@@ -1317,6 +1340,7 @@ def demo_load(*, seed: int = DEFAULT_SEED, reference_date: datetime | None = Non
                 judgment_record(
                     query=queries[judgment.query_id], page=pages[judgment.doc_id], grade=judgment.grade,
                     annotator=users[judgment.annotator], note=judgment.note, seconds_spent=judgment.seconds_spent,
+                    source=judgment.source,
                 )
             human_judgments += len(demo_round.judgments)
             for query_id in demo_round.retire:

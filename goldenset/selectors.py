@@ -46,23 +46,100 @@ def golden_sets_for(user: AbstractBaseUser, roles: tuple[str, ...] = READ_ROLES)
 
 
 def resolved_labels(golden_set: GoldenSet) -> list[tuple[int, int, int]]:
-    """(query pk, page pk, grade) for every judged pair: for now, its latest judgment.
+    """(query pk, page pk, grade) for every judged pair of the set, in (query pk, page pk) order.
 
-    The latest is the highest id, not the latest timestamp, so two judgments written in
-    the same microsecond still resolve the same way every time.
+    A pair's label, from its judgments:
+
+    1. the latest adjudicated judgment, if there is one: an adjudicator's decision
+       overrides every other grade of the pair;
+    2. else, if people judged it, the median of each person's latest grade (a person's
+       later judgment supersedes their earlier one). For an even count it is the LOWER
+       median: a tie between 1 and 2 resolves to 1, never an invented 1.5 and never the
+       more generous grade. The lower median is the highest grade that a strict majority
+       of the judges gave or exceeded, so "label >= relevance threshold" is exactly the
+       majority vote on "relevant", a tie counting as not relevant (a pair becomes
+       relevant in a version only when most of its judges say so);
+    3. else the latest imported grade. An import is what the set knew before anyone judged
+       the pair in Goldset: once a person has, the people's grades decide, so that an
+       annotator can correct an imported grade up as well as down (with the import
+       counted as a judge, the lower median of {imported 1, person 3} would keep the 1).
+
+    "Latest" is the highest id, not the latest timestamp, so two judgments written in the
+    same microsecond still resolve the same way every time. One ordered query, streamed:
+    no per-pair query, memory for one pair's judgments at a time besides the result.
     """
     rows = (
         Judgment.objects.filter(query__golden_set=golden_set)
         .order_by("query_id", "page_id", "-id")
-        .values_list("query_id", "page_id", "grade")
+        .values_list("query_id", "page_id", "grade", "source", "annotator_id")
     )
-    labels = []
-    last = None
-    for query_pk, page_pk, grade in rows.iterator(chunk_size=20_000):
-        if (query_pk, page_pk) != last:
-            labels.append((query_pk, page_pk, grade))
-            last = (query_pk, page_pk)
+    adjudicated, human = Judgment.Source.ADJUDICATED.value, Judgment.Source.HUMAN.value
+    labels: list[tuple[int, int, int]] = []
+    append = labels.append
+    # The pair being read: whether its label is decided (its latest adjudication was
+    # read), the latest grade of each person, and the latest imported grade.
+    last_query = last_page = None
+    decided = False
+    grades: dict[int, int] = {}
+    imported: int | None = None
+    for query_pk, page_pk, grade, source, annotator_pk in rows.iterator(chunk_size=20_000):
+        if page_pk != last_page or query_pk != last_query:
+            if last_query is not None and not decided:
+                append((last_query, last_page, label_resolve(list(grades.values())) if grades else imported))
+            last_query, last_page = query_pk, page_pk
+            decided = False
+            if source == adjudicated:
+                append((query_pk, page_pk, grade))
+                decided = True
+            elif source == human:
+                grades, imported = {annotator_pk: grade}, None
+            else:
+                grades, imported = {}, grade
+            continue
+        if decided:
+            continue
+        if source == adjudicated:
+            # Newest first: this is the pair's latest adjudication, and it wins over
+            # every grade, older or newer.
+            append((query_pk, page_pk, grade))
+            decided = True
+        elif source == human:
+            grades.setdefault(annotator_pk, grade)
+        elif imported is None:
+            imported = grade
+    if last_query is not None and not decided:
+        append((last_query, last_page, label_resolve(list(grades.values())) if grades else imported))
     return labels
+
+
+def label_resolve(grades: list[int]) -> int:
+    """The label of a pair whose people's latest grades are `grades`: the lower median
+    (see resolved_labels). Raises ValueError for no grade."""
+    if not grades:
+        raise ValueError("a label needs at least one grade")
+    if len(grades) == 1:
+        return grades[0]
+    ordered = sorted(grades)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def pair_label(*, query_pk: int, page_pk: int) -> int | None:
+    """The resolved label of one pair by the rules of resolved_labels, or None if nobody
+    judged it. One query."""
+    rows = (
+        Judgment.objects.filter(query_id=query_pk, page_id=page_pk).order_by("-id")
+        .values_list("grade", "source", "annotator_id")
+    )
+    grades: dict[int, int] = {}
+    imported = None
+    for grade, source, annotator_pk in rows:
+        if source == Judgment.Source.ADJUDICATED:
+            return grade
+        if source == Judgment.Source.HUMAN:
+            grades.setdefault(annotator_pk, grade)
+        elif imported is None:
+            imported = grade
+    return label_resolve(list(grades.values())) if grades else imported
 
 
 def version_get(golden_set: GoldenSet, number: int | str | None) -> Version:

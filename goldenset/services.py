@@ -429,19 +429,47 @@ def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str
     return membership
 
 
+def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str) -> bool:
+    """Take `role` in `golden_set` from `user`; False if they did not hold it. Refuses
+    (GoldsetError) to take the last manager's role: nobody could grant it back but staff."""
+    if role not in Membership.Role.values:
+        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    with transaction.atomic():
+        # Lock the set's managers, so two managers revoking each other at once cannot both succeed.
+        managers = list(
+            Membership.objects.select_for_update().filter(golden_set=golden_set, role=Membership.Role.MANAGER).values_list("user_id", flat=True)
+        )
+        if role == Membership.Role.MANAGER and managers == [user.pk]:
+            raise GoldsetError(f"{user.get_username()} is the last manager of {golden_set.slug!r}; grant the role to someone else first", field="role")
+        deleted, _ = Membership.objects.filter(user=user, golden_set=golden_set, role=role).delete()
+    return bool(deleted)
+
+
 # --- judgments -----------------------------------------------------------------------
 
 def judgment_record(
     *, query: Query, page: Page, grade: int, annotator: AbstractBaseUser | None,
     source: str = Judgment.Source.HUMAN, note: str = "", seconds_spent: float | None = None,
 ) -> Judgment:
-    """Append one grade for a pair. A human grade must be on the golden set's scale."""
+    """Append one grade for a pair. A human or adjudicated grade must be on the golden
+    set's scale; an adjudicated one (which overrides the pair's other grades, see
+    selectors.resolved_labels) must come from an adjudicator or manager of the set."""
     golden_set = query.golden_set
     if page.corpus_id != golden_set.corpus_id:
         raise GoldsetError(f"page {page.doc_id!r} is not in the corpus of golden set {golden_set.slug!r}", field="page")
-    if source == Judgment.Source.HUMAN:
+    if source not in Judgment.Source.values:
+        raise GoldsetError(f"unknown judgment source {source!r}; choose one of {', '.join(Judgment.Source.values)}", field="source")
+    if source in (Judgment.Source.HUMAN, Judgment.Source.ADJUDICATED):
         if annotator is None:
-            raise GoldsetError("a human judgment needs its annotator", field="annotator")
+            raise GoldsetError(f"a {source} judgment needs its annotator", field="annotator")
+        if source == Judgment.Source.ADJUDICATED and not (
+            annotator.is_staff or Membership.objects.filter(
+                user=annotator, golden_set=golden_set, role__in=(Membership.Role.ADJUDICATOR, Membership.Role.MANAGER)
+            ).exists()
+        ):
+            raise GoldsetError(
+                f"{annotator.get_username()} is not an adjudicator or manager of {golden_set.slug!r}", field="annotator"
+            )
         if grade not in golden_set.grade_values():
             allowed = ", ".join(map(str, golden_set.grade_values()))
             raise GoldsetError(f"grade {grade} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")

@@ -6,6 +6,8 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from tests.browser import browser, browser_page  # noqa: F401 - shared browser fixtures
+
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 

@@ -144,9 +144,12 @@ def test_the_diff_from_v1_to_v2_adds_queries_retires_one_and_regrades_pairs(vers
 
 
 def test_human_judgments_carry_their_annotator_a_note_and_the_time_spent(demo, db):
-    judgments = Judgment.objects.filter(query__golden_set__slug=DEMO_SLUG, source=Judgment.Source.HUMAN)
+    # People's judgments: the annotators' (human) and the adjudicator's decisions (adjudicated).
+    judgments = Judgment.objects.filter(query__golden_set__slug=DEMO_SLUG).exclude(source=Judgment.Source.IMPORTED)
     assert judgments.count() == demo.human_judgments > 100
     assert set(judgments.values_list("annotator__username", flat=True)) == {"annotator", "annotator2", "adjudicator"}
+    by_source = set(judgments.values_list("annotator__username", "source").distinct())
+    assert by_source == {("annotator", "human"), ("annotator2", "human"), ("adjudicator", "adjudicated")}
     assert not judgments.filter(seconds_spent__isnull=True).exists()
     assert judgments.exclude(note="").count() > judgments.count() / 3
     imported = Judgment.objects.filter(query__golden_set__slug=DEMO_SLUG, source=Judgment.Source.IMPORTED)

@@ -1,0 +1,913 @@
+"""Annotator load: 20 people judging at once against the app under gunicorn on PostgreSQL,
+with a million judgments already stored. Target: p95 under 50 ms for next-pair and submit.
+
+    .venv/bin/python bench/annotators.py [--judgments 1000000 --annotators 20 --duration 30]
+        [--warmup 5] [--workers 2 x cores + 1] [--think 0] [--client-processes 4]
+        [--pages 200000 --queries 20000 --runs 5 --depth 20 --candidates 60] [--seed 20240601]
+        [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_annotators]
+        [--broker-url redis://127.0.0.1:6379/10] [--keep] [--profile]
+
+Creates the database named by --database-url (it must not exist beforehand), migrates it,
+and generates, the same for the same seed:
+
+- a corpus of --pages id-only style pages (short title and text) and a golden set of
+  --queries queries;
+- --judgments judgments already stored: half imported (through golden_set_create, COPY),
+  half human ones by the annotators (COPY through lib.bulk.bulk_insert), spread over the
+  queries;
+- --annotators users with the annotator role (membership_grant), QueueSettings at their
+  defaults (10% overlap by 2 annotators, no gold checks);
+- --runs runs of --depth pages a query drawn from --candidates pages a query, and one pool
+  over them at --depth built by labeling.services.pool_build (depth order), so the queue is
+  the real one: hundreds of thousands of tasks.
+
+Then it starts gunicorn (the pinned one, sync workers, --workers of them) on 127.0.0.1 at a
+free port with goldset.settings_production (DEBUG off, a random SECRET_KEY, static files
+collected into a temporary folder; requests carry X-Forwarded-Proto: https, as behind the
+TLS proxy a deployment has) and a Celery broker on Redis (a queue of this run's own, purged
+at the end, so nothing runs in-process). Each of --annotators clients logs in through
+/accounts/login/ and loops: GET /label/<slug>/next/ (next-pair), then POST
+/label/<slug>/tasks/<id>/judge/ with a random grade (submit), whose answer is already the
+next pair; next-pair is still its own GET each loop so that both figures exist. After
+--warmup seconds the requests of --duration seconds are timed (at the client, with
+the clients in --client-processes processes so that one GIL does not queue them; the
+server-side time of the same requests, from gunicorn's access log, is printed beside it).
+
+It prints the machine, the data size, throughput (requests/s, judgments/s), p50/p95/p99 of
+next-pair and submit, errors (a non-200 answer, or a pair without data-task-id while tasks
+remain, is an error and makes the run MISS), and checks in the database that the judgments
+grew by exactly the submits answered 200 (none lost, none extra) and that no task was
+judged more often than it requires, nor twice by one annotator (a task without overlap
+judged by two annotators is a double hand-out). With --profile it then renders one
+next-pair and one submit in this process and prints their SQL with times, EXPLAIN ANALYZE of
+the slowest statements and a cProfile. The database is dropped and gunicorn stopped at the
+end, even when a step fails (--keep leaves the database, for debugging).
+
+--think S makes each annotator pause S seconds (+-50%, random) after each judgment, as a
+person reading the next pair would; the default 0 is the worst case, every annotator
+clicking as fast as the server answers (a closed loop: latency then includes queueing
+behind the other 19).
+"""
+
+import argparse
+import cProfile
+import io
+import multiprocessing
+import os
+import platform
+import pstats
+import random
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+REPO = Path(__file__).resolve().parent.parent
+# Python puts the script's folder first on the path; bench/ holds scripts, not modules, and
+# one named like a package (bench/coverage.py) would shadow it for numba, which probes
+# for `coverage` on import. The repository root goes there instead.
+if sys.path and Path(sys.path[0]).resolve() == REPO / "bench":
+    sys.path.pop(0)
+sys.path.insert(0, str(REPO))
+
+TARGET_P95_MS = 50.0
+SLUG = "bench-annotators"
+PASSWORD = "bench-annotator-password"
+TASK_ID = re.compile(rb'data-task-id="(\d+)"')
+# The judge view answers 200 with the next pair and this message when it refuses a grade.
+JUDGING_ERROR = re.compile(rb'class="judging-error"[^>]*>([^<]*)<')
+GRADES = (0, 1, 2, 3)
+ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
+
+
+# --- the database ----------------------------------------------------------------------
+
+@contextmanager
+def scratch_database(database_url: str, keep: bool):
+    """Create the database of `database_url` and drop it on the way out (unless `keep`);
+    refuse one that exists, so that this script only ever drops a database it made."""
+    name = urlparse(database_url).path.lstrip("/")
+    if not name:
+        raise SystemExit(f"--database-url {database_url} names no database")
+    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            raise SystemExit(f"database {name!r} already exists; drop it yourself (dropdb {name}) or pass another --database-url")
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if keep:
+            print(f"--keep: database {name} left in place (dropdb {name} when done)", file=sys.stderr)
+        else:
+            with psycopg.connect(admin_url, autocommit=True) as admin:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+# --- data ------------------------------------------------------------------------------
+
+def doc_id_of(n: np.ndarray | int) -> str:
+    return f"kb/{n // 4:06d}#{n % 4}"
+
+
+def generate(args: argparse.Namespace) -> dict:
+    """The golden set, its judgments, annotators, runs and pool, through the app's code."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+    from django.utils import timezone
+
+    from evaluation.models import Run, RunData
+    from goldenset.models import GoldenSet, Judgment, Membership, Page, Query
+    from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
+    from labeling.models import JudgingTask, QueueSettings
+    from labeling.services import pool_build
+    from lib.bulk import bulk_insert, gc_paused
+    from lib.formats import JsonRecord
+    from lib.runs import RankedRun
+
+    rng = np.random.default_rng(args.seed)
+    pages, queries = args.pages, args.queries
+    doc_ids = [doc_id_of(n) for n in range(pages)]
+    query_ids = [f"q{n + 1}" for n in range(queries)]
+
+    # Each query's run candidates: distinct pages spread over the corpus (7919 is prime).
+    starts = rng.integers(0, pages, size=(queries, 1))
+    candidates = (starts + np.arange(args.candidates) * 7919) % pages
+    # Judged pages of a query: an arithmetic walk with a stride small enough never to come
+    # back (distinct pages), plus a few of the candidates' head, so the pool skips some
+    # already-labelled pairs as it would in a real set.
+    per_query = -(-args.judgments // queries)
+    walk_start = rng.integers(0, pages, size=(queries, 1))
+    walk_stride = rng.integers(1, max(pages // per_query, 2), size=(queries, 1))
+    judged = (walk_start + np.arange(per_query) * walk_stride) % pages
+    judged[:, :3] = candidates[:, rng.integers(0, args.candidates, size=3)]
+    pair_query = np.repeat(np.arange(queries), per_query)[: args.judgments]
+    pair_page = judged.ravel()[: args.judgments]
+    pair_grade = rng.choice(GRADES, size=len(pair_query), p=[0.55, 0.25, 0.12, 0.08])
+    imported = rng.random(len(pair_query)) < 0.5
+
+    # Imported judgments: distinct pairs (qrels are a mapping); every other row is a
+    # human judgment, which may repeat a pair as re-judging does.
+    qrels: dict[tuple[str, str], int] = {}
+    human = []
+    for q, p, g, imp in zip(pair_query.tolist(), pair_page.tolist(), pair_grade.tolist(), imported.tolist()):
+        key = (query_ids[q], doc_ids[p])
+        if imp and key not in qrels:
+            qrels[key] = g
+        else:
+            human.append((q, p, g))
+
+    print(f"  golden set: {pages:,} pages, {queries:,} queries, {len(qrels):,} imported judgments ...", file=sys.stderr)
+    source = GoldenSetSource(
+        pages=[JsonRecord(line=n + 1, id=doc_id, title=f"page {n}", text=f"text of page {n}, short") for n, doc_id in enumerate(doc_ids)],
+        queries=[JsonRecord(line=n + 1, id=query_id, text=f"question {n + 1}") for n, query_id in enumerate(query_ids)],
+        qrels=qrels, grade_scale=[{"value": g, "label": str(g)} for g in GRADES],
+    )
+    golden_set_create(slug=SLUG, name="annotator load bench", source=source)
+    del source, qrels
+    golden_set = GoldenSet.objects.get(slug=SLUG)
+
+    print(f"  {args.annotators} annotators, {len(human):,} human judgments ...", file=sys.stderr)
+    User = get_user_model()
+    password = make_password(PASSWORD)  # hashed once: the hasher is slow on purpose
+    User.objects.bulk_create([User(username=f"annotator{n:02d}", password=password) for n in range(args.annotators)])
+    annotators = list(User.objects.filter(username__startswith="annotator").order_by("username"))
+    for user in annotators:
+        membership_grant(user=user, golden_set=golden_set, role=Membership.Role.ANNOTATOR)
+    QueueSettings.objects.get_or_create(golden_set=golden_set)
+
+    page_pk = np.zeros(pages, dtype=np.int64)
+    page_hash = {}
+    for doc_id, pk, content_hash in Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "id", "content_hash"):
+        n = int(doc_id[3:9]) * 4 + int(doc_id[10:])
+        page_pk[n] = pk
+        page_hash[pk] = content_hash
+    query_pk = np.zeros(queries, dtype=np.int64)
+    for query_id, pk in Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"):
+        query_pk[int(query_id[1:]) - 1] = pk
+    annotator_ids = [user.pk for user in annotators]
+    now = timezone.now()
+    with gc_paused():
+        from django.db import transaction
+
+        with transaction.atomic():
+            bulk_insert(
+                Judgment._meta.db_table,
+                ["query_id", "page_id", "grade", "annotator_id", "source", "note", "seconds_spent", "page_hash", "created_at"],
+                (
+                    (int(query_pk[q]), int(page_pk[p]), g, annotator_ids[i % len(annotator_ids)], Judgment.Source.HUMAN,
+                     "", 4.0, page_hash[int(page_pk[p])], now)
+                    for i, (q, p, g) in enumerate(human)
+                ),
+            )
+    del human
+
+    print(f"  {args.runs} runs x depth {args.depth} ...", file=sys.stderr)
+    ordered = sorted(query_ids, key=lambda q: int(q[1:]))
+    latent = -np.log(np.arange(1, args.candidates + 1))  # a shared sense of which pages are best
+    offsets = np.arange(queries + 1, dtype=np.int64) * args.depth
+    runs = []
+    for number in range(args.runs):
+        noisy = latent + rng.gumbel(scale=1.0, size=(queries, args.candidates))
+        top = np.argsort(-noisy, axis=1)[:, : args.depth]
+        scores = -np.sort(-noisy, axis=1)[:, : args.depth]
+        keys = page_pk[np.take_along_axis(candidates, top, axis=1)]
+        ranked = RankedRun(
+            query_ids=tuple(ordered), offsets=offsets, doc_keys=keys.ravel(), scores=scores.ravel(),
+            external_doc_ids=(), depth=args.depth, dropped_by_depth=0,
+        )
+        run = Run.objects.create(
+            golden_set=golden_set, name=f"system-{number:02d}", system=f"system-{number:02d}", stage=Run.Stage.FIRST_STAGE,
+            query_count=queries, entry_count=len(ranked), depth_cap=args.depth, dropped_by_depth=0, external_doc_count=0,
+        )
+        RunData.objects.create(run=run, ranked=ranked.to_bytes())
+        runs.append(run)
+
+    print("  pool_build ...", file=sys.stderr)
+    result = pool_build(golden_set=golden_set, runs=runs, depth=args.depth, strategy="depth")
+    done = 0
+    if args.done_share > 0:
+        # A pool part-way through judging: close a share of the tasks outside the queue
+        # windows, as if judged earlier (their judgments are not written: the checks look
+        # at new judgments only). Counts over closed tasks then cost what they will.
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE labeling_judgingtask SET status = 'done', grade = (id %% 4), done_at = now(), judgments_done = 1 "
+                "WHERE pool_id = %s AND position IS NULL AND (id * 2654435761 %% 1000) < %s",
+                [result.pool.pk, int(args.done_share * 1000)],
+            )
+            done = cursor.rowcount
+    queued = JudgingTask.objects.filter(pool=result.pool, status=JudgingTask.Status.OPEN, position__isnull=False).count()
+    return {
+        "pages": pages, "queries": queries, "judgments": Judgment.objects.count(),
+        "human_judgments": Judgment.objects.filter(source=Judgment.Source.HUMAN).count(),
+        "tasks": result.new_tasks, "already_labelled": result.already_labelled, "queued": queued,
+        "window": result.pool.window, "pool": result.pool.pk, "done": done,
+    }
+
+
+# --- the server ------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SETTINGS_TEMPLATE = '''"""Written by bench/annotators.py for one run: production settings, static files in a
+temporary folder (STATIC_ROOT is not read from the environment)."""
+from goldset.settings_production import *  # noqa: F403
+
+STATIC_ROOT = {static_root!r}
+'''
+
+# --stub-views only: a stand-in for labeling/views_judging.py, for trying the harness out
+# before those views exist. It serves labeling.queue as bare fragments (no template, no
+# access check beyond login), so its figures are NOT the app's: the report says so and
+# gives no verdict. It lives in the temporary folder, never in the app.
+STUB_URLS = '''
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path
+
+import goldset.urls
+from goldenset.models import GoldenSet
+from labeling import queue
+from labeling.models import JudgingTask
+
+
+def _fragment(golden_set, user):
+    task = queue.task_next(golden_set=golden_set, annotator=user)
+    if task is None:
+        return HttpResponse("<div>nothing left</div>")
+    return HttpResponse(f'<div data-task-id="{task.pk}">{task.query.text} / {task.page.title}</div>')
+
+
+@login_required
+def next_pair(request, slug):
+    return _fragment(get_object_or_404(GoldenSet, slug=slug), request.user)
+
+
+@login_required
+def judge(request, slug, task_id):
+    golden_set = get_object_or_404(GoldenSet, slug=slug)
+    task = get_object_or_404(JudgingTask, pk=task_id, golden_set=golden_set)
+    queue.task_submit(
+        task=task, annotator=request.user, grade=int(request.POST["grade"]), note=request.POST.get("note", ""),
+        seconds_spent=float(request.POST["seconds"]),
+    )
+    return _fragment(golden_set, request.user)
+
+
+urlpatterns = [
+    path("label/<slug:slug>/next/", next_pair),
+    path("label/<slug:slug>/tasks/<int:task_id>/judge/", judge),
+    *goldset.urls.urlpatterns,
+]
+'''
+
+
+@contextmanager
+def gunicorn_server(args: argparse.Namespace, temp: Path):
+    """gunicorn on a free port of 127.0.0.1 in a process group of its own; yields
+    (base url, access log path); stopped (TERM, then KILL) on the way out."""
+    settings_text = SETTINGS_TEMPLATE.format(static_root=str(temp / "static"))
+    if args.stub_views:
+        (temp / "bench_annotators_stub_urls.py").write_text(STUB_URLS)
+        settings_text += 'ROOT_URLCONF = "bench_annotators_stub_urls"\n'
+    (temp / "bench_annotators_settings.py").write_text(settings_text)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(temp), str(REPO)]),
+        "DJANGO_SETTINGS_MODULE": "bench_annotators_settings",
+        "DATABASE_URL": args.database_url,
+        "SECRET_KEY": secrets.token_urlsafe(64),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DEBUG": "false",
+        "CELERY_BROKER_URL": args.broker_url,
+        "CELERY_TASK_DEFAULT_QUEUE": args.queue,
+        "LOG_LEVEL": "WARNING",
+    }
+    python = str(Path(sys.executable))
+    subprocess.run(
+        [python, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True,
+    )
+    port = free_port()
+    access_log = temp / "access.log"
+    error_log = temp / "gunicorn.log"
+    command = [
+        str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        "--workers", str(args.workers), "--worker-class", "sync", "--backlog", "2048",
+        "--access-logfile", str(access_log), "--access-logformat", ACCESS_LOG_FORMAT,
+        "--error-logfile", str(error_log), "--log-level", "warning",
+    ]
+    with error_log.open("ab") as log:  # Django's own warnings (console logging) go there too
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        import requests
+
+        deadline = time.monotonic() + 180
+        while True:
+            if process.poll() is not None:
+                raise SystemExit(f"gunicorn exited with {process.returncode}:\n{error_log.read_text(errors='replace')[-5000:]}")
+            try:
+                # The first answer of each worker loads the app (ranx, numba: seconds).
+                if requests.get(f"{base}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=60).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"gunicorn did not answer in 180 s:\n{error_log.read_text(errors='replace')[-5000:]}")
+            time.sleep(0.2)
+        args.gunicorn_pid = process.pid
+        yield base, access_log, error_log
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        except ProcessLookupError:
+            pass
+
+
+def purge_queue(broker_url: str, queue: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    try:
+        for key in client.scan_iter(match=f"*{queue}*"):
+            client.delete(key)
+    finally:
+        client.close()
+
+
+# --- the annotators ----------------------------------------------------------------------
+
+class Annotator:
+    """One person's browser: a requests session whose cookies are kept by hand, because the
+    production settings mark them Secure and the bench speaks plain HTTP to gunicorn (the
+    X-Forwarded-Proto header tells Django the request came through TLS, as behind a proxy)."""
+
+    def __init__(self, base: str, username: str):
+        import requests
+        from http.cookiejar import DefaultCookiePolicy
+
+        self.base, self.username = base, username
+        self.session = requests.Session()
+        self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))  # keep none: see above
+        self.cookies: dict[str, str] = {}
+        self.origin = "https://" + urlparse(base).netloc
+
+    def request(self, method: str, path: str, phase: str, data: dict | None = None, htmx: bool = False):
+        headers = {
+            "X-Forwarded-Proto": "https", "X-Bench-Phase": phase,
+            "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
+        }
+        if method == "POST":
+            headers.update({"Origin": self.origin, "Referer": self.origin + path, "X-CSRFToken": self.cookies.get("csrftoken", "")})
+        if htmx:
+            headers["HX-Request"] = "true"
+        response = self.session.request(method, self.base + path, data=data, headers=headers, allow_redirects=False, timeout=60)
+        for cookie in response.cookies:
+            self.cookies[cookie.name] = cookie.value
+        return response
+
+    def login(self) -> None:
+        page = self.request("GET", "/accounts/login/", "login")
+        match = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
+        if page.status_code != 200 or not match:
+            raise RuntimeError(f"{self.username}: login page answered {page.status_code} without a CSRF token")
+        answer = self.request(
+            "POST", "/accounts/login/", "login",
+            data={"username": self.username, "password": PASSWORD, "csrfmiddlewaretoken": match.group(1).decode()},
+        )
+        if answer.status_code != 302 or "sessionid" not in self.cookies:
+            raise RuntimeError(f"{self.username}: login answered {answer.status_code}, not a redirect with a session")
+
+
+def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list):
+    """One annotator until `stop_at` (time.time()); appends (kind, phase, seconds, ok, detail)
+    for each request and ("judged", phase, task id) for each submit answered 200."""
+    rng = random.Random(seed)
+    person = Annotator(base, username)
+    try:
+        person.login()
+    except Exception as error:  # noqa: BLE001 - reported as an error, the others go on
+        out.append(("login", "measure", 0.0, False, repr(error)))
+        return
+    while (now := time.time()) < stop_at:
+        phase = "warmup" if now < warm_until else "measure"
+        start = time.perf_counter()
+        try:
+            answer = person.request("GET", f"/label/{slug}/next/", phase, htmx=True)
+        except Exception as error:  # noqa: BLE001
+            out.append(("next", phase, time.perf_counter() - start, False, repr(error)))
+            continue
+        seconds = time.perf_counter() - start
+        match = TASK_ID.search(answer.content)
+        if answer.status_code != 200 or not match:
+            out.append(("next", phase, seconds, False, f"{answer.status_code} {'no data-task-id' if answer.status_code == 200 else answer.content[:200]!r}"))
+            time.sleep(0.05)
+            continue
+        out.append(("next", phase, seconds, True, ""))
+        task_id = int(match.group(1))
+        phase = "warmup" if time.time() < warm_until else "measure"
+        grade = rng.choice(GRADES)
+        start = time.perf_counter()
+        try:
+            answer = person.request(
+                "POST", f"/label/{slug}/tasks/{task_id}/judge/", phase, htmx=True,
+                data={"grade": str(grade), "note": "", "seconds": f"{rng.uniform(1, 10):.1f}",
+                      "csrfmiddlewaretoken": person.cookies.get("csrftoken", "")},
+            )
+        except Exception as error:  # noqa: BLE001
+            out.append(("submit", phase, time.perf_counter() - start, False, repr(error)))
+            continue
+        seconds = time.perf_counter() - start
+        refused = JUDGING_ERROR.search(answer.content) if answer.status_code == 200 else None
+        if answer.status_code == 200 and refused is None:
+            out.append(("judged", phase, task_id, username))
+        ok = answer.status_code == 200 and refused is None and TASK_ID.search(answer.content) is not None
+        if ok:
+            detail = ""
+        elif answer.status_code != 200:
+            detail = f"{answer.status_code} {answer.content[:200]!r}"
+        elif refused is not None:
+            detail = f"refused: {refused.group(1).decode(errors='replace').strip()}"
+        else:
+            detail = "no data-task-id in the next pair"
+        out.append(("submit", phase, seconds, ok, detail))
+        if think:
+            time.sleep(rng.uniform(0.5, 1.5) * think)
+
+
+def client_process(base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue):
+    """A process of annotator threads (one GIL for a few annotators, not for all of them)."""
+    import threading
+
+    results: list[list] = [[] for _ in usernames]
+    threads = [
+        threading.Thread(target=annotator_loop, args=(base, name, slug, warm_until, stop_at, think, seed + i, results[i]))
+        for i, name in enumerate(usernames)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    queue.put([row for rows in results for row in rows])
+
+
+def load(args: argparse.Namespace, base: str) -> tuple[list, float]:
+    """Run the annotators; return every record and the measured window in seconds."""
+    usernames = [f"annotator{n:02d}" for n in range(args.annotators)]
+    groups = [usernames[i :: args.client_processes] for i in range(args.client_processes)]
+    groups = [g for g in groups if g]
+    # Start after every process is up and every annotator has logged in (about a second).
+    begin = time.time() + 3.0
+    warm_until = begin + args.warmup
+    stop_at = warm_until + args.duration
+    import threading
+
+    waits: Counter = Counter()
+    cpu: dict = {}
+    sampler = threading.Thread(
+        target=sample_waits, args=(args.database_url, warm_until, stop_at, waits, cpu, args.gunicorn_pid), daemon=True,
+    )
+    sampler.start()
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    processes = [
+        context.Process(target=client_process, args=(base, group, SLUG, warm_until, stop_at, args.think, args.seed * 1000 + 100 * i, queue))
+        for i, group in enumerate(groups)
+    ]
+    for process in processes:
+        process.start()
+    rows = []
+    for _ in processes:
+        rows.extend(queue.get(timeout=args.warmup + args.duration + 300))
+    for process in processes:
+        process.join(timeout=30)
+    sampler.join(timeout=10)
+    args.waits = waits
+    args.cpu = cpu_used(cpu)
+    return rows, args.duration
+
+
+def statement_kind(query: str) -> str:
+    """A short name for a statement seen in pg_stat_activity."""
+    text = " ".join(query.split())
+    upper = text.upper()
+    verb = upper.split(" ", 1)[0] if upper else "?"
+    table = re.search(r'(?:FROM|INTO|UPDATE) "?(\w+)"?', text)
+    if table is None:  # pg_stat_activity cuts statements at 1 kB: name the table of the first column
+        table = re.search(r'"(\w+)"\."', text)
+    table = table.group(1) if table else ""
+    lock = " FOR UPDATE SKIP LOCKED" if "SKIP LOCKED" in upper else " FOR UPDATE" if "FOR UPDATE" in upper else ""
+    return f"{verb} {table}{lock}".strip() if verb not in ("COMMIT", "BEGIN") else verb
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_snapshot(conn, database: str, gunicorn_pid: int) -> dict:
+    """CPU seconds so far of each gunicorn worker and each PostgreSQL backend of the database."""
+    workers = Path(f"/proc/{gunicorn_pid}/task/{gunicorn_pid}/children").read_text().split()
+    backends = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        (database,),
+    ).fetchall()
+    return {
+        "app": {int(pid): process_cpu_seconds(int(pid)) for pid in workers},
+        "db": {pid: process_cpu_seconds(pid) for (pid,) in backends},
+        "time": time.time(),
+    }
+
+
+def cpu_used(cpu: dict) -> dict[str, float]:
+    """CPU seconds the app workers and the database backends used between the snapshots
+    (processes present at both ends: gunicorn workers and kept connections are)."""
+    if "start" not in cpu or "end" not in cpu:
+        return {}
+    used = {}
+    for side in ("app", "db"):
+        start, end = cpu["start"][side], cpu["end"][side]
+        used[side] = sum(end[pid] - start.get(pid, 0.0) for pid in end)
+    used["wall"] = cpu["end"]["time"] - cpu["start"]["time"]
+    return used
+
+
+def sample_waits(database_url: str, start_at: float, stop_at: float, out: Counter, cpu: dict, gunicorn_pid: int) -> None:
+    """Every 20 ms of the measured window, what each busy backend of the bench database is
+    doing (pg_stat_activity): running a statement, waiting on a lock or on I/O, or idle in
+    a transaction while the app works (the statement shown is its last). Tells a queue
+    behind a row lock apart from CPU or disk time."""
+    name = urlparse(database_url).path.lstrip("/")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while time.time() < start_at:
+            time.sleep(0.05)
+        cpu["start"] = cpu_snapshot(conn, name, gunicorn_pid)
+        while time.time() < stop_at:
+            rows = conn.execute(
+                "SELECT CASE WHEN state = 'active' THEN coalesce(wait_event_type || ':' || wait_event, 'running') "
+                "ELSE 'in transaction, app working' END, query "
+                "FROM pg_stat_activity WHERE datname = %s AND state <> 'idle' AND pid <> pg_backend_pid()",
+                (name,),
+            ).fetchall()
+            out["samples"] += 1
+            for wait, query in rows:
+                out[(wait, statement_kind(query))] += 1
+            time.sleep(0.02)
+        cpu["end"] = cpu_snapshot(conn, name, gunicorn_pid)
+
+
+def server_times(access_log: Path) -> dict[str, list[float]]:
+    """Server-side seconds of the measured requests, by kind, from gunicorn's access log."""
+    times: dict[str, list[float]] = {"next": [], "submit": []}
+    for line in access_log.read_text(errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) != 5 or parts[0] != "measure":
+            continue
+        kind = "next" if parts[2].endswith("/next/") else "submit" if parts[2].endswith("/judge/") else None
+        if kind:
+            times[kind].append(int(parts[4]) / 1e6)
+    return times
+
+
+# --- checks and profile ------------------------------------------------------------------
+
+def database_checks(judgments_before: int, last_id_before: int) -> dict:
+    from django.db import connection
+
+    from goldenset.models import GoldenSet, Judgment
+
+    golden_set = GoldenSet.objects.get(slug=SLUG)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT t.id, t.judgments_required, count(*), count(DISTINCT j.annotator_id)
+            FROM goldenset_judgment j
+            JOIN labeling_judgingtask t
+              ON t.golden_set_id = %s AND t.query_id = j.query_id AND t.page_id = j.page_id AND t.kind = 'pool'
+            WHERE j.id > %s
+            GROUP BY t.id, t.judgments_required
+            """,
+            [golden_set.pk, last_id_before],
+        )
+        rows = cursor.fetchall()
+        cursor.execute("SELECT count(*) FROM goldenset_judgment WHERE id > %s", [last_id_before])
+        new_rows = cursor.fetchone()[0]
+    over = [r for r in rows if r[2] > r[1]]
+    same_person = [r for r in rows if r[3] < r[2]]
+    return {
+        "judgments_after": Judgment.objects.count(), "new_judgments": new_rows,
+        "judged_tasks": len(rows), "overlap_judged_tasks": sum(1 for r in rows if r[1] > 1),
+        "judged_over_required": over, "same_annotator_twice": same_person,
+        "judgments_off_task": new_rows - sum(r[2] for r in rows),
+        "double_handout": [r for r in over if r[1] == 1],
+    }
+
+
+def profile(args: argparse.Namespace) -> None:
+    """One next-pair and one submit in this process, with their SQL, EXPLAIN ANALYZE of the
+    slowest statements, and a cProfile of both requests."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    user = get_user_model().objects.get(username="annotator00")
+    client = Client(HTTP_HX_REQUEST="true")
+    client.force_login(user)
+    client.get(f"/label/{SLUG}/next/")  # warm the process's caches first
+    for what in ("next", "submit"):
+        profiler = cProfile.Profile()
+        answer = client.get(f"/label/{SLUG}/next/") if what == "submit" else None
+        task_id = int(TASK_ID.search(answer.content).group(1)) if answer is not None else None
+        with CaptureQueriesContext(connection) as captured:
+            start = time.perf_counter()
+            profiler.enable()
+            if what == "next":
+                answer = client.get(f"/label/{SLUG}/next/")
+            else:
+                answer = client.post(f"/label/{SLUG}/tasks/{task_id}/judge/", {"grade": "2", "note": "", "seconds": "3.0"})
+            profiler.disable()
+            elapsed = time.perf_counter() - start
+        print(f"\n=== {what}: {answer.status_code} in {elapsed * 1000:.1f} ms (in-process, DEBUG off), "
+              f"{len(captured.captured_queries)} queries, {sum(float(q['time']) for q in captured.captured_queries) * 1000:.1f} ms in SQL")
+        for q in captured.captured_queries:
+            print(f"  {float(q['time']) * 1000:7.2f} ms  {q['sql'][:400]}")
+        slowest = sorted(captured.captured_queries, key=lambda q: -float(q["time"]))[:3]
+        for q in slowest:
+            statement = q["sql"]
+            if not statement.lstrip().upper().startswith(("SELECT", "UPDATE", "INSERT", "DELETE", "WITH")):
+                continue
+            print(f"\n  EXPLAIN ANALYZE ({float(q['time']) * 1000:.2f} ms): {statement[:300]}")
+            with connection.cursor() as cursor:
+                cursor.execute("BEGIN")  # rolled back: an UPDATE or INSERT must not stay
+                try:
+                    cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement)
+                    for (line,) in cursor.fetchall():
+                        print("    " + line)
+                except Exception as error:  # noqa: BLE001 - a statement EXPLAIN cannot replay as printed
+                    print(f"    (could not EXPLAIN: {error})")
+                finally:
+                    cursor.execute("ROLLBACK")
+        stats = pstats.Stats(profiler, stream=io.StringIO())
+        stats.stream = sys.stdout
+        print(f"\n  cProfile of {what}, top 20 by cumulative time:")
+        stats.sort_stats("cumulative").print_stats(20)
+
+
+# --- report ------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q)) if values else float("nan")
+
+
+def report(args: argparse.Namespace, info: dict) -> bool:
+    rows, window = info["rows"], info["window"]
+    requests_ = [r for r in rows if r[0] in ("next", "submit", "login")]
+    measured = [r for r in requests_ if r[1] == "measure"]
+    errors = [r for r in requests_ if not r[3]]
+    ok_submits_all = sum(1 for r in rows if r[0] == "judged")
+    judged = [r for r in rows if r[0] == "judged"]
+    print()
+    print(f"Annotator load: {args.annotators} annotators against gunicorn + PostgreSQL, {info['data']['judgments_before']:,} judgments stored")
+    print(f"machine: {os.cpu_count()} cores (shared: load average {info['load_before']} before, {info['load_after']} after), "
+          f"Python {platform.python_version()}, PostgreSQL {info['server']}, gunicorn {info['gunicorn']} "
+          f"({args.workers} sync workers), clients: {args.client_processes} processes of threads on the same machine")
+    d = info["data"]
+    closed = f", {d['done']:,} of them closed beforehand (--done-share)" if d["done"] else ""
+    print(f"data: {d['pages']:,} pages, {d['queries']:,} queries, {d['judgments_before']:,} judgments "
+          f"({d['human_judgments']:,} human by the annotators); pool of {args.runs} runs at depth {args.depth}: "
+          f"{d['tasks']:,} tasks ({d['already_labelled']:,} labelled pairs skipped), {d['queued']:,} queued "
+          f"(window {d['window']} a query){closed}; "
+          f"setup {info['setup']:.0f}s, untimed")
+    print(f"load: warm-up {args.warmup:.0f}s, then {window:.0f}s measured; think time "
+          f"{'none (closed loop)' if not args.think else f'{args.think:.1f}s +-50% after each judgment'}")
+    print()
+    header = f"{'request':<12}{'count':>8}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}{'target':>9}  result"
+    print(header)
+    print("-" * len(header))
+    verdicts = []
+    for kind, label in (("next", "next-pair"), ("submit", "submit")):
+        times = [r[2] * 1000 for r in measured if r[0] == kind and r[3]]
+        p95 = percentile(times, 95)
+        verdict = "PASS" if times and p95 < TARGET_P95_MS else "MISS"
+        verdicts.append(verdict == "PASS")
+        print(f"{label:<12}{len(times):>8}{len(times) / window:>8.1f}{percentile(times, 50):>9.1f}{p95:>9.1f}"
+              f"{percentile(times, 99):>9.1f}{max(times, default=float('nan')):>9.1f}{'<' + str(int(TARGET_P95_MS)):>9}  {verdict}")
+    server = info["server_times"]
+    for kind, label in (("next", "next-pair"), ("submit", "submit")):
+        times = [t * 1000 for t in server[kind]]
+        print(f"{label + ' srv':<12}{len(times):>8}{len(times) / window:>8.1f}{percentile(times, 50):>9.1f}"
+              f"{percentile(times, 95):>9.1f}{percentile(times, 99):>9.1f}{max(times, default=float('nan')):>9.1f}"
+              f"{'':>9}  (server side, gunicorn access log)")
+    measured_ok = [r for r in measured if r[3]]
+    measured_judged = sum(1 for r in judged if r[1] == "measure")
+    print()
+    print(f"throughput: {len(measured_ok) / window:.1f} requests/s, {measured_judged / window:.1f} judgments/s "
+          f"({measured_judged} judged in the measured window; {ok_submits_all} over the whole run)")
+    print(f"errors: {len(errors)}")
+    kinds = Counter((r[0], r[4][:160]) for r in errors)
+    for (kind, detail), count in kinds.most_common(10):
+        print(f"  {count} x {kind}: {detail}")
+    cpu = args.cpu
+    if cpu:
+        cycles = max(sum(1 for r in measured if r[0] == "submit" and r[3]), 1)
+        per_cycle = (cpu["app"] + cpu["db"]) / cycles * 1000
+        cores = os.cpu_count() or 1
+        print(f"CPU in the measured window: app workers {cpu['app']:.1f}s, PostgreSQL backends {cpu['db']:.1f}s of "
+              f"{cpu['wall'] * cores:.0f} core-seconds; per judgment cycle (next-pair + submit): app "
+              f"{cpu['app'] / cycles * 1000:.1f} ms + database {cpu['db'] / cycles * 1000:.1f} ms = {per_cycle:.1f} ms, "
+              f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running")
+    waits = args.waits
+    if waits.get("samples"):
+        active = sum(v for k, v in waits.items() if k != "samples")
+        print(f"database: {active / waits['samples']:.1f} backends busy on average (pg_stat_activity every 20 ms); "
+              f"what they were doing (last statement), share of busy samples:")
+        for (wait, what), count in sorted(((k, v) for k, v in waits.items() if k != "samples"), key=lambda kv: -kv[1])[:8]:
+            print(f"  {count / active:6.1%}  {wait:<32} {what}")
+    checks = info["checks"]
+    grew = checks["judgments_after"] - info["data"]["judgments_before"]
+    lost_ok = grew == ok_submits_all == checks["new_judgments"]
+    print(f"check: judgments grew by {grew:,}, submits answered 200: {ok_submits_all:,}  {'OK' if lost_ok else 'MISMATCH'}")
+    print(f"check: {checks['judged_tasks']:,} tasks judged ({checks['overlap_judged_tasks']} with overlap); "
+          f"judged more often than required: {len(checks['judged_over_required'])} "
+          f"(of which tasks without overlap judged twice: {len(checks['double_handout'])}); "
+          f"one annotator twice on a task: {len(checks['same_annotator_twice'])}; judgments on no pool task: {checks['judgments_off_task']}")
+    for r in (checks["judged_over_required"] + checks["same_annotator_twice"])[:10]:
+        print(f"  task {r[0]}: requires {r[1]}, judged {r[2]} times by {r[3]} annotator(s)")
+    clean = (
+        lost_ok and not errors and not checks["judged_over_required"] and not checks["same_annotator_twice"]
+        and checks["judgments_off_task"] == 0
+    )
+    passed = all(verdicts) and clean and not args.stub_views
+    print()
+    if args.stub_views:
+        print("STUB VIEWS (--stub-views): labeling.queue behind bare stand-in views, not the app's judging views; no verdict")
+    print(f"target: p95 under {TARGET_P95_MS:.0f} ms for next-pair and for submit, no error, no judgment lost, "
+          f"no double hand-out  {'PASS' if passed else 'MISS'}")
+    return passed
+
+
+# --- main --------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> None:
+    os.environ["DATABASE_URL"] = args.database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
+    os.environ["DEBUG"] = "false"
+    os.environ["CELERY_BROKER_URL"] = args.broker_url
+    os.environ["CELERY_TASK_DEFAULT_QUEUE"] = args.queue
+    import django
+
+    django.setup()
+    import gunicorn
+    from django.core.management import call_command
+    from django.db import connection
+
+    from goldenset.models import Judgment
+
+    info: dict = {"gunicorn": gunicorn.__version__}
+    purge_queue(args.broker_url, args.queue)
+    try:
+        with scratch_database(args.database_url, args.keep), tempfile.TemporaryDirectory(prefix="goldset-bench-") as temp:
+            started = time.perf_counter()
+            call_command("migrate", verbosity=0)
+            print(f"generating (seed {args.seed}) ...", file=sys.stderr)
+            data = generate(args)
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE")
+                cursor.execute("SELECT current_setting('server_version')")
+                info["server"] = cursor.fetchone()[0]
+            info["setup"] = time.perf_counter() - started
+            data["judgments_before"] = Judgment.objects.count()
+            last_id = Judgment.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            info["data"] = data
+            connection.close()
+            print("starting gunicorn ...", file=sys.stderr)
+            with gunicorn_server(args, Path(temp)) as (base, access_log, error_log):
+                info["load_before"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+                print(f"{args.annotators} annotators for {args.warmup:.0f}s + {args.duration:.0f}s against {base} ...", file=sys.stderr)
+                info["rows"], info["window"] = load(args, base)
+                info["load_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+                info["server_times"] = server_times(access_log)
+                server_errors = error_log.read_text(errors="replace").strip()
+            info["checks"] = database_checks(data["judgments_before"], last_id)
+            passed = report(args, info)
+            if server_errors:
+                print(f"\ngunicorn error log (last 3000 characters):\n{server_errors[-3000:]}")
+            if args.profile:
+                profile(args)
+    finally:
+        purge_queue(args.broker_url, args.queue)
+    sys.exit(0 if passed else 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--judgments", type=int, default=1_000_000, help="judgments stored before the load")
+    parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=30.0, help="seconds measured (after --warmup)")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of load before measuring")
+    parser.add_argument("--think", type=float, default=0.0, help="seconds an annotator pauses after each judgment (default 0)")
+    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1, help="gunicorn workers (2 x cores + 1)")
+    parser.add_argument("--client-processes", type=int, default=4, help="processes the annotator threads are spread over")
+    parser.add_argument("--pages", type=int, default=200_000, help="corpus size")
+    parser.add_argument("--queries", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--depth", type=int, default=20, help="pool depth (and run depth)")
+    parser.add_argument("--candidates", type=int, default=60, help="pages a query's runs draw their top from")
+    parser.add_argument("--done-share", type=float, default=0.0, help="share of the pool's unqueued tasks closed beforehand (0-1)")
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument(
+        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_annotators",
+        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
+    )
+    parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/10", help="Redis for Celery (a queue of this run's own)")
+    parser.add_argument("--keep", action="store_true", help="do not drop the database at the end (debugging)")
+    parser.add_argument("--profile", action="store_true", help="then profile one next-pair and one submit in-process")
+    parser.add_argument("--stub-views", action="store_true", help=argparse.SUPPRESS)  # harness development only
+    args = parser.parse_args()
+    if args.annotators < 1 or args.duration <= 0 or args.workers < 1 or args.client_processes < 1:
+        parser.error("--annotators, --duration, --workers and --client-processes must be positive")
+    if args.candidates < args.depth:
+        parser.error("--candidates must be at least --depth")
+    if args.judgments < args.queries:
+        parser.error("--judgments must be at least --queries")
+    args.client_processes = min(args.client_processes, args.annotators)
+    args.queue = f"goldset-bench-annotators-{os.getpid()}"
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

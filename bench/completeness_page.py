@@ -1,0 +1,187 @@
+"""Speed of the completeness page and of a completeness sample draw on a pool of millions
+of tasks, PostgreSQL.
+
+    .venv/bin/python bench/completeness_page.py [--queries 20000 --runs 10 --run-depth 100
+        --pool-depth 50 --candidates 300 --done-share 0.1 --sample 1000] [--rounds 5]
+        [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_completeness] [--profile]
+
+Creates the database named by --database-url (it must not exist beforehand; it is dropped
+at the end, even when a step fails), generates a golden set and its runs as
+bench/pool_build.py does (runs ranking `run-depth` pages a query), builds a pool of all
+the runs at `pool-depth`, marks `done-share` of its tasks judged (status, grade and a
+done_at spread over the last three days, written by one UPDATE: the page reads only
+those columns), then times, untimed setup apart:
+
+- completeness_sample_draw: `sample` pairs from the ranks pool-depth + 1 .. run-depth of
+  every run (reads all the runs, the set's tasks and judgments, writes the sample);
+- the page, GET /sets/<slug>/completeness/ as a staff user, rendered: median of
+  `rounds`, with its SQL query count; and its three reads that touch tasks, alone:
+  pools_judging (counts and pace), pools_found_curves (the chart) and
+  completeness_estimates (half the sample judged).
+"""
+
+import argparse
+import cProfile
+import os
+import pstats
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Python puts this script's folder first on the path, where a bench named like a library
+# (bench/coverage.py) would shadow it (numba imports `coverage`): import from the
+# repository root instead.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.join(REPO, "bench")]
+sys.path.insert(0, REPO)
+
+from bench.pool_build import SLUG, generate, scratch_database  # noqa: E402
+
+
+def timed(function, *args, **kwargs):
+    start = time.perf_counter()
+    value = function(*args, **kwargs)
+    return value, time.perf_counter() - start
+
+
+def run(args: argparse.Namespace) -> None:
+    os.environ["DATABASE_URL"] = args.database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from evaluation.models import Run
+    from goldenset.models import GoldenSet, Judgment
+    from labeling.models import JudgingTask
+    from labeling.sampling import completeness_sample_draw
+    from labeling.selectors import completeness_estimates, pools_found_curves, pools_judging, pools_of
+    from labeling.services import pool_build
+
+    with scratch_database(args.database_url):
+        call_command("migrate", verbosity=0)
+        generate_args = argparse.Namespace(
+            queries=args.queries, runs=args.runs, depth=args.run_depth, pages=args.pages, candidates=args.candidates,
+            noise=args.noise, judgments=args.judgments, seed=args.seed,
+        )
+        print("generating ...", file=sys.stderr)
+        data = generate(generate_args)
+        golden_set = GoldenSet.objects.get(slug=SLUG)
+        staff = get_user_model().objects.create_user("bench", password="bench", is_staff=True)
+        runs = list(Run.objects.filter(golden_set=golden_set).order_by("name"))
+        print("building the pool ...", file=sys.stderr)
+        result, build_seconds = timed(pool_build, golden_set=golden_set, runs=runs, depth=args.pool_depth, strategy="depth")
+        pool = result.pool
+        print("judging a share of it ...", file=sys.stderr)
+        every = max(round(1 / args.done_share), 1)
+        with connection.cursor() as cursor:
+            # Grades 0-3 by id (1 and up relevant); done_at spread over the last 72 hours.
+            cursor.execute(
+                "UPDATE labeling_judgingtask SET status = 'done', position = NULL, grade = (id / %s) %% 4, "
+                "done_at = now() - ((id %% 259200) || ' seconds')::interval WHERE pool_id = %s AND id %% %s = 0",
+                [every, pool.pk, every],
+            )
+            done = cursor.rowcount
+            cursor.execute("VACUUM ANALYZE labeling_judgingtask")
+
+        print("drawing a sample ...", file=sys.stderr)
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler:
+            profiler.enable()
+        draw, draw_seconds = timed(completeness_sample_draw, pool=pool, size=args.sample, depth_to=args.run_depth, seed=1, user=staff)
+        if profiler:
+            profiler.disable()
+        sample = draw.sample
+        judged = list(JudgingTask.objects.filter(sample=sample).order_by("id").values_list("query_id", "page_id")[: args.sample // 2])
+        rng = np.random.default_rng(2)
+        Judgment.objects.bulk_create([
+            Judgment(query_id=q, page_id=p, grade=int(rng.integers(0, 2)), annotator=staff, source=Judgment.Source.HUMAN)
+            for q, p in judged
+        ])
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+            cursor.execute("SELECT current_setting('server_version')")
+            server = cursor.fetchone()[0]
+
+        client = Client()
+        client.force_login(staff)
+        url = reverse("completeness", kwargs={"slug": SLUG})
+        client.get(url)  # warm: imports, template compilation
+        page_times, queries = [], 0
+        for _ in range(args.rounds):
+            with CaptureQueriesContext(connection) as captured:
+                response, seconds = timed(client.get, url)
+            assert response.status_code == 200, response.status_code
+            page_times.append(seconds)
+            queries = len(captured)
+        pools = list(pools_of(golden_set))
+        now = timezone.now()
+        parts = {
+            "pools_judging (counts and pace)": statistics.median(timed(pools_judging, pools, now=now)[1] for _ in range(args.rounds)),
+            "pools_found_curves (the chart)": statistics.median(timed(pools_found_curves, pools)[1] for _ in range(args.rounds)),
+            "completeness_estimates (the sample)": statistics.median(timed(completeness_estimates, [sample])[1] for _ in range(args.rounds)),
+        }
+        curves = pools_found_curves(pools)
+
+    print()
+    print("completeness page and sample draw, PostgreSQL, same run")
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, PostgreSQL {server}")
+    print(f"data: {args.runs} runs x {args.queries:,} queries x depth {args.run_depth} "
+          f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} imported judgments)")
+    print(f"pool: depth {args.pool_depth}, {pool.task_count:,} tasks (built in {build_seconds:.1f}s, untimed), "
+          f"{done:,} marked judged ({args.done_share:.0%})")
+    print(f"sample: {args.sample:,} of a population of {sample.population:,} pairs at ranks {args.pool_depth + 1}..{args.run_depth}, "
+          f"{len(judged):,} of them judged")
+    print()
+    print(f"{'step':<44}{'seconds':>9}")
+    print("-" * 53)
+    print(f"{'completeness_sample_draw':<44}{draw_seconds:>8.2f}s")
+    print(f"{'GET the completeness page (median of ' + str(args.rounds) + ')':<44}{statistics.median(page_times):>8.2f}s   {queries} SQL queries")
+    for name, seconds in parts.items():
+        print(f"{'  ' + name:<44}{seconds:>8.2f}s")
+    print()
+    print(f"chart points sent for the pool: {len(curves.get(pool.pk, []))} (of {done:,} judgments)")
+    if profiler:
+        print("\ncProfile of completeness_sample_draw (it ran slower under it), top 20 by cumulative time:")
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(20)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--run-depth", type=int, default=100, help="pages each run ranks per query")
+    parser.add_argument("--pool-depth", type=int, default=50)
+    parser.add_argument("--pages", type=int, default=200_000, help="corpus size")
+    parser.add_argument("--candidates", type=int, default=300, help="pages a query's runs draw their top from")
+    parser.add_argument("--noise", type=float, default=1.0, help="how much the runs disagree (Gumbel scale)")
+    parser.add_argument("--judgments", type=int, default=50_000, help="imported judgments")
+    parser.add_argument("--done-share", type=float, default=0.1, help="share of the pool's tasks marked judged")
+    parser.add_argument("--sample", type=int, default=1000, help="completeness sample size")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument(
+        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_completeness",
+        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
+    )
+    parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of the sample draw")
+    args = parser.parse_args()
+    if args.run_depth <= args.pool_depth:
+        parser.error("--run-depth must be deeper than --pool-depth: the sample is drawn between them")
+    if not 0 < args.done_share <= 1:
+        parser.error("--done-share must be in (0, 1]")
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
