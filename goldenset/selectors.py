@@ -1,6 +1,8 @@
 """Reads of golden sets: access checks, resolved labels, version exports and diffs."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from operator import itemgetter
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -73,43 +75,11 @@ def resolved_labels(golden_set: GoldenSet) -> list[tuple[int, int, int]]:
         .order_by("query_id", "page_id", "-id")
         .values_list("query_id", "page_id", "grade", "source", "annotator_id")
     )
-    adjudicated, human = Judgment.Source.ADJUDICATED.value, Judgment.Source.HUMAN.value
-    labels: list[tuple[int, int, int]] = []
-    append = labels.append
-    # The pair being read: whether its label is decided (its latest adjudication was
-    # read), the latest grade of each person, and the latest imported grade.
-    last_query = last_page = None
-    decided = False
-    grades: dict[int, int] = {}
-    imported: int | None = None
-    for query_pk, page_pk, grade, source, annotator_pk in rows.iterator(chunk_size=20_000):
-        if page_pk != last_page or query_pk != last_query:
-            if last_query is not None and not decided:
-                append((last_query, last_page, label_resolve(list(grades.values())) if grades else imported))
-            last_query, last_page = query_pk, page_pk
-            decided = False
-            if source == adjudicated:
-                append((query_pk, page_pk, grade))
-                decided = True
-            elif source == human:
-                grades, imported = {annotator_pk: grade}, None
-            else:
-                grades, imported = {}, grade
-            continue
-        if decided:
-            continue
-        if source == adjudicated:
-            # Newest first: this is the pair's latest adjudication, and it wins over
-            # every grade, older or newer.
-            append((query_pk, page_pk, grade))
-            decided = True
-        elif source == human:
-            grades.setdefault(annotator_pk, grade)
-        elif imported is None:
-            imported = grade
-    if last_query is not None and not decided:
-        append((last_query, last_page, label_resolve(list(grades.values())) if grades else imported))
-    return labels
+    # groupby over the ordered stream: one pair's judgments at a time, newest first.
+    return [
+        (query_pk, page_pk, label_of(row[2:] for row in judgments))
+        for (query_pk, page_pk), judgments in groupby(rows.iterator(chunk_size=20_000), key=itemgetter(0, 1))
+    ]
 
 
 def label_resolve(grades: list[int]) -> int:
@@ -123,23 +93,28 @@ def label_resolve(grades: list[int]) -> int:
     return ordered[(len(ordered) - 1) // 2]
 
 
+def label_of(judgments: Iterable[tuple[int, str, int | None]]) -> int | None:
+    """The label of one pair from its (grade, source, annotator pk) judgments, NEWEST
+    FIRST, by the rules of resolved_labels; None for no judgment. The one place those
+    rules are written: resolved_labels, pair_label and labeling's sample estimates use it."""
+    people: dict[int, int] = {}
+    imported = None
+    for grade, source, annotator_pk in judgments:
+        if source == Judgment.Source.ADJUDICATED:
+            return grade  # the latest adjudication wins over every grade, older or newer
+        if source == Judgment.Source.HUMAN:
+            people.setdefault(annotator_pk, grade)  # a person's latest grade supersedes their earlier ones
+        elif imported is None:
+            imported = grade
+    return label_resolve(list(people.values())) if people else imported
+
+
 def pair_label(*, query_pk: int, page_pk: int) -> int | None:
     """The resolved label of one pair by the rules of resolved_labels, or None if nobody
     judged it. One query."""
-    rows = (
-        Judgment.objects.filter(query_id=query_pk, page_id=page_pk).order_by("-id")
-        .values_list("grade", "source", "annotator_id")
+    return label_of(
+        Judgment.objects.filter(query_id=query_pk, page_id=page_pk).order_by("-id").values_list("grade", "source", "annotator_id")
     )
-    grades: dict[int, int] = {}
-    imported = None
-    for grade, source, annotator_pk in rows:
-        if source == Judgment.Source.ADJUDICATED:
-            return grade
-        if source == Judgment.Source.HUMAN:
-            grades.setdefault(annotator_pk, grade)
-        elif imported is None:
-            imported = grade
-    return label_resolve(list(grades.values())) if grades else imported
 
 
 def version_get(golden_set: GoldenSet, number: int | str | None) -> Version:

@@ -50,6 +50,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from goldenset.models import GoldenSet, Judgment
+from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
 from labeling.models import GoldAnswer, JudgingTask, Pool, QueueSettings
 from labeling.services import pool_task_judged
@@ -206,13 +207,13 @@ def _check_grade(golden_set: GoldenSet, grade) -> int:
 
 
 def _expected_grade(task: JudgingTask) -> int:
-    """The label a gold check is checked against: the pair's latest judgment (its resolution)."""
-    latest = Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id).order_by("-id").values_list("grade", flat=True).first()
-    if latest is None:
+    """The label a gold check is checked against: the pair's resolved label."""
+    label = pair_label(query_pk=task.query_id, page_pk=task.page_id)
+    if label is None:
         if task.grade is not None:
             return task.grade
         raise GoldsetError(f"gold check {task.pk} has no label to check against", field="task")
-    return latest
+    return label
 
 
 def task_submit(

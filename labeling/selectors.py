@@ -17,7 +17,7 @@ from evaluation.models import Completeness, Run
 from evaluation.reports import RunCompleteness, _slice_label, run_completeness
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Judgment, Version
-from goldenset.selectors import label_resolve
+from goldenset.selectors import label_of
 from lib.ids import natural_key
 from labeling import pooling
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
@@ -359,7 +359,7 @@ def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, C
     counts: dict[int, list[int]] = {sample.pk: [0, 0] for sample in samples}
     thresholds = {sample.pk: sample.golden_set.relevance_threshold for sample in samples}
     for (sample_id, _, _), judged in itertools.groupby(rows, key=lambda row: row[:3]):
-        label = _label_of([row[3:] for row in judged if row[3] is not None])
+        label = label_of(row[3:] for row in judged if row[3] is not None)
         if label is not None:
             counts[sample_id][0] += 1
             counts[sample_id][1] += label >= thresholds[sample_id]
@@ -372,24 +372,6 @@ def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, C
 def completeness_estimate(sample: CompletenessSample) -> CompletenessEstimate:
     """The estimate of one sample (see CompletenessEstimate)."""
     return completeness_estimates([sample])[sample.pk]
-
-
-def _label_of(judgments: list[tuple[int, str, int | None]]) -> int | None:
-    """The label of a pair from its (grade, source, annotator pk) judgments, newest first,
-    resolved as goldenset.selectors.resolved_labels resolves a whole set's: the latest
-    adjudication wins; else the lower median of each person's latest grade; else the
-    latest import. None for no judgment. (Reading every judgment of the set through
-    resolved_labels would take seconds for a sample of a few thousand pairs.)"""
-    people: dict[int, int] = {}
-    imported = None
-    for grade, source, annotator_pk in judgments:
-        if source == Judgment.Source.ADJUDICATED:
-            return grade
-        if source == Judgment.Source.HUMAN:
-            people.setdefault(annotator_pk, grade)
-        elif imported is None:
-            imported = grade
-    return label_resolve(list(people.values())) if people else imported
 
 
 # --- the completeness page ------------------------------------------------------------------
