@@ -12,6 +12,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("prefix", "name", "owner", "scope", "golden_set", "created_at", "expires_at", "last_used_at", "revoked_at")
     list_filter = ("scope", "golden_set")
     search_fields = ("prefix", "name", "owner__username")
+    list_select_related = ("owner", "golden_set")
     readonly_fields = [field.name for field in ApiToken._meta.fields]
     actions = ["revoke"]
 
@@ -21,8 +22,17 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected tokens")
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Revoked, not deleted: the row says who held a key and when it stopped working.
+        return False
+
+    # Revoking is a change of the token, so it takes the permission a change would.
+    @admin.action(description="Revoke the selected tokens", permissions=["revoke"])
     def revoke(self, request, queryset):
-        for token in queryset:
+        tokens = list(queryset)
+        for token in tokens:
             api_token_revoke(token=token)
-        self.message_user(request, f"{queryset.count()} token(s) revoked.")
+        self.message_user(request, f"{len(tokens)} token(s) revoked.")
+
+    def has_revoke_permission(self, request) -> bool:
+        return request.user.has_perm("api.change_apitoken")

@@ -16,6 +16,11 @@ EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
   reranked run, on one version, is over `alert_rerank_loss_points`. The alert belongs to the
   reranked run. A reranked run is paired with the first-stage run of its system uploaded
   most recently before it (or, if none was, the earliest one after it).
+- CANARY_MISSED: a canary page of the set (evaluation.canaries) is not in the run's top
+  k_first for its query (the ranks the evaluation stored; a canary added since is looked
+  up in the run's entries). One alert per (run, version), whatever the number of canaries
+  missed (its message names them); `value` is the share of the version's canaries found,
+  `reference` 1.0, `metric` recall@k_first.
 
 k_first and k_final are the version's. Every rule compares two finished evaluations, and it
 is checked from whichever of the two finishes last, so the order in which a publish's
@@ -45,6 +50,7 @@ from django.db.models import ExpressionWrapper, F, FloatField, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Membership, Version
@@ -224,6 +230,29 @@ def _rerank_losses(evaluation: Evaluation, settings: EvaluationSettings) -> list
     return found
 
 
+def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> list[_Crossing]:
+    run, version = evaluation.run, evaluation.version
+    results = evaluation_canary_results(evaluation)
+    if not results:
+        return []
+    missed = [result for result in results if not result.found]
+    if not missed:
+        return []
+    metric = f"recall@{version.k_first}"
+    shown = "; ".join(
+        f"page {r.canary.page.doc_id} for query {r.canary.query.query_id} "
+        + (f"at rank {r.rank}" if r.rank is not None else "not ranked")
+        for r in missed[:10]
+    )
+    more = f" and {len(missed) - 10} more" if len(missed) > 10 else ""
+    message = (
+        f"{_who(run)} on {version} missed {len(missed)} of {len(results)} canary "
+        f"{'page' if len(results) == 1 else 'pages'} in its top {version.k_first}: {shown}{more}"
+    )
+    value = (len(results) - len(missed)) / len(results)
+    return [_Crossing(run, version, Alert.Kind.CANARY_MISSED, metric, "", value, 1.0, message)]
+
+
 def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     """Store an alert for every threshold `evaluation` crosses, alone or beside its partners.
 
@@ -241,6 +270,7 @@ def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
         *_drops_vs_run(evaluation, settings),
         *_slices_under_floor(evaluation, settings),
         *_rerank_losses(evaluation, settings),
+        *_canaries_missed(evaluation, settings),
     ]
     created = []
     with transaction.atomic():

@@ -14,6 +14,7 @@ _SEPARATORS = re.compile(r"[,\s]+")
 # What an empty completeness field means: the model's default, as an empty metrics list does.
 _DEFAULT_DEPTH = EvaluationSettings._meta.get_field("completeness_depth").default
 _DEFAULT_FLOOR = EvaluationSettings._meta.get_field("judged_floor").default
+_DEFAULT_MIN_QUERIES = EvaluationSettings._meta.get_field("min_queries_per_slice").default
 
 
 def _items(text: str) -> list[str]:
@@ -37,7 +38,7 @@ class EvaluationSettingsForm(forms.Form):
     alert_slice_floor = forms.FloatField(
         label="Slice floor (fraction)",
         help_text="Alert when a slice's recall is under this fraction (0.75, not 75): recall@k_final for "
-        "reranked runs, recall@k_first for the others.",
+        "reranked runs, recall@k_first for the others. The coverage page flags slices under it too.",
     )
     alert_rerank_loss_points = forms.FloatField(
         label="Rerank loss alert (points)",
@@ -62,6 +63,14 @@ class EvaluationSettingsForm(forms.Form):
         label="Judged@k floor (fraction)",
         help_text="A run whose Judged@k_final (share of its top k_final with a label) is under this fraction (0.9, not "
         f"90) has its scores marked unreliable wherever they are shown, with the suggestion to pool it. Empty means {_DEFAULT_FLOOR:g}.",
+    )
+    min_queries_per_slice = forms.IntegerField(
+        required=False,
+        label="Minimum queries per slice",
+        min_value=1,
+        help_text="The coverage page flags a slice whose recall is averaged over fewer queries (those with a relevant page "
+        "in the slice) than this: too few to trust, whatever the figure. Its other targets are the slice floor and the "
+        f"Judged@k floor above. Empty means {_DEFAULT_MIN_QUERIES}.",
     )
     alert_emails = forms.CharField(
         required=False,
@@ -96,6 +105,7 @@ class EvaluationSettingsForm(forms.Form):
             "age_buckets": ", ".join(map(str, settings.age_buckets)),
             "completeness_depth": settings.completeness_depth,
             "judged_floor": settings.judged_floor,
+            "min_queries_per_slice": settings.min_queries_per_slice,
             "alert_emails": "\n".join(settings.alert_emails),
             "webhook_url": settings.webhook_url,
         }
@@ -136,6 +146,10 @@ class EvaluationSettingsForm(forms.Form):
     def clean_judged_floor(self):
         value = self.cleaned_data["judged_floor"]
         return self._checked("judged_floor", _DEFAULT_FLOOR if value is None else value)
+
+    def clean_min_queries_per_slice(self):
+        value = self.cleaned_data["min_queries_per_slice"]
+        return self._checked("min_queries_per_slice", _DEFAULT_MIN_QUERIES if value is None else value)
 
     def clean_alert_emails(self):
         return self._checked("alert_emails", _items(self.cleaned_data["alert_emails"]))

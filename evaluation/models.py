@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from goldenset.models import GoldenSet, Version
+from goldenset.models import GoldenSet, Page, Query, Version
 
 
 class EvaluationSettings(models.Model):
@@ -33,6 +33,13 @@ class EvaluationSettings(models.Model):
     completeness_depth = models.PositiveIntegerField(default=100, help_text="pool depth assumed for leave-one-run-out")
     judged_floor = models.FloatField(
         default=0.9, help_text="a run whose Judged@k_final is under this fraction has its scores marked unreliable"
+    )
+    # Coverage targets (labeling.coverage): a slice whose recall rests on fewer queries than
+    # this is flagged, whatever its recall. The recall target of a slice is
+    # alert_slice_floor and its Judged@k target judged_floor: one number each, so the
+    # coverage page and the alerts never disagree about what "under target" means.
+    min_queries_per_slice = models.PositiveIntegerField(
+        default=30, help_text="a slice averaged over fewer queries than this is flagged on the coverage page"
     )
     alert_emails = models.JSONField(default=list, blank=True)
     webhook_url = models.URLField(blank=True)
@@ -110,6 +117,10 @@ class Evaluation(models.Model):
     # Mean recall at each cut-off from 1 to the version's k_first, over all queries, as
     # [[k, fraction], ...]; null for evaluations scored before it was stored.
     recall_curve = models.JSONField(null=True, blank=True)
+    # Where the run ranked each canary page of the set (evaluation.canaries) for its query,
+    # {canary id: 1-based rank, or null when not ranked}, for the canaries whose query is in
+    # the version when it was scored; pages and alerts read it instead of the run's entries.
+    canary_ranks = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -215,6 +226,7 @@ class Alert(models.Model):
         DROP_VS_RUN = "drop_vs_run", "drop against the system's previous run"
         SLICE_UNDER_FLOOR = "slice_under_floor", "slice under the recall floor"
         RERANK_LOSS = "rerank_loss", "rerank loss"
+        CANARY_MISSED = "canary_missed", "canary page missed"
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="alerts")
     version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="alerts")
@@ -240,3 +252,25 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return self.message
+
+
+class Canary(models.Model):
+    """A page that a golden set's query must find in every run's top k_first (the newest
+    runbook, say): a canary missed means the index or the system lost something people
+    just wrote, whatever the averages say. Checked on every evaluation (evaluation.canaries)."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="canaries")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+    note = models.TextField(blank=True, help_text="why this page must be found, e.g. 'runbook published 2026-11-20'")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["golden_set", "id"]
+        constraints = [
+            # canary_add refuses a second canary of the same pair; the check reports each once.
+            models.UniqueConstraint(fields=["golden_set", "query", "page"], name="canary_unique_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"canary {self.page} for {self.query}"

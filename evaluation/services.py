@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation import completeness, engine
+from evaluation.canaries import canaries_in_version, canary_ranks_stored
 from evaluation.models import Completeness, Evaluation, Run, RunData, Score
 from evaluation.selectors import (
     PerQuery,
@@ -106,6 +107,9 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         if value is not None  # a slice with no relevant page has nothing to average
     ]
     completeness_rows = _completeness_rows(evaluation, run, qrels, ranked, version, slices.query, overall)
+    # The run is in hand: where it put each canary page is stored now, so that alerts and
+    # the coverage page never read its entries again.
+    canary_ranks = canary_ranks_stored(canaries_in_version(version), ranked, k=version.k_first)
     per_query = PerQuery(overall.query_ids, overall.values, overall.answered, overall.relevant_counts)
     with transaction.atomic():
         Score.objects.filter(evaluation=evaluation).delete()
@@ -116,7 +120,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
             status=Evaluation.Status.DONE, finished_at=timezone.now(), metrics=[m.name for m in metrics],
             queries_in_version=len(qrels.query_ids), queries_averaged=overall.query_count,
             unanswered_count=overall.unanswered_count, no_relevant_count=overall.no_relevant_count,
-            per_query=per_query.to_bytes(), recall_curve=recall_curve, error="",
+            per_query=per_query.to_bytes(), recall_curve=recall_curve, canary_ranks=canary_ranks, error="",
         )
     evaluation.refresh_from_db()
     return evaluation

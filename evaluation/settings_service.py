@@ -93,6 +93,20 @@ def _completeness_depth(golden_set: GoldenSet, value: Any) -> int:
     return depth
 
 
+# More queries than any golden set holds would flag every slice for ever.
+MAX_MIN_QUERIES_PER_SLICE = 1_000_000
+
+
+def _min_queries_per_slice(golden_set: GoldenSet, value: Any) -> int:
+    number = _whole_number(value, "min_queries_per_slice")
+    if not 1 <= number <= MAX_MIN_QUERIES_PER_SLICE:
+        raise GoldsetError(
+            f"min_queries_per_slice is a number of queries from 1 to {MAX_MIN_QUERIES_PER_SLICE:,}, got {number}",
+            field="min_queries_per_slice",
+        )
+    return number
+
+
 def _age_buckets(golden_set: GoldenSet, value: Any) -> list[int]:
     if not isinstance(value, list | tuple):
         raise GoldsetError("age_buckets must be a list of days", field="age_buckets")
@@ -148,6 +162,7 @@ _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
     "age_buckets": _age_buckets,
     "completeness_depth": _completeness_depth,
     "judged_floor": _judged_floor,
+    "min_queries_per_slice": _min_queries_per_slice,
     "alert_emails": _alert_emails,
     "webhook_url": _webhook_url,
 }
@@ -169,7 +184,8 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
     and alert_rerank_loss_points (points), alert_slice_floor (fraction), age_buckets
     (upper bounds in days), completeness_depth (pool depth for leave-one-run-out, pages per
     query), judged_floor (fraction: Judged@k_final under it marks a run's scores
-    unreliable), alert_emails (addresses), webhook_url (http(s) URL or "").
+    unreliable), min_queries_per_slice (queries: a slice averaged over fewer is flagged on
+    the coverage page, whose recall target is alert_slice_floor), alert_emails (addresses), webhook_url (http(s) URL or "").
     Raises GoldsetError listing every bad field (its `field` is the first one); nothing
     is saved then. Returns the saved settings.
     """

@@ -1,7 +1,18 @@
 """The Django admin for golden sets. Published versions and judgments are read-only here,
-as everywhere: the admin can look, never edit or delete."""
+as everywhere: the admin can look, never edit or delete.
 
-from django.contrib import admin
+A golden set's page links to its slice coverage page (labeling.views_coverage) and to the
+qrels export of its latest version; its action publishes a version through the same
+service as the pages (labeling/admin.py adds the one that pools flagged slices).
+"""
+
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from goldenset.services import version_publish
+from lib.errors import GoldsetError
+from lib.formats import QREL_FORMATS
 
 from goldenset.models import Corpus, GoldenSet, Judgment, Membership, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
 
@@ -41,12 +52,46 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+def _export_links(version: Version) -> str:
+    return format_html_join(
+        " · ", '<a href="{}">{}</a>',
+        ((reverse("version_export", kwargs={"slug": version.golden_set.slug, "number": version.number, "fmt": fmt}), fmt)
+         for fmt in QREL_FORMATS),
+    )
+
+
 @admin.register(GoldenSet)
 class GoldenSetAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "corpus", "relevance_threshold", "k_first", "k_final", "created_at"]
+    list_display = ["slug", "name", "corpus", "relevance_threshold", "k_first", "k_final", "created_at", "coverage"]
     search_fields = ["slug", "name"]
     list_select_related = ["corpus"]
+    readonly_fields = ["coverage", "latest_version_export"]
     inlines = [MembershipInline]
+    # labeling/admin.py adds the pooling action: pools are a floor above golden sets.
+    actions = ["publish_versions"]
+
+    @admin.display(description="slice coverage")
+    def coverage(self, golden_set: GoldenSet) -> str:
+        if golden_set.pk is None:
+            return "-"
+        return format_html('<a href="{}">slice coverage</a>', reverse("coverage", kwargs={"slug": golden_set.slug}))
+
+    @admin.display(description="qrels of the latest version")
+    def latest_version_export(self, golden_set: GoldenSet) -> str:
+        version = golden_set.latest_version() if golden_set.pk else None
+        if version is None:
+            return "no version yet"
+        return format_html("v{}: {}", version.number, _export_links(version))
+
+    @admin.action(description="Publish a new version of the selected golden sets", permissions=["change"])
+    def publish_versions(self, request, queryset):
+        for golden_set in queryset:
+            try:
+                version = version_publish(golden_set=golden_set, user=request.user, note=f"published from the admin by {request.user}")
+            except GoldsetError as exc:
+                self.message_user(request, f"{golden_set.slug}: not published: {exc.message}", messages.WARNING)
+            else:
+                self.message_user(request, f"{golden_set.slug}: published v{version.number} ({version.short_hash}).")
 
 
 @admin.register(Membership)
@@ -67,18 +112,32 @@ class QueryAdmin(admin.ModelAdmin):
 
 @admin.register(Judgment)
 class JudgmentAdmin(ReadOnlyAdmin):
-    list_display = ["query", "page", "grade", "annotator", "source", "created_at"]
-    list_filter = ["source", "query__golden_set"]
+    list_display = ["query", "page", "grade", "annotator", "source", "stale", "created_at"]
+    list_filter = ["source", "grade", "query__golden_set"]
     search_fields = ["query__query_id", "page__doc_id", "annotator__username"]
     list_select_related = ["query", "page", "annotator"]
     show_full_result_count = False
 
+    @admin.display(description="stale", boolean=True)
+    def stale(self, judgment: Judgment) -> bool | None:
+        """The page changed after it was judged (None: no hash was recorded)."""
+        return judgment.page_hash != judgment.page.content_hash if judgment.page_hash else None
+
 
 @admin.register(Version)
 class VersionAdmin(ReadOnlyAdmin):
-    list_display = ["golden_set", "number", "short_hash", "query_count", "label_count", "relevant_count", "author", "created_at"]
+    list_display = [
+        "golden_set", "number", "short_hash", "query_count", "label_count", "relevant_count", "queries_without_relevant",
+        "author", "created_at", "links",
+    ]
     list_filter = ["golden_set"]
+    search_fields = ["golden_set__slug", "note", "content_hash"]
     list_select_related = ["golden_set", "author"]
+
+    @admin.display(description="qrels · coverage")
+    def links(self, version: Version) -> str:
+        coverage = reverse("coverage", kwargs={"slug": version.golden_set.slug}) + f"?version={version.number}"
+        return format_html('{} · <a href="{}">coverage</a>', _export_links(version), coverage)
 
 
 @admin.register(VersionLabel)
@@ -93,10 +152,16 @@ class VersionLabelAdmin(ReadOnlyAdmin):
 @admin.register(VersionQuery)
 class VersionQueryAdmin(ReadOnlyAdmin):
     list_display = ["version", "query", "metadata"]
+    list_filter = ["version__golden_set"]
+    search_fields = ["query__query_id"]
     list_select_related = ["version__golden_set", "query"]
+    show_full_result_count = False
 
 
 @admin.register(VersionPage)
 class VersionPageAdmin(ReadOnlyAdmin):
-    list_display = ["version", "page", "metadata", "published_at"]
+    list_display = ["version", "page", "metadata", "published_at", "content_hash"]
+    list_filter = ["version__golden_set"]
+    search_fields = ["page__doc_id"]
     list_select_related = ["version__golden_set", "page"]
+    show_full_result_count = False

@@ -1,14 +1,21 @@
-"""The Django admin for pools and judging tasks.
+"""The Django admin for pools, judging tasks, queue settings, gold answers and completeness
+samples, and the golden set action that pools the slices the coverage page flags.
 
 Pools and tasks are made by the pooling services (which compute the union, the order and
 the counts), so the admin never adds them; it shows them, filters them, and may delete a
-pool built by mistake (its tasks go with it; the judgments already made stay).
+pool built by mistake (its tasks go with it; the judgments already made stay). Queue
+settings are written by the labeling pages' services; gold answers and completeness
+samples are records of what happened: all three are read-only here.
 """
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count
 
-from labeling.models import JudgingTask, Pool, PoolRun
+from goldenset.admin import GoldenSetAdmin
+from goldenset.models import GoldenSet
+from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH, flagged_slices_pool_build
+from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolRun, QueueSettings
+from lib.errors import GoldsetError
 
 
 class PoolRunInline(admin.TabularInline):
@@ -24,8 +31,9 @@ class PoolRunInline(admin.TabularInline):
 
 @admin.register(Pool)
 class PoolAdmin(admin.ModelAdmin):
-    list_display = ["id", "golden_set", "strategy", "depth", "budget", "run_count", "created_by", "created_at"]
+    list_display = ["id", "golden_set", "strategy", "depth", "budget", "task_count", "run_count", "created_by", "created_at"]
     list_filter = ["strategy", "golden_set"]
+    search_fields = ["golden_set__slug", "pool_runs__run__name"]
     list_select_related = ["golden_set", "created_by"]
     inlines = [PoolRunInline]
 
@@ -57,3 +65,82 @@ class JudgingTaskAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(QueueSettings)
+class QueueSettingsAdmin(admin.ModelAdmin):
+    """Shown, not edited: the labeling pages' services (gold_share_set, ...) are their write path."""
+
+    list_display = ["golden_set", "overlap_share", "overlap_annotators", "gold_share", "lease_seconds"]
+    search_fields = ["golden_set__slug", "golden_set__name"]
+    list_select_related = ["golden_set"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GoldAnswer)
+class GoldAnswerAdmin(admin.ModelAdmin):
+    list_display = ["id", "annotator", "task", "grade", "expected_grade", "correct", "seconds_spent", "created_at"]
+    list_filter = ["task__golden_set"]
+    search_fields = ["annotator__username", "task__query__query_id", "task__page__doc_id"]
+    list_select_related = ["annotator", "task"]
+    show_full_result_count = False
+
+    @admin.display(description="correct", boolean=True)
+    def correct(self, answer: GoldAnswer) -> bool:
+        return answer.grade == answer.expected_grade
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(CompletenessSample)
+class CompletenessSampleAdmin(admin.ModelAdmin):
+    list_display = ["id", "golden_set", "pool", "depth_from", "depth_to", "population", "size", "seed", "created_by", "created_at"]
+    list_filter = ["golden_set"]
+    search_fields = ["golden_set__slug"]
+    list_select_related = ["golden_set", "pool__golden_set", "created_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+# The golden set's admin, with the action that needs this floor: pooling the slices the
+# coverage page flags. Registered again here rather than imported into goldenset/admin.py,
+# which must not reach up a floor.
+admin.site.unregister(GoldenSet)
+
+
+@admin.register(GoldenSet)
+class GoldenSetCoverageAdmin(GoldenSetAdmin):
+    actions = [*GoldenSetAdmin.actions, "pool_flagged_slices"]
+
+    @admin.action(
+        description=f"Pool the flagged slices of the selected golden sets (latest runs, depth {DEFAULT_FLAGGED_POOL_DEPTH})",
+        permissions=["change"],
+    )
+    def pool_flagged_slices(self, request, queryset):
+        for golden_set in queryset:
+            version = golden_set.latest_version()
+            if version is None:
+                self.message_user(request, f"{golden_set.slug}: not pooled: no version yet.", messages.WARNING)
+                continue
+            try:
+                built = flagged_slices_pool_build(golden_set=golden_set, version=version, user=request.user)
+            except GoldsetError as exc:
+                self.message_user(request, f"{golden_set.slug}: not pooled: {exc}", messages.WARNING)
+            else:
+                self.message_user(request, f"{golden_set.slug}: " + " · ".join(built.lines()))
