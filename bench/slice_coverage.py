@@ -24,15 +24,14 @@ the SQL queries of one render, and the comparison with the 1 s target. The datab
 dropped at the end, even when a step fails. Nothing here is timed but the page.
 """
 
-import sys
-from pathlib import Path
-
 import argparse
 import os
 import statistics
+import sys
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import numpy as np
