@@ -53,14 +53,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import psycopg
 import requests
-from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 TIME_TARGET = 2.0
 MEMORY_TARGET = 1.10  # peak after the large version / peak after the small one
@@ -93,33 +93,6 @@ COPY (
 
 
 # --- the database ----------------------------------------------------------------------------
-
-@contextmanager
-def scratch_database(database_url: str):
-    """Create the database of `database_url` and drop it on the way out.
-
-    Refuses one that already exists: this script only ever drops a database it made.
-    """
-    name = urlparse(database_url).path.lstrip("/")
-    if not name:
-        raise SystemExit(f"--database-url {database_url} names no database")
-    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            raise SystemExit(
-                f"database {name!r} already exists; this script only drops databases it created. "
-                f"Drop it yourself (dropdb {name}) or pass another --database-url."
-            )
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
 
 def doc_id_of(number: int) -> str:
     # Chunk-style ids with '/' and '#', as RAG corpora have.

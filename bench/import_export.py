@@ -45,10 +45,11 @@ from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import psycopg
-from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 from lib.hashing import text_hash  # noqa: E402  (needs the repository on sys.path)
 
@@ -127,33 +128,6 @@ def write_beir_folder(directory: Path, *, pages: int, queries: int, judgments: i
 
 def server_url(database_url: str, dbname: str) -> str:
     return urlunparse(urlparse(database_url)._replace(path="/" + dbname))
-
-
-@contextmanager
-def scratch_database(database_url: str):
-    """Create the database of `database_url` and drop it on the way out.
-
-    Refuses one that already exists: this script only ever drops a database it made.
-    """
-    name = urlparse(database_url).path.lstrip("/")
-    if not name:
-        raise SystemExit(f"--database-url {database_url} names no database")
-    admin_url = server_url(database_url, "postgres")
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            raise SystemExit(
-                f"database {name!r} already exists; this script only drops databases it created. "
-                f"Drop it yourself (dropdb {name}) or pass another --database-url."
-            )
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 REFERENCE_TABLES = """

@@ -23,36 +23,15 @@ import random
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
-import psycopg
-from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+
 QUERIES = 10_000
-
-
-@contextmanager
-def scratch_database(database_url: str):
-    """Create the database of `database_url` and drop it on the way out; refuse an existing one."""
-    name = urlparse(database_url).path.lstrip("/")
-    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            raise SystemExit(f"database {name!r} already exists; this script only drops databases it created")
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def latest_judgment_labels(golden_set) -> list[tuple[int, int, int]]:

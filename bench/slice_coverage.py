@@ -29,17 +29,15 @@ import os
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import numpy as np
-import psycopg
-from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 TIME_TARGET = 1.0
 SLUG = "bench-coverage"
@@ -48,28 +46,6 @@ INTENTS = tuple(f"intent{i}" for i in range(10))
 DOC_TYPES = tuple(f"type{i:02d}" for i in range(17))
 RELEVANT, NON_RELEVANT, DEPTH = 5, 2, 100
 NOW = datetime.now(UTC)
-
-
-@contextmanager
-def scratch_database(database_url: str):
-    """Create the database of `database_url` and drop it on the way out (bench/recompute.py's
-    rule: refuse one that exists, so only a database this script made is ever dropped)."""
-    name = urlparse(database_url).path.lstrip("/")
-    if not name:
-        raise SystemExit(f"--database-url {database_url} names no database")
-    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            raise SystemExit(f"database {name!r} already exists; drop it yourself (dropdb {name}) or pass another --database-url")
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def build(args: argparse.Namespace) -> dict:
