@@ -53,7 +53,7 @@ from goldenset.models import GoldenSet, Judgment
 from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
 from labeling.models import GoldAnswer, JudgingTask, Pool, QueueSettings
-from labeling.services import pool_task_judged
+from labeling.services import pool_task_judged, pool_task_lock
 from lib.errors import GoldsetError
 
 # Drawn once per hand-out to decide whether a gold check is due; tests replace it.
@@ -234,9 +234,10 @@ def task_submit(
         raise GoldsetError("seconds spent cannot be negative", field="seconds")
     with transaction.atomic():
         if task.pool_id is not None:
-            # pool_task_judged locks the pool row, then tasks of the query: take the pool
-            # first here too, or two submits could each hold what the other waits for.
-            list(Pool.objects.select_for_update().filter(pk=task.pool_id).order_by().values_list("id"))
+            # pool_task_judged takes the pool's and the query's locks before the task's
+            # rows: take them first here too, or two submits could each hold what the
+            # other waits for. They serialise judgments of one query only.
+            pool_task_lock(task=task)
         task = (
             JudgingTask.objects.select_for_update(of=("self",))
             .select_related("golden_set", "query__golden_set", "page").get(pk=task.pk)

@@ -22,7 +22,9 @@ union of the same runs.
 """
 
 import itertools
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +33,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from evaluation.models import Run
-from evaluation.selectors import run_ranked
 from goldenset.models import GoldenSet, Judgment, Query
 from goldenset.services import Progress, no_progress
 from labeling import pooling
@@ -39,6 +40,7 @@ from labeling.models import JudgingTask, Pool, PoolRun
 from labeling.selectors import left_out_by_budget, task_counts
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError
+from lib.runs import RankedRun
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
 # one UPDATE ... FROM; below it, one UPDATE with a CASE is cheaper than the round trips.
@@ -244,6 +246,23 @@ class _Union:
         return self.query_dense * self.page_span + self.page_keys + self.page_offset
 
 
+def _read_runs(specs: Iterable[_RunSpec]) -> Iterator[tuple[_RunSpec, RankedRun]]:
+    """Each spec with its run's RankedRun, in order. A run's bytes are decoded in a
+    worker thread while the next run's are fetched (zlib and the socket both release the
+    GIL), which takes about a third off reading 20 runs. The fetch stays on this thread,
+    in its transaction; it is the query of evaluation.selectors.run_ranked."""
+    with ThreadPoolExecutor(max_workers=1) as decoder:
+        pending = None
+        for spec in specs:
+            blob = Run.objects.filter(pk=spec.run.pk).values_list("data__ranked", flat=True).get()
+            decoding = decoder.submit(RankedRun.from_bytes, bytes(blob))
+            if pending is not None:
+                yield pending[0], pending[1].result()
+            pending = (spec, decoding)
+        if pending is not None:
+            yield pending[0], pending[1].result()
+
+
 def _pool_union(golden_set: GoldenSet, specs: list[_RunSpec], columns: int, progress: Progress) -> _Union:
     """Read the runs and take the union of their tops, all in numpy."""
     rows = sorted(Query.objects.filter(golden_set=golden_set).values_list("id", "query_id", "retired_at"))
@@ -252,17 +271,25 @@ def _pool_union(golden_set: GoldenSet, specs: list[_RunSpec], columns: int, prog
     retired = np.array([retired_at is not None for _, _, retired_at in rows], dtype=bool)
     dense_of = {query_id: i for i, query_id in enumerate(query_ids)}
 
+    # Per run: the dense query of each of its queries, how many entries each keeps (a
+    # run's entries are best first, so its top `depth` are the first ones of each
+    # query), and the kept doc keys. Entries are not expanded to one query and one rank
+    # each until they are packed below, in place.
     external: dict[str, int] = {}
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    for spec in progress(specs, "reading runs"):
-        ranked = run_ranked(spec.run)
-        ranks = ranked.ranks
-        keep = ranks <= spec.depth
+    parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    low, high, deepest = 0, -1, 0
+    for spec, ranked in _read_runs(progress(specs, "reading runs")):
+        counts = np.diff(ranked.offsets)
+        kept = np.minimum(counts, spec.depth)
+        docs = ranked.doc_keys
+        if (kept != counts).any():
+            docs = docs[np.arange(len(docs)) - np.repeat(ranked.offsets[:-1], counts) < spec.depth]
         # run_import refuses query ids the set lacks, so every one maps; -1 is a guard.
         query_map = np.array([dense_of.get(query_id, -1) for query_id in ranked.query_ids], dtype=np.int64)
-        query_dense = query_map[ranked.query_index[keep]]
-        docs = ranked.doc_keys[keep]
-        if ranked.external_doc_ids:
+        if (query_map < 0).any():
+            docs = docs[np.repeat(query_map >= 0, kept)]
+            kept, query_map = kept[query_map >= 0], query_map[query_map >= 0]
+        if ranked.external_doc_ids and len(docs):
             # A run's negative keys are its own; one key per doc id across all the runs.
             external_map = np.array(
                 [-(external.setdefault(doc_id, len(external)) + 1) for doc_id in ranked.external_doc_ids], dtype=np.int64
@@ -270,44 +297,66 @@ def _pool_union(golden_set: GoldenSet, specs: list[_RunSpec], columns: int, prog
             outside = docs < 0
             docs = docs.copy()
             docs[outside] = external_map[-docs[outside] - 1]
-        valid = query_dense >= 0
-        parts.append((
-            query_dense[valid], docs[valid],
-            np.full(int(valid.sum()), spec.ordinal, dtype=np.int64), ranks[keep][valid],
-        ))
+        if len(docs):
+            low, high = min(low, int(docs.min())), max(high, int(docs.max()))
+            deepest = max(deepest, int(kept.max()))
+        parts.append((spec.ordinal, query_map, kept, docs))
 
-    query_dense = np.concatenate([p[0] for p in parts])
-    docs = np.concatenate([p[1] for p in parts])
-    run_column = np.concatenate([p[2] for p in parts])
-    rank = np.concatenate([p[3] for p in parts])
-    del parts
-    page_offset = -min(int(docs.min()), 0) if len(docs) else 0
-    page_span = (int(docs.max()) + page_offset + 1) if len(docs) else 1
-    key = query_dense * page_span + docs + page_offset
-
+    page_offset = -low
+    page_span = high + page_offset + 1 if high >= low else 1
+    total = sum(len(part[3]) for part in parts)
     key_bits = (len(query_pks) * page_span).bit_length()
     column_bits = max(columns - 1, 1).bit_length()
-    rank_bits = max(int(rank.max()) if len(rank) else 1, 1).bit_length()
-    if key_bits + column_bits + rank_bits <= _PACK_LIMIT_BITS:
-        packed = (key << (column_bits + rank_bits)) | (run_column << rank_bits) | rank
-        del key
-        packed.sort()
-        sorted_key = packed >> (column_bits + rank_bits)
+    rank_bits = max(deepest, 1).bit_length()
+    packable = key_bits + column_bits + rank_bits <= _PACK_LIMIT_BITS
+    shift = column_bits + rank_bits if packable else 0
+
+    # (pair key, run column, rank) of every entry packed into one int64 and sorted: on
+    # 20 million entries one sort of int64 costs a fraction of an argsort and the gathers
+    # after it. Wider keys (huge corpora or sets) take the argsort.
+    key = np.empty(total, dtype=np.int64)
+    if not packable:
+        run_column, rank = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    at = 0
+    for ordinal, query_map, kept, docs in parts:
+        piece = key[at: at + len(docs)]
+        np.add(np.repeat(query_map * page_span + page_offset, kept), docs, out=piece)
+        starts = np.cumsum(kept) - kept
+        ranks_of_run = np.arange(1, len(docs) + 1, dtype=np.int64) - np.repeat(starts, kept)
+        if packable:
+            piece <<= shift
+            piece |= ranks_of_run
+            piece |= ordinal << rank_bits
+        else:
+            run_column[at: at + len(docs)] = ordinal
+            rank[at: at + len(docs)] = ranks_of_run
+        at += len(docs)
+    del parts
+
+    if packable:
+        key.sort()
+        packed, key = key, key >> shift
         sorted_column = (packed >> rank_bits) & ((1 << column_bits) - 1)
         sorted_rank = packed & ((1 << rank_bits) - 1)
         del packed
     else:
         order = np.argsort(key)
-        sorted_key, sorted_column, sorted_rank = key[order], run_column[order], rank[order]
-        del order, key
+        key, sorted_column, sorted_rank = key[order], run_column[order], rank[order]
+        del order, run_column, rank
 
-    first = np.empty(len(sorted_key), dtype=bool)
+    first = np.empty(len(key), dtype=bool)
     first[:1] = True
-    np.not_equal(sorted_key[1:], sorted_key[:-1], out=first[1:])
-    group = np.cumsum(first) - 1
-    unique_keys = sorted_key[first]
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    unique_keys = key[starts]
+    del key, first
+    # Each entry's cell in the ranks matrix. np.repeat, not a cumsum of `first`: numpy's
+    # cumsum of a bool array casts element by element, 2 s on 20 million entries.
+    cell = np.repeat(np.arange(0, len(starts) * columns, columns, dtype=np.int64), np.diff(np.append(starts, len(sorted_rank))))
+    cell += sorted_column
     ranks_matrix = np.zeros((len(unique_keys), columns), dtype=np.uint16)
-    ranks_matrix[group, sorted_column] = sorted_rank
+    ranks_matrix.ravel()[cell] = sorted_rank
+    del cell, sorted_column, sorted_rank
     return _Union(
         query_pks=query_pks, query_ids=query_ids, retired=retired,
         query_dense=unique_keys // page_span, page_keys=unique_keys % page_span - page_offset,
@@ -804,6 +853,45 @@ def _query_table(pool: Pool, query_pk: int, columns: int) -> tuple[list[int], np
     return ids, np.array([-1 if row[4] is None else row[4] for row in rows], dtype=np.int64), table
 
 
+# The advisory locks of pool_task_lock live in their own two-key namespace (the first
+# key), so that they can never collide with another use of advisory locks.
+_POOL_QUERY_LOCK_SPACE = zlib.crc32(b"labeling.pool_query") - (1 << 31)
+
+
+def pool_task_lock(*, task: JudgingTask) -> Pool:
+    """Take, in the current transaction, the locks pool_task_judged takes before it
+    reads the task, and return the task's pool, read under them.
+
+    First the pool row FOR KEY SHARE: pool_extend, which locks it FOR UPDATE, never
+    reorders a query in the middle of a judgment, while judgments do not wait for each
+    other. Then one lock per (pool, query), which serialises the reorders of that
+    query's window and nothing else. A caller that locks the task row before calling
+    pool_task_judged calls this first, so that every path takes them in the same order.
+    On SQLite (one writer at a time) it only reads the pool.
+    """
+    if connection.vendor != "postgresql":
+        return Pool.objects.get(pk=task.pool_id)
+    pool_query = zlib.crc32(f"{int(task.pool_id)}:{int(task.query_id)}".encode()) - (1 << 31)
+    # One round trip; the CTE locks the pool row before the outer SELECT takes the
+    # advisory lock (two (pool, query) pairs that share a hash only wait for each other).
+    pools = list(Pool.objects.raw(
+        "WITH pool AS MATERIALIZED (SELECT * FROM labeling_pool WHERE id = %s FOR KEY SHARE) "
+        "SELECT pool.*, pg_advisory_xact_lock(%s, %s)::text AS locked FROM pool",
+        [task.pool_id, _POOL_QUERY_LOCK_SPACE, pool_query],
+    ))
+    if not pools:
+        raise Pool.DoesNotExist(f"pool {task.pool_id} does not exist")
+    return pools[0]
+
+
+def _unqueue_if_budget_spent(pool_id: int) -> int:
+    """Empty the pool's queue if its budget is spent; how many tasks left it."""
+    pool = Pool.objects.filter(pk=pool_id).first()
+    if pool is None or not _budget_spent(pool):
+        return 0
+    return JudgingTask.objects.filter(pool=pool, status=JudgingTask.Status.OPEN, position__isnull=False).update(position=None)
+
+
 def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
     """Close an open pool task with the grade it was judged, then move the queue on.
 
@@ -812,16 +900,17 @@ def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
     query's window again: the next open task in the strategy's order joins the queue,
     and an adaptive strategy reorders it from what it learned (only positions that
     change are written). Once the pool's budget is spent, its queue is emptied instead.
-    Judgments of one pool are serialised on the pool row, so two reorders never
-    interleave. Refuses (GoldsetError) a task that is not an open pool task and a grade
-    off the set's scale.
+    Judgments of one query of a pool are serialised (pool_task_lock), so two reorders
+    of a window never interleave; judgments of different queries go on side by side.
+    Refuses (GoldsetError) a task that is not an open pool task and a grade off the
+    set's scale.
     """
     if task.kind != JudgingTask.Kind.POOL or task.pool_id is None:
         raise GoldsetError(f"task {task.pk} is a {task.kind} task, not a pool task", field="task")
     with transaction.atomic():
-        pool = Pool.objects.select_for_update().select_related("golden_set").get(pk=task.pool_id)
-        task = JudgingTask.objects.select_for_update().get(pk=task.pk)
-        golden_set = pool.golden_set
+        pool = pool_task_lock(task=task)
+        task = JudgingTask.objects.select_for_update(of=("self",)).select_related("golden_set").get(pk=task.pk)
+        golden_set = pool.golden_set = task.golden_set  # the same row: the database checks it
         if task.status != JudgingTask.Status.OPEN:
             raise GoldsetError(f"task {task.pk} is {task.status}, not open", field="task")
         if isinstance(grade, bool) or grade not in golden_set.grade_values():
@@ -833,6 +922,13 @@ def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
         task.save(update_fields=["status", "grade", "done_at", "leased_to", "lease_expires_at"])
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
 
+        if pool.budget is not None:
+            # Judgments of other queries commit side by side, and each counts the done
+            # tasks without the others' still uncommitted ones: two could each see the
+            # budget one short and neither empty the queue. Counted again once this one
+            # has committed, the last of them to commit sees every one.
+            pool_id = pool.pk
+            transaction.on_commit(lambda: _unqueue_if_budget_spent(pool_id))
         if _budget_spent(pool):
             result.unqueued_by_budget = JudgingTask.objects.filter(
                 pool=pool, status=JudgingTask.Status.OPEN, position__isnull=False

@@ -2,7 +2,7 @@
 
 A pool writes millions of tasks in one COPY; a foreign key checks each row with its own
 lookup, which made writing them several times slower (see labeling.models.JudgingTask).
-These triggers check a whole statement's new rows with one join instead, and check more
+These triggers check a whole statement's distinct references at once instead, and check more
 than foreign keys would: the task's query and pool belong to its golden set, its page
 to that set's corpus, and a lease names an existing user. The other references cannot
 be changed afterwards, and a pool cannot be deleted unless its tasks go in the same
@@ -17,24 +17,45 @@ CREATE FUNCTION labeling_task_check_references() RETURNS trigger AS $$
 DECLARE
     bad record;
 BEGIN
-    SELECT n.id, n.golden_set_id, n.pool_id, n.query_id, n.page_id, n.leased_to_id INTO bad
-    FROM new_tasks AS n
-    LEFT JOIN goldenset_goldenset AS s ON s.id = n.golden_set_id
-    LEFT JOIN goldenset_query AS q ON q.id = n.query_id AND q.golden_set_id = n.golden_set_id
-    LEFT JOIN goldenset_page AS p ON p.id = n.page_id AND p.corpus_id = s.corpus_id
-    LEFT JOIN labeling_pool AS l ON l.id = n.pool_id AND l.golden_set_id = n.golden_set_id
-    LEFT JOIN {users} AS u ON u.id = n.leased_to_id
-    WHERE s.id IS NULL OR q.id IS NULL OR p.id IS NULL OR (n.pool_id IS NOT NULL AND l.id IS NULL)
-       OR (n.leased_to_id IS NOT NULL AND u.id IS NULL)
+    -- One pass over the new rows gathers the distinct references (a pool of millions of
+    -- tasks names some thousands of queries and pages), and only those are looked up.
+    -- Joining every row instead cost more than writing the rows: LIMIT 1 led the planner
+    -- to an index lookup per row per table, 2.5 s of server time on 730,000 tasks
+    -- against 0.5 s for this.
+    SELECT r.golden_set_id, r.pool_id, r.query_id, r.page_id, r.leased_to_id INTO bad
+    FROM (
+        SELECT golden_set_id, pool_id, query_id, page_id, leased_to_id FROM new_tasks
+        GROUP BY GROUPING SETS ((golden_set_id, pool_id, query_id, leased_to_id), (golden_set_id, page_id))
+    ) AS r
+    LEFT JOIN goldenset_goldenset AS s ON s.id = r.golden_set_id
+    LEFT JOIN goldenset_query AS q ON q.id = r.query_id AND q.golden_set_id = r.golden_set_id
+    LEFT JOIN goldenset_page AS p ON p.id = r.page_id AND p.corpus_id = s.corpus_id
+    LEFT JOIN labeling_pool AS l ON l.id = r.pool_id AND l.golden_set_id = r.golden_set_id
+    LEFT JOIN {users} AS u ON u.id = r.leased_to_id
+    -- golden_set_id is NOT NULL and in both grouping sets; query_id and page_id are NOT
+    -- NULL, so a NULL one marks the other grouping set.
+    WHERE s.id IS NULL OR (r.query_id IS NOT NULL AND q.id IS NULL) OR (r.page_id IS NOT NULL AND p.id IS NULL)
+       OR (r.pool_id IS NOT NULL AND l.id IS NULL) OR (r.leased_to_id IS NOT NULL AND u.id IS NULL)
     LIMIT 1;
     IF FOUND THEN
+        -- Name one offending row (the error path only: a second scan is no cost here).
+        SELECT n.id, n.golden_set_id, n.pool_id, n.query_id, n.page_id, n.leased_to_id INTO bad
+        FROM new_tasks AS n
+        WHERE n.golden_set_id = bad.golden_set_id
+          AND (bad.query_id IS NULL OR (n.query_id = bad.query_id AND n.pool_id IS NOT DISTINCT FROM bad.pool_id
+                                        AND n.leased_to_id IS NOT DISTINCT FROM bad.leased_to_id))
+          AND (bad.page_id IS NULL OR n.page_id = bad.page_id)
+        LIMIT 1;
         RAISE EXCEPTION 'goldset: judging task % points to golden set %, pool %, query %, page %, user %: one is missing or belongs to another golden set',
             bad.id, bad.golden_set_id, bad.pool_id, bad.query_id, bad.page_id, bad.leased_to_id
             USING ERRCODE = 'foreign_key_violation';
     END IF;
     RETURN NULL;
 END;
-$$ LANGUAGE plpgsql;
+$$ LANGUAGE plpgsql
+-- The hash of the distinct pages (100,000 in a large pool) spills to disk at the
+-- default 4 MB.
+SET work_mem = '64MB';
 
 CREATE FUNCTION labeling_task_check_leases() RETURNS trigger AS $$
 DECLARE

@@ -1,13 +1,14 @@
 """Pools built and extended through the services: the union of the runs' tops, less what
 is already labelled or already a task, written as judging tasks in the strategy's order."""
 
+import threading
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, connections, transaction
 from django.utils import timezone
 
 from evaluation.services import run_import
@@ -423,3 +424,73 @@ def test_a_lease_ends_when_its_user_is_deleted(golden_set, run_a, make_user):
     JudgingTask.objects.filter(pool=pool).update(leased_to=leaving, lease_expires_at=timezone.now())
     leaving.delete()
     assert not JudgingTask.objects.filter(leased_to__isnull=False).exists()
+
+
+# --- concurrent judgments ----------------------------------------------------------------------
+
+def _judge_and_hold(task, grade, annotator, judged, release, errors):
+    """In a thread: judge `task`, then keep the transaction open until `release` is set."""
+    try:
+        with transaction.atomic():
+            judge(task, grade, annotator)
+            judged.set()
+            release.wait(timeout=30)
+    except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        errors.append(exc)
+        judged.set()
+    finally:
+        connections.close_all()
+
+
+def _open_task(pool, query_id: str) -> JudgingTask:
+    return pool_queue(pool).filter(query__query_id=query_id).select_related("query", "page").first()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_judgments_of_different_queries_of_a_pool_do_not_wait_for_each_other_but_of_one_query_do(golden_set, run_a, run_b, make_user):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite serialises every write transaction")
+    pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
+    first, second = make_user("first"), make_user("second")
+    q1_tasks = list(pool_queue(pool).filter(query__query_id="q1").select_related("query", "page")[:2])
+    judged, release, errors = threading.Event(), threading.Event(), []
+    holder = threading.Thread(target=_judge_and_hold, args=(q1_tasks[0], 0, first, judged, release, errors))
+    holder.start()
+    try:
+        assert judged.wait(timeout=30) and not errors, errors
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '2s'")
+            judge(_open_task(pool, "q2"), 1, second)  # another query: goes through at once
+        with pytest.raises(OperationalError, match="lock timeout"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '300ms'")
+            judge(q1_tasks[1], 1, second)  # the same query: waits for the first judgment
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    assert not errors, errors
+    assert JudgingTask.objects.filter(pool=pool, status=JudgingTask.Status.DONE).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_queue_empties_when_concurrent_judgments_of_different_queries_spend_the_budget(golden_set, run_a, run_b, make_user):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite serialises every write transaction")
+    pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth", budget=2).pool
+    first, second = make_user("first"), make_user("second")
+    judged, release, errors = threading.Event(), threading.Event(), []
+    holder = threading.Thread(target=_judge_and_hold, args=(_open_task(pool, "q1"), 0, first, judged, release, errors))
+    holder.start()
+    try:
+        assert judged.wait(timeout=30) and not errors, errors
+        # Each of the two sees only its own judgment (the other's is uncommitted): one short.
+        assert judge(_open_task(pool, "q2"), 0, second).unqueued_by_budget == 0
+        assert pool_queue(pool).exists()
+    finally:
+        release.set()
+        holder.join(timeout=30)
+    assert not errors, errors
+    # The last to commit counted again after its commit, and saw both.
+    assert JudgingTask.objects.filter(pool=pool, status=JudgingTask.Status.DONE).count() == 2
+    assert not pool_queue(pool).exists()

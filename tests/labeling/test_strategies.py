@@ -113,6 +113,23 @@ def test_initial_slots_of_many_queries_match_each_querys_own_order(name):
         assert slots[query_index == q].tolist() == expected.tolist()
 
 
+@pytest.mark.parametrize("name", list(pooling.STRATEGIES))
+def test_initial_slots_are_the_same_when_the_keys_are_too_wide_to_pack(name, monkeypatch):
+    rng = np.random.default_rng(11)
+    ranks = rng.integers(0, 4, size=(400, 3))  # many ties within a query
+    ranks[ranks.sum(axis=1) == 0, 0] = 1
+    query_index = np.sort(rng.integers(0, 7, size=400))[rng.permutation(400)]  # queries interleaved
+    packed = pooling.initial_slots(name, query_index, ranks)
+    monkeypatch.setattr(pooling, "_packed_order", lambda keys: None)
+    assert packed.tolist() == pooling.initial_slots(name, query_index, ranks).tolist()
+
+
+def test_the_best_rank_is_the_lowest_nonzero_one_and_ties_go_to_the_first_run():
+    ranks = np.array([[0, 3, 3], [7, 0, 2], [1, 1, 0], [0, 0, pooling.MAX_DEPTH]], dtype=np.uint16)
+    best_rank, best_run = pooling.best_rank_and_run(ranks)
+    assert (best_rank.tolist(), best_run.tolist()) == ([3, 2, 1, pooling.MAX_DEPTH], [1, 2, 0, 2])
+
+
 def test_a_replay_reproduces_the_judging_it_replays():
     ranks = ranks_of([0, 1, 2, 3], [4, 1, 5], [6, 2])
     live = pooling.make_strategy("mtf", ranks)
