@@ -396,8 +396,8 @@ def flagged_queries(golden_set: GoldenSet, report: CoverageReport) -> list[Query
 
 
 # --- the pool action ------------------------------------------------------------------
-# A write, so it would live in labeling/services.py; it is kept here, beside the report it
-# reads, while pool_build is being reworked in that file. It composes services only.
+# A write, kept beside the report it reads: it composes coverage_report and pool_build
+# and adds no write of its own.
 
 # What a pool for flagged slices takes from each run when nobody says otherwise: the top
 # 20, the depth at which the seed's first stage finds most of what it will ever find.
@@ -409,18 +409,12 @@ class FlaggedPoolResult:
     result: PoolBuildResult
     flagged_slices: list[str]
     flagged_queries: int
-    whole_set: bool  # True while pool_build cannot be restricted to some queries
 
     def lines(self) -> list[str]:
         out = [
             f"{len(self.flagged_slices)} flagged slice(s): {', '.join(self.flagged_slices)}; "
-            f"{self.flagged_queries} of their queries need more judgments",
+            f"the pool covers their {self.flagged_queries} queries only",
         ]
-        if self.whole_set:
-            out.append(
-                "pool_build cannot yet be restricted to some queries, so this pool covers every query of the set "
-                "(the flagged slices' queries among them); pairs already judged or already tasks are skipped"
-            )
         return out + self.result.lines()
 
 
@@ -439,10 +433,15 @@ def flagged_slices_pool_build(
         raise GoldsetError(
             f"no run of {golden_set.slug!r} is scored on v{version.number}: upload runs before pooling", field="runs"
         )
+    queries = flagged_queries(golden_set, report)
+    if not queries:
+        raise GoldsetError(
+            f"the flagged slices of {golden_set.slug!r} v{version.number} hold no active query to pool", field="queries"
+        )
     result = pool_build(
-        golden_set=golden_set, runs=[r.run for r in report.runs], depth=depth, strategy=strategy, budget=budget, user=user,
+        golden_set=golden_set, runs=[r.run for r in report.runs], depth=depth, strategy=strategy, budget=budget,
+        queries=queries, user=user,
     )
     return FlaggedPoolResult(
-        result=result, flagged_slices=[one.label for one in report.flagged],
-        flagged_queries=len(report.flagged_query_ids()), whole_set=True,
+        result=result, flagged_slices=[one.label for one in report.flagged], flagged_queries=len(queries),
     )

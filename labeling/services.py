@@ -93,6 +93,7 @@ class PoolBuildResult:
     already_tasks: int = 0
     new_tasks: int = 0
     retired_query_pairs: int = 0
+    unchosen_query_pairs: int = 0
     left_out_by_budget: int = 0
     credited_tasks: int = 0
     reordered_tasks: int = 0
@@ -110,6 +111,8 @@ class PoolBuildResult:
         ]
         if self.retired_query_pairs:
             out.append(f"pairs of retired queries (skipped): {self.retired_query_pairs}")
+        if self.unchosen_query_pairs:
+            out.append(f"pairs of queries outside the chosen ones (skipped): {self.unchosen_query_pairs}")
         if self.credited_tasks:
             out.append(f"existing tasks also retrieved by the added runs (credited to them): {self.credited_tasks}")
         if self.pool.budget is not None:
@@ -132,6 +135,7 @@ class PoolBuildResult:
             "already_tasks": self.already_tasks,
             "new_tasks": self.new_tasks,
             "retired_query_pairs": self.retired_query_pairs,
+            "unchosen_query_pairs": self.unchosen_query_pairs,
             "left_out_by_budget": self.left_out_by_budget,
             "credited_tasks": self.credited_tasks,
             "per_query": {query_id: vars(counts) for query_id, counts in self.per_query.items()},
@@ -233,6 +237,14 @@ class _Union:
     ranks: np.ndarray
     page_offset: int  # page key + page_offset >= 0 for every candidate
     page_span: int
+    # bool per entry of query_pks: a query the caller did not choose (pool_build's
+    # `queries`); its pairs are left out like a retired query's, and counted apart.
+    unchosen: np.ndarray | None = None
+
+    @property
+    def left_out(self) -> np.ndarray:
+        """bool per entry of query_pks: queries whose pairs become no task."""
+        return self.retired if self.unchosen is None else self.retired | self.unchosen
 
     def pair_keys(self, query_dense: np.ndarray, page_keys: np.ndarray) -> np.ndarray:
         """Sortable int64 keys of pairs, comparable with this union's `keys`; pairs
@@ -628,8 +640,10 @@ def _strategy_state(strategy: str) -> dict:
 def _account(result: PoolBuildResult, union: _Union, masks: dict[str, np.ndarray]) -> None:
     """Fill the result's totals and per-query counts from the candidates' classes."""
     queries = len(union.query_pks)
-    live = ~union.retired[union.query_dense]
-    result.retired_query_pairs = int((~live).sum())
+    live = ~union.left_out[union.query_dense]
+    result.retired_query_pairs = int(union.retired[union.query_dense].sum())
+    if union.unchosen is not None:
+        result.unchosen_query_pairs = int((union.unchosen[union.query_dense] & ~union.retired[union.query_dense]).sum())
     per = {
         name: np.bincount(union.query_dense[mask & live], minlength=queries)
         for name, mask in [("candidates", np.ones(len(live), dtype=bool)), *masks.items()]
@@ -642,9 +656,9 @@ def _account(result: PoolBuildResult, union: _Union, masks: dict[str, np.ndarray
 
 
 def _classify(golden_set: GoldenSet, union: _Union, pool_task_keys: np.ndarray) -> dict[str, np.ndarray]:
-    """Masks over the union's candidates, each candidate in exactly one (retired queries'
-    pairs in none): outside_corpus, already_tasks, already_labelled, new_tasks."""
-    live = ~union.retired[union.query_dense]
+    """Masks over the union's candidates, each candidate in exactly one (pairs of retired
+    or unchosen queries in none): outside_corpus, already_tasks, already_labelled, new_tasks."""
+    live = ~union.left_out[union.query_dense]
     outside = union.page_keys < 0
     tasks = _member(union.keys, pool_task_keys) & ~outside
     labelled = _labelled_mask(golden_set, union) & ~outside & ~tasks
@@ -671,9 +685,12 @@ def _set_task_keys(golden_set: GoldenSet, union: _Union, exclude_pool: Pool | No
 @gc_paused()
 def pool_build(
     *, golden_set: GoldenSet, runs: Sequence[Run], depth: int, strategy: str, budget: int | None = None,
-    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+    queries: Sequence[Query] | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
 ) -> PoolBuildResult:
     """Pool the top `depth` pages of `runs`, per query, into judging tasks of a new pool.
+
+    `queries` restricts the pool to those queries of the set (a slice that needs labels,
+    say); their pairs only become tasks, and the others' are counted as unchosen.
 
     All or nothing. Refuses (GoldsetError) a depth under 1, an unknown strategy, a budget
     under 1, no runs, a run twice or a run of another set. Pairs already labelled or
@@ -688,6 +705,15 @@ def pool_build(
     runs = _check_runs(golden_set, runs)
     specs = [_RunSpec(run=run, ordinal=ordinal, depth=depth) for ordinal, run in enumerate(runs)]
     union = _pool_union(golden_set, specs, len(specs), progress)
+    if queries is not None:
+        chosen = np.array(sorted({query.pk for query in queries}), dtype=np.int64)
+        foreign = [query.query_id for query in queries if query.golden_set_id != golden_set.pk]
+        if foreign or not len(chosen):
+            raise GoldsetError(
+                f"queries {', '.join(map(repr, foreign[:5]))} are not of golden set {golden_set.slug!r}" if foreign
+                else "no query chosen: pass the queries to pool, or none for every query", field="queries",
+            )
+        union.unchosen = ~np.isin(union.query_pks, chosen)
 
     with transaction.atomic():
         # One pool write per set at a time: two builds must not both claim a pair.

@@ -27,7 +27,7 @@ from goldenset.demo import DEFAULT_SEED, demo_load
 from goldenset.models import Judgment, Membership, Page, Query, Version, VersionLabel
 from goldenset.services import judgment_record, membership_grant, version_publish
 from labeling.coverage import coverage_report
-from labeling.models import Pool
+from labeling.models import JudgingTask, Pool
 from lib.formats import JsonRecord
 from tests import factories
 
@@ -260,7 +260,10 @@ def test_a_manager_pools_the_flagged_slices_with_the_latest_runs(client, golden_
     assert (pool.depth, pool.strategy, pool.created_by) == (2, "depth", owner)
     assert list(pool.runs.values_list("name", flat=True)) == ["bm25 v2"]  # the system's latest run only
     body = response.content.decode()
-    assert "flagged slice(s)" in body and "covers every query of the set" in body
+    flagged = set(coverage_report(golden_set, golden_set.latest_version()).flagged_query_ids())
+    pooled = set(JudgingTask.objects.filter(pool=pool).values_list("query__query_id", flat=True))
+    assert pooled and pooled <= flagged  # the flagged slices' queries, no other
+    assert "flagged slice(s)" in body and f"the pool covers their {len(flagged)} queries only" in body
 
 
 def test_pooling_refuses_a_bad_depth_and_writes_nothing(client, golden_set, owner):

@@ -367,6 +367,23 @@ def test_retired_queries_are_left_out_and_counted(golden_set, run_a, run_b):
     assert (result.retired_query_pairs, result.candidate_pairs, set(result.per_query)) == (2, 6, {"q1", "q2"})
 
 
+def test_a_pool_of_chosen_queries_holds_their_pairs_only_and_counts_the_others(golden_set, run_a, run_b):
+    chosen = [golden_set.queries.get(query_id="q2")]
+    result = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=2, strategy="depth", queries=chosen)
+    assert task_pairs(result.pool) == {("q2", "d4"), ("q2", "d7")}
+    assert (result.candidate_pairs, result.unchosen_query_pairs, set(result.per_query)) == (3, 5, {"q2"})
+    assert "pairs of queries outside the chosen ones (skipped): 5" in result.lines()
+
+
+def test_queries_of_another_set_or_none_at_all_are_refused_and_nothing_is_written(golden_set, run_a):
+    other = factories.golden_set("other", pages=factories.pages("x1"), queries=factories.queries("o1"), qrels={("o1", "x1"): 1})
+    with pytest.raises(GoldsetError, match="'o1' are not of golden set 'tiny'"):
+        pool_build(golden_set=golden_set, runs=[run_a], depth=2, strategy="depth", queries=list(other.queries.all()))
+    with pytest.raises(GoldsetError, match="no query chosen"):
+        pool_build(golden_set=golden_set, runs=[run_a], depth=2, strategy="depth", queries=[])
+    assert not Pool.objects.exists() and not JudgingTask.objects.exists()
+
+
 def test_the_union_is_the_same_when_its_keys_are_too_wide_to_pack(golden_set, run_a, run_b, monkeypatch):
     packed = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf")
     rows = lambda pool: sorted(JudgingTask.objects.filter(pool=pool).values_list("query_id", "page_id", "position", "run_ranks"))  # noqa: E731
