@@ -10,6 +10,8 @@ Lists select their related rows in the same query and never load a run's entries
 evaluation's per-query values, which are megabytes each.
 """
 
+from functools import partial
+
 from django import forms
 from django.contrib import admin
 from django.db.models.functions import Length
@@ -40,6 +42,8 @@ class EvaluationSettingsForm(forms.ModelForm):
     class Meta:
         model = EvaluationSettings
         fields = ["golden_set", *SETTINGS_FIELDS]
+        # A webhook typed without a scheme is taken as https (Django 6's default, chosen now).
+        field_classes = {"webhook_url": partial(forms.URLField, assume_scheme="https")}
 
     def clean(self):
         cleaned = super().clean()

@@ -7,6 +7,7 @@ service as the pages (labeling/admin.py adds the one that pools flagged slices).
 """
 
 from django.contrib import admin, messages
+from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -39,6 +40,8 @@ class CorpusAdmin(admin.ModelAdmin):
 @admin.register(Page)
 class PageAdmin(admin.ModelAdmin):
     list_display = ["doc_id", "title", "corpus", "has_text", "published_at", "modified_at"]
+    # A URL typed without a scheme is taken as https (Django 6's default, chosen now).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_filter = ["corpus", "has_text"]
     search_fields = ["doc_id", "title"]
     list_select_related = ["corpus"]
