@@ -32,13 +32,10 @@ import time
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Python puts this script's folder first on the path, where a bench named like a library
-# (bench/coverage.py) would shadow it (numba imports `coverage`): import from the
-# repository root instead.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.join(REPO, "bench")]
 sys.path.insert(0, REPO)
 
-from bench.pool_build import SLUG, generate, scratch_database  # noqa: E402
+from bench.pool_build import SLUG, generate  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import scratch_database  # noqa: E402
 
 
 def timed(function, *args, **kwargs):

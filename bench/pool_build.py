@@ -56,17 +56,14 @@ import pstats
 import statistics
 import sys
 import time
-from contextlib import contextmanager
-from urllib.parse import urlparse, urlunparse
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Run as a script, this folder comes first on sys.path, where bench/coverage.py would
-# shadow the coverage package that numba imports.
-sys.path[:] = [REPO] + [p for p in sys.path if os.path.abspath(p or os.curdir) != os.path.join(REPO, "bench")]
+sys.path.insert(0, REPO)
+
+from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 TARGET = 3.0
 SLUG = "bench-pool"
@@ -76,30 +73,6 @@ CREATE TABLE bench_task_floor (
     best_rank integer, run_ranks bytea, status varchar(10), judgments_required smallint
 )
 """
-
-
-# --- the database ----------------------------------------------------------------------
-
-@contextmanager
-def scratch_database(database_url: str):
-    """Create the database of `database_url` and drop it on the way out; refuse one that
-    exists, so that this script only ever drops a database it made."""
-    name = urlparse(database_url).path.lstrip("/")
-    if not name:
-        raise SystemExit(f"--database-url {database_url} names no database")
-    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            raise SystemExit(f"database {name!r} already exists; drop it yourself (dropdb {name}) or pass another --database-url")
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 # --- data ------------------------------------------------------------------------------
