@@ -45,14 +45,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.core.cache import cache
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from goldenset.models import GoldenSet, Judgment
 from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
-from labeling.models import GoldAnswer, JudgingTask, Pool, QueueSettings
+from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, QueueSettings
 from labeling.services import pool_task_judged, pool_task_lock
 from lib.errors import GoldsetError
 
@@ -67,8 +68,24 @@ _HASH_SPACE = 1 << 64
 
 
 def queue_settings_of(golden_set: GoldenSet) -> QueueSettings:
-    """The set's queue settings, made with the defaults on first use."""
-    queue_settings, _ = QueueSettings.objects.get_or_create(golden_set=golden_set)
+    """The set's queue settings, made with the defaults on first use.
+
+    Read in the same statement and set on them: `has_samples`, whether the set has
+    completeness samples (task_next does not look for a sample task when it has none),
+    and on PostgreSQL `pool_ids`, the set's pools (task_next looks in each). Callers that
+    need them several times (a request) read them once and pass them on.
+    """
+    samples = CompletenessSample.objects.filter(golden_set=OuterRef("golden_set"))
+    settings = QueueSettings.objects.filter(golden_set=golden_set).annotate(has_samples=Exists(samples))
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.expressions import ArraySubquery  # imports psycopg: PostgreSQL only
+
+        pools = Pool.objects.filter(golden_set=OuterRef("golden_set")).order_by().values("id")
+        settings = settings.annotate(pool_ids=ArraySubquery(pools))
+    queue_settings = settings.first()
+    if queue_settings is None:
+        queue_settings, _ = QueueSettings.objects.get_or_create(golden_set=golden_set)
+        queue_settings.has_samples = CompletenessSample.objects.filter(golden_set=golden_set).exists()
     return queue_settings
 
 
@@ -124,13 +141,19 @@ def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, 
     return _locked(tasks).first()
 
 
-def _queued_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
+def _queued_candidate(
+    golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int], queue_settings: QueueSettings,
+) -> JudgingTask | None:
     """The free queued task of lowest position over the set's pools and samples."""
     best = None
+    pool_ids = getattr(queue_settings, "pool_ids", None)
+    if pool_ids is None:
+        pool_ids = Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", flat=True)
     # One look-up per pool walks that pool's queue index in position order; a single
     # look-up over the whole set would sort every pool's queue on each request.
-    sources = [Q(pool_id=pool_id) for pool_id in Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", flat=True)]
-    sources.append(Q(pool__isnull=True, kind=JudgingTask.Kind.SAMPLE, golden_set=golden_set))
+    sources = [Q(pool_id=pool_id) for pool_id in pool_ids]
+    if getattr(queue_settings, "has_samples", True):
+        sources.append(Q(pool__isnull=True, kind=JudgingTask.Kind.SAMPLE, golden_set=golden_set))
     for source in sources:
         tasks = (
             JudgingTask.objects.filter(source, status=JudgingTask.Status.OPEN, position__isnull=False).filter(_free(now))
@@ -146,28 +169,34 @@ def _queued_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, s
 
 def task_next(
     *, golden_set: GoldenSet, annotator: AbstractBaseUser, skipped_ids: list[int] | None = None,
+    queue_settings: QueueSettings | None = None, holds_none: bool = False, savepoint: bool = True,
 ) -> JudgingTask | None:
     """The task `annotator` should judge now, leased to them; None when nothing is left for them.
 
     The task they already hold comes first (a reload shows the same pair). `skipped_ids`
     are tasks they skipped, not handed back to them. The returned task has its query and
-    page loaded.
+    page loaded. `queue_settings` saves reading them again (queue_settings_of's, with
+    has_samples and pool_ids); `holds_none=True` says the caller knows the annotator holds no task
+    (their held task was just judged), which saves looking for their leases.
+    `savepoint=False` inside a caller's transaction hands the task out in it without a
+    savepoint of its own (see task_submit).
     """
-    leases = _leases(golden_set, annotator)
+    leases = [] if holds_none else _leases(golden_set, annotator)
     now = timezone.now()
     held = next((task for task in leases if task.lease_expires_at > now), None)
     if held is not None:
         return held
-    queue_settings = queue_settings_of(golden_set)
+    if queue_settings is None:
+        queue_settings = queue_settings_of(golden_set)
     skipped = list(skipped_ids or [])
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         task = None
         if queue_settings.gold_share > 0 and gold_draw() < queue_settings.gold_share:
             task = _gold_candidate(golden_set, annotator, now, skipped)
         if task is None:
             task = _overlap_candidate(golden_set, annotator, now, skipped)
         if task is None:
-            task = _queued_candidate(golden_set, annotator, now, skipped)
+            task = _queued_candidate(golden_set, annotator, now, skipped, queue_settings)
         if task is None:
             return None
         # An expired lease left on another task of theirs (they walked away) is let go.
@@ -218,6 +247,7 @@ def _expected_grade(task: JudgingTask) -> int:
 
 def task_submit(
     *, task: JudgingTask, annotator: AbstractBaseUser, grade: int, note: str = "", seconds_spent: float | None = None,
+    queue_settings: QueueSettings | None = None, savepoint: bool = True,
 ) -> Judgment | GoldAnswer:
     """Record `annotator`'s grade for the task's pair and return what was written.
 
@@ -227,20 +257,27 @@ def task_submit(
     supersedes). The first judgment of a task closes it (for a pool task through
     pool_task_judged, which moves the pool's order on) and decides whether it is an
     overlap task. All in one transaction; GoldsetError names what is wrong and writes
-    nothing.
+    nothing. `queue_settings` saves reading the set's settings again.
+
+    `savepoint=False` is for a caller that calls it inside its own transaction and lets
+    a GoldsetError end that transaction (the judging view, which hands out the next pair
+    in the same transaction: one COMMIT a judgment): no savepoint is made, two statements
+    fewer. A caller that goes on after a refusal inside its transaction keeps the default.
     """
     note = (note or "").strip()
     if seconds_spent is not None and seconds_spent < 0:
         raise GoldsetError("seconds spent cannot be negative", field="seconds")
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
+        pool = None
         if task.pool_id is not None:
             # pool_task_judged takes the pool's and the query's locks before the task's
             # rows: take them first here too, or two submits could each hold what the
             # other waits for. They serialise judgments of one query only.
-            pool_task_lock(task=task)
+            pool = pool_task_lock(task=task)
         task = (
             JudgingTask.objects.select_for_update(of=("self",))
-            .select_related("golden_set", "query__golden_set", "page").get(pk=task.pk)
+            .select_related("golden_set", "query__golden_set", "page")
+            .annotate(judged_already=_judged_by(annotator)).get(pk=task.pk)
         )
         golden_set = task.golden_set
         grade = _check_grade(golden_set, grade)
@@ -263,7 +300,7 @@ def task_submit(
                 JudgingTask.objects.filter(pk=task.pk).update(**release)
             return answer
 
-        already = Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, annotator=annotator).exists()
+        already = task.judged_already
         if already and not (held and task.status == JudgingTask.Status.DONE):
             raise GoldsetError(f"you have already judged task {task.pk}", field="task")
         if not already and task.status == JudgingTask.Status.SKIPPED:
@@ -287,10 +324,15 @@ def task_submit(
             if changes:
                 JudgingTask.objects.filter(pk=task.pk).update(**changes)
         elif task.status == JudgingTask.Status.OPEN:
-            queue_settings = queue_settings_of(golden_set)
+            if queue_settings is None:
+                queue_settings = queue_settings_of(golden_set)
             required = queue_settings.overlap_annotators if overlap_chosen(task.pk, queue_settings.overlap_share) else 1
-            if task.kind == JudgingTask.Kind.POOL:
-                pool_task_judged(task=task, grade=grade)  # closes the task and frees its lease
+            if task.kind == JudgingTask.Kind.POOL and pool is not None:
+                # Closes the task, frees its lease and counts the judgment, in one UPDATE;
+                # the locks and the task row are the ones taken above.
+                pool_task_judged(task=task, grade=grade, pool=pool, task_locked=True, judgments_required=required)
+            elif task.kind == JudgingTask.Kind.POOL:
+                pool_task_judged(task=task, grade=grade)
                 JudgingTask.objects.filter(pk=task.pk).update(judgments_done=F("judgments_done") + 1, judgments_required=required)
             else:
                 JudgingTask.objects.filter(pk=task.pk).update(
@@ -409,13 +451,8 @@ def judged_count(*, golden_set: GoldenSet, annotator: AbstractBaseUser) -> int:
     return pairs + GoldAnswer.objects.filter(annotator=annotator, task__golden_set=golden_set).count()
 
 
-def judging_progress(
-    *, golden_set: GoldenSet, annotator: AbstractBaseUser, judged: int | None = None, pending_correction: bool = False,
-) -> JudgingProgress:
-    """Counts for the progress bar. `judged` is judged_count's figure if the caller keeps
-    it (counted here otherwise); `pending_correction` says a pair handed back by an undo is
-    on screen, which counts as not judged. Pool totals come from Pool.task_count, closed
-    pool tasks from the partial index judging_task_pool_closed."""
+def _set_progress(golden_set: GoldenSet) -> tuple[int, int]:
+    """(done, total) of the set's pool and sample tasks."""
     pools = list(Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", "task_count"))
     total = sum(count for _, count in pools)
     done = 0
@@ -425,8 +462,39 @@ def judging_progress(
     samples = JudgingTask.objects.filter(sample__isnull=False, golden_set=golden_set).aggregate(
         total=Count("id"), done=Count("id", filter=~Q(status=JudgingTask.Status.OPEN))
     )
-    total += samples["total"]
-    done += samples["done"]
+    return done + samples["done"], total + samples["total"]
+
+
+# How long the judging screens may show a set's (done, total) before counting again.
+SET_PROGRESS_SECONDS = 10
+
+
+def judging_progress(
+    *, golden_set: GoldenSet, annotator: AbstractBaseUser, judged: int | None = None, pending_correction: bool = False,
+    cache_seconds: float = 0,
+) -> JudgingProgress:
+    """Counts for the progress bar. `judged` is judged_count's figure if the caller keeps
+    it (counted here otherwise); `pending_correction` says a pair handed back by an undo is
+    on screen, which counts as not judged. Pool totals come from Pool.task_count, closed
+    pool tasks from the partial index judging_task_pool_closed.
+
+    With `cache_seconds` the set's (done, total) may be that old: counting the closed
+    tasks of a pool part-way through judging reads hundreds of thousands of index entries
+    (tens of ms), too much for every pair shown. It is kept in Django's default cache,
+    which is per process (locmem, goldset.settings sets no CACHES): each worker counts at
+    most once in that time, and workers may disagree by a few seconds' judgments, which a
+    progress bar can afford.
+    """
+    if cache_seconds:
+        # The set's creation time in the key: a reused id (a test database) is another set.
+        key = f"labeling.set_progress:{golden_set.pk}:{golden_set.created_at.timestamp()}"
+        counts = cache.get(key)
+        if counts is None:
+            counts = _set_progress(golden_set)
+            cache.set(key, counts, cache_seconds)
+        done, total = counts
+    else:
+        done, total = _set_progress(golden_set)
     if judged is None:
         judged = judged_count(golden_set=golden_set, annotator=annotator)
     return JudgingProgress(judged_by_you=max(judged - int(pending_correction), 0), done=done, total=total)

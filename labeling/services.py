@@ -861,13 +861,23 @@ def pool_extend(
     return result
 
 
-def _query_table(pool: Pool, query_pk: int, columns: int) -> tuple[list[int], np.ndarray, _Table]:
-    """(task ids, positions (-1 for none), table) of one query's tasks in the pool, by page."""
+def _query_table(pool: Pool, query_pk: int, columns: int | None = None) -> tuple[list[int], np.ndarray, _Table]:
+    """(task ids, positions (-1 for none), table) of one query's tasks in the pool, by page.
+    `columns` (the pool's runs) is counted in the same statement when not given."""
+    tasks = JudgingTask.objects.filter(golden_set_id=pool.golden_set_id, query_id=query_pk, kind=JudgingTask.Kind.POOL, pool=pool)
+    if columns is None:
+        # One scalar subquery, run once for the statement: one round trip fewer a judgment.
+        # (Imported here to leave the module's imports to pool_build's ongoing work.)
+        from django.db.models import Count, Subquery
+
+        runs = PoolRun.objects.filter(pool_id=pool.pk).order_by().values("pool_id").annotate(n=Count("id")).values("n")
+        tasks = tasks.annotate(pool_run_count=Subquery(runs))
     rows = list(
-        JudgingTask.objects.filter(golden_set_id=pool.golden_set_id, query_id=query_pk, kind=JudgingTask.Kind.POOL, pool=pool)
-        .order_by("page_id")
-        .values_list("id", "status", "grade", "done_at", "position", "run_ranks")
+        tasks.order_by("page_id")
+        .values_list("id", "status", "grade", "done_at", "position", "run_ranks", *([] if columns is not None else ["pool_run_count"]))
     )
+    if columns is None:
+        columns = (rows[0][6] or 0) if rows else 0
     ids = [row[0] for row in rows]
     table = _Table(
         query=np.zeros(len(rows), dtype=np.int64),
@@ -918,7 +928,9 @@ def _unqueue_if_budget_spent(pool_id: int) -> int:
     return JudgingTask.objects.filter(pool=pool, status=JudgingTask.Status.OPEN, position__isnull=False).update(position=None)
 
 
-def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
+def pool_task_judged(
+    *, task: JudgingTask, grade: int, pool: Pool | None = None, task_locked: bool = False, judgments_required: int | None = None,
+) -> TaskJudgedResult:
     """Close an open pool task with the grade it was judged, then move the queue on.
 
     Call it once the pair's judgment is recorded (goldenset.services.judgment_record),
@@ -930,12 +942,22 @@ def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
     of a window never interleave; judgments of different queries go on side by side.
     Refuses (GoldsetError) a task that is not an open pool task and a grade off the
     set's scale.
+
+    A caller that holds the locks already (labeling.queue.task_submit) passes `pool`, the
+    pool pool_task_lock returned, and `task_locked=True` with the task row it read FOR
+    UPDATE after (golden_set loaded): they are not read again. `judgments_required` is
+    then written with the close, and the task's judgments_done counted up by one.
     """
     if task.kind != JudgingTask.Kind.POOL or task.pool_id is None:
         raise GoldsetError(f"task {task.pk} is a {task.kind} task, not a pool task", field="task")
-    with transaction.atomic():
-        pool = pool_task_lock(task=task)
-        task = JudgingTask.objects.select_for_update(of=("self",)).select_related("golden_set").get(pk=task.pk)
+    if task_locked and (pool is None or not transaction.get_connection().in_atomic_block):
+        raise GoldsetError("task_locked needs the pool its locks returned, inside the caller's transaction", field="task")
+    # A caller holding the locks is in its transaction already and lets a refusal end it:
+    # no savepoint (two round trips) is needed then.
+    with transaction.atomic(savepoint=not task_locked):
+        if not task_locked:
+            pool = pool_task_lock(task=task)
+            task = JudgingTask.objects.select_for_update(of=("self",)).select_related("golden_set").get(pk=task.pk)
         golden_set = pool.golden_set = task.golden_set  # the same row: the database checks it
         if task.status != JudgingTask.Status.OPEN:
             raise GoldsetError(f"task {task.pk} is {task.status}, not open", field="task")
@@ -945,7 +967,13 @@ def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
 
         task.status, task.grade, task.done_at = JudgingTask.Status.DONE, grade, timezone.now()
         task.leased_to, task.lease_expires_at = None, None
-        task.save(update_fields=["status", "grade", "done_at", "leased_to", "lease_expires_at"])
+        changes = {"status": task.status, "grade": grade, "done_at": task.done_at, "leased_to": None, "lease_expires_at": None}
+        if judgments_required is not None:
+            from django.db.models import F  # here, like _query_table's: the module's imports are pool_build's
+
+            changes.update(judgments_done=F("judgments_done") + 1, judgments_required=judgments_required)
+            task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
+        JudgingTask.objects.filter(pk=task.pk).update(**changes)
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
 
         if pool.budget is not None:
@@ -961,7 +989,7 @@ def pool_task_judged(*, task: JudgingTask, grade: int) -> TaskJudgedResult:
             ).update(position=None)
             return result
 
-        ids, positions, table = _query_table(pool, task.query_id, pool.pool_runs.count())
+        ids, positions, table = _query_table(pool, task.query_id)
         ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, no_progress)
         fresh = _window_positions(ahead, closed, _ordinals(np.full(len(ids), task.query_id)), pool.window)
         # Closed tasks keep the position they were judged at; only open ones move.

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -24,9 +25,10 @@ from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, golden_sets_for
 from goldenset.services import membership_grant, membership_revoke
 from labeling.models import JudgingTask, Pool
+from labeling.models import QueueSettings
 from labeling.queue import (
-    judged_count, judging_progress, judgment_undo, leased_at, queue_settings_of, task_is_correction, task_next, task_skip,
-    task_submit,
+    SET_PROGRESS_SECONDS, judged_count, judging_progress, judgment_undo, leased_at, queue_settings_of, task_is_correction,
+    task_next, task_skip, task_submit,
 )
 from lib.errors import GoldsetError
 from lib.sanitize import page_html
@@ -91,11 +93,34 @@ def _remember_skip(request: HttpRequest, golden_set: GoldenSet, task_id: int) ->
     request.session["judging_skipped"] = skipped
 
 
+def _queue_settings(request: HttpRequest, golden_set: GoldenSet) -> QueueSettings:
+    """The set's queue settings, read once a request (the queue needs them several times)."""
+    if getattr(request, "_queue_settings", None) is None:
+        request._queue_settings = queue_settings_of(golden_set)
+    return request._queue_settings
+
+
+def _posted_judged(request: HttpRequest) -> int | None:
+    """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET)."""
+    raw = (request.POST if request.method == "POST" else request.GET).get("judged", "")
+    return int(raw) if raw.isdigit() else None
+
+
 def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False, add: int = 0) -> int:
-    """The annotator's judged pairs in the set (labeling.queue.judged_count), counted once
-    per visit to the screen and kept up in the session as they judge: counting them on
-    every pair would read all their judgments each time."""
+    """The annotator's judged pairs in the set (labeling.queue.judged_count, a pair handed
+    back by an undo included).
+
+    Counted once per visit to the screen (it reads all their judgments), then carried by
+    the pair fragment: its forms post it back (`judged`) and the next fragment shows it
+    plus `add`, so that a judgment does not write the session. The figure only feeds the
+    annotator's own progress bar, so trusting what their page sends back is harmless. A
+    request without it (a plain form, an old page) falls back to the count kept in the
+    session at the visit, kept up there as before.
+    """
     counts = request.session.get("judging_counts", {})
+    posted = None if fresh else _posted_judged(request)
+    if posted is not None:
+        return posted + add
     if fresh or golden_set.slug not in counts:
         counts[golden_set.slug] = judged_count(golden_set=golden_set, annotator=request.user)
     elif add:
@@ -106,16 +131,26 @@ def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False,
     return counts[golden_set.slug]
 
 
-def _pair_context(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", fresh: bool = False) -> dict:
-    task = task_next(golden_set=golden_set, annotator=request.user, skipped_ids=_skipped(request, golden_set))
+def _pair_context(
+    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", fresh: bool = False,
+    judged_add: int = 0, holds_none: bool = False, savepoint: bool = True,
+) -> dict:
+    task = task_next(
+        golden_set=golden_set, annotator=request.user, skipped_ids=_skipped(request, golden_set),
+        # The settings when this request has read them already (a judgment's); task_next
+        # reads them itself only if it hands out a new task, not for the pair they hold.
+        queue_settings=getattr(request, "_queue_settings", None), holds_none=holds_none, savepoint=savepoint,
+    )
     previous_grade = task_is_correction(task=task, annotator=request.user) if task is not None else None
-    judged = _judged(request, golden_set, fresh=fresh)
+    judged = _judged(request, golden_set, fresh=fresh, add=judged_add)
     ctx = {
         "golden_set": golden_set, "task": task, "error": error, "notice": notice,
         "grade_keys": grade_keys(golden_set), "previous_grade": previous_grade,
         "previous_label": golden_set.grade_label(previous_grade) if previous_grade is not None else "",
+        "judged": judged,
         "progress": judging_progress(
             golden_set=golden_set, annotator=request.user, judged=judged, pending_correction=previous_grade is not None,
+            cache_seconds=SET_PROGRESS_SECONDS,
         ),
     }
     if task is None:
@@ -130,14 +165,15 @@ def _pair_context(request: HttpRequest, golden_set: GoldenSet, *, error: str = "
     return ctx
 
 
-def _pair_response(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "") -> HttpResponse:
-    return render(request, "labeling/judging/_pair.html", _pair_context(request, golden_set, error=error, notice=notice))
+def _pair_response(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
+    return render(request, "labeling/judging/_pair.html", _pair_context(request, golden_set, error=error, notice=notice, **more))
 
 
-def _after_post(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "") -> HttpResponse:
-    """The next pair's fragment for htmx; a redirect to the screen (with the message) otherwise."""
+def _after_post(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
+    """The next pair's fragment for htmx; a redirect to the screen (with the message) otherwise
+    (the screen counts what they judged afresh). `more`: _pair_context's judged_add and holds_none."""
     if request.htmx:
-        return _pair_response(request, golden_set, error=error, notice=notice)
+        return _pair_response(request, golden_set, error=error, notice=notice, **more)
     if error:
         messages.error(request, error)
     elif notice:
@@ -172,7 +208,7 @@ def judging_next(request: HttpRequest, slug: str) -> HttpResponse:
     return _pair_response(request, golden_set)
 
 
-def _seconds(raw: str, task: JudgingTask, golden_set: GoldenSet) -> float | None:
+def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> float | None:
     """Seconds the annotator spent: what the page measured, or else the time since the
     pair was handed to them (less precise: it counts a reload's wait too)."""
     try:
@@ -182,7 +218,7 @@ def _seconds(raw: str, task: JudgingTask, golden_set: GoldenSet) -> float | None
     if seconds is not None and 0 <= seconds < 86_400:
         return round(seconds, 1)
     if task.leased_to_id is not None:
-        start = leased_at(task, queue_settings_of(golden_set))
+        start = leased_at(task, queue_settings)
         return round(max((timezone.now() - start).total_seconds(), 0.0), 1)
     return None
 
@@ -198,16 +234,31 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
     except ValueError:
         return _after_post(request, golden_set, error=f"grade {raw!r} is not a number; press one of the grade keys")
     correction = task_is_correction(task=task, annotator=request.user) is not None
+    queue_settings = _queue_settings(request, golden_set)
+    # Held by them when read: a judgment it takes frees it, so they hold nothing after
+    # (undo and task_next leave one task with an annotator at a time).
+    held = task.leased_to_id == request.user.pk and task.lease_expires_at is not None and task.lease_expires_at > timezone.now()
+    submit = {
+        "task": task, "annotator": request.user, "grade": grade, "note": request.POST.get("note", ""),
+        "seconds_spent": _seconds(request.POST.get("seconds", ""), task, queue_settings), "queue_settings": queue_settings,
+    }
+    if not request.htmx:
+        try:
+            task_submit(**submit)
+        except GoldsetError as exc:
+            return _after_post(request, golden_set, error=exc.message)
+        return _after_post(request, golden_set)
     try:
-        task_submit(
-            task=task, annotator=request.user, grade=grade, note=request.POST.get("note", ""),
-            seconds_spent=_seconds(request.POST.get("seconds", ""), task, golden_set),
-        )
+        # The judgment and the hand-out of the next pair in one transaction: one COMMIT
+        # (one WAL flush) a judgment, and no savepoints. A refusal rolls both back.
+        with transaction.atomic():
+            task_submit(**submit, savepoint=False)
+            ctx = _pair_context(
+                request, golden_set, judged_add=0 if correction else 1, holds_none=held, savepoint=False,
+            )
     except GoldsetError as exc:
         return _after_post(request, golden_set, error=exc.message)
-    if not correction:
-        _judged(request, golden_set, add=1)
-    return _after_post(request, golden_set)
+    return render(request, "labeling/judging/_pair.html", ctx)
 
 
 @login_required

@@ -3,6 +3,8 @@
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from goldenset.models import GoldenSet, Judgment, Membership
@@ -195,16 +197,61 @@ def test_a_set_with_its_own_scale_gets_its_own_keys(make_user, client):
     assert Judgment.objects.get().grade == -1
 
 
-def test_next_and_judge_make_a_bounded_number_of_queries(client, golden_set, ann, django_assert_max_num_queries):
+def test_next_and_judge_make_a_bounded_number_of_queries(client, golden_set, ann):
     client.get(reverse("judging_screen", args=[golden_set.slug]))  # counts what the annotator judged, once
     JudgingTask.objects.filter(leased_to=ann).update(leased_to=None, lease_expires_at=None)
-    with django_assert_max_num_queries(16):
+    # In a test every transaction is a savepoint: SAVEPOINT and RELEASE stand for BEGIN and COMMIT.
+    with CaptureQueriesContext(connection) as handed_out:
         first = task_id(client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX))
-    with django_assert_max_num_queries(10):
+    with CaptureQueriesContext(connection) as held:
         client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX)  # the held pair again
-    # pool_task_judged's own reads and writes are most of these.
-    with django_assert_max_num_queries(35):
-        client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "seconds": "2"}, **HTMX)
+    with CaptureQueriesContext(connection) as judged:
+        client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "seconds": "2", "judged": "0"}, **HTMX)
+    # Session, user, set, role (4), then: the settings (with the set's pools), the hand-out's
+    # transaction (overlap, queue, lease); the set's progress comes from the cache the
+    # screen filled.
+    assert len(handed_out) <= 11
+    # The four, then the lease they hold.
+    assert len(held) <= 5
+    # The four, the task, the settings; one transaction for the judgment (locks, task,
+    # judgment, close, the query's window) and the next pair's hand-out (overlap, queue,
+    # lease). No session write.
+    assert len(judged) <= 16
+    statements = [query["sql"] for query in judged.captured_queries]
+    assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1  # one transaction (COMMIT outside a test)
+    assert not any("django_session" in sql for sql in statements if not sql.startswith("SELECT"))
+
+
+def test_the_judged_count_rides_in_the_fragment_so_judging_writes_no_session(client, golden_set, ann):
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    for expected in (1, 2):
+        carried = re.search(r'name="judged" value="(\d+)"', response.content.decode()).group(1)
+        with CaptureQueriesContext(connection) as judged:
+            response = client.post(
+                reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1", "judged": carried}, **HTMX,
+            )
+        assert f'<strong class="judged-by-you">{expected}</strong> judged by you' in response.content.decode()
+        assert not any(query["sql"].startswith("UPDATE \"django_session\"") for query in judged.captured_queries)
+    # A fresh visit counts again from the judgments.
+    body = client.get(reverse("judging_screen", args=[golden_set.slug])).content.decode()
+    assert '<strong class="judged-by-you">2</strong> judged by you' in body
+
+
+def test_a_refused_grade_leaves_nothing_written_and_shows_the_held_pair_again(client, golden_set, ann, make_user):
+    first = task_id(client.get(reverse("judging_screen", args=[golden_set.slug])))
+    JudgingTask.objects.filter(pk=first).update(leased_to=make_user("carl"))  # someone else holds it now
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "judged": "0"}, **HTMX)
+    assert "is now with another annotator" in response.content.decode()
+    assert not Judgment.objects.filter(annotator=ann).exists()
+    assert task_id(response) not in (0, first)  # a pair of their own to judge
+    assert JudgingTask.objects.filter(leased_to=ann).count() == 1
+
+
+def test_a_post_without_the_carried_count_falls_back_to_the_session(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_screen", args=[golden_set.slug])))
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1"}, **HTMX)
+    assert '<strong class="judged-by-you">1</strong> judged by you' in response.content.decode()
+    assert client.session["judging_counts"][golden_set.slug] == 1
 
 
 # --- members ------------------------------------------------------------------------------
