@@ -72,7 +72,6 @@ import pstats
 import random
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -82,19 +81,15 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
+from urllib.parse import urlparse
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
-# Python puts the script's folder first on the path; bench/ holds scripts, not modules, and
-# one named like a package (bench/coverage.py) would shadow it for numba, which probes
-# for `coverage` on import. The repository root goes there instead.
-if sys.path and Path(sys.path[0]).resolve() == REPO / "bench":
-    sys.path.pop(0)
 sys.path.insert(0, str(REPO))
+
+from bench.scratch import purge_queue, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
 
 TARGET_P95_MS = 50.0
 SLUG = "bench-annotators"
@@ -107,33 +102,6 @@ JUDGED = re.compile(rb'name="judged" value="(\d+)"')
 JUDGING_ERROR = re.compile(rb'class="judging-error"[^>]*>([^<]*)<')
 GRADES = (0, 1, 2, 3)
 ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
-
-
-# --- the database ----------------------------------------------------------------------
-
-@contextmanager
-def scratch_database(database_url: str, keep: bool):
-    """Create the database of `database_url` and drop it on the way out (unless `keep`);
-    refuse one that exists, so that this script only ever drops a database it made."""
-    name = urlparse(database_url).path.lstrip("/")
-    if not name:
-        raise SystemExit(f"--database-url {database_url} names no database")
-    admin_url = urlunparse(urlparse(database_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            raise SystemExit(f"database {name!r} already exists; drop it yourself (dropdb {name}) or pass another --database-url")
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        if keep:
-            print(f"--keep: database {name} left in place (dropdb {name} when done)", file=sys.stderr)
-        else:
-            with psycopg.connect(admin_url, autocommit=True) as admin:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 # --- data ------------------------------------------------------------------------------
@@ -295,61 +263,11 @@ from goldset.settings_production import *  # noqa: F403
 STATIC_ROOT = {static_root!r}
 '''
 
-# --stub-views only: a stand-in for labeling/views_judging.py, for trying the harness out
-# before those views exist. It serves labeling.queue as bare fragments (no template, no
-# access check beyond login), so its figures are NOT the app's: the report says so and
-# gives no verdict. It lives in the temporary folder, never in the app.
-STUB_URLS = '''
-from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
-from django.urls import path
-
-import goldset.urls
-from goldenset.models import GoldenSet
-from labeling import queue
-from labeling.models import JudgingTask
-
-
-def _fragment(golden_set, user):
-    task = queue.task_next(golden_set=golden_set, annotator=user)
-    if task is None:
-        return HttpResponse("<div>nothing left</div>")
-    return HttpResponse(f'<div data-task-id="{task.pk}">{task.query.text} / {task.page.title}</div>')
-
-
-@login_required
-def next_pair(request, slug):
-    return _fragment(get_object_or_404(GoldenSet, slug=slug), request.user)
-
-
-@login_required
-def judge(request, slug, task_id):
-    golden_set = get_object_or_404(GoldenSet, slug=slug)
-    task = get_object_or_404(JudgingTask, pk=task_id, golden_set=golden_set)
-    queue.task_submit(
-        task=task, annotator=request.user, grade=int(request.POST["grade"]), note=request.POST.get("note", ""),
-        seconds_spent=float(request.POST["seconds"]),
-    )
-    return _fragment(golden_set, request.user)
-
-
-urlpatterns = [
-    path("label/<slug:slug>/next/", next_pair),
-    path("label/<slug:slug>/tasks/<int:task_id>/judge/", judge),
-    *goldset.urls.urlpatterns,
-]
-'''
-
-
 @contextmanager
 def gunicorn_server(args: argparse.Namespace, temp: Path):
     """gunicorn on a free port of 127.0.0.1 in a process group of its own; yields
     (base url, access log path); stopped (TERM, then KILL) on the way out."""
     settings_text = SETTINGS_TEMPLATE.format(static_root=str(temp / "static"))
-    if args.stub_views:
-        (temp / "bench_annotators_stub_urls.py").write_text(STUB_URLS)
-        settings_text += 'ROOT_URLCONF = "bench_annotators_stub_urls"\n'
     (temp / "bench_annotators_settings.py").write_text(settings_text)
     env = {
         **os.environ,
@@ -400,25 +318,7 @@ def gunicorn_server(args: argparse.Namespace, temp: Path):
         args.gunicorn_pid = process.pid
         yield base, access_log, error_log
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        except ProcessLookupError:
-            pass
-
-
-def purge_queue(broker_url: str, queue: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(broker_url)
-    try:
-        for key in client.scan_iter(match=f"*{queue}*"):
-            client.delete(key)
-    finally:
-        client.close()
+        stop_process_group(process)
 
 
 # --- the annotators ----------------------------------------------------------------------
@@ -903,10 +803,8 @@ def report(args: argparse.Namespace, info: dict) -> bool:
         lost_ok and not errors and not checks["judged_over_required"] and not checks["same_annotator_twice"]
         and checks["judgments_off_task"] == 0
     )
-    passed = all(verdicts) and clean and not args.stub_views
+    passed = all(verdicts) and clean
     print()
-    if args.stub_views:
-        print("STUB VIEWS (--stub-views): labeling.queue behind bare stand-in views, not the app's judging views; no verdict")
     if people:
         print(f"target: p95 under {TARGET_P95_MS:.0f} ms for next-pair and for submit, no error, no judgment lost, "
               f"no double hand-out  {'PASS' if passed else 'MISS'}")
@@ -939,7 +837,7 @@ def run(args: argparse.Namespace) -> None:
     info: dict = {"gunicorn": gunicorn.__version__}
     purge_queue(args.broker_url, args.queue)
     try:
-        with scratch_database(args.database_url, args.keep), tempfile.TemporaryDirectory(prefix="goldset-bench-") as temp:
+        with scratch_database(args.database_url, keep=args.keep), tempfile.TemporaryDirectory(prefix="goldset-bench-") as temp:
             started = time.perf_counter()
             call_command("migrate", verbosity=0)
             print(f"generating (seed {args.seed}) ...", file=sys.stderr)
@@ -1014,7 +912,6 @@ def main() -> None:
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/10", help="Redis for Celery (a queue of this run's own)")
     parser.add_argument("--keep", action="store_true", help="do not drop the database at the end (debugging)")
     parser.add_argument("--profile", action="store_true", help="then profile one next-pair and one submit in-process")
-    parser.add_argument("--stub-views", action="store_true", help=argparse.SUPPRESS)  # harness development only
     args = parser.parse_args()
     if any(think < 0 for think in args.thinks):
         parser.error("--think cannot be negative")

@@ -42,7 +42,6 @@ import json
 import os
 import platform
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -60,7 +59,7 @@ import requests
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
 
 TIME_TARGET = 2.0
 MEMORY_TARGET = 1.10  # peak after the large version / peak after the small one
@@ -182,14 +181,7 @@ def gunicorn(database_url: str, log_path: Path):
         [worker] = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
         yield base, int(worker)
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        except ProcessLookupError:
-            pass
+        stop_process_group(process)
 
 
 def peak_memory(pid: int) -> int:

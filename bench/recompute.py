@@ -39,7 +39,6 @@ import io
 import os
 import platform
 import pstats
-import signal
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import purge_queue, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
 
 TIME_TARGET = 3.0
 MEMORY_TARGET_BYTES = 2 * 1024**3
@@ -232,25 +231,7 @@ def celery_worker(*, database_url: str, broker_url: str, queue: str, concurrency
             time.sleep(0.2)
         yield process
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        except ProcessLookupError:
-            pass
-
-
-def purge_queue(broker_url: str, queue: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(broker_url)
-    try:
-        for key in client.scan_iter(match=f"*{queue}*"):
-            client.delete(key)
-    finally:
-        client.close()
+        stop_process_group(process)
 
 
 def peak_memory(pid: int) -> dict[str, int]:

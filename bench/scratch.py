@@ -1,4 +1,5 @@
-"""What every bench script needs before it measures: a PostgreSQL database of its own.
+"""What every bench script needs around what it measures: a PostgreSQL database of its
+own, a broker queue of its own, and the server or worker it started stopped afterwards.
 
     from bench.scratch import scratch_database
 
@@ -10,6 +11,9 @@ A bench only ever drops a database it created: `scratch_database` refuses one th
 already exists, and drops its own on the way out, even when a step fails.
 """
 
+import os
+import signal
+import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,3 +58,28 @@ def scratch_database(database_url: str, keep: bool = False):
             with psycopg.connect(admin_url, autocommit=True) as admin:
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """Stop a server or worker started in a process group of its own (start_new_session):
+    TERM to the whole group, then KILL if it has not gone after 30 s."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def purge_queue(broker_url: str, queue: str) -> None:
+    """Delete the Redis keys of a bench's own Celery queue (before and after a run)."""
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    try:
+        for key in client.scan_iter(match=f"*{queue}*"):
+            client.delete(key)
+    finally:
+        client.close()
