@@ -105,19 +105,12 @@ def _finite(value: float) -> float | None:
 # --- agreement ---------------------------------------------------------------------------
 
 
-@dataclass
-class PairAgreement:
-    """Agreement of two annotators on the pairs both judged. Rows of `confusion` are
-    `first`'s grades, columns `second`'s, in scale order."""
+class _Confusion:
+    """What the pages read of a confusion matrix: `confusion` (rows and columns in the
+    order of the grades `values`)."""
 
-    first: str
-    second: str
-    units: int
-    percent: float | None
-    kappa: float | None
-    alpha: float | None
     confusion: list[list[int]]
-    values: list[int] = field(default_factory=list)
+    values: list[int]
 
     @property
     def confusion_max(self) -> int:
@@ -130,7 +123,22 @@ class PairAgreement:
 
 
 @dataclass
-class AgreementReport:
+class PairAgreement(_Confusion):
+    """Agreement of two annotators on the pairs both judged. Rows of `confusion` are
+    `first`'s grades, columns `second`'s, in scale order."""
+
+    first: str
+    second: str
+    units: int
+    percent: float | None
+    kappa: float | None
+    alpha: float | None
+    confusion: list[list[int]]
+    values: list[int] = field(default_factory=list)
+
+
+@dataclass
+class AgreementReport(_Confusion):
     """A golden set's inter-annotator agreement.
 
     `percent`: share of all comparisons (two people, one pair) that gave the same grade.
@@ -152,15 +160,6 @@ class AgreementReport:
     confusion: list[list[int]]
     pairs: list[PairAgreement] = field(default_factory=list)
     annotators: list[str] = field(default_factory=list)
-
-    @property
-    def confusion_max(self) -> int:
-        return max((max(row) for row in self.confusion), default=0)
-
-    @property
-    def confusion_rows(self) -> list[tuple[int, list[int]]]:
-        """(grade, its row of the confusion matrix), in scale order."""
-        return list(zip(self.values, self.confusion))
 
 
 def agreement_report(golden_set: GoldenSet) -> AgreementReport:

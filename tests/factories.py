@@ -1,5 +1,6 @@
 """Small golden sets built through the real services, for tests that need one."""
 
+from evaluation.services import run_import
 from goldenset.models import GoldenSet, Membership, default_grade_scale
 from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
 from lib.formats import JsonRecord
@@ -29,3 +30,13 @@ def golden_set(slug: str = "tiny", *, manager=None, qrels: dict | None = None, *
     if manager is not None:
         membership_grant(user=manager, golden_set=golden_set, role=Membership.Role.MANAGER)
     return golden_set
+
+
+def run(golden_set: GoldenSet, name: str, ranking: dict[str, list[str]], *, stage: str = "first_stage"):
+    """A run `name` (its own system) that ranks, for each query id, the given doc ids best first."""
+    lines = [
+        f"{query_id} Q0 {doc_id} {rank} {100 - rank} {name}\n"
+        for query_id, doc_ids in ranking.items()
+        for rank, doc_id in enumerate(doc_ids, start=1)
+    ]
+    return run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage=stage, name=name)

@@ -1,20 +1,10 @@
 """Golden sets with a pool to judge, made through the real services, for the judging tests."""
 
-from evaluation.services import run_import
 from goldenset.models import GoldenSet, Membership
 from goldenset.services import membership_grant
 from labeling.models import JudgingTask, Pool, QueueSettings
 from labeling.services import pool_build
 from tests import factories
-
-
-def upload(golden_set: GoldenSet, name: str, ranking: dict[str, list[str]]):
-    lines = [
-        f"{query_id} Q0 {doc_id} {rank} {100 - rank} {name}\n"
-        for query_id, doc_ids in ranking.items()
-        for rank, doc_id in enumerate(doc_ids, start=1)
-    ]
-    return run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage="first_stage", name=name)
 
 
 def pooled_set(slug: str = "judged", *, queries: int = 3, pages: int = 8, depth: int = 4, overlap_share: float = 0.0, **options) -> Pool:
@@ -26,7 +16,7 @@ def pooled_set(slug: str = "judged", *, queries: int = 3, pages: int = 8, depth:
         slug, pages=options.pop("page_records", None) or factories.pages(*(f"d{n}" for n in range(1, pages + 1))),
         queries=factories.queries(*query_ids), qrels={}, **options,
     )
-    run = upload(golden_set, "bm25", {query_id: [f"d{n}" for n in range(1, pages + 1)] for query_id in query_ids})
+    run = factories.run(golden_set, "bm25", {query_id: [f"d{n}" for n in range(1, pages + 1)] for query_id in query_ids})
     QueueSettings.objects.create(golden_set=golden_set, overlap_share=overlap_share)
     return pool_build(golden_set=golden_set, runs=[run], depth=depth, strategy="depth").pool
 

@@ -26,16 +26,6 @@ pytestmark = pytest.mark.django_db
 CRANFIELD_RUNS = ["stevinjs_custom_bm25", "stevinjs_english_bm25", "stevinjs_standard_bm25", "stevinjs_standard_classic"]
 
 
-def upload(golden_set, name: str, ranking: dict[str, list[str]]):
-    """A run that ranks, for each query, the given doc ids best first."""
-    lines = [
-        f"{query_id} Q0 {doc_id} {rank} {100 - rank} {name}\n"
-        for query_id, doc_ids in ranking.items()
-        for rank, doc_id in enumerate(doc_ids, start=1)
-    ]
-    return run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage="first_stage", name=name)
-
-
 @pytest.fixture
 def golden_set():
     """Three queries over eight pages; q1-d1 is labelled relevant, q2-d3 not relevant."""
@@ -46,12 +36,12 @@ def golden_set():
 
 @pytest.fixture
 def run_a(golden_set):
-    return upload(golden_set, "a", {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d3", "d4", "d5"], "q3": ["d6"]})
+    return factories.run(golden_set, "a", {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d3", "d4", "d5"], "q3": ["d6"]})
 
 
 @pytest.fixture
 def run_b(golden_set):
-    return upload(golden_set, "b", {"q1": ["d5", "d2", "d6"], "q2": ["d7", "d3"], "q3": ["d6", "d7", "d8"]})
+    return factories.run(golden_set, "b", {"q1": ["d5", "d2", "d6"], "q2": ["d7", "d3"], "q3": ["d6", "d7", "d8"]})
 
 
 def task_pairs(pool) -> set[tuple[str, str]]:
@@ -87,7 +77,7 @@ def test_the_pool_records_its_runs_with_their_depth_and_which_runs_retrieved_eac
 
 
 def test_pages_outside_the_corpus_cannot_be_judged_and_are_counted(golden_set):
-    run = upload(golden_set, "ext", {"q1": ["elsewhere#1", "d2"], "q2": ["elsewhere#1", "other/2"]})
+    run = factories.run(golden_set, "ext", {"q1": ["elsewhere#1", "d2"], "q2": ["elsewhere#1", "other/2"]})
     result = pool_build(golden_set=golden_set, runs=[run], depth=5, strategy="depth")
     assert task_pairs(result.pool) == {("q1", "d2")}
     assert (result.candidate_pairs, result.outside_corpus, result.new_tasks) == (4, 3, 1)
@@ -303,7 +293,7 @@ def test_bad_pool_settings_are_refused_and_nothing_is_written(golden_set, run_a,
 
 def test_runs_of_another_set_or_listed_twice_are_refused(golden_set, run_a):
     other = factories.golden_set("other")
-    foreign = upload(other, "foreign", {"q1": ["d1"]})
+    foreign = factories.run(other, "foreign", {"q1": ["d1"]})
     with pytest.raises(GoldsetError) as caught:
         pool_build(golden_set=golden_set, runs=[run_a, foreign, run_a], depth=2, strategy="depth")
     assert caught.value.problems == ["run 'foreign' belongs to another golden set, not 'tiny'", "run 'a' is listed twice"]

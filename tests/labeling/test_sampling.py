@@ -8,7 +8,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from evaluation.services import run_import
 from goldenset.models import Judgment, Membership
 from goldenset.services import judgment_record, membership_grant, query_retire
 from labeling import pooling
@@ -20,15 +19,6 @@ from lib.errors import GoldsetError
 from tests import factories
 
 pytestmark = pytest.mark.django_db
-
-
-def upload(golden_set, name: str, ranking: dict[str, list[str]]):
-    lines = [
-        f"{query_id} Q0 {doc_id} {rank} {100 - rank} {name}\n"
-        for query_id, doc_ids in ranking.items()
-        for rank, doc_id in enumerate(doc_ids, start=1)
-    ]
-    return run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage="first_stage", name=name)
 
 
 @pytest.fixture
@@ -44,11 +34,11 @@ def pool(golden_set):
     """Runs a and b pooled at depth 2. Ranks 3..5 of the runs hold, unjudged and not tasks:
     q1: d3, d5 (a), d9, d10 (b) (d4 is labelled); q2: d3, d4, d5 (a), d6 (b, d5 again);
     q3: d11, d12 (a; 'elsewhere' is outside the corpus)."""
-    a = upload(golden_set, "a", {
+    a = factories.run(golden_set, "a", {
         "q1": [f"d{n}" for n in range(1, 9)], "q2": [f"d{n}" for n in range(1, 9)],
         "q3": ["d9", "d10", "d11", "d12", "elsewhere", "d1"],
     })
-    b = upload(golden_set, "b", {"q1": ["d2", "d1", "d9", "d10"], "q2": ["d8", "d7", "d6", "d5"]})
+    b = factories.run(golden_set, "b", {"q1": ["d2", "d1", "d9", "d10"], "q2": ["d8", "d7", "d6", "d5"]})
     return pool_build(golden_set=golden_set, runs=[a, b], depth=2, strategy="depth").pool
 
 
@@ -136,7 +126,7 @@ def test_the_default_depth_is_the_sets_k_first(golden_set, pool):
 
 def test_pairs_that_are_tasks_of_any_kind_labelled_or_of_retired_queries_are_not_drawn(golden_set, pool, owner):
     already = sample_pairs(completeness_sample_draw(pool=pool, size=1, depth_to=5, seed=5).sample)
-    c = upload(golden_set, "c", {"q2": ["d6"]})
+    c = factories.run(golden_set, "c", {"q2": ["d6"]})
     pool_build(golden_set=golden_set, runs=[c], depth=1, strategy="depth")  # q2-d6 becomes a task of another pool
     judgment_record(query=golden_set.queries.get(query_id="q1"), page=golden_set.corpus.pages.get(doc_id="d3"), grade=0, annotator=owner)
     query_retire(query=golden_set.queries.get(query_id="q3"))
@@ -173,7 +163,7 @@ def test_a_size_over_the_population_is_refused_and_nothing_is_written(pool):
 
 
 def test_a_pool_with_nothing_below_its_depth_is_refused(golden_set):
-    run = upload(golden_set, "short", {"q1": ["d2", "d3"], "q2": ["d5"]})
+    run = factories.run(golden_set, "short", {"q1": ["d2", "d3"], "q2": ["d5"]})
     pool = pool_build(golden_set=golden_set, runs=[run], depth=2, strategy="depth").pool
     with pytest.raises(GoldsetError, match=r"nothing to sample: no unjudged pair in ranks 3\.\.100 of the runs of pool"):
         completeness_sample_draw(pool=pool, size=1)
