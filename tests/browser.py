@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -34,6 +35,10 @@ def browser() -> Iterator:
                 yield launched
             finally:
                 launched.close()
+                # ORM calls made while Playwright's loop runs get a connection of their
+                # own context, which nothing else closes; left open, it keeps the test
+                # database from being dropped at the end of the session.
+                connections.close_all()
     finally:
         if previous is None:
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
