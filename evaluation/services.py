@@ -112,6 +112,10 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
     canary_ranks = canary_ranks_stored(canaries_in_version(version), ranked, k=version.k_first)
     per_query = PerQuery(overall.query_ids, overall.values, overall.answered, overall.relevant_counts)
     with transaction.atomic():
+        # Two computations of one (run, version) (a redelivered task beside the first, the
+        # sweeper beside a publish) take turns here: without the lock the second's delete
+        # misses the first's uncommitted scores and its insert then breaks their uniqueness.
+        Evaluation.objects.select_for_update().filter(pk=evaluation.pk).exists()
         Score.objects.filter(evaluation=evaluation).delete()
         Score.objects.bulk_create(scores)
         Completeness.objects.filter(evaluation=evaluation).delete()

@@ -1,12 +1,14 @@
 """Runs through the app's own path: upload, publish, scores stored per (run, version, slice, metric)."""
 
 import json
+import threading
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, connections
 
-from evaluation.models import Evaluation, Run, RunData, Score
+from evaluation.models import Completeness, Evaluation, Run, RunData, Score
 from evaluation.services import evaluation_compute, run_import
 from evaluation.tasks import sweep_missing_evaluations_task
 from goldenset.models import GoldenSet
@@ -103,6 +105,48 @@ def test_computing_twice_leaves_every_figure_there_once(golden_set):
     evaluation_compute(run=run, version=version)
     assert Score.objects.count() == count > 0
     assert Evaluation.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_computations_of_one_evaluation_at_once_take_turns(golden_set, monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite runs one writer at a time")
+    run = upload(golden_set, RUN)
+    version = version_publish(golden_set=golden_set)
+    first_wrote, let_first_commit = threading.Event(), threading.Event()
+    bulk_create = Completeness.objects.bulk_create
+
+    def held(rows, *args, **kwargs):
+        created = bulk_create(rows, *args, **kwargs)
+        if threading.current_thread().name == "first":
+            first_wrote.set()  # its scores are written, not committed
+            let_first_commit.wait(10)
+        return created
+
+    monkeypatch.setattr(Completeness.objects, "bulk_create", held)
+    errors = []
+
+    def compute():
+        try:
+            evaluation_compute(run=run, version=version)
+        except Exception as error:  # noqa: BLE001 - the test reports whatever the thread raised
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    first, second = threading.Thread(target=compute, name="first"), threading.Thread(target=compute, name="second")
+    first.start()
+    assert first_wrote.wait(10)
+    second.start()
+    second.join(1)  # the second waits for the first's lock instead of racing its insert
+    assert second.is_alive()
+    let_first_commit.set()
+    first.join(10)
+    second.join(10)
+    assert errors == []
+    evaluation = Evaluation.objects.get()
+    assert evaluation.status == Evaluation.Status.DONE
+    assert Score.objects.filter(evaluation=evaluation).count() == len({(s.slice, s.metric) for s in Score.objects.all()}) > 0
 
 
 def test_the_sweeper_enqueues_what_was_never_scored(golden_set):
