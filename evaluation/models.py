@@ -103,6 +103,9 @@ class Evaluation(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its task was last sent to the broker: the sweeper sends a pending evaluation
+    # again only once this is STALE_AFTER old, not on every pass while it waits its turn.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(default=list, help_text="metric names scored, in display order")

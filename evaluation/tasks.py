@@ -67,7 +67,7 @@ def evaluate_version_task(version_id: int) -> int:
     enqueued = 0
     for evaluation in evaluations_schedule(version=version):
         if evaluation.status != Evaluation.Status.DONE:
-            evaluate_run_task.delay(evaluation.run_id, version_id)
+            _enqueue(evaluation)
             enqueued += 1
     return enqueued
 
@@ -81,28 +81,38 @@ def evaluate_run_latest_task(run_id: int) -> str:
     latest = Version.objects.filter(golden_set_id=run.golden_set_id).order_by("-number").first()
     if latest is None:
         return "no version"
-    Evaluation.objects.get_or_create(run=run, version=latest)
-    evaluate_run_task.delay(run_id, latest.id)
+    evaluation, _ = Evaluation.objects.get_or_create(run=run, version=latest)
+    _enqueue(evaluation)
     return "enqueued"
 
 
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
 def sweep_missing_evaluations_task() -> int:
-    """Enqueue every (run, latest version) pair with no finished evaluation, and every
-    evaluation whose worker vanished. Returns how many were enqueued."""
+    """Enqueue every (run, latest version) pair with no finished evaluation whose task was
+    never sent or was sent STALE_AFTER ago (lost with a broker, say), and every evaluation
+    whose worker vanished. Returns how many were enqueued."""
     now = timezone.now()
     latest = Version.objects.filter(golden_set=OuterRef("golden_set")).order_by("-number").values("id")[:1]
     enqueued = 0
     for run_id, version_id in Run.objects.annotate(latest_version=Subquery(latest)).exclude(latest_version=None).values_list("id", "latest_version"):
         evaluation, _ = Evaluation.objects.get_or_create(run_id=run_id, version_id=version_id)
-        pending = evaluation.status == Evaluation.Status.PENDING
+        # A pending evaluation sent a moment ago is waiting its turn in the queue.
+        lost = evaluation.status == Evaluation.Status.PENDING and (
+            evaluation.enqueued_at is None or now - evaluation.enqueued_at > STALE_AFTER
+        )
         stale = evaluation.status == Evaluation.Status.RUNNING and (evaluation.started_at is None or now - evaluation.started_at > STALE_AFTER)
-        if pending or stale:
-            evaluate_run_task.delay(run_id, version_id)
+        if lost or stale:
+            _enqueue(evaluation)
             enqueued += 1
     if enqueued:
         logger.info("sweeper enqueued %d evaluation(s)", enqueued)
     return enqueued
+
+
+def _enqueue(evaluation: Evaluation) -> None:
+    """Send the evaluation's task and note when (Evaluation.enqueued_at)."""
+    Evaluation.objects.filter(pk=evaluation.pk).update(enqueued_at=timezone.now())
+    evaluate_run_task.delay(evaluation.run_id, evaluation.version_id)
 
 
 def golden_set_evaluate_now(golden_set: GoldenSet, version: Version) -> list[Evaluation]:

@@ -2,15 +2,17 @@
 
 import json
 import threading
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections
+from django.db.models import F
 
 from evaluation.models import Completeness, Evaluation, Run, RunData, Score
 from evaluation.services import evaluation_compute, run_import
-from evaluation.tasks import sweep_missing_evaluations_task
+from evaluation.tasks import STALE_AFTER, evaluate_run_task, sweep_missing_evaluations_task
 from goldenset.models import GoldenSet
 from goldenset.services import golden_set_import_beir, qrels_import, version_publish
 from lib.errors import GoldsetError
@@ -156,6 +158,18 @@ def test_the_sweeper_enqueues_what_was_never_scored(golden_set):
     assert sweep_missing_evaluations_task() == 1
     assert Evaluation.objects.get(run=run).status == Evaluation.Status.DONE
     assert sweep_missing_evaluations_task() == 0
+
+
+def test_the_sweeper_leaves_a_pending_evaluation_waiting_in_the_queue_until_it_looks_lost(golden_set, monkeypatch):
+    run = upload(golden_set, RUN)
+    version = version_publish(golden_set=golden_set)
+    sent = []
+    monkeypatch.setattr(evaluate_run_task, "delay", lambda *ids: sent.append(ids))  # a broker that holds them
+    assert sweep_missing_evaluations_task() == 1 and sent == [(run.id, version.id)]
+    assert Evaluation.objects.get(run=run).enqueued_at is not None
+    assert sweep_missing_evaluations_task() == 0  # still in the queue: not sent twice
+    Evaluation.objects.filter(run=run).update(enqueued_at=F("enqueued_at") - STALE_AFTER - timedelta(seconds=1))
+    assert sweep_missing_evaluations_task() == 1 and len(sent) == 2  # lost, as far as anyone can tell: sent again
 
 
 def test_page_slices_count_only_the_relevant_pages_of_the_slice():
