@@ -52,6 +52,7 @@ annotator that is always the leading run; with several, a page judged from furth
 the forecast is credited to the run it was listed under.
 """
 
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ MAX_DEPTH = (1 << 16) - 1
 DEFAULT_DISCOUNT = 0.9
 
 
-class Strategy:
+class Strategy(ABC):
     """The judging order of one query's pool; see the module docstring.
 
     `ranks` is the query's ranks matrix (candidates x runs). Subclasses implement
@@ -95,18 +96,18 @@ class Strategy:
         self.ranks = ranks
         self.judged = np.zeros(len(ranks), dtype=bool)
 
+    @abstractmethod
     def observe(self, candidate: int, relevant: bool) -> None:
         """Learn that `candidate` was judged (relevant or not)."""
-        raise NotImplementedError
 
     def discard(self, candidate: int) -> None:
         """Take `candidate` out of the order without a judgment (a skipped task): the
         strategy learns nothing from it."""
         self.judged[candidate] = True
 
+    @abstractmethod
     def order(self) -> np.ndarray:
         """The unjudged candidates (int64 indices into `ranks`), the next to judge first."""
-        raise NotImplementedError
 
     def next(self) -> int | None:
         """The candidate to judge next, or None when every candidate is judged."""
@@ -114,11 +115,11 @@ class Strategy:
         return int(remaining[0]) if len(remaining) else None
 
     @staticmethod
+    @abstractmethod
     def initial_keys(ranks: np.ndarray) -> tuple[np.ndarray, ...]:
         """np.lexsort keys (most significant last) that sort candidates into the order
         `order()` gives before any judgment. Works on the candidates of many queries at
         once: the caller adds the query as the most significant key."""
-        raise NotImplementedError
 
 
 def best_rank_and_run(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -185,9 +186,9 @@ class _RunQueue(Strategy):
         self.pointers[run] = pointer
         return int(pages[pointer]) if pointer < len(pages) else None
 
+    @abstractmethod
     def run_order(self) -> list[int]:
         """Runs by priority, the one drawn from first."""
-        raise NotImplementedError
 
     def _source(self, candidate: int) -> int | None:
         """The run the forecast draws `candidate` from: the first run in priority order
