@@ -59,7 +59,7 @@ import requests
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import VERSION_LABELS_COPY, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
 
 TIME_TARGET = 2.0
 MEMORY_TARGET = 1.10  # peak after the large version / peak after the small one
@@ -67,16 +67,6 @@ CHUNK = 1 << 16
 LANGS = ("en", "de", "fr")
 KINDS = ("article", "faq", "manual")
 
-PLAIN_COPY = """
-COPY (
-    SELECT q.query_id, p.doc_id, l.grade
-    FROM goldenset_versionlabel l
-    JOIN goldenset_query q ON q.id = l.query_id
-    JOIN goldenset_page p ON p.id = l.page_id
-    WHERE l.version_id = {version_id}
-    ORDER BY l.position
-) TO STDOUT
-"""
 # The same rows as TREC lines, for the byte-for-byte check (ids hold no backslash, the one
 # character COPY's text format would escape).
 TREC_COPY = """
@@ -292,7 +282,7 @@ def measure(args: argparse.Namespace, work: Path) -> Result:
         result.memory["large: after the first request"] = peak_memory(worker)
         for number in range(1, args.rounds + 1):
             result.api.append(api_download(base, "bench-large", secret))
-            result.copy.append(copy_download(args.database_url, PLAIN_COPY, large.id))
+            result.copy.append(copy_download(args.database_url, VERSION_LABELS_COPY, large.id))
             print(f"  round {number}: API {result.api[-1].seconds:.2f}s, COPY {result.copy[-1].seconds:.2f}s", file=sys.stderr)
         result.memory["large: after streaming its qrels"] = peak_memory(worker)
 

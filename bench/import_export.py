@@ -49,7 +49,7 @@ import psycopg
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import VERSION_LABELS_COPY, scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 from lib.hashing import text_hash  # noqa: E402  (needs the repository on sys.path)
 
@@ -209,21 +209,9 @@ def truncate_reference_tables(database_url: str) -> None:
         conn.execute("TRUNCATE ref_page, ref_query, ref_judgment")
 
 
-EXPORT_QUERY = """
-COPY (
-    SELECT q.query_id, p.doc_id, l.grade
-    FROM goldenset_versionlabel l
-    JOIN goldenset_query q ON q.id = l.query_id
-    JOIN goldenset_page p ON p.id = l.page_id
-    WHERE l.version_id = {version_id}
-    ORDER BY l.position
-) TO STDOUT
-"""
-
-
 def reference_export(database_url: str, version_id: int, path: Path) -> None:
     with psycopg.connect(database_url) as conn, path.open("wb") as out:
-        with conn.cursor().copy(EXPORT_QUERY.format(version_id=int(version_id))) as copy:
+        with conn.cursor().copy(VERSION_LABELS_COPY.format(version_id=int(version_id))) as copy:
             for data in copy:
                 out.write(data)
 

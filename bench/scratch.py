@@ -83,3 +83,18 @@ def purge_queue(broker_url: str, queue: str) -> None:
             client.delete(key)
     finally:
         client.close()
+
+
+# The plain reference for exporting a version's labels: the rows COPYed straight out of
+# PostgreSQL in their canonical order (format with version_id). bench/import_export.py and
+# bench/export.py both compare Goldset's export with it.
+VERSION_LABELS_COPY = """
+COPY (
+    SELECT q.query_id, p.doc_id, l.grade
+    FROM goldenset_versionlabel l
+    JOIN goldenset_query q ON q.id = l.query_id
+    JOIN goldenset_page p ON p.id = l.page_id
+    WHERE l.version_id = {version_id}
+    ORDER BY l.position
+) TO STDOUT
+"""
