@@ -2,10 +2,12 @@
 skips, undo and progress, through the services."""
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
 from django.db import connection, connections
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from goldenset.models import Judgment
@@ -368,6 +370,14 @@ def test_a_caller_that_knows_the_annotator_holds_nothing_skips_the_lease_look_up
 
 # --- concurrency ---------------------------------------------------------------------------
 
+def _left_for(pool, user) -> bool:
+    """Whether the pool has a task `user` could still be handed: an open one, or a done one
+    short of its judgments whose pair they have not judged."""
+    judged = Judgment.objects.filter(query_id=OuterRef("query_id"), page_id=OuterRef("page_id"), annotator=user)
+    short = Q(status="done", judgments_done__lt=F("judgments_required")) & ~Exists(judged)
+    return JudgingTask.objects.filter(Q(status="open") | short, pool=pool).exists()
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("overlap_share", [0.0, 0.3])
 def test_concurrent_annotators_never_share_a_task_and_lose_no_judgment(make_user, overlap_share):
@@ -379,6 +389,7 @@ def test_concurrent_annotators_never_share_a_task_and_lose_no_judgment(make_user
     submitted: list[tuple[int, int]] = []
     errors: list[BaseException] = []
     barrier = threading.Barrier(len(users))
+    give_up_at = time.monotonic() + 60
 
     def work(user):
         try:
@@ -386,7 +397,15 @@ def test_concurrent_annotators_never_share_a_task_and_lose_no_judgment(make_user
             while True:
                 task = task_next(golden_set=golden_set, annotator=user)
                 if task is None:
-                    return
+                    if not _left_for(pool, user):
+                        return
+                    # A pair they may still judge is leased to someone else right now
+                    # (an overlap task is only offered once its first judgment lands):
+                    # like a person at the screen, they ask again in a moment.
+                    if time.monotonic() > give_up_at:
+                        raise AssertionError(f"{user} waited 60 s for a pair that is never handed out")
+                    time.sleep(0.01)
+                    continue
                 task_submit(task=task, annotator=user, grade=task.pk % 4)
                 submitted.append((task.pk, user.pk))
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
