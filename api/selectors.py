@@ -5,12 +5,11 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, QuerySet
-from django.db.models.fields.json import KeyTextTransform
 
 from api.models import ApiToken
 from evaluation.models import Completeness, Evaluation, Score
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionQuery
-from goldenset.selectors import golden_sets_for
+from goldenset.selectors import golden_sets_for, in_slice
 from lib.errors import GoldsetError
 from lib.ids import natural_key
 
@@ -88,8 +87,7 @@ def version_query_order(version: Version, query_slice: tuple[str, str] | None = 
     of them can be taken from the whole list without loading its rows."""
     rows = VersionQuery.objects.filter(version=version)
     if query_slice is not None:
-        field, value = query_slice
-        rows = rows.annotate(slice_value=KeyTextTransform(field, "metadata")).filter(slice_value=value)
+        rows = in_slice(rows, *query_slice)
     pairs = list(rows.values_list("pk", "query__query_id"))
     pairs.sort(key=lambda pair: (natural_key(pair[1]), pair[1]))
     return [pk for pk, _ in pairs]

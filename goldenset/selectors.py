@@ -6,7 +6,8 @@ from operator import itemgetter
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, QuerySet
+from django.db.models import Count, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
@@ -138,16 +139,20 @@ def version_label_rows(
     """
     rows = VersionLabel.objects.filter(version=version)
     if query_slice is not None:
-        rows = rows.filter(query_id__in=_in_slice(VersionQuery.objects.filter(version=version), *query_slice).values("query_id"))
+        rows = rows.filter(query_id__in=in_slice(VersionQuery.objects.filter(version=version), *query_slice).values("query_id"))
     if page_slice is not None:
-        rows = rows.filter(page_id__in=_in_slice(VersionPage.objects.filter(version=version), *page_slice).values("page_id"))
+        rows = rows.filter(page_id__in=in_slice(VersionPage.objects.filter(version=version), *page_slice).values("page_id"))
     rows = rows.order_by("position").values_list("query__query_id", "page__doc_id", "grade")
     return rows.iterator(chunk_size=20_000)
 
 
-def _in_slice(snapshots: QuerySet, field: str, value: str) -> QuerySet:
-    # KeyTextTransform rather than metadata__FIELD: a field name may hold "__".
-    return snapshots.annotate(slice_value=KeyTextTransform(field, "metadata")).filter(slice_value=value)
+def in_slice(snapshots: QuerySet, field: str, value: str) -> QuerySet:
+    """The rows of `snapshots` whose `metadata` has FIELD = VALUE, compared as the JSON
+    value's text ("de", "2024", "true")."""
+    # KeyTextTransform rather than metadata__FIELD: a field name may hold "__". The Cast
+    # makes the comparison one of text on SQLite too, where Django would otherwise read
+    # the value compared with as JSON (JSON_EXTRACT('de', '$'): "malformed JSON").
+    return snapshots.alias(slice_value=Cast(KeyTextTransform(field, "metadata"), TextField())).filter(slice_value=value)
 
 
 @dataclass
