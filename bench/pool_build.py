@@ -26,28 +26,25 @@ Then, in each round, it times, one right after the other on the same server:
   a hash path in numpy 2.3 that needs minutes on 20 million keys, so it would make the
   reference slow and the ratio flattering.) Its pair count must equal the pool's
   candidate pairs.
-- for information, the floor of the write: the tasks' rows COPYed in the same binary
-  format into a table with the same columns and no index, constraint or default.
+- for information, the floor of the write: the rows pool_build wrote (the pool's pairs,
+  one row a query, and its windows' tasks) COPYed in the same binary format into tables
+  with the same columns and no index, constraint or default.
 
 Target (from the issue): pool_build within 3x of the numpy reference. Figures are
 medians over the rounds.
 
 Where the time goes (2 cores, PostgreSQL 15 with its default configuration, 3.76
-million tasks; about 14.6 s against a reference of 2.8 s): reading and decoding the runs
-1.9 s (as the reference), the union, the labelled-pair lookups, the order and the
-positions 2.3 s, and the COPY 9.5-10 s, nearly all of it the server's. Server CPU per
-730,000 rows, measured by switching each part off in turn: the bare rows 0.38 s (the
-floor), the primary key 0.38 s, the unique pair index 0.38 s, the identity column's
-sequence 0.14 s, the partial indexes 0.09 s, the check constraints 0.08 s and the
-reference triggers of labeling migration 0002 0.45 s (2.5 s when they joined every row
-instead of the distinct references). At this size the COPY also writes 1.1 GB of WAL,
-which at the default max_wal_size sets off a checkpoint every 10 s or so. The table's
-own keys and checks thus cost the server about 3x the reference before the pool is
-computed at all: the 3x target needs fewer rows written (tasks made as the windows
-reach them) rather than a faster build.
+million pairs pooled; about 7 s against a reference of about 6 s): reading and decoding
+the runs 1.4 s (as the reference), the union, the labelled-pair lookups and the order
+about 3.6 s (the sort of 20 million packed entries 1.9 s), and the writes 1.2 s: 10,000
+PoolQuery rows of 18 kB (lz4; PostgreSQL's default pglz took 13.7 s for them) and the
+windows' 20,000 tasks. Until pools kept their pairs per query, every pair was a task
+row: 3.76 million rows took 10 s of server time for the keys, indexes and checks of
+labeling_judgingtask alone, and the build 4.9x the reference.
 """
 
 import argparse
+import importlib
 import cProfile
 import io
 import os
@@ -67,12 +64,19 @@ from bench.scratch import scratch_database  # noqa: E402  (needs the repository 
 
 TARGET = 3.0
 SLUG = "bench-pool"
-FLOOR_TABLE = """
-CREATE TABLE bench_task_floor (
-    golden_set_id bigint, pool_id bigint, query_id bigint, page_id bigint, kind varchar(10), position bigint,
-    best_rank integer, run_ranks bytea, status varchar(10), judgments_required smallint
-)
-"""
+# What pool_build writes, as bare tables: (the table it writes, its columns, the bare table's).
+FLOOR_TABLES = [
+    (
+        "labeling_poolquery", "pool_id, query_id, page_ids, run_ranks, runs",
+        "CREATE TABLE bench_pool_query_floor (pool_id bigint, query_id bigint, page_ids bytea, run_ranks bytea, runs smallint)",
+    ),
+    (
+        "labeling_judgingtask",
+        "golden_set_id, pool_id, query_id, page_id, kind, position, best_rank, run_ranks, status, judgments_required",
+        "CREATE TABLE bench_task_floor (golden_set_id bigint, pool_id bigint, query_id bigint, page_id bigint, "
+        "kind varchar(10), position bigint, best_rank integer, run_ranks bytea, status varchar(10), judgments_required smallint)",
+    ),
+]
 
 
 # --- data ------------------------------------------------------------------------------
@@ -160,25 +164,29 @@ def reference_union(golden_set_id: int, depth: int) -> int:
 
 
 def floor_copy(database_url: str, pool_id: int) -> float:
-    """Seconds to COPY the pool's task rows, in the binary format pool_build writes, into
-    a table with no index, constraint or default (the rows are read out first, untimed)."""
+    """Seconds to COPY the rows pool_build wrote (the pool's pairs and its windows'
+    tasks), in the binary format it writes them, into tables with no index, constraint
+    or default (the rows are read out first, untimed)."""
+    seconds = 0.0
     with psycopg.connect(database_url) as conn:
-        conn.execute("TRUNCATE bench_task_floor")
-        buffer = io.BytesIO()
-        with conn.cursor().copy(
-            "COPY (SELECT golden_set_id, pool_id, query_id, page_id, kind, position, best_rank, run_ranks, status, "
-            f"judgments_required FROM labeling_judgingtask WHERE pool_id = {int(pool_id)}) TO STDOUT (FORMAT BINARY)"
-        ) as copy:
-            for data in copy:
-                buffer.write(data)
-        conn.commit()
-        data = buffer.getvalue()
-        start = time.perf_counter()
-        with conn.cursor().copy("COPY bench_task_floor FROM STDIN (FORMAT BINARY)") as copy:
-            for offset in range(0, len(data), 1 << 22):
-                copy.write(data[offset : offset + (1 << 22)])
-        conn.commit()
-        return time.perf_counter() - start
+        for table, columns, create in FLOOR_TABLES:
+            floor = create.split()[2]
+            conn.execute(f"TRUNCATE {floor}")
+            buffer = io.BytesIO()
+            with conn.cursor().copy(
+                f"COPY (SELECT {columns} FROM {table} WHERE pool_id = {int(pool_id)}) TO STDOUT (FORMAT BINARY)"
+            ) as copy:
+                for data in copy:
+                    buffer.write(data)
+            conn.commit()
+            data = buffer.getvalue()
+            start = time.perf_counter()
+            with conn.cursor().copy(f"COPY {floor} FROM STDIN (FORMAT BINARY)") as copy:
+                for offset in range(0, len(data), 1 << 22):
+                    copy.write(data[offset : offset + (1 << 22)])
+            conn.commit()
+            seconds += time.perf_counter() - start
+    return seconds
 
 
 def measure_round(args: argparse.Namespace, profile: bool) -> dict:
@@ -186,6 +194,7 @@ def measure_round(args: argparse.Namespace, profile: bool) -> dict:
 
     from evaluation.models import Run
     from goldenset.models import GoldenSet
+    from labeling.models import JudgingTask
     from labeling.services import pool_build
 
     golden_set = GoldenSet.objects.get(slug=SLUG)
@@ -209,12 +218,13 @@ def measure_round(args: argparse.Namespace, profile: bool) -> dict:
         out["profile"] = pstats.Stats(profiler, stream=io.StringIO())
     out["pool_build"] = time.perf_counter() - start
     out["result"] = result
+    out["tasks"] = JudgingTask.objects.filter(pool=result.pool).count()
     connection.close()
 
     print("  COPY floor ...", file=sys.stderr)
     out["floor"] = floor_copy(args.database_url, result.pool.pk)
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE labeling_judgingtask, labeling_poolrun, labeling_pool CASCADE")
+        cursor.execute("TRUNCATE labeling_judgingtask, labeling_poolquery, labeling_poolrun, labeling_pool CASCADE")
         cursor.execute("SELECT current_setting('server_version')")
         out["server"] = cursor.fetchone()[0]
     connection.close()
@@ -233,7 +243,11 @@ def run(args: argparse.Namespace) -> None:
     with scratch_database(args.database_url):
         call_command("migrate", verbosity=0)
         with connection.cursor() as cursor:
-            cursor.execute(FLOOR_TABLE)
+            for _, _, create in FLOOR_TABLES:
+                cursor.execute(create)
+            # The pairs' bytea columns compressed as labeling_poolquery's are (lz4, not pglz).
+            fast_toast = importlib.import_module("labeling.migrations.0004_pool_query").FAST_TOAST
+            cursor.execute(fast_toast.replace("labeling_poolquery", "bench_pool_query_floor"))
         print(f"generating {args.pages} pages, {args.queries} queries, {args.judgments} judgments, "
               f"{args.runs} runs x {args.depth} pages per query ...", file=sys.stderr)
         started = time.perf_counter()
@@ -262,7 +276,8 @@ def report(args: argparse.Namespace, data: dict, rounds: list[dict]) -> None:
           f"setup {data['setup']:.0f}s, untimed")
     print(f"pool: {result.candidate_pairs:,} distinct pairs ({result.candidate_pairs / entries:.0%} of the entries); "
           f"{result.already_labelled:,} already labelled, {result.outside_corpus:,} outside the corpus, "
-          f"{result.new_tasks:,} tasks written")
+          f"{result.new_tasks:,} pairs pooled, of which {rounds[-1]['tasks']:,} queued as tasks "
+          f"(the window: {result.pool.window} a query)")
     pairs = {r["reference_pairs"] for r in rounds}
     agree = pairs == {result.candidate_pairs}
     print(f"numpy reference: {sorted(pairs)[0]:,} distinct pairs: {'the same as' if agree else 'DIFFERENT FROM'} the pool's candidate pairs")
@@ -277,11 +292,12 @@ def report(args: argparse.Namespace, data: dict, rounds: list[dict]) -> None:
     verdict = "PASS" if ratio <= TARGET and agree else "MISS"
     print(f"{'pool_build (depth ' + str(args.depth) + ', ' + str(args.runs) + ' runs)':<46}{median['pool_build']:>8.2f}s{ratio:>7.2f}x{TARGET:>7.1f}x  {verdict}")
     print(f"{'numpy union of the same runs (reference)':<46}{median['reference']:>8.2f}s{1:>7.2f}x")
-    print(f"{'COPY of the tasks into a bare table (floor)':<46}{median['floor']:>8.2f}s{median['floor'] / median['reference']:>7.2f}x  (informational)")
+    print(f"{'COPY of the same rows into bare tables (floor)':<46}{median['floor']:>8.2f}s{median['floor'] / median['reference']:>7.2f}x  (informational)")
     print()
     print("pool_build reads the runs from the database, takes the union, leaves out labelled pairs and pages")
-    print("outside the corpus, orders the tasks and COPYs them into labeling_judgingtask (unique pair index, queue")
-    print("index, foreign keys). The floor is the COPY alone of the same rows into a table without any of those.")
+    print("outside the corpus, orders each query's pairs, COPYs them into labeling_poolquery (one row a query)")
+    print("and the windows' tasks into labeling_judgingtask (unique pair index, queue index, reference")
+    print("triggers). The floor is the COPY alone of the same rows into tables without any of those.")
     if len(rounds) > 1:
         print()
         print("seconds per round: pool_build, numpy reference, COPY floor")

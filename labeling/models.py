@@ -1,12 +1,14 @@
 """Pools and judging tasks.
 
 A pool is the union of the top `depth` pages of chosen runs, per query, minus pairs
-already labelled; each of its pairs becomes a judging task. A task's `position` orders
-the annotators' queue: the next task is the open one with the lowest position. Only the
-first `Pool.window` open tasks of each query, in the strategy's order, carry a position;
-the others wait with none, and take one as the tasks before them are judged.
+already labelled. Its pairs are kept per query (PoolQuery, one compact row each), and a
+pair becomes a judging task when its query's window reaches it: a task's `position`
+orders the annotators' queue (the next task is the open one with the lowest position),
+and only the first `Pool.window` open pairs of each query, in the strategy's order, are
+queued. As tasks before them are judged, the next pairs become tasks and join the queue.
 """
 
+import numpy as np
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -36,8 +38,9 @@ class Pool(models.Model):
     # build write millions of random entries into it; a window keeps it small and the
     # next-task lookup cheap, while several annotators can still share one query.
     window = models.PositiveIntegerField(default=2)
-    # How many tasks the pool holds. Written by pool_build and pool_extend, the only
-    # writers of pool tasks, so that counts need no index over every task of the pool.
+    # How many pairs the pool holds (its PoolQuery pages), judging tasks already or not.
+    # Written by pool_build and pool_extend, the only writers of pool pairs, so that
+    # counts need not read them: open pairs are this less the closed tasks.
     task_count = models.PositiveIntegerField(default=0)
     # Options of the adaptive strategy (e.g. {"discount": 0.9} for the bandit). Its
     # per-query state is not stored: it is replayed from the pool's done tasks, so it
@@ -87,6 +90,60 @@ class PoolRun(models.Model):
         return f"{self.run} at depth {self.depth}"
 
 
+class PoolQuery(models.Model):
+    """One query's pairs in a pool: the pages to judge and each pooled run's rank of each.
+
+    A pool of 10,000 queries pooled 100 deep from 20 runs holds millions of pairs, of
+    which annotators reach a fraction; a row per pair made building it several times
+    slower than computing it (bench/pool_build.py), for rows most of which would never
+    be read. So a pool keeps its pairs here, one row per query, and a pair becomes a
+    JudgingTask only when its query's window reaches it (labeling.services). Each pair
+    of the pool is here whether it is a task yet or not; a pool task always has its
+    pair here.
+
+    `page_ids`: the pages' primary keys, int64 little-endian, ascending. `run_ranks`: one
+    little-endian uint16 per (page, run), page after page, `runs` per page, in
+    PoolRun.ordinal order, 0 = not in that run's top; runs added to the pool later read
+    as 0 in rows written before them (see `ranks()`).
+    """
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pool_queries", db_index=False)
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+", db_index=False)
+    page_ids = models.BinaryField()
+    run_ranks = models.BinaryField()
+    runs = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "query"], name="pool_query_unique"),
+            models.CheckConstraint(condition=Q(runs__gte=1), name="pool_query_has_runs"),
+        ]
+
+    def __str__(self) -> str:
+        return f"query {self.query_id} of pool {self.pool_id}"
+
+    def pages(self) -> np.ndarray:
+        """The pages' primary keys (int64, ascending)."""
+        return np.frombuffer(bytes(self.page_ids), dtype="<i8").astype(np.int64)
+
+    def ranks(self, runs: int) -> np.ndarray:
+        """The ranks matrix (int64, pages x `runs`), 0 where a run did not retrieve a page."""
+        stored = np.frombuffer(bytes(self.run_ranks), dtype="<u2").reshape(-1, self.runs)
+        out = np.zeros((len(stored), runs), dtype=np.int64)
+        kept = min(runs, self.runs)
+        out[:, :kept] = stored[:, :kept]
+        return out
+
+    @staticmethod
+    def packed(page_pks: np.ndarray, ranks: np.ndarray) -> dict:
+        """The stored fields of pages (ascending) and their ranks matrix."""
+        return {
+            "page_ids": np.ascontiguousarray(page_pks, dtype="<i8").tobytes(),
+            "run_ranks": np.ascontiguousarray(ranks, dtype="<u2").tobytes(),
+            "runs": ranks.shape[1],
+        }
+
+
 class JudgingTask(models.Model):
     """One (query, page) pair to judge.
 
@@ -96,7 +153,9 @@ class JudgingTask(models.Model):
     primary key modulo QUERY_STRIDE, where slot n is the query's (n+1)-th page to judge. Only the
     first `pool.window` open tasks of a query in the strategy's order have a position;
     each judgment (pool_task_judged) moves the window on and, for adaptive strategies,
-    reorders it. Once the pool's budget is spent, no task has a position.
+    reorders it. Once the pool's budget is spent, no task has a position. A pool task is
+    made when its pair joins its query's window (PoolQuery), so a pool's pairs that have
+    not yet been queued have no task.
 
     `run_ranks` says which runs put the page in their pooled top and where: one
     little-endian uint16 per run of the pool, in PoolRun.ordinal order, 0 = not in that
@@ -113,7 +172,7 @@ class JudgingTask(models.Model):
         DONE = "done"
         SKIPPED = "skipped"
 
-    # A pool writes millions of these rows in one COPY, so the references below carry
+    # Tasks are written in bulk (a COPY of whole windows), so the references below carry
     # no per-row foreign key check, and only the partial indexes further down (per-row
     # checks made writing 250,000 tasks five times slower: 18 s against 3.7 s). Instead:
     # - lookups go through the unique constraint (golden set, query, page), whose

@@ -5,8 +5,9 @@ nobody has judged (labeling.selectors.completeness_estimate).
 The population of a sample of pool P, from `depth_from` (P's depth) to `depth_to` (by
 default the set's k_first), is every (query, page) pair that some run of P ranks
 depth_from + 1 .. depth_to, on a query that is not retired, whose page is in the corpus,
-that has no judgment, and that is not a judging task of any kind (pool, sample or gold)
-of the set. Pairs inside the pool are tasks or labelled already, so they never enter it.
+that has no judgment, that is not a judging task of any kind (pool, sample or gold) of
+the set, and that is not a pair of any of its pools. Pairs inside the pool are its pairs
+or labelled already, so they never enter it.
 `size` pairs are drawn without replacement, uniformly, by numpy's Generator seeded with
 the sample's stored seed: the same seed over the same labels and tasks draws the same
 pairs.
@@ -42,7 +43,7 @@ from goldenset.services import Progress, no_progress
 from labeling import pooling
 from labeling.models import CompletenessSample, JudgingTask, Pool
 from labeling.selectors import left_out_by_budget, pool_queue, pool_runs, task_counts
-from labeling.services import _classify, _dense_queries, _ordinals, _pairs, _pool_union, _RunSpec
+from labeling.services import _classify, _dense_queries, _ordinals, _pairs, _pool_union, _RunSpec, _set_pool_pairs
 from lib.errors import GoldsetError
 
 # Seeds are stored in a signed 64-bit column.
@@ -138,10 +139,14 @@ def completeness_sample_draw(
         # The same lock as pool_build: no pool or sample can claim a pair between the
         # read of the set's tasks and the write of these.
         GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).exists()
-        query_pks, page_pks = _pairs(
+        task_query_pks, task_page_pks = _pairs(
             JudgingTask.objects.filter(golden_set=golden_set).values_list("query_id", "page_id"),
             f"SELECT query_id, page_id FROM labeling_judgingtask WHERE golden_set_id = {int(golden_set.pk)}",
         )
+        # Tasks of every kind, and the pools' pairs that are not tasks yet.
+        pool_query_pks, pool_page_pks = _set_pool_pairs(golden_set)
+        query_pks = np.concatenate([task_query_pks, pool_query_pks])
+        page_pks = np.concatenate([task_page_pks, pool_page_pks])
         task_keys = union.pair_keys(_dense_queries(union, query_pks), page_pks)
         masks = {name: mask & in_range for name, mask in _classify(golden_set, union, task_keys[task_keys >= 0]).items()}
         eligible = np.flatnonzero(masks["new_tasks"])

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet, Subquery
 
 from evaluation.charts import LineChart, Series, color, line_chart
 from evaluation.models import Completeness, Run
@@ -18,9 +18,9 @@ from evaluation.reports import RunCompleteness, _slice_label, run_completeness
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.selectors import label_of
+from lib.errors import GoldsetError
 from lib.ids import natural_key
-from labeling import pooling
-from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
+from labeling.models import CompletenessSample, JudgingTask, Pool, PoolQuery, PoolRun
 
 
 def pools_of(golden_set: GoldenSet) -> QuerySet[Pool]:
@@ -101,40 +101,85 @@ def pool_progress(pool: Pool) -> PoolProgress:
 
 
 @dataclass(frozen=True)
-class PoolTasks:
-    """A pool's tasks as arrays, one element (or row) per task, ordered by task id.
+class PoolPairs:
+    """A pool's pairs (all, or those of some queries) as arrays, one element (or row) per
+    pair, sorted by (query, page), with the state of their tasks where they are tasks.
 
-    `ranks[i, r]` is task i's rank in the run whose PoolRun.ordinal is r (0 = not in
+    `ranks[i, r]` is pair i's rank in the run whose PoolRun.ordinal is r (0 = not in
     that run's pooled top), so "pages only run r contributed" is
-    `(ranks[:, r] > 0) & ((ranks > 0).sum(axis=1) == 1)`. `grade` is -1 where the task
-    is not done.
+    `(ranks[:, r] > 0) & ((ranks > 0).sum(axis=1) == 1)`. A pair that is no task yet (it
+    has not reached its query's window) has task id 0 and status "open". `grade` is -1
+    where the task is not done, `position` -1 where it is not queued, `done_at` None
+    where it is not done.
     """
 
-    run_ids: tuple[int, ...]  # Run primary key of each column
-    task_ids: np.ndarray
     query_pks: np.ndarray
     page_pks: np.ndarray
-    status: np.ndarray  # str
-    grade: np.ndarray
     ranks: np.ndarray
+    task_ids: np.ndarray
+    status: np.ndarray  # object array of JudgingTask.Status values
+    grade: np.ndarray
+    position: np.ndarray
+    done_at: list
+
+    def __len__(self) -> int:
+        return len(self.page_pks)
 
 
-def pool_tasks(pool: Pool) -> PoolTasks:
-    runs = pool_runs(pool)
-    rows = list(
-        JudgingTask.objects.filter(golden_set_id=pool.golden_set_id, pool=pool).order_by("id")
-        .values_list("id", "query_id", "page_id", "status", "grade", "run_ranks")
-        .iterator(chunk_size=20_000)
+def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | None = None) -> PoolPairs:
+    """The pool's pairs (of `query_pks` only, if given) with their tasks' state.
+
+    Two statements: the PoolQuery rows, then their queries' tasks in the pool (through
+    the unique index's (golden set, query) prefix). `runs`, the pool's number of runs
+    (the ranks' columns), is counted in the first statement when not given.
+    """
+    rows = PoolQuery.objects.filter(pool_id=pool.pk)
+    if query_pks is not None:
+        rows = rows.filter(query_id__in=list(query_pks))
+    if runs is None:
+        # One scalar subquery, run once for the statement: one round trip fewer a judgment.
+        count = PoolRun.objects.filter(pool_id=pool.pk).order_by().values("pool_id").annotate(n=Count("id")).values("n")
+        rows = rows.annotate(pool_run_count=Subquery(count))
+    stored = list(rows.order_by("query_id"))
+    if runs is None:
+        runs = (stored[0].pool_run_count or 0) if stored else 0
+    pages = [row.pages() for row in stored]
+    lengths = np.array([len(page) for page in pages], dtype=np.int64)
+    stored_query_pks = np.array([row.query_id for row in stored], dtype=np.int64)
+    query = np.repeat(np.arange(len(stored), dtype=np.int64), lengths)
+    page = np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+    n = len(page)
+    pairs = PoolPairs(
+        query_pks=np.repeat(stored_query_pks, lengths), page_pks=page,
+        ranks=np.concatenate([row.ranks(runs) for row in stored]) if stored else np.zeros((0, runs), dtype=np.int64),
+        task_ids=np.zeros(n, dtype=np.int64), status=np.full(n, JudgingTask.Status.OPEN, dtype=object),
+        grade=np.full(n, -1, dtype=np.int64), position=np.full(n, -1, dtype=np.int64), done_at=[None] * n,
     )
-    return PoolTasks(
-        run_ids=tuple(pool_run.run_id for pool_run in runs),
-        task_ids=np.array([row[0] for row in rows], dtype=np.int64),
-        query_pks=np.array([row[1] for row in rows], dtype=np.int64),
-        page_pks=np.array([row[2] for row in rows], dtype=np.int64),
-        status=np.array([row[3] for row in rows], dtype=str),
-        grade=np.array([-1 if row[4] is None else row[4] for row in rows], dtype=np.int64),
-        ranks=pooling.unpack_ranks([row[5] for row in rows], len(runs)),
+    if not n:
+        return pairs
+    tasks = list(
+        JudgingTask.objects.filter(
+            golden_set_id=pool.golden_set_id, query_id__in=stored_query_pks.tolist(), kind=JudgingTask.Kind.POOL, pool=pool,
+        ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position").iterator(chunk_size=20_000)
     )
+    if not tasks:
+        return pairs
+    # Each task's pair: pairs are sorted by (query, page), and so are these keys.
+    task_pages = np.array([row[2] for row in tasks], dtype=np.int64)
+    span = int(max(page.max(), task_pages.max())) + 1
+    pair_keys = query * span + page
+    task_keys = np.searchsorted(stored_query_pks, np.array([row[1] for row in tasks], dtype=np.int64)) * span + task_pages
+    at = np.minimum(np.searchsorted(pair_keys, task_keys), n - 1)
+    stray = np.flatnonzero(pair_keys[at] != task_keys)
+    if len(stray):
+        raise GoldsetError(f"pool task {tasks[int(stray[0])][0]} has no pair in pool {pool.pk}: its stored pairs are damaged")
+    pairs.task_ids[at] = [row[0] for row in tasks]
+    pairs.status[at] = [row[3] for row in tasks]
+    pairs.grade[at] = [-1 if row[4] is None else row[4] for row in tasks]
+    pairs.position[at] = [-1 if row[6] is None else row[6] for row in tasks]
+    for i, row in zip(at.tolist(), tasks):
+        pairs.done_at[i] = row[5]
+    return pairs
 
 
 # --- completeness: pools judged over time, samples and their estimate ---------------------

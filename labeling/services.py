@@ -1,24 +1,27 @@
 """Writes of the labeling floor: building and extending pools, closing judging tasks.
 
 A pool is, per query, the union of the top `depth` pages of chosen runs, minus pairs that
-already have a judgment, minus pairs that are already pool tasks of the set (in this pool
-or another), minus pages outside the corpus (a run may name doc ids the corpus lacks;
-they cannot be judged). Each remaining pair becomes one JudgingTask, positioned in the
-queue by the pool's strategy (labeling.pooling).
+already have a judgment, minus pairs that are already in a pool of the set (this one or
+another), minus pages outside the corpus (a run may name doc ids the corpus lacks; they
+cannot be judged). The remaining pairs are the pool's, kept one row per query
+(labeling.models.PoolQuery) with each run's rank of each page.
 
-Only a window of each query's open tasks is queued (has a position): the first
-`Pool.window` in the strategy's order. pool_task_judged moves the window on after each
-judgment, so the queue always offers every query's next pages in order.
+Only a window of each query's open pairs is queued: the first `Pool.window` in the
+strategy's order (labeling.pooling). A pair becomes a JudgingTask, with a position in the
+queue, when it joins its query's window; pool_task_judged moves the window on after each
+judgment (making the tasks of the pairs that join it), so the queue always offers every
+query's next pages in order. The other pairs wait in their PoolQuery row: a pool of
+millions of pairs writes a task row only for the few an annotator is about to see.
 
-The budget is the most pairs judged in the pool. Every pair still becomes a task, so
-that an adaptive strategy can choose among all of them; once `budget` tasks are done,
-the queue is emptied (pool_task_judged) and the open tasks left stay unjudged. What the
+The budget is the most pairs judged in the pool. Every pair stays in the pool, so that
+an adaptive strategy can choose among all of them; once `budget` tasks are done, the
+queue is emptied (pool_task_judged) and the open pairs left stay unjudged. What the
 budget leaves out is reported when the pool is built: the pairs beyond it, which ones
 depending on the order judging takes.
 
-Runs are read as whole columnar arrays (lib.runs.RankedRun) and pooled with numpy; tasks
-are written with one COPY. See bench/pool_build.py for the cost against a plain numpy
-union of the same runs.
+Runs are read as whole columnar arrays (lib.runs.RankedRun) and pooled with numpy; pairs
+and the windows' tasks are written with one COPY each. See bench/pool_build.py for the
+cost against a plain numpy union of the same runs.
 """
 
 import itertools
@@ -30,14 +33,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Judgment, Query
 from goldenset.services import Progress, no_progress
 from labeling import pooling
-from labeling.models import JudgingTask, Pool, PoolRun
-from labeling.selectors import left_out_by_budget, task_counts
+from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
+from labeling.selectors import left_out_by_budget, pool_pairs, task_counts
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError
 from lib.runs import RankedRun
@@ -49,7 +53,7 @@ _BULK_UPDATE_LIMIT = 2000
 # on 20 million entries it took 4 s where an argsort of the pair key and the gathers
 # after it took 26 s. Wider keys (huge corpora or sets) take the argsort.
 _PACK_LIMIT_BITS = 63
-# Rows per COPY chunk: bounds the memory of the binary buffer (about 150 bytes a row).
+# Task rows per COPY chunk: bounds the memory of the binary buffer (about 150 bytes a row).
 _COPY_CHUNK_ROWS = 250_000
 # A pool queues at least MIN_WINDOW open tasks of each query, and at least QUEUE_FLOOR in
 # all, so that two annotators can share a query and twenty never wait (window_size).
@@ -436,10 +440,12 @@ def _ordinals(query_pks: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Table:
-    """Pool tasks, existing and about to be written, sorted by (query, page).
+    """A pool's pairs (of some queries, or about to be written), sorted by (query, page).
 
-    `done_order` ranks done tasks in judging order (done_at, then id) and is -1 for the
-    others; `grade` is meaningful where a task is done.
+    `status` is the pair's task's, open for a pair without a task; `done_order` ranks
+    done tasks in judging order (done_at, then id) and is -1 for the others; `grade` is
+    meaningful where a task is done. `page`, `task_id` (0: no task yet) and `position`
+    (-1: not queued) are filled where the pairs are read back from the pool.
     """
 
     query: np.ndarray  # dense query index
@@ -447,6 +453,9 @@ class _Table:
     status: np.ndarray  # object array of JudgingTask.Status values
     grade: np.ndarray
     done_order: np.ndarray
+    page: np.ndarray | None = None
+    task_id: np.ndarray | None = None
+    position: np.ndarray | None = None
 
 
 def _forecast(pool: Pool, table: _Table, threshold: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
@@ -523,13 +532,12 @@ _TASK_COLUMNS = [
 
 def _copy_tasks_binary(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, positions: np.ndarray,
                        best_rank: np.ndarray, packed: np.ndarray, byte_width: int, progress: Progress) -> None:
-    """COPY new open pool tasks in PostgreSQL's binary format, rows built by numpy.
+    """COPY new queued pool tasks in PostgreSQL's binary format, rows built by numpy.
 
-    At millions of rows, lib.bulk.bulk_insert's Python tuple and write_row per row cost
-    more than the server's side of the COPY; here every column is a field of a
-    structured array, so no Python object is made per row. A row without a position
-    (NULL: length -1, no data) is 8 bytes shorter, so queued and unqueued rows are
-    built as two arrays and their bytes interleaved run by run, in the callers' order.
+    A pool's windows hold tens of thousands of tasks; lib.bulk.bulk_insert's Python
+    tuple and write_row per row would cost more than the server's side of the COPY.
+    Here every column is a field of a structured array, so no Python object is made per
+    row. Every row has a position (only queued pairs become tasks).
     """
     kind, status = JudgingTask.Kind.POOL.encode(), JudgingTask.Status.OPEN.encode()
     fields = [
@@ -538,46 +546,25 @@ def _copy_tasks_binary(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, 
         ("run_ranks", f"V{byte_width}", byte_width), ("status", f"S{len(status)}", len(status)),
         ("judgments_required", ">i2", 2),
     ]
-
-    def layout(with_position: bool) -> np.dtype:
-        parts = [("count", ">i2")]
-        for name, kind_, _ in fields:
-            parts.append((f"{name}_length", ">i4"))
-            if name != "position" or with_position:
-                parts.append((name, kind_))
-        return np.dtype(parts)
-
-    def rows_of(selection: np.ndarray, with_position: bool) -> np.ndarray:
-        block = np.empty(len(selection), dtype=layout(with_position))
-        block["count"] = len(fields)
-        for name, _, length in fields:
-            block[f"{name}_length"] = length if (name != "position" or with_position) else -1
-        block["golden_set_id"], block["pool_id"] = pool.golden_set_id, pool.pk
-        block["query_id"], block["page_id"] = query_pks[selection], page_pks[selection]
-        block["kind"], block["status"], block["judgments_required"] = kind, status, 1
-        block["best_rank"] = best_rank[selection]
-        block["run_ranks"] = packed[selection]
-        if with_position:
-            block["position"] = positions[selection]
-        return block.view(np.uint8).reshape(len(selection), block.dtype.itemsize)
-
+    layout = [("count", ">i2")]
+    for name, type_, _ in fields:
+        layout += [(f"{name}_length", ">i4"), (name, type_)]
     columns = ", ".join(connection.ops.quote_name(name) for name, _, _ in fields)
     table = connection.ops.quote_name(JudgingTask._meta.db_table)
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8)  # signature, flags, no header extension
             for start in progress(range(0, len(query_pks), _COPY_CHUNK_ROWS), f"writing {len(query_pks)} tasks"):
-                chunk = np.arange(start, min(start + _COPY_CHUNK_ROWS, len(query_pks)))
-                queued = positions[chunk] >= 0
-                with_position, without = rows_of(chunk[queued], True), rows_of(chunk[~queued], False)
-                bounds = np.r_[0, np.flatnonzero(queued[1:] != queued[:-1]) + 1, len(chunk)].tolist()
-                pieces, taken = [], {True: 0, False: 0}
-                for low, high in zip(bounds[:-1], bounds[1:]):
-                    kind_of_run = bool(queued[low])
-                    source = with_position if kind_of_run else without
-                    pieces.append(source[taken[kind_of_run]: taken[kind_of_run] + high - low].tobytes())
-                    taken[kind_of_run] += high - low
-                copy.write(b"".join(pieces))
+                chunk = slice(start, start + _COPY_CHUNK_ROWS)
+                block = np.empty(len(query_pks[chunk]), dtype=np.dtype(layout))
+                block["count"] = len(fields)
+                for name, _, length in fields:
+                    block[f"{name}_length"] = length
+                block["golden_set_id"], block["pool_id"] = pool.golden_set_id, pool.pk
+                block["query_id"], block["page_id"] = query_pks[chunk], page_pks[chunk]
+                block["kind"], block["status"], block["judgments_required"] = kind, status, 1
+                block["position"], block["best_rank"], block["run_ranks"] = positions[chunk], best_rank[chunk], packed[chunk]
+                copy.write(block.tobytes())
             copy.write(b"\xff\xff")  # end of data
 
 
@@ -585,9 +572,9 @@ def _insert_tasks(
     pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, ranks: np.ndarray, positions: np.ndarray,
     progress: Progress = no_progress,
 ) -> int:
-    """Write new open pool tasks, one per row of the arrays, in the order given (callers
-    pass (query, page) order: the unique index then grows at its end); a position of -1
-    is written as none. Returns how many."""
+    """Write new open, queued pool tasks, one per row of the arrays, in the order given
+    (callers pass (query, page) order: the unique index then grows at its end). Returns
+    how many."""
     if not len(query_pks):
         return 0
     best_rank, _ = pooling.best_rank_and_run(ranks)
@@ -596,7 +583,7 @@ def _insert_tasks(
         _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
         return len(query_pks)
     rows = (
-        (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, None if position < 0 else position, best, bytes(blob),
+        (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, position, best, bytes(blob),
          JudgingTask.Status.OPEN, 1)
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
     )
@@ -671,13 +658,8 @@ def _classify(golden_set: GoldenSet, union: _Union, pool_task_keys: np.ndarray) 
 
 
 def _set_task_keys(golden_set: GoldenSet, union: _Union, exclude_pool: Pool | None = None) -> np.ndarray:
-    """Pair keys of the set's pool tasks (of any pool but `exclude_pool`)."""
-    tasks = JudgingTask.objects.filter(golden_set=golden_set, kind=JudgingTask.Kind.POOL)
-    sql = f"SELECT query_id, page_id FROM labeling_judgingtask WHERE golden_set_id = {int(golden_set.pk)} AND kind = 'pool'"
-    if exclude_pool is not None:
-        tasks = tasks.exclude(pool=exclude_pool)
-        sql += f" AND pool_id <> {int(exclude_pool.pk)}"
-    query_pks, page_pks = _pairs(tasks.values_list("query_id", "page_id"), sql)
+    """Pair keys of the pairs of the set's pools (of any pool but `exclude_pool`)."""
+    query_pks, page_pks = _set_pool_pairs(golden_set, exclude_pool)
     keys = union.pair_keys(_dense_queries(union, query_pks), page_pks)
     return keys[keys >= 0]
 
@@ -695,8 +677,8 @@ def pool_build(
     All or nothing. Refuses (GoldsetError) a depth under 1, an unknown strategy, a budget
     under 1, no runs, a run twice or a run of another set. Pairs already labelled or
     already pool tasks of the set, pages outside the corpus and retired queries are
-    skipped and counted. Every new pair becomes an open task; the first `window` of each
-    query, in the strategy's order, are queued. Returns the counts, overall and per
+    skipped and counted. Every new pair joins the pool; the first `window` of each query,
+    in the strategy's order, become queued tasks. Returns the counts, overall and per
     query id.
     """
     depth = _check_depth(depth)
@@ -731,8 +713,12 @@ def pool_build(
             grade=np.zeros(len(query_dense), dtype=np.int64), done_order=np.full(len(query_dense), -1, dtype=np.int64),
         )
         ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, progress)
-        positions = _window_positions(ahead, closed, _ordinals(union.query_pks[query_dense]), pool.window)
-        pool.task_count = _insert_tasks(pool, union.query_pks[query_dense], union.page_keys[new], ranks, positions, progress)
+        query_pks, page_pks = union.query_pks[query_dense], union.page_keys[new]
+        positions = _window_positions(ahead, closed, _ordinals(query_pks), pool.window)
+        _write_pool_queries(pool, query_pks, page_pks, ranks)
+        queued = positions >= 0
+        _insert_tasks(pool, query_pks[queued], page_pks[queued], ranks[queued], positions[queued], progress)
+        pool.task_count = len(query_pks)
         pool.save(update_fields=["task_count"])
 
         result = PoolBuildResult(pool=pool, strategy=strategy, runs=[(spec.run.name, spec.depth) for spec in specs])
@@ -746,7 +732,7 @@ def pool_extend(
     *, pool: Pool, runs: Sequence[Run], depth: int | None = None, progress: Progress = no_progress,
 ) -> PoolBuildResult:
     """Add runs to a pool, or pool runs it holds deeper: only their new unjudged pairs
-    become tasks (incremental pooling).
+    join it (incremental pooling).
 
     `depth` defaults to the pool's. A pair that is already a task of the set is not added
     again; where it is a task of this pool, the added runs are recorded in its run_ranks,
@@ -782,75 +768,62 @@ def pool_extend(
         for spec in specs:
             PoolRun.objects.update_or_create(pool=pool, run=spec.run, defaults={"depth": spec.depth, "ordinal": spec.ordinal})
 
-        # This pool's tasks of the queries the runs answer: candidates for credit, and
-        # the rest of the order the new tasks join.
+        # This pool's pairs of the queries the runs answer: candidates for credit, and
+        # the rest of the order the new pairs join.
         touched = np.flatnonzero(np.bincount(union.query_dense, minlength=len(union.query_pks)))
-        rows = list(
-            JudgingTask.objects.filter(
-                golden_set=golden_set, kind=JudgingTask.Kind.POOL, pool=pool, query_id__in=union.query_pks[touched].tolist(),
-            ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position", "run_ranks")
-            .iterator(chunk_size=20_000)
-        )
-        old_ids = [row[0] for row in rows]
-        old_query = _dense_queries(union, np.array([row[1] for row in rows], dtype=np.int64))
-        old_page = np.array([row[2] for row in rows], dtype=np.int64)
-        old_status = np.array([row[3] for row in rows], dtype=object)
-        old_grade = np.array([row[4] if row[4] is not None else 0 for row in rows], dtype=np.int64)
-        old_done_at = [row[5] for row in rows]
-        old_position = np.array([-1 if row[6] is None else row[6] for row in rows], dtype=np.int64)
-        old_ranks = pooling.unpack_ranks([row[7] for row in rows], columns)
-        old_keys = union.pair_keys(old_query, old_page)
-
+        old_query_pks, old = _pool_pairs(pool, union.query_pks[touched].tolist(), columns)
+        old.query = _dense_queries(union, old_query_pks)
+        old_keys = union.pair_keys(old.query, old.page)
         masks = _classify(golden_set, union, np.concatenate([old_keys[old_keys >= 0], _set_task_keys(golden_set, union, exclude_pool=pool)]))
         new = masks["new_tasks"]
 
-        # Credit the runs read on this pool's tasks they retrieved.
+        # Credit the runs read on this pool's pairs they retrieved (in the pair's
+        # PoolQuery row, and on its task if it is one).
         credited = np.zeros(0, dtype=np.int64)
-        if len(rows):
+        if len(old_keys):
             by_key = np.argsort(old_keys)
-            at = np.minimum(np.searchsorted(old_keys[by_key], union.keys), len(rows) - 1)
+            at = np.minimum(np.searchsorted(old_keys[by_key], union.keys), len(old_keys) - 1)
             matched = old_keys[by_key][at] == union.keys
-            task_rows = by_key[at[matched]]
-            merged = np.where(union.ranks[matched] > 0, union.ranks[matched].astype(np.int64), old_ranks[task_rows])
-            changed = (merged != old_ranks[task_rows]).any(axis=1)
-            credited = task_rows[changed]
-            old_ranks[credited] = merged[changed]
+            pair_rows = by_key[at[matched]]
+            merged = np.where(union.ranks[matched] > 0, union.ranks[matched].astype(np.int64), old.ranks[pair_rows])
+            changed = (merged != old.ranks[pair_rows]).any(axis=1)
+            credited = pair_rows[changed]
+            old.ranks[credited] = merged[changed]
+        tasked = credited[old.task_id[credited] > 0]
         _update_tasks("run_ranks", [
-            (old_ids[row], bytes(blob)) for row, blob in zip(credited.tolist(), pooling.pack_ranks(old_ranks[credited]))
+            (int(old.task_id[row]), bytes(blob)) for row, blob in zip(tasked.tolist(), pooling.pack_ranks(old.ranks[tasked]))
         ])
 
-        # Form again the windows of the queries that gained tasks or credits.
-        new_query, new_page = union.query_dense[new], union.page_keys[new]
-        new_ranks = union.ranks[new].astype(np.int64)
+        # The queries that gained pairs or credits: their pairs, old and new, stored
+        # again, and their windows formed again.
+        new_query, fresh = union.query_dense[new], int(new.sum())
         changed_query = np.zeros(len(union.query_pks), dtype=bool)
         changed_query[new_query] = True
-        changed_query[old_query[credited]] = True
-        kept = np.flatnonzero(changed_query[old_query]) if len(rows) else np.zeros(0, dtype=np.int64)
-        fresh = len(new_query)
-        ids_all = [old_ids[row] for row in kept.tolist()] + [0] * fresh
-        done_at_all = [old_done_at[row] for row in kept.tolist()] + [None] * fresh
-        query_all = np.concatenate([old_query[kept], new_query])
-        sort = np.lexsort((np.concatenate([old_page[kept], new_page]), query_all))
+        changed_query[old.query[credited]] = True
+        kept = np.flatnonzero(changed_query[old.query])
+        query_all = np.concatenate([old.query[kept], new_query])
+        page_all = np.concatenate([old.page[kept], union.page_keys[new]])
+        sort = np.lexsort((page_all, query_all))
         table = _Table(
-            query=query_all[sort],
-            ranks=np.concatenate([old_ranks[kept], new_ranks])[sort],
-            status=np.concatenate([old_status[kept], np.full(fresh, JudgingTask.Status.OPEN, dtype=object)])[sort],
-            grade=np.concatenate([old_grade[kept], np.zeros(fresh, dtype=np.int64)])[sort],
-            done_order=_done_order([done_at_all[i] for i in sort.tolist()], [ids_all[i] for i in sort.tolist()]),
+            query=query_all[sort], page=page_all[sort],
+            ranks=np.concatenate([old.ranks[kept], union.ranks[new].astype(np.int64)])[sort],
+            status=np.concatenate([old.status[kept], np.full(fresh, JudgingTask.Status.OPEN, dtype=object)])[sort],
+            grade=np.concatenate([old.grade[kept], np.zeros(fresh, dtype=np.int64)])[sort],
+            # Judging order within a query is all _forecast reads of it: the old ranks still give it.
+            done_order=np.concatenate([old.done_order[kept], np.full(fresh, -1, dtype=np.int64)])[sort],
+            task_id=np.concatenate([old.task_id[kept], np.zeros(fresh, dtype=np.int64)])[sort],
+            position=np.concatenate([old.position[kept], np.full(fresh, -1, dtype=np.int64)])[sort],
         )
-        ahead, closed = np.empty(len(sort), dtype=np.int64), np.empty(len(sort), dtype=np.int64)
-        ahead[sort], closed[sort] = _forecast(pool, table, threshold, progress)
-        positions = _window_positions(ahead, closed, _ordinals(union.query_pks[query_all]), pool.window)
+        query_pks = union.query_pks[table.query]
+        ahead, closed = _forecast(pool, table, threshold, progress)
+        positions = _window_positions(ahead, closed, _ordinals(query_pks), pool.window)
         if _budget_spent(pool):
             positions[:] = -1
 
-        moves = [
-            (old_ids[row], None if position < 0 else position)
-            for row, position in zip(kept.tolist(), positions[: len(kept)].tolist())
-            if old_status[row] == JudgingTask.Status.OPEN and position != old_position[row]
-        ]
-        reordered = _update_tasks("position", moves)
-        pool.task_count += _insert_tasks(pool, union.query_pks[new_query], new_page, new_ranks, positions[len(kept):], progress)
+        PoolQuery.objects.filter(pool=pool, query_id__in=union.query_pks[changed_query].tolist()).delete()
+        _write_pool_queries(pool, query_pks, table.page, table.ranks)
+        reordered, _ = _queue_pairs(pool, query_pks, table, positions, progress)
+        pool.task_count += fresh
         pool.save(update_fields=["task_count"])
 
         result = PoolBuildResult(pool=pool, strategy=pool.strategy, runs=[(spec.run.name, spec.depth) for spec in specs])
@@ -861,32 +834,67 @@ def pool_extend(
     return result
 
 
-def _query_table(pool: Pool, query_pk: int, columns: int | None = None) -> tuple[list[int], np.ndarray, _Table]:
-    """(task ids, positions (-1 for none), table) of one query's tasks in the pool, by page.
-    `columns` (the pool's runs) is counted in the same statement when not given."""
-    tasks = JudgingTask.objects.filter(golden_set_id=pool.golden_set_id, query_id=query_pk, kind=JudgingTask.Kind.POOL, pool=pool)
-    if columns is None:
-        # One scalar subquery, run once for the statement: one round trip fewer a judgment.
-        # (Imported here to leave the module's imports to pool_build's ongoing work.)
-        from django.db.models import Count, Subquery
-
-        runs = PoolRun.objects.filter(pool_id=pool.pk).order_by().values("pool_id").annotate(n=Count("id")).values("n")
-        tasks = tasks.annotate(pool_run_count=Subquery(runs))
-    rows = list(
-        tasks.order_by("page_id")
-        .values_list("id", "status", "grade", "done_at", "position", "run_ranks", *([] if columns is not None else ["pool_run_count"]))
-    )
-    if columns is None:
-        columns = (rows[0][6] or 0) if rows else 0
-    ids = [row[0] for row in rows]
+def _pool_pairs(pool: Pool, query_pks: Sequence[int], columns: int | None = None) -> tuple[np.ndarray, _Table]:
+    """(query pk of each pair, table) of the pool's pairs of `query_pks` (selectors.pool_pairs);
+    the table's `query` numbers the queries read, 0 first."""
+    pairs = pool_pairs(pool, query_pks, columns)
+    done_order = _done_order(pairs.done_at, pairs.task_ids.tolist())
     table = _Table(
-        query=np.zeros(len(rows), dtype=np.int64),
-        ranks=pooling.unpack_ranks([row[5] for row in rows], columns),
-        status=np.array([row[1] for row in rows], dtype=object),
-        grade=np.array([row[2] if row[2] is not None else 0 for row in rows], dtype=np.int64),
-        done_order=_done_order([row[3] for row in rows], ids),
+        query=np.r_[0, np.cumsum(pairs.query_pks[1:] != pairs.query_pks[:-1])] if len(pairs) else np.zeros(0, dtype=np.int64),
+        ranks=pairs.ranks, status=pairs.status, grade=np.maximum(pairs.grade, 0), done_order=done_order,
+        page=pairs.page_pks, task_id=pairs.task_ids, position=pairs.position,
     )
-    return ids, np.array([-1 if row[4] is None else row[4] for row in rows], dtype=np.int64), table
+    return pairs.query_pks, table
+
+
+def _queue_pairs(pool: Pool, query_pks: np.ndarray, table: _Table, fresh: np.ndarray,
+                 progress: Progress = no_progress) -> tuple[int, int]:
+    """Write the queue positions `fresh` (-1: not queued) of the pairs of `table` (read by
+    _pool_pairs, or new with task_id 0): open tasks whose position changes are updated,
+    and the pairs without a task that join the queue become tasks. Returns (moved, made)."""
+    has_task = table.task_id > 0
+    moving = np.flatnonzero(has_task & (table.status == JudgingTask.Status.OPEN) & (fresh != table.position))
+    moved = _update_tasks("position", [
+        (int(table.task_id[i]), None if fresh[i] < 0 else int(fresh[i])) for i in moving.tolist()
+    ])
+    joining = ~has_task & (fresh >= 0)
+    made = _insert_tasks(pool, query_pks[joining], table.page[joining], table.ranks[joining], fresh[joining], progress)
+    return moved, made
+
+
+_POOL_QUERY_COLUMNS = ["pool_id", "query_id", "page_ids", "run_ranks", "runs"]
+
+
+def _write_pool_queries(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, ranks: np.ndarray) -> int:
+    """Store pairs sorted by (query, page) as the pool's PoolQuery rows, one per query
+    (binary COPY on PostgreSQL). Returns how many rows."""
+    if not len(query_pks):
+        return 0
+    starts = np.flatnonzero(np.r_[True, query_pks[1:] != query_pks[:-1]])
+    stops = np.r_[starts[1:], len(query_pks)]
+    packed = PoolQuery.packed(page_pks, ranks)
+    pages, runs_bytes, runs = packed["page_ids"], packed["run_ranks"], packed["runs"]
+    rows = (
+        (pool.pk, int(query_pks[start]), pages[8 * start: 8 * stop], runs_bytes[2 * runs * start: 2 * runs * stop], runs)
+        for start, stop in zip(starts.tolist(), stops.tolist())
+    )
+    return bulk_insert(PoolQuery._meta.db_table, _POOL_QUERY_COLUMNS, rows, types=["bigint", "bigint", "bytea", "bytea", "smallint"])
+
+
+def _set_pool_pairs(golden_set: GoldenSet, exclude_pool: Pool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(query pks, page pks) of every pair of the set's pools (but `exclude_pool`'s),
+    whether it is a task yet or not."""
+    rows = PoolQuery.objects.filter(pool__golden_set=golden_set)
+    if exclude_pool is not None:
+        rows = rows.exclude(pool=exclude_pool)
+    query_pks, pages = [], []
+    for query_pk, blob in rows.values_list("query_id", "page_ids").iterator(chunk_size=2000):
+        page = np.frombuffer(bytes(blob), dtype="<i8")
+        pages.append(page)
+        query_pks.append(np.full(len(page), query_pk, dtype=np.int64))
+    if not pages:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(query_pks), np.concatenate(pages).astype(np.int64)
 
 
 # The advisory locks of pool_task_lock live in their own two-key namespace (the first
@@ -969,8 +977,6 @@ def pool_task_judged(
         task.leased_to, task.lease_expires_at = None, None
         changes = {"status": task.status, "grade": grade, "done_at": task.done_at, "leased_to": None, "lease_expires_at": None}
         if judgments_required is not None:
-            from django.db.models import F  # here, like _query_table's: the module's imports are pool_build's
-
             changes.update(judgments_done=F("judgments_done") + 1, judgments_required=judgments_required)
             task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
         JudgingTask.objects.filter(pk=task.pk).update(**changes)
@@ -989,15 +995,11 @@ def pool_task_judged(
             ).update(position=None)
             return result
 
-        ids, positions, table = _query_table(pool, task.query_id)
+        query_pks, table = _pool_pairs(pool, [task.query_id])
         ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, no_progress)
-        fresh = _window_positions(ahead, closed, _ordinals(np.full(len(ids), task.query_id)), pool.window)
-        # Closed tasks keep the position they were judged at; only open ones move.
-        is_open = (table.status == JudgingTask.Status.OPEN).tolist()
-        moves = [
-            (ids[i], None if new < 0 else new)
-            for i, (new, old) in enumerate(zip(fresh.tolist(), positions.tolist()))
-            if is_open[i] and new != old
-        ]
-        result.reordered_tasks = _update_tasks("position", moves)
+        fresh = _window_positions(ahead, closed, _ordinals(query_pks), pool.window)
+        # Closed tasks keep the position they were judged at; open ones move, and pairs
+        # that join the window become tasks.
+        moved, made = _queue_pairs(pool, query_pks, table, fresh)
+        result.reordered_tasks = moved + made
     return result

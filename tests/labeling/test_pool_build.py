@@ -1,5 +1,6 @@
 """Pools built and extended through the services: the union of the runs' tops, less what
-is already labelled or already a task, written as judging tasks in the strategy's order."""
+is already labelled or already in a pool, kept per query, its windows written as judging
+tasks in the strategy's order."""
 
 import threading
 from collections import defaultdict
@@ -9,14 +10,15 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, OperationalError, connection, connections, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from evaluation.services import run_import
-from goldenset.models import GoldenSet, Judgment
+from goldenset.models import GoldenSet, Judgment, Page, Query
 from goldenset.services import golden_set_import_beir, judgment_record, query_retire
 from labeling import pooling, services
-from labeling.models import JudgingTask, Pool, PoolRun
-from labeling.selectors import pool_progress, pool_queue, pool_tasks
+from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
+from labeling.selectors import pool_pairs, pool_progress, pool_queue
 from labeling.services import pool_build, pool_extend, pool_task_judged, runs_by_name
 from lib.errors import GoldsetError
 from tests import factories
@@ -45,7 +47,11 @@ def run_b(golden_set):
 
 
 def task_pairs(pool) -> set[tuple[str, str]]:
-    return set(JudgingTask.objects.filter(pool=pool).values_list("query__query_id", "page__doc_id"))
+    """The pool's pairs as (query id, doc id), tasks yet or not."""
+    pairs = pool_pairs(pool)
+    query_ids = dict(Query.objects.filter(pk__in=pairs.query_pks.tolist()).values_list("pk", "query_id"))
+    doc_ids = dict(Page.objects.filter(pk__in=pairs.page_pks.tolist()).values_list("pk", "doc_id"))
+    return {(query_ids[q], doc_ids[p]) for q, p in zip(pairs.query_pks.tolist(), pairs.page_pks.tolist())}
 
 
 def queue(pool) -> list[tuple[str, str]]:
@@ -72,8 +78,9 @@ def test_the_pool_records_its_runs_with_their_depth_and_which_runs_retrieved_eac
     assert list(PoolRun.objects.filter(pool=pool).values_list("run__name", "depth", "ordinal")) == [("b", 3, 0), ("a", 3, 1)]
     ranks = {(q, d): JudgingTask.objects.get(pool=pool, query__query_id=q, page__doc_id=d).ranks(2) for q, d in [("q1", "d2"), ("q1", "d5"), ("q1", "d3")]}
     assert ranks == {("q1", "d2"): [2, 2], ("q1", "d5"): [1, 0], ("q1", "d3"): [0, 3]}
-    arrays = pool_tasks(pool)
-    assert arrays.run_ids == (run_b.pk, run_a.pk) and arrays.ranks.shape == (len(arrays.task_ids), 2)
+    arrays = pool_pairs(pool)
+    assert arrays.ranks.shape == (len(arrays), 2) and len(arrays) == pool.task_count == 10
+    assert (arrays.task_ids > 0).all()  # three queries: the windows hold every pair
 
 
 def test_pages_outside_the_corpus_cannot_be_judged_and_are_counted(golden_set):
@@ -94,20 +101,30 @@ def test_the_depth_strategy_queues_rank_by_rank_round_robin_over_queries(golden_
     ]
 
 
-def test_the_portable_insert_writes_the_same_tasks_as_copy(golden_set, run_a, run_b, monkeypatch):
-    monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two: queued and unqueued rows interleave
+def forget(pool) -> None:
+    """Delete a pool and its tasks, so that its pairs can be pooled again."""
+    JudgingTask.objects.filter(pool=pool).delete()
+    Pool.objects.filter(pk=pool.pk).delete()
+
+
+def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set, run_a, run_b, monkeypatch):
+    monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two: some pairs are no task yet
     copied = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
     rows = lambda pool: sorted(  # noqa: E731
         JudgingTask.objects.filter(pool=pool).values_list("query_id", "page_id", "kind", "position", "best_rank", "run_ranks", "status", "judgments_required")
     )
+    pairs = lambda pool: sorted(  # noqa: E731
+        (q, bytes(pages), bytes(ranks), runs) for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
+    )
     expected = [(q, p, k, pos, best, bytes(blob), s, j) for q, p, k, pos, best, blob, s, j in rows(copied)]
-    assert {pos is None for _, _, _, pos, *_ in expected} == {True, False}
-    JudgingTask.objects.filter(pool=copied).delete()
-    Pool.objects.filter(pk=copied.pk).delete()
+    expected_pairs = pairs(copied)
+    assert len(expected) == 6 and len(expected_pairs) == 3 and copied.task_count == 10
+    forget(copied)
     monkeypatch.setattr(connection, "vendor", "portable")  # lib.bulk and the COPY path key on the vendor
     inserted = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
     monkeypatch.undo()
     assert [(q, p, k, pos, best, bytes(blob), s, j) for q, p, k, pos, best, blob, s, j in rows(inserted)] == expected
+    assert pairs(inserted) == expected_pairs
 
 
 # --- the Cranfield acceptance ---------------------------------------------------------
@@ -146,9 +163,13 @@ def test_a_depth_10_pool_of_the_cranfield_runs_is_exactly_the_union_of_their_top
     assert {q: c.candidates for q, c in result.per_query.items()} == {q: len(docs) for q, docs in union.items()}
     assert {q: c.new_tasks for q, c in result.per_query.items()} == {q: len(docs) for q, docs in unjudged.items()}
     written: dict[str, set[str]] = defaultdict(set)
-    for query_id, doc_id in JudgingTask.objects.filter(pool=result.pool).values_list("query__query_id", "page__doc_id"):
+    for query_id, doc_id in task_pairs(result.pool):
         written[query_id].add(doc_id)
     assert written == {q: docs for q, docs in unjudged.items() if docs}
+    # Only the windows are tasks yet: three pairs a query (500 queued over 225 queries).
+    assert result.pool.window == 3
+    tasks_per_query = JudgingTask.objects.filter(pool=result.pool).values("query_id").annotate(n=Count("id"))
+    assert all(row["n"] == min(3, len(unjudged[Query.objects.get(pk=row["query_id"]).query_id])) for row in tasks_per_query)
     assert result.candidate_pairs == sum(map(len, union.values())) == result.already_labelled + result.new_tasks
 
 
@@ -271,6 +292,57 @@ def test_an_extended_pool_queues_the_new_pages_in_their_place(golden_set, run_a,
     assert JudgingTask.objects.get(pool=pool, query__query_id="q1", page__doc_id="d3").position is None
 
 
+# --- pairs wait in the pool until their window reaches them -------------------------------
+
+def test_pairs_beyond_the_window_become_tasks_when_the_window_reaches_them(golden_set, run_a, run_b, owner, monkeypatch):
+    monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two
+    pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
+    pairs = pool_pairs(pool)
+    assert pool.task_count == len(pairs) == 10
+    # Only the windows are tasks: two a query; q1's d3 and d6 wait in the pool.
+    assert JudgingTask.objects.filter(pool=pool).count() == 6 == int((pairs.task_ids > 0).sum())
+    assert not JudgingTask.objects.filter(pool=pool, query__query_id="q1", page__doc_id__in=["d3", "d6"]).exists()
+    progress = pool_progress(pool)
+    assert (progress.open, progress.queued, progress.done) == (10, 6, 0)
+
+    judge(pool_queue(pool).get(query__query_id="q1", page__doc_id="d5"), 0, owner)
+    made = JudgingTask.objects.get(pool=pool, query__query_id="q1", page__doc_id="d3")
+    # The new task carries what its pair holds: each run's rank, the best of them.
+    assert (made.status, made.ranks(2), made.best_rank) == ("open", [3, 0], 3)
+    assert made.position is not None and made.golden_set_id == golden_set.pk
+    assert (pool_progress(pool).open, pool_progress(pool).done) == (9, 1)
+
+
+def test_a_run_added_later_is_credited_on_pairs_that_are_no_task_yet(golden_set, run_a, owner, monkeypatch):
+    monkeypatch.setattr(services, "QUEUE_FLOOR", 1)
+    pool = pool_build(golden_set=golden_set, runs=[run_a], depth=4, strategy="depth").pool
+    assert not JudgingTask.objects.filter(pool=pool, query__query_id="q1", page__doc_id="d4").exists()  # q1: d2, d3 queued
+    late = factories.run(golden_set, "late", {"q1": ["d4", "d8"]})
+    result = pool_extend(pool=pool, runs=[late], depth=1)
+    assert (result.credited_tasks, result.new_tasks) == (1, 0)
+    pairs = pool_pairs(pool, [golden_set.queries.get(query_id="q1").pk])
+    d4 = golden_set.corpus.pages.get(doc_id="d4").pk
+    assert pairs.ranks[pairs.page_pks.tolist().index(d4)].tolist() == [4, 1]
+    # Credited with rank 1 of the late run, q1-d4 now leads q1's window, as a task.
+    assert [d for q, d in queue(pool) if q == "q1"] == ["d4", "d2"]
+    assert JudgingTask.objects.get(pool=pool, query__query_id="q1", page__doc_id="d4").ranks(2) == [4, 1]
+
+
+def test_pools_built_when_every_pair_was_a_task_get_their_pairs_from_their_tasks(golden_set, run_a, run_b):
+    from django.apps import apps
+    import importlib
+
+    pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
+    assert JudgingTask.objects.filter(pool=pool).count() == pool.task_count  # small: every pair is in a window
+    rows = lambda: sorted(  # noqa: E731
+        (q, bytes(pages), bytes(ranks), runs) for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
+    )
+    expected = rows()
+    PoolQuery.objects.all().delete()
+    importlib.import_module("labeling.migrations.0004_pool_query").pairs_from_tasks(apps, None)
+    assert rows() == expected
+
+
 # --- validation ------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
@@ -378,7 +450,7 @@ def test_the_union_is_the_same_when_its_keys_are_too_wide_to_pack(golden_set, ru
     packed = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf")
     rows = lambda pool: sorted(JudgingTask.objects.filter(pool=pool).values_list("query_id", "page_id", "position", "run_ranks"))  # noqa: E731
     expected = [(q, p, position, bytes(ranks)) for q, p, position, ranks in rows(packed.pool)]
-    JudgingTask.objects.filter(pool=packed.pool).delete()
+    forget(packed.pool)
     monkeypatch.setattr(services, "_PACK_LIMIT_BITS", 0)
     sorted_apart = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf")
     assert [(q, p, position, bytes(ranks)) for q, p, position, ranks in rows(sorted_apart.pool)] == expected

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from goldenset.models import Judgment, Membership
 from goldenset.services import judgment_record, membership_grant, query_retire
-from labeling import pooling
+from labeling import pooling, services
 from labeling.models import CompletenessSample, JudgingTask
 from labeling.sampling import completeness_sample_draw
 from labeling.selectors import completeness_estimate, pool_queue, wilson_interval
@@ -30,16 +30,21 @@ def golden_set():
 
 
 @pytest.fixture
-def pool(golden_set):
-    """Runs a and b pooled at depth 2. Ranks 3..5 of the runs hold, unjudged and not tasks:
-    q1: d3, d5 (a), d9, d10 (b) (d4 is labelled); q2: d3, d4, d5 (a), d6 (b, d5 again);
-    q3: d11, d12 (a; 'elsewhere' is outside the corpus)."""
+def runs(golden_set):
     a = factories.run(golden_set, "a", {
         "q1": [f"d{n}" for n in range(1, 9)], "q2": [f"d{n}" for n in range(1, 9)],
         "q3": ["d9", "d10", "d11", "d12", "elsewhere", "d1"],
     })
     b = factories.run(golden_set, "b", {"q1": ["d2", "d1", "d9", "d10"], "q2": ["d8", "d7", "d6", "d5"]})
-    return pool_build(golden_set=golden_set, runs=[a, b], depth=2, strategy="depth").pool
+    return [a, b]
+
+
+@pytest.fixture
+def pool(golden_set, runs):
+    """Runs a and b pooled at depth 2. Ranks 3..5 of the runs hold, unjudged and not tasks:
+    q1: d3, d5 (a), d9, d10 (b) (d4 is labelled); q2: d3, d4, d5 (a), d6 (b, d5 again);
+    q3: d11, d12 (a; 'elsewhere' is outside the corpus)."""
+    return pool_build(golden_set=golden_set, runs=runs, depth=2, strategy="depth").pool
 
 
 ELIGIBLE = {
@@ -139,6 +144,18 @@ def test_pairs_that_are_tasks_of_any_kind_labelled_or_of_retired_queries_are_not
     tasks = (already | {("q2", "d6")}) - retired
     assert result.already_tasks == len(tasks)
     assert result.already_labelled == len({("q1", "d4"), ("q1", "d3")} - tasks)
+
+
+def test_pairs_of_the_pool_that_are_no_task_yet_are_not_drawn(golden_set, runs, monkeypatch):
+    monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two: q2's d2 and d7 wait in the pool
+    pool = pool_build(golden_set=golden_set, runs=runs, depth=2, strategy="depth").pool
+    waiting = {("q2", "d2"), ("q2", "d7")}
+    assert not JudgingTask.objects.filter(pool=pool, query__query_id="q2", page__doc_id__in=["d2", "d7"]).exists()
+    # Down to rank 8, run a ranks q2-d7 seventh: below the pool's depth, yet a pair of the pool.
+    population = completeness_sample_draw(pool=pool, size=1, depth_to=8, seed=1).sample.population
+    CompletenessSample.objects.all().delete()
+    drawn = drawn_then_undone(pool=pool, size=population, depth_to=8, seed=2)
+    assert len(drawn) == population and not drawn & waiting
 
 
 def test_sample_tasks_are_spread_over_the_pools_remaining_turns(golden_set, pool):
