@@ -19,8 +19,10 @@ and generates, the same for the same seed:
   defaults (10% overlap by 2 annotators, no gold checks);
 - --runs runs of --depth pages a query drawn from --candidates pages a query, and one pool
   over them at --depth built by labeling.services.pool_build (depth order), so the queue is
-  the real one: hundreds of thousands of tasks. --done-share closes that share of the
-  tasks outside the queue beforehand, for a pool part-way through judging.
+  the real one: hundreds of thousands of pairs, whose windows are tasks, each judgment
+  making the next pair of its query a task. --done-share closes that share of the pairs
+  outside the queue beforehand (bench.scratch.pool_judged_earlier), for a pool part-way
+  through judging.
 
 Then it starts gunicorn (the pinned one, sync workers, --workers of them) on 127.0.0.1 at a
 free port with goldset.settings_production (DEBUG off, a random SECRET_KEY, static files
@@ -121,6 +123,8 @@ def generate(args: argparse.Namespace) -> dict:
     from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
     from labeling.models import JudgingTask, QueueSettings
     from labeling.services import pool_build
+
+    from bench.scratch import pool_judged_earlier
     from lib.bulk import bulk_insert, gc_paused
     from lib.formats import JsonRecord
     from lib.runs import RankedRun
@@ -226,19 +230,9 @@ def generate(args: argparse.Namespace) -> dict:
     print("  pool_build ...", file=sys.stderr)
     result = pool_build(golden_set=golden_set, runs=runs, depth=args.depth, strategy="depth")
     done = 0
-    if args.done_share > 0:
-        # A pool part-way through judging: close a share of the tasks outside the queue
-        # windows, as if judged earlier (their judgments are not written: the checks look
-        # at new judgments only). Counts over closed tasks then cost what they will.
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE labeling_judgingtask SET status = 'done', grade = (id %% 4), done_at = now(), judgments_done = 1 "
-                "WHERE pool_id = %s AND position IS NULL AND (id * 2654435761 %% 1000) < %s",
-                [result.pool.pk, int(args.done_share * 1000)],
-            )
-            done = cursor.rowcount
+    # A pool part-way through judging: close a share of the pairs outside the queue
+    # windows, as if judged earlier. Counts over closed tasks then cost what they will.
+    done = pool_judged_earlier(result.pool, args.done_share)
     queued = JudgingTask.objects.filter(pool=result.pool, status=JudgingTask.Status.OPEN, position__isnull=False).count()
     return {
         "pages": pages, "queries": queries, "judgments": Judgment.objects.count(),
@@ -736,7 +730,7 @@ def report(args: argparse.Namespace, info: dict) -> bool:
     closed = f", {d['done']:,} of them closed beforehand (--done-share)" if d["done"] else ""
     print(f"data: {d['pages']:,} pages, {d['queries']:,} queries, {d['judgments_before']:,} judgments "
           f"({d['human_judgments']:,} human by the annotators); pool of {args.runs} runs at depth {args.depth}: "
-          f"{d['tasks']:,} tasks ({d['already_labelled']:,} labelled pairs skipped), {d['queued']:,} queued "
+          f"{d['tasks']:,} pairs ({d['already_labelled']:,} labelled pairs skipped), {d['queued']:,} queued as tasks "
           f"(window {d['window']} a query){closed}; "
           f"setup {info['setup']:.0f}s, untimed")
     print(f"load: warm-up {args.warmup:.0f}s, then {window:.0f}s measured; think time "

@@ -1,5 +1,5 @@
 """Speed of the completeness page and of a completeness sample draw on a pool of millions
-of tasks, PostgreSQL.
+of pairs, PostgreSQL.
 
     .venv/bin/python bench/completeness_page.py [--queries 20000 --runs 10 --run-depth 100
         --pool-depth 50 --candidates 300 --done-share 0.1 --sample 1000] [--rounds 5]
@@ -8,12 +8,12 @@ of tasks, PostgreSQL.
 Creates the database named by --database-url (it must not exist beforehand; it is dropped
 at the end, even when a step fails), generates a golden set and its runs as
 bench/pool_build.py does (runs ranking `run-depth` pages a query), builds a pool of all
-the runs at `pool-depth`, marks `done-share` of its tasks judged (status, grade and a
-done_at spread over the last three days, written by one UPDATE: the page reads only
-those columns), then times, untimed setup apart:
+the runs at `pool-depth`, marks `done-share` of its pairs judged (done tasks with a grade
+and a done_at spread over the last three days, written by bench.scratch.pool_judged_earlier:
+the page reads only those columns), then times, untimed setup apart:
 
 - completeness_sample_draw: `sample` pairs from the ranks pool-depth + 1 .. run-depth of
-  every run (reads all the runs, the set's tasks and judgments, writes the sample);
+  every run (reads all the runs, the set's pairs, tasks and judgments, writes the sample);
 - the page, GET /sets/<slug>/completeness/ as a staff user, rendered: median of
   `rounds`, with its SQL query count; and its three reads that touch tasks, alone:
   pools_judging (counts and pace), pools_found_curves (the chart) and
@@ -35,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench.pool_build import SLUG, generate  # noqa: E402  (needs the repository on sys.path)
-from bench.scratch import scratch_database  # noqa: E402
+from bench.scratch import pool_judged_earlier, scratch_database  # noqa: E402
 
 
 def timed(function, *args, **kwargs):
@@ -80,15 +80,9 @@ def run(args: argparse.Namespace) -> None:
         result, build_seconds = timed(pool_build, golden_set=golden_set, runs=runs, depth=args.pool_depth, strategy="depth")
         pool = result.pool
         print("judging a share of it ...", file=sys.stderr)
-        every = max(round(1 / args.done_share), 1)
+        # Grades 0-3, done_at spread over the last 72 hours.
+        done = pool_judged_earlier(pool, args.done_share, spread_seconds=259200)
         with connection.cursor() as cursor:
-            # Grades 0-3 by id (1 and up relevant); done_at spread over the last 72 hours.
-            cursor.execute(
-                "UPDATE labeling_judgingtask SET status = 'done', position = NULL, grade = (id / %s) %% 4, "
-                "done_at = now() - ((id %% 259200) || ' seconds')::interval WHERE pool_id = %s AND id %% %s = 0",
-                [every, pool.pk, every],
-            )
-            done = cursor.rowcount
             cursor.execute("VACUUM ANALYZE labeling_judgingtask")
 
         print("drawing a sample ...", file=sys.stderr)
@@ -135,7 +129,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, PostgreSQL {server}")
     print(f"data: {args.runs} runs x {args.queries:,} queries x depth {args.run_depth} "
           f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} imported judgments)")
-    print(f"pool: depth {args.pool_depth}, {pool.task_count:,} tasks (built in {build_seconds:.1f}s, untimed), "
+    print(f"pool: depth {args.pool_depth}, {pool.task_count:,} pairs (built in {build_seconds:.1f}s, untimed), "
           f"{done:,} marked judged ({args.done_share:.0%})")
     print(f"sample: {args.sample:,} of a population of {sample.population:,} pairs at ranks {args.pool_depth + 1}..{args.run_depth}, "
           f"{len(judged):,} of them judged")

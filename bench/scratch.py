@@ -98,3 +98,42 @@ COPY (
     ORDER BY l.position
 ) TO STDOUT
 """
+
+
+def pool_judged_earlier(pool, share: float, spread_seconds: int = 0) -> int:
+    """Close `share` (0-1) of a pool's pairs that are no task yet, as if judged before the
+    bench: their tasks are written done, with a grade of 0-3 and done_at up to
+    `spread_seconds` ago, and no judgment rows (what the benches check is new judgments).
+    A pool part-way through judging then costs its counts and curves what it will. Every
+    k-th pair (k = 1 / share) by (query, page), so the same data closes the same pairs.
+    Returns how many. Needs Django set up, inside the bench's database."""
+    from datetime import timedelta
+
+    import numpy as np
+    from django.db import transaction
+    from django.utils import timezone
+
+    from labeling import pooling
+    from labeling.models import JudgingTask
+    from labeling.selectors import pool_pairs
+    from lib.bulk import bulk_insert
+
+    pairs = pool_pairs(pool)
+    every = max(round(1 / share), 1) if share > 0 else 0
+    if not every:
+        return 0
+    chosen = np.flatnonzero((np.arange(len(pairs)) % every == 0) & (pairs.task_ids == 0))
+    best_rank, _ = pooling.best_rank_and_run(pairs.ranks[chosen])
+    packed = pooling.pack_ranks(pairs.ranks[chosen])
+    now = timezone.now()
+    rows = (
+        (pool.golden_set_id, pool.pk, q, p, "pool", int(best), bytes(blob), "done", (i // every) % 4,
+         now - timedelta(seconds=i % spread_seconds if spread_seconds else 0), 1, 1)
+        for i, q, p, best, blob in zip(
+            chosen.tolist(), pairs.query_pks[chosen].tolist(), pairs.page_pks[chosen].tolist(), best_rank.tolist(), packed,
+        )
+    )
+    columns = ["golden_set_id", "pool_id", "query_id", "page_id", "kind", "best_rank", "run_ranks", "status", "grade",
+               "done_at", "judgments_required", "judgments_done"]
+    with transaction.atomic():
+        return bulk_insert(JudgingTask._meta.db_table, columns, rows)

@@ -70,7 +70,7 @@ class SampleDrawResult:
             f"completeness sample {s.pk} of {s.golden_set.slug} for pool {s.pool_id}: ranks {s.depth_from + 1}..{s.depth_to} of its runs",
             f"candidate pairs: {self.candidates}",
             f"already labelled (not sampled): {self.already_labelled}",
-            f"already judging tasks (not sampled): {self.already_tasks}",
+            f"already judging tasks or pairs of a pool (not sampled): {self.already_tasks}",
             f"outside the corpus (cannot be judged, not sampled): {self.outside_corpus}",
             f"population (unjudged pairs): {s.population}",
             f"drawn uniformly at random: {s.size} (seed {s.seed})",

@@ -157,10 +157,12 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     )
     if not n:
         return pairs
+    # No .iterator(): on PostgreSQL it declares a server-side cursor, three round trips
+    # more for what is, after each judgment, a query's few tasks.
     tasks = list(
         JudgingTask.objects.filter(
             golden_set_id=pool.golden_set_id, query_id__in=stored_query_pks.tolist(), kind=JudgingTask.Kind.POOL, pool=pool,
-        ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position").iterator(chunk_size=20_000)
+        ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position")
     )
     if not tasks:
         return pairs

@@ -47,7 +47,8 @@ from lib.errors import GoldsetError
 from lib.runs import RankedRun
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
-# one UPDATE ... FROM; below it, one UPDATE with a CASE is cheaper than the round trips.
+# one UPDATE ... FROM, and new tasks through a binary COPY; below it, one UPDATE with a
+# CASE, or one INSERT, is cheaper than the round trips.
 _BULK_UPDATE_LIMIT = 2000
 # The union packs (pair, run, rank) into one int64 and sorts that when the bits suffice:
 # on 20 million entries it took 4 s where an argsort of the pair key and the gathers
@@ -109,9 +110,9 @@ class PoolBuildResult:
             f"pool {self.pool.pk} of {self.pool.golden_set.slug}: strategy {self.strategy}, runs {runs}",
             f"candidate pairs: {self.candidate_pairs} over {len(self.per_query)} queries",
             f"already labelled (skipped): {self.already_labelled}",
-            f"already judging tasks (skipped): {self.already_tasks}",
+            f"already in a pool of the set (skipped): {self.already_tasks}",
             f"outside the corpus (cannot be judged, skipped): {self.outside_corpus}",
-            f"judging tasks created: {self.new_tasks}",
+            f"pairs to judge added to the pool: {self.new_tasks}",
         ]
         if self.retired_query_pairs:
             out.append(f"pairs of retired queries (skipped): {self.retired_query_pairs}")
@@ -121,10 +122,10 @@ class PoolBuildResult:
             out.append(f"existing tasks also retrieved by the added runs (credited to them): {self.credited_tasks}")
         if self.pool.budget is not None:
             out.append(
-                f"budget {self.pool.budget} judgments: {self.left_out_by_budget} open task(s) will be left out "
+                f"budget {self.pool.budget} judgments: {self.left_out_by_budget} open pair(s) will be left out "
                 f"(left unjudged once the budget is spent; which ones depends on the judging order)"
             )
-        out.append(f"queued at a time: the next {self.pool.window} task(s) of each query")
+        out.append(f"queued at a time: the next {self.pool.window} pair(s) of each query, each a judging task once queued")
         out.append(f"judging order: {pooling.strategy_class(self.strategy).description}")
         return out
 
@@ -579,14 +580,25 @@ def _insert_tasks(
         return 0
     best_rank, _ = pooling.best_rank_and_run(ranks)
     packed = pooling.pack_ranks(ranks)
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and len(query_pks) > _BULK_UPDATE_LIMIT:
         _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
         return len(query_pks)
-    rows = (
+    rows = [
         (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, position, best, bytes(blob),
          JudgingTask.Status.OPEN, 1)
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
-    )
+    ]
+    if connection.vendor == "postgresql":
+        # The task or two a judgment brings into its query's window: one INSERT costs
+        # less than a COPY's round trips.
+        placeholders = ", ".join(["(" + ", ".join(["%s"] * len(_TASK_COLUMNS)) + ")"] * len(rows))
+        columns = ", ".join(connection.ops.quote_name(name) for name in _TASK_COLUMNS)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {connection.ops.quote_name(JudgingTask._meta.db_table)} ({columns}) VALUES {placeholders}",
+                [value for row in rows for value in row],
+            )
+        return len(rows)
     return bulk_insert(JudgingTask._meta.db_table, _TASK_COLUMNS, rows)
 
 

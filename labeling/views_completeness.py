@@ -38,7 +38,7 @@ class PoolForm(forms.Form):
 
     pool = forms.TypedChoiceField(
         coerce=int, required=False, empty_value=None, label="Pool",
-        help_text="a new pool, or an existing one to add the runs to (only their new unjudged pairs become tasks)",
+        help_text="a new pool, or an existing one to add the runs to (only their new unjudged pairs join it)",
     )
     runs = forms.TypedMultipleChoiceField(
         coerce=int, widget=forms.CheckboxSelectMultiple, error_messages={"required": "choose at least one run"},

@@ -218,9 +218,9 @@ def test_a_manager_builds_a_pool_from_the_form_and_sees_its_summary(client, pool
     assert (built.strategy, built.depth, built.budget, built.created_by, built.task_count) == ("mtf", 2, 10, owner, 4)
     body = client.get(url()).content.decode()
     assert f"pool {built.pk} of {SLUG}: strategy mtf, runs extra (depth 2)" in body
-    assert "judging tasks created: 4" in body and "already judging tasks (skipped): 4" in body
+    assert "pairs to judge added to the pool: 4" in body and "already in a pool of the set (skipped): 4" in body
     # The summary is shown once.
-    assert "judging tasks created" not in client.get(url()).content.decode()
+    assert "pairs to judge added" not in client.get(url()).content.decode()
 
 
 def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):
@@ -231,7 +231,7 @@ def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):
     assert list(PoolRun.objects.filter(pool=pool).values_list("run__name", "depth")) == [("judged", 2), ("thin run", 2), ("extra", 2)]
     pool.refresh_from_db()
     assert pool.task_count == 8
-    assert "judging tasks created: 4" in client.get(url()).content.decode()
+    assert "pairs to judge added to the pool: 4" in client.get(url()).content.decode()
 
 
 @pytest.mark.parametrize("data, message", [

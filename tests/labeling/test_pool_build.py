@@ -109,6 +109,7 @@ def forget(pool) -> None:
 
 def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set, run_a, run_b, monkeypatch):
     monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two: some pairs are no task yet
+    monkeypatch.setattr(services, "_BULK_UPDATE_LIMIT", 0)  # every task through the binary COPY, on PostgreSQL
     copied = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
     rows = lambda pool: sorted(  # noqa: E731
         JudgingTask.objects.filter(pool=pool).values_list("query_id", "page_id", "kind", "position", "best_rank", "run_ranks", "status", "judgments_required")
@@ -120,11 +121,17 @@ def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set,
     expected_pairs = pairs(copied)
     assert len(expected) == 6 and len(expected_pairs) == 3 and copied.task_count == 10
     forget(copied)
-    monkeypatch.setattr(connection, "vendor", "portable")  # lib.bulk and the COPY path key on the vendor
-    inserted = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
-    monkeypatch.undo()
-    assert [(q, p, k, pos, best, bytes(blob), s, j) for q, p, k, pos, best, blob, s, j in rows(inserted)] == expected
-    assert pairs(inserted) == expected_pairs
+    # Then a few tasks at once, as a judgment makes them (one INSERT on PostgreSQL), and
+    # on another database (lib.bulk and the COPY path key on the vendor).
+    real = connection.vendor
+    for vendor in [real, "portable"]:
+        monkeypatch.setattr(services, "_BULK_UPDATE_LIMIT", 1000)
+        monkeypatch.setattr(connection, "vendor", vendor)
+        inserted = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
+        monkeypatch.setattr(connection, "vendor", real)
+        assert [(q, p, k, pos, best, bytes(blob), s, j) for q, p, k, pos, best, blob, s, j in rows(inserted)] == expected
+        assert pairs(inserted) == expected_pairs
+        forget(inserted)
 
 
 # --- the Cranfield acceptance ---------------------------------------------------------
@@ -226,7 +233,7 @@ def test_a_pair_already_a_task_of_another_pool_is_not_added_again(golden_set, ru
 def test_a_budget_caps_judging_and_reports_what_it_leaves_out(golden_set, run_a, run_b, owner):
     result = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth", budget=4)
     assert (result.new_tasks, result.left_out_by_budget) == (10, 6)
-    assert "budget 4 judgments: 6 open task(s) will be left out" in "\n".join(result.lines())
+    assert "budget 4 judgments: 6 open pair(s) will be left out" in "\n".join(result.lines())
     outcomes = [judge(pool_queue(result.pool).first(), 0, owner) for _ in range(4)]
     assert [outcome.unqueued_by_budget for outcome in outcomes] == [0, 0, 0, 6]
     progress = pool_progress(result.pool)
@@ -276,7 +283,7 @@ def test_a_task_is_closed_once_and_only_with_a_grade_on_the_scale(golden_set, ru
 def test_only_a_window_of_each_query_is_queued_and_it_moves_on_with_each_judgment(golden_set, run_a, run_b, owner, monkeypatch):
     monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # the smallest window: two tasks a query
     result = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth")
-    assert result.pool.window == 2 and "the next 2 task(s) of each query" in "\n".join(result.lines())
+    assert result.pool.window == 2 and "the next 2 pair(s) of each query" in "\n".join(result.lines())
     assert queue(result.pool) == [("q1", "d5"), ("q2", "d7"), ("q3", "d6"), ("q1", "d2"), ("q2", "d4"), ("q3", "d7")]
     outcome = judge(pool_queue(result.pool).first(), 0, owner)  # q1-d5
     assert outcome.reordered_tasks == 1  # q1-d3 joins the queue
@@ -385,14 +392,14 @@ def test_build_pool_builds_and_summarises(golden_set, run_a, run_b, capsys):
     out = capsys.readouterr().out
     pool = Pool.objects.get()
     assert (pool.strategy, pool.depth, pool.budget, pool.strategy_state) == ("bandit", 3, 5, {"discount": pooling.DEFAULT_DISCOUNT})
-    assert "judging tasks created: 10" in out and "budget 5 judgments: 5 open task(s) will be left out" in out
+    assert "pairs to judge added to the pool: 10" in out and "budget 5 judgments: 5 open pair(s) will be left out" in out
     assert "judging order: bandit over runs" in out
 
 
 def test_build_pool_extends_a_pool(golden_set, run_a, run_b, capsys):
     pool = pool_build(golden_set=golden_set, runs=[run_a], depth=3, strategy="depth").pool
     call_command("build_pool", "tiny", "--runs", "b", "--extend", str(pool.pk), verbosity=0)
-    assert "judging tasks created: 5" in capsys.readouterr().out
+    assert "pairs to judge added to the pool: 5" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

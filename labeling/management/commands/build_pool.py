@@ -11,13 +11,14 @@ from lib.errors import GoldsetError
 class Command(BaseCommand):
     help = (
         "Build a judging pool for a golden set: for every query, the union of the top K pages of the runs you name, "
-        "minus pairs that already have a judgment or are already judging tasks, becomes the annotators' tasks. "
+        "minus pairs that already have a judgment or are already in a pool of the set, becomes the annotators' work; "
+        "each query's next pairs in the judging order are queued as judging tasks as judging goes on. "
         "Pages a run names that are not in the corpus cannot be judged and are skipped (and counted). "
         "--strategy sets the judging order: depth (rank 1 of every run, then rank 2, ...), mtf (move-to-front: "
         "keep judging down a run while it finds relevant pages) or bandit (judge more from the runs whose pages "
         "keep being relevant). Queries take turns whatever the strategy. --budget caps how many pairs are judged; "
         "what it leaves out is reported. With --extend POOL_ID the runs are added to an existing pool instead: "
-        "only their new pairs become tasks. All or nothing. "
+        "only their new pairs join it. All or nothing. "
         "Example: manage.py build_pool wiki-demo --runs 'bm25 first stage' 'hybrid-2026-11 first stage' --depth 20 "
         "--strategy bandit --budget 2000"
     )

@@ -11,7 +11,7 @@ class Command(BaseCommand):
     help = (
         "Draw a completeness sample for a pool: N (query, page) pairs taken uniformly at random from the pairs the pool's "
         "runs rank just below the pool depth (from depth + 1 down to --depth-to, by default the set's k_first) that nobody "
-        "has judged and that are not judging tasks yet. They become judging tasks in the annotators' queue, spread "
+        "has judged and that are neither judging tasks nor pairs of a pool yet. They become judging tasks in the annotators' queue, spread "
         "among the pool's; once judged, the completeness page estimates from them how many relevant pages nobody "
         "judged, with a 95% confidence interval. --seed draws the same pairs again. All or nothing. "
         "Example: manage.py draw_sample wiki-demo --pool 3 --size 200"
