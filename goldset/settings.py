@@ -152,12 +152,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_BROKER_
 # Workers consume this queue and send the tasks they fan out to it; deployments (or test
 # sessions) that share one Redis keep apart by naming their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
-# The sweeper re-enqueues evaluations a lost message or a dead worker left undone.
+# The sweepers re-enqueue evaluations, and pool jobs, a lost message or a dead worker
+# left undone.
 CELERY_BEAT_SCHEDULE = {
     "sweep-missing-evaluations": {
         "task": "evaluation.tasks.sweep_missing_evaluations_task",
         "schedule": env_int("EVALUATION_SWEEP_SECONDS", 300),
     },
+    "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": 300},
 }
 
 # The REST API (api/). Eval jobs send `Authorization: Bearer <token>`; the session serves

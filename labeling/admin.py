@@ -1,5 +1,6 @@
-"""The Django admin for pools, judging tasks, queue settings, gold answers and completeness
-samples, and the golden set action that pools the slices the coverage page flags.
+"""The Django admin for pools, judging tasks, queue settings, gold answers, completeness
+samples and pool jobs, and the golden set action that pools the slices the coverage page
+flags (as a job, labeling.jobs).
 
 Pools and tasks are made by the pooling services (which compute the union, the order and
 the counts), so the admin never adds them; it shows them, filters them, and may delete a
@@ -13,8 +14,9 @@ from django.db.models import Count
 
 from goldenset.admin import GoldenSetAdmin
 from goldenset.models import GoldenSet
-from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH, flagged_slices_pool_build
-from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolRun, QueueSettings
+from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH
+from labeling.jobs import pool_job_submit
+from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob, PoolRun, QueueSettings
 from lib.errors import GoldsetError
 
 
@@ -118,6 +120,22 @@ class CompletenessSampleAdmin(admin.ModelAdmin):
         return False
 
 
+@admin.register(PoolJob)
+class PoolJobAdmin(admin.ModelAdmin):
+    """Jobs are records of what was asked and what came of it (labeling.jobs): read-only."""
+
+    list_display = ["id", "golden_set", "kind", "status", "created_by", "created_at", "finished_at", "error"]
+    list_filter = ["kind", "status", "golden_set"]
+    search_fields = ["golden_set__slug", "error"]
+    list_select_related = ["golden_set", "created_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 # The golden set's admin, with the action that needs this floor: pooling the slices the
 # coverage page flags. Registered again here rather than imported into goldenset/admin.py,
 # which must not reach up a floor.
@@ -138,9 +156,13 @@ class GoldenSetCoverageAdmin(GoldenSetAdmin):
             if version is None:
                 self.message_user(request, f"{golden_set.slug}: not pooled: no version yet.", messages.WARNING)
                 continue
+            arguments = {"version": version.number, "depth": DEFAULT_FLAGGED_POOL_DEPTH, "strategy": "depth", "budget": None}
             try:
-                built = flagged_slices_pool_build(golden_set=golden_set, version=version, user=request.user)
+                job = pool_job_submit(golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, user=request.user)
             except GoldsetError as exc:
                 self.message_user(request, f"{golden_set.slug}: not pooled: {exc}", messages.WARNING)
             else:
-                self.message_user(request, f"{golden_set.slug}: " + " · ".join(built.lines()))
+                self.message_user(
+                    request, f"{golden_set.slug}: pooling the flagged slices of v{version.number} in the background "
+                    f"(job {job.pk}); its result shows on the set's completeness page and under pool jobs here",
+                )

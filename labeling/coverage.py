@@ -426,6 +426,20 @@ def flagged_slices_pool_build(
     `version` that coverage_report flags. GoldsetError when nothing is flagged or no run
     is scored on the version; pool_build's own errors (depth, strategy, budget) pass
     through. All or nothing, as pool_build is."""
+    report, queries = flagged_slices_queries(golden_set=golden_set, version=version)
+    result = pool_build(
+        golden_set=golden_set, runs=[r.run for r in report.runs], depth=depth, strategy=strategy, budget=budget,
+        queries=queries, user=user,
+    )
+    return FlaggedPoolResult(
+        result=result, flagged_slices=[one.label for one in report.flagged], flagged_queries=len(queries),
+    )
+
+
+def flagged_slices_queries(*, golden_set: GoldenSet, version: Version) -> tuple[CoverageReport, list[Query]]:
+    """The coverage report of `version` and the active queries of its flagged slices,
+    checked poolable: GoldsetError when nothing is flagged, no run is scored on the
+    version, or the flagged slices hold no active query."""
     report = coverage_report(golden_set, version)
     if not report.flagged:
         raise GoldsetError(f"no slice of {golden_set.slug!r} v{version.number} is under its targets: nothing to pool")
@@ -438,10 +452,4 @@ def flagged_slices_pool_build(
         raise GoldsetError(
             f"the flagged slices of {golden_set.slug!r} v{version.number} hold no active query to pool", field="queries"
         )
-    result = pool_build(
-        golden_set=golden_set, runs=[r.run for r in report.runs], depth=depth, strategy=strategy, budget=budget,
-        queries=queries, user=user,
-    )
-    return FlaggedPoolResult(
-        result=result, flagged_slices=[one.label for one in report.flagged], flagged_queries=len(queries),
-    )
+    return report, queries

@@ -340,3 +340,59 @@ class CompletenessSample(models.Model):
 
     def __str__(self) -> str:
         return f"completeness sample {self.pk} of {self.golden_set.slug} ({self.size} of {self.population})"
+
+
+class PoolJob(models.Model):
+    """A pool build, a pool extension or a completeness sample draw asked for from a page,
+    run by a Celery worker (labeling.jobs).
+
+    On a large set these take longer than a web request may (a pool of 20 runs over
+    10,000 queries about 7 s, ten times that at 100,000 queries): the page records the
+    job, checks what can be checked at once, and comes back; the worker runs the service,
+    all or nothing as from the command line, and records the summary it printed or why
+    it refused. `arguments` are ids and numbers: the worker reads the rows again.
+    """
+
+    class Kind(models.TextChoices):
+        BUILD = "build", "build a pool"
+        EXTEND = "extend", "extend a pool"
+        SAMPLE = "sample", "draw a completeness sample"
+        FLAGGED = "flagged", "pool the flagged slices"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="pool_jobs")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    arguments = models.JSONField(default=dict)
+    lines = models.JSONField(default=list, blank=True, help_text="the summary of what was written")
+    error = models.TextField(blank=True, help_text="why nothing was written")
+    problems = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["golden_set", "-created_at"], name="pool_job_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} for {self.golden_set_id} ({self.status})"
+
+    @property
+    def active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def took(self) -> str:
+        """How long the worker took, for people ("7.2 s", "3 min"); empty until it finishes."""
+        if self.started_at is None or self.finished_at is None:
+            return ""
+        seconds = (self.finished_at - self.started_at).total_seconds()
+        return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

@@ -41,7 +41,7 @@ from django.db import transaction
 from goldenset.models import GoldenSet
 from goldenset.services import Progress, no_progress
 from labeling import pooling
-from labeling.models import CompletenessSample, JudgingTask, Pool
+from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.selectors import left_out_by_budget, pool_queue, pool_runs, task_counts
 from labeling.services import _classify, _dense_queries, _ordinals, _pairs, _pool_union, _RunSpec, _set_pool_pairs
 from lib.errors import GoldsetError
@@ -101,6 +101,24 @@ def _interleaved_slots(pool: Pool, size: int) -> tuple[int, int, np.ndarray]:
     return first, span, first + (np.arange(size, dtype=np.int64) * span) // size
 
 
+def completeness_sample_check(*, pool: Pool, size: object, depth_to: object = None, seed: object = None) -> tuple[int, int, int | None]:
+    """What completeness_sample_draw refuses before it reads a run (GoldsetError naming
+    the field), so that a page can refuse it at once. Returns (size, depth_to, seed)
+    checked, depth_to defaulting to the set's k_first (seed stays None if not given)."""
+    size = _check_whole(size, "size", 1)
+    depth_to = pool.golden_set.k_first if depth_to is None else depth_to
+    depth_to = _check_whole(depth_to, "depth_to", 1, pooling.MAX_DEPTH)
+    if depth_to <= pool.depth:
+        raise GoldsetError(
+            f"depth_to {depth_to} is not below pool {pool.pk}'s depth {pool.depth}: a completeness sample is drawn "
+            f"from ranks {pool.depth + 1} and deeper", field="depth_to",
+        )
+    seed = None if seed is None else _check_whole(seed, "seed", 0, MAX_SEED)
+    if not PoolRun.objects.filter(pool=pool).exists():
+        raise GoldsetError(f"pool {pool.pk} has no runs to sample below", field="pool")
+    return size, depth_to, seed
+
+
 def completeness_sample_draw(
     *, pool: Pool, size: int, depth_to: int | None = None, seed: int | None = None,
     user: AbstractBaseUser | None = None, progress: Progress = no_progress,
@@ -115,19 +133,10 @@ def completeness_sample_draw(
     population.
     """
     golden_set: GoldenSet = pool.golden_set
-    size = _check_whole(size, "size", 1)
+    size, depth_to, seed = completeness_sample_check(pool=pool, size=size, depth_to=depth_to, seed=seed)
     depth_from = pool.depth
-    depth_to = golden_set.k_first if depth_to is None else depth_to
-    depth_to = _check_whole(depth_to, "depth_to", 1, pooling.MAX_DEPTH)
-    if depth_to <= depth_from:
-        raise GoldsetError(
-            f"depth_to {depth_to} is not below pool {pool.pk}'s depth {depth_from}: a completeness sample is drawn "
-            f"from ranks {depth_from + 1} and deeper", field="depth_to",
-        )
-    seed = secrets.randbits(63) if seed is None else _check_whole(seed, "seed", 0, MAX_SEED)
+    seed = secrets.randbits(63) if seed is None else seed
     runs = pool_runs(pool)
-    if not runs:
-        raise GoldsetError(f"pool {pool.pk} has no runs to sample below", field="pool")
 
     columns = max(pool_run.ordinal for pool_run in runs) + 1
     specs = [_RunSpec(run=pool_run.run, ordinal=pool_run.ordinal, depth=depth_to) for pool_run in runs]

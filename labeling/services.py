@@ -676,6 +676,19 @@ def _set_task_keys(golden_set: GoldenSet, union: _Union, exclude_pool: Pool | No
     return keys[keys >= 0]
 
 
+def pool_settings_check(*, depth: object, strategy: object, budget: object) -> tuple[int, str, int | None]:
+    """A new pool's depth, strategy and budget checked (GoldsetError naming the field)."""
+    return _check_depth(depth), _check_strategy(strategy), _check_budget(budget)
+
+
+def pool_build_check(
+    *, golden_set: GoldenSet, runs: Sequence[Run], depth: object, strategy: object, budget: object,
+) -> tuple[list[Run], int, str, int | None]:
+    """What pool_build refuses before it reads a run (GoldsetError naming the field), so
+    that a page can refuse it at once; returns (runs, depth, strategy, budget) checked."""
+    return (_check_runs(golden_set, runs), *pool_settings_check(depth=depth, strategy=strategy, budget=budget))
+
+
 @gc_paused()
 def pool_build(
     *, golden_set: GoldenSet, runs: Sequence[Run], depth: int, strategy: str, budget: int | None = None,
@@ -693,10 +706,7 @@ def pool_build(
     in the strategy's order, become queued tasks. Returns the counts, overall and per
     query id.
     """
-    depth = _check_depth(depth)
-    strategy = _check_strategy(strategy)
-    budget = _check_budget(budget)
-    runs = _check_runs(golden_set, runs)
+    runs, depth, strategy, budget = pool_build_check(golden_set=golden_set, runs=runs, depth=depth, strategy=strategy, budget=budget)
     specs = [_RunSpec(run=run, ordinal=ordinal, depth=depth) for ordinal, run in enumerate(runs)]
     union = _pool_union(golden_set, specs, len(specs), progress)
     if queries is not None:
@@ -739,6 +749,21 @@ def pool_build(
     return result
 
 
+def pool_extend_check(*, pool: Pool, runs: Sequence[Run], depth: object = None) -> tuple[list[Run], int]:
+    """What pool_extend refuses before it reads a run (GoldsetError naming the field): a
+    bad depth, runs of another set or listed twice, runs pooled at that depth already.
+    Returns (runs, depth) checked, the depth defaulting to the pool's."""
+    depth = _check_depth(pool.depth if depth is None else depth)
+    runs = _check_runs(pool.golden_set, runs)
+    pooled = {pool_run.run_id: pool_run.depth for pool_run in pool.pool_runs.all()}
+    problems = [
+        f"run {run.name!r} is already pooled at depth {pooled[run.pk]}" for run in runs if pooled.get(run.pk, 0) >= depth
+    ]
+    if problems:
+        raise GoldsetError(f"nothing to add to pool {pool.pk} at depth {depth}", problems=problems, field="runs")
+    return runs, depth
+
+
 @gc_paused()
 def pool_extend(
     *, pool: Pool, runs: Sequence[Run], depth: int | None = None, progress: Progress = no_progress,
@@ -754,15 +779,8 @@ def pool_extend(
     pool_build does, over the pairs of the runs read.
     """
     golden_set = pool.golden_set
-    depth = _check_depth(pool.depth if depth is None else depth)
-    runs = _check_runs(golden_set, runs)
+    runs, depth = pool_extend_check(pool=pool, runs=runs, depth=depth)
     pooled = {pool_run.run_id: pool_run for pool_run in pool.pool_runs.all()}
-    problems = [
-        f"run {run.name!r} is already pooled at depth {pooled[run.pk].depth}"
-        for run in runs if run.pk in pooled and pooled[run.pk].depth >= depth
-    ]
-    if problems:
-        raise GoldsetError(f"nothing to add to pool {pool.pk} at depth {depth}", problems=problems, field="runs")
     columns = max((pool_run.ordinal for pool_run in pooled.values()), default=-1) + 1
     specs = []
     for run in runs:

@@ -6,4 +6,5 @@ from labeling import views_completeness
 
 urlpatterns = [
     path("sets/<slug:slug>/completeness/", views_completeness.completeness, name="completeness"),
+    path("sets/<slug:slug>/completeness/jobs/", views_completeness.completeness_jobs, name="completeness_jobs"),
 ]

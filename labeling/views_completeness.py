@@ -4,9 +4,10 @@ the forms that build or extend a pool and draw a sample.
 
 Managers, adjudicators and staff read (goldenset.selectors.READ_ROLES); only managers and
 staff post. Annotators judge blind, so the page is a 404 to them, as to a stranger. The
-reads are labeling.selectors.completeness_report; the writes are labeling.services'
-pool_build and pool_extend and labeling.sampling's completeness_sample_draw, each all or
-nothing.
+reads are labeling.selectors.completeness_report; the writes are jobs (labeling.jobs): a
+form's POST refuses at once what the service would refuse before reading a run, else
+records the job and comes back to the page, whose jobs section follows it until a
+worker has built the pool or drawn the sample (all or nothing), then reloads the page.
 """
 
 from django import forms
@@ -15,19 +16,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
-from labeling.models import Pool
-from labeling.sampling import MAX_SEED, completeness_sample_draw
+from labeling.jobs import pool_job_submit, recent_pool_jobs
+from labeling.models import Pool, PoolJob
+from labeling.sampling import MAX_SEED
 from labeling.selectors import CompletenessReport, completeness_report
-from labeling.services import pool_build, pool_extend
 from lib.errors import GoldsetError
 
 MANAGE_ROLES = (Membership.Role.MANAGER,)
-# The session key that carries a write's summary across the redirect after it.
-RESULT_KEY = "completeness_result"
+# How often the jobs section asks whether the jobs it follows are done.
+JOBS_POLL_SECONDS = 2
 # Largest value a PositiveIntegerField holds on every database we run on.
 _MAX_INT = (1 << 31) - 1
 
@@ -101,44 +102,47 @@ def _refused(form: forms.Form, exc: GoldsetError) -> list[str]:
     return exc.problems
 
 
-def _pool_post(request: HttpRequest, form: PoolForm, golden_set: GoldenSet) -> tuple[list[str] | None, list[str]]:
-    """(the summary's lines, or None when refused; the refusal's problems)."""
+def _pool_post(request: HttpRequest, form: PoolForm, golden_set: GoldenSet) -> tuple[PoolJob | None, list[str]]:
+    """(the job recorded, or None when refused; the refusal's problems)."""
     if not form.is_valid():
         return None, []
     data = form.cleaned_data
-    chosen = [form.runs[pk] for pk in data["runs"]]
+    if data["pool"] is None:
+        kind = PoolJob.Kind.BUILD
+        arguments = {"runs": data["runs"], "depth": data["depth"], "strategy": data["strategy"], "budget": data["budget"]}
+    else:
+        kind, arguments = PoolJob.Kind.EXTEND, {"pool": data["pool"], "runs": data["runs"], "depth": data["depth"]}
     try:
-        if data["pool"] is None:
-            result = pool_build(
-                golden_set=golden_set, runs=chosen, depth=data["depth"], strategy=data["strategy"], budget=data["budget"],
-                user=request.user,
-            )
-        else:
-            result = pool_extend(pool=form.pools[data["pool"]], runs=chosen, depth=data["depth"])
+        return pool_job_submit(golden_set=golden_set, kind=kind, arguments=arguments, user=request.user), []
     except GoldsetError as exc:
         return None, _refused(form, exc)
-    return result.lines(), []
 
 
-def _sample_post(request: HttpRequest, form: SampleForm) -> tuple[list[str] | None, list[str]]:
+def _sample_post(request: HttpRequest, form: SampleForm, golden_set: GoldenSet) -> tuple[PoolJob | None, list[str]]:
     if not form.is_valid():
         return None, []
     data = form.cleaned_data
+    arguments = {name: data[name] for name in ("pool", "size", "depth_to", "seed")}
     try:
-        result = completeness_sample_draw(
-            pool=form.pools[data["pool"]], size=data["size"], depth_to=data["depth_to"], seed=data["seed"], user=request.user,
-        )
+        return pool_job_submit(golden_set=golden_set, kind=PoolJob.Kind.SAMPLE, arguments=arguments, user=request.user), []
     except GoldsetError as exc:
         return None, _refused(form, exc)
-    return result.lines(), []
+
+
+def _jobs_context(golden_set: GoldenSet) -> dict:
+    jobs = recent_pool_jobs(golden_set)
+    return {
+        "golden_set": golden_set, "jobs": jobs, "poll_seconds": JOBS_POLL_SECONDS,
+        "following": ",".join(str(job.pk) for job in jobs if job.active),
+    }
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def completeness(request: HttpRequest, slug: str) -> HttpResponse:
     """The page; a manager's POST builds or extends a pool ("form" = "pool") or draws a
-    sample ("form" = "sample"), then comes back here with the summary, or shows the
-    refusal on the form with nothing written."""
+    sample ("form" = "sample") as a job, then comes back here, where the jobs section
+    follows it; or shows the refusal on the form with nothing recorded."""
     if request.method == "POST":
         golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
         can_manage = True
@@ -150,25 +154,36 @@ def completeness(request: HttpRequest, slug: str) -> HttpResponse:
     pool_form = PoolForm(request.POST if which == "pool" else None, report=report)
     sample_form = SampleForm(request.POST if which == "sample" else None, report=report)
     problems: list[str] = []
-    result = None
     status = 200
     if request.method == "POST":
         if which == "pool":
-            lines, problems = _pool_post(request, pool_form, golden_set)
+            job, problems = _pool_post(request, pool_form, golden_set)
         elif which == "sample":
-            lines, problems = _sample_post(request, sample_form)
+            job, problems = _sample_post(request, sample_form, golden_set)
         else:
             return HttpResponse("unknown form; post form=pool or form=sample", status=400, content_type="text/plain")
-        if lines is not None:
-            request.session[RESULT_KEY] = {"form": which, "lines": lines}
-            anchor = "pools" if which == "pool" else "samples"
-            return redirect(reverse("completeness", kwargs={"slug": golden_set.slug}) + f"#{anchor}")
+        if job is not None:
+            return redirect(reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs")
         status = 400
-    elif RESULT_KEY in request.session:
-        result = request.session.pop(RESULT_KEY)
     checked = {str(value) for value in pool_form["runs"].value() or ()}
     ctx = {
         "golden_set": golden_set, "report": report, "can_manage": can_manage, "pool_form": pool_form,
-        "sample_form": sample_form, "which": which, "problems": problems, "result": result, "checked_runs": checked,
+        "sample_form": sample_form, "which": which, "problems": problems, "checked_runs": checked,
+        **_jobs_context(golden_set),
     }
     return render(request, "labeling/completeness/page.html", ctx, status=status)
+
+
+@login_required
+@require_GET
+def completeness_jobs(request: HttpRequest, slug: str) -> HttpResponse:
+    """The jobs section alone, for the page's polling. `?following=ID,...` names the jobs
+    the page showed going: once one of them has finished, the page reloads whole (HX-Refresh),
+    so its pools and samples show what the job wrote."""
+    golden_set = access_golden_set(request.user, slug)
+    context = _jobs_context(golden_set)
+    response = render(request, "labeling/completeness/_jobs.html", context)
+    following = {int(pk) for pk in request.GET.get("following", "").split(",") if pk.strip().isdigit()}
+    if following - {job.pk for job in context["jobs"] if job.active}:
+        response["HX-Refresh"] = "true"
+    return response

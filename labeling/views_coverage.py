@@ -18,7 +18,9 @@ from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, version_get
 from goldenset.services import version_publish
 from labeling import pooling
-from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH, coverage_report, flagged_slices_pool_build
+from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH, coverage_report
+from labeling.jobs import pool_job_submit
+from labeling.models import PoolJob
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
@@ -89,7 +91,8 @@ def coverage_publish(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
-    """Pool each system's latest runs for the slices flagged on the version named in the form."""
+    """Pool each system's latest runs for the slices flagged on the version named in the
+    form: a job (labeling.jobs), followed on the completeness page."""
     golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
     raw = request.POST.get("version", "").strip()
     version = version_get(golden_set, int(raw)) if raw.isdigit() else golden_set.latest_version()
@@ -101,10 +104,11 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         messages.error(request, f"Not pooled: {problems}")
         return redirect(_back(golden_set, version))
+    arguments = {"version": version.number, **form.cleaned_data}
     try:
-        built = flagged_slices_pool_build(golden_set=golden_set, version=version, user=request.user, **form.cleaned_data)
+        pool_job_submit(golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, user=request.user)
     except GoldsetError as exc:
         messages.error(request, f"Not pooled: {exc}")
         return redirect(_back(golden_set, version))
-    messages.success(request, " · ".join(built.lines()))
-    return redirect(_back(golden_set, version))
+    # The pool is built by a worker; the completeness page follows the job.
+    return redirect(reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs")

@@ -10,7 +10,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import Group, Permission
 from django.db import connection
-from django.test import RequestFactory
+from django.test import RequestFactory, TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -23,7 +23,7 @@ from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.services import judgment_record
-from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool
+from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
 from labeling.queue import queue_settings_of
 from labeling.services import pool_build
 from tests.labeling.test_coverage import make_sliced_set, upload
@@ -60,6 +60,8 @@ def data(owner, superuser):
         for task in tasks:
             GoldAnswer.objects.create(task=task, annotator=owner, grade=1, expected_grade=task.grade or 0)
         CompletenessSample.objects.create(golden_set=golden_set, pool=pool, depth_from=3, depth_to=10, population=10, size=2, seed=1)
+        PoolJob.objects.create(golden_set=golden_set, kind="build", status="done", created_by=owner,
+                               arguments={"runs": [], "depth": 3, "strategy": "depth", "budget": None}, lines=["a pool"])
         judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"),
                         page=Page.objects.get(corpus=golden_set.corpus, doc_id="d1b"), grade=1, annotator=owner)
         api_token_create(owner=owner, scope="read", golden_set=golden_set, name=f"{slug} job")
@@ -187,11 +189,18 @@ def test_staff_who_may_only_look_cannot_publish(client, data, viewer):
 def test_a_superuser_pools_the_flagged_slices_from_the_admin(client, data, superuser):
     client.force_login(superuser)
     before = Pool.objects.count()
-    body = _act(client, GoldenSet, "pool_flagged_slices", [data[0].pk]).content.decode().lower()
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the job's task, in-process here
+        body = _act(client, GoldenSet, "pool_flagged_slices", [data[0].pk]).content.decode().lower()
+    job = PoolJob.objects.get(kind="flagged")
+    assert f"alpha: pooling the flagged slices of v1 in the background (job {job.pk})" in body
     assert Pool.objects.count() == before + 1
     pool = Pool.objects.latest("id")
     assert pool.depth == 20 and set(pool.runs.values_list("name", flat=True)) == {"bm25 v2"}
-    assert "alpha: " in body and "flagged slice(s)" in body and "queries only" in body
+    job.refresh_from_db()
+    assert job.status == "done" and "flagged slice(s)" in job.lines[0] and "queries only" in job.lines[0]
+    # The job is a record in the admin, which nobody edits.
+    assert client.get(changelist(PoolJob)).status_code == 200
+    assert client.get(reverse("admin:labeling_pooljob_change", args=[job.pk])).status_code == 200
 
 
 def test_staff_who_may_only_look_cannot_pool(client, data, viewer):

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -22,7 +23,7 @@ from evaluation.models import Run
 from evaluation.services import evaluation_compute, run_import
 from goldenset.models import Membership
 from goldenset.services import judgment_record, membership_grant, version_publish
-from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
+from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJob, PoolRun
 from labeling.sampling import completeness_sample_draw
 from labeling.selectors import completeness_estimate, pool_progress, pool_queue, pools_judging
 from labeling.services import pool_build, pool_task_judged
@@ -206,21 +207,29 @@ def test_the_golden_set_and_results_pages_link_here(client, pool, owner):
 # --- the forms --------------------------------------------------------------------------------
 
 def post(client, **data):
-    return client.post(url(), data)
+    """POST the page's form, then run what the request left for its commit (the job's
+    task, in-process in the tests), as a real request's commit would: the test's own
+    transaction commits nothing."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return client.post(url(), data)
 
 
 def test_a_manager_builds_a_pool_from_the_form_and_sees_its_summary(client, pool, owner):
     client.force_login(owner)
     extra = run_import(golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra")
     response = post(client, form="pool", pool="", runs=[extra.pk], depth="2", strategy="mtf", budget="10")
-    assert response.status_code == 302 and response["Location"] == url() + "#pools"
+    assert response.status_code == 302 and response["Location"] == url() + "#jobs"
     built = Pool.objects.exclude(pk=pool.pk).get()
     assert (built.strategy, built.depth, built.budget, built.created_by, built.task_count) == ("mtf", 2, 10, owner, 4)
+    job = PoolJob.objects.get()
+    assert (job.kind, job.status, job.created_by, job.arguments) == (
+        "build", "done", owner, {"runs": [extra.pk], "depth": 2, "strategy": "mtf", "budget": 10},
+    )
     body = client.get(url()).content.decode()
+    assert f'id="job-{job.pk}"' in body and "Build a pool</strong> · <span class=\"status\">Done" in body
     assert f"pool {built.pk} of {SLUG}: strategy mtf, runs extra (depth 2)" in body
     assert "pairs to judge added to the pool: 4" in body and "already in a pool of the set (skipped): 4" in body
-    # The summary is shown once.
-    assert "pairs to judge added" not in client.get(url()).content.decode()
+    assert "hx-trigger" not in body  # nothing left to follow
 
 
 def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):
@@ -265,7 +274,7 @@ def test_a_manager_draws_a_sample_from_the_form(client, pool, owner):
     JudgingTask.objects.filter(kind="sample").delete()
     CompletenessSample.objects.all().delete()
     response = post(client, form="sample", pool=str(pool.pk), size="2", depth_to="4", seed="8")
-    assert response.status_code == 302 and response["Location"] == url() + "#samples"
+    assert response.status_code == 302 and response["Location"] == url() + "#jobs"
     sample = CompletenessSample.objects.get()
     # The fixture's sample judged two of the four w pages: they are labelled now.
     assert (sample.size, sample.population, sample.seed, sample.created_by) == (2, 2, 8, owner)
@@ -274,8 +283,14 @@ def test_a_manager_draws_a_sample_from_the_form(client, pool, owner):
 
 def test_the_sample_form_shows_what_it_refuses(client, pool, owner):
     client.force_login(owner)
-    response = post(client, form="sample", pool=str(pool.pk), size="9", depth_to="4")
-    assert response.status_code == 400 and "size 9 is over the population" in response.content.decode()
+    response = post(client, form="sample", pool=str(pool.pk), size="3", depth_to="2")
+    assert response.status_code == 400 and "depth_to 2 is not below pool" in response.content.decode()
+    assert not PoolJob.objects.exists()
+    # The population is known once the runs are read: the worker refuses, the job says why.
+    assert post(client, form="sample", pool=str(pool.pk), size="9", depth_to="4").status_code == 302
+    job = PoolJob.objects.get()
+    assert (job.status, job.lines) == ("failed", []) and job.error.startswith("size 9 is over the population")
+    assert f"Nothing written: {job.error}" in client.get(url()).content.decode()
     assert CompletenessSample.objects.count() == 1
 
 

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
+from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -27,7 +28,7 @@ from goldenset.demo import DEFAULT_SEED, demo_load
 from goldenset.models import Judgment, Membership, Page, Query, Version, VersionLabel
 from goldenset.services import judgment_record, membership_grant, version_publish
 from labeling.coverage import coverage_report
-from labeling.models import JudgingTask, Pool
+from labeling.models import JudgingTask, Pool, PoolJob
 from lib.formats import JsonRecord
 from tests import factories
 
@@ -255,7 +256,12 @@ def test_a_manager_pools_the_flagged_slices_with_the_latest_runs(client, golden_
     later = upload(golden_set, 30, name="bm25 v2")
     evaluation_compute(run=later, version=golden_set.latest_version())
     client.force_login(owner)
-    response = client.post(url("coverage_pool"), {"version": "1", "depth": "2", "strategy": "depth"}, follow=True)
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the job's task, in-process here
+        response = client.post(url("coverage_pool"), {"version": "1", "depth": "2", "strategy": "depth"})
+    assert response["Location"] == reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs"
+    job = PoolJob.objects.get()
+    assert (job.kind, job.status, job.arguments) == ("flagged", "done", {"version": 1, "depth": 2, "strategy": "depth", "budget": None})
+    response = client.get(response["Location"])
     pool = Pool.objects.get()
     assert (pool.depth, pool.strategy, pool.created_by) == (2, "depth", owner)
     assert list(pool.runs.values_list("name", flat=True)) == ["bm25 v2"]  # the system's latest run only

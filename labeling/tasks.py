@@ -1,0 +1,21 @@
+"""Celery tasks of the labeling floor: take ids, call labeling.jobs."""
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from labeling.jobs import pool_job_run, pool_jobs_sweep
+
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+# acks_late: a worker lost mid-job leaves the message for another; the job's claim
+# (queued -> running) keeps a second delivery from running it twice.
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5)
+def pool_job_task(job_id: int) -> str:
+    job = pool_job_run(job_id)
+    return "claimed already" if job is None else job.status
+
+
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+def sweep_pool_jobs_task() -> list[int]:
+    return list(pool_jobs_sweep())
