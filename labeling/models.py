@@ -395,4 +395,6 @@ class PoolJob(models.Model):
         if self.started_at is None or self.finished_at is None:
             return ""
         seconds = (self.finished_at - self.started_at).total_seconds()
+        if seconds < 1:
+            return f"{seconds:.2f} s"
         return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
