@@ -118,7 +118,7 @@ def test_the_pool_figures_on_the_page_are_the_selectors(client, pool, owner):
     assert cell(body, row, "relevant") == str(progress.relevant_found)
     # A budget of 3 with 2 judged leaves room for one of the two open tasks.
     assert progress.left_out_by_budget == 1
-    assert '3 judgments; <span class="left-out">1</span> open task left out' in cell(body, row, "budget")
+    assert '3 judgments; <span class="left-out">1</span> open pair left out' in cell(body, row, "budget")
     assert "judged (2), thin run (2)" in body
     # Two judgments within the last day: 2 / 24 an hour; overall, 2 over the seconds between them.
     assert cell(body, row, "rate-recent") == "0.1"
