@@ -78,6 +78,10 @@ def _database_from_env() -> dict:
     url = env_str("DATABASE_URL")
     if url:
         config = dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))
+        if config["ENGINE"] == "django.db.backends.sqlite3":
+            # A SQLite file named by URL is the embedded database all the same: it needs
+            # WAL and IMMEDIATE transactions as much (see sqlite_database).
+            return sqlite_database(config["NAME"])
         if config["ENGINE"] == "django.db.backends.postgresql":
             config["CONN_HEALTH_CHECKS"] = True
             # Django opens a server-side cursor only for QuerySet.iterator(), and every caller

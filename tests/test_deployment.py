@@ -8,6 +8,7 @@ settings really read), so a rename in the code breaks a test here instead of a d
 
 import ast
 import importlib
+import json
 import os
 import re
 import secrets
@@ -301,3 +302,14 @@ def test_production_settings_refuse_to_start_without_a_database_url():
     result = run_manage("check", **production_env(DATABASE_URL=None))
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and "DATABASE_URL" in result.stderr
+
+
+@pytest.mark.parametrize("env", [{"SQLITE_PATH": "/tmp/goldset-settings.sqlite3"}, {"DATABASE_URL": "sqlite:////tmp/goldset-settings.sqlite3"}])
+def test_a_sqlite_database_always_gets_wal_and_immediate_transactions(env):
+    """The queue relies on them (DESIGN.md): the embedded default and a SQLite file named by URL alike."""
+    script = "from django.conf import settings; import json; print(json.dumps(settings.DATABASES['default']))"
+    result = run_manage("shell", "-c", script, **{SETTINGS_SELECTOR: "goldset.settings", **env})
+    assert result.returncode == 0, result.stderr
+    database = json.loads(result.stdout.strip().splitlines()[-1])
+    assert database["NAME"] == "/tmp/goldset-settings.sqlite3"
+    assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE" and "journal_mode=WAL" in database["OPTIONS"]["init_command"]
