@@ -345,6 +345,13 @@ def _packed_order(keys: Sequence[np.ndarray]) -> np.ndarray | None:
     return packed
 
 
+def query_ordinals(query_pks: np.ndarray) -> np.ndarray:
+    """Each query's place within a turn of the queue: its primary key modulo QUERY_STRIDE.
+    Stable without any stored state; two queries of one pool sharing it (possible only
+    when its queries' keys span more than QUERY_STRIDE) just tie, and ties go by task id."""
+    return np.asarray(query_pks, dtype=np.int64) % QUERY_STRIDE
+
+
 def slot_positions(slots: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
     """Queue positions from slots within queries and the queries' places in a turn
     (below QUERY_STRIDE): round-robin over queries, slot by slot."""

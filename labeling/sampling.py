@@ -26,9 +26,9 @@ crowd out the pool). A pool with nothing left to judge puts the whole sample at 
 first slot. Sample positions are written once and never moved: they depend on no
 judgment.
 
-Runs are read as labeling.services reads them (lib.runs.RankedRun from evaluation's
-RunData, via its union of the runs' tops), and pairs are classified by its helpers, so
-that "labelled", "already a task" and "outside the corpus" mean the same here as in a pool.
+Runs are read and their tops joined as pools do it (labeling.union), and pairs are
+classified by the same code, so that "labelled", "already in a pool" and "outside the
+corpus" mean the same here as in a pool.
 """
 
 import secrets
@@ -43,7 +43,7 @@ from goldenset.services import Progress, no_progress
 from labeling import pooling
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.selectors import left_out_by_budget, pool_queue, pool_runs, task_counts
-from labeling.services import _classify, _dense_queries, _ordinals, _pairs, _pool_union, _RunSpec, _set_pool_pairs
+from labeling.union import RunSpec, classify, copy_pairs, dense_queries, pool_union, set_pool_pairs
 from lib.errors import GoldsetError
 
 # Seeds are stored in a signed 64-bit column.
@@ -139,8 +139,8 @@ def completeness_sample_draw(
     runs = pool_runs(pool)
 
     columns = max(pool_run.ordinal for pool_run in runs) + 1
-    specs = [_RunSpec(run=pool_run.run, ordinal=pool_run.ordinal, depth=depth_to) for pool_run in runs]
-    union = _pool_union(golden_set, specs, columns, progress)
+    specs = [RunSpec(run=pool_run.run, ordinal=pool_run.ordinal, depth=depth_to) for pool_run in runs]
+    union = pool_union(golden_set, specs, columns, progress)
     # Read to depth_to, so a rank above depth_from is in the sampled range.
     in_range = (union.ranks > depth_from).any(axis=1)
 
@@ -148,16 +148,16 @@ def completeness_sample_draw(
         # The same lock as pool_build: no pool or sample can claim a pair between the
         # read of the set's tasks and the write of these.
         GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).exists()
-        task_query_pks, task_page_pks = _pairs(
+        task_query_pks, task_page_pks = copy_pairs(
             JudgingTask.objects.filter(golden_set=golden_set).values_list("query_id", "page_id"),
             f"SELECT query_id, page_id FROM labeling_judgingtask WHERE golden_set_id = {int(golden_set.pk)}",
         )
         # Tasks of every kind, and the pools' pairs that are not tasks yet.
-        pool_query_pks, pool_page_pks = _set_pool_pairs(golden_set)
+        pool_query_pks, pool_page_pks = set_pool_pairs(golden_set)
         query_pks = np.concatenate([task_query_pks, pool_query_pks])
         page_pks = np.concatenate([task_page_pks, pool_page_pks])
-        task_keys = union.pair_keys(_dense_queries(union, query_pks), page_pks)
-        masks = {name: mask & in_range for name, mask in _classify(golden_set, union, task_keys[task_keys >= 0]).items()}
+        task_keys = union.pair_keys(dense_queries(union, query_pks), page_pks)
+        masks = {name: mask & in_range for name, mask in classify(golden_set, union, task_keys[task_keys >= 0]).items()}
         eligible = np.flatnonzero(masks["new_tasks"])
         population = len(eligible)
         where = f"ranks {depth_from + 1}..{depth_to} of the runs of pool {pool.pk}"
@@ -174,7 +174,7 @@ def completeness_sample_draw(
         drawn = eligible[np.random.default_rng(seed).choice(population, size=size, replace=False)]
         first_slot, span, slots = _interleaved_slots(pool, size)
         query_pks = union.query_pks[union.query_dense[drawn]]
-        positions = pooling.slot_positions(slots, _ordinals(query_pks))
+        positions = pooling.slot_positions(slots, pooling.query_ordinals(query_pks))
         ranks = union.ranks[drawn]
         best_rank, _ = pooling.best_rank_and_run(ranks)
         packed = pooling.pack_ranks(ranks)

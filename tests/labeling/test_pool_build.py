@@ -16,7 +16,7 @@ from django.utils import timezone
 from evaluation.services import run_import
 from goldenset.models import GoldenSet, Judgment, Page, Query
 from goldenset.services import golden_set_import_beir, judgment_record, query_retire
-from labeling import pooling, services
+from labeling import pooling, services, union
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.selectors import pool_pairs, pool_progress, pool_queue
 from labeling.services import pool_build, pool_extend, pool_task_judged, runs_by_name
@@ -458,7 +458,7 @@ def test_the_union_is_the_same_when_its_keys_are_too_wide_to_pack(golden_set, ru
     rows = lambda pool: sorted(JudgingTask.objects.filter(pool=pool).values_list("query_id", "page_id", "position", "run_ranks"))  # noqa: E731
     expected = [(q, p, position, bytes(ranks)) for q, p, position, ranks in rows(packed.pool)]
     forget(packed.pool)
-    monkeypatch.setattr(services, "_PACK_LIMIT_BITS", 0)
+    monkeypatch.setattr(union, "PACK_LIMIT_BITS", 0)
     sorted_apart = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf")
     assert [(q, p, position, bytes(ranks)) for q, p, position, ranks in rows(sorted_apart.pool)] == expected
 
