@@ -39,7 +39,8 @@ from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings, version_scoring_inputs
 from goldenset.models import GoldenSet, Judgment, Query, Version
-from labeling.services import PoolBuildResult, pool_build
+from labeling.models import Pool
+from labeling.services import PoolBuildResult, pool_build, pool_extend
 from lib.errors import GoldsetError
 
 
@@ -420,17 +421,25 @@ class FlaggedPoolResult:
 
 def flagged_slices_pool_build(
     *, golden_set: GoldenSet, version: Version, depth: int = DEFAULT_FLAGGED_POOL_DEPTH, strategy: str = "depth",
-    budget: int | None = None, user=None,
+    budget: int | None = None, pool: Pool | None = None, user=None,
 ) -> FlaggedPoolResult:
-    """Build a pool of each system's latest runs (latest_runs) at `depth` for the slices of
-    `version` that coverage_report flags. GoldsetError when nothing is flagged or no run
-    is scored on the version; pool_build's own errors (depth, strategy, budget) pass
-    through. All or nothing, as pool_build is."""
+    """Pool each system's latest runs (latest_runs) at `depth` for the slices of `version`
+    that coverage_report flags: a new pool, or `pool` extended with their pairs (it keeps
+    its strategy and budget). GoldsetError when nothing is flagged or no run is scored on
+    the version; pool_build's and pool_extend's own errors pass through. All or nothing,
+    as they are."""
     report, queries = flagged_slices_queries(golden_set=golden_set, version=version)
-    result = pool_build(
-        golden_set=golden_set, runs=[r.run for r in report.runs], depth=depth, strategy=strategy, budget=budget,
-        queries=queries, user=user,
-    )
+    runs = [r.run for r in report.runs]
+    if pool is None:
+        result = pool_build(
+            golden_set=golden_set, runs=runs, depth=depth, strategy=strategy, budget=budget, queries=queries, user=user,
+        )
+    else:
+        if pool.golden_set_id != golden_set.pk:
+            raise GoldsetError(f"pool {pool.pk} is not a pool of {golden_set.slug!r}", field="pool")
+        if budget is not None:
+            raise GoldsetError(f"a budget is set when a pool is built; pool {pool.pk} keeps its own", field="budget")
+        result = pool_extend(pool=pool, runs=runs, depth=depth, queries=queries)
     return FlaggedPoolResult(
         result=result, flagged_slices=[one.label for one in report.flagged], flagged_queries=len(queries),
     )

@@ -80,6 +80,12 @@ def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
     elif kind == PoolJob.Kind.FLAGGED:
         # The runs are the flagged slices' systems' latest; the worker finds them again.
         pool_settings_check(depth=arguments["depth"], strategy=arguments["strategy"], budget=arguments.get("budget"))
+        if arguments.get("pool") is not None:
+            _pool_of(golden_set, arguments["pool"])
+            if arguments.get("budget") is not None:
+                raise GoldsetError(
+                    f"a budget is set when a pool is built; pool {arguments['pool']} keeps its own", field="budget"
+                )
         flagged_slices_queries(golden_set=golden_set, version=_version_of(golden_set, arguments["version"]))
     else:
         raise GoldsetError(f"unknown job kind {kind!r}", field="kind")
@@ -90,7 +96,7 @@ def pool_job_submit(*, golden_set: GoldenSet, kind: str, arguments: dict, user: 
 
     `arguments` by kind: build {runs: [run ids], depth, strategy, budget}; extend {pool,
     runs, depth}; sample {pool, size, depth_to, seed}; flagged {version: number, depth,
-    strategy, budget} (None for a default). Refuses at once, with the service's own
+    strategy, budget, pool: a pool to extend, or none for a new one} (None for a default). Refuses at once, with the service's own
     GoldsetError, what the service would refuse before reading a run; nothing is recorded then.
     """
     _check(golden_set, kind, arguments)
@@ -126,6 +132,8 @@ def _work(job: PoolJob) -> list[str]:
         )
     elif job.kind == PoolJob.Kind.FLAGGED:
         options = {name: arguments[name] for name in ("depth", "strategy", "budget") if arguments.get(name) is not None}
+        if arguments.get("pool") is not None:
+            options["pool"] = _pool_of(golden_set, arguments["pool"])
         result = flagged_slices_pool_build(
             golden_set=golden_set, version=_version_of(golden_set, arguments["version"]), user=user, **options,
         )

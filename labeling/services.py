@@ -425,6 +425,21 @@ def _account(result: PoolBuildResult, union: Union, masks: dict[str, np.ndarray]
         result.per_query[union.query_ids[d]] = QueryPoolCounts(**{name: int(counts[d]) for name, counts in per.items()})
 
 
+def _choose_queries(golden_set: GoldenSet, union: Union, queries: Sequence[Query] | None) -> None:
+    """Restrict the union to `queries` of the set (None: every query): the others' pairs
+    are left out and counted as unchosen. GoldsetError for a query of another set or none."""
+    if queries is None:
+        return
+    chosen = np.array(sorted({query.pk for query in queries}), dtype=np.int64)
+    foreign = [query.query_id for query in queries if query.golden_set_id != golden_set.pk]
+    if foreign or not len(chosen):
+        raise GoldsetError(
+            f"queries {', '.join(map(repr, foreign[:5]))} are not of golden set {golden_set.slug!r}" if foreign
+            else "no query chosen: pass the queries to pool, or none for every query", field="queries",
+        )
+    union.unchosen = ~np.isin(union.query_pks, chosen)
+
+
 def pool_settings_check(*, depth: object, strategy: object, budget: object) -> tuple[int, str, int | None]:
     """A new pool's depth, strategy and budget checked (GoldsetError naming the field)."""
     return _check_depth(depth), _check_strategy(strategy), _check_budget(budget)
@@ -458,15 +473,7 @@ def pool_build(
     runs, depth, strategy, budget = pool_build_check(golden_set=golden_set, runs=runs, depth=depth, strategy=strategy, budget=budget)
     specs = [RunSpec(run=run, ordinal=ordinal, depth=depth) for ordinal, run in enumerate(runs)]
     union = pool_union(golden_set, specs, len(specs), progress)
-    if queries is not None:
-        chosen = np.array(sorted({query.pk for query in queries}), dtype=np.int64)
-        foreign = [query.query_id for query in queries if query.golden_set_id != golden_set.pk]
-        if foreign or not len(chosen):
-            raise GoldsetError(
-                f"queries {', '.join(map(repr, foreign[:5]))} are not of golden set {golden_set.slug!r}" if foreign
-                else "no query chosen: pass the queries to pool, or none for every query", field="queries",
-            )
-        union.unchosen = ~np.isin(union.query_pks, chosen)
+    _choose_queries(golden_set, union, queries)
 
     with transaction.atomic():
         # One pool write per set at a time: two builds must not both claim a pair.
@@ -498,12 +505,15 @@ def pool_build(
     return result
 
 
-def pool_extend_check(*, pool: Pool, runs: Sequence[Run], depth: object = None) -> tuple[list[Run], int]:
+def pool_extend_check(*, pool: Pool, runs: Sequence[Run], depth: object = None, for_queries: bool = False) -> tuple[list[Run], int]:
     """What pool_extend refuses before it reads a run (GoldsetError naming the field): a
-    bad depth, runs of another set or listed twice, runs pooled at that depth already.
+    bad depth, runs of another set or listed twice, runs pooled at that depth already
+    (unless the extension is `for_queries`: then the queries may be new to the pool).
     Returns (runs, depth) checked, the depth defaulting to the pool's."""
     depth = _check_depth(pool.depth if depth is None else depth)
     runs = _check_runs(pool.golden_set, runs)
+    if for_queries:
+        return runs, depth
     pooled = {pool_run.run_id: pool_run.depth for pool_run in pool.pool_runs.all()}
     problems = [
         f"run {run.name!r} is already pooled at depth {pooled[run.pk]}" for run in runs if pooled.get(run.pk, 0) >= depth
@@ -515,12 +525,15 @@ def pool_extend_check(*, pool: Pool, runs: Sequence[Run], depth: object = None) 
 
 @gc_paused()
 def pool_extend(
-    *, pool: Pool, runs: Sequence[Run], depth: int | None = None, progress: Progress = no_progress,
+    *, pool: Pool, runs: Sequence[Run], depth: int | None = None, queries: Sequence[Query] | None = None,
+    progress: Progress = no_progress,
 ) -> PoolBuildResult:
     """Add runs to a pool, or pool runs it holds deeper: only their new unjudged pairs
     join it (incremental pooling).
 
-    `depth` defaults to the pool's. A pair that is already a task of the set is not added
+    `depth` defaults to the pool's. `queries` restricts the extension to those queries of
+    the set (the flagged slices', say), which may be new to the pool: a run already pooled
+    at that depth is then not refused. A pair that is already in a pool of the set is not added
     again; where it is a task of this pool, the added runs are recorded in its run_ranks,
     so that adaptive strategies and leave-one-run-out see every run that retrieved it.
     The windows of the queries that gained tasks or credits are formed again. When the
@@ -528,7 +541,7 @@ def pool_extend(
     pool_build does, over the pairs of the runs read.
     """
     golden_set = pool.golden_set
-    runs, depth = pool_extend_check(pool=pool, runs=runs, depth=depth)
+    runs, depth = pool_extend_check(pool=pool, runs=runs, depth=depth, for_queries=queries is not None)
     pooled = {pool_run.run_id: pool_run for pool_run in pool.pool_runs.all()}
     columns = max((pool_run.ordinal for pool_run in pooled.values()), default=-1) + 1
     specs = []
@@ -539,17 +552,22 @@ def pool_extend(
             specs.append(RunSpec(run=run, ordinal=columns, depth=depth))
             columns += 1
     union = pool_union(golden_set, specs, columns, progress)
+    _choose_queries(golden_set, union, queries)
+    # Pairs of retired queries, or of queries not chosen, are neither added nor credited.
+    live = ~union.left_out[union.query_dense]
     threshold = golden_set.relevance_threshold
 
     with transaction.atomic():
         GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).exists()
         pool = Pool.objects.select_for_update().select_related("golden_set").get(pk=pool.pk)
         for spec in specs:
-            PoolRun.objects.update_or_create(pool=pool, run=spec.run, defaults={"depth": spec.depth, "ordinal": spec.ordinal})
+            # A run pooled deeper before, for other queries, keeps its deepest depth.
+            depth_now = max(spec.depth, pooled[spec.run.pk].depth if spec.run.pk in pooled else 0)
+            PoolRun.objects.update_or_create(pool=pool, run=spec.run, defaults={"depth": depth_now, "ordinal": spec.ordinal})
 
         # This pool's pairs of the queries the runs answer: candidates for credit, and
         # the rest of the order the new pairs join.
-        touched = np.flatnonzero(np.bincount(union.query_dense, minlength=len(union.query_pks)))
+        touched = np.flatnonzero(np.bincount(union.query_dense[live], minlength=len(union.query_pks)))
         old_query_pks, old = _pool_pairs(pool, union.query_pks[touched].tolist(), columns)
         old.query = dense_queries(union, old_query_pks)
         old_keys = union.pair_keys(old.query, old.page)
@@ -562,7 +580,7 @@ def pool_extend(
         if len(old_keys):
             by_key = np.argsort(old_keys)
             at = np.minimum(np.searchsorted(old_keys[by_key], union.keys), len(old_keys) - 1)
-            matched = old_keys[by_key][at] == union.keys
+            matched = (old_keys[by_key][at] == union.keys) & live
             pair_rows = by_key[at[matched]]
             merged = np.where(union.ranks[matched] > 0, union.ranks[matched].astype(np.int64), old.ranks[pair_rows])
             changed = (merged != old.ranks[pair_rows]).any(axis=1)

@@ -20,7 +20,7 @@ from goldenset.services import version_publish
 from labeling import pooling
 from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH, coverage_report
 from labeling.jobs import pool_job_submit
-from labeling.models import PoolJob
+from labeling.models import Pool, PoolJob
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
@@ -32,10 +32,21 @@ class PublishForm(forms.Form):
 
 
 class FlaggedPoolForm(forms.Form):
+    pool = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None,
+        help_text="a new pool, or an existing one to extend with the flagged slices' pairs (it keeps its strategy and budget)",
+    )
     depth = forms.IntegerField(min_value=1, max_value=pooling.MAX_DEPTH, initial=DEFAULT_FLAGGED_POOL_DEPTH,
                                help_text="pages taken from the top of each run, per query")
     strategy = forms.ChoiceField(choices=[(name, cls.description) for name, cls in pooling.STRATEGIES.items()], initial="depth")
-    budget = forms.IntegerField(min_value=1, required=False, help_text="most pairs judged in the pool; empty means no cap")
+    budget = forms.IntegerField(min_value=1, required=False, help_text="most pairs judged in a new pool; empty means no cap")
+
+    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
+        super().__init__(*args, **kwargs)
+        pools = Pool.objects.filter(golden_set=golden_set).order_by("-id").values_list("id", "strategy", "depth")
+        self.fields["pool"].choices = [("", "new pool")] + [
+            (pk, f"pool {pk} ({strategy}, depth {depth})") for pk, strategy, depth in pools
+        ]
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet) -> Version | None:
@@ -62,7 +73,7 @@ def coverage_page(request: HttpRequest, slug: str) -> HttpResponse:
     ctx = {
         "golden_set": golden_set, "version": version, "report": report,
         "versions": list(golden_set.versions.order_by("-number").values_list("number", flat=True)),
-        "formats": QREL_FORMATS, "publish_form": PublishForm(), "pool_form": FlaggedPoolForm(),
+        "formats": QREL_FORMATS, "publish_form": PublishForm(), "pool_form": FlaggedPoolForm(golden_set=golden_set),
     }
     return render(request, "labeling/coverage/coverage.html", ctx)
 
@@ -99,7 +110,7 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
     if version is None:
         messages.error(request, "Not pooled: publish a version first, so that slices can be measured.")
         return redirect(_back(golden_set))
-    form = FlaggedPoolForm(request.POST)
+    form = FlaggedPoolForm(request.POST, golden_set=golden_set)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         messages.error(request, f"Not pooled: {problems}")

@@ -29,6 +29,8 @@ from goldenset.models import Judgment, Membership, Page, Query, Version, Version
 from goldenset.services import judgment_record, membership_grant, version_publish
 from labeling.coverage import coverage_report
 from labeling.models import JudgingTask, Pool, PoolJob
+from labeling.selectors import pool_pairs
+from labeling.services import pool_build
 from lib.formats import JsonRecord
 from tests import factories
 
@@ -260,7 +262,9 @@ def test_a_manager_pools_the_flagged_slices_with_the_latest_runs(client, golden_
         response = client.post(url("coverage_pool"), {"version": "1", "depth": "2", "strategy": "depth"})
     assert response["Location"] == reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs"
     job = PoolJob.objects.get()
-    assert (job.kind, job.status, job.arguments) == ("flagged", "done", {"version": 1, "depth": 2, "strategy": "depth", "budget": None})
+    assert (job.kind, job.status, job.arguments) == (
+        "flagged", "done", {"version": 1, "pool": None, "depth": 2, "strategy": "depth", "budget": None},
+    )
     response = client.get(response["Location"])
     pool = Pool.objects.get()
     assert (pool.depth, pool.strategy, pool.created_by) == (2, "depth", owner)
@@ -270,6 +274,40 @@ def test_a_manager_pools_the_flagged_slices_with_the_latest_runs(client, golden_
     pooled = set(JudgingTask.objects.filter(pool=pool).values_list("query__query_id", flat=True))
     assert pooled and pooled <= flagged  # the flagged slices' queries, no other
     assert "flagged slice(s)" in body and f"the pool covers their {len(flagged)} queries only" in body
+
+
+def test_a_manager_extends_a_pool_with_the_flagged_slices(client, golden_set, owner):
+    later = upload(golden_set, 30, name="bm25 v2")
+    evaluation_compute(run=later, version=golden_set.latest_version())
+    flagged = set(coverage_report(golden_set, golden_set.latest_version()).flagged_query_ids())
+    # A pool of the same run at the same depth, over a few of the set's queries only.
+    few = list(Query.objects.filter(golden_set=golden_set).order_by("id")[:3])
+    earlier = pool_build(golden_set=golden_set, runs=[later], depth=2, strategy="mtf", budget=500, queries=few).pool
+    before = set(task_pairs(earlier))
+    client.force_login(owner)
+    assert f'<option value="{earlier.pk}">pool {earlier.pk} (mtf, depth 2)</option>' in client.get(url("coverage")).content.decode()
+    data = {"version": "1", "pool": str(earlier.pk), "depth": "2", "strategy": "depth"}
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        client.post(url("coverage_pool"), data)
+    job = PoolJob.objects.get()
+    assert job.status == "done", job.error
+    earlier.refresh_from_db()
+    assert (Pool.objects.count(), earlier.strategy, earlier.budget) == (1, "mtf", 500)  # extended, not a new pool
+    assert earlier.pool_runs.get().depth == 2
+    added = set(task_pairs(earlier)) - before
+    # The flagged queries' pairs, no other, none pooled before.
+    assert added and {query_id for query_id, _ in added} <= flagged - {query.query_id for query in few}
+    # A budget belongs to a new pool: refused at once for an extension.
+    refused = client.post(url("coverage_pool"), {**data, "budget": "10"}, follow=True)
+    assert "Not pooled: a budget is set when a pool is built" in refused.content.decode()
+
+
+def task_pairs(pool) -> list[tuple[str, str]]:
+    """The pool's pairs as (query id, doc id), tasks yet or not."""
+    pairs = pool_pairs(pool)
+    query_ids = dict(Query.objects.filter(pk__in=pairs.query_pks.tolist()).values_list("pk", "query_id"))
+    doc_ids = dict(Page.objects.filter(pk__in=pairs.page_pks.tolist()).values_list("pk", "doc_id"))
+    return [(query_ids[q], doc_ids[p]) for q, p in zip(pairs.query_pks.tolist(), pairs.page_pks.tolist())]
 
 
 def test_pooling_refuses_a_bad_depth_and_writes_nothing(client, golden_set, owner):
@@ -301,8 +339,9 @@ def _render_queries(client, slug: str) -> int:
 # Session, user, the set, the caller's roles, the version, the settings (read three times:
 # here and by the evaluation's selectors), the labels, the version's queries (2) and pages,
 # stale labels, the latest evaluations, their scores and completeness, the canaries, the
-# runs and their stored canary ranks, the version numbers: 20 on a cold start.
-COVERAGE_QUERY_BOUND = 20
+# runs and their stored canary ranks, the version numbers, the set's pools (the pool
+# form's choices): 21 on a cold start.
+COVERAGE_QUERY_BOUND = 21
 
 
 def test_the_page_costs_a_bounded_number_of_queries_whatever_the_size_of_the_set(client, owner, django_assert_max_num_queries):

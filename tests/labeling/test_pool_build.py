@@ -213,6 +213,17 @@ def test_pooling_a_run_deeper_adds_only_the_pages_below_its_old_depth(golden_set
     assert result.new_tasks == 2 and PoolRun.objects.get(pool=pool).depth == 3
 
 
+def test_a_pool_extended_for_some_queries_takes_their_pairs_only_even_from_runs_it_holds(golden_set, run_a, run_b):
+    q1, q2 = golden_set.queries.get(query_id="q1"), golden_set.queries.get(query_id="q2")
+    pool = pool_build(golden_set=golden_set, runs=[run_a], depth=3, strategy="depth", queries=[q1]).pool
+    assert task_pairs(pool) == {("q1", "d2"), ("q1", "d3")}
+    # Run a at depth 3 is in the pool already, but not for q2: not refused.
+    result = pool_extend(pool=pool, runs=[run_a, run_b], depth=2, queries=[q2])
+    assert task_pairs(pool) == {("q1", "d2"), ("q1", "d3"), ("q2", "d4"), ("q2", "d7")}
+    assert (result.new_tasks, result.unchosen_query_pairs, result.credited_tasks) == (2, 5, 0)  # q1-d2 (b) is not credited
+    assert dict(PoolRun.objects.filter(pool=pool).values_list("run__name", "depth")) == {"a": 3, "b": 2}
+
+
 def test_a_run_already_pooled_at_that_depth_is_refused(golden_set, run_a):
     pool = pool_build(golden_set=golden_set, runs=[run_a], depth=3, strategy="depth").pool
     with pytest.raises(GoldsetError) as caught:
