@@ -20,7 +20,7 @@ import logging
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from evaluation.models import Run
@@ -38,6 +38,8 @@ SEND_AGAIN_AFTER = timedelta(minutes=10)
 GIVE_UP_AFTER = timedelta(hours=2)
 # Jobs the completeness page lists.
 RECENT_JOBS = 5
+# Errors of a database that went away for a moment: worth running the job again.
+TRANSIENT = (OperationalError, InterfaceError)
 
 
 def _runs_of(golden_set: GoldenSet, run_ids: list[int]) -> list[Run]:
@@ -145,8 +147,10 @@ def _work(job: PoolJob) -> list[str]:
 def pool_job_run(job_id: int) -> PoolJob | None:
     """Claim the job and run it; None when there is no such job or it was claimed already.
 
-    A refusal (GoldsetError) fails the job with its message and problems; any other
-    error fails it too, naming the exception, and is raised again for the worker's log.
+    A refusal (GoldsetError) fails the job with its message and problems. A database
+    that went away for a moment (TRANSIENT) puts the job back in the queue and is raised
+    again, for the task to retry it. Any other error fails the job, naming the exception,
+    and is raised again for the worker's log.
     """
     claimed = PoolJob.objects.filter(pk=job_id, status=PoolJob.Status.QUEUED).update(
         status=PoolJob.Status.RUNNING, started_at=timezone.now()
@@ -158,6 +162,12 @@ def pool_job_run(job_id: int) -> PoolJob | None:
         lines = _work(job)
     except GoldsetError as exc:
         _finish(job, status=PoolJob.Status.FAILED, error=exc.message, problems=list(exc.problems))
+    except TRANSIENT:
+        try:
+            PoolJob.objects.filter(pk=job.pk).update(status=PoolJob.Status.QUEUED, started_at=None)
+        except TRANSIENT:
+            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
+        raise
     except Exception as exc:
         _finish(job, status=PoolJob.Status.FAILED, error=f"the job stopped on an internal error ({type(exc).__name__}: {exc}); nothing was written")
         raise

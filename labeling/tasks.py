@@ -1,15 +1,13 @@
 """Celery tasks of the labeling floor: take ids, call labeling.jobs."""
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
-from labeling.jobs import pool_job_run, pool_jobs_sweep
-
-TRANSIENT = (OperationalError, InterfaceError)
+from labeling.jobs import TRANSIENT, pool_job_run, pool_jobs_sweep
 
 
 # acks_late: a worker lost mid-job leaves the message for another; the job's claim
-# (queued -> running) keeps a second delivery from running it twice.
+# (queued -> running) keeps a second delivery from running it twice. A transient database
+# error puts the job back in the queue (labeling.jobs.pool_job_run) and is retried here.
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5)
 def pool_job_task(job_id: int) -> str:
     job = pool_job_run(job_id)

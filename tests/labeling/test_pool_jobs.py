@@ -129,6 +129,23 @@ def test_an_unexpected_error_fails_the_job_and_is_raised_for_the_log(golden_set,
     assert job.status == "failed" and "internal error (ZeroDivisionError" in job.error and "nothing was written" in job.error
 
 
+def test_a_database_gone_for_a_moment_puts_the_job_back_for_the_retry(golden_set, run, monkeypatch):
+    from django.db import OperationalError
+
+    def away(job):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with TestCase.captureOnCommitCallbacks(execute=False):
+        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run))
+    monkeypatch.setattr(jobs, "_work", away)
+    with pytest.raises(OperationalError):
+        pool_job_run(job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.started_at) == ("queued", None)
+    monkeypatch.undo()
+    assert pool_job_run(job.pk).status == "done"  # the retry
+
+
 # --- the sweeper -------------------------------------------------------------------------------
 
 
