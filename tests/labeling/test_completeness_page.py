@@ -227,6 +227,7 @@ def test_a_manager_builds_a_pool_from_the_form_and_sees_its_summary(client, pool
     )
     body = client.get(url()).content.decode()
     assert f'id="job-{job.pk}"' in body and "Build a pool</strong> · <span class=\"status\">Done" in body
+    assert '<p class="hint asked">runs extra · depth 2 · strategy mtf · budget 10</p>' in body
     assert f"pool {built.pk} of {SLUG}: strategy mtf, runs extra (depth 2)" in body
     assert "pairs to judge added to the pool: 4" in body and "already in a pool of the set (skipped): 4" in body
     assert "hx-trigger" not in body  # nothing left to follow
