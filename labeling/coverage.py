@@ -40,7 +40,7 @@ from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettin
 from evaluation.selectors import evaluation_settings, version_scoring_inputs
 from goldenset.models import GoldenSet, Judgment, Query, Version
 from labeling.models import Pool
-from labeling.services import PoolBuildResult, pool_build, pool_extend
+from labeling.services import PoolBuildResult, pool_build, pool_extend, pool_settings_check
 from lib.errors import GoldsetError
 
 
@@ -428,21 +428,33 @@ def flagged_slices_pool_build(
     its strategy and budget). GoldsetError when nothing is flagged or no run is scored on
     the version; pool_build's and pool_extend's own errors pass through. All or nothing,
     as they are."""
-    report, queries = flagged_slices_queries(golden_set=golden_set, version=version)
+    report, queries = flagged_slices_check(
+        golden_set=golden_set, version=version, depth=depth, strategy=strategy, budget=budget, pool=pool,
+    )
     runs = [r.run for r in report.runs]
     if pool is None:
         result = pool_build(
             golden_set=golden_set, runs=runs, depth=depth, strategy=strategy, budget=budget, queries=queries, user=user,
         )
     else:
-        if pool.golden_set_id != golden_set.pk:
-            raise GoldsetError(f"pool {pool.pk} is not a pool of {golden_set.slug!r}", field="pool")
-        if budget is not None:
-            raise GoldsetError(f"a budget is set when a pool is built; pool {pool.pk} keeps its own", field="budget")
         result = pool_extend(pool=pool, runs=runs, depth=depth, queries=queries)
     return FlaggedPoolResult(
         result=result, flagged_slices=[one.label for one in report.flagged], flagged_queries=len(queries),
     )
+
+
+def flagged_slices_check(
+    *, golden_set: GoldenSet, version: Version, depth: object, strategy: object, budget: object, pool: Pool | None = None,
+) -> tuple[CoverageReport, list[Query]]:
+    """What flagged_slices_pool_build refuses before it reads a run (GoldsetError naming
+    the field), so that a page can refuse it at once; returns flagged_slices_queries'."""
+    pool_settings_check(depth=depth, strategy=strategy, budget=budget)
+    if pool is not None:
+        if pool.golden_set_id != golden_set.pk:
+            raise GoldsetError(f"pool {pool.pk} is not a pool of {golden_set.slug!r}", field="pool")
+        if budget is not None:
+            raise GoldsetError(f"a budget is set when a pool is built; pool {pool.pk} keeps its own", field="budget")
+    return flagged_slices_queries(golden_set=golden_set, version=version)
 
 
 def flagged_slices_queries(*, golden_set: GoldenSet, version: Version) -> tuple[CoverageReport, list[Query]]:

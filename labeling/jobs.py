@@ -25,10 +25,10 @@ from django.utils import timezone
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Version
-from labeling.coverage import flagged_slices_pool_build, flagged_slices_queries
+from labeling.coverage import flagged_slices_check, flagged_slices_pool_build
 from labeling.models import Pool, PoolJob
 from labeling.sampling import completeness_sample_check, completeness_sample_draw
-from labeling.services import pool_build, pool_build_check, pool_extend, pool_extend_check, pool_settings_check
+from labeling.services import pool_build, pool_build_check, pool_extend, pool_extend_check
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -81,14 +81,11 @@ def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
         )
     elif kind == PoolJob.Kind.FLAGGED:
         # The runs are the flagged slices' systems' latest; the worker finds them again.
-        pool_settings_check(depth=arguments["depth"], strategy=arguments["strategy"], budget=arguments.get("budget"))
-        if arguments.get("pool") is not None:
-            _pool_of(golden_set, arguments["pool"])
-            if arguments.get("budget") is not None:
-                raise GoldsetError(
-                    f"a budget is set when a pool is built; pool {arguments['pool']} keeps its own", field="budget"
-                )
-        flagged_slices_queries(golden_set=golden_set, version=_version_of(golden_set, arguments["version"]))
+        flagged_slices_check(
+            golden_set=golden_set, version=_version_of(golden_set, arguments["version"]), depth=arguments["depth"],
+            strategy=arguments["strategy"], budget=arguments.get("budget"),
+            pool=None if arguments.get("pool") is None else _pool_of(golden_set, arguments["pool"]),
+        )
     else:
         raise GoldsetError(f"unknown job kind {kind!r}", field="kind")
 
@@ -97,9 +94,10 @@ def pool_job_submit(*, golden_set: GoldenSet, kind: str, arguments: dict, user: 
     """Record a job and send it to a worker once the caller's transaction commits.
 
     `arguments` by kind: build {runs: [run ids], depth, strategy, budget}; extend {pool,
-    runs, depth}; sample {pool, size, depth_to, seed}; flagged {version: number, depth,
-    strategy, budget, pool: a pool to extend, or none for a new one} (None for a default). Refuses at once, with the service's own
-    GoldsetError, what the service would refuse before reading a run; nothing is recorded then.
+    runs, depth}; sample {pool, size, depth_to, seed}; flagged {version: number, pool (to
+    extend; none for a new pool), depth, strategy, budget} (None for a default). Refuses
+    at once, with the service's own GoldsetError, what the service would refuse before
+    reading a run; nothing is recorded then.
     """
     _check(golden_set, kind, arguments)
     job = PoolJob.objects.create(golden_set=golden_set, kind=kind, arguments=arguments, created_by=user)
