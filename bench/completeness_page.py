@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, PostgreSQL {server}")
     print(f"data: {args.runs} runs x {args.queries:,} queries x depth {args.run_depth} "
           f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} imported judgments)")
-    print(f"pool: depth {args.pool_depth}, {pool.task_count:,} pairs (built in {build_seconds:.1f}s, untimed), "
+    print(f"pool: depth {args.pool_depth}, {pool.pair_count:,} pairs (built in {build_seconds:.1f}s, untimed), "
           f"{done:,} marked judged ({args.done_share:.0%})")
     print(f"sample: {args.sample:,} of a population of {sample.population:,} pairs at ranks {args.pool_depth + 1}..{args.run_depth}, "
           f"{len(judged):,} of them judged")

@@ -33,7 +33,7 @@ class PoolRunInline(admin.TabularInline):
 
 @admin.register(Pool)
 class PoolAdmin(admin.ModelAdmin):
-    list_display = ["id", "golden_set", "strategy", "depth", "budget", "task_count", "run_count", "created_by", "created_at"]
+    list_display = ["id", "golden_set", "strategy", "depth", "budget", "pair_count", "run_count", "created_by", "created_at"]
     list_filter = ["strategy", "golden_set"]
     search_fields = ["golden_set__slug", "pool_runs__run__name"]
     list_select_related = ["golden_set", "created_by"]

@@ -41,7 +41,7 @@ class Pool(models.Model):
     # How many pairs the pool holds (its PoolQuery pages), judging tasks already or not.
     # Written by pool_build and pool_extend, the only writers of pool pairs, so that
     # counts need not read them: open pairs are this less the closed tasks.
-    task_count = models.PositiveIntegerField(default=0)
+    pair_count = models.PositiveIntegerField(default=0)
     # Options of the adaptive strategy (e.g. {"discount": 0.9} for the bandit). Its
     # per-query state is not stored: it is replayed from the pool's done tasks, so it
     # cannot drift from the judgments and no large blob is rewritten per judgment.
@@ -239,7 +239,7 @@ class JudgingTask(models.Model):
             # Done and skipped tasks by pool: budgets and progress count them. Partial, so
             # a pool build, whose tasks are all open, writes nothing into it (an index of
             # every task by pool cost a fifth of the build); open ones are
-            # Pool.task_count less these. Other lookups of a pool's tasks go through the
+            # Pool.pair_count less these. Other lookups of a pool's tasks go through the
             # unique constraint's (golden set, query) prefix.
             models.Index(fields=["pool", "status"], condition=~Q(status="open"), name="judging_task_pool_closed"),
             # An annotator's current leases; partial, so unleased rows cost nothing.

@@ -453,7 +453,7 @@ def judged_count(*, golden_set: GoldenSet, annotator: AbstractBaseUser) -> int:
 
 def _set_progress(golden_set: GoldenSet) -> tuple[int, int]:
     """(done, total) of the set's pool and sample tasks."""
-    pools = list(Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", "task_count"))
+    pools = list(Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", "pair_count"))
     total = sum(count for _, count in pools)
     done = 0
     if pools:
@@ -475,7 +475,7 @@ def judging_progress(
 ) -> JudgingProgress:
     """Counts for the progress bar. `judged` is judged_count's figure if the caller keeps
     it (counted here otherwise); `pending_correction` says a pair handed back by an undo is
-    on screen, which counts as not judged. Pool totals come from Pool.task_count, closed
+    on screen, which counts as not judged. Pool totals come from Pool.pair_count, closed
     pool tasks from the partial index judging_task_pool_closed.
 
     With `cache_seconds` the set's (done, total) may be that old: counting the closed

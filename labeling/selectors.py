@@ -65,13 +65,13 @@ class PoolProgress:
 def task_counts(pool: Pool) -> dict[str, int]:
     """{status: number of the pool's tasks}, every status present. Closed tasks are
     counted through the partial index judging_task_pool_closed; open ones are the rest
-    of Pool.task_count."""
+    of Pool.pair_count."""
     closed = dict(
         JudgingTask.objects.filter(pool=pool).exclude(status=JudgingTask.Status.OPEN)
         .values("status").annotate(n=Count("id")).values_list("status", "n")
     )
     counts = {status: closed.get(status, 0) for status in (JudgingTask.Status.DONE, JudgingTask.Status.SKIPPED)}
-    counts[JudgingTask.Status.OPEN] = pool.task_count - sum(counts.values())
+    counts[JudgingTask.Status.OPEN] = pool.pair_count - sum(counts.values())
     return counts
 
 
@@ -223,7 +223,7 @@ def pools_judging(pools: Sequence[Pool], *, now: datetime, recent_hours: int = 2
     """{pool id: PoolJudging} for pools of one golden set, in two queries however many
     pools and tasks: closed tasks grouped by pool and status (the partial index
     judging_task_pool_closed), queued ones grouped by pool (judging_task_pool_queue).
-    Open tasks are Pool.task_count less the closed, as in task_counts."""
+    Open tasks are Pool.pair_count less the closed, as in task_counts."""
     if not pools:
         return {}
     threshold = pools[0].golden_set.relevance_threshold
@@ -248,7 +248,7 @@ def pools_judging(pools: Sequence[Pool], *, now: datetime, recent_hours: int = 2
     for pool in pools:
         done = closed[pool.pk].get(JudgingTask.Status.DONE, {})
         counts = {status: closed[pool.pk].get(status, {}).get("n", 0) for status in (JudgingTask.Status.DONE, JudgingTask.Status.SKIPPED)}
-        counts[JudgingTask.Status.OPEN] = pool.task_count - sum(counts.values())
+        counts[JudgingTask.Status.OPEN] = pool.pair_count - sum(counts.values())
         progress = PoolProgress(
             open=counts[JudgingTask.Status.OPEN], queued=queued.get(pool.pk, 0), done=counts[JudgingTask.Status.DONE],
             skipped=counts[JudgingTask.Status.SKIPPED], relevant_found=done.get("relevant", 0), budget=pool.budget,
@@ -506,7 +506,7 @@ class CompletenessReport:
 
     @property
     def pool_size(self) -> int:
-        return sum(row.pool.task_count for row in self.pools)
+        return sum(row.pool.pair_count for row in self.pools)
 
     @property
     def judged(self) -> int:

@@ -496,8 +496,8 @@ def pool_build(
         _write_pool_queries(pool, query_pks, page_pks, ranks)
         queued = positions >= 0
         _insert_tasks(pool, query_pks[queued], page_pks[queued], ranks[queued], positions[queued], progress)
-        pool.task_count = len(query_pks)
-        pool.save(update_fields=["task_count"])
+        pool.pair_count = len(query_pks)
+        pool.save(update_fields=["pair_count"])
 
         result = PoolBuildResult(pool=pool, strategy=strategy, runs=[(spec.run.name, spec.depth) for spec in specs])
         _account(result, union, masks)
@@ -620,8 +620,8 @@ def pool_extend(
         PoolQuery.objects.filter(pool=pool, query_id__in=union.query_pks[changed_query].tolist()).delete()
         _write_pool_queries(pool, query_pks, table.page, table.ranks)
         reordered, _ = _queue_pairs(pool, query_pks, table, positions, progress)
-        pool.task_count += fresh
-        pool.save(update_fields=["task_count"])
+        pool.pair_count += fresh
+        pool.save(update_fields=["pair_count"])
 
         result = PoolBuildResult(pool=pool, strategy=pool.strategy, runs=[(spec.run.name, spec.depth) for spec in specs])
         _account(result, union, masks)

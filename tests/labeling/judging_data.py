@@ -94,8 +94,8 @@ def race(pool: Pool, users: list, *, give_up_seconds: float = 60) -> list[str]:
     if stored != len(submitted):
         problems.append(f"{len(submitted)} judgments submitted, {stored} stored")
     tasks = {task.pk: task for task in JudgingTask.objects.filter(pool=pool)}
-    if len(tasks) != pool.task_count:
-        problems.append(f"{pool.task_count} pairs in the pool, {len(tasks)} became tasks")
+    if len(tasks) != pool.pair_count:
+        problems.append(f"{pool.pair_count} pairs in the pool, {len(tasks)} became tasks")
     unfinished = [pk for pk, task in tasks.items() if task.status != "done" or task.judgments_done != task.judgments_required]
     if unfinished:
         problems.append(f"tasks not done with all their judgments: {unfinished}")

@@ -110,7 +110,7 @@ def test_the_pool_figures_on_the_page_are_the_selectors(client, pool, owner):
     progress = pool_progress(pool)
     row = f"pool-{pool.pk}"
     assert (progress.open, progress.done, progress.queued, progress.skipped, progress.relevant_found) == (2, 2, 2, 0, 1)
-    assert cell(body, row, "tasks") == str(pool.task_count) == "4"
+    assert cell(body, row, "pairs") == str(pool.pair_count) == "4"
     assert cell(body, row, "done") == str(progress.done)
     assert cell(body, row, "open") == str(progress.open)
     assert cell(body, row, "queued") == str(progress.queued)
@@ -220,7 +220,7 @@ def test_a_manager_builds_a_pool_from_the_form_and_sees_its_summary(client, pool
     response = post(client, form="pool", pool="", runs=[extra.pk], depth="2", strategy="mtf", budget="10")
     assert response.status_code == 302 and response["Location"] == url() + "#jobs"
     built = Pool.objects.exclude(pk=pool.pk).get()
-    assert (built.strategy, built.depth, built.budget, built.created_by, built.task_count) == ("mtf", 2, 10, owner, 4)
+    assert (built.strategy, built.depth, built.budget, built.created_by, built.pair_count) == ("mtf", 2, 10, owner, 4)
     job = PoolJob.objects.get()
     assert (job.kind, job.status, job.created_by, job.arguments) == (
         "build", "done", owner, {"runs": [extra.pk], "depth": 2, "strategy": "mtf", "budget": 10},
@@ -240,7 +240,7 @@ def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):
     assert response.status_code == 302
     assert list(PoolRun.objects.filter(pool=pool).values_list("run__name", "depth")) == [("judged", 2), ("thin run", 2), ("extra", 2)]
     pool.refresh_from_db()
-    assert pool.task_count == 8
+    assert pool.pair_count == 8
     assert "pairs to judge added to the pool: 4" in client.get(url()).content.decode()
 
 

@@ -79,7 +79,7 @@ def test_the_pool_records_its_runs_with_their_depth_and_which_runs_retrieved_eac
     ranks = {(q, d): JudgingTask.objects.get(pool=pool, query__query_id=q, page__doc_id=d).ranks(2) for q, d in [("q1", "d2"), ("q1", "d5"), ("q1", "d3")]}
     assert ranks == {("q1", "d2"): [2, 2], ("q1", "d5"): [1, 0], ("q1", "d3"): [0, 3]}
     arrays = pool_pairs(pool)
-    assert arrays.ranks.shape == (len(arrays), 2) and len(arrays) == pool.task_count == 10
+    assert arrays.ranks.shape == (len(arrays), 2) and len(arrays) == pool.pair_count == 10
     assert (arrays.task_ids > 0).all()  # three queries: the windows hold every pair
 
 
@@ -119,7 +119,7 @@ def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set,
     )
     expected = [(q, p, k, pos, best, bytes(blob), s, j) for q, p, k, pos, best, blob, s, j in rows(copied)]
     expected_pairs = pairs(copied)
-    assert len(expected) == 6 and len(expected_pairs) == 3 and copied.task_count == 10
+    assert len(expected) == 6 and len(expected_pairs) == 3 and copied.pair_count == 10
     forget(copied)
     # Then a few tasks at once, as a judgment makes them (one INSERT on PostgreSQL), and
     # on another database (lib.bulk and the COPY path key on the vendor).
@@ -316,7 +316,7 @@ def test_pairs_beyond_the_window_become_tasks_when_the_window_reaches_them(golde
     monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two
     pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
     pairs = pool_pairs(pool)
-    assert pool.task_count == len(pairs) == 10
+    assert pool.pair_count == len(pairs) == 10
     # Only the windows are tasks: two a query; q1's d3 and d6 wait in the pool.
     assert JudgingTask.objects.filter(pool=pool).count() == 6 == int((pairs.task_ids > 0).sum())
     assert not JudgingTask.objects.filter(pool=pool, query__query_id="q1", page__doc_id__in=["d3", "d6"]).exists()
@@ -351,7 +351,7 @@ def test_pools_built_when_every_pair_was_a_task_get_their_pairs_from_their_tasks
     import importlib
 
     pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
-    assert JudgingTask.objects.filter(pool=pool).count() == pool.task_count  # small: every pair is in a window
+    assert JudgingTask.objects.filter(pool=pool).count() == pool.pair_count  # small: every pair is in a window
     rows = lambda: sorted(  # noqa: E731
         (q, bytes(pages), bytes(ranks), runs) for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
     )

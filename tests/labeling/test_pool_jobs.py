@@ -227,5 +227,5 @@ def test_a_worker_builds_the_pool_a_page_asked_for(workers, client, owner):
     job = PoolJob.objects.get()
     done = PoolJob.objects.filter(pk=job.pk, status=PoolJob.Status.DONE)
     wait_until(done.exists, "the pool job", workers)
-    assert Pool.objects.get().task_count == 4
+    assert Pool.objects.get().pair_count == 4
     assert "pool_job_task[" in worker.log()

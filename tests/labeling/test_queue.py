@@ -134,7 +134,7 @@ def test_every_task_of_the_pool_is_judged_once_then_nothing_is_left(pool, golden
         if not progressed:
             break
     assert sorted(judged) == sorted(JudgingTask.objects.filter(pool=pool).values_list("id", flat=True))
-    assert len(judged) == len(set(judged)) == pool.task_count == 12
+    assert len(judged) == len(set(judged)) == pool.pair_count == 12
 
 
 def test_a_grade_off_the_scale_is_refused_and_nothing_is_written(golden_set, ann):
