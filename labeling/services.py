@@ -40,8 +40,8 @@ from goldenset.services import Progress, no_progress
 from labeling import pooling
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.selectors import left_out_by_budget, pool_pairs, task_counts
-from lib.bulk import bulk_insert, gc_paused
 from labeling.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
+from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
@@ -296,12 +296,6 @@ def window_size(queries: int) -> int:
 
 # --- writing -----------------------------------------------------------------------
 
-_TASK_COLUMNS = [
-    "golden_set_id", "pool_id", "query_id", "page_id", "kind", "position",
-    "best_rank", "run_ranks", "status", "judgments_required",
-]
-
-
 def _copy_tasks_binary(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, positions: np.ndarray,
                        best_rank: np.ndarray, packed: np.ndarray, byte_width: int, progress: Progress) -> None:
     """COPY new queued pool tasks in PostgreSQL's binary format, rows built by numpy.
@@ -354,23 +348,16 @@ def _insert_tasks(
     if connection.vendor == "postgresql" and len(query_pks) > _BULK_UPDATE_LIMIT:
         _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
         return len(query_pks)
-    rows = [
-        (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, position, best, bytes(blob),
-         JudgingTask.Status.OPEN, 1)
+    # The task or two a judgment brings into its query's window (and any write on SQLite):
+    # the ORM's one INSERT costs less than a COPY's round trips.
+    JudgingTask.objects.bulk_create([
+        JudgingTask(
+            golden_set_id=pool.golden_set_id, pool_id=pool.pk, query_id=q, page_id=p, kind=JudgingTask.Kind.POOL,
+            position=position, best_rank=best, run_ranks=bytes(blob), status=JudgingTask.Status.OPEN, judgments_required=1,
+        )
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
-    ]
-    if connection.vendor == "postgresql":
-        # The task or two a judgment brings into its query's window: one INSERT costs
-        # less than a COPY's round trips.
-        placeholders = ", ".join(["(" + ", ".join(["%s"] * len(_TASK_COLUMNS)) + ")"] * len(rows))
-        columns = ", ".join(connection.ops.quote_name(name) for name in _TASK_COLUMNS)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {connection.ops.quote_name(JudgingTask._meta.db_table)} ({columns}) VALUES {placeholders}",
-                [value for row in rows for value in row],
-            )
-        return len(rows)
-    return bulk_insert(JudgingTask._meta.db_table, _TASK_COLUMNS, rows)
+    ], batch_size=_BULK_UPDATE_LIMIT)
+    return len(query_pks)
 
 
 def _update_tasks(column: str, values: list[tuple[int, object]]) -> int:
