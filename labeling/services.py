@@ -356,7 +356,7 @@ def _insert_tasks(
             position=position, best_rank=best, run_ranks=bytes(blob), status=JudgingTask.Status.OPEN, judgments_required=1,
         )
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
-    ], batch_size=_BULK_UPDATE_LIMIT)
+    ])
     return len(query_pks)
 
 
