@@ -6,10 +6,12 @@ that refuse bulk changes), because a number people act on must not drift.
 """
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from lib.errors import GoldsetError
+from lib.ids import id_problem
 
 # The TREC convention most teams use; a set imported from a file takes the file's grades.
 DEFAULT_GRADE_SCALE = [
@@ -22,6 +24,13 @@ DEFAULT_GRADE_SCALE = [
 
 def default_grade_scale() -> list[dict]:
     return [dict(grade) for grade in DEFAULT_GRADE_SCALE]
+
+
+def validate_id(value: str) -> None:
+    """The admin's forms check ids as every import does (lib.ids.id_problem)."""
+    problem = id_problem(value, "the id")
+    if problem:
+        raise ValidationError(problem)
 
 
 class Corpus(models.Model):
@@ -44,7 +53,7 @@ class Page(models.Model):
     """A document or chunk. `doc_id` is stable and opaque; `content_hash` flags stale labels."""
 
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="pages")
-    doc_id = models.CharField(max_length=255)
+    doc_id = models.CharField(max_length=255, validators=[validate_id])
     title = models.TextField(blank=True)
     # May be HTML: it is sanitised when shown, never when stored.
     text = models.TextField(blank=True)
@@ -144,7 +153,7 @@ class Query(models.Model):
     """A question of the golden set. Retired queries stay for history but leave new versions."""
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="queries")
-    query_id = models.CharField(max_length=255)
+    query_id = models.CharField(max_length=255, validators=[validate_id])
     text = models.TextField(blank=True)
     # False for id-only queries made by `import_qrels --create-missing`.
     has_text = models.BooleanField(default=True)

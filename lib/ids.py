@@ -1,12 +1,28 @@
 """Identifiers are opaque strings: kept byte for byte, never split or normalised.
 
-The single thing a TREC file cannot carry is whitespace, so an id with whitespace
-(or an empty one) is refused where it enters.
+Every entry point (file imports, the API, forms, run uploads) asks `id_problem` once, so
+what is stored can always be written back to a TREC file and read back the same:
+
+- whitespace is the one thing a TREC file cannot carry;
+- control characters (BEL, ANSI escapes, NUL), format characters (zero-width spaces,
+  bidi overrides, the BOM) and lone surrogates are refused because they make two ids
+  that look the same on every screen (`f1` and `f\\u200b1`), reorder what a reader sees,
+  or cannot be encoded at all;
+- an id must already be in Unicode NFC form, so `é` typed on one keyboard and `e` +
+  combining accent pasted from another cannot be two different queries. The id is never
+  rewritten: the message names the NFC form to use instead.
+
+`natural_key` orders any string whatsoever, so no stored id can break a sort.
 """
 
 import re
+import unicodedata
 
 _WHITESPACE = re.compile(r"\s")
+# ASCII digits only: str.isdigit() is also true of "²" and "൧", which int() refuses.
+_DIGIT_RUNS = re.compile(r"([0-9]+)")
+# Unicode general categories refused in ids: control, format, surrogate.
+_REFUSED_CATEGORIES = {"Cc": "a control character", "Cf": "an invisible format character", "Cs": "a lone surrogate"}
 MAX_ID_LENGTH = 255  # matches the CharField max_length of doc_id and query_id
 
 
@@ -20,9 +36,21 @@ def id_problem(value: object, what: str) -> str | None:
         return f"{what} {value!r} contains whitespace, which TREC files cannot carry"
     if len(value) > MAX_ID_LENGTH:
         return f"{what} {value[:40]!r}... is longer than {MAX_ID_LENGTH} characters"
+    for position, char in enumerate(value, start=1):
+        kind = _REFUSED_CATEGORIES.get(unicodedata.category(char))
+        if kind:
+            return f"{what} {value!r} contains {kind} (U+{ord(char):04X}) at character {position}"
+    if not unicodedata.is_normalized("NFC", value):
+        return f"{what} {value!r} is not in Unicode NFC form; write it as {unicodedata.normalize('NFC', value)!r}"
     return None
 
 
 def natural_key(value: str) -> tuple:
-    """Sort key that orders "q2" before "q10" while keeping ids opaque."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", value))
+    """Sort key that orders "q2" before "q10" while keeping ids opaque.
+
+    Total over all strings: the parts alternate text and ASCII-digit runs, so two keys
+    never compare a number with a text, and ids whose parts are equal ("q1", "q01") are
+    told apart by the id itself.
+    """
+    parts = _DIGIT_RUNS.split(value)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), value
