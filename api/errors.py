@@ -2,18 +2,19 @@
 
     {"error": {"code": "invalid", "message": "...", "problems": ["run.txt:12: ..."], "field": "file"}}
 
-`code` is machine-readable (invalid, parse_error, not_authenticated, authentication_failed,
+`code` is machine-readable (invalid, version_damaged, parse_error, not_authenticated, authentication_failed,
 permission_denied, not_found, method_not_allowed, not_acceptable, unsupported_media_type,
 throttled); `message` is a sentence for a person; `problems` lists every fault found, each
 naming its line, item or field; `field` names the request field at fault, or is null.
-GoldsetError, the application's one error type, is bad input: 400.
+GoldsetError, the application's one error type, is bad input (400) unless its subclass
+names another code and status (a version that no longer matches its hash: 409, version_damaged).
 """
 
 from collections.abc import Iterator
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
@@ -31,9 +32,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     """
     if isinstance(exc, GoldsetError):
         set_rollback()
-        return Response(
-            error_body("invalid", exc.message, problems=exc.problems, field=exc.field), status=status.HTTP_400_BAD_REQUEST
-        )
+        return Response(error_body(exc.code, exc.message, problems=exc.problems, field=exc.field), status=exc.http_status)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "not found")
     elif isinstance(exc, DjangoPermissionDenied):

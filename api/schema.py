@@ -30,10 +30,13 @@ ERROR_DESCRIPTIONS = {
     "404": "no such golden set, version, run or path (or one the token may not see)",
     "405": "method not allowed",
     "406": "no representation matches the Accept header",
+    "409": "the version no longer matches its content hash (version_damaged): its qrels are withheld",
     "415": "unsupported Content-Type",
 }
 # Statuses any operation may answer with; 415 only where a request has a body.
 EVERY_OPERATION = ("400", "401", "403", "404", "405", "406")
+# Operations that read a version's labels re-check its content hash first.
+HASH_CHECKED_OPERATIONS = {"versions_qrels"}
 
 
 def add_error_responses(result: dict, generator, request, public) -> dict:
@@ -45,6 +48,7 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
             statuses = EVERY_OPERATION + (("415",) if "requestBody" in operation else ())
+            statuses += ("409",) if operation.get("operationId") in HASH_CHECKED_OPERATIONS else ()
             responses = operation.setdefault("responses", {})
             for status in statuses:
                 responses.setdefault(

@@ -48,6 +48,13 @@ class PageAdmin(admin.ModelAdmin):
     readonly_fields = ["content_hash", "created_at"]
     show_full_result_count = False  # corpora hold 100,000s of pages: skip the second COUNT
 
+    def get_readonly_fields(self, request, obj=None):
+        # A published version's exports read doc_id through the page: frozen once it is in
+        # one (a database trigger refuses the change on every other path too).
+        if obj is not None and VersionPage.objects.filter(page=obj).exists():
+            return [*self.readonly_fields, "doc_id", "corpus"]
+        return self.readonly_fields
+
 
 class MembershipInline(admin.TabularInline):
     model = Membership
@@ -111,6 +118,12 @@ class QueryAdmin(admin.ModelAdmin):
     list_filter = ["golden_set", "has_text"]
     search_fields = ["query_id", "text"]
     list_select_related = ["golden_set"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # As for pages: a query in a published version keeps its id and its set.
+        if obj is not None and VersionQuery.objects.filter(query=obj).exists():
+            return [*self.readonly_fields, "query_id", "golden_set"]
+        return self.readonly_fields
 
 
 @admin.register(Judgment)

@@ -6,12 +6,15 @@ from operator import itemgetter
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db.models import Count, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
 from goldenset.models import GoldenSet, Judgment, Membership, Query, Version, VersionLabel, VersionPage, VersionQuery
+from lib.errors import GoldsetError
+from lib.hashing import version_hash
 from lib.ids import natural_key
 
 # Roles that may read a golden set's labels, versions and scores. Annotators judge
@@ -127,16 +130,95 @@ def version_get(golden_set: GoldenSet, number: int | str | None) -> Version:
     return version
 
 
+class VersionIntegrityError(GoldsetError):
+    """A version's stored rows no longer give its content hash: its exports are withheld."""
+
+    code = "version_damaged"
+    http_status = 409
+
+
+def version_settings(source: GoldenSet | Version) -> dict:
+    """The settings a version's numbers depend on, as its content hash covers them."""
+    return {
+        "relevance_threshold": source.relevance_threshold, "k_first": source.k_first, "k_final": source.k_final,
+        "query_slice_fields": list(source.query_slice_fields), "page_slice_fields": list(source.page_slice_fields),
+    }
+
+
+class _NotInCanonicalOrder(Exception):
+    pass
+
+
+def _checked_order(rows: Iterable[tuple], what: str) -> Iterator[tuple]:
+    """Yield rows that must come in the natural order of their first item; raise if not."""
+    previous = None
+    for row in rows:
+        key = natural_key(row[0])
+        if previous is not None and key <= previous:
+            raise _NotInCanonicalOrder(what)
+        previous = key
+        yield row
+
+
+def version_recomputed_hash(version: Version) -> str:
+    """The content hash that the version's stored rows give today, read as streams.
+
+    Publishing writes a version's query and page snapshots in the natural order of their
+    ids, so reading them by row id streams them in hash order in constant memory; rows
+    found out of that order (written some other way) are read again and sorted.
+    """
+    labels = VersionLabel.objects.filter(version=version).order_by("position")
+    labels = labels.values_list("query__query_id", "page__doc_id", "grade").iterator(chunk_size=20_000)
+    queries = VersionQuery.objects.filter(version=version).values_list("query__query_id", "metadata")
+    pages = VersionPage.objects.filter(version=version).values_list("page__doc_id", "metadata", "published_at", "content_hash")
+    try:
+        return version_hash(
+            version_settings(version), labels,
+            _checked_order(queries.order_by("id").iterator(chunk_size=20_000), "queries"),
+            _checked_order(pages.order_by("id").iterator(chunk_size=20_000), "pages"),
+        )
+    except _NotInCanonicalOrder:
+        labels = VersionLabel.objects.filter(version=version).order_by("position")
+        return version_hash(
+            version_settings(version), labels.values_list("query__query_id", "page__doc_id", "grade").iterator(chunk_size=20_000),
+            sorted(queries, key=lambda row: natural_key(row[0])), sorted(pages, key=lambda row: natural_key(row[0])),
+        )
+
+
+def version_check_intact(version: Version) -> None:
+    """Raise VersionIntegrityError unless the version's rows still give its content hash.
+
+    The database refuses every change a version's hash depends on (migration 0005 of
+    goldenset freezes the ids it reads), so this guards against what bypassed that: a
+    trigger dropped, rows restored from elsewhere, a version damaged before the freeze.
+    A version found intact stays so; the result is cached per process.
+    """
+    key = f"goldset:version-intact:{version.pk}:{version.content_hash}:{version.created_at.isoformat()}"
+    if cache.get(key):
+        return
+    if version_recomputed_hash(version) != version.content_hash:
+        raise VersionIntegrityError(
+            f"version {version.number} of {version.golden_set.slug!r} no longer matches its content hash "
+            f"{version.short_hash}: its stored ids or labels were changed after it was published, so its "
+            f"exports are withheld; publish a new version and tell its users"
+        )
+    cache.set(key, True, timeout=None)
+
+
 def version_label_rows(
     version: Version, *, query_slice: tuple[str, str] | None = None, page_slice: tuple[str, str] | None = None,
 ) -> Iterator[tuple[str, str, int]]:
     """(query_id, doc_id, grade) of a version in its canonical order, streamed from the database.
+
+    Checks first that the version still matches its content hash (`version_check_intact`),
+    so an export pinned by (number, hash) is exactly what was published, or refused.
 
     `query_slice` (FIELD, VALUE) keeps the labels of the queries whose snapshotted metadata
     (VersionQuery.metadata) has FIELD = VALUE; `page_slice` likewise keeps the labels of
     the pages whose snapshotted metadata (VersionPage.metadata) has it. Values compare as
     the JSON value's text ("de", "2024", "true").
     """
+    version_check_intact(version)
     rows = VersionLabel.objects.filter(version=version)
     if query_slice is not None:
         rows = rows.filter(query_id__in=in_slice(VersionQuery.objects.filter(version=version), *query_slice).values("query_id"))

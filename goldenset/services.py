@@ -31,12 +31,12 @@ from goldenset.models import (
     VersionPage,
     VersionQuery,
 )
-from goldenset.selectors import resolved_labels
+from goldenset.selectors import resolved_labels, version_settings
 from goldenset.signals import version_published
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_jsonl, read_trec_qrels
-from lib.hashing import StreamHash, canonical_json, text_hash
+from lib.hashing import text_hash, version_hash
 from lib.ids import id_problem, natural_key
 
 # Wraps an iterable to show progress (a tqdm bar in commands); the identity by default.
@@ -523,23 +523,14 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
         page_rows.sort(key=lambda row: doc_keys[row[0]])
 
         query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
-        digest = StreamHash()
-        digest.add(canonical_json({
-            "relevance_threshold": golden_set.relevance_threshold, "k_first": golden_set.k_first, "k_final": golden_set.k_final,
-            "query_slice_fields": query_fields, "page_slice_fields": page_fields,
-        }))
-        for query_pk, page_pk, grade in labels:
-            digest.add(f"L\t{query_ids[query_pk]}\t{doc_ids[page_pk]}\t{grade}")
-        query_metadata = {}
-        for pk, query_id, metadata in queries:
-            query_metadata[pk] = _slice_values(metadata, query_fields)
-            digest.add(f"Q\t{query_id}\t{canonical_json(query_metadata[pk])}")
-        page_metadata = {}
-        for pk, doc_id, metadata, published_at, content_hash in page_rows:
-            page_metadata[pk] = _slice_values(metadata, page_fields)
-            stamp = published_at.isoformat() if published_at else ""
-            digest.add(f"P\t{doc_id}\t{canonical_json(page_metadata[pk])}\t{stamp}\t{content_hash}")
-        content_hash = digest.hexdigest()
+        query_metadata = {pk: _slice_values(metadata, query_fields) for pk, _, metadata in queries}
+        page_metadata = {pk: _slice_values(metadata, page_fields) for pk, _, metadata, _, _ in page_rows}
+        content_hash = version_hash(
+            version_settings(golden_set),
+            ((query_ids[q], doc_ids[p], g) for q, p, g in labels),
+            ((query_id, query_metadata[pk]) for pk, query_id, _ in queries),
+            ((doc_id, page_metadata[pk], published_at, page_hash) for pk, doc_id, _, published_at, page_hash in page_rows),
+        )
 
         if previous is not None and previous.content_hash == content_hash:
             raise GoldsetError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")

@@ -5,7 +5,9 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from goldenset.selectors import access_golden_set, golden_sets_for, version_diff, version_get, version_label_rows
+from goldenset.selectors import (
+    VersionIntegrityError, access_golden_set, golden_sets_for, version_diff, version_get, version_label_rows,
+)
 from lib.formats import QREL_FORMATS, qrels_chunks
 
 CONTENT_TYPES = {"trec": "text/plain", "json": "application/json", "beir": "text/tab-separated-values", "csv": "text/csv"}
@@ -44,7 +46,11 @@ def version_export(request: HttpRequest, slug: str, number: int, fmt: str) -> Ht
     version = version_get(golden_set, number)
     if fmt not in QREL_FORMATS:
         return HttpResponse(f"unknown format {fmt!r}; choose one of {', '.join(QREL_FORMATS)}", status=400, content_type="text/plain")
-    response = StreamingHttpResponse(qrels_chunks(version_label_rows(version), fmt), content_type=CONTENT_TYPES[fmt] + "; charset=utf-8")
+    try:
+        rows = version_label_rows(version)
+    except VersionIntegrityError as exc:
+        return HttpResponse(exc.message, status=exc.http_status, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=CONTENT_TYPES[fmt] + "; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{EXTENSIONS[fmt]}"'
     response["ETag"] = f'"{version.content_hash}"'
     return response

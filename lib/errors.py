@@ -6,7 +6,12 @@ class GoldsetError(Exception):
 
     `problems` lists every fault found (each naming its line, field or id), so a
     file with ten bad lines is reported once, not ten times in ten attempts.
+    `code` and `http_status` say how the API and the pages answer it: as bad input unless
+    a subclass says otherwise.
     """
+
+    code = "invalid"
+    http_status = 400
 
     def __init__(self, message: str, *, problems: list[str] | None = None, field: str | None = None):
         super().__init__(message)

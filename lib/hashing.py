@@ -2,6 +2,8 @@
 
 import hashlib
 import json
+from collections.abc import Iterable
+from datetime import datetime
 
 
 def text_hash(*parts: str) -> str:
@@ -30,3 +32,28 @@ class StreamHash:
 
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
+
+
+def version_hash(
+    settings: dict,
+    labels: Iterable[tuple[str, str, int]],
+    queries: Iterable[tuple[str, dict]],
+    pages: Iterable[tuple[str, dict, datetime | None, str]],
+) -> str:
+    """The content hash of a version: its settings, then every label, query and page.
+
+    `labels` are (query_id, doc_id, grade) in the version's canonical order; `queries`
+    (query_id, slice metadata) and `pages` (doc_id, slice metadata, published_at, content
+    hash) in the natural order of their ids. Publishing and the export's re-check both
+    hash through here, so the two can never disagree on what the hash covers.
+    """
+    digest = StreamHash()
+    digest.add(canonical_json(settings))
+    for query_id, doc_id, grade in labels:
+        digest.add(f"L\t{query_id}\t{doc_id}\t{grade}")
+    for query_id, metadata in queries:
+        digest.add(f"Q\t{query_id}\t{canonical_json(metadata)}")
+    for doc_id, metadata, published_at, content_hash in pages:
+        stamp = published_at.isoformat() if published_at else ""
+        digest.add(f"P\t{doc_id}\t{canonical_json(metadata)}\t{stamp}\t{content_hash}")
+    return digest.hexdigest()

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 from goldenset.models import GoldenSet
-from goldenset.selectors import version_get, version_label_rows
+from goldenset.selectors import VersionIntegrityError, version_get, version_label_rows
 from lib.formats import QREL_FORMATS, write_qrels
 
 
@@ -32,9 +32,13 @@ class Command(BaseCommand):
             version = version_get(golden_set, number)
         except Http404 as exc:
             raise CommandError(f"{exc} (publish one with publish_version)") from exc
+        try:
+            rows = version_label_rows(version)
+        except VersionIntegrityError as exc:
+            raise CommandError(exc.message) from exc
         if output:
             with open(output, "w", encoding="utf-8", newline="\n") as handle:
-                write_qrels(version_label_rows(version), handle, fmt)
+                write_qrels(rows, handle, fmt)
             self.stderr.write(f"wrote {version.label_count} labels of {slug} v{version.number} ({version.short_hash}) to {output}")
         else:
-            write_qrels(version_label_rows(version), sys.stdout, fmt)
+            write_qrels(rows, sys.stdout, fmt)
