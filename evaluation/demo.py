@@ -19,7 +19,7 @@ from evaluation.models import Run
 from evaluation.services import evaluation_compute, run_import
 from evaluation.selectors import run_ranked
 from goldenset.models import GoldenSet, Page, Version, VersionLabel, VersionQuery
-from goldenset.services import Progress, no_progress
+from lib.progress import Progress, no_progress
 
 DEPTH = 100
 

@@ -21,7 +21,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404
 from ranx.statistical_tests import paired_student_t_test
 
-from evaluation import charts, engine
+from evaluation import engine
 from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import (
     PerQuery,
@@ -34,6 +34,7 @@ from evaluation.selectors import (
 )
 from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.selectors import version_diff
+from lib import charts
 from lib.ids import natural_key
 
 # The seed's decision table (seeds/recall-at-k.txt, "Numbers worth knowing").
@@ -533,7 +534,7 @@ class ResultsReport:
         scored = self.scored
         names = {name for r in scored for name in r.slice_judged}
         return [
-            (_slice_label(name), [fraction_text(r.slice_judged.get(name)) for r in scored])
+            (slice_label(name), [fraction_text(r.slice_judged.get(name)) for r in scored])
             for name in sorted(names, key=lambda n: (natural_key(n), n))
         ]
 
@@ -620,7 +621,7 @@ def _curve_chart(results: Sequence[RunResult], version: Version) -> tuple[charts
     return chart, missing
 
 
-def _slice_label(name: str) -> str:
+def slice_label(name: str) -> str:
     """'query:lang=de' -> 'queries lang = de'; 'page:age=0-30d' -> 'pages age = 0-30d'."""
     kind, _, rest = name.partition(":")
     key, _, value = rest.partition("=")
@@ -641,10 +642,10 @@ def _slice_chart(results: Sequence[RunResult], version: Version, metric: str, fl
             value, averaged, no_relevant = found
             caveat = f"; {result.warning}" if result.unreliable else ""
             bars.append((value, result.color, (
-                f"{result.run.name}, {_slice_label(name)}: {metric} = {value:.3f} on v{version.number} "
+                f"{result.run.name}, {slice_label(name)}: {metric} = {value:.3f} on v{version.number} "
                 f"({averaged} queries averaged, {no_relevant} with no relevant page left out){caveat}"
             )))
-        groups.append(charts.BarGroup(label=_slice_label(name), bars=bars))
+        groups.append(charts.BarGroup(label=slice_label(name), bars=bars))
     return charts.bar_chart(
         groups, target=floor, target_label=f"{floor:.2f} slice floor", title=f"{metric} per slice on v{version.number}",
         x_label=f"{metric} on v{version.number}",
@@ -897,7 +898,7 @@ def compare_report(version: Version, run_a: Run, run_b: Run) -> CompareReport:
                                       p_value=paired_p_value(a, b), paired_queries=len(a)))
         averaged = [q for q in per_a.query_ids if q in query_ids]
         report.slices.append(SliceComparison(
-            name=name, label=_slice_label(name), queries_averaged=len(averaged), no_relevant=len(query_ids) - len(averaged),
+            name=name, label=slice_label(name), queries_averaged=len(averaged), no_relevant=len(query_ids) - len(averaged),
             unanswered_a=len(unanswered_a & query_ids), unanswered_b=len(unanswered_b & query_ids), deltas=deltas,
         ))
     if slices.page:
@@ -916,7 +917,7 @@ def compare_report(version: Version, run_a: Run, run_b: Run) -> CompareReport:
                     p_value=paired_p_value(found_a.values[metric], found_b.values[metric]), paired_queries=found_a.query_count,
                 ))
             report.slices.append(SliceComparison(
-                name=name, label=_slice_label(name), queries_averaged=found_a.query_count, no_relevant=found_a.no_relevant_count,
+                name=name, label=slice_label(name), queries_averaged=found_a.query_count, no_relevant=found_a.no_relevant_count,
                 unanswered_a=found_a.unanswered_count, unanswered_b=found_b.unanswered_count, deltas=deltas,
             ))
     return report

@@ -20,7 +20,7 @@ from evaluation.selectors import (
 )
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version
-from goldenset.services import Progress, no_progress
+from lib.progress import Progress, no_progress
 from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
 

@@ -5,12 +5,9 @@ staff upload. Annotators judge blind, so every page here is a 404 to them, as it
 stranger. The reads behind each page are in evaluation.reports.
 """
 
-from collections.abc import Iterator
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.files.uploadedfile import UploadedFile
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,6 +22,7 @@ from evaluation.services import run_import
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
 from lib.errors import GoldsetError
+from lib.uploads import text_lines
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
 
@@ -145,18 +143,6 @@ def results_calculator(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "evaluation/_calculator.html", ctx)
 
 
-def _text_lines(upload: UploadedFile) -> Iterator[str]:
-    """The upload's lines as text. A line that is not UTF-8 stops the import, naming it."""
-    for number, raw in enumerate(upload, start=1):
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise GoldsetError(
-                f"cannot import run {upload.name}: it is not UTF-8 text; nothing was stored",
-                problems=[f"{upload.name}:{number}: bytes that are not UTF-8 ({exc.reason})"],
-            ) from exc
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def runs(request: HttpRequest, slug: str) -> HttpResponse:
@@ -174,7 +160,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
             data = form.cleaned_data
             try:
                 run = run_import(
-                    golden_set=golden_set, lines=_text_lines(data["file"]), source_name=data["file"].name,
+                    golden_set=golden_set, lines=text_lines(data["file"], data["file"].name, "run"), source_name=data["file"].name,
                     system=data["system"], stage=data["stage"], name=data["name"], user=request.user,
                 )
             except GoldsetError as exc:

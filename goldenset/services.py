@@ -7,7 +7,7 @@ fault, then writes in one transaction, so bad input never leaves half a change b
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -38,14 +38,7 @@ from lib.errors import GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import text_hash, version_hash
 from lib.ids import id_problem, natural_key
-
-# Wraps an iterable to show progress (a tqdm bar in commands); the identity by default.
-Progress = Callable[[Iterable, str], Iterable]
-
-
-def no_progress(iterable: Iterable, description: str) -> Iterable:
-    return iterable
-
+from lib.progress import Progress, no_progress
 
 # Metadata keys that hold page dates rather than slice values.
 DATE_FIELDS = ("published_at", "modified_at")

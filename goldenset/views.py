@@ -8,10 +8,7 @@ from django.views.decorators.http import require_GET
 from goldenset.selectors import (
     VersionIntegrityError, access_golden_set, golden_sets_for, version_diff, version_get, version_label_rows,
 )
-from lib.formats import QREL_FORMATS, qrels_chunks
-
-CONTENT_TYPES = {"trec": "text/plain", "json": "application/json", "beir": "text/tab-separated-values", "csv": "text/csv"}
-EXTENSIONS = {"trec": "qrels", "json": "json", "beir": "tsv", "csv": "csv"}
+from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 
 
 @login_required
@@ -50,7 +47,7 @@ def version_export(request: HttpRequest, slug: str, number: int, fmt: str) -> Ht
         rows = version_label_rows(version)
     except VersionIntegrityError as exc:
         return HttpResponse(exc.message, status=exc.http_status, content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=CONTENT_TYPES[fmt] + "; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{EXTENSIONS[fmt]}"'
+    response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=QREL_CONTENT_TYPES[fmt] + "; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{QREL_EXTENSIONS[fmt]}"'
     response["ETag"] = f'"{version.content_hash}"'
     return response

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Exists, F, OuterRef
 
-from evaluation import charts
+from lib import charts
 from evaluation.alerts import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score

@@ -39,7 +39,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from goldenset.models import GoldenSet
-from goldenset.services import Progress, no_progress
+from lib.progress import Progress, no_progress
 from labeling import pooling
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.selectors import left_out_by_budget, pool_queue, pool_runs, task_counts

@@ -12,9 +12,9 @@ import numpy as np
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Subquery
 
-from evaluation.charts import LineChart, Series, color, line_chart
+from lib.charts import LineChart, Series, color, line_chart
 from evaluation.models import Completeness, Run
-from evaluation.reports import RunCompleteness, _slice_label, run_completeness
+from evaluation.reports import RunCompleteness, slice_label, run_completeness
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.selectors import label_of
@@ -615,7 +615,7 @@ def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: i
     names = sorted({name for row in scored for name in row.by_slice}, key=lambda n: (natural_key(n), n))
     floor = settings.judged_floor
     slices = tuple(
-        SliceJudged(name=name, label=_slice_label(name), cells=tuple(
+        SliceJudged(name=name, label=slice_label(name), cells=tuple(
             (c.judged_at_k_final, c.judged_at_k_first, c.judged_at_k_final < floor - 1e-9) if (c := row.by_slice.get(name)) else None
             for row in scored
         ))

@@ -36,20 +36,18 @@ from django.utils import timezone
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Query
-from goldenset.services import Progress, no_progress
+from lib.progress import Progress, no_progress
 from labeling import pooling
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.selectors import left_out_by_budget, pool_pairs, task_counts
 from labeling.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
-from lib.bulk import bulk_insert, gc_paused
+from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import GoldsetError
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
 # one UPDATE ... FROM, and new tasks through a binary COPY; below it, one UPDATE with a
 # CASE, or one INSERT, is cheaper than the round trips.
 _BULK_UPDATE_LIMIT = 2000
-# Task rows per COPY chunk: bounds the memory of the binary buffer (about 150 bytes a row).
-_COPY_CHUNK_ROWS = 250_000
 # A pool queues at least MIN_WINDOW open tasks of each query, and at least QUEUE_FLOOR in
 # all, so that two annotators can share a query and twenty never wait (window_size).
 MIN_WINDOW = 2
@@ -298,40 +296,22 @@ def window_size(queries: int) -> int:
 
 def _copy_tasks_binary(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, positions: np.ndarray,
                        best_rank: np.ndarray, packed: np.ndarray, byte_width: int, progress: Progress) -> None:
-    """COPY new queued pool tasks in PostgreSQL's binary format, rows built by numpy.
-
-    A pool's windows hold tens of thousands of tasks; lib.bulk.bulk_insert's Python
-    tuple and write_row per row would cost more than the server's side of the COPY.
-    Here every column is a field of a structured array, so no Python object is made per
-    row. Every row has a position (only queued pairs become tasks).
-    """
+    """COPY new queued pool tasks in binary: a pool's windows hold tens of thousands of
+    tasks, whose columns are arrays already. Every row has a position (only queued pairs
+    become tasks)."""
     kind, status = JudgingTask.Kind.POOL.encode(), JudgingTask.Status.OPEN.encode()
-    fields = [
+    columns = [
         ("golden_set_id", ">i8", 8), ("pool_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8),
         ("kind", f"S{len(kind)}", len(kind)), ("position", ">i8", 8), ("best_rank", ">i4", 4),
         ("run_ranks", f"V{byte_width}", byte_width), ("status", f"S{len(status)}", len(status)),
         ("judgments_required", ">i2", 2),
     ]
-    layout = [("count", ">i2")]
-    for name, type_, _ in fields:
-        layout += [(f"{name}_length", ">i4"), (name, type_)]
-    columns = ", ".join(connection.ops.quote_name(name) for name, _, _ in fields)
-    table = connection.ops.quote_name(JudgingTask._meta.db_table)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8)  # signature, flags, no header extension
-            for start in progress(range(0, len(query_pks), _COPY_CHUNK_ROWS), f"writing {len(query_pks)} tasks"):
-                chunk = slice(start, start + _COPY_CHUNK_ROWS)
-                block = np.empty(len(query_pks[chunk]), dtype=np.dtype(layout))
-                block["count"] = len(fields)
-                for name, _, length in fields:
-                    block[f"{name}_length"] = length
-                block["golden_set_id"], block["pool_id"] = pool.golden_set_id, pool.pk
-                block["query_id"], block["page_id"] = query_pks[chunk], page_pks[chunk]
-                block["kind"], block["status"], block["judgments_required"] = kind, status, 1
-                block["position"], block["best_rank"], block["run_ranks"] = positions[chunk], best_rank[chunk], packed[chunk]
-                copy.write(block.tobytes())
-            copy.write(b"\xff\xff")  # end of data
+    values = {
+        "golden_set_id": pool.golden_set_id, "pool_id": pool.pk, "query_id": query_pks, "page_id": page_pks,
+        "kind": kind, "position": positions, "best_rank": best_rank, "run_ranks": packed, "status": status,
+        "judgments_required": 1,
+    }
+    copy_arrays(JudgingTask._meta.db_table, columns, values, len(query_pks), progress=progress)
 
 
 def _insert_tasks(

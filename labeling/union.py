@@ -18,7 +18,7 @@ from django.db import connection
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Judgment, Query
-from goldenset.services import Progress
+from lib.progress import Progress
 from labeling.models import Pool, PoolQuery
 from lib.runs import RankedRun
 

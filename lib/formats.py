@@ -16,6 +16,9 @@ from lib.errors import ProblemCollector
 from lib.ids import id_problem
 
 QREL_FORMATS = ("trec", "json", "beir", "csv")
+# How a download of each format is labelled (Content-Type) and named (file extension).
+QREL_CONTENT_TYPES = {"trec": "text/plain", "json": "application/json", "beir": "text/tab-separated-values", "csv": "text/csv"}
+QREL_EXTENSIONS = {"trec": "qrels", "json": "json", "beir": "tsv", "csv": "csv"}
 # Grades are stored in 16-bit columns (Judgment.grade, VersionLabel.grade): a grade outside
 # this range is refused where it enters, not left to fail as a database error.
 GRADE_RANGE = (-32768, 32767)

@@ -10,11 +10,11 @@ from rest_framework.views import APIView
 from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.serializers import RunFilterSerializer, RunOutputSerializer, validated
-from api.uploads import text_lines
 from evaluation.models import Run
 from evaluation.reports import run_get
 from evaluation.services import run_import
 from lib.errors import GoldsetError
+from lib.uploads import text_lines
 
 
 class RunListApi(PaginatedMixin, APIView):

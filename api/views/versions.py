@@ -24,10 +24,8 @@ from api.serializers import VersionOutputSerializer, validated
 from goldenset.models import GoldenSet, Version
 from goldenset.selectors import version_diff, version_get, version_label_rows
 from goldenset.services import version_publish
-from lib.formats import QREL_FORMATS, qrels_chunks
+from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 
-CONTENT_TYPES = {"trec": "text/plain", "json": "application/json", "beir": "text/tab-separated-values", "csv": "text/csv"}
-EXTENSIONS = {"trec": "qrels", "json": "json", "beir": "tsv", "csv": "csv"}
 
 LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location is the same URL with the latest number")
 NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
@@ -184,9 +182,9 @@ class VersionQrelsApi(APIView):
         if slice_filter is not None:
             where[f"{slice_filter.kind}_slice"] = (slice_filter.field, slice_filter.value)
         rows = version_label_rows(version, **where)
-        response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=f"{CONTENT_TYPES[fmt]}; charset=utf-8")
+        response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=f"{QREL_CONTENT_TYPES[fmt]}; charset=utf-8")
         suffix = f"-{slugify(slice_filter.name)}" if slice_filter is not None else ""
-        response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}{suffix}.{EXTENSIONS[fmt]}"'
+        response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}{suffix}.{QREL_EXTENSIONS[fmt]}"'
         response["ETag"] = etag
         return response
 

@@ -4,7 +4,7 @@ the stored recall curve and the chart geometry."""
 import numpy as np
 import pytest
 
-from evaluation import charts
+from lib import charts
 from evaluation.models import Score
 from evaluation.reports import (
     RerankCost,
