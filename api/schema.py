@@ -32,9 +32,10 @@ ERROR_DESCRIPTIONS = {
     "406": "no representation matches the Accept header",
     "409": "the version no longer matches its content hash (version_damaged): its qrels are withheld",
     "415": "unsupported Content-Type",
+    "429": "too many requests from this client (throttled): Retry-After says how many seconds to wait",
 }
 # Statuses any operation may answer with; 415 only where a request has a body.
-EVERY_OPERATION = ("400", "401", "403", "404", "405", "406")
+EVERY_OPERATION = ("400", "401", "403", "404", "405", "406", "429")
 # Operations that read a version's labels re-check its content hash first.
 HASH_CHECKED_OPERATIONS = {"versions_qrels"}
 

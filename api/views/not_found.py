@@ -13,4 +13,5 @@ class ApiNotFound(APIView):
     schema = None  # not an operation of the API
 
     def initial(self, request, *args, **kwargs):
+        self.check_throttles(request)  # a scanner walking paths is throttled like any caller
         raise exceptions.NotFound(f"no API endpoint at {request.path}")

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from goldenset.demo import REFERENCE_DATE, DEFAULT_SEED, DEMO_SLUG, DEMO_USERS, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate, demo_load
 from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage
@@ -164,7 +165,9 @@ def test_the_demo_users_hold_their_roles_and_their_passwords_pass_the_validators
     for demo_user in DEMO_USERS:
         user = get_user_model().objects.get(username=demo_user.username)
         validate_password(demo_user.password, user)
-        assert client.login(username=demo_user.username, password=demo_user.password)
+        # Through the login page: the lockout backend authenticates with the request.
+        response = client.post(reverse("login"), {"username": demo_user.username, "password": demo_user.password})
+        assert response.status_code == 302 and response.wsgi_request.user.username == demo_user.username
     assert [(login.username, login.password) for login in demo.logins] == [(u.username, u.password) for u in DEMO_USERS]
 
 

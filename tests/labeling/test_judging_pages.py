@@ -310,7 +310,8 @@ def test_the_demo_annotator_finds_pairs_to_judge_after_load_demo(client):
     out = StringIO()
     call_command("load_demo", stdout=out, verbosity=0)
     assert "pairs to judge from the top 3" in out.getvalue()
-    assert client.login(username="annotator", password="goldset-demo-annotator")
+    logged_in = client.post(reverse("login"), {"username": "annotator", "password": "goldset-demo-annotator"})
+    assert logged_in.status_code == 302 and logged_in.wsgi_request.user.username == "annotator"
     response = client.get(reverse("judging_screen", args=["wiki-demo"]))
     assert task_id(response) > 0
     again = StringIO()
