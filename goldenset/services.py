@@ -35,7 +35,7 @@ from goldenset.selectors import resolved_labels, version_settings
 from goldenset.signals import version_published
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError, ProblemCollector
-from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_jsonl, read_trec_qrels
+from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import text_hash, version_hash
 from lib.ids import id_problem, natural_key
 from lib.progress import Progress, no_progress
@@ -333,11 +333,15 @@ def golden_set_import_beir(
     return summary
 
 
+# The qrels forms an import reads: TREC, and the CSV that Goldset's own export writes.
+QREL_READERS = {"trec": read_trec_qrels, "csv": read_csv_qrels}
+
+
 def qrels_import(
     *, golden_set_slug: str, lines: Iterable[str], source_name: str, create_missing: bool = False,
-    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+    user: AbstractBaseUser | None = None, progress: Progress = no_progress, fmt: str = "trec",
 ) -> ImportSummary:
-    """Import TREC qrels as `imported` judgments of a golden set.
+    """Import qrels (TREC, or CSV as `fmt` says) as `imported` judgments of a golden set.
 
     Ids the set does not know are refused, all listed, unless `create_missing`: then
     id-only pages and queries (has_text=False) are made, and the golden set itself, with
@@ -345,7 +349,9 @@ def qrels_import(
     """
     problems = ProblemCollector()
     pairs = _Pairs()
-    for qrel in read_trec_qrels(progress(lines, f"reading {source_name}"), source_name, problems):
+    if fmt not in QREL_READERS:
+        raise GoldsetError(f"unknown qrels format {fmt!r}; choose one of {', '.join(QREL_READERS)}", field="format")
+    for qrel in QREL_READERS[fmt](progress(lines, f"reading {source_name}"), source_name, problems):
         pairs.add(qrel, source_name, problems)
     problems.raise_if_any(f"cannot import {source_name}: {len(problems.problems)} problem(s)")
     if not pairs.grades:

@@ -7,6 +7,7 @@ in the order given, so a caller that streams rows from the database never holds
 them all in memory.
 """
 
+import csv
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -74,18 +75,25 @@ def read_trec_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
             )
             continue
         query_id, _iteration, doc_id, raw_grade = parts
-        bad = id_problem(query_id, "query id") or id_problem(doc_id, "doc id")
-        if bad:
-            problems.add(f"{source}:{number}: {bad}")
-            continue
-        grade = _parse_grade(raw_grade)
-        if grade is None:
-            problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
-            continue
-        if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
-            problems.add(f"{source}:{number}: grade {grade} is outside {GRADE_RANGE[0]}..{GRADE_RANGE[1]}")
-            continue
-        yield QrelLine(number, query_id, doc_id, grade)
+        qrel = _checked_qrel(number, query_id, doc_id, raw_grade, source, problems)
+        if qrel is not None:
+            yield qrel
+
+
+def _checked_qrel(number: int, query_id: str, doc_id: str, raw_grade: str, source: str, problems: ProblemCollector) -> QrelLine | None:
+    """The qrel of one line, or None with its problem added (naming the line)."""
+    bad = id_problem(query_id, "query id") or id_problem(doc_id, "doc id")
+    if bad:
+        problems.add(f"{source}:{number}: {bad}")
+        return None
+    grade = _parse_grade(raw_grade.strip())
+    if grade is None:
+        problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
+        return None
+    if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+        problems.add(f"{source}:{number}: grade {grade} is outside {GRADE_RANGE[0]}..{GRADE_RANGE[1]}")
+        return None
+    return QrelLine(number, query_id, doc_id, grade)
 
 
 def read_beir_qrels(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[QrelLine]:
@@ -108,18 +116,30 @@ def read_beir_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
             )
             continue
         query_id, doc_id, raw_grade = parts
-        bad = id_problem(query_id, "query id") or id_problem(doc_id, "doc id")
-        if bad:
-            problems.add(f"{source}:{number}: {bad}")
+        qrel = _checked_qrel(number, query_id, doc_id, raw_grade, source, problems)
+        if qrel is not None:
+            yield qrel
+
+
+def read_csv_qrels(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[QrelLine]:
+    """CSV qrels as Goldset writes them: `query_id,doc_id,relevance`, a header line first.
+
+    Fields are read with the csv module's quoting, and the spreadsheet guard the writer
+    adds (a leading `'`, see `csv_cell`) is taken off again, so an exported file imports
+    back to the very same ids.
+    """
+    for number, row in enumerate(csv.reader(lines), start=1):
+        if not row or (len(row) == 1 and not row[0].strip()):
             continue
-        grade = _parse_grade(raw_grade.strip())
-        if grade is None:
-            problems.add(f"{source}:{number}: grade {raw_grade!r} is not an integer")
+        if number == 1 and row[0].strip().lower() in ("query_id", "query-id", "qid"):
             continue
-        if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
-            problems.add(f"{source}:{number}: grade {grade} is outside {GRADE_RANGE[0]}..{GRADE_RANGE[1]}")
+        if len(row) != 3:
+            problems.add(f"{source}:{number}: expected 3 comma-separated columns 'query_id,doc_id,relevance', found {len(row)}")
             continue
-        yield QrelLine(number, query_id, doc_id, grade)
+        query_id, doc_id, raw_grade = row
+        qrel = _checked_qrel(number, csv_cell_value(query_id), csv_cell_value(doc_id), raw_grade, source, problems)
+        if qrel is not None:
+            yield qrel
 
 
 def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[JsonRecord]:
@@ -186,7 +206,7 @@ def qrels_chunks(rows: Iterable[tuple[str, str, int]], fmt: str) -> Iterator[str
         yield from _chunked(rows, lambda q, d, g: f"{q}\t{d}\t{g}\n")
     elif fmt == "csv":
         yield "query_id,doc_id,relevance\n"
-        yield from _chunked(rows, lambda q, d, g: f"{_csv_field(q)},{_csv_field(d)},{g}\n")
+        yield from _chunked(rows, lambda q, d, g: f"{csv_cell(q)},{csv_cell(d)},{g}\n")
     elif fmt == "json":
         yield from _json_chunks(rows)
     else:
@@ -213,11 +233,25 @@ def _chunked(rows, line) -> Iterator[str]:
         yield "".join(buffer)
 
 
-def _csv_field(value: str) -> str:
-    """Quote an id the way the csv module does (ids may hold commas or quotes)."""
+# A spreadsheet reads a cell that starts with one of these as a formula (OWASP, "CSV
+# Injection"); `'` is among them so that the guard below can always be taken off again.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def csv_cell(value: str) -> str:
+    """An id as a CSV cell that no spreadsheet runs: a leading `'` before a formula start
+    (`=cmd|...` becomes `'=cmd|...`), then the csv module's quoting (ids may hold commas
+    or quotes). `csv_cell_value` undoes the guard."""
+    if value.startswith(_FORMULA_STARTS):
+        value = "'" + value
     if any(ch in value for ch in ',"\r\n'):
         return '"' + value.replace('"', '""') + '"'
     return value
+
+
+def csv_cell_value(cell: str) -> str:
+    """The id a cell written by `csv_cell` holds (after the csv module's unquoting)."""
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(_FORMULA_STARTS) else cell
 
 
 def _json_chunks(rows) -> Iterator[str]:
