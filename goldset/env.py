@@ -4,6 +4,7 @@ Every variable read here is listed, with its default, in .env.example; a test ch
 that list against this module and docker-compose.yml.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -41,6 +42,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None or raw == "":
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of IP networks (CIDR); a malformed one stops the start."""
+    networks = env_list(name, [])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {network!r} is not an IP network such as 10.20.0.0/16") from None
+    return networks
 
 
 def numba_cache_dir() -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from goldset.env import env_bool, env_int, env_list, env_str, numba_cache_dir
+from goldset.env import env_bool, env_int, env_list, env_networks, env_str, numba_cache_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -233,6 +233,11 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"RunStage": "evaluation.models.Run.Stage", "ApiTokenScope": "api.models.ApiToken.Scope"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses"],
 }
+
+# Alert webhooks go to public addresses only (lib.outbound): loopback, link-local, private
+# and metadata addresses are refused at send time unless they fall in one of these
+# networks (CIDR, comma separated), for a receiver inside the deployment's own network.
+ALERT_WEBHOOK_ALLOWED_NETWORKS = env_networks("ALERT_WEBHOOK_ALLOWED_NETWORKS")
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "goldset@localhost")

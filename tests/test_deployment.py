@@ -35,9 +35,9 @@ PRODUCTION_REQUIRED = ("SECRET_KEY", "DATABASE_URL")
 # Packages at the top of the repository that the running app does not import.
 NOT_IN_IMAGE = {"tests"}
 
-ENV_HELPERS = ("env_str", "env_bool", "env_int", "env_list")
+ENV_HELPERS = ("env_str", "env_bool", "env_int", "env_list", "env_networks")
 ENV_READ = re.compile(
-    r'\b(?:env_str|env_bool|env_int|env_list|os\.environ\.get|os\.getenv)\(\s*"([A-Z][A-Z0-9_]*)"'
+    r'\b(?:env_str|env_bool|env_int|env_list|env_networks|os\.environ\.get|os\.getenv)\(\s*"([A-Z][A-Z0-9_]*)"'
     r'|\bos\.environ\[\s*"([A-Z][A-Z0-9_]*)"\s*\](?!\s*=[^=])'
 )
 # ${NAME}, ${NAME:-default}, ${NAME:?message}: compose's interpolation of .env values.

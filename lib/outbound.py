@@ -1,0 +1,137 @@
+"""HTTP requests to addresses that users typed (alert webhooks), safe from server-side forgery.
+
+A manager can point a webhook anywhere; without a check the worker would POST to Redis on
+127.0.0.1:6379, a cloud metadata service on 169.254.169.254 or any host of the internal
+network, and its error messages would tell open ports from closed ones. So, at send time:
+
+- the host is resolved once and every address it resolves to is checked: loopback,
+  link-local (which holds the cloud metadata services), private, shared, multicast,
+  reserved and unspecified addresses are refused, as are the metadata host names, unless
+  an address falls in `allowed_networks` (a setting, for receivers inside the network);
+- the connection goes to the very address that was checked (no second lookup that a DNS
+  rebinding could answer differently), with the URL's host name in Host and in TLS's SNI
+  and certificate check;
+- redirects are not followed, and every failure to reach the receiver, refused address
+  included, is told with one text (`UNREACHABLE`), so the error shows nothing of the
+  network behind the worker.
+"""
+
+import http.client
+import ipaddress
+import socket
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+UNREACHABLE = "the receiver could not be reached (no answer, or an address Goldset does not send to)"
+# Host names of cloud metadata services that need no lookup to be known for what they are.
+METADATA_HOSTS = {"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+# Metadata addresses outside the link-local range (Alibaba Cloud; AWS over IPv6).
+METADATA_ADDRESSES = {ipaddress.ip_address("100.100.100.200"), ipaddress.ip_address("fd00:ec2::254")}
+
+
+class OutboundRefused(Exception):
+    """The URL is not one Goldset sends to; `detail` says why, for logs and the form only."""
+
+    def __init__(self, detail: str):
+        super().__init__(UNREACHABLE)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class OutboundResponse:
+    status: int
+    reason: str
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a webhook at all (checked when it is saved), or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"{url!r} is not an http:// or https:// URL"
+    if not parts.hostname:
+        return f"{url!r} names no host"
+    if parts.username or parts.password:
+        return "a webhook URL may not carry a user name or password; use a token in its path or query"
+    try:
+        parts.port
+    except ValueError:
+        return f"{url!r} has a port that is not a number from 0 to 65535"
+    return None
+
+
+def _is_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Anything but a public unicast address: loopback, link-local (the metadata services),
+    private, shared (100.64/10), reserved, unspecified and multicast addresses all fail."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return address in METADATA_ADDRESSES or not address.is_global or address.is_multicast
+
+
+def checked_address(url: str, allowed_networks: Sequence[str] = ()) -> tuple[str, int, str]:
+    """(host, port, address to connect to) for `url`, or OutboundRefused.
+
+    Every address the host resolves to must pass (a name that resolves to one public and
+    one internal address is refused): connecting to the first one alone would let a DNS
+    answer with several addresses slip the internal one in on a retry.
+    """
+    problem = url_problem(url)
+    if problem:
+        raise OutboundRefused(problem)
+    parts = urlsplit(url)
+    host = parts.hostname.rstrip(".").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if host in METADATA_HOSTS:
+        raise OutboundRefused(f"{host} is a cloud metadata service")
+    networks = [ipaddress.ip_network(network, strict=False) for network in allowed_networks]
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise OutboundRefused(f"{host} does not resolve: {exc}") from exc
+    addresses = sorted({info[4][0].split("%")[0] for info in infos})
+    for text in addresses:
+        address = ipaddress.ip_address(text)
+        if _is_refused(address) and not any(address in network for network in networks):
+            raise OutboundRefused(f"{host} resolves to {address}, an internal address (allow it in ALERT_WEBHOOK_ALLOWED_NETWORKS)")
+    return host, port, addresses[0]
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to a checked address, with the URL's host name for SNI and the certificate."""
+
+    def __init__(self, address: str, port: int, server_hostname: str, **kwargs):
+        super().__init__(address, port, context=ssl.create_default_context(), **kwargs)
+        self._server_hostname = server_hostname
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_hostname)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float, allowed_networks: Sequence[str] = ()) -> OutboundResponse:
+    """POST `body` to `url` through the checks above; the receiver's status and reason.
+
+    Raises OutboundRefused for a URL not sent to, and ConnectionError(UNREACHABLE) for a
+    receiver that does not answer (refused, reset, timed out, TLS failure alike).
+    """
+    host, port, address = checked_address(url, allowed_networks)
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    default_port = 443 if parts.scheme == "https" else 80
+    if parts.scheme == "https":
+        connection = _PinnedHTTPSConnection(address, port, host, timeout=timeout)
+    else:
+        connection = http.client.HTTPConnection(address, port, timeout=timeout)
+    host_header = host if port == default_port else f"{host}:{port}"
+    if ":" in host and not host.startswith("["):  # an IPv6 literal
+        host_header = f"[{host}]" if port == default_port else f"[{host}]:{port}"
+    try:
+        connection.request("POST", path, body=body, headers={**headers, "Host": host_header, "Content-Length": str(len(body))})
+        response = connection.getresponse()
+        response.read(1024)
+        return OutboundResponse(response.status, response.reason)
+    except (OSError, http.client.HTTPException) as exc:
+        raise ConnectionError(UNREACHABLE) from exc
+    finally:
+        connection.close()
