@@ -29,3 +29,6 @@ urlpatterns = [
     path("accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("admin/", admin.site.urls),
 ]
+
+# A database outage answers 503 with Retry-After (goldset.errors), pages and API alike.
+handler500 = "goldset.errors.server_error"
