@@ -163,6 +163,9 @@ _BROKER_URL = env_str("CELERY_BROKER_URL")
 CELERY_BROKER_URL = _BROKER_URL or "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = not _BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# Without a broker, the web server runs tasks on a background thread rather than inside
+# the request that sent them (goldset.celery); false runs them in the request.
+TASKS_OFF_REQUEST_THREAD = env_bool("TASKS_OFF_REQUEST_THREAD", True)
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent, so a worker lost mid-task is safe to redo
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

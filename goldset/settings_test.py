@@ -51,6 +51,9 @@ SERVICES_LINE = (
 # Most tests run tasks in-process; the task tests start a real worker on TEST_REDIS_URL.
 CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = True
+# The tests read what a task wrote right after sending it: inline, even through goldset.wsgi
+# (tests/hardening/test_embedded_tasks.py runs the background thread).
+TASKS_OFF_REQUEST_THREAD = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # The fuzzing and load tests send thousands of API requests a minute: the throttle's own
