@@ -257,5 +257,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # With tasks run in-process, a line per task would drown a command's own output.
-    "loggers": {"celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"}},
+    "loggers": {
+        "celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"},
+        # django-axes logs every login at INFO; its lockouts are WARNINGs.
+        "axes": {"level": "WARNING"},
+    },
 }
