@@ -2,12 +2,14 @@
 
     {"error": {"code": "invalid", "message": "...", "problems": ["run.txt:12: ..."], "field": "file"}}
 
-`code` is machine-readable (invalid, version_damaged, parse_error, not_authenticated, authentication_failed,
+`code` is machine-readable (invalid, conflict, version_damaged, parse_error, not_authenticated, authentication_failed,
 permission_denied, not_found, method_not_allowed, not_acceptable, unsupported_media_type,
 throttled); `message` is a sentence for a person; `problems` lists every fault found, each
 naming its line, item or field; `field` names the request field at fault, or is null.
-GoldsetError, the application's one error type, is bad input (400) unless its subclass
-names another code and status (a version that no longer matches its hash: 409, version_damaged).
+400 is a request that does not fit the schema (DRF's validation, before any service runs).
+GoldsetError, the application's one error type, is content refused although it fits (422:
+a bad line of a file, an unknown id), or a clash with what is stored (409, conflict: a
+name taken, nothing new to publish; version_damaged: a version no longer matching its hash).
 """
 
 from collections.abc import Iterator

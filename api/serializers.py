@@ -1,6 +1,7 @@
 """Output serializers that several API classes share. Input serializers, and outputs used
 by one class only, live inside that class (api/views/)."""
 
+from django.http import QueryDict
 from rest_framework import serializers
 
 from evaluation.models import Run
@@ -10,7 +11,16 @@ def validated(serializer_class: type[serializers.Serializer], data) -> dict:
     """`data` (a body or query parameters) checked by `serializer_class`; a ValidationError
     (400, every problem named by its field) otherwise."""
     serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
+    valid = serializer.is_valid()
+    errors = dict(serializer.errors) if not valid else {}
+    if isinstance(data, QueryDict):
+        # DRF takes an empty query parameter for an absent one; the schema says a value
+        # may not be empty (minLength 1), so `?system=` is refused, not ignored.
+        for name, field in serializer.fields.items():
+            if "" in data.getlist(name) and not getattr(field, "allow_blank", False) and name not in errors:
+                errors[name] = ["may not be empty; leave the parameter out instead"]
+    if errors:
+        raise serializers.ValidationError(errors)
     return serializer.validated_data
 
 

@@ -21,7 +21,7 @@ from evaluation.selectors import (
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version
 from lib.progress import Progress, no_progress
-from lib.errors import GoldsetError, ProblemCollector
+from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
 
 
@@ -43,7 +43,7 @@ def run_import(
         raise GoldsetError(f"unknown stage {stage!r}; choose one of {', '.join(Run.Stage.values)}", field="stage")
     name = (name or "").strip() or f"{system} {stage}"
     if Run.objects.filter(golden_set=golden_set, name=name).exists():
-        raise GoldsetError(f"golden set {golden_set.slug!r} already has a run named {name!r}", field="name")
+        raise ConflictError(f"golden set {golden_set.slug!r} already has a run named {name!r}", field="name")
 
     problems = ProblemCollector()
     known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))

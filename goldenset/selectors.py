@@ -13,7 +13,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
 from goldenset.models import GoldenSet, Judgment, Membership, Query, Version, VersionLabel, VersionPage, VersionQuery
-from lib.errors import GoldsetError
+from lib.errors import ConflictError
 from lib.hashing import version_hash
 from lib.ids import natural_key
 
@@ -130,7 +130,7 @@ def version_get(golden_set: GoldenSet, number: int | str | None) -> Version:
     return version
 
 
-class VersionIntegrityError(GoldsetError):
+class VersionIntegrityError(ConflictError):
     """A version's stored rows no longer give its content hash: its exports are withheld."""
 
     code = "version_damaged"

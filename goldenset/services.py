@@ -34,7 +34,7 @@ from goldenset.models import (
 from goldenset.selectors import resolved_labels, version_settings
 from goldenset.signals import version_published
 from lib.bulk import bulk_insert, gc_paused
-from lib.errors import GoldsetError, ProblemCollector
+from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import text_hash, version_hash
 from lib.ids import id_problem, natural_key
@@ -532,7 +532,7 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
         )
 
         if previous is not None and previous.content_hash == content_hash:
-            raise GoldsetError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
+            raise ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
         if not queries:
             raise GoldsetError(f"golden set {golden_set.slug!r} has no queries to publish")
 
@@ -547,7 +547,7 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
                 queries_without_relevant=len(queries) - len(relevant_queries),
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
-            raise GoldsetError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
+            raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
 
         bulk_insert(
             VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],

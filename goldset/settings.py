@@ -240,7 +240,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "ENUM_NAME_OVERRIDES": {"RunStage": "evaluation.models.Run.Stage", "ApiTokenScope": "api.models.ApiToken.Scope"},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses", "api.schema.forbid_nul_in_strings",
+    ],
 }
 
 # Alert webhooks go to public addresses only (lib.outbound): loopback, link-local, private

@@ -6,12 +6,13 @@ class GoldsetError(Exception):
 
     `problems` lists every fault found (each naming its line, field or id), so a
     file with ten bad lines is reported once, not ten times in ten attempts.
-    `code` and `http_status` say how the API and the pages answer it: as bad input unless
-    a subclass says otherwise.
+    `code` and `http_status` say how the API answers it: 422, a request that fits the
+    schema (malformed ones are 400, refused before any service runs) whose content is
+    refused: a bad line, an unknown id. Subclasses name other answers.
     """
 
     code = "invalid"
-    http_status = 400
+    http_status = 422
 
     def __init__(self, message: str, *, problems: list[str] | None = None, field: str | None = None):
         super().__init__(message)
@@ -31,6 +32,14 @@ class GoldsetError(Exception):
 
     def to_dict(self) -> dict:
         return {"message": self.message, "problems": self.problems, "field": self.field}
+
+
+class ConflictError(GoldsetError):
+    """The request is sound but clashes with what is stored: a name taken, nothing new to
+    publish. Answered 409; sending it again unchanged gets the same answer."""
+
+    code = "conflict"
+    http_status = 409
 
 
 class ProblemCollector:

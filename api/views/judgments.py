@@ -27,19 +27,18 @@ class JudgmentLabelSerializer(serializers.Serializer):
     doc_id = serializers.CharField(max_length=255, trim_whitespace=False)
     grade = serializers.IntegerField(min_value=GRADE_RANGE[0], max_value=GRADE_RANGE[1])
 
-    def validate_query_id(self, value: str) -> str:
-        return _checked_id(value, "query id")
 
-    def validate_doc_id(self, value: str) -> str:
-        return _checked_id(value, "doc id")
-
-
-def _checked_id(value: str, what: str) -> str:
-    # Whitespace is what TREC lines cannot carry; the labels travel to the import as TREC lines.
-    problem = id_problem(value, what)
-    if problem:
-        raise serializers.ValidationError(problem)
-    return value
+def _id_problems(labels: list[dict]) -> list[str]:
+    """What makes an item's ids unfit (422: the schema cannot say it, e.g. NFC form), named
+    like labels[3].doc_id. Checked before the items become TREC lines, which an id with
+    whitespace would break into more columns."""
+    problems = []
+    for index, label in enumerate(labels):
+        for name, what in (("query_id", "query id"), ("doc_id", "doc id")):
+            problem = id_problem(label[name], what)
+            if problem:
+                problems.append(f"labels[{index}].{name}: {problem}")
+    return problems
 
 
 class JudgmentImportApi(APIView):
@@ -87,11 +86,18 @@ class JudgmentImportApi(APIView):
     )
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
-        if isinstance(request.data, str):
+        if request.content_type.split(";")[0].strip().lower() == "text/plain":
             params = validated(JudgmentImportApi.TextParamsSerializer, request.query_params)
-            lines, source, create_missing = request.data.splitlines(keepends=True), "qrels", params["create_missing"]
+            # DRF hands an empty body over as empty form data, not as "": it is TREC text
+            # without a line all the same, refused by the import as such (422).
+            text = request.data if isinstance(request.data, str) else ""
+            lines, source, create_missing = text.splitlines(keepends=True), "qrels", params["create_missing"]
         else:
             body = validated(JudgmentImportApi.InputSerializer, request.data)
+            problems = _id_problems(body["labels"])
+            if problems:
+                message = problems[0] if len(problems) == 1 else f"{len(problems)} labels have ids that cannot be stored"
+                raise GoldsetError(message, problems=problems, field=problems[0].split(":")[0])
             # One TREC line per item, so that the import's "labels:N" is item N - 1.
             lines = [f"{label['query_id']} 0 {label['doc_id']} {label['grade']}\n" for label in body["labels"]]
             source, create_missing = "labels", body["create_missing"]

@@ -30,6 +30,8 @@ from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels
 LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location is the same URL with the latest number")
 NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
 NUMBER_PATTERN = r"^(?:[0-9]+|latest)$"
+# A slice as the qrels and queries take it: FIELD=VALUE, optionally query: or page: first.
+SLICE_PATTERN = r"^(?!(?:query|page):=)[^=]+=[\s\S]*$"
 
 
 def number_parameter(name: str = "number", description: str = NUMBER_DESCRIPTION) -> OpenApiParameter:
@@ -141,8 +143,9 @@ class VersionQrelsApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")
-        slice = serializers.CharField(
-            required=False, max_length=600, help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE"
+        slice = serializers.RegexField(
+            SLICE_PATTERN, required=False, max_length=600, help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE",
+            error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de), query:FIELD=VALUE or page:FIELD=VALUE"},
         )
 
     @extend_schema(
@@ -195,8 +198,9 @@ class VersionQueriesApi(PaginatedMixin, APIView):
     text (versions snapshot ids, labels and slice values, not text)."""
 
     class FilterSerializer(serializers.Serializer):
-        slice = serializers.CharField(
-            required=False, max_length=600, help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE"
+        slice = serializers.RegexField(
+            SLICE_PATTERN, required=False, max_length=600, help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE",
+            error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de) or query:FIELD=VALUE"},
         )
 
     @extend_schema_serializer(component_name="VersionQuery")

@@ -49,13 +49,13 @@ def test_a_run_is_uploaded_stored_and_scored_against_the_latest_version(writer, 
     ],
 )
 def test_a_bad_line_is_refused_with_its_line_number_in_the_error_shape(writer, text, problem):
-    error = assert_error(upload(writer, text), 400, "invalid")
+    error = assert_error(upload(writer, text), 422, "invalid")
     assert error["problems"][0].startswith(problem) and error["field"] == "file"
     assert not Run.objects.filter(system="dense").exists()
 
 
 def test_a_file_that_is_not_utf8_is_refused_naming_the_line(writer):
-    error = assert_error(upload(writer, "q1 Q0 d1 1 3.0 s\n".encode() + b"q1 Q0 \xff 2 1.0 s\n"), 400, "invalid")
+    error = assert_error(upload(writer, "q1 Q0 d1 1 3.0 s\n".encode() + b"q1 Q0 \xff 2 1.0 s\n"), 422, "invalid")
     assert error["problems"] == ["run.txt:2: bytes that are not UTF-8 (invalid start byte)"]
 
 
@@ -66,7 +66,7 @@ def test_missing_fields_and_an_unknown_stage_are_named(writer):
 
 
 def test_a_second_run_with_the_same_name_is_refused(writer, uploaded_run):
-    error = assert_error(upload(writer, RUN, system="bm25", stage="first_stage"), 400, "invalid")
+    error = assert_error(upload(writer, RUN, system="bm25", stage="first_stage"), 409, "conflict")
     assert error["field"] == "name" and "already has a run named 'bm25 first_stage'" in error["message"]
 
 

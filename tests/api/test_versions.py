@@ -64,7 +64,7 @@ def test_a_manager_publishes_through_the_api(writer, version, golden_set):
 
 
 def test_publishing_an_unchanged_set_is_refused_and_nothing_is_written(writer, version):
-    error = assert_error(writer.post(BASE, {"note": "again"}, format="json"), 400, "invalid")
+    error = assert_error(writer.post(BASE, {"note": "again"}, format="json"), 409, "conflict")
     assert "nothing changed since version 1" in error["message"]
     assert Version.objects.count() == 1
 

@@ -69,7 +69,7 @@ def test_invisible_reordering_and_unnormalised_ids_are_refused_naming_the_charac
 @pytest.mark.django_db
 def test_the_api_refuses_a_zero_width_id_naming_the_label(writer):
     error = assert_error(writer.post(URL, {"labels": [{"query_id": "f\u200b1", "doc_id": "d1", "grade": 1}],
-                                           "create_missing": True}, format="json"), 400)
+                                           "create_missing": True}, format="json"), 422)
     assert any("labels[0].query_id" in p and "U+200B" in p for p in error["problems"]), error
 
 

@@ -85,8 +85,11 @@ def send_declared(port: int, path: str, length: int, content_type: str) -> tuple
             except (TimeoutError, BlockingIOError):
                 pass
         connection.settimeout(30)
-        while b"\r\n\r\n" not in answer:
-            chunk = connection.recv(65536)
+        while True:  # the server closes the connection after a 413 (Connection: close)
+            try:
+                chunk = connection.recv(65536)
+            except ConnectionResetError:
+                break
             if not chunk:
                 break
             answer += chunk
