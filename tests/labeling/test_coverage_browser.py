@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from evaluation.canaries import canary_add
-from evaluation.demo import demo_runs_load
+from goldset.demo.runs import demo_runs_load
 from evaluation.models import Run
 from evaluation.selectors import run_ranked
-from goldenset.demo import DEFAULT_SEED, demo_load
+from goldset.demo.generate import DEFAULT_SEED, demo_load
 from goldenset.models import VersionLabel
 from tests.browser import login
 

@@ -2,9 +2,9 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.demo import demo_runs_load
+from goldset.demo.runs import demo_runs_load
 from evaluation.models import Run
-from goldenset.demo import DEFAULT_SEED, DEMO_SLUG, DemoLoadResult, demo_load
+from goldset.demo.generate import DEFAULT_SEED, DEMO_SLUG, DemoLoadResult, demo_load
 from goldenset.models import GoldenSet
 from goldenset.management.progress import tqdm_progress
 from labeling.models import Pool

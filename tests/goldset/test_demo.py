@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
-from goldenset.demo import REFERENCE_DATE, DEFAULT_SEED, DEMO_SLUG, DEMO_USERS, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate, demo_load
+from goldset.demo.generate import REFERENCE_DATE, DEFAULT_SEED, DEMO_SLUG, DEMO_USERS, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate, demo_load
 from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage
 from goldenset.selectors import version_diff
 from goldenset.services import version_publish
@@ -211,7 +211,7 @@ def test_the_same_seed_generates_the_same_content_and_another_seed_does_not():
 
 
 GENERATION_DIGEST = (
-    "import hashlib, django; django.setup(); from goldenset.demo import demo_generate; "
+    "import hashlib, django; django.setup(); from goldset.demo.generate import demo_generate; "
     "print(hashlib.sha256(repr(demo_generate()).encode()).hexdigest())"
 )
 
