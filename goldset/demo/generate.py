@@ -8,10 +8,11 @@ them have no relevant new page labelled; annotation round 1 (version 2) judges t
 adds questions about two newly onboarded services and retires one about a switched-off
 service; round 2 (version 3) adds second opinions and adjudicates the disagreements.
 
-Everything is generated from word lists and templates below with `random.Random(seed)`
-and dated relative to REFERENCE_DATE, never to "now", so one seed gives the same pages,
-labels and version hashes on every machine and database. Nothing iterates a set or a
-dict keyed by something hash-randomised, for the same reason.
+Everything is generated from the word lists and templates of goldset/demo/data/ (read by
+goldset.demo.vocabulary) with `random.Random(seed)` and dated relative to REFERENCE_DATE,
+never to "now", so one seed gives the same pages, labels and version hashes on every
+machine and database. Nothing iterates a set or a dict keyed by something
+hash-randomised, for the same reason.
 """
 
 import html
@@ -37,6 +38,39 @@ from goldenset.services import (
     query_retire,
     version_publish,
 )
+from goldset.demo.vocabulary import (
+    ALTERNATIVES,
+    BODIES,
+    DESIGN_STATUS,
+    DOC_TYPE_WEIGHTS,
+    DOC_TYPES,
+    FIT,
+    GUIDELINES,
+    IMPACT,
+    INTENT_WEIGHTS,
+    INTENTS,
+    LANG_WEIGHTS,
+    LANGS,
+    MECHANISMS,
+    NEW_SERVICES,
+    NOTES,
+    PEOPLE,
+    POLICIES,
+    POLICY_BY_KEY,
+    QUALIFIERS,
+    QUERY_TEMPLATES,
+    RELATED_DOC_TYPE,
+    RETIRED_ON,
+    RETIRED_SERVICE,
+    SERVICES,
+    SYMPTOM_BY_KEY,
+    SYMPTOMS,
+    TASK_BY_KEY,
+    TASKS,
+    TEAM_OF,
+    TEAMS,
+    TITLES,
+)
 from lib.formats import JsonRecord
 
 DEMO_SLUG = "wiki-demo"
@@ -59,20 +93,6 @@ REGRADED_PAIR_COUNT = 8
 OVERLAP_QUERY_COUNT = 12
 DISAGREEMENT_COUNT = 5
 MAX_RELEVANT = 5
-
-GUIDELINES = """\
-You judge whether a wiki page helps someone who typed the question into the wiki's search box or asked the assistant. Read the question first and decide what the person needs to do next; then read the page as that person would, with the clock running.
-
-3 - perfectly relevant: the page answers the question on its own. For a problem, it is the runbook for that symptom on that service (or its postmortem when the question asks what happened before); for a task, the steps for that task on that service; for a policy question, the policy of that team. Someone could act on it without opening another page.
-
-2 - highly relevant: the page holds a real part of the answer but not all of it: a FAQ entry that gives the one command without the checks, the same runbook in another language than the question's, an incident report that shows the fix but not the diagnosis.
-
-1 - related: same subject, but the person would still have to search: a runbook for the same symptom on another service, the design document behind a task when the question asks for steps, a page that mentions the symptom in passing.
-
-0 - not relevant: nothing the person can use, even when the page names the same service or the same symptom. A runbook for another symptom of the same service is a 0, not a 1.
-
-Judge the page as it is now, not as it was when you last used it: an outdated runbook whose commands no longer work is at most a 1; say so in the note. Pages in another language than the question count one grade lower than they would in the question's language, never lower than 1 if they would otherwise be relevant. Write a short note whenever your grade would surprise a colleague, and skip nothing: "not sure" is a note, not a grade.
-"""
 
 # --- people who log in to the demo ---------------------------------------------------
 
@@ -104,623 +124,10 @@ class DemoLogin:
     note: str = ""
 
 
-# --- the company's vocabulary ----------------------------------------------------------
-
-LANGS = ["en", "de", "fr", "es", "ja"]
-LANG_WEIGHTS = [70, 10, 8, 7, 5]
-DOC_TYPES = ["runbook", "howto", "faq", "policy", "incident", "design"]
-# Incident reports and design documents are written in English; the hubs abroad keep
-# their own runbooks, how-tos, FAQs and policies.
-DOC_TYPE_WEIGHTS = {
-    "en": [22, 24, 12, 8, 17, 17],
-    "other": [35, 35, 18, 12, 0, 0],
-}
-
-# (service, owning team, share of the wiki's pages about it)
-SERVICES = [
-    ("billing-gateway", "payments", 5), ("ledger", "payments", 4), ("refund-worker", "payments", 2),
-    ("invoice-renderer", "payments", 2), ("dispatch-api", "logistics", 5), ("route-planner", "logistics", 4),
-    ("tracking-feed", "logistics", 4), ("label-printer", "logistics", 3), ("warehouse-scanner", "logistics", 3),
-    ("customs-docs", "logistics", 2), ("sso", "identity", 4), ("auth-proxy", "identity", 3),
-    ("user-directory", "identity", 2), ("data-lake-ingest", "data", 3), ("report-builder", "data", 2),
-    ("metrics-pipeline", "data", 3), ("search-indexer", "search", 3), ("search-api", "search", 3),
-    ("driver-app-backend", "mobile", 4), ("push-notifications", "mobile", 2), ("ci-runners", "platform", 3),
-    ("artifact-store", "platform", 2), ("feature-flags", "platform", 2), ("service-mesh", "platform", 3),
-    ("ticket-router", "support-tools", 2), ("fax-gateway", "support-tools", 1),
-]
-# Onboarded this month: every page about them is new.
-NEW_SERVICES = [("parcel-locker-api", "logistics"), ("returns-portal", "support-tools")]
-# Switched off in October; its question leaves the set in version 2.
-RETIRED_SERVICE = "fax-gateway"
-RETIRED_ON = "2026-10-20"
-TEAMS = ["payments", "logistics", "identity", "data", "search", "mobile", "platform", "support-tools"]
-TEAM_OF = {service: team for service, team, _ in SERVICES} | dict(NEW_SERVICES)
-
-PEOPLE = [
-    "Aiko Mori", "Bruno Keller", "Chloé Marchand", "Dmitri Volkov", "Elena Ruiz", "Farid Haddad", "Greta Lind",
-    "Hiro Tanaka", "Inés Navarro", "Jonas Becker", "Kemi Adeyemi", "Lucía Ortega", "Mathis Girard", "Nora Berg",
-    "Omar Saleh", "Priya Raman", "Quentin Morel", "Rosa Jiménez", "Sven Olsen", "Tomoko Ishii", "Uma Patel",
-    "Victor Dumas", "Wen Li", "Yusuf Demir",
-]
-# Told apart when two pages would otherwise share a title: regions, hubs, environments.
-QUALIFIERS = {
-    "en": ["eu-west", "us-east", "ap-northeast", "staging", "legacy cluster", "v2"],
-    "de": ["Hamburg", "Leipzig", "Staging", "Version 2"],
-    "fr": ["Lyon", "Lille", "préproduction", "version 2"],
-    "es": ["Valencia", "Zaragoza", "preproducción", "versión 2"],
-    "ja": ["大阪", "東京", "ステージング", "第2版"],
-}
-
-
-@dataclass(frozen=True)
-class Symptom:
-    key: str
-    names: dict[str, str]
-    signal: str
-    causes: tuple[str, str]
-    check: str
-    fix: str
-
-
-SYMPTOMS = [
-    Symptom(
-        "disk-full",
-        {"en": "disk full", "de": "Festplatte voll", "fr": "disque plein", "es": "disco lleno", "ja": "ディスク容量不足"},
-        "disk usage above 90 % on the data volume",
-        ("log rotation stopped after the last base image upgrade, so old logs piled up",
-         "a stuck export job kept writing temporary files"),
-        "df -h /var/lib/{service}", "larkctl logs prune {service} --older-than 7d",
-    ),
-    Symptom(
-        "high-latency",
-        {"en": "high latency", "de": "hohe Latenz", "fr": "latence élevée", "es": "latencia alta", "ja": "レイテンシ増加"},
-        "p99 latency above 2 s for more than 5 minutes",
-        ("a slow query on the primary database after the table grew past its indexes",
-         "too few replicas after an autoscaler change"),
-        "larkctl top {service} --sort p99", "kubectl -n {team} scale deploy/{service} --replicas={n}",
-    ),
-    Symptom(
-        "errors-5xx",
-        {"en": "spike in 5xx errors", "de": "viele 5xx-Fehler", "fr": "pic d'erreurs 5xx", "es": "aumento de errores 5xx",
-         "ja": "5xxエラーの急増"},
-        "the 5xx rate above 2 % of requests",
-        ("a release that fails on one endpoint only", "an upstream dependency that answers with errors"),
-        "kubectl -n {team} logs deploy/{service} --since=15m | grep ' 5[0-9][0-9] '", "larkctl rollback {service}",
-    ),
-    Symptom(
-        "oom",
-        {"en": "pods killed for out of memory", "de": "Pods wegen Speichermangel beendet",
-         "fr": "pods tués par manque de mémoire", "es": "pods terminados por falta de memoria", "ja": "メモリ不足によるPod停止"},
-        "pods restarting with reason OOMKilled",
-        ("a memory leak in the batch import path", "memory limits that no longer match the traffic"),
-        "kubectl -n {team} describe pod -l app={service}", "larkctl limits set {service} --memory {n}Gi",
-    ),
-    Symptom(
-        "replication-lag",
-        {"en": "replication lag", "de": "Replikationsverzögerung", "fr": "retard de réplication", "es": "retraso de replicación",
-         "ja": "レプリケーション遅延"},
-        "replica lag above 60 s",
-        ("a long report query holding the replica back", "a large migration writing faster than the replica can replay"),
-        "larkctl db lag {service}", "larkctl db cancel-long-queries {service} --replica --older-than 10m",
-    ),
-    Symptom(
-        "cert-expired",
-        {"en": "expired TLS certificate", "de": "abgelaufenes TLS-Zertifikat", "fr": "certificat TLS expiré",
-         "es": "certificado TLS caducado", "ja": "TLS証明書の期限切れ"},
-        "TLS handshake errors in the ingress logs",
-        ("the automatic renewal job failed without alerting", "the certificate was renewed but the pods kept the old one"),
-        "larkctl cert show {service}", "larkctl cert renew {service} --restart",
-    ),
-    Symptom(
-        "queue-backlog",
-        {"en": "growing queue backlog", "de": "wachsender Rückstau in der Queue", "fr": "file d'attente qui s'allonge",
-         "es": "cola de mensajes acumulada", "ja": "キューの滞留"},
-        "queue depth growing for more than 10 minutes",
-        ("a consumer stuck on a malformed message", "too few workers after a traffic peak"),
-        "larkctl queue lag {service}", "kubectl -n {team} scale deploy/{service}-worker --replicas={n}",
-    ),
-    Symptom(
-        "stuck-jobs",
-        {"en": "stuck nightly jobs", "de": "hängende nächtliche Jobs", "fr": "jobs nocturnes bloqués",
-         "es": "trabajos nocturnos bloqueados", "ja": "夜間ジョブの停止"},
-        "the nightly export still running after 06:00",
-        ("a lock left behind by a crashed run", "an upstream file that never arrived"),
-        "larkctl jobs list {service} --state running", "larkctl jobs restart {service} --job nightly-export",
-    ),
-    Symptom(
-        "login-loop",
-        {"en": "login redirect loop", "de": "Login-Weiterleitungsschleife", "fr": "boucle de redirection à la connexion",
-         "es": "bucle de redirección al iniciar sesión", "ja": "ログインのリダイレクトループ"},
-        "users sent back to the login page right after signing in",
-        ("a session cookie set for the wrong domain", "clock skew between the identity provider and the service"),
-        "larkctl sso check {service}", "larkctl sso clear-sessions {service}",
-    ),
-    Symptom(
-        "timeouts",
-        {"en": "upstream timeouts", "de": "Timeouts beim Upstream", "fr": "délais dépassés en amont",
-         "es": "tiempos de espera agotados", "ja": "上流サービスのタイムアウト"},
-        "upstream timeout errors in the request logs",
-        ("a timeout set lower than the upstream's p99", "a saturated link between two regions"),
-        "larkctl trace {service} --slowest 20", "larkctl config set {service} UPSTREAM_TIMEOUT_MS 3000",
-    ),
-    Symptom(
-        "stale-index",
-        {"en": "search results out of date", "de": "veraltete Suchergebnisse", "fr": "résultats de recherche obsolètes",
-         "es": "resultados de búsqueda desactualizados", "ja": "検索結果が古い"},
-        "search results missing pages added in the last days",
-        ("new documents were embedded but some index shards never reloaded them",
-         "the refresh job lost its schedule after a deploy"),
-        "larkctl index status {service}", "larkctl index refresh {service} --all-shards",
-    ),
-    Symptom(
-        "dns-failures",
-        {"en": "DNS resolution failures", "de": "DNS-Auflösungsfehler", "fr": "échecs de résolution DNS",
-         "es": "fallos de resolución DNS", "ja": "DNSの名前解決エラー"},
-        "lookups of internal names failing now and then",
-        ("a stale entry in the node-local DNS cache", "a record deleted during a network migration"),
-        "dig {service}.svc.example.internal", "larkctl dns flush {service}",
-    ),
-    Symptom(
-        "pool-exhausted",
-        {"en": "connection pool exhausted", "de": "Verbindungspool erschöpft", "fr": "pool de connexions saturé",
-         "es": "pool de conexiones agotado", "ja": "コネクションプールの枯渇"},
-        "requests waiting for a database connection",
-        ("connections leaked by a code path that never closes them", "a pool smaller than the number of workers"),
-        "larkctl db connections {service}", "larkctl config set {service} DB_POOL_SIZE {n}0",
-    ),
-    Symptom(
-        "crash-loop",
-        {"en": "crash loop after deploy", "de": "Absturzschleife nach dem Deploy", "fr": "redémarrages en boucle après un déploiement",
-         "es": "reinicios en bucle tras un despliegue", "ja": "デプロイ後のクラッシュループ"},
-        "pods in CrashLoopBackOff right after a deploy",
-        ("a configuration variable missing from the new release", "a database migration that had not run yet"),
-        "kubectl -n {team} get pods -l app={service}", "larkctl rollback {service} --to previous",
-    ),
-]
-
-
-@dataclass(frozen=True)
-class Task:
-    key: str
-    phrases: dict[str, str]
-    noun: str
-    command: str
-    verify: str
-    why: str
-
-
-TASKS = [
-    Task(
-        "rotate-db-password",
-        {"en": "rotate the database password", "de": "das Datenbankpasswort rotieren",
-         "fr": "changer le mot de passe de la base de données", "es": "rotar la contraseña de la base de datos",
-         "ja": "データベースのパスワードをローテーションする"},
-        "database password rotation", "larkctl secret rotate {service}/db-password",
-        "larkctl secret show {service}/db-password --meta",
-        "Database passwords are rotated every 90 days, and at once when someone with access leaves.",
-    ),
-    Task(
-        "add-config-variable",
-        {"en": "add a configuration variable", "de": "eine Konfigurationsvariable hinzufügen",
-         "fr": "ajouter une variable de configuration", "es": "añadir una variable de configuración", "ja": "設定変数を追加する"},
-        "configuration variables", "larkctl config set {service} FEATURE_TIMEOUT_MS 1500",
-        "larkctl config get {service} FEATURE_TIMEOUT_MS",
-        "Configuration lives outside the image so that one build runs in every region.",
-    ),
-    Task(
-        "scale-for-peak",
-        {"en": "scale out for peak season", "de": "für die Hochsaison hochskalieren",
-         "fr": "monter en charge pour la haute saison", "es": "escalar para la temporada alta",
-         "ja": "繁忙期に向けてスケールアウトする"},
-        "capacity for peak season", "kubectl -n {team} scale deploy/{service} --replicas={n}0",
-        "kubectl -n {team} get deploy/{service}",
-        "Parcel volume doubles between mid-November and Christmas, and the autoscaler alone reacts too late.",
-    ),
-    Task(
-        "canary-deploy",
-        {"en": "run a canary deploy", "de": "ein Canary-Deployment durchführen", "fr": "faire un déploiement canari",
-         "es": "hacer un despliegue canario", "ja": "カナリアデプロイを実施する"},
-        "canary deploys", "larkctl deploy {service} --canary 5%", "larkctl deploy status {service}",
-        "A canary sends a small share of the traffic to the new release before everyone gets it.",
-    ),
-    Task(
-        "restore-backup",
-        {"en": "restore a backup", "de": "ein Backup wiederherstellen", "fr": "restaurer une sauvegarde",
-         "es": "restaurar una copia de seguridad", "ja": "バックアップから復元する"},
-        "backup and restore", "larkctl backup restore {service} --latest --target staging", "larkctl backup list {service}",
-        "A backup is only as good as the last time someone restored it.",
-    ),
-    Task(
-        "add-dashboard",
-        {"en": "add a metrics dashboard", "de": "ein Metrik-Dashboard anlegen", "fr": "créer un tableau de bord de métriques",
-         "es": "crear un panel de métricas", "ja": "メトリクスのダッシュボードを作成する"},
-        "metrics dashboards", "larkctl dashboards create {service} --from-template service-overview",
-        "larkctl dashboards list {service}",
-        "Every service needs an overview dashboard before it gets on-call coverage.",
-    ),
-    Task(
-        "request-prod-access",
-        {"en": "request production access", "de": "Produktionszugang beantragen", "fr": "demander un accès à la production",
-         "es": "solicitar acceso a producción", "ja": "本番環境へのアクセスを申請する"},
-        "production access", "larkctl access request {service} --role read-only --days 7", "larkctl access status",
-        "Production access is granted per service and expires on its own.",
-    ),
-    Task(
-        "enable-feature-flag",
-        {"en": "turn on a feature flag", "de": "ein Feature-Flag aktivieren", "fr": "activer un feature flag",
-         "es": "activar un feature flag", "ja": "フィーチャーフラグを有効にする"},
-        "feature flags", "larkctl flags enable {service}.new-checkout --percent 10", "larkctl flags show {service}.new-checkout",
-        "Flags let us ship code dark and turn it on one region at a time.",
-    ),
-    Task(
-        "add-alert",
-        {"en": "set up an alert", "de": "einen Alarm einrichten", "fr": "configurer une alerte", "es": "configurar una alerta",
-         "ja": "アラートを設定する"},
-        "alerting", "larkctl alerts create {service} --from-template error-rate", "larkctl alerts list {service}",
-        "An alert should page someone only when a person has to act now.",
-    ),
-    Task(
-        "schema-migration",
-        {"en": "run a schema migration", "de": "eine Schemamigration ausführen", "fr": "lancer une migration de schéma",
-         "es": "ejecutar una migración de esquema", "ja": "スキーママイグレーションを実行する"},
-        "schema migrations", "larkctl db migrate {service} --plan", "larkctl db migrations {service} --pending",
-        "A migration must work while the old and the new release both run.",
-    ),
-    Task(
-        "oncall-onboarding",
-        {"en": "onboard a new service to on-call", "de": "einen neuen Dienst in die Rufbereitschaft aufnehmen",
-         "fr": "intégrer un nouveau service à l'astreinte", "es": "incorporar un servicio nuevo a la guardia",
-         "ja": "新しいサービスをオンコールに登録する"},
-        "on-call onboarding", "larkctl oncall add {service} --team {team}", "larkctl oncall show {service}",
-        "A service joins on-call only once it has runbooks for its loudest alerts.",
-    ),
-    Task(
-        "rebuild-search-index",
-        {"en": "rebuild the search index", "de": "den Suchindex neu aufbauen", "fr": "reconstruire l'index de recherche",
-         "es": "reconstruir el índice de búsqueda", "ja": "検索インデックスを再構築する"},
-        "search index rebuilds", "larkctl index rebuild {service} --all-shards", "larkctl index status {service}",
-        "A full rebuild is needed after a change of embedding model or analyser.",
-    ),
-]
-
-
-@dataclass(frozen=True)
-class Policy:
-    key: str
-    names: dict[str, str]
-    rules: tuple[str, str, str]
-
-
-POLICIES = [
-    Policy("on-call", {"en": "on-call rotation", "de": "Rufbereitschaft", "fr": "astreinte", "es": "guardias", "ja": "オンコール当番"},
-           ("Each engineer is on call at most one week in four.",
-            "Hand-over happens on Monday at 10:00 local time, with a written summary of open alerts.",
-            "A page is acknowledged within 15 minutes, or it goes to the secondary.")),
-    Policy("access-review", {"en": "quarterly access review", "de": "vierteljährliche Zugriffsprüfung",
-                             "fr": "revue trimestrielle des accès", "es": "revisión trimestral de accesos", "ja": "四半期ごとのアクセスレビュー"},
-           ("Team leads review every production grant in the first week of each quarter.",
-            "Grants not confirmed within ten working days are removed automatically.",
-            "Service accounts are reviewed like personal accounts.")),
-    Policy("data-retention", {"en": "data retention", "de": "Datenaufbewahrung", "fr": "conservation des données",
-                              "es": "retención de datos", "ja": "データ保持"},
-           ("Application logs are kept for 30 days, audit logs for 400 days.",
-            "Parcel tracking events are deleted 18 months after delivery.",
-            "Backups follow the same limits as the data they hold.")),
-    Policy("change-freeze", {"en": "change freeze in peak season", "de": "Änderungsstopp in der Hochsaison",
-                             "fr": "gel des changements en haute saison", "es": "congelación de cambios en temporada alta",
-                             "ja": "繁忙期の変更凍結"},
-           ("From 20 November to 5 January only fixes for open incidents are deployed.",
-            "Each deploy during the freeze needs a second reviewer from another team.",
-            "Feature flags may be turned off during the freeze, not on.")),
-    Policy("incident-severity", {"en": "incident severity levels", "de": "Schweregrade von Störungen",
-                                 "fr": "niveaux de gravité des incidents", "es": "niveles de gravedad de incidentes",
-                                 "ja": "インシデントの重大度レベル"},
-           ("SEV1: customers cannot ship or pay; everyone on the rota joins and the status page is updated within 15 minutes.",
-            "SEV2: a major feature is degraded; the on-call plus one engineer.",
-            "SEV3: internal tooling only; fixed during working hours.")),
-    Policy("secrets", {"en": "handling of secrets", "de": "Umgang mit Geheimnissen", "fr": "gestion des secrets",
-                       "es": "gestión de secretos", "ja": "シークレットの取り扱い"},
-           ("Secrets live in the vault, never in repositories, tickets or chat.",
-            "A leaked secret is rotated within one hour and reported as an incident.",
-            "Personal tokens expire after 90 days.")),
-    Policy("laptop-encryption", {"en": "laptop encryption", "de": "Laptop-Verschlüsselung", "fr": "chiffrement des ordinateurs portables",
-                                 "es": "cifrado de portátiles", "ja": "ノートPCの暗号化"},
-           ("Disk encryption is on before a laptop joins the network.",
-            "A lost laptop is reported to security within four hours.",
-            "Recovery keys are held by IT, not by the laptop's owner.")),
-    Policy("third-party-software", {"en": "third-party software approval", "de": "Freigabe von Drittsoftware",
-                                    "fr": "validation des logiciels tiers", "es": "aprobación de software de terceros",
-                                    "ja": "サードパーティ製ソフトウェアの承認"},
-           ("New paid software needs a security review before purchase.",
-            "Open-source libraries under a permissive licence need no approval.",
-            "Each vendor has a named owner who renews or removes it every year.")),
-    Policy("postmortems", {"en": "blameless postmortems", "de": "Postmortems ohne Schuldzuweisung",
-                           "fr": "post-mortems sans reproche", "es": "postmortems sin culpables", "ja": "非難しないポストモーテム"},
-           ("Every SEV1 and SEV2 gets a written postmortem within five working days.",
-            "A postmortem describes systems and decisions and never blames a person.",
-            "Every action item gets an owner and a due date in the tracker.")),
-    Policy("customer-data", {"en": "access to customer data", "de": "Zugriff auf Kundendaten", "fr": "accès aux données clients",
-                             "es": "acceso a datos de clientes", "ja": "顧客データへのアクセス"},
-           ("Customer data is read only for a ticket that needs it, and the ticket is linked in the access log.",
-            "Exports of customer data need the data protection officer's approval.",
-            "Production data is never copied to staging.")),
-]
-
-SYMPTOM_BY_KEY = {symptom.key: symptom for symptom in SYMPTOMS}
-TASK_BY_KEY = {task.key: task for task in TASKS}
-POLICY_BY_KEY = {policy.key: policy for policy in POLICIES}
-
-IMPACT = {
-    "payments": "{k} card payments failed at checkout and were retried later.",
-    "logistics": "{k} parcel labels were printed late at the hubs.",
-    "identity": "{k} employees could not sign in to internal tools.",
-    "data": "The morning reports were {k} minutes late.",
-    "search": "Warehouse staff saw out-of-date search results for {k} minutes.",
-    "mobile": "{k} drivers could not sync their routes.",
-    "platform": "{k} builds and deploys were delayed.",
-    "support-tools": "{k} support tickets landed in the wrong queue.",
-}
-MECHANISMS = [
-    "a small sidecar next to each pod", "a nightly job on the shared scheduler", "the platform team's shared library",
-    "a dedicated worker reading from the queue", "a step in the deploy pipeline",
-]
-ALTERNATIVES = [
-    ("doing it by hand from the runbook", "too slow, and easy to get wrong at night"),
-    ("a hosted vendor service", "customer data would leave our network"),
-    ("a cron job on one virtual machine", "one machine is one point of failure"),
-    ("a script in the service's repository", "nobody owns it once its author moves on"),
-]
-DESIGN_STATUS = ["accepted", "accepted", "implemented", "proposed", "superseded by a later revision"]
-
-# --- page templates -------------------------------------------------------------------
-# A block is ("p", template) or ("ul", [template, ...]); a template given as a list is one
-# of several phrasings. Commands are marked with backticks and become <code> in HTML pages.
-
-TITLES = {
-    "runbook": {"en": "Runbook: {service} {symptom}", "de": "Runbook: {symptom} bei {service}",
-                "fr": "Runbook : {symptom} sur {service}", "es": "Runbook: {symptom} en {service}",
-                "ja": "ランブック: {service}の{symptom}"},
-    "howto": {"en": "How to {task} for {service}", "de": "Anleitung: {service} – {task}",
-              "fr": "Procédure : {task} pour {service}", "es": "Cómo {task} en {service}", "ja": "{service}で{task}手順"},
-    "faq": {"en": "FAQ: {service} {subject}", "de": "FAQ: {service} – {subject}", "fr": "FAQ : {service} – {subject}",
-            "es": "Preguntas frecuentes: {service} – {subject}", "ja": "よくある質問: {service}（{subject}）"},
-    "policy": {"en": "Policy: {policy} ({team})", "de": "Richtlinie: {policy} ({team})", "fr": "Politique : {policy} ({team})",
-               "es": "Política: {policy} ({team})", "ja": "ポリシー: {policy}（{team}）"},
-    "incident": {"en": "Incident {incident_date}: {symptom} on {service}"},
-    "design": {"en": "Design: {noun} for {service}"},
-}
-
-BODIES = {
-    ("runbook", "en"): [
-        ("p", ["Use this runbook when {service} shows {symptom}. {service} belongs to the {team} team; if the steps below "
-               "have not helped within {minutes} minutes, page the {team} on-call.",
-               "This runbook covers {symptom} on {service}, owned by the {team} team. Work through the steps in order and "
-               "page the {team} on-call if the alert is still firing after {minutes} minutes."]),
-        ("p", "How it shows up: {signal}, usually first on the {dashboard} dashboard."),
-        ("p", "Most likely cause: {cause}. Less often: {other_cause}."),
-        ("ul", ["Confirm the symptom: {check}", "Apply the fix: {fix}",
-                "Watch the {dashboard} dashboard for {minutes} minutes and check that the alert clears.",
-                "Post what you did in #{team}-ops and link the alert."]),
-        ("p", "Last reviewed by {person} on {date}."),
-    ],
-    ("runbook", "de"): [
-        ("p", "Dieses Runbook gilt, wenn bei {service} das Problem „{symptom}“ auftritt. {service} gehört zum Team {team}; "
-              "hilft nichts innerhalb von {minutes} Minuten, alarmiere die Rufbereitschaft von {team}."),
-        ("p", "Das Problem zeigt sich zuerst im Dashboard {dashboard}."),
-        ("ul", ["Symptom prüfen: {check}", "Behebung ausführen: {fix}",
-                "Dashboard {dashboard} {minutes} Minuten beobachten, bis der Alarm verschwindet.",
-                "Kurze Notiz in #{team}-ops hinterlassen."]),
-        ("p", "Zuletzt geprüft von {person} am {date}."),
-    ],
-    ("runbook", "fr"): [
-        ("p", "Ce runbook s'applique lorsque {service} présente le problème « {symptom} ». {service} appartient à l'équipe "
-              "{team} ; si rien n'a fonctionné au bout de {minutes} minutes, appelez l'astreinte {team}."),
-        ("p", "Le problème apparaît d'abord sur le tableau de bord {dashboard}."),
-        ("ul", ["Vérifier le symptôme : {check}", "Appliquer la correction : {fix}",
-                "Surveiller le tableau de bord {dashboard} pendant {minutes} minutes, jusqu'à la disparition de l'alerte.",
-                "Noter l'intervention dans #{team}-ops."]),
-        ("p", "Dernière relecture par {person} le {date}."),
-    ],
-    ("runbook", "es"): [
-        ("p", "Este runbook se aplica cuando {service} presenta el problema «{symptom}». {service} pertenece al equipo "
-              "{team}; si nada funciona en {minutes} minutos, avisa a la guardia de {team}."),
-        ("p", "El problema se ve primero en el panel {dashboard}."),
-        ("ul", ["Comprobar el síntoma: {check}", "Aplicar la corrección: {fix}",
-                "Vigilar el panel {dashboard} durante {minutes} minutos hasta que desaparezca la alerta.",
-                "Dejar una nota en #{team}-ops."]),
-        ("p", "Última revisión: {person}, {date}."),
-    ],
-    ("runbook", "ja"): [
-        ("p", "このランブックは、{service}で「{symptom}」が発生したときに使います。{service}は{team}チームの担当です。"
-              "{minutes}分以内に解決しない場合は、{team}のオンコール担当を呼び出してください。"),
-        ("p", "症状は最初にダッシュボード「{dashboard}」に表れます。"),
-        ("ul", ["症状を確認する: {check}", "修正を実行する: {fix}",
-                "アラートが消えるまで{minutes}分間ダッシュボード「{dashboard}」を監視する。", "#{team}-ops に対応内容を記録する。"]),
-        ("p", "最終確認: {person}（{date}）"),
-    ],
-    ("howto", "en"): [
-        ("p", ["This page explains how to {task} for {service}. {why}", "Follow these steps to {task} for {service}. {why}"]),
-        ("p", "You need the {team} deploy role; ask in #{team}-help if you do not have it."),
-        ("ul", ["Check that nobody holds the deploy lock: {lock}", "Run {command}", "Verify: {verify}",
-                "Watch the {dashboard} dashboard for {minutes} minutes."]),
-        ("p", "Last updated by {person} on {date}."),
-    ],
-    ("howto", "de"): [
-        ("p", "Diese Anleitung zeigt, wie man bei {service} {task} kann."),
-        ("p", "Du brauchst die Deploy-Rolle von {team}; frag in #{team}-help, falls sie fehlt."),
-        ("ul", ["Deploy-Sperre prüfen: {lock}", "Ausführen: {command}", "Ergebnis prüfen: {verify}"]),
-        ("p", "Dauer: etwa {minutes} Minuten. Zuletzt aktualisiert von {person} am {date}."),
-    ],
-    ("howto", "fr"): [
-        ("p", "Cette page explique comment {task} pour {service}."),
-        ("p", "Il faut le rôle de déploiement de {team} ; demandez-le sur #{team}-help si besoin."),
-        ("ul", ["Vérifier le verrou de déploiement : {lock}", "Exécuter : {command}", "Contrôler le résultat : {verify}"]),
-        ("p", "Durée : environ {minutes} minutes. Dernière mise à jour par {person} le {date}."),
-    ],
-    ("howto", "es"): [
-        ("p", "Esta página explica cómo {task} en {service}."),
-        ("p", "Necesitas el rol de despliegue de {team}; pídelo en #{team}-help si no lo tienes."),
-        ("ul", ["Comprobar el bloqueo de despliegue: {lock}", "Ejecutar: {command}", "Verificar el resultado: {verify}"]),
-        ("p", "Duración: unos {minutes} minutos. Última actualización: {person}, {date}."),
-    ],
-    ("howto", "ja"): [
-        ("p", "このページでは、{service}で{task}手順を説明します。"),
-        ("p", "{team}のデプロイ権限が必要です。権限がない場合は #{team}-help で依頼してください。"),
-        ("ul", ["デプロイロックを確認する: {lock}", "実行する: {command}", "結果を確認する: {verify}"]),
-        ("p", "所要時間は約{minutes}分です。最終更新: {person}（{date}）"),
-    ],
-    ("faq-problem", "en"): [
-        ("p", "Questions the {team} team gets about {service} and {symptom}."),
-        ("p", "Q: What do I do when {service} shows {symptom}? A: Follow the {service} runbook for it; the short version is {fix}."),
-        ("p", "Q: How do I know it is really this problem? A: Look for {signal} on the {dashboard} dashboard, or run {check}."),
-        ("p", "Q: Who owns {service}? A: The {team} team, in #{team}-help during working hours and through the on-call outside them."),
-    ],
-    ("faq-problem", "de"): [
-        ("p", "Häufige Fragen an das Team {team} zu {service}."),
-        ("p", "F: Was tun, wenn bei {service} „{symptom}“ auftritt? A: Dem Runbook folgen; kurz gesagt: {fix}."),
-        ("p", "F: Wer ist für {service} zuständig? A: Das Team {team}, erreichbar in #{team}-help."),
-    ],
-    ("faq-problem", "fr"): [
-        ("p", "Questions fréquentes adressées à l'équipe {team} au sujet de {service}."),
-        ("p", "Q : Que faire si {service} présente le problème « {symptom} » ? R : Suivre le runbook ; en bref : {fix}."),
-        ("p", "Q : Qui est responsable de {service} ? R : L'équipe {team}, joignable sur #{team}-help."),
-    ],
-    ("faq-problem", "es"): [
-        ("p", "Preguntas frecuentes al equipo {team} sobre {service}."),
-        ("p", "P: ¿Qué hago si {service} presenta el problema «{symptom}»? R: Sigue el runbook; en resumen: {fix}."),
-        ("p", "P: ¿Quién es responsable de {service}? R: El equipo {team}, en #{team}-help."),
-    ],
-    ("faq-problem", "ja"): [
-        ("p", "{service}について{team}チームによく寄せられる質問です。"),
-        ("p", "Q: {service}で「{symptom}」が発生したら？ A: ランブックに従ってください。要点は {fix} です。"),
-        ("p", "Q: {service}の担当は？ A: {team}チームです。#{team}-help で連絡できます。"),
-    ],
-    ("faq-task", "en"): [
-        ("p", "Questions the {team} team gets about how to {task} for {service}."),
-        ("p", "Q: How do I {task} for {service}? A: Run {command}, then check with {verify}."),
-        ("p", "Q: Why do we do it this way? A: {why}"),
-        ("p", "Q: Who can help? A: The {team} team, in #{team}-help."),
-    ],
-    ("faq-task", "de"): [
-        ("p", "Häufige Fragen an das Team {team} zu {service}."),
-        ("p", "F: Wie kann man bei {service} {task}? A: Mit {command}; danach mit {verify} prüfen."),
-        ("p", "F: Wer hilft weiter? A: Das Team {team} in #{team}-help."),
-    ],
-    ("faq-task", "fr"): [
-        ("p", "Questions fréquentes adressées à l'équipe {team} au sujet de {service}."),
-        ("p", "Q : Comment {task} pour {service} ? R : Avec {command}, puis vérifier avec {verify}."),
-        ("p", "Q : Qui peut aider ? R : L'équipe {team}, sur #{team}-help."),
-    ],
-    ("faq-task", "es"): [
-        ("p", "Preguntas frecuentes al equipo {team} sobre {service}."),
-        ("p", "P: ¿Cómo {task} en {service}? R: Con {command} y después comprobar con {verify}."),
-        ("p", "P: ¿Quién puede ayudar? R: El equipo {team}, en #{team}-help."),
-    ],
-    ("faq-task", "ja"): [
-        ("p", "{service}について{team}チームによく寄せられる質問です。"),
-        ("p", "Q: {service}で{task}には？ A: {command} を実行し、{verify} で確認します。"),
-        ("p", "Q: 誰に相談すればよいですか？ A: #{team}-help の{team}チームです。"),
-    ],
-    ("policy", "en"): [
-        ("p", "This policy sets out the rules on {policy} for the {team} team. It applies to everyone with production "
-              "access and was last reviewed on {date}."),
-        ("ul", ["{rule1}", "{rule2}", "{rule3}"]),
-        ("p", "Exceptions need written approval from the {team} engineering manager and are recorded in the exceptions register."),
-    ],
-    ("policy", "de"): [
-        ("p", "Diese Richtlinie regelt das Thema „{policy}“ im Team {team}. Sie gilt für alle mit Produktionszugang und "
-              "wurde zuletzt am {date} geprüft."),
-        ("ul", ["Ausnahmen brauchen eine schriftliche Freigabe der Teamleitung.",
-                "Verstöße werden im Team besprochen, um den Prozess zu verbessern.", "Fragen bitte in #{team}-help stellen."]),
-    ],
-    ("policy", "fr"): [
-        ("p", "Cette politique porte sur le thème « {policy} » pour l'équipe {team}. Elle s'applique à toute personne "
-              "ayant un accès à la production et a été revue le {date}."),
-        ("ul", ["Toute exception demande l'accord écrit du responsable d'équipe.",
-                "Les écarts sont discutés en équipe pour améliorer le processus.", "Les questions se posent sur #{team}-help."]),
-    ],
-    ("policy", "es"): [
-        ("p", "Esta política regula el tema «{policy}» en el equipo {team}. Se aplica a todas las personas con acceso a "
-              "producción y se revisó por última vez el {date}."),
-        ("ul", ["Las excepciones necesitan la aprobación por escrito de la dirección del equipo.",
-                "Los incumplimientos se comentan en el equipo para mejorar el proceso.", "Las dudas, en #{team}-help."]),
-    ],
-    ("policy", "ja"): [
-        ("p", "このポリシーは{team}チームの「{policy}」について定めます。本番環境へのアクセス権を持つ全員に適用され、"
-              "最終確認日は{date}です。"),
-        ("ul", ["例外にはチームリーダーの書面による承認が必要です。",
-                "違反は責任追及ではなくプロセス改善のためにチーム内で話し合います。", "質問は #{team}-help へ。"]),
-    ],
-    ("incident", "en"): [
-        ("p", "Summary: on {incident_date} {service} had {symptom} for {duration} minutes. {impact}"),
-        ("p", "Detection: the {dashboard} alert fired at {t0}; the {team} on-call acknowledged it at {t1}."),
-        ("ul", ["{t0} alert fired: {signal}", "{t1} on-call acknowledged and opened the runbook",
-                "{t2} applied the fix: {fix}", "{t3} alert cleared; monitored for another hour"]),
-        ("p", "Root cause: {cause}."),
-        ("ul", ["Update the {service} runbook for {symptom} (owner: {person}).",
-                "Add an earlier warning on the {dashboard} dashboard (owner: {person2})."]),
-        ("p", "This postmortem is blameless: it describes what the systems and the process allowed, not who pressed which button."),
-    ],
-    ("design", "en"): [
-        ("p", "Status: {status}. Authors: {person}, {person2}. Date: {date}."),
-        ("p", "Context: {why}"),
-        ("p", "Proposal: {service} handles {noun} through {mechanism}. The {team} team owns it, and changes to it go "
-              "through the usual review."),
-        ("ul", ["Considered: {alt1}. Rejected: {reason1}.", "Considered: {alt2}. Rejected: {reason2}."]),
-        ("p", "Rollout: behind a feature flag, first in staging, then one region at a time; roll back with `larkctl rollback {service}`."),
-    ],
-}
-
 # A script tag a wiki macro left behind: harmless, but it must never run when a page is shown.
 SCRIPT_TAG = '<script>console.log("wiki macro: table of contents")</script>'
 SCRIPT_PAGE_COUNT = 6
 HTML_SHARE = 0.35
-
-# --- query templates ------------------------------------------------------------------
-
-QUERY_TEMPLATES = {
-    ("troubleshoot", "en"): ["{symptom} on {service}: what should I do?", "how do I fix {symptom} on {service}?",
-                             "{service} {symptom} runbook", "steps for {symptom} in {service}",
-                             "{service} is showing {signal}, what now?"],
-    ("troubleshoot", "de"): ["{service}: „{symptom}“ – was tun?", "Wie behebe ich „{symptom}“ bei {service}?"],
-    ("troubleshoot", "fr"): ["{service} : « {symptom} », que faire ?", "Comment résoudre le problème « {symptom} » sur {service} ?"],
-    ("troubleshoot", "es"): ["{service}: «{symptom}», ¿qué hago?", "¿Cómo soluciono el problema «{symptom}» en {service}?"],
-    ("troubleshoot", "ja"): ["{service}で{symptom}が発生した場合の対応は？", "{service}の{symptom}を解決する方法"],
-    ("lookup-problem", "en"): ["has {service} had {symptom} before?", "postmortem for {symptom} on {service}",
-                               "past incidents with {symptom} in {service}"],
-    ("lookup-problem", "de"): ["Gab es bei {service} schon einmal das Problem „{symptom}“?"],
-    ("lookup-problem", "fr"): ["{service} a-t-il déjà eu le problème « {symptom} » ?"],
-    ("lookup-problem", "es"): ["¿{service} ya tuvo antes el problema «{symptom}»?"],
-    ("lookup-problem", "ja"): ["{service}で過去に「{symptom}」は発生しましたか？"],
-    ("howto", "en"): ["how do I {task} for {service}?", "steps to {task} in {service}", "{service}: how to {task}"],
-    ("howto", "de"): ["Wie kann man bei {service} {task}?", "{service}: {task} – wie geht das?"],
-    ("howto", "fr"): ["Comment {task} pour {service} ?", "{service} : comment {task} ?"],
-    ("howto", "es"): ["¿Cómo puedo {task} en {service}?", "{service}: ¿cómo {task}?"],
-    ("howto", "ja"): ["{service}で{task}方法は？", "{service}で{task}手順を教えてください"],
-    ("lookup-task", "en"): ["design doc for {noun} in {service}", "why does {service} handle {noun} the way it does?",
-                            "who decided how {service} does {noun}?"],
-    ("policy", "en"): ["what is the {team} policy on {policy}?", "{policy} rules for the {team} team",
-                       "where is the {team} {policy} policy?"],
-    ("policy", "de"): ["Was sagt die Richtlinie „{policy}“ im Team {team}?", "Richtlinie {policy} für {team}"],
-    ("policy", "fr"): ["Que dit la politique « {policy} » de l'équipe {team} ?", "Politique {policy} de l'équipe {team}"],
-    ("policy", "es"): ["¿Qué dice la política «{policy}» del equipo {team}?", "Política de {policy} del equipo {team}"],
-    ("policy", "ja"): ["{team}チームの「{policy}」のポリシーは？", "{team}の{policy}に関する規則"],
-}
-INTENTS = ["troubleshoot", "howto", "lookup", "policy"]
-INTENT_WEIGHTS = [40, 30, 15, 15]
-
-# How well a doc type answers a question of each kind: 3 answers it, 2 holds part of it.
-# Any other page about the same subject is at least related (1).
-FIT = {
-    "troubleshoot": {"runbook": 3, "incident": 2, "faq": 2},
-    "lookup-problem": {"incident": 3, "runbook": 2, "faq": 1},
-    "howto": {"howto": 3, "faq": 2, "design": 1},
-    "lookup-task": {"design": 3, "howto": 2, "faq": 1},
-    "policy": {"policy": 3, "faq": 2},
-}
-# The doc type a "related" page from another subject must have to be worth a 1.
-RELATED_DOC_TYPE = {"troubleshoot": "runbook", "lookup-problem": "incident", "howto": "howto", "lookup-task": "design",
-                    "policy": "policy"}
 
 # --- generated content ----------------------------------------------------------------
 
@@ -1071,17 +478,6 @@ def _build_queries(wiki: _Wiki, sprint: list[Topic]) -> tuple[list[_Query], str,
         query.query_id = f"q{INITIAL_QUERY_COUNT + len(added) + 1:03d}"
         added.append(query)
     return queries, retired_query.query_id, added
-
-
-NOTES = {
-    3: ["Answers the question step by step.", "Exactly this service and this symptom; nothing else needed.",
-        "The page I would send a colleague."],
-    2: ["Right subject, but only part of the answer.", "Same steps, but not in the question's language.",
-        "Useful; the fix is one paragraph among several."],
-    1: ["Same subject, only background.", "Mentions it in passing; the reader still has to search.",
-        "Same symptom on another service: the steps are similar."],
-    0: ["Another symptom of the same service.", "Same team, unrelated subject.", "Does not help with this question."],
-}
 
 
 def _seconds(rng: random.Random) -> float:
