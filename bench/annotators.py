@@ -21,7 +21,7 @@ and generates, the same for the same seed:
   over them at --depth built by labeling.services.pool_build (depth order), so the queue is
   the real one: hundreds of thousands of pairs, whose windows are tasks, each judgment
   making the next pair of its query a task. --done-share closes that share of the pairs
-  outside the queue beforehand (bench.scratch.pool_judged_earlier), for a pool part-way
+  outside the queue beforehand (bench.data.pool_judged_earlier), for a pool part-way
   through judging.
 
 Then it starts gunicorn (the pinned one, sync workers, --workers of them) on 127.0.0.1 at a
@@ -72,7 +72,6 @@ import platform
 import pstats
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -86,8 +85,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import purge_queue, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
+from bench.data import (  # noqa: E402  (needs the repository on sys.path)
+    GRADE_SCALE, candidate_pages, doc_id_of, pool_judged_earlier, question_records, runs_write,
+)
 from bench.judging_load import GRADES, JUDGED, JUDGING_ERROR, PASSWORD, TASK_ID, load, server_times  # noqa: E402
+from bench.scratch import (  # noqa: E402
+    django_setup, free_port, process_started, purge_queue, scratch_database, server_version,
+)
 
 TARGET_P95_MS = 50.0
 SLUG = "bench-annotators"
@@ -96,35 +100,26 @@ ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
 
 # --- data ------------------------------------------------------------------------------
 
-def doc_id_of(n: int) -> str:
-    return f"kb/{n // 4:06d}#{n % 4}"
-
-
 def generate(args: argparse.Namespace) -> dict:
     """The golden set, its judgments, annotators, runs and pool, through the app's code."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
     from django.utils import timezone
 
-    from evaluation.models import Run, RunData
     from goldenset.models import GoldenSet, Judgment, Membership, Page, Query
     from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
     from labeling.models import JudgingTask, QueueSettings
     from labeling.services import pool_build
 
-    from bench.scratch import pool_judged_earlier
     from lib.bulk import bulk_insert, gc_paused
     from lib.formats import JsonRecord
-    from lib.runs import RankedRun
 
     rng = np.random.default_rng(args.seed)
     pages, queries = args.pages, args.queries
     doc_ids = [doc_id_of(n) for n in range(pages)]
     query_ids = [f"q{n + 1}" for n in range(queries)]
 
-    # Each query's run candidates: distinct pages spread over the corpus (7919 is prime).
-    starts = rng.integers(0, pages, size=(queries, 1))
-    candidates = (starts + np.arange(args.candidates) * 7919) % pages
+    candidates = candidate_pages(rng, queries=queries, pages=pages, count=args.candidates)
     # Judged pages of a query: an arithmetic walk with a stride small enough never to come
     # back (distinct pages), plus a few of the candidates' head, so the pool skips some
     # already-labelled pairs as it would in a real set.
@@ -152,8 +147,7 @@ def generate(args: argparse.Namespace) -> dict:
     print(f"  golden set: {pages:,} pages, {queries:,} queries, {len(qrels):,} imported judgments ...", file=sys.stderr)
     source = GoldenSetSource(
         pages=[JsonRecord(line=n + 1, id=doc_id, title=f"page {n}", text=f"text of page {n}, short") for n, doc_id in enumerate(doc_ids)],
-        queries=[JsonRecord(line=n + 1, id=query_id, text=f"question {n + 1}") for n, query_id in enumerate(query_ids)],
-        qrels=qrels, grade_scale=[{"value": g, "label": str(g)} for g in GRADES],
+        queries=question_records(query_ids), qrels=qrels, grade_scale=GRADE_SCALE,
     )
     golden_set_create(slug=SLUG, name="annotator load bench", source=source)
     del source, qrels
@@ -195,25 +189,11 @@ def generate(args: argparse.Namespace) -> dict:
     del human
 
     print(f"  {args.runs} runs x depth {args.depth} ...", file=sys.stderr)
-    ordered = sorted(query_ids, key=lambda q: int(q[1:]))
-    latent = -np.log(np.arange(1, args.candidates + 1))  # a shared sense of which pages are best
-    offsets = np.arange(queries + 1, dtype=np.int64) * args.depth
-    runs = []
-    for number in range(args.runs):
-        noisy = latent + rng.gumbel(scale=1.0, size=(queries, args.candidates))
-        top = np.argsort(-noisy, axis=1)[:, : args.depth]
-        scores = -np.sort(-noisy, axis=1)[:, : args.depth]
-        keys = page_pk[np.take_along_axis(candidates, top, axis=1)]
-        ranked = RankedRun(
-            query_ids=tuple(ordered), offsets=offsets, doc_keys=keys.ravel(), scores=scores.ravel(),
-            external_doc_ids=(), depth=args.depth, dropped_by_depth=0,
-        )
-        run = Run.objects.create(
-            golden_set=golden_set, name=f"system-{number:02d}", system=f"system-{number:02d}", stage=Run.Stage.FIRST_STAGE,
-            query_count=queries, entry_count=len(ranked), depth_cap=args.depth, dropped_by_depth=0, external_doc_count=0,
-        )
-        RunData.objects.create(run=run, ranked=ranked.to_bytes())
-        runs.append(run)
+    # query_ids are in the order of their numbers, as a run lists its queries.
+    runs = runs_write(
+        golden_set=golden_set, rng=rng, candidates=candidates, page_keys=page_pk, query_ids=query_ids, runs=args.runs,
+        depth=args.depth,
+    )
 
     print("  pool_build ...", file=sys.stderr)
     result = pool_build(golden_set=golden_set, runs=runs, depth=args.depth, strategy="depth")
@@ -231,12 +211,6 @@ def generate(args: argparse.Namespace) -> dict:
 
 
 # --- the server ------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 SETTINGS_TEMPLATE = '''"""Written by bench/annotators.py for one run: production settings, static files in a
 temporary folder (STATIC_ROOT is not read from the environment)."""
@@ -276,31 +250,21 @@ def gunicorn_server(args: argparse.Namespace, temp: Path):
         "--access-logfile", str(access_log), "--access-logformat", ACCESS_LOG_FORMAT,
         "--error-logfile", str(error_log), "--log-level", "warning",
     ]
-    with error_log.open("ab") as log:  # Django's own warnings (console logging) go there too
-        process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
     base = f"http://127.0.0.1:{port}"
-    try:
+
+    def answers() -> bool:
         import requests
 
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"gunicorn exited with {process.returncode}:\n{error_log.read_text(errors='replace')[-5000:]}")
-            try:
-                # The first answer of each worker loads the app (ranx, numba: seconds).
-                if requests.get(f"{base}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=60).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"gunicorn did not answer in 180 s:\n{error_log.read_text(errors='replace')[-5000:]}")
-            time.sleep(0.2)
+        try:
+            # The first answer of each worker loads the app (ranx, numba: seconds).
+            return requests.get(f"{base}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=60).status_code == 200
+        except requests.RequestException:
+            return False
+
+    # The error log takes Django's own warnings (console logging) too.
+    with process_started(command, env=env, log_path=error_log, ready=answers, what="gunicorn", timeout=180) as process:
         args.gunicorn_pid = process.pid
         yield base, access_log, error_log
-    finally:
-        stop_process_group(process)
 
 
 # --- checks and profile ------------------------------------------------------------------
@@ -558,14 +522,7 @@ def report(args: argparse.Namespace, info: dict) -> bool:
 # --- main --------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    os.environ["DEBUG"] = "false"
-    os.environ["CELERY_BROKER_URL"] = args.broker_url
-    os.environ["CELERY_TASK_DEFAULT_QUEUE"] = args.queue
-    import django
-
-    django.setup()
+    django_setup(args.database_url, DEBUG="false", CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=args.queue)
     import gunicorn
     from django.core.management import call_command
     from django.db import connection
@@ -582,8 +539,7 @@ def run(args: argparse.Namespace) -> None:
             data = generate(args)
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE")
-                cursor.execute("SELECT current_setting('server_version')")
-                info["server"] = cursor.fetchone()[0]
+            info["server"] = server_version()
             info["setup"] = time.perf_counter() - started
             connection.close()
             print("starting gunicorn ...", file=sys.stderr)
