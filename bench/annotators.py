@@ -90,7 +90,7 @@ from bench.data import (  # noqa: E402  (needs the repository on sys.path)
 )
 from bench.judging_load import GRADES, JUDGED, JUDGING_ERROR, PASSWORD, TASK_ID, load, server_times  # noqa: E402
 from bench.scratch import (  # noqa: E402
-    django_setup, free_port, process_started, purge_queue, scratch_database, server_version,
+    database_url_argument, django_setup, free_port, process_started, purge_queue, scratch_database, server_version,
 )
 
 TARGET_P95_MS = 50.0
@@ -599,10 +599,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=60, help="pages a query's runs draw their top from")
     parser.add_argument("--done-share", type=float, default=0.0, help="share of the pool's unqueued tasks closed beforehand (0-1)")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_annotators",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_annotators")
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/10", help="Redis for Celery (a queue of this run's own)")
     parser.add_argument("--keep", action="store_true", help="do not drop the database at the end (debugging)")
     parser.add_argument("--profile", action="store_true", help="then profile one next-pair and one submit in-process")

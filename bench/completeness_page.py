@@ -36,7 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench.data import golden_set_with_runs, pool_judged_earlier  # noqa: E402  (needs the repository on sys.path)
-from bench.scratch import django_setup, scratch_database, server_version  # noqa: E402
+from bench.scratch import database_url_argument, django_setup, scratch_database, server_version  # noqa: E402
 
 SLUG = "bench-completeness"
 
@@ -158,10 +158,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1000, help="completeness sample size")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_completeness",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_completeness")
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of the sample draw")
     args = parser.parse_args()
     if args.run_depth <= args.pool_depth:

@@ -59,7 +59,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.data import doc_id_of  # noqa: E402  (needs the repository on sys.path)
 from bench.scratch import (  # noqa: E402
-    django_setup, free_port, peak_memory, process_started, scratch_database, server_version, version_labels_copy,
+    database_url_argument, django_setup, free_port, peak_memory, process_started, scratch_database, server_version,
+    version_labels_copy,
 )
 
 TIME_TARGET = 2.0
@@ -314,10 +315,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=int, default=200_000, help="pages in the corpus (default 200,000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds to take the median of (default 3)")
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_export",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_export")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")

@@ -62,7 +62,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench.data import golden_set_with_runs  # noqa: E402  (needs the repository on sys.path)
-from bench.scratch import django_setup, scratch_database, server_version  # noqa: E402
+from bench.scratch import database_url_argument, django_setup, scratch_database, server_version  # noqa: E402
 
 TARGET = 3.0
 SLUG = "bench-pool"
@@ -258,10 +258,7 @@ def main() -> None:
     parser.add_argument("--judgments", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3, help="rounds to take the median of (default 3)")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_pool",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_pool")
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of pool_build (round 1)")
     args = parser.parse_args()
     if args.rounds < 1:

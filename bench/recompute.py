@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.data import doc_id_of, question_records  # noqa: E402  (needs the repository on sys.path)
 from bench.scratch import (  # noqa: E402
-    django_setup, peak_memory, process_started, purge_queue, scratch_database, server_version,
+    database_url_argument, django_setup, peak_memory, process_started, purge_queue, scratch_database, server_version,
 )
 
 TIME_TARGET = 3.0
@@ -463,10 +463,7 @@ def main() -> None:
         "--concurrency", type=int, default=os.cpu_count() or 1, help="pool processes of the worker (default: the cores)",
     )
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_recompute",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_recompute")
     parser.add_argument(
         "--broker-url", default="redis://127.0.0.1:6379/0", help="Redis for the worker (in a queue of this run's own)",
     )

@@ -13,6 +13,7 @@ A bench only ever drops a database it created: `scratch_database` refuses one th
 already exists, and drops its own on the way out, even when a step fails.
 """
 
+import argparse
 import os
 import signal
 import socket
@@ -30,6 +31,15 @@ from psycopg import sql
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+def database_url_argument(parser: argparse.ArgumentParser, name: str) -> None:
+    """Add --database-url: the database a bench creates, uses and drops (scratch_database),
+    `name` on the local PostgreSQL server unless told otherwise."""
+    parser.add_argument(
+        "--database-url", default=f"postgres://postgres@127.0.0.1:5432/{name}",
+        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
+    )
 
 
 def django_setup(database_url: str, **environ: str) -> None:

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.data import question_records  # noqa: E402  (needs the repository on sys.path)
-from bench.scratch import django_setup, scratch_database  # noqa: E402
+from bench.scratch import database_url_argument, django_setup, scratch_database  # noqa: E402
 
 TIME_TARGET = 1.0
 SLUG = "bench-coverage"
@@ -179,8 +179,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of a cold and a warm render")
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_coverage",
-                        help="PostgreSQL database to create, use and drop; it must not exist beforehand")
+    database_url_argument(parser, "goldset_bench_coverage")
     args = parser.parse_args()
     os.environ.pop("CELERY_BROKER_URL", None)  # tasks inline: publishing scores the runs here
     django_setup(args.database_url)
