@@ -97,8 +97,9 @@ def demo_load(
     (demo_golden_set_load), the demo systems' runs scored against every version
     (demo_runs_load) and a judging pool of the first-stage runs (demo_pool_build).
 
-    Safe to call again: a part that is there already is left as it is, so a second call
-    writes nothing. `seed` and `reference_date` apply to a first load of the set only.
+    Each part is all or nothing and commits on its own. Safe to call again: a part that
+    is there already is left as it is, whatever seed made it, so a second call writes
+    nothing.
     """
     demo_set = demo_golden_set_load(seed=seed, reference_date=reference_date, progress=progress)
     golden_set = demo_set.golden_set
