@@ -21,7 +21,7 @@ and generates, the same for the same seed:
   over them at --depth built by labeling.services.pool_build (depth order), so the queue is
   the real one: hundreds of thousands of pairs, whose windows are tasks, each judgment
   making the next pair of its query a task. --done-share closes that share of the pairs
-  outside the queue beforehand (bench.scratch.pool_judged_earlier), for a pool part-way
+  outside the queue beforehand (bench.data.pool_judged_earlier), for a pool part-way
   through judging.
 
 Then it starts gunicorn (the pinned one, sync workers, --workers of them) on 127.0.0.1 at a
@@ -67,50 +67,38 @@ phase does.
 import argparse
 import cProfile
 import io
-import multiprocessing
 import os
 import platform
 import pstats
-import random
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
-import psycopg
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import purge_queue, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
+from bench.data import (  # noqa: E402  (needs the repository on sys.path)
+    GRADE_SCALE, candidate_pages, doc_id_of, pool_judged_earlier, question_records, runs_write,
+)
+from bench.judging_load import GRADES, JUDGED, JUDGING_ERROR, PASSWORD, TASK_ID, load, server_times  # noqa: E402
+from bench.scratch import (  # noqa: E402
+    database_url_argument, django_setup, free_port, process_started, purge_queue, scratch_database, server_version,
+)
 
 TARGET_P95_MS = 50.0
 SLUG = "bench-annotators"
-PASSWORD = "bench-annotator-password"
-TASK_ID = re.compile(rb'data-task-id="(\d+)"')
-# The judge view answers 200 with the next pair and this message when it refuses a grade.
-# What the annotator has judged, which every form of the pair fragment posts back (the
-# page sends it with the grade; the next fragment counts on from it).
-JUDGED = re.compile(rb'name="judged" value="(\d+)"')
-JUDGING_ERROR = re.compile(rb'class="judging-error"[^>]*>([^<]*)<')
-GRADES = (0, 1, 2, 3)
 ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
 
 
 # --- data ------------------------------------------------------------------------------
-
-def doc_id_of(n: int) -> str:
-    return f"kb/{n // 4:06d}#{n % 4}"
-
 
 def generate(args: argparse.Namespace) -> dict:
     """The golden set, its judgments, annotators, runs and pool, through the app's code."""
@@ -118,25 +106,20 @@ def generate(args: argparse.Namespace) -> dict:
     from django.contrib.auth.hashers import make_password
     from django.utils import timezone
 
-    from evaluation.models import Run, RunData
     from goldenset.models import GoldenSet, Judgment, Membership, Page, Query
     from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
     from labeling.models import JudgingTask, QueueSettings
     from labeling.services import pool_build
 
-    from bench.scratch import pool_judged_earlier
     from lib.bulk import bulk_insert, gc_paused
     from lib.formats import JsonRecord
-    from lib.runs import RankedRun
 
     rng = np.random.default_rng(args.seed)
     pages, queries = args.pages, args.queries
     doc_ids = [doc_id_of(n) for n in range(pages)]
     query_ids = [f"q{n + 1}" for n in range(queries)]
 
-    # Each query's run candidates: distinct pages spread over the corpus (7919 is prime).
-    starts = rng.integers(0, pages, size=(queries, 1))
-    candidates = (starts + np.arange(args.candidates) * 7919) % pages
+    candidates = candidate_pages(rng, queries=queries, pages=pages, count=args.candidates)
     # Judged pages of a query: an arithmetic walk with a stride small enough never to come
     # back (distinct pages), plus a few of the candidates' head, so the pool skips some
     # already-labelled pairs as it would in a real set.
@@ -164,8 +147,7 @@ def generate(args: argparse.Namespace) -> dict:
     print(f"  golden set: {pages:,} pages, {queries:,} queries, {len(qrels):,} imported judgments ...", file=sys.stderr)
     source = GoldenSetSource(
         pages=[JsonRecord(line=n + 1, id=doc_id, title=f"page {n}", text=f"text of page {n}, short") for n, doc_id in enumerate(doc_ids)],
-        queries=[JsonRecord(line=n + 1, id=query_id, text=f"question {n + 1}") for n, query_id in enumerate(query_ids)],
-        qrels=qrels, grade_scale=[{"value": g, "label": str(g)} for g in GRADES],
+        queries=question_records(query_ids), qrels=qrels, grade_scale=GRADE_SCALE,
     )
     golden_set_create(slug=SLUG, name="annotator load bench", source=source)
     del source, qrels
@@ -207,25 +189,11 @@ def generate(args: argparse.Namespace) -> dict:
     del human
 
     print(f"  {args.runs} runs x depth {args.depth} ...", file=sys.stderr)
-    ordered = sorted(query_ids, key=lambda q: int(q[1:]))
-    latent = -np.log(np.arange(1, args.candidates + 1))  # a shared sense of which pages are best
-    offsets = np.arange(queries + 1, dtype=np.int64) * args.depth
-    runs = []
-    for number in range(args.runs):
-        noisy = latent + rng.gumbel(scale=1.0, size=(queries, args.candidates))
-        top = np.argsort(-noisy, axis=1)[:, : args.depth]
-        scores = -np.sort(-noisy, axis=1)[:, : args.depth]
-        keys = page_pk[np.take_along_axis(candidates, top, axis=1)]
-        ranked = RankedRun(
-            query_ids=tuple(ordered), offsets=offsets, doc_keys=keys.ravel(), scores=scores.ravel(),
-            external_doc_ids=(), depth=args.depth, dropped_by_depth=0,
-        )
-        run = Run.objects.create(
-            golden_set=golden_set, name=f"system-{number:02d}", system=f"system-{number:02d}", stage=Run.Stage.FIRST_STAGE,
-            query_count=queries, entry_count=len(ranked), depth_cap=args.depth, dropped_by_depth=0, external_doc_count=0,
-        )
-        RunData.objects.create(run=run, ranked=ranked.to_bytes())
-        runs.append(run)
+    # query_ids are in the order of their numbers, as a run lists its queries.
+    runs = runs_write(
+        golden_set=golden_set, rng=rng, candidates=candidates, page_keys=page_pk, query_ids=query_ids, runs=args.runs,
+        depth=args.depth,
+    )
 
     print("  pool_build ...", file=sys.stderr)
     result = pool_build(golden_set=golden_set, runs=runs, depth=args.depth, strategy="depth")
@@ -243,12 +211,6 @@ def generate(args: argparse.Namespace) -> dict:
 
 
 # --- the server ------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 SETTINGS_TEMPLATE = '''"""Written by bench/annotators.py for one run: production settings, static files in a
 temporary folder (STATIC_ROOT is not read from the environment)."""
@@ -288,275 +250,21 @@ def gunicorn_server(args: argparse.Namespace, temp: Path):
         "--access-logfile", str(access_log), "--access-logformat", ACCESS_LOG_FORMAT,
         "--error-logfile", str(error_log), "--log-level", "warning",
     ]
-    with error_log.open("ab") as log:  # Django's own warnings (console logging) go there too
-        process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
     base = f"http://127.0.0.1:{port}"
-    try:
+
+    def answers() -> bool:
         import requests
 
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"gunicorn exited with {process.returncode}:\n{error_log.read_text(errors='replace')[-5000:]}")
-            try:
-                # The first answer of each worker loads the app (ranx, numba: seconds).
-                if requests.get(f"{base}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=60).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"gunicorn did not answer in 180 s:\n{error_log.read_text(errors='replace')[-5000:]}")
-            time.sleep(0.2)
+        try:
+            # The first answer of each worker loads the app (ranx, numba: seconds).
+            return requests.get(f"{base}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=60).status_code == 200
+        except requests.RequestException:
+            return False
+
+    # The error log takes Django's own warnings (console logging) too.
+    with process_started(command, env=env, log_path=error_log, ready=answers, what="gunicorn", timeout=180) as process:
         args.gunicorn_pid = process.pid
         yield base, access_log, error_log
-    finally:
-        stop_process_group(process)
-
-
-# --- the annotators ----------------------------------------------------------------------
-
-class Annotator:
-    """One person's browser: a requests session whose cookies are kept by hand, because the
-    production settings mark them Secure and the bench speaks plain HTTP to gunicorn (the
-    X-Forwarded-Proto header tells Django the request came through TLS, as behind a proxy)."""
-
-    def __init__(self, base: str, username: str):
-        import requests
-        from http.cookiejar import DefaultCookiePolicy
-
-        self.base, self.username = base, username
-        self.session = requests.Session()
-        self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))  # keep none: see above
-        self.cookies: dict[str, str] = {}
-        self.origin = "https://" + urlparse(base).netloc
-
-    def request(self, method: str, path: str, phase: str, data: dict | None = None, htmx: bool = False):
-        headers = {
-            "X-Forwarded-Proto": "https", "X-Bench-Phase": phase,
-            "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
-        }
-        if method == "POST":
-            headers.update({"Origin": self.origin, "Referer": self.origin + path, "X-CSRFToken": self.cookies.get("csrftoken", "")})
-        if htmx:
-            headers["HX-Request"] = "true"
-        response = self.session.request(method, self.base + path, data=data, headers=headers, allow_redirects=False, timeout=60)
-        for cookie in response.cookies:
-            self.cookies[cookie.name] = cookie.value
-        return response
-
-    def login(self) -> None:
-        page = self.request("GET", "/accounts/login/", "login")
-        match = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
-        if page.status_code != 200 or not match:
-            raise RuntimeError(f"{self.username}: login page answered {page.status_code} without a CSRF token")
-        answer = self.request(
-            "POST", "/accounts/login/", "login",
-            data={"username": self.username, "password": PASSWORD, "csrfmiddlewaretoken": match.group(1).decode()},
-        )
-        if answer.status_code != 302 or "sessionid" not in self.cookies:
-            raise RuntimeError(f"{self.username}: login answered {answer.status_code}, not a redirect with a session")
-
-
-def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list):
-    """One annotator until `stop_at` (time.time()); appends (kind, phase, seconds, ok, detail)
-    for each request and ("judged", phase, task id) for each submit answered 200."""
-    rng = random.Random(seed)
-    person = Annotator(base, username)
-    try:
-        person.login()
-    except Exception as error:  # noqa: BLE001 - reported as an error, the others go on
-        out.append(("login", "measure", 0.0, False, repr(error)))
-        return
-    while (now := time.time()) < stop_at:
-        phase = "warmup" if now < warm_until else "measure"
-        start = time.perf_counter()
-        try:
-            answer = person.request("GET", f"/label/{slug}/next/", phase, htmx=True)
-        except Exception as error:  # noqa: BLE001
-            out.append(("next", phase, time.perf_counter() - start, False, repr(error)))
-            continue
-        seconds = time.perf_counter() - start
-        match = TASK_ID.search(answer.content)
-        if answer.status_code != 200 or not match:
-            out.append(("next", phase, seconds, False, f"{answer.status_code} {'no data-task-id' if answer.status_code == 200 else answer.content[:200]!r}"))
-            time.sleep(0.05)
-            continue
-        out.append(("next", phase, seconds, True, ""))
-        task_id = int(match.group(1))
-        judged = JUDGED.search(answer.content)
-        phase = "warmup" if time.time() < warm_until else "measure"
-        grade = rng.choice(GRADES)
-        start = time.perf_counter()
-        try:
-            answer = person.request(
-                "POST", f"/label/{slug}/tasks/{task_id}/judge/", phase, htmx=True,
-                data={"grade": str(grade), "note": "", "seconds": f"{rng.uniform(1, 10):.1f}",
-                      "judged": judged.group(1).decode() if judged else "",
-                      "csrfmiddlewaretoken": person.cookies.get("csrftoken", "")},
-            )
-        except Exception as error:  # noqa: BLE001
-            out.append(("submit", phase, time.perf_counter() - start, False, repr(error)))
-            continue
-        seconds = time.perf_counter() - start
-        refused = JUDGING_ERROR.search(answer.content) if answer.status_code == 200 else None
-        if answer.status_code == 200 and refused is None:
-            out.append(("judged", phase, task_id, username))
-        ok = answer.status_code == 200 and refused is None and TASK_ID.search(answer.content) is not None
-        if ok:
-            detail = ""
-        elif answer.status_code != 200:
-            detail = f"{answer.status_code} {answer.content[:200]!r}"
-        elif refused is not None:
-            detail = f"refused: {refused.group(1).decode(errors='replace').strip()}"
-        else:
-            detail = "no data-task-id in the next pair"
-        out.append(("submit", phase, seconds, ok, detail))
-        if think:
-            time.sleep(rng.uniform(0.5, 1.5) * think)
-
-
-def client_process(base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue):
-    """A process of annotator threads (one GIL for a few annotators, not for all of them)."""
-    results: list[list] = [[] for _ in usernames]
-    threads = [
-        threading.Thread(target=annotator_loop, args=(base, name, slug, warm_until, stop_at, think, seed + i, results[i]))
-        for i, name in enumerate(usernames)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    queue.put([row for rows in results for row in rows])
-
-
-def load(args: argparse.Namespace, base: str) -> tuple[list, float]:
-    """Run the annotators; return every record and the measured window in seconds."""
-    usernames = [f"annotator{n:02d}" for n in range(args.annotators)]
-    groups = [usernames[i :: args.client_processes] for i in range(args.client_processes)]
-    groups = [g for g in groups if g]
-    # The warm-up counts from about when the client processes are up; logins (the password
-    # hasher is slow on purpose) fall into it.
-    warm_until = time.time() + 3.0 + args.warmup
-    stop_at = warm_until + args.duration
-    waits: Counter = Counter()
-    cpu: dict = {}
-    sampler = threading.Thread(
-        target=sample_waits, args=(args.database_url, warm_until, stop_at, waits, cpu, args.gunicorn_pid), daemon=True,
-    )
-    sampler.start()
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    processes = [
-        context.Process(target=client_process, args=(base, group, SLUG, warm_until, stop_at, args.think, args.seed * 1000 + 100 * i, queue))
-        for i, group in enumerate(groups)
-    ]
-    for process in processes:
-        process.start()
-    rows = []
-    for _ in processes:
-        rows.extend(queue.get(timeout=args.warmup + args.duration + 300))
-    for process in processes:
-        process.join(timeout=30)
-    sampler.join(timeout=10)
-    args.waits = waits
-    args.cpu = cpu_used(cpu)
-    return rows, args.duration
-
-
-def statement_kind(query: str) -> str:
-    """A short name for a statement seen in pg_stat_activity."""
-    text = " ".join(query.split())
-    upper = text.upper()
-    verb = upper.split(" ", 1)[0] if upper else "?"
-    main = text
-    if verb == "SELECT":  # name the table of the main FROM, not one of a subquery in the select list
-        while (shorter := re.sub(r"\([^()]*\)", "", main)) != main:
-            main = shorter
-    table = re.search(r'(?:FROM|INTO|UPDATE) "?(\w+)"?', main)
-    if table is None:  # pg_stat_activity cuts statements at 1 kB: name the table of the first column
-        table = re.search(r'"(\w+)"\."', text)
-    table = table.group(1) if table else ""
-    lock = " FOR UPDATE SKIP LOCKED" if "SKIP LOCKED" in upper else " FOR UPDATE" if "FOR UPDATE" in upper else ""
-    return f"{verb} {table}{lock}".strip() if verb not in ("COMMIT", "BEGIN") else verb
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_snapshot(conn, database: str, gunicorn_pid: int) -> dict:
-    """CPU seconds so far of each gunicorn worker and each PostgreSQL backend of the database."""
-    workers = Path(f"/proc/{gunicorn_pid}/task/{gunicorn_pid}/children").read_text().split()
-    backends = conn.execute(
-        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
-        (database,),
-    ).fetchall()
-    return {
-        "app": {int(pid): process_cpu_seconds(int(pid)) for pid in workers},
-        "db": {pid: process_cpu_seconds(pid) for (pid,) in backends},
-        "time": time.time(),
-    }
-
-
-def cpu_used(cpu: dict) -> dict[str, float]:
-    """CPU seconds the app workers and the database backends used between the snapshots
-    (processes present at both ends: gunicorn workers and kept connections are)."""
-    if "start" not in cpu or "end" not in cpu:
-        return {}
-    used = {}
-    for side in ("app", "db"):
-        start, end = cpu["start"][side], cpu["end"][side]
-        used[side] = sum(end[pid] - start.get(pid, 0.0) for pid in end)
-    used["wall"] = cpu["end"]["time"] - cpu["start"]["time"]
-    return used
-
-
-def sample_waits(database_url: str, start_at: float, stop_at: float, out: Counter, cpu: dict, gunicorn_pid: int) -> None:
-    """Every 20 ms of the measured window, what each busy backend of the bench database is
-    doing (pg_stat_activity): running a statement, waiting on a lock or on I/O, or idle in
-    a transaction while the app works (the statement shown is its last). Tells a queue
-    behind a row lock apart from CPU or disk time."""
-    name = urlparse(database_url).path.lstrip("/")
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        while time.time() < start_at:
-            time.sleep(0.05)
-        cpu["start"] = cpu_snapshot(conn, name, gunicorn_pid)
-        while time.time() < stop_at:
-            rows = conn.execute(
-                "SELECT CASE WHEN state = 'active' THEN coalesce(wait_event_type || ':' || wait_event, 'running') "
-                "ELSE 'in transaction, app working' END, query "
-                "FROM pg_stat_activity WHERE datname = %s AND state <> 'idle' AND pid <> pg_backend_pid()",
-                (name,),
-            ).fetchall()
-            out["samples"] += 1
-            for wait, query in rows:
-                out[(wait, statement_kind(query))] += 1
-            time.sleep(0.02)
-        cpu["end"] = cpu_snapshot(conn, name, gunicorn_pid)
-
-
-def server_times(access_log: Path, offset: int = 0) -> dict[str, list[float]]:
-    """Server-side seconds of the measured requests, by kind, from gunicorn's access log
-    (from byte `offset` on: the lines of one phase)."""
-    times: dict[str, list[float]] = {"next": [], "submit": []}
-    with access_log.open("rb") as log:
-        log.seek(offset)
-        text = log.read().decode(errors="replace")
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) != 5 or parts[0] != "measure":
-            continue
-        kind = "next" if parts[2].endswith("/next/") else "submit" if parts[2].endswith("/judge/") else None
-        if kind:
-            times[kind].append(int(parts[4]) / 1e6)
-    return times
 
 
 # --- checks and profile ------------------------------------------------------------------
@@ -814,14 +522,7 @@ def report(args: argparse.Namespace, info: dict) -> bool:
 # --- main --------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    os.environ["DEBUG"] = "false"
-    os.environ["CELERY_BROKER_URL"] = args.broker_url
-    os.environ["CELERY_TASK_DEFAULT_QUEUE"] = args.queue
-    import django
-
-    django.setup()
+    django_setup(args.database_url, DEBUG="false", CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=args.queue)
     import gunicorn
     from django.core.management import call_command
     from django.db import connection
@@ -838,8 +539,7 @@ def run(args: argparse.Namespace) -> None:
             data = generate(args)
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE")
-                cursor.execute("SELECT current_setting('server_version')")
-                info["server"] = cursor.fetchone()[0]
+            info["server"] = server_version()
             info["setup"] = time.perf_counter() - started
             connection.close()
             print("starting gunicorn ...", file=sys.stderr)
@@ -857,7 +557,7 @@ def run(args: argparse.Namespace) -> None:
                     info["load_before"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
                     print(f"{args.annotators} annotators for {args.warmup:.0f}s + {args.duration:.0f}s against {base}, "
                           f"think {think:g}s ...", file=sys.stderr)
-                    info["rows"], info["window"] = load(args, base)
+                    info["rows"], info["window"] = load(args, base, SLUG)
                     info["load_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
                     info["server_times"] = server_times(access_log, offset)
                     info["checks"] = database_checks(data["judgments_before"], last_id)
@@ -899,10 +599,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=60, help="pages a query's runs draw their top from")
     parser.add_argument("--done-share", type=float, default=0.0, help="share of the pool's unqueued tasks closed beforehand (0-1)")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_annotators",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_annotators")
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/10", help="Redis for Celery (a queue of this run's own)")
     parser.add_argument("--keep", action="store_true", help="do not drop the database at the end (debugging)")
     parser.add_argument("--profile", action="store_true", help="then profile one next-pair and one submit in-process")

@@ -5,12 +5,13 @@ of pairs, PostgreSQL.
         --pool-depth 50 --candidates 300 --done-share 0.1 --sample 1000] [--rounds 5]
         [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_completeness] [--profile]
 
-Creates the database named by --database-url (it must not exist beforehand; it is dropped
-at the end, even when a step fails), generates a golden set and its runs as
-bench/pool_build.py does (runs ranking `run-depth` pages a query), builds a pool of all
-the runs at `pool-depth`, marks `done-share` of its pairs judged (done tasks with a grade
-and a done_at spread over the last three days, written by bench.scratch.pool_judged_earlier:
-the page reads only those columns), then times, untimed setup apart:
+Creates the database named by --database-url (it must not exist beforehand; it is
+dropped at the end, even when a step fails), generates a golden set and its runs with
+bench.data.golden_set_with_runs, as bench/pool_build.py does (runs ranking `run-depth`
+pages a query), builds a pool of all the runs at `pool-depth`, marks `done-share` of its
+pairs judged (done tasks with a grade and a done_at spread over the last three days,
+written by bench.data.pool_judged_earlier: the page reads only those columns), then
+times, untimed setup apart:
 
 - completeness_sample_draw: `sample` pairs from the ranks pool-depth + 1 .. run-depth of
   every run (reads all the runs, the set's pairs, tasks and judgments, writes the sample);
@@ -34,8 +35,10 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.pool_build import SLUG, generate  # noqa: E402  (needs the repository on sys.path)
-from bench.scratch import pool_judged_earlier, scratch_database  # noqa: E402
+from bench.data import golden_set_with_runs, pool_judged_earlier  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import database_url_argument, django_setup, scratch_database, server_version  # noqa: E402
+
+SLUG = "bench-completeness"
 
 
 def timed(function, *args, **kwargs):
@@ -45,11 +48,7 @@ def timed(function, *args, **kwargs):
 
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    import django
-
-    django.setup()
+    django_setup(args.database_url)
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
@@ -67,12 +66,11 @@ def run(args: argparse.Namespace) -> None:
 
     with scratch_database(args.database_url):
         call_command("migrate", verbosity=0)
-        generate_args = argparse.Namespace(
-            queries=args.queries, runs=args.runs, depth=args.run_depth, pages=args.pages, candidates=args.candidates,
+        print("generating ...", file=sys.stderr)
+        data = golden_set_with_runs(
+            slug=SLUG, queries=args.queries, runs=args.runs, depth=args.run_depth, pages=args.pages, candidates=args.candidates,
             noise=args.noise, judgments=args.judgments, seed=args.seed,
         )
-        print("generating ...", file=sys.stderr)
-        data = generate(generate_args)
         golden_set = GoldenSet.objects.get(slug=SLUG)
         staff = get_user_model().objects.create_user("bench", password="bench", is_staff=True)
         runs = list(Run.objects.filter(golden_set=golden_set).order_by("name"))
@@ -101,8 +99,7 @@ def run(args: argparse.Namespace) -> None:
         ])
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
-            cursor.execute("SELECT current_setting('server_version')")
-            server = cursor.fetchone()[0]
+        server = server_version()
 
         client = Client()
         client.force_login(staff)
@@ -161,10 +158,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1000, help="completeness sample size")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_completeness",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_completeness")
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of the sample draw")
     args = parser.parse_args()
     if args.run_depth <= args.pool_depth:

@@ -42,9 +42,7 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +57,11 @@ import requests
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import VERSION_LABELS_COPY, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
+from bench.data import doc_id_of  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import (  # noqa: E402
+    database_url_argument, django_setup, free_port, peak_memory, process_started, scratch_database, server_version,
+    version_labels_copy,
+)
 
 TIME_TARGET = 2.0
 MEMORY_TARGET = 1.10  # peak after the large version / peak after the small one
@@ -69,24 +71,10 @@ KINDS = ("article", "faq", "manual")
 
 # The same rows as TREC lines, for the byte-for-byte check (ids hold no backslash, the one
 # character COPY's text format would escape).
-TREC_COPY = """
-COPY (
-    SELECT q.query_id || ' 0 ' || p.doc_id || ' ' || l.grade
-    FROM goldenset_versionlabel l
-    JOIN goldenset_query q ON q.id = l.query_id
-    JOIN goldenset_page p ON p.id = l.page_id
-    WHERE l.version_id = {version_id}
-    ORDER BY l.position
-) TO STDOUT
-"""
+TREC_LINE = "q.query_id || ' 0 ' || p.doc_id || ' ' || l.grade"
 
 
 # --- the database ----------------------------------------------------------------------------
-
-def doc_id_of(number: int) -> str:
-    # Chunk-style ids with '/' and '#', as RAG corpora have.
-    return f"kb/{number // 4:06d}#{number % 4}"
-
 
 def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
     """The corpus, both golden sets and their judgments, by COPY. Returns {slug: judgments}."""
@@ -137,12 +125,6 @@ def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
 
 # --- the server ------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def gunicorn(database_url: str, log_path: Path):
     """gunicorn with one sync worker on 127.0.0.1, in a process group of its own; yields
@@ -153,33 +135,18 @@ def gunicorn(database_url: str, log_path: Path):
         str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
         "--workers", "1", "--worker-class", "sync", "--timeout", "600",
     ]
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"gunicorn did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
-            try:
-                requests.get(base + "/api/schema/", timeout=120)  # the worker loads the app first
-                break
-            except requests.ConnectionError:
-                time.sleep(0.2)
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            requests.get(base + "/api/schema/", timeout=120)  # the worker loads the app first
+            return True
+        except requests.ConnectionError:
+            return False
+
+    with process_started(command, env=env, log_path=log_path, ready=answers, what="gunicorn") as process:
         [worker] = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
         yield base, int(worker)
-    finally:
-        stop_process_group(process)
-
-
-def peak_memory(pid: int) -> int:
-    """VmHWM of process `pid`, in bytes: its peak resident memory so far."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit(f"no VmHWM for process {pid}")
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -207,12 +174,12 @@ def api_download(base: str, slug: str, secret: str) -> Download:
     return Download(time.perf_counter() - start, size, digest.hexdigest())
 
 
-def copy_download(database_url: str, query: str, version_id: int, hashed: bool = False) -> Download:
-    """COPY ... TO STDOUT of the version's rows, read block by block (hashed if asked)."""
+def copy_download(database_url: str, query: str, hashed: bool = False) -> Download:
+    """The rows of a COPY ... TO STDOUT, read block by block (hashed if asked)."""
     digest = hashlib.sha256()
     size = 0
     start = time.perf_counter()
-    with psycopg.connect(database_url) as conn, conn.cursor().copy(query.format(version_id=int(version_id))) as copy:
+    with psycopg.connect(database_url) as conn, conn.cursor().copy(query) as copy:
         for block in copy:
             if hashed:
                 digest.update(block)
@@ -243,9 +210,7 @@ def measure(args: argparse.Namespace, work: Path) -> Result:
 
     result = Result()
     call_command("migrate", verbosity=0)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('server_version')")
-        result.server_version = cursor.fetchone()[0]
+    result.server_version = server_version()
     print(f"loading the fixture by COPY ({args.corpus} pages, {args.small_queries} + {args.queries} queries "
           f"x {args.pages_per_query} judgments) ...", file=sys.stderr)
     load_fixture(args.database_url, args)
@@ -282,11 +247,11 @@ def measure(args: argparse.Namespace, work: Path) -> Result:
         result.memory["large: after the first request"] = peak_memory(worker)
         for number in range(1, args.rounds + 1):
             result.api.append(api_download(base, "bench-large", secret))
-            result.copy.append(copy_download(args.database_url, VERSION_LABELS_COPY, large.id))
+            result.copy.append(copy_download(args.database_url, version_labels_copy(large.id)))
             print(f"  round {number}: API {result.api[-1].seconds:.2f}s, COPY {result.copy[-1].seconds:.2f}s", file=sys.stderr)
         result.memory["large: after streaming its qrels"] = peak_memory(worker)
 
-    reference = copy_download(args.database_url, TREC_COPY, large.id, hashed=True)
+    reference = copy_download(args.database_url, version_labels_copy(large.id, TREC_LINE), hashed=True)
     if any(download.sha256 != reference.sha256 or download.size != reference.size for download in result.api):
         raise SystemExit("the API's body differs from COPY's TREC lines of the same version")
     result.body_checked = True
@@ -336,11 +301,7 @@ def report(args: argparse.Namespace, result: Result) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    import django
-
-    django.setup()
+    django_setup(args.database_url)
     with tempfile.TemporaryDirectory(prefix="goldset-bench-export-") as temp, scratch_database(args.database_url):
         result = measure(args, Path(temp))
     report(args, result)
@@ -354,10 +315,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=int, default=200_000, help="pages in the corpus (default 200,000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds to take the median of (default 3)")
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_export",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_export")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")

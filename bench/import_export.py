@@ -49,7 +49,8 @@ import psycopg
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import VERSION_LABELS_COPY, scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.data import doc_id_of  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import django_setup, scratch_database, server_version, version_labels_copy  # noqa: E402
 
 from lib.hashing import text_hash  # noqa: E402  (needs the repository on sys.path)
 
@@ -82,11 +83,6 @@ EPOCH = datetime(2019, 1, 1, tzinfo=timezone.utc)
 def sentence(rng: random.Random, low: int, high: int) -> str:
     words = rng.choices(WORDS, k=rng.randint(low, high))
     return " ".join(words).capitalize() + "."
-
-
-def doc_id_of(number: int) -> str:
-    # Chunk-style ids with '/' and '#', as RAG corpora have; they must survive untouched.
-    return f"kb/{number // 4:06d}#{number % 4}"
 
 
 def write_beir_folder(directory: Path, *, pages: int, queries: int, judgments: int, seed: int) -> None:
@@ -211,7 +207,7 @@ def truncate_reference_tables(database_url: str) -> None:
 
 def reference_export(database_url: str, version_id: int, path: Path) -> None:
     with psycopg.connect(database_url) as conn, path.open("wb") as out:
-        with conn.cursor().copy(VERSION_LABELS_COPY.format(version_id=int(version_id))) as copy:
+        with conn.cursor().copy(version_labels_copy(version_id)) as copy:
             for data in copy:
                 out.write(data)
 
@@ -272,8 +268,7 @@ def measure_round(database_url: str, folder: Path, work: Path, profile: bool) ->
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:
         cursor.execute(REFERENCE_TABLES)
-        cursor.execute("SELECT current_setting('server_version')")
-        result.server_version = cursor.fetchone()[0]
+    result.server_version = server_version()
     connection.close()
 
     print("  reference import: parse + COPY ...", file=sys.stderr)
@@ -308,11 +303,7 @@ def measure_round(database_url: str, folder: Path, work: Path, profile: bool) ->
 
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    import django
-
-    django.setup()
+    django_setup(args.database_url)
 
     rounds: list[Round] = []
     with tempfile.TemporaryDirectory(prefix="goldset-bench-") as temp:

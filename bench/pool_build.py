@@ -5,14 +5,15 @@
         [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_pool]
 
 Creates the database named by --database-url (it must not exist beforehand), migrates
-it, and generates a golden set: `pages` id-only pages, `queries` queries, `judgments`
-imported judgments (half of them on pairs the runs retrieve, so the pool has labelled
-pairs to leave out) and `runs` runs that each rank `depth` pages per query. A run is
-written the way run_import stores it (a lib.runs.RankedRun in RunData), without parsing
-a 1M-line file. Each query's runs draw from the same `candidates` pages, by one shared
-latent relevance plus each run's own noise, so that they agree at the top and part
-deeper down, as retrieval systems do; 0.1% of the entries name doc ids outside the
-corpus. The database is dropped at the end, even when a step fails.
+it, and generates a golden set (bench.data.golden_set_with_runs): `pages` id-only pages,
+`queries` queries, `judgments` imported judgments (half of them on pairs the runs
+retrieve, so the pool has labelled pairs to leave out) and `runs` runs that each rank
+`depth` pages per query. A run is written the way run_import stores it (a
+lib.runs.RankedRun in RunData), without parsing a 1M-line file. Each query's runs draw
+from the same `candidates` pages, by one shared latent relevance plus each run's own
+noise, so that they agree at the top and part deeper down, as retrieval systems do; 0.1%
+of the entries name doc ids outside the corpus. The database is dropped at the end, even
+when a step fails.
 
 Then, in each round, it times, one right after the other on the same server:
 
@@ -60,7 +61,8 @@ import psycopg
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.data import golden_set_with_runs  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import database_url_argument, django_setup, scratch_database, server_version  # noqa: E402
 
 TARGET = 3.0
 SLUG = "bench-pool"
@@ -77,69 +79,6 @@ FLOOR_TABLES = [
         "kind varchar(10), position bigint, best_rank integer, run_ranks bytea, status varchar(10), judgments_required smallint)",
     ),
 ]
-
-
-# --- data ------------------------------------------------------------------------------
-
-def generate(args: argparse.Namespace) -> dict:
-    """The golden set, its judgments and its runs, written through the app's models."""
-    from evaluation.models import Run, RunData
-    from goldenset.models import GoldenSet, Page, Query
-    from goldenset.services import GoldenSetSource, golden_set_create
-    from lib.formats import JsonRecord
-    from lib.runs import RankedRun
-
-    rng = np.random.default_rng(args.seed)
-    query_ids = [f"q{n}" for n in range(args.queries)]
-    doc_ids = [f"kb/{n // 4:06d}#{n % 4}" for n in range(args.pages)]
-    # Each query's candidate pages: distinct, spread over the corpus (7919 is prime).
-    starts = rng.integers(0, args.pages, size=(args.queries, 1))
-    candidates = (starts + np.arange(args.candidates) * 7919) % args.pages
-    # Judgments: half on pairs the runs are likely to retrieve (the head of the
-    # candidates), half anywhere.
-    labelled = set()
-    head = max(args.candidates // 4, 1)
-    while len(labelled) < args.judgments // 2:
-        q = int(rng.integers(args.queries))
-        labelled.add((q, int(candidates[q, rng.integers(head)])))
-    while len(labelled) < args.judgments:
-        labelled.add((int(rng.integers(args.queries)), int(rng.integers(args.pages))))
-    qrels = {(query_ids[q], doc_ids[d]): int(rng.integers(0, 4)) for q, d in labelled}
-
-    source = GoldenSetSource(
-        pages=[JsonRecord(line=n, id=doc_id, title=doc_id) for n, doc_id in enumerate(doc_ids, 1)],
-        queries=[JsonRecord(line=n, id=query_id, text=f"question {n}") for n, query_id in enumerate(query_ids, 1)],
-        qrels=qrels, grade_scale=[{"value": g, "label": str(g)} for g in range(4)],
-    )
-    golden_set_create(slug=SLUG, name="pool bench", source=source)
-    golden_set = GoldenSet.objects.get(slug=SLUG)
-    page_pk = dict(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "id"))
-    page_keys = np.array([page_pk[doc_id] for doc_id in doc_ids], dtype=np.int64)
-    ordered_queries = sorted(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True), key=lambda q: int(q[1:]))
-    query_rows = np.array([int(q[1:]) for q in ordered_queries])
-
-    latent = -np.log(np.arange(1, args.candidates + 1))  # a shared sense of which pages are best
-    offsets = np.arange(args.queries + 1, dtype=np.int64) * args.depth
-    for number in range(args.runs):
-        noisy = latent + rng.gumbel(scale=args.noise, size=(args.queries, args.candidates))
-        top = np.argsort(-noisy, axis=1)[:, : args.depth]
-        scores = -np.sort(-noisy, axis=1)[:, : args.depth]
-        keys = page_keys[np.take_along_axis(candidates, top, axis=1)][query_rows]
-        external = rng.random(keys.shape) < 0.001
-        external_ids = tuple(f"elsewhere/{number}/{i}" for i in range(int(external.sum())))
-        keys[external] = -np.arange(1, len(external_ids) + 1)
-        ranked = RankedRun(
-            query_ids=tuple(ordered_queries), offsets=offsets, doc_keys=keys.ravel(), scores=scores[query_rows].ravel(),
-            external_doc_ids=external_ids, depth=args.depth, dropped_by_depth=0,
-        )
-        run = Run.objects.create(
-            golden_set=golden_set, name=f"system-{number:02d}", system=f"system-{number:02d}", stage=Run.Stage.FIRST_STAGE,
-            query_count=args.queries, entry_count=len(ranked), depth_cap=args.depth, dropped_by_depth=0,
-            external_doc_count=len(external_ids),
-        )
-        RunData.objects.create(run=run, ranked=ranked.to_bytes())
-        print(f"  run {number + 1} of {args.runs} written", file=sys.stderr)
-    return {"judgments": len(qrels)}
 
 
 # --- measuring -------------------------------------------------------------------------
@@ -225,18 +164,13 @@ def measure_round(args: argparse.Namespace, profile: bool) -> dict:
     out["floor"] = floor_copy(args.database_url, result.pool.pk)
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE labeling_judgingtask, labeling_poolquery, labeling_poolrun, labeling_pool CASCADE")
-        cursor.execute("SELECT current_setting('server_version')")
-        out["server"] = cursor.fetchone()[0]
+    out["server"] = server_version()
     connection.close()
     return out
 
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    import django
-
-    django.setup()
+    django_setup(args.database_url)
     from django.core.management import call_command
     from django.db import connection
 
@@ -251,7 +185,10 @@ def run(args: argparse.Namespace) -> None:
         print(f"generating {args.pages} pages, {args.queries} queries, {args.judgments} judgments, "
               f"{args.runs} runs x {args.depth} pages per query ...", file=sys.stderr)
         started = time.perf_counter()
-        data = generate(args)
+        data = golden_set_with_runs(
+            slug=SLUG, queries=args.queries, runs=args.runs, depth=args.depth, pages=args.pages, candidates=args.candidates,
+            noise=args.noise, judgments=args.judgments, seed=args.seed,
+        )
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
         data["setup"] = time.perf_counter() - started
@@ -321,10 +258,7 @@ def main() -> None:
     parser.add_argument("--judgments", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3, help="rounds to take the median of (default 3)")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_pool",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_pool")
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of pool_build (round 1)")
     args = parser.parse_args()
     if args.rounds < 1:

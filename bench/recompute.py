@@ -39,7 +39,6 @@ import io
 import os
 import platform
 import pstats
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,7 +53,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import purge_queue, scratch_database, stop_process_group  # noqa: E402  (needs the repository on sys.path)
+from bench.data import doc_id_of, question_records  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import (  # noqa: E402
+    database_url_argument, django_setup, peak_memory, process_started, purge_queue, scratch_database, server_version,
+)
 
 TIME_TARGET = 3.0
 MEMORY_TARGET_BYTES = 2 * 1024**3
@@ -67,10 +69,10 @@ WAIT_SECONDS = 1800  # a recompute that takes longer than this has failed, not j
 
 # --- data ------------------------------------------------------------------------------
 
-def doc_id_of(key: int) -> str:
-    """Page key k >= 1 is a corpus page; k <= -1 a page outside the corpus (unjudged)."""
-    # Chunk-style ids with '/' and '#', as RAG corpora have.
-    return f"kb/{(key - 1) // 4:06d}#{(key - 1) % 4}" if key > 0 else f"web/{-key}"
+def page_id_of(key: int) -> str:
+    """Page key k >= 1 is a corpus page (the doc id of page k - 1); k <= -1 a page outside
+    the corpus (unjudged)."""
+    return doc_id_of(key - 1) if key > 0 else f"web/{-key}"
 
 
 @dataclass
@@ -149,11 +151,11 @@ class Dataset:
         for query, row in zip(answered.tolist(), keys.tolist()):
             head = f"q{query + 1} Q0 "
             for key, tail in zip(row, tails):
-                yield head + (page_ids[key] if key > 0 else doc_id_of(key)) + tail
+                yield head + (page_ids[key] if key > 0 else page_id_of(key)) + tail
 
     @cached_property
     def page_ids(self) -> list[str]:
-        return [doc_id_of(key) for key in range(self.pages + 1)]
+        return [page_id_of(key) for key in range(self.pages + 1)]
 
 
 def generate_dataset(*, pages: int, queries: int, depth: int, seed: int) -> Dataset:
@@ -184,17 +186,14 @@ def golden_set_source(data: Dataset):
     page_type = data.page_type.tolist()
     page_records = [
         JsonRecord(
-            line=key, id=doc_id_of(key), title=f"page {key}", text=f"text of page {key}",
+            line=key, id=page_id_of(key), title=f"page {key}", text=f"text of page {key}",
             metadata={"doc_type": DOC_TYPES[page_type[key]]},
         )
         for key in range(1, data.pages + 1)
     ]
-    query_records = [
-        JsonRecord(line=i + 1, id=query_id, text=f"question {i + 1}", metadata={"lang": LANGS[lang]})
-        for i, (query_id, lang) in enumerate(zip(data.query_ids, data.query_lang.tolist()))
-    ]
+    query_records = question_records(data.query_ids, [{"lang": LANGS[lang]} for lang in data.query_lang.tolist()])
     qrels = {
-        (f"q{q + 1}", doc_id_of(p)): g
+        (f"q{q + 1}", page_id_of(p)): g
         for q, p, g in zip(data.label_query.tolist(), data.label_page.tolist(), data.label_grade.tolist())
     }
     return GoldenSetSource(
@@ -218,33 +217,17 @@ def celery_worker(*, database_url: str, broker_url: str, queue: str, concurrency
         "--concurrency", str(concurrency), "-Q", queue, "--loglevel", "INFO", "--hostname", f"{queue}@%h",
         "--without-mingle", "--without-gossip",
     ]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so one signal reaches the pool processes too
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while " ready." not in log_path.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the worker did not start:\n{log_path.read_text(errors='replace')}")
-            time.sleep(0.2)
+    with process_started(
+        command, env=env, log_path=log_path, ready=lambda: " ready." in log_path.read_text(errors="replace"), what="the worker",
+    ) as process:
         yield process
-    finally:
-        stop_process_group(process)
 
 
-def peak_memory(pid: int) -> dict[str, int]:
+def worker_peak_memory(pid: int) -> dict[str, int]:
     """{process: VmHWM in bytes} of the worker's main process and its pool processes."""
-    def hwm(p: int) -> int:
-        for line in Path(f"/proc/{p}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        return 0
-
-    peaks = {f"main {pid}": hwm(pid)}
+    peaks = {f"main {pid}": peak_memory(pid)}
     for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        peaks[f"pool {child}"] = hwm(int(child))
+        peaks[f"pool {child}"] = peak_memory(int(child))
     return peaks
 
 
@@ -352,9 +335,7 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
     from goldenset.services import golden_set_create, version_publish
 
     call_command("migrate", verbosity=0)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('server_version')")
-        server_version = cursor.fetchone()[0]
+    version_of_server = server_version()
     print(f"  golden set: {data.pages} pages, {data.queries} queries, {len(data.label_grade)} labels ...", file=sys.stderr)
     golden_set_create(slug=SLUG, name=SLUG, source=golden_set_source(data))
     golden_set = GoldenSet.objects.get(slug=SLUG)
@@ -385,7 +366,7 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
         finished = Evaluation.objects.filter(version=version, status__in=[Evaluation.Status.DONE, Evaluation.Status.FAILED])
         wait_for(lambda: finished.count() == args.runs, "every evaluation", log_path, every=0.2)
         stamps = sorted(Evaluation.objects.filter(version=version).values_list("finished_at", flat=True))
-        peaks = peak_memory(process.pid)
+        peaks = worker_peak_memory(process.pid)
 
     failed = list(Evaluation.objects.filter(version=version, status=Evaluation.Status.FAILED).values_list("error", flat=True))
     if failed:
@@ -395,7 +376,7 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
         first_done_seconds=(stamps[0] - started_at).total_seconds(), evaluations=len(stamps),
         scores=Score.objects.filter(evaluation__version=version).count(),
         entries=sum(Run.objects.filter(golden_set=golden_set).values_list("entry_count", flat=True)),
-        labels=version.label_count, peaks=peaks, server_version=server_version,
+        labels=version.label_count, peaks=peaks, server_version=version_of_server,
     )
 
     metrics = [metric.name for metric in metrics_for(golden_set, version)]
@@ -459,13 +440,7 @@ def report(args: argparse.Namespace, data: Dataset, result: Result) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    os.environ["CELERY_BROKER_URL"] = args.broker_url
-    os.environ["CELERY_TASK_DEFAULT_QUEUE"] = args.queue
-    import django
-
-    django.setup()
+    django_setup(args.database_url, CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=args.queue)
 
     print(f"generating data (seed {args.seed}) ...", file=sys.stderr)
     data = generate_dataset(pages=args.pages, queries=args.queries, depth=args.depth, seed=args.seed)
@@ -488,10 +463,7 @@ def main() -> None:
         "--concurrency", type=int, default=os.cpu_count() or 1, help="pool processes of the worker (default: the cores)",
     )
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
-    parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_recompute",
-        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
-    )
+    database_url_argument(parser, "goldset_bench_recompute")
     parser.add_argument(
         "--broker-url", default="redis://127.0.0.1:6379/0", help="Redis for the worker (in a queue of this run's own)",
     )

@@ -18,7 +18,6 @@ single-judge pairs. The database is dropped at the end, even when a step fails.
 """
 
 import argparse
-import os
 import random
 import statistics
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import django_setup, scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 QUERIES = 10_000
 
@@ -99,11 +98,7 @@ def load(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> None:
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
-    import django
-
-    django.setup()
+    django_setup(args.database_url)
     from goldenset.selectors import resolved_labels
 
     with scratch_database(args.database_url):

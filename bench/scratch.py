@@ -1,8 +1,10 @@
 """What every bench script needs around what it measures: a PostgreSQL database of its
-own, a broker queue of its own, and the server or worker it started stopped afterwards.
+own, Django pointed at it, a broker queue of its own, and the server or worker it started
+stopped afterwards.
 
-    from bench.scratch import scratch_database
+    from bench.scratch import django_setup, scratch_database
 
+    django_setup(args.database_url)
     with scratch_database(args.database_url, keep=args.keep):
         call_command("migrate", verbosity=0)
         ...
@@ -11,10 +13,14 @@ A bench only ever drops a database it created: `scratch_database` refuses one th
 already exists, and drops its own on the way out, even when a step fails.
 """
 
+import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -25,6 +31,35 @@ from psycopg import sql
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+def database_url_argument(parser: argparse.ArgumentParser, name: str) -> None:
+    """Add --database-url: the database a bench creates, uses and drops (scratch_database),
+    `name` on the local PostgreSQL server unless told otherwise."""
+    parser.add_argument(
+        "--database-url", default=f"postgres://postgres@127.0.0.1:5432/{name}",
+        help="PostgreSQL database to create, use and drop; it must not exist beforehand",
+    )
+
+
+def django_setup(database_url: str, **environ: str) -> None:
+    """Set Django up on goldset.settings with the database of `database_url` and the other
+    variables the settings read given in `environ` (CELERY_BROKER_URL=..., say)."""
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
+    os.environ.update(environ)
+    import django
+
+    django.setup()
+
+
+def server_version() -> str:
+    """The PostgreSQL version of the database Django is connected to, as its reports print it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('server_version')")
+        return cursor.fetchone()[0]
 
 
 def _name_and_admin_url(database_url: str) -> tuple[str, str]:
@@ -58,6 +93,45 @@ def scratch_database(database_url: str, keep: bool = False):
             with psycopg.connect(admin_url, autocommit=True) as admin:
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now, for a server of the bench."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def process_started(
+    command: list[str], *, env: dict[str, str], log_path: Path, ready: Callable[[], bool], what: str, timeout: float = 120,
+):
+    """Run `command` from the repository in a process group of its own, its output
+    appended to `log_path`, and yield its Popen once `ready()` is true (asked every
+    0.2 s); stopped with stop_process_group on the way out. SystemExit with the end of
+    the log when it exits first or is not ready within `timeout` seconds."""
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so one signal reaches its workers too
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if process.poll() is not None:
+                raise SystemExit(f"{what} exited with {process.returncode}:\n{log_path.read_text(errors='replace')[-5000:]}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not answer in {timeout:.0f} s:\n{log_path.read_text(errors='replace')[-5000:]}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        stop_process_group(process)
+
+
+def peak_memory(pid: int) -> int:
+    """VmHWM of process `pid`, in bytes: its peak resident memory so far."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit(f"no VmHWM for process {pid}")
 
 
 def stop_process_group(process: subprocess.Popen) -> None:
@@ -85,55 +159,17 @@ def purge_queue(broker_url: str, queue: str) -> None:
         client.close()
 
 
-# The plain reference for exporting a version's labels: the rows COPYed straight out of
-# PostgreSQL in their canonical order (format with version_id). bench/import_export.py and
-# bench/export.py both compare Goldset's export with it.
-VERSION_LABELS_COPY = """
+def version_labels_copy(version_id: int, select: str = "q.query_id, p.doc_id, l.grade") -> str:
+    """The plain reference for exporting a version's labels: COPY of the rows straight out
+    of PostgreSQL in their canonical order, `select` of each (query q, page p, label l).
+    bench/import_export.py and bench/export.py both compare Goldset's export with it."""
+    return f"""
 COPY (
-    SELECT q.query_id, p.doc_id, l.grade
+    SELECT {select}
     FROM goldenset_versionlabel l
     JOIN goldenset_query q ON q.id = l.query_id
     JOIN goldenset_page p ON p.id = l.page_id
-    WHERE l.version_id = {version_id}
+    WHERE l.version_id = {int(version_id)}
     ORDER BY l.position
 ) TO STDOUT
 """
-
-
-def pool_judged_earlier(pool, share: float, spread_seconds: int = 0) -> int:
-    """Close `share` (0-1) of a pool's pairs that are no task yet, as if judged before the
-    bench: their tasks are written done, with a grade of 0-3 and done_at up to
-    `spread_seconds` ago, and no judgment rows (what the benches check is new judgments).
-    A pool part-way through judging then costs its counts and curves what it will. Every
-    k-th pair (k = 1 / share) by (query, page), so the same data closes the same pairs.
-    Returns how many. Needs Django set up, inside the bench's database."""
-    from datetime import timedelta
-
-    import numpy as np
-    from django.db import transaction
-    from django.utils import timezone
-
-    from labeling import pooling
-    from labeling.models import JudgingTask
-    from labeling.selectors import pool_pairs
-    from lib.bulk import bulk_insert
-
-    pairs = pool_pairs(pool)
-    every = max(round(1 / share), 1) if share > 0 else 0
-    if not every:
-        return 0
-    chosen = np.flatnonzero((np.arange(len(pairs)) % every == 0) & (pairs.task_ids == 0))
-    best_rank, _ = pooling.best_rank_and_run(pairs.ranks[chosen])
-    packed = pooling.pack_ranks(pairs.ranks[chosen])
-    now = timezone.now()
-    rows = (
-        (pool.golden_set_id, pool.pk, q, p, "pool", int(best), bytes(blob), "done", (i // every) % 4,
-         now - timedelta(seconds=i % spread_seconds if spread_seconds else 0), 1, 1)
-        for i, q, p, best, blob in zip(
-            chosen.tolist(), pairs.query_pks[chosen].tolist(), pairs.page_pks[chosen].tolist(), best_rank.tolist(), packed,
-        )
-    )
-    columns = ["golden_set_id", "pool_id", "query_id", "page_id", "kind", "best_rank", "run_ranks", "status", "grade",
-               "done_at", "judgments_required", "judgments_done"]
-    with transaction.atomic():
-        return bulk_insert(JudgingTask._meta.db_table, columns, rows)

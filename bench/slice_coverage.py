@@ -37,7 +37,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scratch import scratch_database  # noqa: E402  (needs the repository on sys.path)
+from bench.data import question_records  # noqa: E402  (needs the repository on sys.path)
+from bench.scratch import database_url_argument, django_setup, scratch_database  # noqa: E402
 
 TIME_TARGET = 1.0
 SLUG = "bench-coverage"
@@ -70,11 +71,10 @@ def build(args: argparse.Namespace) -> dict:
         })
         for i in range(pages)
     ]
-    query_records = [
-        JsonRecord(line=q + 1, id=f"q{q + 1}", text=f"question {q + 1}",
-                   metadata={"lang": LANGS[q % len(LANGS)], "intent": INTENTS[(q // len(LANGS)) % len(INTENTS)]})
-        for q in range(queries)
-    ]
+    query_records = question_records(
+        [f"q{q + 1}" for q in range(queries)],
+        [{"lang": LANGS[q % len(LANGS)], "intent": INTENTS[(q // len(LANGS)) % len(INTENTS)]} for q in range(queries)],
+    )
     labelled = np.stack([rng.choice(pages, RELEVANT + NON_RELEVANT, replace=False) for _ in range(queries)])
     qrels = {}
     for q in range(queries):
@@ -179,15 +179,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of a cold and a warm render")
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_coverage",
-                        help="PostgreSQL database to create, use and drop; it must not exist beforehand")
+    database_url_argument(parser, "goldset_bench_coverage")
     args = parser.parse_args()
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
     os.environ.pop("CELERY_BROKER_URL", None)  # tasks inline: publishing scores the runs here
-    import django
-
-    django.setup()
+    django_setup(args.database_url)
     with scratch_database(args.database_url):
         result = measure(args)
 

@@ -20,13 +20,13 @@ from django.utils import timezone
 
 from evaluation import selectors as evaluation_selectors
 from evaluation.canaries import canary_add
-from evaluation.demo import demo_runs_load
 from evaluation.models import Completeness, EvaluationSettings, Score
 from evaluation.services import evaluation_compute, run_import
 from evaluation.settings_service import evaluation_settings_update
-from goldenset.demo import DEFAULT_SEED, demo_load
 from goldenset.models import Judgment, Membership, Page, Query, Version, VersionLabel
 from goldenset.services import judgment_record, membership_grant, version_publish
+from goldset.demo.generate import DEFAULT_SEED
+from goldset.demo.services import demo_golden_set_load, demo_runs_load
 from labeling.coverage import coverage_report
 from labeling.models import JudgingTask, Pool, PoolJob
 from labeling.selectors import pool_pairs
@@ -368,11 +368,11 @@ def test_the_page_costs_a_bounded_number_of_queries_whatever_the_size_of_the_set
 @pytest.fixture(scope="module")
 def demo(django_db_setup, django_db_blocker):
     """The demo with its runs scored, loaded once for the module inside a transaction that is
-    rolled back afterwards (as tests/goldenset/test_demo.py does). Its dates are moved to
+    rolled back afterwards (as tests/goldset/test_demo.py does). Its dates are moved to
     today, so that the new runbooks are in the 0-30d bucket of the versions published now."""
     with django_db_blocker.unblock(), transaction.atomic():
         try:
-            result = demo_load(seed=DEFAULT_SEED)
+            result = demo_golden_set_load(seed=DEFAULT_SEED)
             demo_runs_load(golden_set=result.golden_set, seed=DEFAULT_SEED)
             connection.check_constraints()
             yield result

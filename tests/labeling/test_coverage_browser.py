@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from evaluation.canaries import canary_add
-from evaluation.demo import demo_runs_load
 from evaluation.models import Run
 from evaluation.selectors import run_ranked
-from goldenset.demo import DEFAULT_SEED, demo_load
 from goldenset.models import VersionLabel
+from goldset.demo.generate import DEFAULT_SEED
+from goldset.demo.services import demo_golden_set_load, demo_runs_load
 from tests.browser import login
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def demo():
-    result = demo_load(seed=DEFAULT_SEED)
+    result = demo_golden_set_load(seed=DEFAULT_SEED)
     demo_runs_load(golden_set=result.golden_set, seed=DEFAULT_SEED)
     # Canaries: the first two relevant new pages of the latest version that the latest
     # hybrid first stage missed (the seed's stale shards), and one it found.

@@ -2,13 +2,9 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.demo import demo_runs_load
-from evaluation.models import Run
-from goldenset.demo import DEFAULT_SEED, DEMO_SLUG, DemoLoadResult, demo_load
-from goldenset.models import GoldenSet
 from goldenset.management.progress import tqdm_progress
-from labeling.models import Pool
-from labeling.services import pool_build
+from goldset.demo.generate import DEFAULT_SEED
+from goldset.demo.services import DEMO_SLUG, DemoLoadResult, demo_load
 from lib.errors import GoldsetError
 
 
@@ -42,31 +38,16 @@ class Command(BaseCommand):
             ignored = f" (--seed {seed} applies to a first load only)" if seed != DEFAULT_SEED else ""
             self.stdout.write(f"{DEMO_SLUG} is already loaded; nothing written{ignored}.")
         self._versions(result)
-        golden_set = GoldenSet.objects.get(slug=DEMO_SLUG)
-        created = demo_runs_load(golden_set=golden_set, seed=seed, progress=tqdm_progress(verbosity))
-        for run in Run.objects.filter(golden_set=golden_set).order_by("id"):
+        for run in result.runs:
             self.stdout.write(f"  run {run.name!r} ({run.system}, {run.stage}): {run.query_count} queries"
-                              + (" (new)" if run in created else ""))
-        self._pool(golden_set, verbosity)
+                              + (" (new)" if run in result.new_runs else ""))
+        if result.pool is not None:
+            built = result.pool
+            self.stdout.write(
+                f"  pool {built.pool.pk}: {built.new_tasks} pairs to judge from the top {built.pool.depth} of "
+                f"{len(built.runs)} first-stage runs (annotators judge them at /label/{result.golden_set.slug}/)"
+            )
         self._logins(result)
-
-    # Shallow, so the demo's annotators find a few hundred pairs to judge at /label/, not thousands.
-    DEMO_POOL_DEPTH = 3
-
-    def _pool(self, golden_set: GoldenSet, verbosity: int) -> None:
-        """A pool of the first-stage runs, once, so that the demo annotators have pairs to judge."""
-        if Pool.objects.filter(golden_set=golden_set).exists():
-            return
-        runs = list(Run.objects.filter(golden_set=golden_set, stage=Run.Stage.FIRST_STAGE).order_by("id"))
-        if not runs:
-            return
-        built = pool_build(
-            golden_set=golden_set, runs=runs, depth=self.DEMO_POOL_DEPTH, strategy="depth", progress=tqdm_progress(verbosity),
-        )
-        self.stdout.write(
-            f"  pool {built.pool.pk}: {built.new_tasks} pairs to judge from the top {self.DEMO_POOL_DEPTH} of "
-            f"{len(runs)} first-stage runs (annotators judge them at /label/{golden_set.slug}/)"
-        )
 
     def _versions(self, result: DemoLoadResult) -> None:
         for version in result.versions:

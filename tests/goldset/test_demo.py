@@ -15,10 +15,11 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from goldenset.demo import REFERENCE_DATE, DEFAULT_SEED, DEMO_SLUG, DEMO_USERS, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate, demo_load
 from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage
 from goldenset.selectors import version_diff
 from goldenset.services import version_publish
+from goldset.demo.generate import REFERENCE_DATE, DEFAULT_SEED, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate
+from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load
 from lib.errors import GoldsetError
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def demo(django_db_setup, django_db_blocker):
     Each test runs in a savepoint inside it, as usual."""
     with django_db_blocker.unblock(), transaction.atomic():
         try:
-            result = demo_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE)
+            result = demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE)
             # Check the deferred foreign keys of the load now, once; left pending, they would
             # be checked again at the end of every test.
             connection.check_constraints()
@@ -173,7 +174,7 @@ def test_the_demo_users_hold_their_roles_and_their_passwords_pass_the_validators
 
 def test_loading_again_writes_nothing_and_returns_what_is_there(versions):
     with CaptureQueriesContext(connection) as captured:
-        again = demo_load(seed=DEFAULT_SEED + 1, reference_date=REFERENCE_DATE)
+        again = demo_golden_set_load(seed=DEFAULT_SEED + 1, reference_date=REFERENCE_DATE)
     writes = [q["sql"] for q in captured.captured_queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
     assert writes == []
     assert again.created is False
@@ -195,7 +196,7 @@ def test_a_changed_password_is_not_printed_as_the_demo_password(versions):
     user = get_user_model().objects.get(username="annotator2")
     user.set_password("a-new-private-password")
     user.save(update_fields=["password"])
-    logins = {login.username: login for login in demo_load(reference_date=REFERENCE_DATE).logins}
+    logins = {login.username: login for login in demo_golden_set_load(reference_date=REFERENCE_DATE).logins}
     assert logins["annotator2"].password is None and "not the demo's" in logins["annotator2"].note
     assert logins["annotator"].password == "goldset-demo-annotator"
 
@@ -214,7 +215,7 @@ def test_the_same_seed_generates_the_same_content_and_another_seed_does_not():
 
 
 GENERATION_DIGEST = (
-    "import hashlib, django; django.setup(); from goldenset.demo import demo_generate; "
+    "import hashlib, django; django.setup(); from goldset.demo.generate import demo_generate; "
     "print(hashlib.sha256(repr(demo_generate()).encode()).hexdigest())"
 )
 

@@ -6,20 +6,12 @@ latest run misses most pages newer than 30 days: the incremental index was not r
 on some shards, so recall@100 on new pages falls to about 0.41 while old pages stay near
 0.93. An older run of the same system, from before the fault, did not have that gap, and
 a plain BM25 first stage sits below the 0.85 line. Everything is generated from a fixed
-seed; the runs go through run_import like any upload and are scored against every version.
+seed, as TREC lines (no database: goldset.demo.services uploads them through run_import
+like any upload and scores them against every version).
 """
 
 import random
 from dataclasses import dataclass
-from datetime import timedelta
-
-from django.db import transaction
-
-from evaluation.models import Run
-from evaluation.services import evaluation_compute, run_import
-from evaluation.selectors import run_ranked
-from goldenset.models import GoldenSet, Page, Version, VersionLabel, VersionQuery
-from lib.progress import Progress, no_progress
 
 DEPTH = 100
 
@@ -84,41 +76,3 @@ def demo_run_lines(system: DemoSystem, *, labels: dict[str, dict[str, int]], new
         tag = system.system.replace(" ", "_")
         lines.extend(f"{query_id} Q0 {doc_id} {rank} {DEPTH - rank + 1:.1f} {tag}\n" for rank, doc_id in enumerate(ranking, start=1))
     return lines
-
-
-def demo_runs_load(*, golden_set: GoldenSet, seed: int, progress: Progress = no_progress) -> list[Run]:
-    """Upload the demo systems' runs (unless the set has runs already) and score each
-    against every version. Returns the runs created."""
-    if Run.objects.filter(golden_set=golden_set).exists():
-        return []
-    latest = golden_set.latest_version()
-    labels: dict[str, dict[str, int]] = {}
-    for query_id, doc_id, grade in VersionLabel.objects.filter(version=latest).values_list("query__query_id", "page__doc_id", "grade"):
-        labels.setdefault(query_id, {})[doc_id] = grade
-    newest = Page.objects.filter(corpus=golden_set.corpus, published_at__isnull=False).order_by("-published_at").values_list("published_at", flat=True).first()
-    new_pages = set(
-        Page.objects.filter(corpus=golden_set.corpus, published_at__gt=newest - timedelta(days=30)).values_list("doc_id", flat=True)
-    ) if newest else set()
-    all_doc_ids = sorted(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", flat=True))
-    query_ids = sorted(VersionQuery.objects.filter(version=latest).values_list("query__query_id", flat=True))
-
-    runs = []
-    versions = list(Version.objects.filter(golden_set=golden_set).order_by("number"))
-    # One transaction: the uploads' on-commit evaluations (and their alerts) run after
-    # every older version is scored, so "dropped against the previous version" can be seen.
-    with transaction.atomic():
-        runs = _load(golden_set, versions, labels, new_pages, all_doc_ids, query_ids, seed, progress)
-    return runs
-
-
-def _load(golden_set, versions, labels, new_pages, all_doc_ids, query_ids, seed, progress) -> list[Run]:
-    runs = []
-    for system in progress(DEMO_SYSTEMS, "demo runs"):
-        lines = demo_run_lines(system, labels=labels, new_pages=new_pages, all_doc_ids=all_doc_ids, query_ids=query_ids, seed=seed)
-        run = run_import(golden_set=golden_set, lines=lines, source_name=f"{system.name}.run", system=system.system,
-                         stage=system.stage, name=system.name)
-        ranked = run_ranked(run)
-        for version in versions:
-            evaluation_compute(run=run, version=version, ranked=ranked)
-        runs.append(run)
-    return runs
