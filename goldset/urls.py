@@ -12,11 +12,8 @@ urlpatterns = [
     path("", include("api.urls")),
     path("", include("evaluation.urls")),
     path("", include("evaluation.urls_alerts")),
-    path("", include("labeling.urls_judging")),
-    path("", include("labeling.urls_quality")),
-    path("", include("labeling.urls_completeness")),
     # Before admin.site.urls, whose catch-all would otherwise take /admin/coverage/.
-    path("", include("labeling.urls_coverage")),
+    path("", include("labeling.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

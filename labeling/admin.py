@@ -14,8 +14,8 @@ from django.db.models import Count
 
 from goldenset.admin import GoldenSetAdmin
 from goldenset.models import GoldenSet
-from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH
-from labeling.jobs import pool_job_submit
+from labeling.coverage.services import DEFAULT_FLAGGED_POOL_DEPTH
+from labeling.jobs.services import pool_job_submit
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob, PoolRun, QueueSettings
 from lib.errors import GoldsetError
 

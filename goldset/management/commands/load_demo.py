@@ -8,7 +8,7 @@ from goldenset.demo import DEFAULT_SEED, DEMO_SLUG, DemoLoadResult, demo_load
 from goldenset.models import GoldenSet
 from goldenset.management.progress import tqdm_progress
 from labeling.models import Pool
-from labeling.services import pool_build
+from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
 
 

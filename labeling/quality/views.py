@@ -1,0 +1,198 @@
+"""Pages of agreement, adjudication and annotator quality. Each view: fetch with an access
+check, read through labeling.quality.selectors or act through labeling.quality.services,
+render.
+
+Agreement and adjudication are for adjudicators and managers, the quality page and its
+gold-check settings for managers (staff may see all). Annotators judge blind and are
+measured here, so every page is a 404 to them, as it is to a stranger.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from goldenset.models import GoldenSet, Membership
+from goldenset.selectors import access_golden_set, user_roles
+from labeling.quality import selectors, services
+from lib.errors import GoldsetError
+from lib.sanitize import page_html
+
+AGREEMENT_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
+ADJUDICATE_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
+QUALITY_ROLES = (Membership.Role.MANAGER,)
+
+
+class AdjudicateForm(forms.Form):
+    grade = forms.TypedChoiceField(coerce=int, widget=forms.RadioSelect)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="why, for the annotators and for later")
+
+    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["grade"].choices = [(g["value"], f'{g["value"]} {g["label"]}') for g in golden_set.grade_scale]
+
+
+class GoldChecksForm(forms.Form):
+    count = forms.IntegerField(
+        required=False, min_value=1, max_value=services.GOLD_CHECKS_MAX_ADD, label="Draw at random",
+        help_text="labelled pairs of active queries, not gold checks yet",
+    )
+    pairs = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="Or these pairs",
+        help_text="one pair a line: query_id, whitespace, doc_id",
+    )
+
+    def clean_pairs(self) -> list[tuple[str, str]] | None:
+        text = self.cleaned_data.get("pairs") or ""
+        pairs = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise forms.ValidationError(f"line {number}: expected 'query_id doc_id', got {line.strip()!r}")
+            pairs.append((parts[0], parts[1]))
+        return pairs or None
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors and (cleaned.get("count") is None) == (cleaned.get("pairs") is None):
+            raise forms.ValidationError("give a number of pairs to draw or a list of pairs: one of the two")
+        return cleaned
+
+
+class GoldShareForm(forms.Form):
+    gold_share = forms.FloatField(
+        min_value=0, max_value=0.5, label="Share of gold checks",
+        help_text="fraction of the tasks served to an annotator that are hidden gold checks (0 to 0.5)",
+    )
+
+
+def _tabs(request: HttpRequest, golden_set: GoldenSet, tab: str) -> dict:
+    """What the pages' tabs need: the current tab, and whether the quality tab is the user's."""
+    manages = request.user.is_staff or Membership.Role.MANAGER in user_roles(request.user, golden_set)
+    return {"golden_set": golden_set, "tab": tab, "show_quality_tab": manages}
+
+
+def _pair_or_404(golden_set: GoldenSet, query_pk: int, page_pk: int) -> selectors.PairReview:
+    review = selectors.pair_review(golden_set, query_pk=query_pk, page_pk=page_pk)
+    if review is None:
+        raise Http404("no such judged pair in this golden set")
+    return review
+
+
+@login_required
+@require_GET
+def agreement_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=AGREEMENT_ROLES)
+    ctx = {**_tabs(request, golden_set, "agreement"), "report": selectors.agreement_report(golden_set)}
+    return render(request, "labeling/quality/agreement.html", ctx)
+
+
+@login_required
+@require_GET
+def adjudicate_list(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=ADJUDICATE_ROLES)
+    ctx = {**_tabs(request, golden_set, "adjudicate"), "disagreements": selectors.disagreements(golden_set)}
+    return render(request, "labeling/quality/adjudicate.html", ctx)
+
+
+def _next_pair(golden_set: GoldenSet, query_pk: int, page_pk: int) -> selectors.Disagreement | None:
+    """The disagreement after (query_pk, page_pk) in the list, else the first other one."""
+    items = selectors.disagreements(golden_set, limit=None).items
+    keys = [(d.query_pk, d.page_pk) for d in items]
+    if (query_pk, page_pk) in keys:
+        at = keys.index((query_pk, page_pk))
+        rest = items[at + 1:] + items[:at]
+    else:
+        rest = items
+    return rest[0] if rest else None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudicate_pair(request: HttpRequest, slug: str, query_pk: int, page_pk: int) -> HttpResponse:
+    """One pair: the query, the page, every grade and note; a POST records the decision and
+    goes on to the next disagreement."""
+    golden_set = access_golden_set(request.user, slug, roles=ADJUDICATE_ROLES)
+    review = _pair_or_404(golden_set, query_pk, page_pk)
+    form = AdjudicateForm(request.POST or None, golden_set=golden_set, initial={"grade": review.label})
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                services.pair_adjudicate(
+                    query=review.query, page=review.page, adjudicator=request.user,
+                    grade=form.cleaned_data["grade"], note=form.cleaned_data["note"],
+                )
+            except GoldsetError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(
+                    request, f"({review.query.query_id}, {review.page.doc_id}) decided: grade {form.cleaned_data['grade']}."
+                )
+                following = _next_pair(golden_set, query_pk, page_pk)
+                if following is None:
+                    return redirect("adjudicate", slug=golden_set.slug)
+                return redirect("adjudicate_pair", slug=golden_set.slug, query_pk=following.query_pk, page_pk=following.page_pk)
+        status = 400
+    ctx = {
+        **_tabs(request, golden_set, "adjudicate"), "review": review, "form": form,
+        "page_html": mark_safe(page_html(review.page.text)),  # noqa: S308 - sanitised by nh3 in lib.sanitize
+        "following": _next_pair(golden_set, query_pk, page_pk),
+    }
+    return render(request, "labeling/quality/adjudicate_pair.html", ctx, status=status)
+
+
+def _quality_page(request: HttpRequest, golden_set: GoldenSet, *, gold_form=None, share_form=None, status: int = 200) -> HttpResponse:
+    summary = selectors.gold_check_summary(golden_set)
+    ctx = {
+        **_tabs(request, golden_set, "quality"), "people": selectors.annotator_quality(golden_set), "gold": summary,
+        "gold_form": gold_form or GoldChecksForm(), "share_form": share_form or GoldShareForm(initial={"gold_share": summary.gold_share}),
+        "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
+    }
+    return render(request, "labeling/quality/quality.html", ctx, status=status)
+
+
+@login_required
+@require_GET
+def quality_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
+    return _quality_page(request, golden_set)
+
+
+@login_required
+@require_POST
+def gold_checks_add(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
+    form = GoldChecksForm(request.POST)
+    if form.is_valid():
+        try:
+            added = services.gold_checks_add(golden_set=golden_set, count=form.cleaned_data["count"], pairs=form.cleaned_data["pairs"])
+        except GoldsetError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            for problem in exc.problems[:20]:
+                form.add_error(None, problem)
+        else:
+            messages.success(request, f"{added} gold check(s) added.")
+            return redirect("quality", slug=golden_set.slug)
+    return _quality_page(request, golden_set, gold_form=form, status=400)
+
+
+@login_required
+@require_POST
+def gold_share_update(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
+    form = GoldShareForm(request.POST)
+    if form.is_valid():
+        try:
+            services.gold_share_set(golden_set=golden_set, gold_share=form.cleaned_data["gold_share"])
+        except GoldsetError as exc:
+            form.add_error("gold_share", exc.message)
+        else:
+            messages.success(request, f"Gold check share set to {form.cleaned_data['gold_share']:g}.")
+            return redirect("quality", slug=golden_set.slug)
+    return _quality_page(request, golden_set, share_form=form, status=400)
