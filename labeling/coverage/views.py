@@ -6,7 +6,6 @@ staff use it too. Annotators and adjudicators get a 404 like strangers. Each vie
 with the access check, act through a service, render or redirect.
 """
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -17,37 +16,14 @@ from django.views.decorators.http import require_GET, require_POST
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, version_get
 from goldenset.services import version_publish
+from labeling.coverage.forms import FlaggedPoolForm, PublishForm
 from labeling.coverage.selectors import coverage_report
-from labeling.coverage.services import DEFAULT_FLAGGED_POOL_DEPTH
 from labeling.jobs.services import pool_job_submit
-from labeling.models import Pool, PoolJob
-from labeling.pools import strategies
+from labeling.models import PoolJob
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
 COVERAGE_ROLES = (Membership.Role.MANAGER,)
-
-
-class PublishForm(forms.Form):
-    note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput, help_text="what changed since the last version")
-
-
-class FlaggedPoolForm(forms.Form):
-    pool = forms.TypedChoiceField(
-        coerce=int, required=False, empty_value=None,
-        help_text="a new pool, or an existing one to extend with the flagged slices' pairs (it keeps its strategy and budget)",
-    )
-    depth = forms.IntegerField(min_value=1, max_value=strategies.MAX_DEPTH, initial=DEFAULT_FLAGGED_POOL_DEPTH,
-                               help_text="pages taken from the top of each run, per query")
-    strategy = forms.ChoiceField(choices=[(name, cls.description) for name, cls in strategies.STRATEGIES.items()], initial="depth")
-    budget = forms.IntegerField(min_value=1, required=False, help_text="most pairs judged in a new pool; empty means no cap")
-
-    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
-        super().__init__(*args, **kwargs)
-        pools = Pool.objects.filter(golden_set=golden_set).order_by("-id").values_list("id", "strategy", "depth")
-        self.fields["pool"].choices = [("", "new pool")] + [
-            (pk, f"pool {pk} ({strategy}, depth {depth})") for pk, strategy, depth in pools
-        ]
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet) -> Version | None:

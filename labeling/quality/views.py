@@ -7,7 +7,6 @@ gold-check settings for managers (staff may see all). Annotators judge blind and
 measured here, so every page is a 404 to them, as it is to a stranger.
 """
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,57 +17,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
 from labeling.quality import selectors, services
+from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm
 from lib.errors import GoldsetError
 from lib.sanitize import page_html
 
 AGREEMENT_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 ADJUDICATE_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 QUALITY_ROLES = (Membership.Role.MANAGER,)
-
-
-class AdjudicateForm(forms.Form):
-    grade = forms.TypedChoiceField(coerce=int, widget=forms.RadioSelect)
-    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="why, for the annotators and for later")
-
-    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["grade"].choices = [(g["value"], f'{g["value"]} {g["label"]}') for g in golden_set.grade_scale]
-
-
-class GoldChecksForm(forms.Form):
-    count = forms.IntegerField(
-        required=False, min_value=1, max_value=services.GOLD_CHECKS_MAX_ADD, label="Draw at random",
-        help_text="labelled pairs of active queries, not gold checks yet",
-    )
-    pairs = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="Or these pairs",
-        help_text="one pair a line: query_id, whitespace, doc_id",
-    )
-
-    def clean_pairs(self) -> list[tuple[str, str]] | None:
-        text = self.cleaned_data.get("pairs") or ""
-        pairs = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 2:
-                raise forms.ValidationError(f"line {number}: expected 'query_id doc_id', got {line.strip()!r}")
-            pairs.append((parts[0], parts[1]))
-        return pairs or None
-
-    def clean(self):
-        cleaned = super().clean()
-        if not self.errors and (cleaned.get("count") is None) == (cleaned.get("pairs") is None):
-            raise forms.ValidationError("give a number of pairs to draw or a list of pairs: one of the two")
-        return cleaned
-
-
-class GoldShareForm(forms.Form):
-    gold_share = forms.FloatField(
-        min_value=0, max_value=0.5, label="Share of gold checks",
-        help_text="fraction of the tasks served to an annotator that are hidden gold checks (0 to 0.5)",
-    )
 
 
 def _tabs(request: HttpRequest, golden_set: GoldenSet, tab: str) -> dict:
