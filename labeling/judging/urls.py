@@ -1,4 +1,4 @@
-"""URLs of the judging pages and the members page (see labeling/judging/views.py).
+"""URLs of the judging pages (see labeling/judging/views.py).
 
 The judging URLs are a contract: bench/ drives them under load.
 """
@@ -14,5 +14,4 @@ urlpatterns = [
     path("label/<slug:slug>/tasks/<int:task_id>/judge/", views.judging_judge, name="judging_judge"),
     path("label/<slug:slug>/tasks/<int:task_id>/skip/", views.judging_skip, name="judging_skip"),
     path("label/<slug:slug>/undo/", views.judging_undo, name="judging_undo"),
-    path("sets/<slug:slug>/members/", views.golden_set_members, name="golden_set_members"),
 ]

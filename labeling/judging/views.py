@@ -1,17 +1,15 @@
-"""The annotators' judging pages and the managers' members page.
+"""The annotators' judging pages.
 
 Judging is blind: these pages show a pair's query and page only, never system names,
 ranks, scores or anyone else's grades. Every judging URL needs the annotator role in the
 set (goldenset.selectors.access_golden_set raises 404 otherwise, so a stranger cannot
-tell which sets exist); the members page needs the manager role. The queue itself is
-labeling.judging.services.
+tell which sets exist). The queue itself is labeling.judging.services.
 """
 
 import re
 from dataclasses import dataclass
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -19,11 +17,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, golden_sets_for
-from goldenset.services import membership_grant, membership_revoke
 from labeling.judging.selectors import SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, task_is_correction
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
@@ -31,7 +28,6 @@ from lib.errors import GoldsetError
 from lib.sanitize import page_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
-MEMBER_ROLES = (Membership.Role.MANAGER,)
 # Skipped task ids kept per set in the session, newest last; older skips may come back.
 SKIPPED_KEPT = 500
 # Words too common to be worth highlighting.
@@ -281,31 +277,3 @@ def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
         request, golden_set,
         notice=f"Undone: you gave this pair {result.previous_grade} ({label}). Grade it again, or skip to keep that grade.",
     )
-
-
-# --- members -----------------------------------------------------------------------------
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=MEMBER_ROLES)
-    if request.method == "POST":
-        try:
-            if request.POST.get("action") == "revoke":
-                membership = get_object_or_404(Membership, pk=request.POST.get("membership") or 0, golden_set=golden_set)
-                membership_revoke(user=membership.user, golden_set=golden_set, role=membership.role)
-                messages.success(request, f"{membership.user.username} is no longer {membership.role} of {golden_set.slug}.")
-            else:
-                username = request.POST.get("username", "").strip()
-                user = get_user_model().objects.filter(username=username).first()
-                if user is None:
-                    raise GoldsetError(f"no user {username!r}", field="username")
-                role = request.POST.get("role", "")
-                membership_grant(user=user, golden_set=golden_set, role=role)
-                messages.success(request, f"{user.username} is now {role} of {golden_set.slug}.")
-        except GoldsetError as exc:
-            messages.error(request, exc.message)
-        return redirect("golden_set_members", slug=golden_set.slug)
-    memberships = Membership.objects.filter(golden_set=golden_set).select_related("user").order_by("user__username", "role")
-    ctx = {"golden_set": golden_set, "memberships": memberships, "roles": Membership.Role.choices}
-    return render(request, "labeling/members.html", ctx)

@@ -1,4 +1,4 @@
-"""The judging screen, its htmx fragments and the members page, through the test client."""
+"""The judging screen and its htmx fragments, through the test client."""
 
 import re
 
@@ -7,8 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from goldenset.models import GoldenSet, Judgment, Membership
-from goldenset.services import membership_grant
+from goldenset.models import Judgment
 from labeling.models import JudgingTask
 from labeling.judging.views import highlight, query_terms
 from lib.formats import JsonRecord
@@ -254,50 +253,6 @@ def test_a_post_without_the_carried_count_falls_back_to_the_session(client, gold
     response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1"}, **HTMX)
     assert '<strong class="judged-by-you">1</strong> judged by you' in response.content.decode()
     assert client.session["judging_counts"][golden_set.slug] == 1
-
-
-# --- members ------------------------------------------------------------------------------
-
-@pytest.fixture
-def manager(golden_set, owner, client):
-    membership_grant(user=owner, golden_set=golden_set, role=Membership.Role.MANAGER)
-    client.force_login(owner)
-    return owner
-
-
-def test_a_manager_grants_and_revokes_roles_on_the_members_page(client, golden_set, manager, teammate):
-    url = reverse("golden_set_members", args=[golden_set.slug])
-    response = client.post(url, {"action": "grant", "username": "teammate", "role": "annotator"}, follow=True)
-    assert "teammate is now annotator" in response.content.decode()
-    membership = Membership.objects.get(user=teammate, golden_set=golden_set)
-    assert membership.role == "annotator"
-    response = client.post(url, {"action": "revoke", "membership": membership.pk}, follow=True)
-    assert "teammate is no longer annotator" in response.content.decode()
-    assert not Membership.objects.filter(user=teammate).exists()
-
-
-def test_the_members_page_names_unknown_users_and_roles(client, golden_set, manager, teammate):
-    url = reverse("golden_set_members", args=[golden_set.slug])
-    assert "no user &#x27;nobody&#x27;" in client.post(url, {"username": "nobody", "role": "annotator"}, follow=True).content.decode()
-    assert "unknown role &#x27;boss&#x27;" in client.post(url, {"username": "teammate", "role": "boss"}, follow=True).content.decode()
-    assert not Membership.objects.filter(user=teammate).exists()
-
-
-def test_the_last_manager_cannot_be_revoked(client, golden_set, manager):
-    membership = Membership.objects.get(user=manager, golden_set=golden_set, role="manager")
-    url = reverse("golden_set_members", args=[golden_set.slug])
-    response = client.post(url, {"action": "revoke", "membership": membership.pk}, follow=True)
-    assert "last manager" in response.content.decode()
-    assert Membership.objects.filter(pk=membership.pk).exists()
-
-
-def test_the_members_page_lists_members_in_few_queries(client, golden_set, manager, make_user, django_assert_max_num_queries):
-    for n in range(10):
-        annotator_of(golden_set, make_user, f"member{n}")
-    with django_assert_max_num_queries(10):
-        response = client.get(reverse("golden_set_members", args=[golden_set.slug]))
-    assert response.content.decode().count("revoke</button>") == 11
-    assert GoldenSet.objects.count() == 1
 
 
 # --- the demo --------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
-"""Every judging URL and the members page refuse people without the role: anonymous
-visitors go to the login page; strangers and holders of another role get 404, so
-nobody learns which sets exist."""
+"""Every judging URL refuses people without the role: anonymous visitors go to the login
+page; strangers and holders of another role get 404, so nobody learns which sets exist."""
 
 import pytest
 from django.urls import reverse
@@ -88,24 +87,3 @@ def test_the_judging_list_of_a_stranger_is_empty(client, golden_set, stranger):
     response = client.get(reverse("judging_home"))
     assert response.status_code == 200
     assert golden_set.slug not in response.content.decode()
-
-
-@pytest.mark.parametrize("method", ["get", "post"])
-def test_the_members_page_sends_anonymous_visitors_to_log_in(client, golden_set, method):
-    response = getattr(client, method)(reverse("golden_set_members", args=[golden_set.slug]))
-    assert response.status_code == 302
-    assert response["Location"].startswith(reverse("login"))
-
-
-@pytest.mark.parametrize("role", [None, Membership.Role.ANNOTATOR, Membership.Role.ADJUDICATOR])
-@pytest.mark.parametrize("method", ["get", "post"])
-def test_the_members_page_is_404_to_all_but_managers(client, golden_set, teammate, stranger, role, method):
-    if role is not None:
-        membership_grant(user=teammate, golden_set=golden_set, role=role)
-    client.force_login(teammate)
-    data = {"action": "grant", "username": "stranger", "role": "manager"}
-    response = client.post(reverse("golden_set_members", args=[golden_set.slug]), data) if method == "post" else client.get(
-        reverse("golden_set_members", args=[golden_set.slug])
-    )
-    assert response.status_code == 404
-    assert not Membership.objects.filter(user=stranger).exists()
