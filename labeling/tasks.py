@@ -1,4 +1,6 @@
-"""Celery tasks of the labeling floor: take ids, call labeling.jobs.services."""
+"""Every Celery task of the labeling floor: they take ids and call labeling.jobs.services.
+The services never import this module; a caller that wants a job run hands them
+pool_job_task."""
 
 from celery import shared_task
 
@@ -16,4 +18,4 @@ def pool_job_task(job_id: int) -> str:
 
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
 def sweep_pool_jobs_task() -> list[int]:
-    return list(pool_jobs_sweep())
+    return list(pool_jobs_sweep(job_task=pool_job_task))

@@ -26,6 +26,7 @@ from labeling.completeness.selectors import completeness_report
 from labeling.jobs.selectors import recent_pool_jobs
 from labeling.jobs.services import pool_job_submit
 from labeling.models import PoolJob
+from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 
 MANAGE_ROLES = (Membership.Role.MANAGER,)
@@ -54,7 +55,8 @@ def _pool_post(request: HttpRequest, form: PoolForm, golden_set: GoldenSet) -> t
     else:
         kind, arguments = PoolJob.Kind.EXTEND, {"pool": data["pool"], "runs": data["runs"], "depth": data["depth"]}
     try:
-        return pool_job_submit(golden_set=golden_set, kind=kind, arguments=arguments, user=request.user), []
+        job = pool_job_submit(golden_set=golden_set, kind=kind, arguments=arguments, job_task=pool_job_task, user=request.user)
+        return job, []
     except GoldsetError as exc:
         return None, _refused(form, exc)
 
@@ -65,7 +67,10 @@ def _sample_post(request: HttpRequest, form: SampleForm, golden_set: GoldenSet) 
     data = form.cleaned_data
     arguments = {name: data[name] for name in ("pool", "size", "depth_to", "seed")}
     try:
-        return pool_job_submit(golden_set=golden_set, kind=PoolJob.Kind.SAMPLE, arguments=arguments, user=request.user), []
+        job = pool_job_submit(
+            golden_set=golden_set, kind=PoolJob.Kind.SAMPLE, arguments=arguments, job_task=pool_job_task, user=request.user,
+        )
+        return job, []
     except GoldsetError as exc:
         return None, _refused(form, exc)
 

@@ -20,6 +20,7 @@ from labeling.coverage.forms import FlaggedPoolForm, PublishForm
 from labeling.coverage.selectors import coverage_report
 from labeling.jobs.services import pool_job_submit
 from labeling.models import PoolJob
+from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
@@ -94,7 +95,9 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(_back(golden_set, version))
     arguments = {"version": version.number, **form.cleaned_data}
     try:
-        pool_job_submit(golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, user=request.user)
+        pool_job_submit(
+            golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, job_task=pool_job_task, user=request.user,
+        )
     except GoldsetError as exc:
         messages.error(request, f"Not pooled: {exc}")
         return redirect(_back(golden_set, version))

@@ -3,7 +3,8 @@
 A page calls pool_job_submit: what the service would refuse before reading any run
 (a bad depth, a run pooled already, a sample deeper than allowed...) is refused at once,
 with the same GoldsetError, so the form shows it beside its field; otherwise a PoolJob
-is recorded and labeling.tasks.pool_job_task is sent once the request's transaction
+is recorded and the task the caller hands in (labeling.tasks.pool_job_task: this module
+never imports the tasks, which import it) is sent once the request's transaction
 commits. The worker claims the job (queued -> running, once: a message delivered twice
 runs nothing the second time), calls the service (all or nothing) and records the lines
 it reports, or the refusal. The completeness page lists the set's recent jobs and
@@ -19,6 +20,7 @@ was written) rather than run it twice.
 import logging
 from datetime import timedelta
 
+from celery import Task
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
@@ -88,26 +90,29 @@ def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
         raise GoldsetError(f"unknown job kind {kind!r}", field="kind")
 
 
-def pool_job_submit(*, golden_set: GoldenSet, kind: str, arguments: dict, user: AbstractBaseUser | None = None) -> PoolJob:
+def pool_job_submit(
+    *, golden_set: GoldenSet, kind: str, arguments: dict, job_task: Task, user: AbstractBaseUser | None = None,
+) -> PoolJob:
     """Record a job and send it to a worker once the caller's transaction commits.
 
     `arguments` by kind: build {runs: [run ids], depth, strategy, budget}; extend {pool,
     runs, depth}; sample {pool, size, depth_to, seed}; flagged {version: number, pool (to
     extend; none for a new pool), depth, strategy, budget} (None for a default). Refuses
     at once, with the service's own GoldsetError, what the service would refuse before
-    reading a run; nothing is recorded then.
+    reading a run; nothing is recorded then. `job_task` is the Celery task that runs a
+    job by id (labeling.tasks.pool_job_task).
     """
     _check(golden_set, kind, arguments)
     job = PoolJob.objects.create(golden_set=golden_set, kind=kind, arguments=arguments, created_by=user)
-    transaction.on_commit(lambda: _send(job.pk))
+    # enqueued_at is when the message left, which the sweeper goes by: written on commit,
+    # just before the message is sent (on_commit callbacks run in the order given).
+    transaction.on_commit(lambda: _mark_sent(job.pk))
+    job_task.delay_on_commit(job.pk)
     return job
 
 
-def _send(job_id: int) -> None:
-    from labeling.tasks import pool_job_task  # the tasks module imports this one
-
+def _mark_sent(job_id: int) -> None:
     PoolJob.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
-    pool_job_task.delay(job_id)
 
 
 def _work(job: PoolJob) -> list[str]:
@@ -179,17 +184,19 @@ def _finish(job: PoolJob, **fields) -> None:
     PoolJob.objects.filter(pk=job.pk).update(**fields)
 
 
-def pool_jobs_sweep(*, now=None) -> tuple[int, int]:
-    """Send again the jobs whose message was lost (queued, sent SEND_AGAIN_AFTER ago or
-    never), and fail those whose worker vanished (running for GIVE_UP_AFTER). Returns
-    (sent again, failed)."""
+def pool_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
+    """Send again, through `job_task` (as pool_job_submit), the jobs whose message was lost
+    (queued, sent SEND_AGAIN_AFTER ago or never), and fail those whose worker vanished
+    (running for GIVE_UP_AFTER). Returns (sent again, failed)."""
     now = now or timezone.now()
     lost = list(
         PoolJob.objects.filter(status=PoolJob.Status.QUEUED)
         .exclude(enqueued_at__gt=now - SEND_AGAIN_AFTER).values_list("pk", flat=True)
     )
+    # Rows the sweeper reads are committed already: their messages go at once.
     for job_id in lost:
-        _send(job_id)
+        _mark_sent(job_id)
+        job_task.delay(job_id)
     failed = PoolJob.objects.filter(status=PoolJob.Status.RUNNING, started_at__lt=now - GIVE_UP_AFTER).update(
         status=PoolJob.Status.FAILED, finished_at=now,
         error=f"the worker running it stopped (no result after {GIVE_UP_AFTER}); nothing was written, as the job "

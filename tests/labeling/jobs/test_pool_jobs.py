@@ -14,6 +14,7 @@ from goldenset.services import membership_grant
 from labeling.jobs import services as jobs
 from labeling.jobs.services import GIVE_UP_AFTER, SEND_AGAIN_AFTER, pool_job_run, pool_job_submit, pool_jobs_sweep
 from labeling.models import CompletenessSample, Pool, PoolJob
+from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 from tests import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
@@ -38,7 +39,7 @@ def build(golden_set, run, **arguments):
 def submitted(**kwargs) -> PoolJob:
     """Submit in a transaction of its own and run what its commit sends (in-process here)."""
     with TestCase.captureOnCommitCallbacks(execute=True):
-        return pool_job_submit(**kwargs)
+        return pool_job_submit(job_task=pool_job_task, **kwargs)
 
 
 # --- submit -----------------------------------------------------------------------------------
@@ -57,7 +58,7 @@ def test_what_the_service_refuses_unread_is_refused_at_once_and_nothing_is_recor
     if kind == "build":
         arguments = build(golden_set, run, **arguments)
     with pytest.raises(GoldsetError) as caught:
-        pool_job_submit(golden_set=golden_set, kind=kind, arguments=arguments)
+        pool_job_submit(golden_set=golden_set, kind=kind, arguments=arguments, job_task=pool_job_task)
     assert caught.value.field == field and message in caught.value.message
     assert not PoolJob.objects.exists()
 
@@ -66,7 +67,9 @@ def test_a_run_pooled_already_at_that_depth_is_refused_at_once(golden_set, run):
     submitted(golden_set=golden_set, kind="build", arguments=build(golden_set, run))
     pool = Pool.objects.get()
     with pytest.raises(GoldsetError) as caught:
-        pool_job_submit(golden_set=golden_set, kind="extend", arguments={"pool": pool.pk, "runs": [run.pk], "depth": 2})
+        pool_job_submit(
+            golden_set=golden_set, kind="extend", arguments={"pool": pool.pk, "runs": [run.pk], "depth": 2}, job_task=pool_job_task,
+        )
     assert caught.value.problems == ["run 'a' is already pooled at depth 2"]
 
 
@@ -74,7 +77,7 @@ def test_a_job_is_sent_only_when_the_request_commits(golden_set, run, monkeypatc
     sent = []
     monkeypatch.setattr("labeling.tasks.pool_job_task.delay", sent.append)
     with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
-        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run))
+        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run), job_task=pool_job_task)
     assert (job.status, job.enqueued_at, sent) == ("queued", None, [])
     assert not Pool.objects.exists()
     for callback in callbacks:
@@ -122,7 +125,7 @@ def test_a_refusal_met_while_running_fails_the_job_with_its_message(golden_set, 
 def test_an_unexpected_error_fails_the_job_and_is_raised_for_the_log(golden_set, run, monkeypatch):
     monkeypatch.setattr(jobs, "_work", lambda job: 1 / 0)
     with TestCase.captureOnCommitCallbacks(execute=False):
-        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run))
+        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run), job_task=pool_job_task)
     with pytest.raises(ZeroDivisionError):
         pool_job_run(job.pk)
     job.refresh_from_db()
@@ -136,7 +139,7 @@ def test_a_database_gone_for_a_moment_puts_the_job_back_for_the_retry(golden_set
         raise OperationalError("server closed the connection unexpectedly")
 
     with TestCase.captureOnCommitCallbacks(execute=False):
-        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run))
+        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run), job_task=pool_job_task)
     monkeypatch.setattr(jobs, "_work", away)
     with pytest.raises(OperationalError):
         pool_job_run(job.pk)
@@ -161,7 +164,7 @@ def test_the_sweeper_sends_lost_jobs_again_and_fails_those_whose_worker_vanished
         golden_set=golden_set, kind="build", arguments=arguments, status="running", started_at=now - GIVE_UP_AFTER * 2
     )
     busy = PoolJob.objects.create(golden_set=golden_set, kind="build", arguments=arguments, status="running", started_at=now)
-    assert pool_jobs_sweep(now=now) == (2, 1)
+    assert pool_jobs_sweep(now=now, job_task=pool_job_task) == (2, 1)
     assert sorted(sent) == sorted([lost.pk, never_sent.pk])
     statuses = dict(PoolJob.objects.values_list("pk", "status"))
     assert (statuses[waiting.pk], statuses[orphan.pk], statuses[busy.pk]) == ("queued", "failed", "running")
@@ -178,7 +181,7 @@ def jobs_url(golden_set, following: str = "") -> str:
 
 def test_the_jobs_section_follows_jobs_still_going_and_reloads_the_page_when_one_ends(client, golden_set, run, owner):
     with TestCase.captureOnCommitCallbacks(execute=False):
-        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run), user=owner)
+        job = pool_job_submit(golden_set=golden_set, kind="build", arguments=build(golden_set, run), job_task=pool_job_task, user=owner)
     client.force_login(owner)
     page = client.get(reverse("completeness", kwargs={"slug": golden_set.slug})).content.decode()
     assert f'hx-get="{jobs_url(golden_set, str(job.pk))}"' in page and "Waiting for a worker." in page
