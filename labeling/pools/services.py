@@ -42,7 +42,7 @@ from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
 from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
 from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
-from labeling.pools.windows import _done_order, _forecast, _Table, _window_positions
+from labeling.pools.windows import PairTable, forecast, judging_order, window_positions
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import GoldsetError
 
@@ -378,13 +378,13 @@ def pool_build(
             window=window_size(int(np.count_nonzero(np.bincount(query_dense)))), created_by=user,
         )
         PoolRun.objects.bulk_create([PoolRun(pool=pool, run=spec.run, depth=spec.depth, ordinal=spec.ordinal) for spec in specs])
-        table = _Table(
+        table = PairTable(
             query=query_dense, ranks=ranks, status=np.full(len(query_dense), JudgingTask.Status.OPEN, dtype=object),
             grade=np.zeros(len(query_dense), dtype=np.int64), done_order=np.full(len(query_dense), -1, dtype=np.int64),
         )
-        ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, progress)
+        ahead, closed = forecast(pool, table, golden_set.relevance_threshold, progress)
         query_pks, page_pks = union.query_pks[query_dense], union.page_keys[new]
-        positions = _window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
+        positions = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         _write_pool_queries(pool, query_pks, page_pks, ranks)
         queued = positions >= 0
         _insert_tasks(pool, query_pks[queued], page_pks[queued], ranks[queued], positions[queued], progress)
@@ -493,19 +493,19 @@ def pool_extend(
         query_all = np.concatenate([old.query[kept], new_query])
         page_all = np.concatenate([old.page[kept], union.page_keys[new]])
         sort = np.lexsort((page_all, query_all))
-        table = _Table(
+        table = PairTable(
             query=query_all[sort], page=page_all[sort],
             ranks=np.concatenate([old.ranks[kept], union.ranks[new].astype(np.int64)])[sort],
             status=np.concatenate([old.status[kept], np.full(fresh, JudgingTask.Status.OPEN, dtype=object)])[sort],
             grade=np.concatenate([old.grade[kept], np.zeros(fresh, dtype=np.int64)])[sort],
-            # Judging order within a query is all _forecast reads of it: the old ranks still give it.
+            # Judging order within a query is all forecast reads of it: the old ranks still give it.
             done_order=np.concatenate([old.done_order[kept], np.full(fresh, -1, dtype=np.int64)])[sort],
             task_id=np.concatenate([old.task_id[kept], np.zeros(fresh, dtype=np.int64)])[sort],
             position=np.concatenate([old.position[kept], np.full(fresh, -1, dtype=np.int64)])[sort],
         )
         query_pks = union.query_pks[table.query]
-        ahead, closed = _forecast(pool, table, threshold, progress)
-        positions = _window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
+        ahead, closed = forecast(pool, table, threshold, progress)
+        positions = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         if _budget_spent(pool):
             positions[:] = -1
 
@@ -523,12 +523,12 @@ def pool_extend(
     return result
 
 
-def _pool_pairs(pool: Pool, query_pks: Sequence[int], columns: int | None = None) -> tuple[np.ndarray, _Table]:
+def _pool_pairs(pool: Pool, query_pks: Sequence[int], columns: int | None = None) -> tuple[np.ndarray, PairTable]:
     """(query pk of each pair, table) of the pool's pairs of `query_pks` (selectors.pool_pairs);
     the table's `query` numbers the queries read, 0 first."""
     pairs = pool_pairs(pool, query_pks, columns)
-    done_order = _done_order(pairs.done_at, pairs.task_ids.tolist())
-    table = _Table(
+    done_order = judging_order(pairs.done_at, pairs.task_ids.tolist())
+    table = PairTable(
         query=np.r_[0, np.cumsum(pairs.query_pks[1:] != pairs.query_pks[:-1])] if len(pairs) else np.zeros(0, dtype=np.int64),
         ranks=pairs.ranks, status=pairs.status, grade=np.maximum(pairs.grade, 0), done_order=done_order,
         page=pairs.page_pks, task_id=pairs.task_ids, position=pairs.position,
@@ -536,7 +536,7 @@ def _pool_pairs(pool: Pool, query_pks: Sequence[int], columns: int | None = None
     return pairs.query_pks, table
 
 
-def _queue_pairs(pool: Pool, query_pks: np.ndarray, table: _Table, fresh: np.ndarray,
+def _queue_pairs(pool: Pool, query_pks: np.ndarray, table: PairTable, fresh: np.ndarray,
                  progress: Progress = no_progress) -> tuple[int, int]:
     """Write the queue positions `fresh` (-1: not queued) of the pairs of `table` (read by
     _pool_pairs, or new with task_id 0): open tasks whose position changes are updated,
@@ -669,8 +669,8 @@ def pool_task_judged(
             return result
 
         query_pks, table = _pool_pairs(pool, [task.query_id])
-        ahead, closed = _forecast(pool, table, golden_set.relevance_threshold, no_progress)
-        fresh = _window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
+        ahead, closed = forecast(pool, table, golden_set.relevance_threshold, no_progress)
+        fresh = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         # Closed tasks keep the position they were judged at; open ones move, and pairs
         # that join the window become tasks.
         moved, made = _queue_pairs(pool, query_pks, table, fresh)

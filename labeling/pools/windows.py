@@ -12,7 +12,7 @@ from lib.progress import Progress
 
 
 @dataclass
-class _Table:
+class PairTable:
     """A pool's pairs (of some queries, or about to be written), sorted by (query, page).
 
     `status` is the pair's task's, open for a pair without a task; `done_order` ranks
@@ -31,7 +31,7 @@ class _Table:
     position: np.ndarray | None = None
 
 
-def _forecast(pool: Pool, table: _Table, threshold: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
+def forecast(pool: Pool, table: PairTable, threshold: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
     """(ahead, closed) for each task: how many open tasks of its query come before it in
     the strategy's forecast (-1 for a task that is not open), and how many of its query's
     tasks are closed (done or skipped).
@@ -71,7 +71,7 @@ def _forecast(pool: Pool, table: _Table, threshold: int, progress: Progress) -> 
     return ahead, closed
 
 
-def _window_positions(ahead: np.ndarray, closed: np.ndarray, ordinals: np.ndarray, window: int) -> np.ndarray:
+def window_positions(ahead: np.ndarray, closed: np.ndarray, ordinals: np.ndarray, window: int) -> np.ndarray:
     """Queue positions of the tasks in their query's window (the first `window` open
     tasks of the forecast), -1 for the others. A query's open tasks take the slots after
     those its closed tasks used, so queries take turns by how far along they are."""
@@ -79,7 +79,7 @@ def _window_positions(ahead: np.ndarray, closed: np.ndarray, ordinals: np.ndarra
     return np.where(queued, strategies.slot_positions(closed + np.maximum(ahead, 0), ordinals), -1)
 
 
-def _done_order(done_at: list, ids: list) -> np.ndarray:
+def judging_order(done_at: list, ids: list) -> np.ndarray:
     """Rank of each task in judging order (done_at, then id); -1 where not done."""
     order = np.full(len(ids), -1, dtype=np.int64)
     done = [i for i, when in enumerate(done_at) if when is not None]
