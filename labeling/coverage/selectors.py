@@ -27,7 +27,7 @@ number of SQL queries whatever the size of the set (the labels come as arrays, e
 slice is a numpy mask), plus one read of each run's data when the set has canaries.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -343,47 +343,47 @@ def _row_label(row: SliceCoverage) -> str:
     return f"{row.label} ({row.averaged} q)"
 
 
-def _recall_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,
-                  settings: EvaluationSettings) -> charts.BarChart:
+def _slice_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], *, figure: str,
+                 text: Callable[[CoverageRun, SliceCoverage, float], str], floor: float, title: str,
+                 x_label: str) -> charts.BarChart:
+    """A group of bars per slice of `rows`, a bar per run: the run's `figure` there (a
+    RunFigures field), with `text` as its tooltip where it has one, against `floor`."""
     groups = []
     for row in rows:
         bars = []
         for run, figures in zip(runs, row.runs):
-            text = (
-                f"{run.run.name}, {row.label}: {run.metric} = {figures.held_to:.3f} on v{version.number} "
-                f"({row.averaged} queries with a relevant page)" if figures.held_to is not None else ""
-            )
-            bars.append((figures.held_to, run.color, text))
+            value = getattr(figures, figure)
+            bars.append((value, run.color, text(run, row, value) if value is not None else ""))
         groups.append(charts.BarGroup(label=_row_label(row), bars=bars))
-    floor = settings.alert_slice_floor
     return charts.bar_chart(
-        groups if runs else [], target=floor, target_label=f"{floor:.2f} floor",
+        groups if runs else [], target=floor, target_label=f"{floor:.2f} floor", title=title, x_label=x_label,
+        label_width=230,
+    )
+
+
+def _recall_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,
+                  settings: EvaluationSettings) -> charts.BarChart:
+    return _slice_chart(
+        rows, runs, figure="held_to",
+        text=lambda run, row, value: (
+            f"{run.run.name}, {row.label}: {run.metric} = {value:.3f} on v{version.number} "
+            f"({row.averaged} queries with a relevant page)"
+        ),
+        floor=settings.alert_slice_floor,
         title=f"Recall per slice on v{version.number} (each run at the cut-off its stage is held to)",
         x_label=f"recall@{version.k_first} (first stage) or recall@{version.k_final} (reranked) on v{version.number}",
-        label_width=230,
     )
 
 
 def _judged_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,
                   settings: EvaluationSettings) -> charts.BarChart:
-    groups = []
-    for row in rows:
-        if row.kind == "page":
-            continue  # no Judged@k for page slices (see the module docstring)
-        bars = []
-        for run, figures in zip(runs, row.runs):
-            text = (
-                f"{run.run.name}, {row.label}: Judged@{version.k_final} = {figures.judged_final:.3f} on v{version.number}"
-                if figures.judged_final is not None else ""
-            )
-            bars.append((figures.judged_final, run.color, text))
-        groups.append(charts.BarGroup(label=_row_label(row), bars=bars))
-    floor = settings.judged_floor
-    return charts.bar_chart(
-        groups if runs else [], target=floor, target_label=f"{floor:.2f} floor",
+    return _slice_chart(
+        [row for row in rows if row.kind != "page"],  # no Judged@k for page slices (see the module docstring)
+        runs, figure="judged_final",
+        text=lambda run, row, value: f"{run.run.name}, {row.label}: Judged@{version.k_final} = {value:.3f} on v{version.number}",
+        floor=settings.judged_floor,
         title=f"Judged@{version.k_final} per query slice on v{version.number}",
         x_label=f"Judged@{version.k_final}: share of each run's top {version.k_final} with a label, on v{version.number}",
-        label_width=230,
     )
 
 

@@ -7,6 +7,9 @@ gold-check settings for managers (staff may see all). Annotators judge blind and
 measured here, so every page is a 404 to them, as it is to a stranger.
 """
 
+from collections.abc import Callable
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -119,35 +122,46 @@ def quality_page(request: HttpRequest, slug: str) -> HttpResponse:
     return _quality_page(request, golden_set)
 
 
-@login_required
-@require_POST
-def gold_checks_add(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
-    form = GoldChecksForm(request.POST)
+def _quality_post(
+    request: HttpRequest, golden_set: GoldenSet, form: forms.Form, act: Callable[[dict], str], *, shown_as: str,
+) -> HttpResponse:
+    """A form of the quality page posted. `act` runs the service on the form's cleaned data
+    and says what it did, which the manager reads back on the page. A refusal is shown on
+    the form (`shown_as`, its name in the page), beside its field where the form has it,
+    and the page comes back with it (400)."""
     if form.is_valid():
         try:
-            added = services.gold_checks_add(golden_set=golden_set, count=form.cleaned_data["count"], pairs=form.cleaned_data["pairs"])
+            done = act(form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             for problem in exc.problems[:20]:
                 form.add_error(None, problem)
         else:
-            messages.success(request, f"{added} gold check(s) added.")
+            messages.success(request, done)
             return redirect("quality", slug=golden_set.slug)
-    return _quality_page(request, golden_set, gold_form=form, status=400)
+    return _quality_page(request, golden_set, status=400, **{shown_as: form})
+
+
+@login_required
+@require_POST
+def gold_checks_add(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
+
+    def add(data: dict) -> str:
+        added = services.gold_checks_add(golden_set=golden_set, count=data["count"], pairs=data["pairs"])
+        return f"{added} gold check(s) added."
+
+    return _quality_post(request, golden_set, GoldChecksForm(request.POST), add, shown_as="gold_form")
 
 
 @login_required
 @require_POST
 def gold_share_update(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
-    form = GoldShareForm(request.POST)
-    if form.is_valid():
-        try:
-            services.gold_share_set(golden_set=golden_set, gold_share=form.cleaned_data["gold_share"])
-        except GoldsetError as exc:
-            form.add_error("gold_share", exc.message)
-        else:
-            messages.success(request, f"Gold check share set to {form.cleaned_data['gold_share']:g}.")
-            return redirect("quality", slug=golden_set.slug)
-    return _quality_page(request, golden_set, share_form=form, status=400)
+
+    def share(data: dict) -> str:
+        # gold_share_set refuses with field "gold_share" only: the refusal lands beside it.
+        services.gold_share_set(golden_set=golden_set, gold_share=data["gold_share"])
+        return f"Gold check share set to {data['gold_share']:g}."
+
+    return _quality_post(request, golden_set, GoldShareForm(request.POST), share, shown_as="share_form")
