@@ -109,7 +109,7 @@ def generate(args: argparse.Namespace) -> dict:
     from goldenset.models import GoldenSet, Judgment, Membership, Page, Query
     from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
     from labeling.models import JudgingTask, QueueSettings
-    from labeling.services import pool_build
+    from labeling.pools.services import pool_build
 
     from lib.bulk import bulk_insert, gc_paused
     from lib.formats import JsonRecord

@@ -60,9 +60,10 @@ def run(args: argparse.Namespace) -> None:
     from evaluation.models import Run
     from goldenset.models import GoldenSet, Judgment
     from labeling.models import JudgingTask
-    from labeling.sampling import completeness_sample_draw
-    from labeling.selectors import completeness_estimates, pools_found_curves, pools_judging, pools_of
-    from labeling.services import pool_build
+    from labeling.completeness.selectors import completeness_estimates, pools_found_curves, pools_judging
+    from labeling.completeness.services import completeness_sample_draw
+    from labeling.pools.selectors import pools_of
+    from labeling.pools.services import pool_build
 
     with scratch_database(args.database_url):
         call_command("migrate", verbosity=0)

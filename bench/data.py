@@ -141,9 +141,9 @@ def pool_judged_earlier(pool, share: float, spread_seconds: int = 0) -> int:
     from django.db import transaction
     from django.utils import timezone
 
-    from labeling import pooling
+    from labeling.pools import strategies as pooling
     from labeling.models import JudgingTask
-    from labeling.selectors import pool_pairs
+    from labeling.pools.selectors import pool_pairs
     from lib.bulk import bulk_insert
 
     pairs = pool_pairs(pool)

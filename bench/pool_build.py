@@ -134,7 +134,7 @@ def measure_round(args: argparse.Namespace, profile: bool) -> dict:
     from evaluation.models import Run
     from goldenset.models import GoldenSet
     from labeling.models import JudgingTask
-    from labeling.services import pool_build
+    from labeling.pools.services import pool_build
 
     golden_set = GoldenSet.objects.get(slug=SLUG)
     runs = list(Run.objects.filter(golden_set=golden_set).order_by("name"))

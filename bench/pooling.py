@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from labeling import pooling  # noqa: E402  (needs the repository on sys.path)
+from labeling.pools import strategies as pooling  # noqa: E402  (needs the repository on sys.path)
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cranfield"
 

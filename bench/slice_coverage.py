@@ -129,7 +129,7 @@ def measure(args: argparse.Namespace) -> dict:
 
     from evaluation import selectors
     from goldenset.models import GoldenSet
-    from labeling.coverage import coverage_report
+    from labeling.coverage.selectors import coverage_report
 
     call_command("migrate", verbosity=0)
     sizes = build(args)

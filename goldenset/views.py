@@ -1,14 +1,22 @@
-"""Pages of golden sets and their versions. Each view: fetch with access check, act, render."""
+"""Pages of golden sets, their versions and their members. Each view: fetch with access
+check, act, render. The members page needs the manager role."""
 
+from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 
+from goldenset.models import Membership
 from goldenset.selectors import (
     VersionIntegrityError, access_golden_set, golden_sets_for, version_diff, version_get, version_label_rows,
 )
+from goldenset.services import membership_grant, membership_revoke
+from lib.errors import GoldsetError
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
+
+MEMBER_ROLES = (Membership.Role.MANAGER,)
 
 
 @login_required
@@ -51,3 +59,29 @@ def version_export(request: HttpRequest, slug: str, number: int, fmt: str) -> Ht
     response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{QREL_EXTENSIONS[fmt]}"'
     response["ETag"] = f'"{version.content_hash}"'
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=MEMBER_ROLES)
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "revoke":
+                membership = get_object_or_404(Membership, pk=request.POST.get("membership") or 0, golden_set=golden_set)
+                membership_revoke(user=membership.user, golden_set=golden_set, role=membership.role)
+                messages.success(request, f"{membership.user.username} is no longer {membership.role} of {golden_set.slug}.")
+            else:
+                username = request.POST.get("username", "").strip()
+                user = get_user_model().objects.filter(username=username).first()
+                if user is None:
+                    raise GoldsetError(f"no user {username!r}", field="username")
+                role = request.POST.get("role", "")
+                membership_grant(user=user, golden_set=golden_set, role=role)
+                messages.success(request, f"{user.username} is now {role} of {golden_set.slug}.")
+        except GoldsetError as exc:
+            messages.error(request, exc.message)
+        return redirect("golden_set_members", slug=golden_set.slug)
+    memberships = Membership.objects.filter(golden_set=golden_set).select_related("user").order_by("user__username", "role")
+    ctx = {"golden_set": golden_set, "memberships": memberships, "roles": Membership.Role.choices}
+    return render(request, "goldenset/members.html", ctx)

@@ -14,9 +14,10 @@ from django.db.models import Count
 
 from goldenset.admin import GoldenSetAdmin
 from goldenset.models import GoldenSet
-from labeling.coverage import DEFAULT_FLAGGED_POOL_DEPTH
-from labeling.jobs import pool_job_submit
+from labeling.coverage.services import DEFAULT_FLAGGED_POOL_DEPTH
+from labeling.jobs.services import pool_job_submit
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob, PoolRun, QueueSettings
+from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 
 
@@ -158,7 +159,10 @@ class GoldenSetCoverageAdmin(GoldenSetAdmin):
                 continue
             arguments = {"version": version.number, "depth": DEFAULT_FLAGGED_POOL_DEPTH, "strategy": "depth", "budget": None}
             try:
-                job = pool_job_submit(golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, user=request.user)
+                job = pool_job_submit(
+                    golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, job_task=pool_job_task,
+                    user=request.user,
+                )
             except GoldsetError as exc:
                 self.message_user(request, f"{golden_set.slug}: not pooled: {exc}", messages.WARNING)
             else:

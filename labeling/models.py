@@ -16,7 +16,7 @@ from django.db.models.functions import Now
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Page, Query
-from labeling.pooling import STRATEGIES, unpack_ranks
+from labeling.pools.strategies import STRATEGIES, unpack_ranks
 
 
 class Pool(models.Model):
@@ -58,7 +58,7 @@ class Pool(models.Model):
             models.CheckConstraint(condition=Q(budget__isnull=True) | Q(budget__gte=1), name="pool_budget_positive"),
             # A window of 0 would queue nothing: the pool could never be judged.
             models.CheckConstraint(condition=Q(window__gte=1), name="pool_window_positive"),
-            # labeling.pooling.strategy_class must find the strategy every reorder replays.
+            # labeling.pools.strategies.strategy_class must find the strategy every reorder replays.
             models.CheckConstraint(condition=Q(strategy__in=list(STRATEGIES)), name="pool_strategy_known"),
         ]
 
@@ -97,7 +97,7 @@ class PoolQuery(models.Model):
     which annotators reach a fraction; a row per pair made building it several times
     slower than computing it (bench/pool_build.py), for rows most of which would never
     be read. So a pool keeps its pairs here, one row per query, and a pair becomes a
-    JudgingTask only when its query's window reaches it (labeling.services). Each pair
+    JudgingTask only when its query's window reaches it (labeling.pools.services). Each pair
     of the pool is here whether it is a task yet or not; a pool task always has its
     pair here.
 
@@ -149,7 +149,7 @@ class JudgingTask(models.Model):
 
     `position` orders the queue: the next task is the open one with the lowest position
     (ties by id); a task without one is not in the queue now. Pool tasks interleave
-    queries round-robin: position = slot * labeling.pooling.QUERY_STRIDE + the query's
+    queries round-robin: position = slot * labeling.pools.strategies.QUERY_STRIDE + the query's
     primary key modulo QUERY_STRIDE, where slot n is the query's (n+1)-th page to judge. Only the
     first `pool.window` open tasks of a query in the strategy's order have a position;
     each judgment (pool_task_judged) moves the window on and, for adaptive strategies,

@@ -1,13 +1,15 @@
-"""Celery tasks of the labeling floor: take ids, call labeling.jobs."""
+"""Every Celery task of the labeling floor: they take ids and call labeling.jobs.services.
+The services never import this module; a caller that wants a job run hands them
+pool_job_task."""
 
 from celery import shared_task
 
-from labeling.jobs import TRANSIENT, pool_job_run, pool_jobs_sweep
+from labeling.jobs.services import TRANSIENT, pool_job_run, pool_jobs_sweep
 
 
 # acks_late: a worker lost mid-job leaves the message for another; the job's claim
 # (queued -> running) keeps a second delivery from running it twice. A transient database
-# error puts the job back in the queue (labeling.jobs.pool_job_run) and is retried here.
+# error puts the job back in the queue (labeling.jobs.services.pool_job_run) and is retried here.
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5)
 def pool_job_task(job_id: int) -> str:
     job = pool_job_run(job_id)
@@ -16,4 +18,4 @@ def pool_job_task(job_id: int) -> str:
 
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
 def sweep_pool_jobs_task() -> list[int]:
-    return list(pool_jobs_sweep())
+    return list(pool_jobs_sweep(job_task=pool_job_task))

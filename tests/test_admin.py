@@ -24,9 +24,9 @@ from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.services import judgment_record
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
-from labeling.queue import queue_settings_of
-from labeling.services import pool_build
-from tests.labeling.test_coverage import make_sliced_set, upload
+from labeling.judging.services import queue_settings_of
+from labeling.pools.services import pool_build
+from tests.labeling.coverage.test_coverage import make_sliced_set, upload
 
 pytestmark = pytest.mark.django_db
 

@@ -27,7 +27,7 @@ from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE, demo_generate, p
 from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
 from goldset.demo.vocabulary import GUIDELINES
 from labeling.models import Pool
-from labeling.services import PoolBuildResult, pool_build
+from labeling.pools.services import PoolBuildResult, pool_build
 from lib.progress import Progress, no_progress
 
 DEMO_SLUG = "wiki-demo"

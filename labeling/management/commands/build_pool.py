@@ -2,9 +2,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from goldenset.management.progress import tqdm_progress, user_by_name
 from goldenset.models import GoldenSet
-from labeling import pooling
 from labeling.models import Pool
-from labeling.services import pool_build, pool_extend, runs_by_name
+from labeling.pools import strategies
+from labeling.pools.services import pool_build, pool_extend, runs_by_name
 from lib.errors import GoldsetError
 
 
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
         parser.add_argument("--runs", nargs="+", required=True, metavar="NAME", help="names of the runs to pool (see the set's runs page)")
         parser.add_argument("--depth", type=int, metavar="K", help="pages taken from the top of each run, per query (required for a new pool)")
-        parser.add_argument("--strategy", choices=list(pooling.STRATEGIES), help="judging order of a new pool (default: depth)")
+        parser.add_argument("--strategy", choices=list(strategies.STRATEGIES), help="judging order of a new pool (default: depth)")
         parser.add_argument("--budget", type=int, metavar="N", help="most pairs to judge in this pool (default: no cap)")
         parser.add_argument("--extend", type=int, metavar="POOL_ID", help="add the runs to this pool instead of building a new one")
         parser.add_argument("--user", help="username recorded as the pool's creator")

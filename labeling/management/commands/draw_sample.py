@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from goldenset.management.progress import tqdm_progress, user_by_name
 from goldenset.models import GoldenSet
 from labeling.models import Pool
-from labeling.sampling import completeness_sample_draw
+from labeling.completeness.services import completeness_sample_draw
 from lib.errors import GoldsetError
 
 

@@ -1,0 +1,474 @@
+"""Reads of what the completeness page shows: the pace of judging of each pool, the
+found-against-judged curve, completeness samples and their estimate, Judged@k per run and
+slice."""
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection
+from django.db.models import Count, Max, Min, Q, QuerySet
+
+from lib.charts import LineChart, Series, color, line_chart
+from evaluation.models import Completeness, Run
+from evaluation.reports import RunCompleteness, slice_label, run_completeness
+from evaluation.selectors import evaluation_settings
+from goldenset.models import GoldenSet, Judgment, Version
+from goldenset.selectors import label_of
+from lib.ids import natural_key
+from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
+from labeling.pools.selectors import PoolProgress, left_out_by_budget, pools_of
+
+
+# --- completeness: pools judged over time, samples and their estimate ---------------------
+
+@dataclass(frozen=True)
+class PoolJudging:
+    """A pool's progress (PoolProgress) with the pace of its judging, from the done tasks'
+    done_at. A task closed counts once, however many overlap judgments it took.
+
+    `per_hour_recent` is the tasks judged in the `recent_hours` before `now`, divided by
+    that many hours; `per_hour_overall` the tasks judged divided by the hours from the
+    first judgment to the last, counted as one hour at least, so that a first few
+    minutes' burst is not extrapolated to thousands an hour (None before any judgment).
+    """
+
+    progress: PoolProgress
+    recent: int
+    recent_hours: int
+    first_done_at: datetime | None
+    last_done_at: datetime | None
+
+    @property
+    def per_hour_recent(self) -> float:
+        return self.recent / self.recent_hours
+
+    @property
+    def per_hour_overall(self) -> float | None:
+        if self.first_done_at is None or self.last_done_at is None:
+            return None
+        return self.progress.done / judging_hours(self.first_done_at, self.last_done_at)
+
+
+def judging_hours(first: datetime, last: datetime) -> float:
+    """Hours from the first judgment to the last, one at least (see PoolJudging)."""
+    return max((last - first).total_seconds() / 3600, 1.0)
+
+
+def pools_judging(pools: Sequence[Pool], *, now: datetime, recent_hours: int = 24) -> dict[int, PoolJudging]:
+    """{pool id: PoolJudging} for pools of one golden set, in two queries however many
+    pools and tasks: closed tasks grouped by pool and status (the partial index
+    judging_task_pool_closed), queued ones grouped by pool (judging_task_pool_queue).
+    Open tasks are Pool.pair_count less the closed, as in task_counts."""
+    if not pools:
+        return {}
+    threshold = pools[0].golden_set.relevance_threshold
+    since = now - timedelta(hours=recent_hours)
+    closed: dict[int, dict[str, dict]] = defaultdict(dict)
+    rows = (
+        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools]).exclude(status=JudgingTask.Status.OPEN)
+        .values("pool_id", "status")
+        .annotate(
+            n=Count("id"), relevant=Count("id", filter=Q(grade__gte=threshold, status=JudgingTask.Status.DONE)),
+            recent=Count("id", filter=Q(done_at__gte=since, status=JudgingTask.Status.DONE)),
+            first=Min("done_at"), last=Max("done_at"),
+        )
+    )
+    for row in rows:
+        closed[row["pool_id"]][row["status"]] = row
+    queued = dict(
+        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools], status=JudgingTask.Status.OPEN, position__isnull=False)
+        .values("pool_id").annotate(n=Count("id")).values_list("pool_id", "n")
+    )
+    found = {}
+    for pool in pools:
+        done = closed[pool.pk].get(JudgingTask.Status.DONE, {})
+        counts = {status: closed[pool.pk].get(status, {}).get("n", 0) for status in (JudgingTask.Status.DONE, JudgingTask.Status.SKIPPED)}
+        counts[JudgingTask.Status.OPEN] = pool.pair_count - sum(counts.values())
+        progress = PoolProgress(
+            open=counts[JudgingTask.Status.OPEN], queued=queued.get(pool.pk, 0), done=counts[JudgingTask.Status.DONE],
+            skipped=counts[JudgingTask.Status.SKIPPED], relevant_found=done.get("relevant", 0), budget=pool.budget,
+            left_out_by_budget=left_out_by_budget(pool, counts),
+        )
+        found[pool.pk] = PoolJudging(
+            progress=progress, recent=done.get("recent", 0), recent_hours=recent_hours,
+            first_done_at=done.get("first"), last_done_at=done.get("last"),
+        )
+    return found
+
+
+# Points a found-against-judged curve keeps per pool, besides its first and last.
+CURVE_POINTS = 300
+# Curves with at most this many points are drawn with a dot (and a tooltip) at each.
+CHART_DOTS = 60
+
+
+def pools_found_curves(pools: Sequence[Pool], *, points: int = CURVE_POINTS) -> dict[int, list[tuple[int, int]]]:
+    """{pool id: [(judgments made, relevant pages found), ...]} in judging order (done_at,
+    then id), starting at (0, 0), for each pool with a done task.
+
+    One query over the done tasks only (the partial index judging_task_pool_closed); the
+    database numbers and sums them with window functions and returns every k-th point
+    (k = ceil(done / points)) plus the last, so a pool of millions of judgments sends a
+    few hundred rows. Relevant means graded at or above the set's relevance threshold.
+    """
+    if not pools:
+        return {}
+    threshold = int(pools[0].golden_set.relevance_threshold)
+    ids = ", ".join(str(int(pool.pk)) for pool in pools)
+    table = connection.ops.quote_name(JudgingTask._meta.db_table)
+    window = "PARTITION BY pool_id ORDER BY done_at, id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    sql = (
+        "SELECT pool_id, n, found FROM ("
+        f"  SELECT pool_id, ROW_NUMBER() OVER ({window}) AS n,"
+        f"  SUM(CASE WHEN grade >= %s THEN 1 ELSE 0 END) OVER ({window}) AS found,"
+        "   COUNT(*) OVER (PARTITION BY pool_id) AS total"
+        f"  FROM {table} WHERE pool_id IN ({ids}) AND status = %s"
+        ") AS curve WHERE n = total OR n %% ((total + %s - 1) / %s) = 0 ORDER BY pool_id, n"
+    )
+    curves: dict[int, list[tuple[int, int]]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [threshold, JudgingTask.Status.DONE.value, points, points])
+        for pool_id, n, found in cursor.fetchall():
+            curves.setdefault(pool_id, [(0, 0)]).append((int(n), int(found)))
+    return curves
+
+
+# The normal quantile of a two-sided 95% interval (scipy.stats.norm.ppf(0.975)).
+Z_95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson's score interval for a binomial proportion (fractions in [0, 1]).
+
+    Chosen over the normal (Wald) interval because completeness samples find few
+    relevant pages: with r = 0 the Wald interval is [0, 0], claiming certainty from no
+    evidence, and for small r it runs below 0; Wilson's stays inside [0, 1], is not empty
+    at r = 0 and keeps close to its nominal coverage for small n and r (Brown, Cai and
+    DasGupta, "Interval estimation for a binomial proportion", 2001). It is scipy's
+    binomtest(...).proportion_ci(method="wilson").
+    """
+    if trials < 1:
+        raise ValueError("a proportion needs at least one trial")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be within 0..{trials}, got {successes}")
+    p = successes / trials
+    z2 = z * z
+    denominator = 1 + z2 / trials
+    centre = (p + z2 / (2 * trials)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials))
+    return max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+@dataclass(frozen=True)
+class CompletenessEstimate:
+    """What a completeness sample says about the relevant pages nobody judged.
+
+    Of the sample's `size` pairs, `judged` have a label now and `relevant` of those are
+    relevant (label >= the set's relevance threshold). The share relevant, r / n, scaled
+    to the `population` the sample was drawn from, estimates how many relevant pages that
+    population held when the sample was drawn (`estimate`, pages), with the 95% Wilson
+    interval scaled alike (`low`, `high`). Judging the sample turns its pairs into labels,
+    so `relevant` of those pages are judged now; about `estimate - relevant` remain
+    unjudged (`still_unjudged`). The interval treats the draw as with replacement (no
+    finite-population correction), which only widens it. Skipped sample pairs are not
+    judged: if annotators skip the hard ones, the judged pairs are no longer a uniform
+    sample, and the page says how many are left.
+    """
+
+    sample: CompletenessSample
+    judged: int
+    relevant: int
+
+    @property
+    def population(self) -> int:
+        return self.sample.population
+
+    @property
+    def size(self) -> int:
+        return self.sample.size
+
+    @property
+    def share(self) -> float | None:
+        return self.relevant / self.judged if self.judged else None
+
+    @property
+    def share_interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.relevant, self.judged) if self.judged else None
+
+    @property
+    def estimate(self) -> float | None:
+        return self.population * self.share if self.judged else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        if not self.judged:
+            return None
+        low, high = self.share_interval
+        return self.population * low, self.population * high
+
+    @property
+    def still_unjudged(self) -> float | None:
+        return max(self.estimate - self.relevant, 0.0) if self.judged else None
+
+
+def samples_of(golden_set: GoldenSet) -> QuerySet[CompletenessSample]:
+    """The set's completeness samples, newest first."""
+    return (
+        CompletenessSample.objects.filter(golden_set=golden_set).select_related("golden_set", "pool", "created_by")
+        .order_by("-created_at", "-id")
+    )
+
+
+def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, CompletenessEstimate]:
+    """{sample id: CompletenessEstimate} in one query however many samples: their tasks
+    (the partial index judging_task_sample) joined to the judgments of their pairs (the
+    index judgment_pair_latest), resolved into labels by the rules of
+    goldenset.selectors.resolved_labels. A pair is a SAMPLE task at most once
+    (judging_task_unique_pair), so no pair is counted twice."""
+    if not samples:
+        return {}
+    tasks = connection.ops.quote_name(JudgingTask._meta.db_table)
+    judgments = connection.ops.quote_name(Judgment._meta.db_table)
+    ids = ", ".join(str(int(sample.pk)) for sample in samples)
+    sql = (
+        "SELECT t.sample_id, t.query_id, t.page_id, j.grade, j.source, j.annotator_id "
+        f"FROM {tasks} AS t LEFT JOIN {judgments} AS j ON j.query_id = t.query_id AND j.page_id = t.page_id "
+        f"WHERE t.sample_id IN ({ids}) ORDER BY t.query_id, t.page_id, j.id DESC"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        rows = cursor.fetchall()
+    counts: dict[int, list[int]] = {sample.pk: [0, 0] for sample in samples}
+    thresholds = {sample.pk: sample.golden_set.relevance_threshold for sample in samples}
+    for (sample_id, _, _), judged in itertools.groupby(rows, key=lambda row: row[:3]):
+        label = label_of(row[3:] for row in judged if row[3] is not None)
+        if label is not None:
+            counts[sample_id][0] += 1
+            counts[sample_id][1] += label >= thresholds[sample_id]
+    return {
+        sample.pk: CompletenessEstimate(sample=sample, judged=counts[sample.pk][0], relevant=counts[sample.pk][1])
+        for sample in samples
+    }
+
+
+def completeness_estimate(sample: CompletenessSample) -> CompletenessEstimate:
+    """The estimate of one sample (see CompletenessEstimate)."""
+    return completeness_estimates([sample])[sample.pk]
+
+
+# --- the completeness page ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunJudged:
+    """A run of the set with its completeness figures on the latest version: `overall` is
+    None when the run was not scored there (or before completeness was kept); `by_slice`
+    maps query slice names ("query:FIELD=VALUE") to their stored rows. `pooled` lists
+    (pool id, depth) of the pools the run is in."""
+
+    run: Run
+    overall: RunCompleteness | None
+    by_slice: dict[str, Completeness]
+    pooled: tuple[tuple[int, int], ...]
+
+    @property
+    def needs_pooling(self) -> bool:
+        return self.overall is not None and self.overall.unreliable
+
+    @property
+    def loro_recall_full(self) -> float | None:
+        """recall@k_first with every label (a fraction): the reduced figure less its change."""
+        row = self.overall.row if self.overall is not None and self.overall.has_loro else None
+        if row is None or row.loro_recall_k_first is None or row.loro_recall_change_points is None:
+            return None
+        return row.loro_recall_k_first - row.loro_recall_change_points / 100
+
+    @property
+    def loro_ndcg_full(self) -> float | None:
+        row = self.overall.row if self.overall is not None and self.overall.has_loro else None
+        if row is None or row.loro_ndcg_10 is None or row.loro_ndcg_change_points is None:
+            return None
+        return row.loro_ndcg_10 - row.loro_ndcg_change_points / 100
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    pool: Pool
+    pool_runs: tuple[PoolRun, ...]
+    judging: PoolJudging
+    color: str
+
+
+@dataclass(frozen=True)
+class SliceJudged:
+    """One query slice: its label and, per scored run (CompletenessReport.scored order),
+    (Judged@k_final, Judged@k_first, under the floor) or None where the run lacks it."""
+
+    name: str
+    label: str
+    cells: tuple[tuple[float, float, bool] | None, ...]
+
+
+@dataclass(frozen=True)
+class CompletenessReport:
+    """What the completeness page of a golden set shows. Judged@k and leave-one-run-out
+    are on `version` (the latest; None before the first); fractions throughout, changes in
+    points, rates in tasks judged per hour."""
+
+    golden_set: GoldenSet
+    version: Version | None
+    floor: float
+    runs: tuple[RunJudged, ...]
+    slices: tuple[SliceJudged, ...]
+    pools: tuple[PoolRow, ...]
+    chart: LineChart
+    estimates: tuple[CompletenessEstimate, ...]
+    recent_hours: int
+
+    @property
+    def scored(self) -> list[RunJudged]:
+        return [row for row in self.runs if row.overall is not None]
+
+    @property
+    def loro(self) -> list[RunJudged]:
+        return [row for row in self.runs if row.overall is not None and row.overall.has_loro]
+
+    @property
+    def needs_pooling(self) -> list[RunJudged]:
+        return [row for row in self.runs if row.needs_pooling]
+
+    def _total(self, name: str) -> int:
+        return sum(getattr(row.judging.progress, name) for row in self.pools)
+
+    @property
+    def pool_size(self) -> int:
+        return sum(row.pool.pair_count for row in self.pools)
+
+    @property
+    def judged(self) -> int:
+        return self._total("done")
+
+    @property
+    def remaining(self) -> int:
+        return self._total("open")
+
+    @property
+    def skipped(self) -> int:
+        return self._total("skipped")
+
+    @property
+    def relevant_found(self) -> int:
+        return self._total("relevant_found")
+
+    @property
+    def per_hour_recent(self) -> float:
+        return sum(row.judging.recent for row in self.pools) / self.recent_hours
+
+    @property
+    def per_hour_overall(self) -> float | None:
+        """Tasks judged in all pools over the hours from the first judgment to the last
+        (one at least); None before any judgment."""
+        firsts = [row.judging.first_done_at for row in self.pools if row.judging.first_done_at]
+        lasts = [row.judging.last_done_at for row in self.pools if row.judging.last_done_at]
+        if not firsts:
+            return None
+        return self.judged / judging_hours(min(firsts), max(lasts))
+
+
+# Samples listed on the page, newest first.
+SAMPLES_SHOWN = 20
+
+
+def _count_axis(maximum: int) -> tuple[int, list[int]]:
+    """(top, tick values) of a count axis from 0 to at least `maximum`: five or so round steps."""
+    step, magnitude = 1, 1
+    while step * 5 < maximum:
+        for factor in (1, 2, 5):
+            step = factor * magnitude
+            if step * 5 >= maximum:
+                break
+        else:
+            magnitude *= 10
+    top = max(-(-maximum // step) * step, step)
+    return top, list(range(0, top + 1, step))
+
+
+def _found_chart(rows: Sequence[PoolRow], curves: dict[int, list[tuple[int, int]]]) -> LineChart:
+    """One line per pool with a judgment: relevant pages found (y, a count scaled to the
+    axis's top) against judgments made (x)."""
+    x_top, x_values = _count_axis(max((curve[-1][0] for curve in curves.values()), default=0))
+    y_top, y_values = _count_axis(max((curve[-1][1] for curve in curves.values()), default=0))
+    series = []
+    for row in rows:
+        curve = curves.get(row.pool.pk)
+        if not curve:
+            continue
+        points = [
+            (n, f / y_top, f"pool {row.pool.pk}: {f} relevant page{'s' if f != 1 else ''} found in the first {n} judgment{'s' if n != 1 else ''}")
+            for n, f in curve
+        ]
+        # Dots carry each point's tooltip; past a few dozen they would hide the line.
+        series.append(Series(
+            label=f"pool {row.pool.pk} ({row.pool.strategy}, depth {row.pool.depth})", points=points, color=row.color,
+            dots=len(points) <= CHART_DOTS,
+        ))
+    return line_chart(
+        series, x_min=0, x_max=x_top, x_ticks=[(value, str(value)) for value in x_values],
+        x_label="judgments made in the pool (tasks judged, in done_at order)", y_label="relevant pages found",
+        title="Relevant pages found against judgments made, per pool",
+        y_ticks=[(value / y_top, str(value)) for value in y_values],
+    )
+
+
+def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: int = 24) -> CompletenessReport:
+    """The completeness page of `golden_set` at `now`, in a fixed number of queries however
+    many runs, pools, tasks and samples (see the page test's query budget)."""
+    version = golden_set.versions.order_by("-number").first()
+    settings = evaluation_settings(golden_set)
+    runs = list(Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "name"))
+    pools = list(pools_of(golden_set))
+    members: dict[int, list[PoolRun]] = defaultdict(list)
+    for pool_run in PoolRun.objects.filter(pool__in=[pool.pk for pool in pools]).select_related("run").order_by("pool_id", "ordinal"):
+        members[pool_run.pool_id].append(pool_run)
+    pooled: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for pool in sorted(pools, key=lambda p: p.pk):
+        for pool_run in members[pool.pk]:
+            pooled[pool_run.run_id].append((pool.pk, pool_run.depth))
+
+    by_run: dict[int, dict[str, Completeness]] = defaultdict(dict)
+    if version is not None:
+        for row in Completeness.objects.filter(evaluation__version=version).select_related("evaluation"):
+            by_run[row.evaluation.run_id][row.slice] = row
+    rows = []
+    for run in runs:
+        stored = by_run.get(run.pk, {})
+        overall = run_completeness(stored[""], run, version, settings, golden_set.slug) if "" in stored else None
+        rows.append(RunJudged(
+            run=run, overall=overall, by_slice={name: row for name, row in stored.items() if name},
+            pooled=tuple(pooled.get(run.pk, ())),
+        ))
+    scored = [row for row in rows if row.overall is not None]
+    names = sorted({name for row in scored for name in row.by_slice}, key=lambda n: (natural_key(n), n))
+    floor = settings.judged_floor
+    slices = tuple(
+        SliceJudged(name=name, label=slice_label(name), cells=tuple(
+            (c.judged_at_k_final, c.judged_at_k_first, c.judged_at_k_final < floor - 1e-9) if (c := row.by_slice.get(name)) else None
+            for row in scored
+        ))
+        for name in names
+    )
+
+    judging = pools_judging(pools, now=now, recent_hours=recent_hours)
+    pool_rows = tuple(
+        PoolRow(pool=pool, pool_runs=tuple(members[pool.pk]), judging=judging[pool.pk], color=color(i)) for i, pool in enumerate(pools)
+    )
+    samples = list(samples_of(golden_set)[:SAMPLES_SHOWN])
+    estimates = completeness_estimates(samples)
+    return CompletenessReport(
+        golden_set=golden_set, version=version, floor=floor, runs=tuple(rows), slices=slices, pools=pool_rows,
+        chart=_found_chart(pool_rows, pools_found_curves(pools)), estimates=tuple(estimates[s.pk] for s in samples),
+        recent_hours=recent_hours,
+    )

@@ -1,0 +1,105 @@
+"""The slice coverage page of a golden set, for staff and the set's managers, and its actions.
+
+It lives under /admin/coverage/ because it is the admin's question ("which part of our
+golden set can we not trust yet?"), but it is a page of its own: managers who are not
+staff use it too. Annotators and adjudicators get a 404 like strangers. Each view: fetch
+with the access check, act through a service, render or redirect.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from goldenset.models import GoldenSet, Membership, Version
+from goldenset.selectors import access_golden_set, version_get
+from goldenset.services import version_publish
+from labeling.coverage.forms import FlaggedPoolForm, PublishForm
+from labeling.coverage.selectors import coverage_report
+from labeling.jobs.services import pool_job_submit
+from labeling.models import PoolJob
+from labeling.tasks import pool_job_task
+from lib.errors import GoldsetError
+from lib.formats import QREL_FORMATS
+
+COVERAGE_ROLES = (Membership.Role.MANAGER,)
+
+
+def _version(request: HttpRequest, golden_set: GoldenSet) -> Version | None:
+    """The version named by ?version=N, else the latest; None when the set has none yet."""
+    raw = request.GET.get("version", "").strip()
+    if raw:
+        if not raw.isdigit():
+            raise Http404(f"version must be a number, got {raw!r}")
+        return version_get(golden_set, int(raw))
+    return golden_set.latest_version()
+
+
+def _back(golden_set: GoldenSet, version: Version | None = None) -> str:
+    url = reverse("coverage", kwargs={"slug": golden_set.slug})
+    return f"{url}?version={version.number}" if version else url
+
+
+@login_required
+@require_GET
+def coverage_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
+    version = _version(request, golden_set)
+    report = coverage_report(golden_set, version) if version else None
+    ctx = {
+        "golden_set": golden_set, "version": version, "report": report,
+        "versions": list(golden_set.versions.order_by("-number").values_list("number", flat=True)),
+        "formats": QREL_FORMATS, "publish_form": PublishForm(), "pool_form": FlaggedPoolForm(golden_set=golden_set),
+    }
+    return render(request, "labeling/coverage/coverage.html", ctx)
+
+
+@login_required
+@require_POST
+def coverage_publish(request: HttpRequest, slug: str) -> HttpResponse:
+    """Publish the set's current labels as a new version (goldenset.services.version_publish)."""
+    golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
+    form = PublishForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not published: {form.errors.as_text()}")
+        return redirect(_back(golden_set))
+    try:
+        version = version_publish(golden_set=golden_set, user=request.user, note=form.cleaned_data["note"])
+    except GoldsetError as exc:
+        messages.error(request, f"Not published: {exc.message}")
+        return redirect(_back(golden_set))
+    messages.success(
+        request, f"Published v{version.number} ({version.short_hash}): {version.query_count} queries, "
+        f"{version.label_count} labels. Every run is being scored against it."
+    )
+    return redirect(_back(golden_set, version))
+
+
+@login_required
+@require_POST
+def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
+    """Pool each system's latest runs for the slices flagged on the version named in the
+    form: a job (labeling.jobs), followed on the completeness page."""
+    golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
+    raw = request.POST.get("version", "").strip()
+    version = version_get(golden_set, int(raw)) if raw.isdigit() else golden_set.latest_version()
+    if version is None:
+        messages.error(request, "Not pooled: publish a version first, so that slices can be measured.")
+        return redirect(_back(golden_set))
+    form = FlaggedPoolForm(request.POST, golden_set=golden_set)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        messages.error(request, f"Not pooled: {problems}")
+        return redirect(_back(golden_set, version))
+    arguments = {"version": version.number, **form.cleaned_data}
+    try:
+        pool_job_submit(
+            golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, job_task=pool_job_task, user=request.user,
+        )
+    except GoldsetError as exc:
+        messages.error(request, f"Not pooled: {exc}")
+        return redirect(_back(golden_set, version))
+    # The pool is built by a worker; the completeness page follows the job.
+    return redirect(reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs")

@@ -1,0 +1,207 @@
+"""Pool builds, extensions and sample draws asked for from a page, run by a Celery worker.
+
+A page calls pool_job_submit: what the service would refuse before reading any run
+(a bad depth, a run pooled already, a sample deeper than allowed...) is refused at once,
+with the same GoldsetError, so the form shows it beside its field; otherwise a PoolJob
+is recorded and the task the caller hands in (labeling.tasks.pool_job_task: this module
+never imports the tasks, which import it) is sent once the request's transaction
+commits. The worker claims the job (queued -> running, once: a message delivered twice
+runs nothing the second time), calls the service (all or nothing) and records the lines
+it reports, or the refusal. The completeness page lists the set's recent jobs and
+follows the ones still going.
+
+With tasks run in-process (the embedded default) the job is done when the page comes back.
+A message lost with the broker leaves its job queued: the beat sweeper sends it again
+after SEND_AGAIN_AFTER. A worker that died with a job leaves it running: after
+GIVE_UP_AFTER the sweeper marks it failed (its transaction was rolled back, so nothing
+was written) rather than run it twice.
+"""
+
+import logging
+from datetime import timedelta
+
+from celery import Task
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from evaluation.models import Run
+from goldenset.models import GoldenSet, Version
+from labeling.completeness.services import completeness_sample_check, completeness_sample_draw
+from labeling.coverage.services import flagged_slices_check, flagged_slices_pool_build
+from labeling.models import Pool, PoolJob
+from labeling.pools.services import pool_build, pool_build_check, pool_extend, pool_extend_check
+from lib.errors import GoldsetError
+
+logger = logging.getLogger(__name__)
+
+SEND_AGAIN_AFTER = timedelta(minutes=10)
+# Far above the longest build measured (bench/pool_build.py), so a slow job is not cut short.
+GIVE_UP_AFTER = timedelta(hours=2)
+# Errors of a database that went away for a moment: worth running the job again.
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+def _runs_of(golden_set: GoldenSet, run_ids: list[int]) -> list[Run]:
+    found = {run.pk: run for run in Run.objects.filter(golden_set=golden_set, pk__in=run_ids)}
+    missing = [pk for pk in run_ids if pk not in found]
+    if missing:
+        raise GoldsetError(f"golden set {golden_set.slug!r} has no run with id {', '.join(map(str, missing))}", field="runs")
+    return [found[pk] for pk in run_ids]
+
+
+def _pool_of(golden_set: GoldenSet, pool_id: int) -> Pool:
+    pool = Pool.objects.select_related("golden_set").filter(golden_set=golden_set, pk=pool_id).first()
+    if pool is None:
+        raise GoldsetError(f"golden set {golden_set.slug!r} has no pool {pool_id}", field="pool")
+    return pool
+
+
+def _version_of(golden_set: GoldenSet, number: int) -> Version:
+    version = Version.objects.filter(golden_set=golden_set, number=number).first()
+    if version is None:
+        raise GoldsetError(f"golden set {golden_set.slug!r} has no version {number}", field="version")
+    return version
+
+
+def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
+    """The service's own refusals that need no run read (GoldsetError)."""
+    if kind == PoolJob.Kind.BUILD:
+        pool_build_check(
+            golden_set=golden_set, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments["depth"],
+            strategy=arguments["strategy"], budget=arguments.get("budget"),
+        )
+    elif kind == PoolJob.Kind.EXTEND:
+        pool = _pool_of(golden_set, arguments["pool"])
+        pool_extend_check(pool=pool, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments.get("depth"))
+    elif kind == PoolJob.Kind.SAMPLE:
+        completeness_sample_check(
+            pool=_pool_of(golden_set, arguments["pool"]), size=arguments["size"], depth_to=arguments.get("depth_to"),
+            seed=arguments.get("seed"),
+        )
+    elif kind == PoolJob.Kind.FLAGGED:
+        # The runs are the flagged slices' systems' latest; the worker finds them again.
+        flagged_slices_check(
+            golden_set=golden_set, version=_version_of(golden_set, arguments["version"]), depth=arguments["depth"],
+            strategy=arguments["strategy"], budget=arguments.get("budget"),
+            pool=None if arguments.get("pool") is None else _pool_of(golden_set, arguments["pool"]),
+        )
+    else:
+        raise GoldsetError(f"unknown job kind {kind!r}", field="kind")
+
+
+def pool_job_submit(
+    *, golden_set: GoldenSet, kind: str, arguments: dict, job_task: Task, user: AbstractBaseUser | None = None,
+) -> PoolJob:
+    """Record a job and send it to a worker once the caller's transaction commits.
+
+    `arguments` by kind: build {runs: [run ids], depth, strategy, budget}; extend {pool,
+    runs, depth}; sample {pool, size, depth_to, seed}; flagged {version: number, pool (to
+    extend; none for a new pool), depth, strategy, budget} (None for a default). Refuses
+    at once, with the service's own GoldsetError, what the service would refuse before
+    reading a run; nothing is recorded then. `job_task` is the Celery task that runs a
+    job by id (labeling.tasks.pool_job_task).
+    """
+    _check(golden_set, kind, arguments)
+    job = PoolJob.objects.create(golden_set=golden_set, kind=kind, arguments=arguments, created_by=user)
+    # enqueued_at is when the message left, which the sweeper goes by: written on commit,
+    # just before the message is sent (on_commit callbacks run in the order given).
+    transaction.on_commit(lambda: _mark_sent(job.pk))
+    job_task.delay_on_commit(job.pk)
+    return job
+
+
+def _mark_sent(job_id: int) -> None:
+    PoolJob.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
+
+
+def _work(job: PoolJob) -> list[str]:
+    """Run the job's service; the lines of its report."""
+    golden_set, arguments, user = job.golden_set, job.arguments, job.created_by
+    if job.kind == PoolJob.Kind.BUILD:
+        result = pool_build(
+            golden_set=golden_set, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments["depth"],
+            strategy=arguments["strategy"], budget=arguments.get("budget"), user=user,
+        )
+    elif job.kind == PoolJob.Kind.EXTEND:
+        result = pool_extend(
+            pool=_pool_of(golden_set, arguments["pool"]), runs=_runs_of(golden_set, arguments["runs"]),
+            depth=arguments.get("depth"),
+        )
+    elif job.kind == PoolJob.Kind.SAMPLE:
+        result = completeness_sample_draw(
+            pool=_pool_of(golden_set, arguments["pool"]), size=arguments["size"], depth_to=arguments.get("depth_to"),
+            seed=arguments.get("seed"), user=user,
+        )
+    elif job.kind == PoolJob.Kind.FLAGGED:
+        options = {name: arguments[name] for name in ("depth", "strategy", "budget") if arguments.get(name) is not None}
+        if arguments.get("pool") is not None:
+            options["pool"] = _pool_of(golden_set, arguments["pool"])
+        result = flagged_slices_pool_build(
+            golden_set=golden_set, version=_version_of(golden_set, arguments["version"]), user=user, **options,
+        )
+    else:
+        raise GoldsetError(f"unknown job kind {job.kind!r}", field="kind")
+    return result.lines()
+
+
+def pool_job_run(job_id: int) -> PoolJob | None:
+    """Claim the job and run it; None when there is no such job or it was claimed already.
+
+    A refusal (GoldsetError) fails the job with its message and problems. A database
+    that went away for a moment (TRANSIENT) puts the job back in the queue and is raised
+    again, for the task to retry it. Any other error fails the job, naming the exception,
+    and is raised again for the worker's log.
+    """
+    claimed = PoolJob.objects.filter(pk=job_id, status=PoolJob.Status.QUEUED).update(
+        status=PoolJob.Status.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    job = PoolJob.objects.select_related("golden_set", "created_by").get(pk=job_id)
+    try:
+        lines = _work(job)
+    except GoldsetError as exc:
+        _finish(job, status=PoolJob.Status.FAILED, error=exc.message, problems=list(exc.problems))
+    except TRANSIENT:
+        try:
+            PoolJob.objects.filter(pk=job.pk).update(status=PoolJob.Status.QUEUED, started_at=None)
+        except TRANSIENT:
+            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
+        raise
+    except Exception as exc:
+        _finish(job, status=PoolJob.Status.FAILED, error=f"the job stopped on an internal error ({type(exc).__name__}: {exc}); nothing was written")
+        raise
+    else:
+        _finish(job, status=PoolJob.Status.DONE, lines=lines)
+    return job
+
+
+def _finish(job: PoolJob, **fields) -> None:
+    fields["finished_at"] = timezone.now()
+    for name, value in fields.items():
+        setattr(job, name, value)
+    PoolJob.objects.filter(pk=job.pk).update(**fields)
+
+
+def pool_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
+    """Send again, through `job_task` (as pool_job_submit), the jobs whose message was lost
+    (queued, sent SEND_AGAIN_AFTER ago or never), and fail those whose worker vanished
+    (running for GIVE_UP_AFTER). Returns (sent again, failed)."""
+    now = now or timezone.now()
+    lost = list(
+        PoolJob.objects.filter(status=PoolJob.Status.QUEUED)
+        .exclude(enqueued_at__gt=now - SEND_AGAIN_AFTER).values_list("pk", flat=True)
+    )
+    # Rows the sweeper reads are committed already: their messages go at once.
+    for job_id in lost:
+        _mark_sent(job_id)
+        job_task.delay(job_id)
+    failed = PoolJob.objects.filter(status=PoolJob.Status.RUNNING, started_at__lt=now - GIVE_UP_AFTER).update(
+        status=PoolJob.Status.FAILED, finished_at=now,
+        error=f"the worker running it stopped (no result after {GIVE_UP_AFTER}); nothing was written, as the job "
+              f"is all or nothing: submit it again",
+    )
+    if lost or failed:
+        logger.info("pool job sweeper: %d sent again, %d failed", len(lost), failed)
+    return len(lost), failed

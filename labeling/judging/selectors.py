@@ -1,0 +1,116 @@
+"""Reads of the judging screen: what an annotator judged before (a pair handed back by an
+undo), when a task was handed to them, and how far judging of the set has come."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.db.models import Count, Q
+
+from goldenset.models import GoldenSet, Judgment
+from labeling.models import GoldAnswer, JudgingTask, Pool, QueueSettings
+
+
+def leased_at(task: JudgingTask, queue_settings: QueueSettings) -> datetime | None:
+    """When the task was handed to its current holder (the lease's end less its length)."""
+    if task.lease_expires_at is None:
+        return None
+    return task.lease_expires_at - timedelta(seconds=queue_settings.lease_seconds)
+
+
+def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int | None:
+    """The grade `annotator` gave the task's pair before, if the task is back with them
+    after an undo; None for a pair they have not judged."""
+    if task.status == JudgingTask.Status.OPEN and task.kind != JudgingTask.Kind.GOLD:
+        return None  # the first judgment of a pair closes its task
+    if task.kind == JudgingTask.Kind.GOLD:
+        return GoldAnswer.objects.filter(task=task, annotator=annotator).values_list("grade", flat=True).first()
+    return (
+        Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, annotator=annotator)
+        .order_by("-id").values_list("grade", flat=True).first()
+    )
+
+
+# --- progress ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JudgingProgress:
+    """How far judging of a set has come, for the judging screen.
+
+    `judged_by_you`: pairs the annotator has judged in the set (gold checks included,
+    a pair handed back by an undo not). `done` of `total`: the set's pool and sample
+    tasks closed, of all of them.
+    """
+
+    judged_by_you: int
+    done: int
+    total: int
+
+    @property
+    def share(self) -> float:
+        """Fraction (0 to 1) of the set's tasks done."""
+        return self.done / self.total if self.total else 0.0
+
+    @property
+    def percent(self) -> int:
+        return int(round(100 * self.share))
+
+
+def judged_count(*, golden_set: GoldenSet, annotator: AbstractBaseUser) -> int:
+    """Pairs `annotator` has judged in the set (a pair judged again after an undo once),
+    gold checks answered included. Reads all their judgments of the set: callers keep it."""
+    pairs = (
+        Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
+        .values("query_id", "page_id").distinct().count()
+    )
+    return pairs + GoldAnswer.objects.filter(annotator=annotator, task__golden_set=golden_set).count()
+
+
+def _set_progress(golden_set: GoldenSet) -> tuple[int, int]:
+    """(done, total) of the set's pool and sample tasks."""
+    pools = list(Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", "pair_count"))
+    total = sum(count for _, count in pools)
+    done = 0
+    if pools:
+        done = JudgingTask.objects.filter(pool_id__in=[pk for pk, _ in pools]).exclude(status=JudgingTask.Status.OPEN).count()
+    # Samples are small (hundreds of pairs): counted through the index judging_task_sample.
+    samples = JudgingTask.objects.filter(sample__isnull=False, golden_set=golden_set).aggregate(
+        total=Count("id"), done=Count("id", filter=~Q(status=JudgingTask.Status.OPEN))
+    )
+    return done + samples["done"], total + samples["total"]
+
+
+# How long the judging screens may show a set's (done, total) before counting again.
+SET_PROGRESS_SECONDS = 10
+
+
+def judging_progress(
+    *, golden_set: GoldenSet, annotator: AbstractBaseUser, judged: int | None = None, pending_correction: bool = False,
+    cache_seconds: float = 0,
+) -> JudgingProgress:
+    """Counts for the progress bar. `judged` is judged_count's figure if the caller keeps
+    it (counted here otherwise); `pending_correction` says a pair handed back by an undo is
+    on screen, which counts as not judged. Pool totals come from Pool.pair_count, closed
+    pool tasks from the partial index judging_task_pool_closed.
+
+    With `cache_seconds` the set's (done, total) may be that old: counting the closed
+    tasks of a pool part-way through judging reads hundreds of thousands of index entries
+    (tens of ms), too much for every pair shown. It is kept in Django's default cache,
+    which is per process (locmem, goldset.settings sets no CACHES): each worker counts at
+    most once in that time, and workers may disagree by a few seconds' judgments, which a
+    progress bar can afford.
+    """
+    if cache_seconds:
+        # The set's creation time in the key: a reused id (a test database) is another set.
+        key = f"labeling.set_progress:{golden_set.pk}:{golden_set.created_at.timestamp()}"
+        counts = cache.get(key)
+        if counts is None:
+            counts = _set_progress(golden_set)
+            cache.set(key, counts, cache_seconds)
+        done, total = counts
+    else:
+        done, total = _set_progress(golden_set)
+    if judged is None:
+        judged = judged_count(golden_set=golden_set, annotator=annotator)
+    return JudgingProgress(judged_by_you=max(judged - int(pending_correction), 0), done=done, total=total)

@@ -1,0 +1,395 @@
+"""The annotators' queue: which pair an annotator judges next, and what a judgment does.
+
+Serving (`task_next`). An annotator first gets back the task they already hold (an
+unexpired lease), so a reload shows the same pair. Otherwise, in one transaction, they
+are handed, in this order:
+
+1. a hidden gold check, at the set's QueueSettings.gold_share rate, if one is left that
+   they have not answered;
+2. an overlap task: a done task whose first judgment made it need `judgments_required`
+   judgments, still short of them, whose pair they have not judged (index
+   judging_task_overlap_open);
+3. the open, queued task with the lowest position across the set's pools and its
+   completeness samples (index judging_task_pool_queue, one look-up per pool).
+
+Tasks of retired queries are not handed out.
+
+Each is skipped while leased to someone else; a lease lasts QueueSettings.lease_seconds
+and a task whose lease expired is handed out again. On PostgreSQL candidates are read
+with SELECT ... FOR UPDATE SKIP LOCKED, so two annotators asking at the same moment lock
+different rows; on SQLite the settings make every transaction IMMEDIATE, so the two
+requests run one after the other. Either way a non-overlap task is with one annotator at
+a time, and nobody is handed a pair they have judged.
+
+Judging (`task_submit`) appends a goldenset Judgment (a GoldAnswer for a gold check);
+the first judgment of a pool task closes it through
+labeling.pools.services.pool_task_judged in the same transaction (the pool's order moves on), and decides from the task id
+whether the task is an overlap task.
+
+Undo (`judgment_undo`). Judgments are append-only, so undo cannot remove one. It hands
+the annotator's last judged pair back to them (a lease on the done task) and it is
+shown again; the grade they give then is appended and supersedes the earlier one (the
+latest judgment of a pair wins resolution), and on a pool or sample task it also
+replaces the task's grade, so an adaptive order learns the corrected grade from then on
+(positions already formed are not replayed). Skipping the pair instead keeps the
+earlier grade. Undo goes back one judgment: a second undo while the pair is pending is
+refused. Progress counts the pair as not judged while it is pending.
+
+Skips are the annotator's own: a skipped task is released for others, and the caller
+passes the ids the annotator skipped (`skipped_ids`, the judging views keep them in the
+session) so it is not handed straight back to them.
+"""
+
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from goldenset.models import GoldenSet, Judgment
+from goldenset.selectors import pair_label
+from goldenset.services import judgment_record
+from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, QueueSettings
+from labeling.pools.services import pool_task_judged, pool_task_lock
+from lib.errors import GoldsetError
+
+# Drawn once per hand-out to decide whether a gold check is due; tests replace it.
+gold_draw = random.random
+
+# Knuth's multiplicative hash: consecutive task ids map to well-spread fractions, so the
+# share of overlap tasks matches overlap_share closely even over a few dozen tasks, and
+# the decision for a task is the same on every machine and every run.
+_HASH_MULTIPLIER = 0x9E3779B97F4A7C15
+_HASH_SPACE = 1 << 64
+
+
+def queue_settings_of(golden_set: GoldenSet) -> QueueSettings:
+    """The set's queue settings, made with the defaults on first use.
+
+    Read in the same statement and set on them: `has_samples`, whether the set has
+    completeness samples (task_next does not look for a sample task when it has none),
+    and on PostgreSQL `pool_ids`, the set's pools (task_next looks in each). Callers that
+    need them several times (a request) read them once and pass them on.
+    """
+    samples = CompletenessSample.objects.filter(golden_set=OuterRef("golden_set"))
+    settings = QueueSettings.objects.filter(golden_set=golden_set).annotate(has_samples=Exists(samples))
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.expressions import ArraySubquery  # imports psycopg: PostgreSQL only
+
+        pools = Pool.objects.filter(golden_set=OuterRef("golden_set")).order_by().values("id")
+        settings = settings.annotate(pool_ids=ArraySubquery(pools))
+    queue_settings = settings.first()
+    if queue_settings is None:
+        queue_settings, _ = QueueSettings.objects.get_or_create(golden_set=golden_set)
+        queue_settings.has_samples = CompletenessSample.objects.filter(golden_set=golden_set).exists()
+    return queue_settings
+
+
+def overlap_chosen(task_id: int, overlap_share: float) -> bool:
+    """Whether task `task_id` goes to several annotators, for a share (0 to 1) of tasks."""
+    return ((task_id * _HASH_MULTIPLIER) % _HASH_SPACE) / _HASH_SPACE < overlap_share
+
+
+def _judged_by(annotator: AbstractBaseUser) -> Exists:
+    """True for tasks whose pair `annotator` has a human judgment of (index judgment_pair_latest)."""
+    return Exists(Judgment.objects.filter(query_id=OuterRef("query_id"), page_id=OuterRef("page_id"), annotator=annotator))
+
+
+def _free(now) -> Q:
+    return Q(leased_to__isnull=True) | Q(lease_expires_at__lte=now)
+
+
+def _locked(tasks: QuerySet) -> QuerySet:
+    # SKIP LOCKED: a row another annotator is being handed right now is passed over
+    # instead of waited for. `of=self`: the task row only, never joined rows.
+    return tasks.select_related("query", "page").select_for_update(skip_locked=True, of=("self",))
+
+
+def _leases(golden_set: GoldenSet, annotator: AbstractBaseUser) -> list[JudgingTask]:
+    """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased)."""
+    return list(
+        JudgingTask.objects.filter(leased_to=annotator, golden_set=golden_set)
+        .select_related("query", "page").order_by("lease_expires_at", "id")
+    )
+
+
+def own_lease(*, golden_set: GoldenSet, annotator: AbstractBaseUser) -> JudgingTask | None:
+    """The task `annotator` holds in the set (unexpired lease), if any."""
+    now = timezone.now()
+    return next((task for task in _leases(golden_set, annotator) if task.lease_expires_at > now), None)
+
+
+def _gold_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
+    answered = GoldAnswer.objects.filter(task=OuterRef("pk"), annotator=annotator)
+    tasks = (
+        JudgingTask.objects.filter(golden_set=golden_set, kind=JudgingTask.Kind.GOLD).filter(_free(now))
+        .exclude(Exists(answered)).exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("id")
+    )
+    return _locked(tasks).first()
+
+
+def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
+    tasks = (
+        JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
+        .exclude(kind=JudgingTask.Kind.GOLD).filter(_free(now), query__retired_at__isnull=True)
+        .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("id")
+    )
+    return _locked(tasks).first()
+
+
+def _queued_candidate(
+    golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int], queue_settings: QueueSettings,
+) -> JudgingTask | None:
+    """The free queued task of lowest position over the set's pools and samples."""
+    best = None
+    pool_ids = getattr(queue_settings, "pool_ids", None)
+    if pool_ids is None:
+        pool_ids = Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", flat=True)
+    # One look-up per pool walks that pool's queue index in position order; a single
+    # look-up over the whole set would sort every pool's queue on each request.
+    sources = [Q(pool_id=pool_id) for pool_id in pool_ids]
+    if getattr(queue_settings, "has_samples", True):
+        sources.append(Q(pool__isnull=True, kind=JudgingTask.Kind.SAMPLE, golden_set=golden_set))
+    for source in sources:
+        tasks = (
+            JudgingTask.objects.filter(source, status=JudgingTask.Status.OPEN, position__isnull=False).filter(_free(now))
+            # A retired query leaves every version from now on: judging it would be wasted.
+            .filter(query__retired_at__isnull=True)
+            .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("position", "id")
+        )
+        task = _locked(tasks).first()
+        if task is not None and (best is None or (task.position, task.pk) < (best.position, best.pk)):
+            best = task
+    return best
+
+
+def task_next(
+    *, golden_set: GoldenSet, annotator: AbstractBaseUser, skipped_ids: list[int] | None = None,
+    queue_settings: QueueSettings | None = None, holds_none: bool = False, savepoint: bool = True,
+) -> JudgingTask | None:
+    """The task `annotator` should judge now, leased to them; None when nothing is left for them.
+
+    The task they already hold comes first (a reload shows the same pair). `skipped_ids`
+    are tasks they skipped, not handed back to them. The returned task has its query and
+    page loaded. `queue_settings` saves reading them again (queue_settings_of's, with
+    has_samples and pool_ids); `holds_none=True` says the caller knows the annotator holds no task
+    (their held task was just judged), which saves looking for their leases.
+    `savepoint=False` inside a caller's transaction hands the task out in it without a
+    savepoint of its own (see task_submit).
+    """
+    leases = [] if holds_none else _leases(golden_set, annotator)
+    now = timezone.now()
+    held = next((task for task in leases if task.lease_expires_at > now), None)
+    if held is not None:
+        return held
+    if queue_settings is None:
+        queue_settings = queue_settings_of(golden_set)
+    skipped = list(skipped_ids or [])
+    with transaction.atomic(savepoint=savepoint):
+        task = None
+        if queue_settings.gold_share > 0 and gold_draw() < queue_settings.gold_share:
+            task = _gold_candidate(golden_set, annotator, now, skipped)
+        if task is None:
+            task = _overlap_candidate(golden_set, annotator, now, skipped)
+        if task is None:
+            task = _queued_candidate(golden_set, annotator, now, skipped, queue_settings)
+        if task is None:
+            return None
+        # An expired lease left on another task of theirs (they walked away) is let go.
+        stale = [lease.pk for lease in leases if lease.pk != task.pk]
+        if stale:
+            JudgingTask.objects.filter(pk__in=stale, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
+        task.leased_to = annotator
+        task.lease_expires_at = now + timedelta(seconds=queue_settings.lease_seconds)
+        task.save(update_fields=["leased_to", "lease_expires_at"])
+    return task
+
+
+def _check_held_or_free(task: JudgingTask, annotator: AbstractBaseUser, now) -> bool:
+    """True if `annotator` holds the task; False if nobody does; GoldsetError if someone else does."""
+    if task.leased_to_id == annotator.pk:
+        return True
+    if task.leased_to_id is not None and task.lease_expires_at > now:
+        raise GoldsetError(
+            f"task {task.pk} is now with another annotator (your hold on it expired); your grade was not recorded",
+            field="task",
+        )
+    return False
+
+
+def _check_grade(golden_set: GoldenSet, grade) -> int:
+    if isinstance(grade, bool) or grade not in golden_set.grade_values():
+        allowed = ", ".join(map(str, golden_set.grade_values()))
+        raise GoldsetError(f"grade {grade!r} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
+    return grade
+
+
+def _expected_grade(task: JudgingTask) -> int:
+    """The label a gold check is checked against: the pair's resolved label."""
+    label = pair_label(query_pk=task.query_id, page_pk=task.page_id)
+    if label is None:
+        if task.grade is not None:
+            return task.grade
+        raise GoldsetError(f"gold check {task.pk} has no label to check against", field="task")
+    return label
+
+
+def task_submit(
+    *, task: JudgingTask, annotator: AbstractBaseUser, grade: int, note: str = "", seconds_spent: float | None = None,
+    queue_settings: QueueSettings | None = None, savepoint: bool = True,
+) -> Judgment | GoldAnswer:
+    """Record `annotator`'s grade for the task's pair and return what was written.
+
+    A Judgment for pool and sample tasks (a GoldAnswer for a gold check). The task must be
+    held by the annotator, or held by nobody and still open to them; a pair they judged
+    already is refused unless it was handed back by `judgment_undo` (then the new grade
+    supersedes). The first judgment of a task closes it (for a pool task through
+    pool_task_judged, which moves the pool's order on) and decides whether it is an
+    overlap task. All in one transaction; GoldsetError names what is wrong and writes
+    nothing. `queue_settings` saves reading the set's settings again.
+
+    `savepoint=False` is for a caller that calls it inside its own transaction and lets
+    a GoldsetError end that transaction (the judging view, which hands out the next pair
+    in the same transaction: one COMMIT a judgment): no savepoint is made, two statements
+    fewer. A caller that goes on after a refusal inside its transaction keeps the default.
+    """
+    note = (note or "").strip()
+    if seconds_spent is not None and seconds_spent < 0:
+        raise GoldsetError("seconds spent cannot be negative", field="seconds")
+    with transaction.atomic(savepoint=savepoint):
+        pool = None
+        if task.pool_id is not None:
+            # pool_task_judged takes the pool's and the query's locks before the task's
+            # rows: take them first here too, or two submits could each hold what the
+            # other waits for. They serialise judgments of one query only.
+            pool = pool_task_lock(task=task)
+        task = (
+            JudgingTask.objects.select_for_update(of=("self",))
+            .select_related("golden_set", "query__golden_set", "page")
+            .annotate(judged_already=_judged_by(annotator)).get(pk=task.pk)
+        )
+        golden_set = task.golden_set
+        grade = _check_grade(golden_set, grade)
+        now = timezone.now()
+        held = _check_held_or_free(task, annotator, now)
+        release = {"leased_to": None, "lease_expires_at": None} if held else {}
+
+        if task.kind == JudgingTask.Kind.GOLD:
+            answer = GoldAnswer.objects.filter(task=task, annotator=annotator).first()
+            if answer is not None and not held:
+                raise GoldsetError(f"you have already judged task {task.pk}", field="task")
+            if answer is None:
+                answer = GoldAnswer.objects.create(
+                    task=task, annotator=annotator, grade=grade, expected_grade=_expected_grade(task), seconds_spent=seconds_spent,
+                )
+            else:  # handed back by an undo: the new answer replaces the old
+                answer.grade, answer.seconds_spent = grade, seconds_spent
+                answer.save(update_fields=["grade", "seconds_spent"])
+            if release:
+                JudgingTask.objects.filter(pk=task.pk).update(**release)
+            return answer
+
+        already = task.judged_already
+        if already and not (held and task.status == JudgingTask.Status.DONE):
+            raise GoldsetError(f"you have already judged task {task.pk}", field="task")
+        if not already and task.status == JudgingTask.Status.SKIPPED:
+            raise GoldsetError(f"task {task.pk} was taken out of the queue", field="task")
+        if not already and task.status == JudgingTask.Status.DONE and task.judgments_done >= task.judgments_required:
+            raise GoldsetError(f"task {task.pk} needs no more judgments", field="task")
+
+        judgment = judgment_record(
+            query=task.query, page=task.page, grade=grade, annotator=annotator, note=note, seconds_spent=seconds_spent,
+        )
+        if already:
+            # A correction after an undo. If theirs was the grade that closed the task,
+            # the task takes the corrected one.
+            first = (
+                Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, source=Judgment.Source.HUMAN)
+                .order_by("id").values_list("annotator_id", flat=True).first()
+            )
+            changes = dict(release)
+            if first == annotator.pk:
+                changes["grade"] = grade
+            if changes:
+                JudgingTask.objects.filter(pk=task.pk).update(**changes)
+        elif task.status == JudgingTask.Status.OPEN:
+            if queue_settings is None:
+                queue_settings = queue_settings_of(golden_set)
+            required = queue_settings.overlap_annotators if overlap_chosen(task.pk, queue_settings.overlap_share) else 1
+            if task.kind == JudgingTask.Kind.POOL and pool is not None:
+                # Closes the task, frees its lease and counts the judgment, in one UPDATE;
+                # the locks and the task row are the ones taken above.
+                pool_task_judged(task=task, grade=grade, pool=pool, task_locked=True, judgments_required=required)
+            elif task.kind == JudgingTask.Kind.POOL:
+                pool_task_judged(task=task, grade=grade)
+                JudgingTask.objects.filter(pk=task.pk).update(judgments_done=F("judgments_done") + 1, judgments_required=required)
+            else:
+                JudgingTask.objects.filter(pk=task.pk).update(
+                    status=JudgingTask.Status.DONE, grade=grade, done_at=now, leased_to=None, lease_expires_at=None,
+                    judgments_done=F("judgments_done") + 1, judgments_required=required,
+                )
+        else:  # an overlap judgment of a done task
+            JudgingTask.objects.filter(pk=task.pk).update(judgments_done=F("judgments_done") + 1, **release)
+    return judgment
+
+
+def task_skip(*, task: JudgingTask, annotator: AbstractBaseUser) -> None:
+    """Give the task back unjudged: it returns to the queue for others.
+
+    A pair handed back by an undo keeps the annotator's earlier grade. The caller keeps
+    the task out of this annotator's next hand-outs (`skipped_ids` of task_next).
+    """
+    JudgingTask.objects.filter(pk=task.pk, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    task: JudgingTask
+    previous_grade: int
+
+
+def judgment_undo(*, annotator: AbstractBaseUser, golden_set: GoldenSet) -> UndoResult:
+    """Hand `annotator`'s last judged pair of the set back to them, to judge again.
+
+    Nothing is deleted (judgments are append-only): see the module docstring. The task
+    they held is released. GoldsetError when there is nothing to undo, when the pair is
+    already handed back, or when someone else holds it right now.
+    """
+    last_judgment = (
+        Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
+        .order_by("-id").values("query_id", "page_id", "grade", "created_at").first()
+    )
+    last_answer = (
+        GoldAnswer.objects.filter(annotator=annotator, task__golden_set=golden_set)
+        .order_by("-id").values("task_id", "grade", "created_at").first()
+    )
+    if last_answer is not None and (last_judgment is None or last_answer["created_at"] > last_judgment["created_at"]):
+        task_id, previous = last_answer["task_id"], last_answer["grade"]
+    elif last_judgment is not None:
+        task_id = (
+            JudgingTask.objects.filter(golden_set=golden_set, query_id=last_judgment["query_id"], page_id=last_judgment["page_id"])
+            .exclude(kind=JudgingTask.Kind.GOLD).order_by("id").values_list("id", flat=True).first()
+        )
+        if task_id is None:
+            raise GoldsetError("your last judgment in this set was not made in the judging queue; there is nothing to undo here")
+        previous = last_judgment["grade"]
+    else:
+        raise GoldsetError("you have not judged anything in this set yet; there is nothing to undo")
+
+    with transaction.atomic():
+        task = JudgingTask.objects.select_for_update().get(pk=task_id)
+        now = timezone.now()
+        if task.leased_to_id == annotator.pk and task.lease_expires_at > now:
+            raise GoldsetError("your last judgment is already undone: judge the pair again, or skip it to keep your grade")
+        if task.leased_to_id not in (None, annotator.pk) and task.lease_expires_at > now:
+            raise GoldsetError("someone else is judging that pair right now; try undoing again in a few minutes")
+        JudgingTask.objects.filter(leased_to=annotator, golden_set=golden_set).exclude(pk=task.pk).update(
+            leased_to=None, lease_expires_at=None
+        )
+        task.leased_to = annotator
+        task.lease_expires_at = now + timedelta(seconds=queue_settings_of(golden_set).lease_seconds)
+        task.save(update_fields=["leased_to", "lease_expires_at"])
+    return UndoResult(task=task, previous_grade=previous)

@@ -1,0 +1,279 @@
+"""The annotators' judging pages.
+
+Judging is blind: these pages show a pair's query and page only, never system names,
+ranks, scores or anyone else's grades. Every judging URL needs the annotator role in the
+set (goldenset.selectors.access_golden_set raises 404 otherwise, so a stranger cannot
+tell which sets exist). The queue itself is labeling.judging.services.
+"""
+
+import re
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_GET, require_POST
+
+from goldenset.models import GoldenSet, Membership
+from goldenset.selectors import access_golden_set, golden_sets_for
+from labeling.judging.selectors import SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, task_is_correction
+from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
+from labeling.models import JudgingTask, Pool, QueueSettings
+from lib.errors import GoldsetError
+from lib.sanitize import page_html
+
+JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
+# Skipped task ids kept per set in the session, newest last; older skips may come back.
+SKIPPED_KEPT = 500
+# Words too common to be worth highlighting.
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i in is it of on or the to was what when where which who why with "
+    "you your my our this that these those".split()
+)
+_MARKUP = re.compile(r"(<[^>]*>|&#?\w+;)")
+
+
+# --- what the screen shows -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GradeKey:
+    key: str
+    value: int
+    label: str
+
+
+def grade_keys(golden_set: GoldenSet) -> list[GradeKey]:
+    """The key that gives each grade: the grade itself when every grade is a digit,
+    otherwise 1, 2, 3 ... in the scale's order."""
+    values = golden_set.grade_values()
+    digits = all(0 <= value <= 9 for value in values)
+    return [
+        GradeKey(key=str(value) if digits else str(number), value=value, label=golden_set.grade_label(value))
+        for number, value in enumerate(values, start=1)
+    ]
+
+
+def query_terms(text: str) -> list[str]:
+    words = {word.lower() for word in re.findall(r"\w+", text)}
+    return sorted((word for word in words if word not in STOPWORDS and (len(word) > 2 or word.isdigit())), key=len, reverse=True)
+
+
+def highlight(html: str, terms: list[str]) -> SafeString:
+    """Wrap the query's terms (and words they begin) in <mark>, in text only: never
+    inside a tag or a character reference. `html` must be safe already."""
+    if not terms:
+        return mark_safe(html)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(term) for term in terms) + r")\w*", re.IGNORECASE)
+    parts = _MARKUP.split(html)
+    for index in range(0, len(parts), 2):  # even parts are text, odd ones markup
+        parts[index] = pattern.sub(lambda match: f"<mark>{match.group(0)}</mark>", parts[index])
+    return mark_safe("".join(parts))
+
+
+def _skipped(request: HttpRequest, golden_set: GoldenSet) -> list[int]:
+    return list(request.session.get("judging_skipped", {}).get(golden_set.slug, []))
+
+
+def _remember_skip(request: HttpRequest, golden_set: GoldenSet, task_id: int) -> None:
+    skipped = request.session.get("judging_skipped", {})
+    ids = [pk for pk in skipped.get(golden_set.slug, []) if pk != task_id] + [task_id]
+    skipped[golden_set.slug] = ids[-SKIPPED_KEPT:]
+    request.session["judging_skipped"] = skipped
+
+
+def _queue_settings(request: HttpRequest, golden_set: GoldenSet) -> QueueSettings:
+    """The set's queue settings, read once a request (the queue needs them several times)."""
+    if getattr(request, "_queue_settings", None) is None:
+        request._queue_settings = queue_settings_of(golden_set)
+    return request._queue_settings
+
+
+def _posted_judged(request: HttpRequest) -> int | None:
+    """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET)."""
+    raw = (request.POST if request.method == "POST" else request.GET).get("judged", "")
+    return int(raw) if raw.isdigit() else None
+
+
+def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False, add: int = 0) -> int:
+    """The annotator's judged pairs in the set (labeling.judging.selectors.judged_count, a
+    pair handed back by an undo included).
+
+    Counted once per visit to the screen (it reads all their judgments), then carried by
+    the pair fragment: its forms post it back (`judged`) and the next fragment shows it
+    plus `add`, so that a judgment does not write the session. The figure only feeds the
+    annotator's own progress bar, so trusting what their page sends back is harmless. A
+    request without it (a plain form, an old page) falls back to the count kept in the
+    session at the visit, kept up there as before.
+    """
+    counts = request.session.get("judging_counts", {})
+    posted = None if fresh else _posted_judged(request)
+    if posted is not None:
+        return posted + add
+    if fresh or golden_set.slug not in counts:
+        counts[golden_set.slug] = judged_count(golden_set=golden_set, annotator=request.user)
+    elif add:
+        counts[golden_set.slug] += add
+    else:
+        return counts[golden_set.slug]
+    request.session["judging_counts"] = counts
+    return counts[golden_set.slug]
+
+
+def _pair_context(
+    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", fresh: bool = False,
+    judged_add: int = 0, holds_none: bool = False, savepoint: bool = True,
+) -> dict:
+    task = task_next(
+        golden_set=golden_set, annotator=request.user, skipped_ids=_skipped(request, golden_set),
+        # The settings when this request has read them already (a judgment's); task_next
+        # reads them itself only if it hands out a new task, not for the pair they hold.
+        queue_settings=getattr(request, "_queue_settings", None), holds_none=holds_none, savepoint=savepoint,
+    )
+    previous_grade = task_is_correction(task=task, annotator=request.user) if task is not None else None
+    judged = _judged(request, golden_set, fresh=fresh, add=judged_add)
+    ctx = {
+        "golden_set": golden_set, "task": task, "error": error, "notice": notice,
+        "grade_keys": grade_keys(golden_set), "previous_grade": previous_grade,
+        "previous_label": golden_set.grade_label(previous_grade) if previous_grade is not None else "",
+        "judged": judged,
+        "progress": judging_progress(
+            golden_set=golden_set, annotator=request.user, judged=judged, pending_correction=previous_grade is not None,
+            cache_seconds=SET_PROGRESS_SECONDS,
+        ),
+    }
+    if task is None:
+        ctx["has_queue"] = (
+            Pool.objects.filter(golden_set=golden_set).exists()
+            or JudgingTask.objects.filter(golden_set=golden_set, sample__isnull=False).exists()
+        )
+    else:
+        terms = query_terms(task.query.text)
+        ctx["title_html"] = highlight(str(escape(task.page.title)), terms)
+        ctx["text_html"] = highlight(page_html(task.page.text), terms)
+    return ctx
+
+
+def _pair_response(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
+    return render(request, "labeling/judging/_pair.html", _pair_context(request, golden_set, error=error, notice=notice, **more))
+
+
+def _after_post(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
+    """The next pair's fragment for htmx; a redirect to the screen (with the message) otherwise
+    (the screen counts what they judged afresh). `more`: _pair_context's judged_add and holds_none."""
+    if request.htmx:
+        return _pair_response(request, golden_set, error=error, notice=notice, **more)
+    if error:
+        messages.error(request, error)
+    elif notice:
+        messages.info(request, notice)
+    return redirect("judging_screen", slug=golden_set.slug)
+
+
+def _task_of(golden_set: GoldenSet, task_id: int) -> JudgingTask:
+    return get_object_or_404(JudgingTask, pk=task_id, golden_set=golden_set)
+
+
+# --- judging -----------------------------------------------------------------------------
+
+@login_required
+@require_GET
+def judging_home(request: HttpRequest) -> HttpResponse:
+    golden_sets = golden_sets_for(request.user, roles=JUDGING_ROLES)
+    return render(request, "labeling/judging/home.html", {"golden_sets": golden_sets})
+
+
+@login_required
+@require_GET
+def judging_screen(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    return render(request, "labeling/judging/screen.html", _pair_context(request, golden_set, fresh=True))
+
+
+@login_required
+@require_GET
+def judging_next(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    return _pair_response(request, golden_set)
+
+
+def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> float | None:
+    """Seconds the annotator spent: what the page measured, or else the time since the
+    pair was handed to them (less precise: it counts a reload's wait too)."""
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        seconds = None
+    if seconds is not None and 0 <= seconds < 86_400:
+        return round(seconds, 1)
+    if task.leased_to_id is not None:
+        start = leased_at(task, queue_settings)
+        return round(max((timezone.now() - start).total_seconds(), 0.0), 1)
+    return None
+
+
+@login_required
+@require_POST
+def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    task = _task_of(golden_set, task_id)
+    raw = request.POST.get("grade", "").strip()
+    try:
+        grade = int(raw)
+    except ValueError:
+        return _after_post(request, golden_set, error=f"grade {raw!r} is not a number; press one of the grade keys")
+    correction = task_is_correction(task=task, annotator=request.user) is not None
+    queue_settings = _queue_settings(request, golden_set)
+    # Held by them when read: a judgment it takes frees it, so they hold nothing after
+    # (undo and task_next leave one task with an annotator at a time).
+    held = task.leased_to_id == request.user.pk and task.lease_expires_at is not None and task.lease_expires_at > timezone.now()
+    submit = {
+        "task": task, "annotator": request.user, "grade": grade, "note": request.POST.get("note", ""),
+        "seconds_spent": _seconds(request.POST.get("seconds", ""), task, queue_settings), "queue_settings": queue_settings,
+    }
+    if not request.htmx:
+        try:
+            task_submit(**submit)
+        except GoldsetError as exc:
+            return _after_post(request, golden_set, error=exc.message)
+        return _after_post(request, golden_set)
+    try:
+        # The judgment and the hand-out of the next pair in one transaction: one COMMIT
+        # (one WAL flush) a judgment, and no savepoints. A refusal rolls both back.
+        with transaction.atomic():
+            task_submit(**submit, savepoint=False)
+            ctx = _pair_context(
+                request, golden_set, judged_add=0 if correction else 1, holds_none=held, savepoint=False,
+            )
+    except GoldsetError as exc:
+        return _after_post(request, golden_set, error=exc.message)
+    return render(request, "labeling/judging/_pair.html", ctx)
+
+
+@login_required
+@require_POST
+def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    task = _task_of(golden_set, task_id)
+    task_skip(task=task, annotator=request.user)
+    _remember_skip(request, golden_set, task.pk)
+    return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.")
+
+
+@login_required
+@require_POST
+def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    try:
+        result = judgment_undo(annotator=request.user, golden_set=golden_set)
+    except GoldsetError as exc:
+        return _after_post(request, golden_set, error=exc.message)
+    label = golden_set.grade_label(result.previous_grade)
+    return _after_post(
+        request, golden_set,
+        notice=f"Undone: you gave this pair {result.previous_grade} ({label}). Grade it again, or skip to keep that grade.",
+    )

@@ -1,0 +1,274 @@
+"""The judging screen and its htmx fragments, through the test client."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from goldenset.models import Judgment
+from labeling.models import JudgingTask
+from labeling.judging.views import highlight, query_terms
+from lib.formats import JsonRecord
+from tests import factories
+from tests.labeling.judging.judging_data import annotator_of, pooled_set
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def pool():
+    return pooled_set(guidelines="Grade 3 only when the page answers the question fully.")
+
+
+@pytest.fixture
+def golden_set(pool):
+    return pool.golden_set
+
+
+@pytest.fixture
+def ann(golden_set, make_user, client):
+    user = annotator_of(golden_set, make_user, "ann")
+    client.force_login(user)
+    return user
+
+
+def task_id(response) -> int:
+    found = re.search(r'id="pair"[^>]*data-task-id="(\d*)"', response.content.decode())
+    assert found, "no #pair fragment with data-task-id"
+    return int(found.group(1)) if found.group(1) else 0
+
+
+def test_the_judging_list_shows_only_the_sets_one_annotates(client, golden_set, ann):
+    factories.golden_set("other")
+    response = client.get(reverse("judging_home"))
+    assert response.status_code == 200
+    assert reverse("judging_screen", args=[golden_set.slug]) in response.content.decode()
+    assert "/label/other/" not in response.content.decode()
+
+
+def test_the_screen_shows_the_pair_guidelines_and_the_grade_legend(client, golden_set, ann):
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    body = response.content.decode()
+    task = JudgingTask.objects.get(pk=task_id(response))
+    assert task.leased_to_id == ann.pk
+    assert task.query.text in body
+    assert "Grade 3 only when the page answers the question fully." in body
+    for key, label in [("0", "not relevant"), ("1", "related"), ("2", "highly relevant"), ("3", "perfectly relevant")]:
+        assert re.search(rf'data-key="{key}"[^>]*><kbd>{key}</kbd> {label}', body)
+    assert "Skip" in body or "skip" in body
+
+
+def test_the_screen_is_blind_to_systems_ranks_and_other_grades(client, golden_set, ann, make_user):
+    other = annotator_of(golden_set, make_user, "bob")
+    from labeling.judging.services import task_next, task_submit
+
+    task_submit(task=task_next(golden_set=golden_set, annotator=other), annotator=other, grade=3)
+    body = client.get(reverse("judging_screen", args=[golden_set.slug])).content.decode()
+    assert "bm25" not in body  # the run's name and system
+    assert "rank" not in body.lower()
+    assert "bob" not in body
+
+
+def test_the_querys_terms_are_highlighted_in_the_page(make_user, client):
+    records = [JsonRecord(line=1, id="d1", title="Rotate the VPN certificates", text="How to rotate a <b>VPN</b> certificate &amp; keys.")]
+    records += factories.pages(*(f"d{n}" for n in range(2, 5)))
+    pool = pooled_set("vpn", queries=1, pages=4, depth=1, page_records=records)
+    golden_set = pool.golden_set
+    golden_set.queries.filter(query_id="q1").update(text="rotate vpn certificate")
+    client.force_login(annotator_of(golden_set, make_user, "ann"))
+    body = client.get(reverse("judging_next", args=[golden_set.slug])).content.decode()
+    assert "<mark>Rotate</mark> the <mark>VPN</mark> <mark>certificates</mark>" in body
+    assert "How to <mark>rotate</mark> a <b><mark>VPN</mark></b> <mark>certificate</mark> &amp; keys." in body
+
+
+def test_highlighting_never_touches_tags_or_character_references():
+    assert query_terms("How is the amp on a b?") == ["amp"]
+    assert highlight('<a href="/amp">amp</a> &amp;', ["amp"]) == '<a href="/amp"><mark>amp</mark></a> &amp;'
+
+
+def test_a_page_with_script_or_event_handlers_runs_nothing(make_user, client):
+    hostile = '<img src="x" onerror="window.pwned=1">Hello<script>window.pwned=2</script> <a href="javascript:alert(1)">link</a>'
+    records = [JsonRecord(line=1, id="d1", title="<script>window.pwned=3</script>title", text=hostile)]
+    pool = pooled_set("hostile", queries=1, pages=1, depth=1, page_records=records)
+    golden_set = pool.golden_set
+    client.force_login(annotator_of(golden_set, make_user, "ann"))
+    body = client.get(reverse("judging_next", args=[golden_set.slug])).content.decode()
+    assert "Hello" in body
+    assert "onerror" not in body
+    assert "<script>window.pwned" not in body
+    assert "javascript:" not in body
+    assert "&lt;script&gt;window.pwned=3&lt;/script&gt;title" in body  # the title is text, escaped
+
+
+def test_the_next_fragment_is_the_pair_alone(client, golden_set, ann):
+    response = client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX)
+    body = response.content.decode()
+    assert body.lstrip().startswith("<section id=\"pair\"")
+    assert "<html" not in body
+    assert task_id(response) == JudgingTask.objects.get(leased_to=ann).pk
+
+
+def test_judging_through_htmx_records_the_grade_and_returns_the_next_pair(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
+    response = client.post(
+        reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "2", "note": "close", "seconds": "3.25"}, **HTMX,
+    )
+    assert response.status_code == 200
+    judgment = Judgment.objects.get(annotator=ann)
+    assert (judgment.grade, judgment.note, judgment.seconds_spent) == (2, "close", 3.2)
+    following = task_id(response)
+    assert following and following != first
+    assert '<strong class="judged-by-you">1</strong> judged by you' in response.content.decode()
+
+
+def test_the_time_spent_falls_back_to_the_time_since_the_pair_was_shown(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
+    client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1"}, **HTMX)
+    assert 0 <= Judgment.objects.get(annotator=ann).seconds_spent < 60
+
+
+def test_judging_without_htmx_redirects_to_the_screen(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "0"})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("judging_screen", args=[golden_set.slug])
+
+
+def test_a_bad_grade_shows_the_same_pair_with_a_message(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "9"}, **HTMX)
+    assert "grade 9 is not on the scale" in response.content.decode()
+    assert task_id(response) == first
+    assert not Judgment.objects.exists()
+
+
+def test_a_task_of_another_set_is_not_found(client, golden_set, ann, make_user):
+    other = pooled_set("other-set")
+    foreign = JudgingTask.objects.filter(pool=other).first()
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, foreign.pk]), {"grade": "1"}, **HTMX)
+    assert response.status_code == 404
+    assert not Judgment.objects.exists()
+
+
+def test_skip_and_undo_through_htmx(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
+    response = client.post(reverse("judging_skip", args=[golden_set.slug, first]), **HTMX)
+    second = task_id(response)
+    assert second != first
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, second]), {"grade": "3"}, **HTMX)
+    assert task_id(response) not in (first, second)  # the skipped pair does not come back to its skipper
+    response = client.post(reverse("judging_undo", args=[golden_set.slug]), **HTMX)
+    body = response.content.decode()
+    assert task_id(response) == second
+    assert "you gave this pair 3 (perfectly relevant)" in body.lower()
+    assert '<strong class="judged-by-you">0</strong>' in body
+    client.post(reverse("judging_judge", args=[golden_set.slug, second]), {"grade": "1"}, **HTMX)
+    assert list(Judgment.objects.filter(annotator=ann).order_by("id").values_list("grade", flat=True)) == [3, 1]
+
+
+def test_undo_with_nothing_to_undo_says_so(client, golden_set, ann):
+    response = client.post(reverse("judging_undo", args=[golden_set.slug]), **HTMX)
+    assert "nothing to undo" in response.content.decode()
+
+
+def test_a_set_without_a_pool_asks_for_one(client, make_user):
+    golden_set = factories.golden_set("bare")
+    client.force_login(annotator_of(golden_set, make_user, "ann"))
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    assert "ask a manager to build a pool" in response.content.decode()
+    assert task_id(response) == 0
+
+
+def test_a_set_with_its_own_scale_gets_its_own_keys(make_user, client):
+    scale = [{"value": -1, "label": "harmful"}, {"value": 0, "label": "off topic"}, {"value": 5, "label": "answer"}]
+    pool = pooled_set("scaled", grade_scale=scale)
+    golden_set = pool.golden_set
+    client.force_login(annotator_of(golden_set, make_user, "ann"))
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    body = response.content.decode()
+    assert re.search(r'value="-1" data-key="1"[^>]*><kbd>1</kbd> harmful', body)
+    assert re.search(r'value="5" data-key="3"[^>]*><kbd>3</kbd> answer', body)
+    client.post(reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "-1"}, **HTMX)
+    assert Judgment.objects.get().grade == -1
+
+
+def test_next_and_judge_make_a_bounded_number_of_queries(client, golden_set, ann):
+    client.get(reverse("judging_screen", args=[golden_set.slug]))  # counts what the annotator judged, once
+    JudgingTask.objects.filter(leased_to=ann).update(leased_to=None, lease_expires_at=None)
+    # In a test every transaction is a savepoint: SAVEPOINT and RELEASE stand for BEGIN and COMMIT.
+    with CaptureQueriesContext(connection) as handed_out:
+        first = task_id(client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX))
+    with CaptureQueriesContext(connection) as held:
+        client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX)  # the held pair again
+    with CaptureQueriesContext(connection) as judged:
+        client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "seconds": "2", "judged": "0"}, **HTMX)
+    # Session, user, set, role (4), then: the settings (with the set's pools), the hand-out's
+    # transaction (overlap, queue, lease); the set's progress comes from the cache the
+    # screen filled. SQLite reads the set's pools in a query of their own (PostgreSQL reads
+    # them with the settings, as an array).
+    sqlite = int(connection.vendor == "sqlite")
+    assert len(handed_out) <= 11 + sqlite
+    # The four, then the lease they hold.
+    assert len(held) <= 5
+    # The four, the task, the settings; one transaction for the judgment (locks, task,
+    # judgment, close, the query's pairs and their tasks, the window's moves) and the
+    # next pair's hand-out (overlap, queue, lease). No session write.
+    assert len(judged) <= 17 + sqlite
+    statements = [query["sql"] for query in judged.captured_queries]
+    assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1  # one transaction (COMMIT outside a test)
+    assert not any("django_session" in sql for sql in statements if not sql.startswith("SELECT"))
+
+
+def test_the_judged_count_rides_in_the_fragment_so_judging_writes_no_session(client, golden_set, ann):
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    for expected in (1, 2):
+        carried = re.search(r'name="judged" value="(\d+)"', response.content.decode()).group(1)
+        with CaptureQueriesContext(connection) as judged:
+            response = client.post(
+                reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1", "judged": carried}, **HTMX,
+            )
+        assert f'<strong class="judged-by-you">{expected}</strong> judged by you' in response.content.decode()
+        assert not any(query["sql"].startswith("UPDATE \"django_session\"") for query in judged.captured_queries)
+    # A fresh visit counts again from the judgments.
+    body = client.get(reverse("judging_screen", args=[golden_set.slug])).content.decode()
+    assert '<strong class="judged-by-you">2</strong> judged by you' in body
+
+
+def test_a_refused_grade_leaves_nothing_written_and_shows_the_held_pair_again(client, golden_set, ann, make_user):
+    first = task_id(client.get(reverse("judging_screen", args=[golden_set.slug])))
+    JudgingTask.objects.filter(pk=first).update(leased_to=make_user("carl"))  # someone else holds it now
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "judged": "0"}, **HTMX)
+    assert "is now with another annotator" in response.content.decode()
+    assert not Judgment.objects.filter(annotator=ann).exists()
+    assert task_id(response) not in (0, first)  # a pair of their own to judge
+    assert JudgingTask.objects.filter(leased_to=ann).count() == 1
+
+
+def test_a_post_without_the_carried_count_falls_back_to_the_session(client, golden_set, ann):
+    first = task_id(client.get(reverse("judging_screen", args=[golden_set.slug])))
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1"}, **HTMX)
+    assert '<strong class="judged-by-you">1</strong> judged by you' in response.content.decode()
+    assert client.session["judging_counts"][golden_set.slug] == 1
+
+
+# --- the demo --------------------------------------------------------------------------------
+
+def test_the_demo_annotator_finds_pairs_to_judge_after_load_demo(client):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("load_demo", stdout=out, verbosity=0)
+    assert "pairs to judge from the top 3" in out.getvalue()
+    logged_in = client.post(reverse("login"), {"username": "annotator", "password": "goldset-demo-annotator"})
+    assert logged_in.status_code == 302 and logged_in.wsgi_request.user.username == "annotator"
+    response = client.get(reverse("judging_screen", args=["wiki-demo"]))
+    assert task_id(response) > 0
+    again = StringIO()
+    call_command("load_demo", stdout=again, verbosity=0)
+    assert "pairs to judge" not in again.getvalue()  # one pool, not one per load
