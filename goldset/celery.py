@@ -7,6 +7,7 @@ a request answers as soon as its own work commits: run inline, a publish under l
 Commands and the test suite keep running them inline, where waiting for them is the point.
 """
 
+import functools
 import logging
 import os
 import uuid
@@ -15,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from celery import Celery
 from celery.contrib.django.task import DjangoTask
 from celery.result import AsyncResult
+from django.db import transaction
+from kombu.exceptions import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "goldset.settings")
 
@@ -36,7 +39,28 @@ def _run_in_background(task: DjangoTask, args, kwargs, options) -> None:
 
 
 class GoldsetTask(DjangoTask):
-    """Django's task class (delay_on_commit), sent to the background thread when there is one."""
+    """Django's task class (delay_on_commit), sent to the background thread when there is one.
+
+    A task sent on commit follows work that is already committed: a broker that cannot be
+    reached then must not turn that success into a 500 (a publish that answered 500 was
+    committed, and its retry was told "nothing changed"). The failure is logged and the
+    sweepers (beat) send what it left undone once the broker is back.
+    """
+
+    def delay_on_commit(self, *args, **kwargs) -> None:
+        transaction.on_commit(functools.partial(self._send_committed, args, kwargs))
+
+    def apply_async_on_commit(self, args=None, kwargs=None, **options) -> None:
+        transaction.on_commit(functools.partial(self._send_committed, args or (), kwargs or {}, options))
+
+    def _send_committed(self, args, kwargs, options=None) -> None:
+        try:
+            if options is None:
+                self.delay(*args, **kwargs)
+            else:
+                self.apply_async(args, kwargs, **options)
+        except OperationalError as exc:  # kombu's word for a broker that does not answer
+            logger.error("broker unreachable: %s%r was not sent (%s); the sweeper sends it later", self.name, tuple(args), exc)
 
     def apply_async(self, args=None, kwargs=None, task_id=None, **options):
         if _background is not None and self.app.conf.task_always_eager:
