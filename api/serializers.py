@@ -80,7 +80,8 @@ class RunOutputSerializer(serializers.Serializer):
 class RunFilterSerializer(serializers.Serializer):
     """?system=&stage= on lists of runs and of evaluations."""
 
-    system = serializers.CharField(required=False, max_length=200, help_text="only runs of this system")
+    # Taken as sent (no trimming): a system is matched exactly, and "\x0b" is not "".
+    system = serializers.CharField(required=False, max_length=200, trim_whitespace=False, help_text="only runs of this system")
     stage = serializers.ChoiceField(choices=Run.Stage.choices, required=False, help_text="only runs of this stage")
 
 

@@ -40,7 +40,7 @@ class RunUploadApi(APIView):
     @extend_schema_serializer(component_name="RunUploadInput")
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField(help_text="the TREC run file, UTF-8")
-        system = serializers.CharField(max_length=200, help_text="the retrieval system")
+        system = serializers.CharField(max_length=200, trim_whitespace=False, help_text="the retrieval system")
         stage = serializers.ChoiceField(choices=Run.Stage.choices, help_text="first_stage, reranked or other")
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="", help_text="unique in the set; empty means 'system stage'"

@@ -144,7 +144,7 @@ class VersionQrelsApi(APIView):
     class FilterSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")
         slice = serializers.RegexField(
-            SLICE_PATTERN, required=False, max_length=600, help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE",
+            SLICE_PATTERN, required=False, max_length=600, trim_whitespace=False, help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE",
             error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de), query:FIELD=VALUE or page:FIELD=VALUE"},
         )
 
@@ -199,7 +199,7 @@ class VersionQueriesApi(PaginatedMixin, APIView):
 
     class FilterSerializer(serializers.Serializer):
         slice = serializers.RegexField(
-            SLICE_PATTERN, required=False, max_length=600, help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE",
+            SLICE_PATTERN, required=False, max_length=600, trim_whitespace=False, help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE",
             error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de) or query:FIELD=VALUE"},
         )
 
