@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE as CSP_NONE, SELF as CSP_SELF, UNSAFE_INLINE as CSP_UNSAFE_INLINE
 
 from goldset.env import env_bool, env_int, env_list, env_networks, env_str, numba_cache_dir
 
@@ -35,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "axes",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -57,6 +59,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page (429).
     "axes.middleware.AxesMiddleware",
 ]
@@ -64,6 +67,27 @@ MIDDLEWARE = [
 # The largest request body taken in, in MB (uploads of runs and qrels, API imports): a run of
 # 10,000 queries at depth 100 is about 40 MB. Over it, 413 before the body is read.
 MAX_REQUEST_MB = env_int("MAX_REQUEST_MB", 100)
+
+# Content-Security-Policy (django-csp) on every response: scripts and style sheets come from
+# the app's own static files only (no inline script anywhere: the judging and adjudication
+# keys are static files, htmx runs without eval and without its injected <style>); style
+# attributes are allowed for the charts' computed widths and colours, which the templates
+# escape; pages show no image or frame from elsewhere (a page's text is sanitised too).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [CSP_SELF],
+        "script-src": [CSP_SELF],
+        "style-src": [CSP_SELF],
+        "style-src-attr": [CSP_UNSAFE_INLINE],
+        "img-src": [CSP_SELF, "data:"],
+        "font-src": [CSP_SELF],
+        "connect-src": [CSP_SELF],
+        "object-src": [CSP_NONE],
+        "base-uri": [CSP_NONE],
+        "form-action": [CSP_SELF],
+        "frame-ancestors": [CSP_NONE],
+    },
+}
 
 ROOT_URLCONF = "goldset.urls"
 WSGI_APPLICATION = "goldset.wsgi.application"
