@@ -55,18 +55,6 @@ DEFAULT_MONTHLY_QUERIES = 1_000_000
 WORST_QUERY_COUNT = 25
 
 
-def signed_points(value: float | None) -> str:
-    """'+3.1', '-0.4', '0.0' or '–' for a difference already in points."""
-    if value is None:
-        return "–"
-    text = f"{value:+.1f}"
-    return "0.0" if text in ("+0.0", "-0.0") else text
-
-
-def fraction_text(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
 # --- completeness: Judged@k, leave-one-run-out, and the warning they raise ------------------
 
 # How the warning tells a manager to pool a run (labeling's build_pool command), to the
@@ -109,14 +97,6 @@ class RunCompleteness:
     pool_depth: int
 
     @property
-    def judged_final_text(self) -> str:
-        return fraction_text(self.judged_final)
-
-    @property
-    def judged_first_text(self) -> str:
-        return fraction_text(self.judged_first)
-
-    @property
     def unreliable(self) -> bool:
         return self.judged_final is not None and self.judged_final < self.floor - _EPSILON
 
@@ -139,22 +119,6 @@ class RunCompleteness:
     @property
     def has_loro(self) -> bool:
         return self.row is not None and self.row.loro_other_runs is not None
-
-    @property
-    def loro_recall_text(self) -> str:
-        return fraction_text(self.row.loro_recall_k_first) if self.has_loro else "–"
-
-    @property
-    def loro_ndcg_text(self) -> str:
-        return fraction_text(self.row.loro_ndcg_10) if self.has_loro else "–"
-
-    @property
-    def loro_recall_change_text(self) -> str:
-        return signed_points(self.row.loro_recall_change_points) if self.has_loro else "–"
-
-    @property
-    def loro_ndcg_change_text(self) -> str:
-        return signed_points(self.row.loro_ndcg_change_points) if self.has_loro else "–"
 
 
 def _completeness_rows(evaluations: Iterable[Evaluation], *, overall_only: bool = True) -> dict[int, dict[str, Completeness]]:
@@ -355,10 +319,6 @@ class RecallGain:
         gain = self.gain_points
         return self.monthly_cost / gain if gain and gain > 0 else None
 
-    @property
-    def gain_text(self) -> str:
-        return signed_points(self.gain_points)
-
 
 @dataclass
 class RunResult:
@@ -400,10 +360,6 @@ class Cell:
     metric: str
     value: float | None
 
-    @property
-    def text(self) -> str:
-        return fraction_text(self.value)
-
 
 @dataclass
 class Funnel:
@@ -435,10 +391,6 @@ class Funnel:
         return round((self.recall_first - self.recall_final) * 100, 9)
 
     @property
-    def loss_text(self) -> str:
-        return "–" if self.loss_points is None else f"{self.loss_points:.1f}"
-
-    @property
     def loss_over_limit(self) -> bool:
         return self.loss_points is not None and self.loss_points > self.loss_limit_points
 
@@ -457,14 +409,6 @@ class Funnel:
     @property
     def final_width(self) -> float:
         return round((self.recall_final or 0) * 100, 1)
-
-    @property
-    def recall_first_text(self) -> str:
-        return fraction_text(self.recall_first)
-
-    @property
-    def recall_final_text(self) -> str:
-        return fraction_text(self.recall_final)
 
 
 def _latest(results: Iterable[RunResult]) -> RunResult | None:
@@ -528,13 +472,13 @@ class ResultsReport:
         return [r for r in self.results if r.unreliable]
 
     @property
-    def judged_slices(self) -> list[tuple[str, list[str]]]:
-        """(slice label, Judged@k_final of each scored run as text) for every query slice
-        some scored run has the figure on; runs in `scored` order, "–" where absent."""
+    def judged_slices(self) -> list[tuple[str, list[float | None]]]:
+        """(slice label, Judged@k_final of each scored run, a fraction) for every query slice
+        some scored run has the figure on; runs in `scored` order, None where absent."""
         scored = self.scored
         names = {name for r in scored for name in r.slice_judged}
         return [
-            (slice_label(name), [fraction_text(r.slice_judged.get(name)) for r in scored])
+            (slice_label(name), [r.slice_judged.get(name) for r in scored])
             for name in sorted(names, key=lambda n: (natural_key(n), n))
         ]
 
@@ -755,10 +699,6 @@ class MetricDelta:
         return None if self.a is None or self.b is None else (self.b - self.a) * 100
 
     @property
-    def delta_text(self) -> str:
-        return signed_points(self.delta_points)
-
-    @property
     def significant(self) -> bool:
         return self.p_value is not None and self.p_value <= SIGNIFICANCE_LEVEL and bool(self.delta_points)
 
@@ -768,20 +708,6 @@ class MetricDelta:
         if not self.significant:
             return ""
         return "b" if self.delta_points > 0 else "a"
-
-    @property
-    def p_text(self) -> str:
-        if self.p_value is None:
-            return "–"
-        return "< 0.001" if self.p_value < 0.001 else f"{self.p_value:.3f}"
-
-    @property
-    def a_text(self) -> str:
-        return fraction_text(self.a)
-
-    @property
-    def b_text(self) -> str:
-        return fraction_text(self.b)
 
 
 @dataclass
@@ -955,26 +881,6 @@ class MetricMove:
         common = self.common_points
         return None if common is None else self.total_points - common
 
-    @property
-    def total_text(self) -> str:
-        return signed_points(self.total_points)
-
-    @property
-    def common_text(self) -> str:
-        return signed_points(self.common_points)
-
-    @property
-    def query_set_text(self) -> str:
-        return signed_points(self.query_set_points)
-
-    @property
-    def old_text(self) -> str:
-        return fraction_text(self.old)
-
-    @property
-    def new_text(self) -> str:
-        return fraction_text(self.new)
-
 
 @dataclass(frozen=True)
 class QueryMove:
@@ -983,8 +889,9 @@ class QueryMove:
     new: float
 
     @property
-    def points_text(self) -> str:
-        return signed_points((self.new - self.old) * 100)
+    def delta_points(self) -> float:
+        """new - old, in points."""
+        return (self.new - self.old) * 100
 
 
 @dataclass
@@ -1082,14 +989,6 @@ class RunRow:
     recall_final: float | None
     completeness: RunCompleteness | None = None
 
-    @property
-    def recall_first_text(self) -> str:
-        return fraction_text(self.recall_first)
-
-    @property
-    def recall_final_text(self) -> str:
-        return fraction_text(self.recall_final)
-
 
 @dataclass
 class RunsReport:
@@ -1150,18 +1049,6 @@ class RunEvaluationRow:
         done = self.evaluation.status == Evaluation.Status.DONE
         return self.completeness.warning if done and self.completeness is not None else ""
 
-    @property
-    def recall_first_text(self) -> str:
-        return fraction_text(self.recall_first)
-
-    @property
-    def recall_final_text(self) -> str:
-        return fraction_text(self.recall_final)
-
-    @property
-    def ndcg_text(self) -> str:
-        return fraction_text(self.ndcg)
-
 
 @dataclass(frozen=True)
 class QueryScore:
@@ -1169,10 +1056,6 @@ class QueryScore:
     value: float
     relevant: int
     answered: bool
-
-    @property
-    def text(self) -> str:
-        return fraction_text(self.value)
 
 
 @dataclass
@@ -1280,16 +1163,18 @@ class Drilldown:
     found_count: int
     found_in_final: int
     run_entries: int  # entries the run has for the query (up to its depth cap)
-    values: list[tuple[str, str]]  # (metric, value) from the stored per-query values, if scored
+    values: list[tuple[str, float]]  # (metric, fraction) from the stored per-query values, if scored
     completeness: RunCompleteness | None = None  # the run's, over all queries of the version
 
     @property
-    def recall_first_text(self) -> str:
-        return fraction_text(self.found_count / self.relevant_count) if self.relevant_count else "–"
+    def recall_first(self) -> float | None:
+        """The query's recall@k_first (a fraction); None when it has no relevant page."""
+        return self.found_count / self.relevant_count if self.relevant_count else None
 
     @property
-    def recall_final_text(self) -> str:
-        return fraction_text(self.found_in_final / self.relevant_count) if self.relevant_count else "–"
+    def recall_final(self) -> float | None:
+        """The query's recall@k_final (a fraction); None when it has no relevant page."""
+        return self.found_in_final / self.relevant_count if self.relevant_count else None
 
 
 def _linkable(url: str) -> str:
@@ -1340,7 +1225,7 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
     ]
     missed.sort(key=lambda m: (-m.grade, m.rank is None, m.rank or 0, natural_key(m.doc_id), m.doc_id))
 
-    values: list[tuple[str, str]] = []
+    values: list[tuple[str, float]] = []
     evaluation = Evaluation.objects.filter(run=run, version=version, status=Evaluation.Status.DONE).only("id").first()
     per_query = evaluation_per_query(evaluation) if evaluation else None
     completeness = None
@@ -1349,7 +1234,7 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
         completeness = run_completeness(row, run, version, evaluation_settings(golden_set), golden_set.slug)
     if per_query is not None and query_id in per_query.query_ids:
         i = per_query.query_ids.index(query_id)
-        values = [(metric, fraction_text(float(array[i]))) for metric, array in per_query.values.items()]
+        values = [(metric, float(array[i])) for metric, array in per_query.values.items()]
     found = sum(1 for page in top if page.relevant)
     return Drilldown(
         run=run, version=version, query=query, metadata=snapshot, top=top, missed=missed, relevant_count=len(relevant_keys),
