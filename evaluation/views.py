@@ -15,9 +15,20 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evaluation.alerts import alerts_latest
-from evaluation import reports
 from evaluation.metrics import MAX_K
 from evaluation.models import Run
+from evaluation.reports.calculator import (
+    DEFAULT_MONTHLY_QUERIES,
+    DEFAULT_PRICE_PER_MILLION,
+    DEFAULT_TOKENS_PER_CHUNK,
+    RerankCost,
+    calculator_report,
+)
+from evaluation.reports.compare import compare_report
+from evaluation.reports.results import results_report, scoring_progress
+from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
+from evaluation.reports.runs import runs_report
+from evaluation.selectors import run_get, version_numbers
 from evaluation.services import run_import
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
@@ -77,11 +88,11 @@ def _can_upload(user, golden_set: GoldenSet) -> bool:
     return user.is_staff or bool(user_roles(user, golden_set) & set(UPLOAD_ROLES))
 
 
-def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm, reports.RerankCost | None]:
+def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm, RerankCost | None]:
     """The cost form, filled with the seed's example where the request leaves a field out."""
     data = {
-        "tokens": reports.DEFAULT_TOKENS_PER_CHUNK, "price": reports.DEFAULT_PRICE_PER_MILLION,
-        "queries": reports.DEFAULT_MONTHLY_QUERIES, "from_k": version.k_final,
+        "tokens": DEFAULT_TOKENS_PER_CHUNK, "price": DEFAULT_PRICE_PER_MILLION,
+        "queries": DEFAULT_MONTHLY_QUERIES, "from_k": version.k_final,
         "to_k": min(version.k_first, 2 * version.k_final),
     }
     data.update({key: request.GET[key] for key in data if request.GET.get(key, "").strip()})
@@ -89,7 +100,7 @@ def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm,
     if not form.is_valid():
         return form, None
     values = form.cleaned_data
-    cost = reports.RerankCost(
+    cost = RerankCost(
         from_k=values["from_k"], to_k=values["to_k"], tokens_per_chunk=values["tokens"],
         price_per_million=float(values["price"]), monthly_queries=values["queries"],
     )
@@ -101,14 +112,14 @@ def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm,
 def results(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     version = _version(request, golden_set)
-    report = reports.results_report(
+    report = results_report(
         golden_set, version, order=request.GET.get("order", ""), slice_metric=request.GET.get("slice_metric", "")
     )
     form, cost = _calculator(request, version)
     ctx = {
         "golden_set": golden_set, "version": version, "versions": report.version_numbers, "report": report,
         "progress": report.progress, "calculator_form": form,
-        "calculator": reports.calculator_report(version, cost, report.results) if cost else None,
+        "calculator": calculator_report(version, cost, report.results) if cost else None,
         "compare_form": CompareForm(golden_set=golden_set),
         "alerts": alerts_latest(golden_set),
     }
@@ -121,7 +132,7 @@ def results_progress(request: HttpRequest, slug: str) -> HttpResponse:
     """The progress line alone, polled by htmx every 2 s until every run is scored."""
     golden_set = access_golden_set(request.user, slug)
     version = _version(request, golden_set)
-    progress = reports.scoring_progress(version)
+    progress = scoring_progress(version)
     response = render(request, "evaluation/_progress.html", {"golden_set": golden_set, "progress": progress})
     if progress.finished and request.htmx:
         # The figures on the page are from before the recompute: reload to show the new ones.
@@ -138,7 +149,7 @@ def results_calculator(request: HttpRequest, slug: str) -> HttpResponse:
     form, cost = _calculator(request, version)
     ctx = {
         "golden_set": golden_set, "version": version, "calculator_form": form,
-        "calculator": reports.calculator_report(version, cost) if cost else None,
+        "calculator": calculator_report(version, cost) if cost else None,
     }
     return render(request, "evaluation/_calculator.html", ctx)
 
@@ -173,7 +184,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
                 messages.success(request, f"Run {run.name!r} was uploaded: {run.entry_count} entries for {run.query_count} queries.")
                 return redirect("run", slug=golden_set.slug, run_id=run.id)
         status = 400
-    ctx = {"golden_set": golden_set, "report": reports.runs_report(golden_set), "form": form, "problems": problems, "can_upload": can_upload}
+    ctx = {"golden_set": golden_set, "report": runs_report(golden_set), "form": form, "problems": problems, "can_upload": can_upload}
     return render(request, "evaluation/runs.html", ctx, status=status)
 
 
@@ -181,8 +192,8 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
-    ctx = {"golden_set": golden_set, "run": run, "report": reports.run_detail_report(run)}
+    run = run_get(golden_set, run_id)
+    ctx = {"golden_set": golden_set, "run": run, "report": run_detail_report(run)}
     return render(request, "evaluation/run.html", ctx)
 
 
@@ -191,14 +202,14 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_versions(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """One run across two versions: what moved because the labels changed."""
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
-    scored = reports.run_version_numbers(run)
+    run = run_get(golden_set, run_id)
+    scored = run_version_numbers(run)
     new = _version(request, golden_set, "to", default=scored[0] if scored else None)
     older = [n for n in scored if n < new.number]
     old = _version(request, golden_set, "from", default=older[0] if older else new.number)
-    report = reports.run_versions_report(run, old, new) if old.number != new.number else None
+    report = run_versions_report(run, old, new) if old.number != new.number else None
     ctx = {"golden_set": golden_set, "run": run, "old": old, "new": new, "report": report,
-           "versions": reports.version_numbers(golden_set), "scored_versions": scored}
+           "versions": version_numbers(golden_set), "scored_versions": scored}
     return render(request, "evaluation/run_versions.html", ctx)
 
 
@@ -207,9 +218,9 @@ def run_versions(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_query(request: HttpRequest, slug: str, run_id: int, query_id: str) -> HttpResponse:
     """One query of one run on one version: what it ranked, and the relevant pages it missed."""
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
+    run = run_get(golden_set, run_id)
     version = _version(request, golden_set)
-    drilldown = reports.query_drilldown(golden_set, run, version, query_id)
+    drilldown = query_drilldown(golden_set, run, version, query_id)
     return render(request, "evaluation/query.html", {"golden_set": golden_set, "run": run, "version": version, "d": drilldown})
 
 
@@ -218,7 +229,7 @@ def run_query(request: HttpRequest, slug: str, run_id: int, query_id: str) -> Ht
 def run_query_jump(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """The drill-down form's target: a typed query id becomes the drill-down's own URL."""
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
+    run = run_get(golden_set, run_id)
     query_id = request.GET.get("query", "").strip()
     if not query_id:
         return redirect("run", slug=golden_set.slug, run_id=run.id)
@@ -236,6 +247,6 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     form = CompareForm(request.GET if "a" in request.GET or "b" in request.GET else None, golden_set=golden_set)
     report = None
     if form.is_bound and form.is_valid():
-        report = reports.compare_report(version, form.cleaned_data["a"], form.cleaned_data["b"])
-    ctx = {"golden_set": golden_set, "version": version, "versions": reports.version_numbers(golden_set), "form": form, "report": report}
+        report = compare_report(version, form.cleaned_data["a"], form.cleaned_data["b"])
+    ctx = {"golden_set": golden_set, "version": version, "versions": version_numbers(golden_set), "form": form, "report": report}
     return render(request, "evaluation/compare.html", ctx)
