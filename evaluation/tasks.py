@@ -14,7 +14,8 @@ from django.db import InterfaceError, OperationalError
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from evaluation.alerts import alert_deliver_task, alerts_check  # noqa: F401  (a worker must know the delivery task at start)
+from evaluation.alerts.delivery import alert_deliver_task  # noqa: F401  (a worker must know the delivery task at start)
+from evaluation.alerts.rules import alerts_check
 from evaluation.models import Evaluation, Run
 from evaluation.services import evaluation_compute, evaluation_fail, evaluations_schedule
 from goldenset.models import GoldenSet, Version

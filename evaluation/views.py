@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
-from evaluation.alerts import alerts_latest
+from evaluation.alerts.selectors import alerts_latest
 from evaluation.metrics import MAX_K
 from evaluation.models import Run
 from evaluation.reports.calculator import (

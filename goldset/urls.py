@@ -11,7 +11,6 @@ urlpatterns = [
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
     path("", include("api.urls")),
     path("", include("evaluation.urls")),
-    path("", include("evaluation.urls_alerts")),
     path("", include("labeling.urls_judging")),
     path("", include("labeling.urls_quality")),
     path("", include("labeling.urls_completeness")),

@@ -5,7 +5,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 
-from evaluation.alerts import alerts_check, alerts_latest
+from evaluation.alerts.rules import alerts_check
+from evaluation.alerts.selectors import alerts_latest
 from evaluation.models import Alert, EvaluationSettings
 from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import evaluation_settings_update

@@ -20,7 +20,8 @@ from types import SimpleNamespace
 import pytest
 from django.core import mail
 
-from evaluation.alerts import alert_deliver_task, alert_payload, alerts_check, delivery_backoff_seconds
+from evaluation.alerts.delivery import alert_deliver_task, alert_payload, delivery_backoff_seconds
+from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
 from evaluation.services import evaluation_compute, evaluation_fail, run_import
 from evaluation.settings_service import evaluation_settings_update

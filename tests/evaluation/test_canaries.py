@@ -7,7 +7,7 @@ k_first = 3, so a canary at rank 4 or lower is missed.
 import pytest
 from django.urls import reverse
 
-from evaluation.alerts import alerts_check
+from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canary_add, canary_checks
 from evaluation.models import Alert, Canary
 from goldenset.models import Page, Query
