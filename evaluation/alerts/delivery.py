@@ -1,28 +1,23 @@
-"""Delivery of an alert, once its transaction commits: alert_deliver_task e-mails the
-settings' addresses and the set's managers, and POSTs the alert as JSON to the webhook when
-one is set; what failed for a reason that may pass is retried with backoff, up to 5 times.
-What was delivered is recorded on the alert and never sent again; a worker that dies between
-sending and recording may send once more, so the webhook payload carries the alert's id.
+"""Delivery of an alert: e-mail to the settings' addresses and the set's managers, and a JSON
+POST to the set's webhook when one is set. alert_deliver_task (evaluation.tasks) runs both
+once the alert's transaction commits, and retries what failed for a reason that may pass
+with backoff, up to 5 times. What was delivered is recorded on the alert and never sent
+again; a worker that dies between sending and recording may send once more, so the webhook
+payload carries the alert's id.
 """
 
 import json
-import logging
-import smtplib
 import urllib.error
 import urllib.request
 from http.client import HTTPException
 
-from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.models import Alert, EvaluationSettings
-from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Membership
-
-logger = logging.getLogger(__name__)
 
 WEBHOOK_TIMEOUT_SECONDS = 10
 DELIVERY_MAX_RETRIES = 5
@@ -150,41 +145,3 @@ def alert_webhook_post(*, alert: Alert, url: str) -> str:
 def delivery_backoff_seconds(retries: int) -> int:
     """Seconds before retry number `retries` + 1: 1, 2, 4, 8 then 16 minutes."""
     return 60 * 2**retries
-
-
-@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES)
-def alert_deliver_task(self, alert_id: int) -> str:
-    """E-mail the alert and POST it to the set's webhook, retrying what failed with backoff.
-
-    Idempotent: what was delivered (emailed_at, webhook_delivered_at) is not sent again.
-    """
-    alert = Alert.objects.select_related("golden_set", "version", "run").filter(pk=alert_id).first()
-    if alert is None:
-        return "gone"
-    settings = evaluation_settings(alert.golden_set)
-    failed, refused = [], ""
-    try:
-        alert_email_send(alert=alert, settings=settings)
-    except (smtplib.SMTPException, OSError) as exc:
-        logger.warning("alert %s: e-mail failed: %s", alert_id, exc)
-        failed.append("e-mail")
-    if settings.webhook_url:
-        outcome = alert_webhook_post(alert=alert, url=settings.webhook_url)
-        if outcome == WebhookOutcome.RETRY:
-            logger.warning("alert %s: webhook attempt %d failed: %s", alert_id, alert.webhook_attempts, alert.webhook_error)
-            failed.append("webhook")
-        elif outcome == WebhookOutcome.REFUSED:
-            logger.error("alert %s: webhook refused, not retried: %s", alert_id, alert.webhook_error)
-            refused = f"; webhook refused: {alert.webhook_error}"
-    if not failed:
-        return "delivered" + refused
-    if self.request.retries >= self.max_retries:
-        logger.error("alert %s: gave up on %s after %d retries", alert_id, " and ".join(failed), self.request.retries)
-        return f"gave up: {', '.join(failed)}"
-    countdown = delivery_backoff_seconds(self.request.retries)
-    if self.request.is_eager:
-        # In-process (the embedded default, and tests) nothing could run a retry later, and a
-        # raised Retry would propagate into the request that published. Returned, Celery's
-        # apply() runs the retry at once instead.
-        return self.retry(countdown=countdown, throw=False)
-    raise self.retry(countdown=countdown)

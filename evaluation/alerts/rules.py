@@ -1,5 +1,6 @@
 """The alert rules checked after every evaluation, and alerts_check, which stores an Alert
-for each threshold crossed and enqueues its delivery (evaluation.alerts.delivery).
+for each threshold crossed and sends alert_raised, whose receiver enqueues its delivery
+(evaluation.alerts.delivery) on commit.
 
 The rules follow the seed's "Operating it" list, with thresholds from the golden set's
 EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
@@ -34,10 +35,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Q
 
-from evaluation.alerts.delivery import alert_deliver_task
 from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings
+from evaluation.signals import alert_raised
 from goldenset.models import Version
 
 # Float noise: 0.8 - 0.7 is 0.10000000000000009, which must not count as over 10 points.
@@ -233,8 +234,8 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
 def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     """Store an alert for every threshold `evaluation` crosses, alone or beside its partners.
 
-    Returns the alerts this call created, and enqueues the delivery of each once the
-    transaction commits. Idempotent: a crossing already stored (the same run, version,
+    Returns the alerts this call created, and sends alert_raised for each, so that its
+    delivery is enqueued once the transaction commits (evaluation.receivers). Idempotent: a crossing already stored (the same run, version,
     kind, metric and slice) is neither stored nor delivered again, so a redelivered task
     returns []. An evaluation that is not done raises nothing.
     """
@@ -261,5 +262,5 @@ def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
             )
             if is_new:
                 created.append(alert)
-                alert_deliver_task.delay_on_commit(alert.id)
+                alert_raised.send(sender=Alert, alert_id=alert.id)
     return created

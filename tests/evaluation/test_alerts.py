@@ -20,12 +20,12 @@ from types import SimpleNamespace
 import pytest
 from django.core import mail
 
-from evaluation.alerts.delivery import alert_deliver_task, alert_payload, delivery_backoff_seconds
+from evaluation.alerts.delivery import alert_payload, delivery_backoff_seconds
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
 from evaluation.services import evaluation_compute, evaluation_fail, run_import
 from evaluation.settings_service import evaluation_settings_update
-from evaluation.tasks import evaluate_run_task
+from evaluation.tasks import alert_deliver_task, evaluate_run_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
 from tests import factories
