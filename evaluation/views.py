@@ -5,7 +5,6 @@ staff upload. Annotators judge blind, so every page here is a 404 to them, as it
 stranger. The reads behind each page are in evaluation.reports.
 """
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,8 +14,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evaluation.alerts.selectors import alerts_latest
-from evaluation.metrics import MAX_K
-from evaluation.models import Run
+from evaluation.forms import CalculatorForm, CompareForm, RunUploadForm
 from evaluation.reports.calculator import (
     DEFAULT_MONTHLY_QUERIES,
     DEFAULT_PRICE_PER_MILLION,
@@ -36,44 +34,6 @@ from lib.errors import GoldsetError
 from lib.uploads import text_lines
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
-
-
-class RunUploadForm(forms.Form):
-    file = forms.FileField(label="TREC run file", help_text="query_id Q0 doc_id rank score tag, one entry a line")
-    system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked runs form one funnel")
-    stage = forms.ChoiceField(choices=Run.Stage.choices, initial=Run.Stage.FIRST_STAGE)
-    name = forms.CharField(max_length=200, required=False, help_text="unique in the set; empty means 'system stage'")
-
-
-class CalculatorForm(forms.Form):
-    tokens = forms.IntegerField(label="Tokens per chunk", min_value=1, max_value=1_000_000)
-    price = forms.DecimalField(label="$ per million input tokens", min_value=0, max_digits=12, decimal_places=4)
-    queries = forms.IntegerField(label="Queries per month", min_value=0, max_value=10**12)
-    from_k = forms.IntegerField(label="From final k", min_value=0, max_value=MAX_K)
-    to_k = forms.IntegerField(label="To final k", min_value=0, max_value=MAX_K)
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("from_k") is not None and cleaned.get("to_k") is not None and cleaned["to_k"] < cleaned["from_k"]:
-            raise forms.ValidationError("the new final k must not be smaller than the current one")
-        return cleaned
-
-
-class CompareForm(forms.Form):
-    a = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run a")
-    b = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run b")
-
-    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
-        super().__init__(*args, **kwargs)
-        runs = Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "name")
-        self.fields["a"].queryset = runs
-        self.fields["b"].queryset = runs
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("a") and cleaned.get("a") == cleaned.get("b"):
-            raise forms.ValidationError("choose two different runs")
-        return cleaned
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet, parameter: str = "version", default: int | None = None) -> Version:
