@@ -454,7 +454,7 @@ def test_a_worker_registers_the_delivery_task_at_start_even_without_system_check
         "print('evaluation.alerts.alert_deliver_task' in app.tasks)\n"
     )
     found = subprocess.run(
-        [sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=120,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "CELERY_SKIP_CHECKS": "1"},
     )
     assert found.stdout.strip().splitlines()[-1:] == ["True"], found.stderr
