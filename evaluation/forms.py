@@ -1,11 +1,14 @@
-"""Forms of the evaluation pages. They turn text into values; what is valid is decided by the
-service's own field checks (evaluation.settings_service), so the page and the service agree."""
+"""Forms of the evaluation pages: the evaluation settings, the run upload, the cost calculator
+and the choice of two runs to compare. They turn text into values; what a setting may be is
+decided by the service's own field checks (evaluation.settings_service), so the page and the
+service agree."""
 
 import re
 
 from django import forms
 
-from evaluation.models import EvaluationSettings
+from evaluation.metrics import MAX_K
+from evaluation.models import EvaluationSettings, Run
 from evaluation.settings_service import default_metric_names, settings_field_clean
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
@@ -156,3 +159,41 @@ class EvaluationSettingsForm(forms.Form):
 
     def clean_webhook_url(self):
         return self._checked("webhook_url", self.cleaned_data["webhook_url"])
+
+
+class RunUploadForm(forms.Form):
+    file = forms.FileField(label="TREC run file", help_text="query_id Q0 doc_id rank score tag, one entry a line")
+    system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked runs form one funnel")
+    stage = forms.ChoiceField(choices=Run.Stage.choices, initial=Run.Stage.FIRST_STAGE)
+    name = forms.CharField(max_length=200, required=False, help_text="unique in the set; empty means 'system stage'")
+
+
+class CalculatorForm(forms.Form):
+    tokens = forms.IntegerField(label="Tokens per chunk", min_value=1, max_value=1_000_000)
+    price = forms.DecimalField(label="$ per million input tokens", min_value=0, max_digits=12, decimal_places=4)
+    queries = forms.IntegerField(label="Queries per month", min_value=0, max_value=10**12)
+    from_k = forms.IntegerField(label="From final k", min_value=0, max_value=MAX_K)
+    to_k = forms.IntegerField(label="To final k", min_value=0, max_value=MAX_K)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("from_k") is not None and cleaned.get("to_k") is not None and cleaned["to_k"] < cleaned["from_k"]:
+            raise forms.ValidationError("the new final k must not be smaller than the current one")
+        return cleaned
+
+
+class CompareForm(forms.Form):
+    a = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run a")
+    b = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run b")
+
+    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
+        super().__init__(*args, **kwargs)
+        runs = Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "name")
+        self.fields["a"].queryset = runs
+        self.fields["b"].queryset = runs
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("a") and cleaned.get("a") == cleaned.get("b"):
+            raise forms.ValidationError("choose two different runs")
+        return cleaned

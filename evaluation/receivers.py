@@ -1,4 +1,5 @@
-"""React to new versions and runs by enqueueing evaluations, once the transaction commits.
+"""React to new versions and runs by enqueueing evaluations, and to new alerts by enqueueing
+their delivery, once the transaction commits.
 
 Nothing here computes: a rolled-back publish or upload must start no task, and a task
 must never see a row its sender could still roll back (delay_on_commit).
@@ -6,8 +7,8 @@ must never see a row its sender could still roll back (delay_on_commit).
 
 from django.dispatch import receiver
 
-from evaluation.signals import run_uploaded
-from evaluation.tasks import evaluate_run_latest_task, evaluate_version_task
+from evaluation.signals import alert_raised, run_uploaded
+from evaluation.tasks import alert_deliver_task, evaluate_run_latest_task, evaluate_version_task
 from goldenset.signals import version_published
 
 
@@ -19,3 +20,8 @@ def on_version_published(sender, version_id: int, **kwargs) -> None:
 @receiver(run_uploaded, dispatch_uid="evaluation.on_run_uploaded")
 def on_run_uploaded(sender, run_id: int, **kwargs) -> None:
     evaluate_run_latest_task.delay_on_commit(run_id)
+
+
+@receiver(alert_raised, dispatch_uid="evaluation.on_alert_raised")
+def on_alert_raised(sender, alert_id: int, **kwargs) -> None:
+    alert_deliver_task.delay_on_commit(alert_id)

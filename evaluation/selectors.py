@@ -1,4 +1,4 @@
-"""Reads the evaluation needs: a version's labels and slices as arrays, a run's entries."""
+"""Reads the evaluation needs: runs and their entries, a version's labels and slices as arrays."""
 
 import hashlib
 import io
@@ -12,6 +12,7 @@ from datetime import timedelta
 import numpy as np
 from django.db.models import TextField
 from django.db.models.functions import Cast
+from django.http import Http404
 
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays
@@ -36,6 +37,14 @@ def metrics_for(golden_set: GoldenSet, version: Version) -> tuple[Metric, ...]:
     return parse_metrics(chosen) if chosen else default_metrics(version.k_first, version.k_final)
 
 
+def run_get(golden_set: GoldenSet, run_id: int) -> Run:
+    """Run `run_id` of the set, or Http404 (a run of another set is as absent as none)."""
+    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set").first()
+    if run is None:
+        raise Http404("no such run")
+    return run
+
+
 def run_ranked(run: Run) -> RankedRun:
     return RankedRun.from_bytes(bytes(Run.objects.filter(pk=run.pk).values_list("data__ranked", flat=True).get()))
 
@@ -47,6 +56,11 @@ class VersionSlices:
 
     query: dict[str, set[str]]
     page: dict[str, np.ndarray]
+
+
+def version_numbers(golden_set: GoldenSet) -> list[int]:
+    """The set's version numbers, newest first, for the version choosers."""
+    return list(golden_set.versions.order_by("-number").values_list("number", flat=True))
 
 
 def version_query_ids(version: Version) -> list[str]:
@@ -99,6 +113,13 @@ def version_slices(version: Version) -> VersionSlices:
         name: np.asarray(keys, dtype=np.int64) for name, keys in sorted(pages.items(), key=lambda item: natural_key(item[0]))
     }
     return VersionSlices(query=ordered_query, page=ordered_pages)
+
+
+def slice_label(name: str) -> str:
+    """'query:lang=de' -> 'queries lang = de'; 'page:age=0-30d' -> 'pages age = 0-30d'."""
+    kind, _, rest = name.partition(":")
+    key, _, value = rest.partition("=")
+    return f"{'queries' if kind == 'query' else 'pages'} {key} = {value}"
 
 
 def _as_text(field: str) -> Cast:

@@ -237,3 +237,11 @@ def evaluation_fail(*, run_id: int, version_id: int, error: str) -> None:
     Evaluation.objects.filter(run_id=run_id, version_id=version_id).update(
         status=Evaluation.Status.FAILED, error=error[:5000], finished_at=timezone.now()
     )
+
+
+def golden_set_evaluate_now(golden_set: GoldenSet, version: Version) -> list[Evaluation]:
+    """Evaluate every run of the set against `version` in this process (the `evaluate` command)."""
+    results = []
+    for evaluation in evaluations_schedule(version=version):
+        results.append(evaluation_compute(run=evaluation.run, version=version))
+    return results

@@ -9,7 +9,7 @@ kept as they were computed, because each belongs to the (run, version) it was ma
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -28,6 +28,7 @@ MAX_RUN_DEPTH = MAX_K
 MAX_AGE_BUCKETS = 10
 # Only http(s): urllib would also open file:// and ftp:// URLs, which a webhook has no use for.
 _webhook_url_validator = URLValidator(schemes=["http", "https"])
+Number = TypeVar("Number", int, float)
 
 
 def _metrics(golden_set: GoldenSet, value: Any) -> list[str]:
@@ -48,49 +49,36 @@ def _metrics(golden_set: GoldenSet, value: Any) -> list[str]:
 
 def _run_depth_cap(golden_set: GoldenSet, value: Any) -> int:
     depth = _whole_number(value, "run_depth_cap")
-    if not golden_set.k_first <= depth <= MAX_RUN_DEPTH:
-        raise GoldsetError(
-            f"the run depth cap must be from k_first ({golden_set.k_first}, or recall@{golden_set.k_first} "
-            f"could not be scored) to {MAX_RUN_DEPTH} entries per query, got {depth}",
-            field="run_depth_cap",
-        )
-    return depth
+    return _within(
+        depth, golden_set.k_first, MAX_RUN_DEPTH, "run_depth_cap",
+        f"the run depth cap must be from k_first ({golden_set.k_first}, or recall@{golden_set.k_first} "
+        f"could not be scored) to {MAX_RUN_DEPTH} entries per query, got {depth}",
+    )
 
 
 def _points(field: str) -> Callable[[GoldenSet, Any], float]:
     def clean(golden_set: GoldenSet, value: Any) -> float:
         number = _number(value, field)
-        if not 0 <= number <= 100:
-            raise GoldsetError(f"{field} is in points (hundredths: 3 = 0.03) from 0 to 100, got {number:g}", field=field)
-        return number
+        return _within(number, 0, 100, field, f"{field} is in points (hundredths: 3 = 0.03) from 0 to 100, got {number:g}")
 
     return clean
 
 
-def _slice_floor(golden_set: GoldenSet, value: Any) -> float:
-    number = _number(value, "alert_slice_floor")
-    if not 0 <= number <= 1:
-        raise GoldsetError(
-            f"alert_slice_floor is a fraction from 0 to 1 (0.75, not 75), got {number:g}", field="alert_slice_floor"
-        )
-    return number
+def _fraction(field: str, example: str) -> Callable[[GoldenSet, Any], float]:
+    """The cleaner of a fraction setting; `example` shows it is not a percentage ("0.9, not 90")."""
+    def clean(golden_set: GoldenSet, value: Any) -> float:
+        number = _number(value, field)
+        return _within(number, 0, 1, field, f"{field} is a fraction from 0 to 1 ({example}), got {number:g}")
 
-
-def _judged_floor(golden_set: GoldenSet, value: Any) -> float:
-    number = _number(value, "judged_floor")
-    if not 0 <= number <= 1:
-        raise GoldsetError(f"judged_floor is a fraction from 0 to 1 (0.9, not 90), got {number:g}", field="judged_floor")
-    return number
+    return clean
 
 
 def _completeness_depth(golden_set: GoldenSet, value: Any) -> int:
     depth = _whole_number(value, "completeness_depth")
-    if not 1 <= depth <= MAX_RUN_DEPTH:
-        raise GoldsetError(
-            f"the completeness depth is a pool depth from 1 to {MAX_RUN_DEPTH} pages per query, got {depth}",
-            field="completeness_depth",
-        )
-    return depth
+    return _within(
+        depth, 1, MAX_RUN_DEPTH, "completeness_depth",
+        f"the completeness depth is a pool depth from 1 to {MAX_RUN_DEPTH} pages per query, got {depth}",
+    )
 
 
 # More queries than any golden set holds would flag every slice for ever.
@@ -99,12 +87,10 @@ MAX_MIN_QUERIES_PER_SLICE = 1_000_000
 
 def _min_queries_per_slice(golden_set: GoldenSet, value: Any) -> int:
     number = _whole_number(value, "min_queries_per_slice")
-    if not 1 <= number <= MAX_MIN_QUERIES_PER_SLICE:
-        raise GoldsetError(
-            f"min_queries_per_slice is a number of queries from 1 to {MAX_MIN_QUERIES_PER_SLICE:,}, got {number}",
-            field="min_queries_per_slice",
-        )
-    return number
+    return _within(
+        number, 1, MAX_MIN_QUERIES_PER_SLICE, "min_queries_per_slice",
+        f"min_queries_per_slice is a number of queries from 1 to {MAX_MIN_QUERIES_PER_SLICE:,}, got {number}",
+    )
 
 
 def _age_buckets(golden_set: GoldenSet, value: Any) -> list[int]:
@@ -157,11 +143,11 @@ _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
     "metrics": _metrics,
     "run_depth_cap": _run_depth_cap,
     "alert_drop_points": _points("alert_drop_points"),
-    "alert_slice_floor": _slice_floor,
+    "alert_slice_floor": _fraction("alert_slice_floor", "0.75, not 75"),
     "alert_rerank_loss_points": _points("alert_rerank_loss_points"),
     "age_buckets": _age_buckets,
     "completeness_depth": _completeness_depth,
-    "judged_floor": _judged_floor,
+    "judged_floor": _fraction("judged_floor", "0.9, not 90"),
     "min_queries_per_slice": _min_queries_per_slice,
     "alert_emails": _alert_emails,
     "webhook_url": _webhook_url,
@@ -233,3 +219,10 @@ def _number(value: Any, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         raise GoldsetError(f"{field} must be a number, got {value!r}", field=field)
     return float(value)
+
+
+def _within(number: Number, low: float, high: float, field: str, refusal: str) -> Number:
+    """`number` when it is from `low` to `high`, else GoldsetError(`refusal`) on `field`."""
+    if not low <= number <= high:
+        raise GoldsetError(refusal, field=field)
+    return number

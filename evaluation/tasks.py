@@ -2,10 +2,12 @@
 
 A publish enqueues evaluate_version_task, which fans out one evaluate_run_task per run;
 an upload enqueues evaluate_run_latest_task. The beat sweeper re-enqueues whatever a lost
-broker message or a dead worker left undone, so numbers can be late but never lost.
+broker message or a dead worker left undone, so numbers can be late but never lost. Each
+alert an evaluation raises enqueues alert_deliver_task (evaluation.receivers).
 """
 
 import logging
+import smtplib
 from datetime import timedelta
 
 from celery import shared_task
@@ -14,10 +16,18 @@ from django.db import InterfaceError, OperationalError
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from evaluation.alerts import alert_deliver_task, alerts_check  # noqa: F401  (a worker must know the delivery task at start)
-from evaluation.models import Evaluation, Run
+from evaluation.alerts.delivery import (
+    DELIVERY_MAX_RETRIES,
+    WebhookOutcome,
+    alert_email_send,
+    alert_webhook_post,
+    delivery_backoff_seconds,
+)
+from evaluation.alerts.rules import alerts_check
+from evaluation.models import Alert, Evaluation, Run
+from evaluation.selectors import evaluation_settings
 from evaluation.services import evaluation_compute, evaluation_fail, evaluations_schedule
-from goldenset.models import GoldenSet, Version
+from goldenset.models import Version
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -115,9 +125,40 @@ def _enqueue(evaluation: Evaluation) -> None:
     evaluate_run_task.delay(evaluation.run_id, evaluation.version_id)
 
 
-def golden_set_evaluate_now(golden_set: GoldenSet, version: Version) -> list[Evaluation]:
-    """Evaluate every run of the set against `version` in this process (the `evaluate` command)."""
-    results = []
-    for evaluation in evaluations_schedule(version=version):
-        results.append(evaluation_compute(run=evaluation.run, version=version))
-    return results
+# Named for the module it was first defined in, so that queued deliveries still find it.
+@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES)
+def alert_deliver_task(self, alert_id: int) -> str:
+    """E-mail the alert and POST it to the set's webhook, retrying what failed with backoff.
+
+    Idempotent: what was delivered (emailed_at, webhook_delivered_at) is not sent again.
+    """
+    alert = Alert.objects.select_related("golden_set", "version", "run").filter(pk=alert_id).first()
+    if alert is None:
+        return "gone"
+    settings = evaluation_settings(alert.golden_set)
+    failed, refused = [], ""
+    try:
+        alert_email_send(alert=alert, settings=settings)
+    except (smtplib.SMTPException, OSError) as exc:
+        logger.warning("alert %s: e-mail failed: %s", alert_id, exc)
+        failed.append("e-mail")
+    if settings.webhook_url:
+        outcome = alert_webhook_post(alert=alert, url=settings.webhook_url)
+        if outcome == WebhookOutcome.RETRY:
+            logger.warning("alert %s: webhook attempt %d failed: %s", alert_id, alert.webhook_attempts, alert.webhook_error)
+            failed.append("webhook")
+        elif outcome == WebhookOutcome.REFUSED:
+            logger.error("alert %s: webhook refused, not retried: %s", alert_id, alert.webhook_error)
+            refused = f"; webhook refused: {alert.webhook_error}"
+    if not failed:
+        return "delivered" + refused
+    if self.request.retries >= self.max_retries:
+        logger.error("alert %s: gave up on %s after %d retries", alert_id, " and ".join(failed), self.request.retries)
+        return f"gave up: {', '.join(failed)}"
+    countdown = delivery_backoff_seconds(self.request.retries)
+    if self.request.is_eager:
+        # In-process (the embedded default, and tests) nothing could run a retry later, and a
+        # raised Retry would propagate into the request that published. Returned, Celery's
+        # apply() runs the retry at once instead.
+        return self.retry(countdown=countdown, throw=False)
+    raise self.retry(countdown=countdown)

@@ -1,7 +1,8 @@
-"""Pages of runs and results. Query ids may hold '/', '#' or ':', so the drill-down takes
-the rest of the path (`path:`); reverse() percent-encodes what a URL cannot carry."""
+"""The evaluation app's pages: runs and results here, alerts and settings from
+evaluation.alerts.urls. Query ids may hold '/', '#' or ':', so the drill-down takes the
+rest of the path (`path:`); reverse() percent-encodes what a URL cannot carry."""
 
-from django.urls import path
+from django.urls import include, path
 
 from evaluation import views
 
@@ -15,4 +16,5 @@ urlpatterns = [
     path("sets/<slug:slug>/runs/<int:run_id>/versions/", views.run_versions, name="run_versions"),
     path("sets/<slug:slug>/runs/<int:run_id>/queries/", views.run_query_jump, name="run_query_jump"),
     path("sets/<slug:slug>/runs/<int:run_id>/queries/<path:query_id>/", views.run_query, name="run_query"),
+    path("", include("evaluation.alerts.urls")),
 ]

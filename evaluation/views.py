@@ -5,7 +5,6 @@ staff upload. Annotators judge blind, so every page here is a 404 to them, as it
 stranger. The reads behind each page are in evaluation.reports.
 """
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -14,10 +13,20 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
-from evaluation.alerts import alerts_latest
-from evaluation import reports
-from evaluation.metrics import MAX_K
-from evaluation.models import Run
+from evaluation.alerts.selectors import alerts_latest
+from evaluation.forms import CalculatorForm, CompareForm, RunUploadForm
+from evaluation.reports.calculator import (
+    DEFAULT_MONTHLY_QUERIES,
+    DEFAULT_PRICE_PER_MILLION,
+    DEFAULT_TOKENS_PER_CHUNK,
+    RerankCost,
+    calculator_report,
+)
+from evaluation.reports.compare import compare_report
+from evaluation.reports.results import results_report, scoring_progress
+from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
+from evaluation.reports.runs import runs_report
+from evaluation.selectors import run_get, version_numbers
 from evaluation.services import run_import
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
@@ -25,44 +34,6 @@ from lib.errors import GoldsetError
 from lib.uploads import text_lines
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
-
-
-class RunUploadForm(forms.Form):
-    file = forms.FileField(label="TREC run file", help_text="query_id Q0 doc_id rank score tag, one entry a line")
-    system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked runs form one funnel")
-    stage = forms.ChoiceField(choices=Run.Stage.choices, initial=Run.Stage.FIRST_STAGE)
-    name = forms.CharField(max_length=200, required=False, help_text="unique in the set; empty means 'system stage'")
-
-
-class CalculatorForm(forms.Form):
-    tokens = forms.IntegerField(label="Tokens per chunk", min_value=1, max_value=1_000_000)
-    price = forms.DecimalField(label="$ per million input tokens", min_value=0, max_digits=12, decimal_places=4)
-    queries = forms.IntegerField(label="Queries per month", min_value=0, max_value=10**12)
-    from_k = forms.IntegerField(label="From final k", min_value=0, max_value=MAX_K)
-    to_k = forms.IntegerField(label="To final k", min_value=0, max_value=MAX_K)
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("from_k") is not None and cleaned.get("to_k") is not None and cleaned["to_k"] < cleaned["from_k"]:
-            raise forms.ValidationError("the new final k must not be smaller than the current one")
-        return cleaned
-
-
-class CompareForm(forms.Form):
-    a = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run a")
-    b = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run b")
-
-    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
-        super().__init__(*args, **kwargs)
-        runs = Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "name")
-        self.fields["a"].queryset = runs
-        self.fields["b"].queryset = runs
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("a") and cleaned.get("a") == cleaned.get("b"):
-            raise forms.ValidationError("choose two different runs")
-        return cleaned
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet, parameter: str = "version", default: int | None = None) -> Version:
@@ -77,11 +48,11 @@ def _can_upload(user, golden_set: GoldenSet) -> bool:
     return user.is_staff or bool(user_roles(user, golden_set) & set(UPLOAD_ROLES))
 
 
-def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm, reports.RerankCost | None]:
+def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm, RerankCost | None]:
     """The cost form, filled with the seed's example where the request leaves a field out."""
     data = {
-        "tokens": reports.DEFAULT_TOKENS_PER_CHUNK, "price": reports.DEFAULT_PRICE_PER_MILLION,
-        "queries": reports.DEFAULT_MONTHLY_QUERIES, "from_k": version.k_final,
+        "tokens": DEFAULT_TOKENS_PER_CHUNK, "price": DEFAULT_PRICE_PER_MILLION,
+        "queries": DEFAULT_MONTHLY_QUERIES, "from_k": version.k_final,
         "to_k": min(version.k_first, 2 * version.k_final),
     }
     data.update({key: request.GET[key] for key in data if request.GET.get(key, "").strip()})
@@ -89,7 +60,7 @@ def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm,
     if not form.is_valid():
         return form, None
     values = form.cleaned_data
-    cost = reports.RerankCost(
+    cost = RerankCost(
         from_k=values["from_k"], to_k=values["to_k"], tokens_per_chunk=values["tokens"],
         price_per_million=float(values["price"]), monthly_queries=values["queries"],
     )
@@ -101,14 +72,14 @@ def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm,
 def results(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     version = _version(request, golden_set)
-    report = reports.results_report(
+    report = results_report(
         golden_set, version, order=request.GET.get("order", ""), slice_metric=request.GET.get("slice_metric", "")
     )
     form, cost = _calculator(request, version)
     ctx = {
         "golden_set": golden_set, "version": version, "versions": report.version_numbers, "report": report,
         "progress": report.progress, "calculator_form": form,
-        "calculator": reports.calculator_report(version, cost, report.results) if cost else None,
+        "calculator": calculator_report(version, cost, report.results) if cost else None,
         "compare_form": CompareForm(golden_set=golden_set),
         "alerts": alerts_latest(golden_set),
     }
@@ -121,7 +92,7 @@ def results_progress(request: HttpRequest, slug: str) -> HttpResponse:
     """The progress line alone, polled by htmx every 2 s until every run is scored."""
     golden_set = access_golden_set(request.user, slug)
     version = _version(request, golden_set)
-    progress = reports.scoring_progress(version)
+    progress = scoring_progress(version)
     response = render(request, "evaluation/_progress.html", {"golden_set": golden_set, "progress": progress})
     if progress.finished and request.htmx:
         # The figures on the page are from before the recompute: reload to show the new ones.
@@ -138,7 +109,7 @@ def results_calculator(request: HttpRequest, slug: str) -> HttpResponse:
     form, cost = _calculator(request, version)
     ctx = {
         "golden_set": golden_set, "version": version, "calculator_form": form,
-        "calculator": reports.calculator_report(version, cost) if cost else None,
+        "calculator": calculator_report(version, cost) if cost else None,
     }
     return render(request, "evaluation/_calculator.html", ctx)
 
@@ -173,7 +144,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
                 messages.success(request, f"Run {run.name!r} was uploaded: {run.entry_count} entries for {run.query_count} queries.")
                 return redirect("run", slug=golden_set.slug, run_id=run.id)
         status = 400
-    ctx = {"golden_set": golden_set, "report": reports.runs_report(golden_set), "form": form, "problems": problems, "can_upload": can_upload}
+    ctx = {"golden_set": golden_set, "report": runs_report(golden_set), "form": form, "problems": problems, "can_upload": can_upload}
     return render(request, "evaluation/runs.html", ctx, status=status)
 
 
@@ -181,8 +152,8 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
-    ctx = {"golden_set": golden_set, "run": run, "report": reports.run_detail_report(run)}
+    run = run_get(golden_set, run_id)
+    ctx = {"golden_set": golden_set, "run": run, "report": run_detail_report(run)}
     return render(request, "evaluation/run.html", ctx)
 
 
@@ -191,14 +162,14 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_versions(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """One run across two versions: what moved because the labels changed."""
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
-    scored = reports.run_version_numbers(run)
+    run = run_get(golden_set, run_id)
+    scored = run_version_numbers(run)
     new = _version(request, golden_set, "to", default=scored[0] if scored else None)
     older = [n for n in scored if n < new.number]
     old = _version(request, golden_set, "from", default=older[0] if older else new.number)
-    report = reports.run_versions_report(run, old, new) if old.number != new.number else None
+    report = run_versions_report(run, old, new) if old.number != new.number else None
     ctx = {"golden_set": golden_set, "run": run, "old": old, "new": new, "report": report,
-           "versions": reports.version_numbers(golden_set), "scored_versions": scored}
+           "versions": version_numbers(golden_set), "scored_versions": scored}
     return render(request, "evaluation/run_versions.html", ctx)
 
 
@@ -207,9 +178,9 @@ def run_versions(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_query(request: HttpRequest, slug: str, run_id: int, query_id: str) -> HttpResponse:
     """One query of one run on one version: what it ranked, and the relevant pages it missed."""
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
+    run = run_get(golden_set, run_id)
     version = _version(request, golden_set)
-    drilldown = reports.query_drilldown(golden_set, run, version, query_id)
+    drilldown = query_drilldown(golden_set, run, version, query_id)
     return render(request, "evaluation/query.html", {"golden_set": golden_set, "run": run, "version": version, "d": drilldown})
 
 
@@ -218,7 +189,7 @@ def run_query(request: HttpRequest, slug: str, run_id: int, query_id: str) -> Ht
 def run_query_jump(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """The drill-down form's target: a typed query id becomes the drill-down's own URL."""
     golden_set = access_golden_set(request.user, slug)
-    run = reports.run_get(golden_set, run_id)
+    run = run_get(golden_set, run_id)
     query_id = request.GET.get("query", "").strip()
     if not query_id:
         return redirect("run", slug=golden_set.slug, run_id=run.id)
@@ -236,6 +207,6 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     form = CompareForm(request.GET if "a" in request.GET or "b" in request.GET else None, golden_set=golden_set)
     report = None
     if form.is_bound and form.is_valid():
-        report = reports.compare_report(version, form.cleaned_data["a"], form.cleaned_data["b"])
-    ctx = {"golden_set": golden_set, "version": version, "versions": reports.version_numbers(golden_set), "form": form, "report": report}
+        report = compare_report(version, form.cleaned_data["a"], form.cleaned_data["b"])
+    ctx = {"golden_set": golden_set, "version": version, "versions": version_numbers(golden_set), "form": form, "report": report}
     return render(request, "evaluation/compare.html", ctx)

@@ -12,7 +12,6 @@ urlpatterns = [
     path("sets/<slug:slug>/members/", goldenset_views.golden_set_members, name="golden_set_members"),
     path("", include("api.urls")),
     path("", include("evaluation.urls")),
-    path("", include("evaluation.urls_alerts")),
     # Before admin.site.urls, whose catch-all would otherwise take /admin/coverage/.
     path("", include("labeling.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

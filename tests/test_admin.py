@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from api.models import ApiToken
 from api.services import api_token_create
-from evaluation.alerts import alerts_check
+from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canary_add
 from evaluation.models import Evaluation
 from evaluation.services import evaluation_compute

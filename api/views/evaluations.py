@@ -13,9 +13,9 @@ from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.selectors import EvaluationFigures, evaluation_figures, evaluations_of
 from api.serializers import EvaluationOutputSerializer, RunFilterSerializer, validated
-from evaluation.reports import run_completeness, run_get
+from evaluation.reports.completeness import run_completeness
 from evaluation.models import EvaluationSettings
-from evaluation.selectors import evaluation_settings
+from evaluation.selectors import evaluation_settings, run_get
 from goldenset.models import GoldenSet
 from lib.ids import natural_key
 

@@ -11,7 +11,7 @@ from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.serializers import RunFilterSerializer, RunOutputSerializer, validated
 from evaluation.models import Run
-from evaluation.reports import run_get
+from evaluation.selectors import run_get
 from evaluation.services import run_import
 from lib.errors import GoldsetError
 from lib.uploads import text_lines

@@ -14,8 +14,8 @@ from django.db.models import Count, Max, Min, Q, QuerySet
 
 from lib.charts import LineChart, Series, color, line_chart
 from evaluation.models import Completeness, Run
-from evaluation.reports import RunCompleteness, slice_label, run_completeness
-from evaluation.selectors import evaluation_settings
+from evaluation.reports.completeness import RunCompleteness, run_completeness
+from evaluation.selectors import evaluation_settings, slice_label
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.selectors import label_of
 from lib.ids import natural_key

@@ -34,7 +34,7 @@ import numpy as np
 from django.db.models import Exists, F, OuterRef
 
 from lib import charts
-from evaluation.alerts import EPSILON, slice_metric
+from evaluation.alerts.rules import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings, version_scoring_inputs

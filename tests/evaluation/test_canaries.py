@@ -1,20 +1,20 @@
 """Canary pages: adding them, the alert a run that misses one raises, and the coverage page's figure.
 
-The set is tests/evaluation/test_alerts.py's: 20 queries, qN's one relevant page dN,
+The set is tests/evaluation/alerts/test_alerts.py's: 20 queries, qN's one relevant page dN,
 k_first = 3, so a canary at rank 4 or lower is missed.
 """
 
 import pytest
 from django.urls import reverse
 
-from evaluation.alerts import alerts_check
+from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canary_add, canary_checks
 from evaluation.models import Alert, Canary
 from goldenset.models import Page, Query
 from goldenset.services import query_retire, version_publish
 from lib.errors import GoldsetError
 from tests import factories
-from tests.evaluation.test_alerts import evaluate, make_set, upload
+from tests.evaluation.alerts.test_alerts import evaluate, make_set, upload
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 from evaluation.models import Completeness, Score
-from evaluation.reports import run_completeness
+from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings
-from evaluation.tasks import golden_set_evaluate_now
+from evaluation.services import golden_set_evaluate_now
 from goldenset.models import GoldenSet
 from goldenset.selectors import version_get
 

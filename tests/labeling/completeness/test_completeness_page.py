@@ -3,7 +3,7 @@ leave-one-run-out, the sample estimate and the found-against-judged chart; and t
 manager's forms that build or extend a pool and draw a sample.
 
 Two systems answer four queries (k_final = 2, k_first = 4), as in
-tests/evaluation/test_completeness_pages.py: "judged" puts only labelled pages in its top 2,
+tests/evaluation/reports/test_completeness_pages.py: "judged" puts only labelled pages in its top 2,
 "thin run" one unlabelled page (u) in each. Pooling both at depth 2 makes the four u pages
 tasks; below it, the w pages "thin run" ranks 4th are unjudged and not tasks: a sample's
 population.

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from evaluation.alerts import alerts_for
+from evaluation.alerts.selectors import alerts_for
 from evaluation.forms import EvaluationSettingsForm
 from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import evaluation_settings_update

@@ -5,14 +5,15 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 
-from evaluation.alerts import alerts_check, alerts_latest
+from evaluation.alerts.rules import alerts_check
+from evaluation.alerts.selectors import alerts_latest
 from evaluation.models import Alert, EvaluationSettings
 from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from lib.errors import GoldsetError
-from tests.evaluation.test_alerts import evaluate, make_set, upload
+from tests.evaluation.alerts.test_alerts import evaluate, make_set, upload
 
 pytestmark = pytest.mark.django_db
 

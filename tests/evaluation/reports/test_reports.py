@@ -6,13 +6,10 @@ import pytest
 
 from lib import charts
 from evaluation.models import Score
-from evaluation.reports import (
-    RerankCost,
-    compare_report,
-    funnel_diagnosis,
-    paired_p_value,
-    scoring_progress,
-)
+from evaluation.reports.calculator import RerankCost
+from evaluation.reports.compare import compare_report, paired_p_value
+from evaluation.reports.results import scoring_progress
+from evaluation.reports.targets import funnel_diagnosis
 from evaluation.services import evaluation_compute, evaluations_schedule, recall_curve_cutoffs, run_import
 from goldenset.services import version_publish
 from tests import factories

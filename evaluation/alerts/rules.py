@@ -1,4 +1,6 @@
-"""Alerts: the rules checked after every evaluation, their delivery, and the reads the pages need.
+"""The alert rules checked after every evaluation, and alerts_check, which stores an Alert
+for each threshold crossed and sends alert_raised, whose receiver enqueues its delivery
+(evaluation.alerts.delivery) on commit.
 
 The rules follow the seed's "Operating it" list, with thresholds from the golden set's
 EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
@@ -26,45 +28,21 @@ k_first and k_final are the version's. Every rule compares two finished evaluati
 is checked from whichever of the two finishes last, so the order in which a publish's
 fan-out completes changes nothing. A threshold is crossed only when strictly exceeded:
 a drop of exactly 3.0 points, or a slice at exactly 0.75, raises nothing.
-
-Delivery: a new alert enqueues alert_deliver_task on commit. It e-mails the settings'
-addresses and the set's managers, and POSTs the alert as JSON to the webhook when one is
-set; what failed for a reason that may pass is retried with backoff, up to 5 times. What
-was delivered is recorded on the alert and never sent again; a worker that dies between
-sending and recording may send once more, so the webhook payload carries the alert's id.
 """
 
-import json
-import logging
-import smtplib
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from http.client import HTTPException
 
-from celery import shared_task
-from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import ExpressionWrapper, F, FloatField, Q, QuerySet
-from django.urls import reverse
-from django.utils import timezone
+from django.db.models import Q
 
 from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings
-from goldenset.models import GoldenSet, Membership, Version
-
-logger = logging.getLogger(__name__)
+from evaluation.signals import alert_raised
+from goldenset.models import Version
 
 # Float noise: 0.8 - 0.7 is 0.10000000000000009, which must not count as over 10 points.
 EPSILON = 1e-9
-
-WEBHOOK_TIMEOUT_SECONDS = 10
-DELIVERY_MAX_RETRIES = 5
-# Answers worth trying again: the receiver is down, overloaded or asks us to slow down.
-# Any other 3xx or 4xx means the URL or the receiver is wrong, and retrying cannot help.
-_TRANSIENT_STATUSES = {408, 425, 429}
 
 
 def _points(fraction: float) -> float:
@@ -256,8 +234,8 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
 def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     """Store an alert for every threshold `evaluation` crosses, alone or beside its partners.
 
-    Returns the alerts this call created, and enqueues the delivery of each once the
-    transaction commits. Idempotent: a crossing already stored (the same run, version,
+    Returns the alerts this call created, and sends alert_raised for each, so that its
+    delivery is enqueued once the transaction commits (evaluation.receivers). Idempotent: a crossing already stored (the same run, version,
     kind, metric and slice) is neither stored nor delivered again, so a redelivered task
     returns []. An evaluation that is not done raises nothing.
     """
@@ -284,187 +262,5 @@ def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
             )
             if is_new:
                 created.append(alert)
-                alert_deliver_task.delay_on_commit(alert.id)
+                alert_raised.send(sender=Alert, alert_id=alert.id)
     return created
-
-
-# --- delivery ----------------------------------------------------------------------------
-
-
-def alert_recipients(golden_set: GoldenSet, settings: EvaluationSettings) -> list[str]:
-    """The settings' addresses, then the set's active managers who have one; each once."""
-    managers = (
-        get_user_model().objects.filter(
-            memberships__golden_set=golden_set, memberships__role=Membership.Role.MANAGER, is_active=True
-        )
-        .exclude(email="")
-        .order_by("email")
-        .values_list("email", flat=True)
-    )
-    recipients: dict[str, str] = {}
-    for address in [*settings.alert_emails, *managers]:
-        recipients.setdefault(address.lower(), address)
-    return list(recipients.values())
-
-
-def alert_payload(alert: Alert) -> dict:
-    """The alert as the webhook receives it. `value` and `reference` are fractions; `id` lets a
-    receiver drop a repeat (a delivery cut off after the POST but before it was recorded)."""
-    return {
-        "id": alert.id,
-        "kind": alert.kind,
-        "metric": alert.metric,
-        "slice": alert.slice,
-        "value": alert.value,
-        "reference": alert.reference,
-        "message": alert.message,
-        "golden_set": alert.golden_set.slug,
-        "version": {"number": alert.version.number, "content_hash": alert.version.content_hash},
-        "run": {"name": alert.run.name, "system": alert.run.system, "stage": alert.run.stage},
-        "created_at": alert.created_at.isoformat(),
-    }
-
-
-def alert_email_send(*, alert: Alert, settings: EvaluationSettings) -> bool:
-    """E-mail the alert (Django's mail settings) unless it was already; record `emailed_at`.
-
-    Returns True when the alert has been e-mailed (now or before), False when nobody is
-    there to receive it. SMTP errors propagate, for the task to retry.
-    """
-    if alert.emailed_at is not None:
-        return True
-    recipients = alert_recipients(alert.golden_set, settings)
-    if not recipients:
-        return False
-    version, run = alert.version, alert.run
-    subject = f"[Goldset] {alert.golden_set.slug} v{version.number}, run {run.name}: {alert.get_kind_display()}"
-    subject = " ".join(subject.split())  # a line break in a run name would make send_mail refuse the header
-    lines = [
-        alert.message,
-        "",
-        f"Golden set: {alert.golden_set.name} ({alert.golden_set.slug})",
-        f"Version:    v{version.number} ({version.content_hash})",
-        f"Run:        {run.name} (system {run.system}, stage {run.stage})",
-        f"Metric:     {alert.metric}{' in slice ' + alert.slice if alert.slice else ''}",
-        f"Value:      {alert.value:.3f}" + (f" (compared with {alert.reference:.3f})" if alert.reference is not None else ""),
-        "",
-        f"Every alert of the set: {reverse('alerts', kwargs={'slug': alert.golden_set.slug})}",
-    ]
-    send_mail(subject, "\n".join(lines), None, recipients)
-    alert.emailed_at = timezone.now()
-    alert.save(update_fields=["emailed_at"])
-    return True
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """urllib would follow a 301/302 by turning the POST into a GET without the body and
-    report success; a webhook that moved must be answered with an error instead."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-class WebhookOutcome:
-    DELIVERED = "delivered"  # now or before
-    RETRY = "retry"  # a failure that may pass: network error, timeout, 5xx, 408, 425, 429
-    REFUSED = "refused"  # any other 3xx or 4xx: the URL or the receiver is wrong, retrying cannot help
-
-
-def alert_webhook_post(*, alert: Alert, url: str) -> str:
-    """POST the alert as JSON to `url` unless it was delivered already, and record the attempt
-    (webhook_attempts, webhook_error, webhook_delivered_at). Returns a WebhookOutcome."""
-    if alert.webhook_delivered_at is not None:
-        return WebhookOutcome.DELIVERED
-    body = json.dumps(alert_payload(alert)).encode()
-    alert.webhook_attempts += 1
-    outcome = WebhookOutcome.REFUSED
-    try:
-        # Checked again here because the admin's URLField also takes ftp://, which urllib would open.
-        if not url.lower().startswith(("http://", "https://")):
-            raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        request = urllib.request.Request(
-            url, data=body, method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": "Goldset-alerts", "X-Goldset-Alert-Id": str(alert.id)},
-        )
-        # The opener honours the proxy variables of the environment, like any HTTP client there.
-        opener = urllib.request.build_opener(_NoRedirects)
-        with opener.open(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
-            response.read(1024)
-        alert.webhook_delivered_at = timezone.now()
-        alert.webhook_error = ""
-        outcome = WebhookOutcome.DELIVERED
-    except urllib.error.HTTPError as exc:
-        # Only the status goes into the record: the body of an arbitrary URL is not ours to show.
-        alert.webhook_error = f"HTTP {exc.code} {exc.reason}"
-        if exc.code >= 500 or exc.code in _TRANSIENT_STATUSES:
-            outcome = WebhookOutcome.RETRY
-    except (urllib.error.URLError, HTTPException, OSError) as exc:  # refused, DNS, TLS, timeout
-        alert.webhook_error = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-        outcome = WebhookOutcome.RETRY
-    except ValueError as exc:
-        alert.webhook_error = str(exc)
-    alert.save(update_fields=["webhook_attempts", "webhook_delivered_at", "webhook_error"])
-    return outcome
-
-
-def delivery_backoff_seconds(retries: int) -> int:
-    """Seconds before retry number `retries` + 1: 1, 2, 4, 8 then 16 minutes."""
-    return 60 * 2**retries
-
-
-@shared_task(bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES)
-def alert_deliver_task(self, alert_id: int) -> str:
-    """E-mail the alert and POST it to the set's webhook, retrying what failed with backoff.
-
-    Idempotent: what was delivered (emailed_at, webhook_delivered_at) is not sent again.
-    """
-    alert = Alert.objects.select_related("golden_set", "version", "run").filter(pk=alert_id).first()
-    if alert is None:
-        return "gone"
-    settings = evaluation_settings(alert.golden_set)
-    failed, refused = [], ""
-    try:
-        alert_email_send(alert=alert, settings=settings)
-    except (smtplib.SMTPException, OSError) as exc:
-        logger.warning("alert %s: e-mail failed: %s", alert_id, exc)
-        failed.append("e-mail")
-    if settings.webhook_url:
-        outcome = alert_webhook_post(alert=alert, url=settings.webhook_url)
-        if outcome == WebhookOutcome.RETRY:
-            logger.warning("alert %s: webhook attempt %d failed: %s", alert_id, alert.webhook_attempts, alert.webhook_error)
-            failed.append("webhook")
-        elif outcome == WebhookOutcome.REFUSED:
-            logger.error("alert %s: webhook refused, not retried: %s", alert_id, alert.webhook_error)
-            refused = f"; webhook refused: {alert.webhook_error}"
-    if not failed:
-        return "delivered" + refused
-    if self.request.retries >= self.max_retries:
-        logger.error("alert %s: gave up on %s after %d retries", alert_id, " and ".join(failed), self.request.retries)
-        return f"gave up: {', '.join(failed)}"
-    countdown = delivery_backoff_seconds(self.request.retries)
-    if self.request.is_eager:
-        # In-process (the embedded default, and tests) nothing could run a retry later, and a
-        # raised Retry would propagate into the request that published. Returned, Celery's
-        # apply() runs the retry at once instead.
-        return self.retry(countdown=countdown, throw=False)
-    raise self.retry(countdown=countdown)
-
-
-# --- reads for the pages ------------------------------------------------------------------
-
-
-def alerts_for(golden_set: GoldenSet) -> QuerySet[Alert]:
-    """The set's alerts, newest first, with version and run, and `delta_points`:
-    (value - reference) in points, None when there is no reference."""
-    return (
-        Alert.objects.filter(golden_set=golden_set)
-        .select_related("version", "run")
-        .annotate(delta_points=ExpressionWrapper((F("value") - F("reference")) * 100, output_field=FloatField()))
-        .order_by("-created_at", "-id")
-    )
-
-
-def alerts_latest(golden_set: GoldenSet, limit: int = 5) -> list[Alert]:
-    """The `limit` newest alerts of the set, as `alerts_for` gives them: the context of
-    templates/evaluation/_alerts_summary.html."""
-    return list(alerts_for(golden_set)[:limit])

@@ -20,11 +20,12 @@ from types import SimpleNamespace
 import pytest
 from django.core import mail
 
-from evaluation.alerts import alert_deliver_task, alert_payload, alerts_check, delivery_backoff_seconds
+from evaluation.alerts.delivery import alert_payload, delivery_backoff_seconds
+from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
 from evaluation.services import evaluation_compute, evaluation_fail, run_import
 from evaluation.settings_service import evaluation_settings_update
-from evaluation.tasks import evaluate_run_task
+from evaluation.tasks import alert_deliver_task, evaluate_run_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
 from tests import factories
@@ -453,7 +454,7 @@ def test_a_worker_registers_the_delivery_task_at_start_even_without_system_check
         "print('evaluation.alerts.alert_deliver_task' in app.tasks)\n"
     )
     found = subprocess.run(
-        [sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=120,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "CELERY_SKIP_CHECKS": "1"},
     )
     assert found.stdout.strip().splitlines()[-1:] == ["True"], found.stderr

@@ -1,0 +1,147 @@
+"""Delivery of an alert: e-mail to the settings' addresses and the set's managers, and a JSON
+POST to the set's webhook when one is set. alert_deliver_task (evaluation.tasks) runs both
+once the alert's transaction commits, and retries what failed for a reason that may pass
+with backoff, up to 5 times. What was delivered is recorded on the alert and never sent
+again; a worker that dies between sending and recording may send once more, so the webhook
+payload carries the alert's id.
+"""
+
+import json
+import urllib.error
+import urllib.request
+from http.client import HTTPException
+
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.urls import reverse
+from django.utils import timezone
+
+from evaluation.models import Alert, EvaluationSettings
+from goldenset.models import GoldenSet, Membership
+
+WEBHOOK_TIMEOUT_SECONDS = 10
+DELIVERY_MAX_RETRIES = 5
+# Answers worth trying again: the receiver is down, overloaded or asks us to slow down.
+# Any other 3xx or 4xx means the URL or the receiver is wrong, and retrying cannot help.
+_TRANSIENT_STATUSES = {408, 425, 429}
+
+
+def alert_recipients(golden_set: GoldenSet, settings: EvaluationSettings) -> list[str]:
+    """The settings' addresses, then the set's active managers who have one; each once."""
+    managers = (
+        get_user_model().objects.filter(
+            memberships__golden_set=golden_set, memberships__role=Membership.Role.MANAGER, is_active=True
+        )
+        .exclude(email="")
+        .order_by("email")
+        .values_list("email", flat=True)
+    )
+    recipients: dict[str, str] = {}
+    for address in [*settings.alert_emails, *managers]:
+        recipients.setdefault(address.lower(), address)
+    return list(recipients.values())
+
+
+def alert_payload(alert: Alert) -> dict:
+    """The alert as the webhook receives it. `value` and `reference` are fractions; `id` lets a
+    receiver drop a repeat (a delivery cut off after the POST but before it was recorded)."""
+    return {
+        "id": alert.id,
+        "kind": alert.kind,
+        "metric": alert.metric,
+        "slice": alert.slice,
+        "value": alert.value,
+        "reference": alert.reference,
+        "message": alert.message,
+        "golden_set": alert.golden_set.slug,
+        "version": {"number": alert.version.number, "content_hash": alert.version.content_hash},
+        "run": {"name": alert.run.name, "system": alert.run.system, "stage": alert.run.stage},
+        "created_at": alert.created_at.isoformat(),
+    }
+
+
+def alert_email_send(*, alert: Alert, settings: EvaluationSettings) -> bool:
+    """E-mail the alert (Django's mail settings) unless it was already; record `emailed_at`.
+
+    Returns True when the alert has been e-mailed (now or before), False when nobody is
+    there to receive it. SMTP errors propagate, for the task to retry.
+    """
+    if alert.emailed_at is not None:
+        return True
+    recipients = alert_recipients(alert.golden_set, settings)
+    if not recipients:
+        return False
+    version, run = alert.version, alert.run
+    subject = f"[Goldset] {alert.golden_set.slug} v{version.number}, run {run.name}: {alert.get_kind_display()}"
+    subject = " ".join(subject.split())  # a line break in a run name would make send_mail refuse the header
+    lines = [
+        alert.message,
+        "",
+        f"Golden set: {alert.golden_set.name} ({alert.golden_set.slug})",
+        f"Version:    v{version.number} ({version.content_hash})",
+        f"Run:        {run.name} (system {run.system}, stage {run.stage})",
+        f"Metric:     {alert.metric}{' in slice ' + alert.slice if alert.slice else ''}",
+        f"Value:      {alert.value:.3f}" + (f" (compared with {alert.reference:.3f})" if alert.reference is not None else ""),
+        "",
+        f"Every alert of the set: {reverse('alerts', kwargs={'slug': alert.golden_set.slug})}",
+    ]
+    send_mail(subject, "\n".join(lines), None, recipients)
+    alert.emailed_at = timezone.now()
+    alert.save(update_fields=["emailed_at"])
+    return True
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib would follow a 301/302 by turning the POST into a GET without the body and
+    report success; a webhook that moved must be answered with an error instead."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+class WebhookOutcome:
+    DELIVERED = "delivered"  # now or before
+    RETRY = "retry"  # a failure that may pass: network error, timeout, 5xx, 408, 425, 429
+    REFUSED = "refused"  # any other 3xx or 4xx: the URL or the receiver is wrong, retrying cannot help
+
+
+def alert_webhook_post(*, alert: Alert, url: str) -> str:
+    """POST the alert as JSON to `url` unless it was delivered already, and record the attempt
+    (webhook_attempts, webhook_error, webhook_delivered_at). Returns a WebhookOutcome."""
+    if alert.webhook_delivered_at is not None:
+        return WebhookOutcome.DELIVERED
+    body = json.dumps(alert_payload(alert)).encode()
+    alert.webhook_attempts += 1
+    outcome = WebhookOutcome.REFUSED
+    try:
+        # Checked again here because the admin's URLField also takes ftp://, which urllib would open.
+        if not url.lower().startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        request = urllib.request.Request(
+            url, data=body, method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": "Goldset-alerts", "X-Goldset-Alert-Id": str(alert.id)},
+        )
+        # The opener honours the proxy variables of the environment, like any HTTP client there.
+        opener = urllib.request.build_opener(_NoRedirects)
+        with opener.open(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
+            response.read(1024)
+        alert.webhook_delivered_at = timezone.now()
+        alert.webhook_error = ""
+        outcome = WebhookOutcome.DELIVERED
+    except urllib.error.HTTPError as exc:
+        # Only the status goes into the record: the body of an arbitrary URL is not ours to show.
+        alert.webhook_error = f"HTTP {exc.code} {exc.reason}"
+        if exc.code >= 500 or exc.code in _TRANSIENT_STATUSES:
+            outcome = WebhookOutcome.RETRY
+    except (urllib.error.URLError, HTTPException, OSError) as exc:  # refused, DNS, TLS, timeout
+        alert.webhook_error = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+        outcome = WebhookOutcome.RETRY
+    except ValueError as exc:
+        alert.webhook_error = str(exc)
+    alert.save(update_fields=["webhook_attempts", "webhook_delivered_at", "webhook_error"])
+    return outcome
+
+
+def delivery_backoff_seconds(retries: int) -> int:
+    """Seconds before retry number `retries` + 1: 1, 2, 4, 8 then 16 minutes."""
+    return 60 * 2**retries

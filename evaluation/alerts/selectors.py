@@ -1,0 +1,24 @@
+"""Reads of the alert pages: a set's alerts, newest first, with how far each is from its
+reference."""
+
+from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
+
+from evaluation.models import Alert
+from goldenset.models import GoldenSet
+
+
+def alerts_for(golden_set: GoldenSet) -> QuerySet[Alert]:
+    """The set's alerts, newest first, with version and run, and `delta_points`:
+    (value - reference) in points, None when there is no reference."""
+    return (
+        Alert.objects.filter(golden_set=golden_set)
+        .select_related("version", "run")
+        .annotate(delta_points=ExpressionWrapper((F("value") - F("reference")) * 100, output_field=FloatField()))
+        .order_by("-created_at", "-id")
+    )
+
+
+def alerts_latest(golden_set: GoldenSet, limit: int = 5) -> list[Alert]:
+    """The `limit` newest alerts of the set, as `alerts_for` gives them: the context of
+    templates/evaluation/_alerts_summary.html."""
+    return list(alerts_for(golden_set)[:limit])

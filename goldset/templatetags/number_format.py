@@ -1,0 +1,37 @@
+"""Filters that print the figures of the result pages: fractions, differences in points
+(hundredths) and p-values. A figure that is not there (None) prints "–"."""
+
+from django import template
+
+register = template.Library()
+
+MISSING = "–"
+
+
+@register.filter
+def fraction(value: float | None) -> str:
+    """A fraction in [0, 1] with three decimals: 0.62 -> '0.620'."""
+    return MISSING if value is None else f"{value:.3f}"
+
+
+@register.filter
+def points(value: float | None) -> str:
+    """A difference already in points, with one decimal and no sign: '10.0'."""
+    return MISSING if value is None else f"{value:.1f}"
+
+
+@register.filter
+def signed_points(value: float | None) -> str:
+    """A difference already in points, signed: '+3.1', '-0.4', and '0.0' for none at all."""
+    if value is None:
+        return MISSING
+    text = f"{value:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text
+
+
+@register.filter
+def p_value(value: float | None) -> str:
+    """A p-value with three decimals, '< 0.001' under that."""
+    if value is None:
+        return MISSING
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
