@@ -19,6 +19,7 @@ from django.db import transaction
 from evaluation.metrics import MAX_K, default_metrics, parse_metrics
 from evaluation.models import EvaluationSettings
 from goldenset.models import GoldenSet
+from lib import outbound
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -134,6 +135,10 @@ def _webhook_url(golden_set: GoldenSet, value: Any) -> str:
             raise GoldsetError(f"{url!r} is not an http:// or https:// URL", field="webhook_url") from None
         if len(url) > EvaluationSettings._meta.get_field("webhook_url").max_length:
             raise GoldsetError("the webhook URL is too long", field="webhook_url")
+        # Where it leads is checked at each send (lib.outbound), where DNS answers then.
+        problem = outbound.url_problem(url)
+        if problem:
+            raise GoldsetError(problem, field="webhook_url")
     return url
 
 

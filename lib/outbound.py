@@ -32,7 +32,8 @@ METADATA_ADDRESSES = {ipaddress.ip_address("100.100.100.200"), ipaddress.ip_addr
 
 
 class OutboundRefused(Exception):
-    """The URL is not one Goldset sends to; `detail` says why, for logs and the form only."""
+    """The URL is not one Goldset sends to (sending again cannot help); `detail` says why,
+    for the logs only: the user is told UNREACHABLE, as for any other failure."""
 
     def __init__(self, detail: str):
         super().__init__(UNREACHABLE)
@@ -70,7 +71,8 @@ def _is_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
 
 
 def checked_address(url: str, allowed_networks: Sequence[str] = ()) -> tuple[str, int, str]:
-    """(host, port, address to connect to) for `url`, or OutboundRefused.
+    """(host, port, address to connect to) for `url`; OutboundRefused for a URL or address
+    not sent to, ConnectionError(UNREACHABLE) for a host that does not resolve.
 
     Every address the host resolves to must pass (a name that resolves to one public and
     one internal address is refused): connecting to the first one alone would let a DNS
@@ -87,8 +89,8 @@ def checked_address(url: str, allowed_networks: Sequence[str] = ()) -> tuple[str
     networks = [ipaddress.ip_network(network, strict=False) for network in allowed_networks]
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise OutboundRefused(f"{host} does not resolve: {exc}") from exc
+    except (socket.gaierror, UnicodeError) as exc:  # may pass (DNS down): not a refusal
+        raise ConnectionError(UNREACHABLE) from exc
     addresses = sorted({info[4][0].split("%")[0] for info in infos})
     for text in addresses:
         address = ipaddress.ip_address(text)

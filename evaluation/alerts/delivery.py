@@ -7,10 +7,9 @@ payload carries the alert's id.
 """
 
 import json
-import urllib.error
-import urllib.request
-from http.client import HTTPException
+import logging
 
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.urls import reverse
@@ -18,6 +17,9 @@ from django.utils import timezone
 
 from evaluation.models import Alert, EvaluationSettings
 from goldenset.models import GoldenSet, Membership
+from lib import outbound
+
+logger = logging.getLogger(__name__)
 
 WEBHOOK_TIMEOUT_SECONDS = 10
 DELIVERY_MAX_RETRIES = 5
@@ -91,14 +93,6 @@ def alert_email_send(*, alert: Alert, settings: EvaluationSettings) -> bool:
     return True
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """urllib would follow a 301/302 by turning the POST into a GET without the body and
-    report success; a webhook that moved must be answered with an error instead."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
 class WebhookOutcome:
     DELIVERED = "delivered"  # now or before
     RETRY = "retry"  # a failure that may pass: network error, timeout, 5xx, 408, 425, 429
@@ -113,31 +107,28 @@ def alert_webhook_post(*, alert: Alert, url: str) -> str:
     body = json.dumps(alert_payload(alert)).encode()
     alert.webhook_attempts += 1
     outcome = WebhookOutcome.REFUSED
+    headers = {"Content-Type": "application/json", "User-Agent": "Goldset-alerts", "X-Goldset-Alert-Id": str(alert.id)}
     try:
-        # Checked again here because the admin's URLField also takes ftp://, which urllib would open.
-        if not url.lower().startswith(("http://", "https://")):
-            raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        request = urllib.request.Request(
-            url, data=body, method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": "Goldset-alerts", "X-Goldset-Alert-Id": str(alert.id)},
-        )
-        # The opener honours the proxy variables of the environment, like any HTTP client there.
-        opener = urllib.request.build_opener(_NoRedirects)
-        with opener.open(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:
-            response.read(1024)
-        alert.webhook_delivered_at = timezone.now()
-        alert.webhook_error = ""
-        outcome = WebhookOutcome.DELIVERED
-    except urllib.error.HTTPError as exc:
-        # Only the status goes into the record: the body of an arbitrary URL is not ours to show.
-        alert.webhook_error = f"HTTP {exc.code} {exc.reason}"
-        if exc.code >= 500 or exc.code in _TRANSIENT_STATUSES:
-            outcome = WebhookOutcome.RETRY
-    except (urllib.error.URLError, HTTPException, OSError) as exc:  # refused, DNS, TLS, timeout
-        alert.webhook_error = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+        # Resolved, checked against internal and metadata addresses, and connected to as
+        # checked, at send time (lib.outbound); redirects are answered, never followed.
+        response = outbound.post(url, body, headers, timeout=WEBHOOK_TIMEOUT_SECONDS,
+                                 allowed_networks=django_settings.ALERT_WEBHOOK_ALLOWED_NETWORKS)
+    except outbound.OutboundRefused as exc:
+        logger.warning("alert %s: webhook %s refused: %s", alert.id, url, exc.detail)
+        alert.webhook_error = outbound.UNREACHABLE
+    except ConnectionError:  # no answer, refused, reset, timed out, TLS, DNS: may pass
+        alert.webhook_error = outbound.UNREACHABLE
         outcome = WebhookOutcome.RETRY
-    except ValueError as exc:
-        alert.webhook_error = str(exc)
+    else:
+        if 200 <= response.status < 300:
+            alert.webhook_delivered_at = timezone.now()
+            alert.webhook_error = ""
+            outcome = WebhookOutcome.DELIVERED
+        else:
+            # Only the status goes into the record: the body of an arbitrary URL is not ours to show.
+            alert.webhook_error = f"HTTP {response.status} {response.reason}"
+            if response.status >= 500 or response.status in _TRANSIENT_STATUSES:
+                outcome = WebhookOutcome.RETRY
     alert.save(update_fields=["webhook_attempts", "webhook_delivered_at", "webhook_error"])
     return outcome
 

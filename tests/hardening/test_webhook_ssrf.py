@@ -1,0 +1,62 @@
+"""Finding 8 of the hardening probe: a manager could point alert webhooks at 127.0.0.1:6379,
+[::1], 169.254.169.254 or metadata.google.internal; the worker connected to Redis, and the
+alerts page told closed ports from open ones.
+
+The receivers here are real servers on 127.0.0.1. With no network allowed (a deployment's
+default), the alert's POST never reaches them, and the record says what it says for any
+receiver that does not answer; with 127.0.0.0/8 allowed (the suite's setting, a deployment
+with its own internal receiver) the same alert is delivered."""
+
+import pytest
+from django.test import override_settings
+
+from evaluation.alerts.delivery import alert_webhook_post
+from evaluation.settings_service import evaluation_settings_update
+from evaluation.tasks import alert_deliver_task
+from lib.errors import GoldsetError
+from lib.outbound import UNREACHABLE
+from tests.evaluation.alerts.test_alerts import closed_port, golden_set, slice_alert, v1, webhook  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+@override_settings(ALERT_WEBHOOK_ALLOWED_NETWORKS=[])
+def test_a_webhook_on_an_internal_address_is_never_connected_to(golden_set, v1, webhook):  # noqa: F811
+    alert = slice_alert(golden_set, v1, webhook_url=webhook.url)
+    assert alert_deliver_task.delay(alert.id).get() == f"delivered; webhook refused: {UNREACHABLE}"
+    alert.refresh_from_db()
+    assert webhook.received == []
+    assert (alert.webhook_attempts, alert.webhook_error, alert.webhook_delivered_at) == (1, UNREACHABLE, None)
+
+
+@override_settings(ALERT_WEBHOOK_ALLOWED_NETWORKS=[])
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:6379/", "http://[::1]:6379/", "http://169.254.169.254/latest/meta-data/",
+    "http://metadata.google.internal/computeMetadata/v1/", "http://localhost:5432/",
+])
+def test_redis_the_metadata_service_and_loopback_are_refused_with_one_text(golden_set, v1, url):  # noqa: F811
+    alert = slice_alert(golden_set, v1, webhook_url=url)
+    alert_deliver_task.delay(alert.id).get()
+    alert.refresh_from_db()
+    assert alert.webhook_error == UNREACHABLE and alert.webhook_delivered_at is None
+
+
+def test_an_open_and_a_closed_port_read_the_same_on_the_record(golden_set, v1, webhook):  # noqa: F811
+    """The port-scanner test: an allowed receiver that is down reads like a refused one."""
+    alert = slice_alert(golden_set, v1)
+    alert_webhook_post(alert=alert, url=f"http://127.0.0.1:{closed_port()}/hook")
+    closed = alert.webhook_error
+    with override_settings(ALERT_WEBHOOK_ALLOWED_NETWORKS=[]):
+        alert_webhook_post(alert=alert, url=webhook.url)
+    assert closed == alert.webhook_error == UNREACHABLE and webhook.received == []
+
+
+def test_an_allowed_internal_receiver_gets_the_alert(golden_set, v1, webhook):  # noqa: F811
+    alert = slice_alert(golden_set, v1, webhook_url=webhook.url)
+    assert alert_deliver_task.delay(alert.id).get() == "delivered"
+    assert len(webhook.received) == 1
+
+
+def test_a_webhook_url_with_credentials_is_refused_when_saved(golden_set):  # noqa: F811
+    with pytest.raises(GoldsetError, match="may not carry a user name or password"):
+        evaluation_settings_update(golden_set=golden_set, user=None, webhook_url="http://user:secret@hooks.example.com/x")
