@@ -26,7 +26,7 @@ from goldenset.services import judgment_record
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
 from labeling.judging.services import queue_settings_of
 from labeling.pools.services import pool_build
-from tests.labeling.coverage.test_coverage import make_sliced_set, upload
+from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from goldenset.models import Page, Query
 from goldenset.services import query_retire, version_publish
 from lib.errors import GoldsetError
 from tests import factories
-from tests.evaluation.alerts.test_alerts import evaluate, make_set, upload
+from tests.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
 
 pytestmark = pytest.mark.django_db
 

@@ -23,49 +23,16 @@ from django.core import mail
 from evaluation.alerts.delivery import alert_payload, delivery_backoff_seconds
 from lib.outbound import UNREACHABLE
 from evaluation.alerts.rules import alerts_check
-from evaluation.models import Alert, Evaluation, Run
-from evaluation.services import evaluation_compute, evaluation_fail, run_import
+from evaluation.models import Alert
+from evaluation.services import evaluation_fail
 from evaluation.settings_service import evaluation_settings_update
 from evaluation.tasks import alert_deliver_task, evaluate_run_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
 from tests import factories
+from tests.factories import ALERTING_QUERIES as QUERIES, GERMAN, alerting_run as upload, alerting_set as make_set, score as evaluate
 
 pytestmark = pytest.mark.django_db
-
-QUERIES = [f"q{n}" for n in range(1, 21)]
-GERMAN = QUERIES[16:]
-
-
-def make_set(slug: str = "alerting", *, manager=None):
-    """20 queries (q17-q20 German), qN's one relevant page is dN; k_first 3, k_final 1."""
-    queries = factories.queries(*QUERIES[:16], lang="en") + factories.queries(*GERMAN, lang="de")
-    pages = factories.pages(*(f"d{n}" for n in range(1, 21)), "x1", "x2", "x3", "x4")
-    qrels = {(query_id, f"d{n}"): 1 for n, query_id in enumerate(QUERIES, 1)}
-    return factories.golden_set(
-        slug, manager=manager, qrels=qrels, queries=queries, pages=pages,
-        k_first=3, k_final=1, query_slice_fields=["lang"], page_slice_fields=[],
-    )
-
-
-def run_lines(ranks: dict[str, int] | None = None) -> list[str]:
-    """A TREC run answering every query: dN at rank 1, or at ranks[qN], among unjudged x pages."""
-    ranks = ranks or {}
-    lines = []
-    for n, query_id in enumerate(QUERIES, 1):
-        docs = ["x1", "x2", "x3", "x4"]
-        docs.insert(ranks.get(query_id, 1) - 1, f"d{n}")
-        lines += [f"{query_id} Q0 {doc} {rank} {10 - rank} t\n" for rank, doc in enumerate(docs, 1)]
-    return lines
-
-
-def upload(golden_set, name: str, *, system: str = "bm25", stage: str = "first_stage", ranks: dict | None = None) -> Run:
-    return run_import(golden_set=golden_set, lines=run_lines(ranks), source_name=f"{name}.run", system=system, stage=stage, name=name)
-
-
-def evaluate(run: Run, version) -> Evaluation:
-    return evaluation_compute(run=run, version=version)
-
 
 def kinds(alerts) -> list[tuple[str, str, str]]:
     return [(alert.kind, alert.metric, alert.slice) for alert in alerts]

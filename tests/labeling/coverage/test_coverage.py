@@ -9,19 +9,17 @@ figures the evaluation engine stored for the demo's latest version.
 """
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from django.utils import timezone
 
 from evaluation import selectors as evaluation_selectors
 from evaluation.canaries import canary_add
 from evaluation.models import Completeness, EvaluationSettings, Score
-from evaluation.services import evaluation_compute, run_import
+from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Judgment, Membership, Page, Query, Version, VersionLabel
 from goldenset.services import judgment_record, membership_grant, version_publish
@@ -31,47 +29,13 @@ from labeling.coverage.selectors import coverage_report
 from labeling.models import JudgingTask, Pool, PoolJob
 from labeling.pools.selectors import pool_pairs
 from labeling.pools.services import pool_build
-from lib.formats import JsonRecord
 from tests import factories
+from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["coverage"]
 ACTIONS = ["coverage_publish", "coverage_pool"]
-
-
-def make_sliced_set(slug: str = "sliced", *, queries: int = 30, langs: int = 3, doc_types: int = 3, manager=None):
-    """`queries` queries over `langs` languages, relevant pages over `doc_types` doc types,
-    every third relevant page new; published as v1, with one first-stage run scored on it."""
-    now = timezone.now()
-    pages, query_records, qrels = [], [], {}
-    for n in range(1, queries + 1):
-        new = n % 3 == 0
-        published = now - timedelta(days=5 if new else 400)
-        pages.append(JsonRecord(line=2 * n - 1, id=f"d{n}a", title=f"page {n}a", text=f"text {n}a",
-                                metadata={"doc_type": f"t{n % doc_types}", "published_at": published.isoformat()}))
-        pages.append(JsonRecord(line=2 * n, id=f"d{n}b", title=f"page {n}b", text=f"text {n}b",
-                                metadata={"doc_type": f"t{n % doc_types}", "published_at": (now - timedelta(days=400)).isoformat()}))
-        query_records.append(JsonRecord(line=n, id=f"q{n}", text=f"question {n}", metadata={"lang": f"l{n % langs}"}))
-        qrels[(f"q{n}", f"d{n}a")] = 2
-        qrels[(f"q{n}", f"d{n}b")] = 0
-    golden_set = factories.golden_set(
-        slug, manager=manager, qrels=qrels, pages=pages, queries=query_records, k_first=10, k_final=3,
-        query_slice_fields=["lang"], page_slice_fields=["doc_type"],
-    )
-    version = version_publish(golden_set=golden_set, note="first labels")
-    run = upload(golden_set, queries)
-    evaluation_compute(run=run, version=version)
-    return golden_set
-
-
-def upload(golden_set, queries: int, *, name: str = "bm25 first_stage", system: str = "bm25", stage: str = "first_stage"):
-    """Old relevant pages at rank 1, new ones not retrieved (rank 2 and 3: other pages)."""
-    lines = []
-    for n in range(1, queries + 1):
-        docs = [f"d{(n % queries) + 1}b", f"d{n}b"] if n % 3 == 0 else [f"d{n}a", f"d{n}b"]
-        lines += [f"q{n} Q0 {doc} {rank} {10 - rank} t\n" for rank, doc in enumerate(docs, 1)]
-    return run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=system, stage=stage, name=name)
 
 
 @pytest.fixture
