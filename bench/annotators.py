@@ -18,7 +18,7 @@ and generates, the same for the same seed:
 - --annotators users with the annotator role (membership_grant), QueueSettings at their
   defaults (10% overlap by 2 annotators, no gold checks);
 - --runs runs of --depth pages a query drawn from --candidates pages a query, and one pool
-  over them at --depth built by labeling.services.pool_build (depth order), so the queue is
+  over them at --depth built by labeling.pools.services.pool_build (depth order), so the queue is
   the real one: hundreds of thousands of pairs, whose windows are tasks, each judgment
   making the next pair of its query a task. --done-share closes that share of the pairs
   outside the queue beforehand (bench.data.pool_judged_earlier), for a pool part-way

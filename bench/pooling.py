@@ -9,7 +9,7 @@ qrels: relevant when graded 1 or more (-1 is the source paper, not relevant). Pr
 each strategy, how many judgments it took to find 50%, 80% and 90% of the relevant pages
 the pool holds; fewer is better. The oracle line is the best any order can do under the
 same turns: each query's relevant pages first.
-tests/labeling/test_pooling.py keeps the adaptive strategies at least as good as depth
+tests/labeling/pools/test_pooling.py keeps the adaptive strategies at least as good as depth
 on this replay.
 """
 

@@ -3,7 +3,7 @@
 A canary is a (query, page) pair a manager marks, typically the newest runbooks: an
 average over thousands of queries hides a page nobody can find, a canary does not. Each
 evaluation (evaluation_compute) stores where its run ranked every canary of its set whose
-query is in the version (Evaluation.canary_ranks); evaluation.alerts raises one
+query is in the version (Evaluation.canary_ranks); evaluation.alerts.rules raises one
 CANARY_MISSED alert per (run, version) with a miss, and the coverage page
 (labeling.coverage) shows each run's result, both from those stored ranks.
 

@@ -1,7 +1,7 @@
 """The Django admin for golden sets. Published versions and judgments are read-only here,
 as everywhere: the admin can look, never edit or delete.
 
-A golden set's page links to its slice coverage page (labeling.views_coverage) and to the
+A golden set's page links to its slice coverage page (labeling.coverage.views) and to the
 qrels export of its latest version; its action publishes a version through the same
 service as the pages (labeling/admin.py adds the one that pools flagged slices).
 """
