@@ -59,8 +59,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.data import doc_id_of  # noqa: E402  (needs the repository on sys.path)
 from bench.scratch import (  # noqa: E402
-    database_url_argument, django_setup, free_port, peak_memory, process_started, scratch_database, server_version,
-    version_labels_copy,
+    database_url_argument, django_setup, gunicorn_started, peak_memory, scratch_database, server_version, version_labels_copy,
 )
 
 TIME_TARGET = 2.0
@@ -124,30 +123,6 @@ def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
 
 
 # --- the server ------------------------------------------------------------------------------
-
-@contextmanager
-def gunicorn(database_url: str, log_path: Path):
-    """gunicorn with one sync worker on 127.0.0.1, in a process group of its own; yields
-    (base URL, worker pid) once it answers; stopped (TERM, then KILL) on the way out."""
-    port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DATABASE_URL": database_url, "DEBUG": "false"}
-    command = [
-        str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
-        "--workers", "1", "--worker-class", "sync", "--timeout", "600",
-    ]
-    base = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        try:
-            requests.get(base + "/api/schema/", timeout=120)  # the worker loads the app first
-            return True
-        except requests.ConnectionError:
-            return False
-
-    with process_started(command, env=env, log_path=log_path, ready=answers, what="gunicorn") as process:
-        [worker] = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
-        yield base, int(worker)
-
 
 # --- measuring -------------------------------------------------------------------------------
 
@@ -234,7 +209,7 @@ def measure(args: argparse.Namespace, work: Path) -> Result:
 
     log = work / "gunicorn.log"
     print("memory: a fresh server streams the small version ...", file=sys.stderr)
-    with gunicorn(args.database_url, log) as (base, worker):
+    with gunicorn_started(args.database_url, log) as (base, worker):
         requests.get(f"{base}/api/v1/golden-sets/", headers={"Authorization": f"Bearer {secret}"}, timeout=60).raise_for_status()
         result.memory["small: after the first request"] = peak_memory(worker)
         api_download(base, "bench-small", secret)
@@ -242,7 +217,7 @@ def measure(args: argparse.Namespace, work: Path) -> Result:
 
     print(f"time and memory: a fresh server streams the large version, {args.rounds} round(s) against COPY ...", file=sys.stderr)
     large = versions["bench-large"]
-    with gunicorn(args.database_url, log) as (base, worker):
+    with gunicorn_started(args.database_url, log) as (base, worker):
         requests.get(f"{base}/api/v1/golden-sets/", headers={"Authorization": f"Bearer {secret}"}, timeout=60).raise_for_status()
         result.memory["large: after the first request"] = peak_memory(worker)
         for number in range(1, args.rounds + 1):

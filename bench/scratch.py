@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import psycopg
+import requests
 from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
@@ -124,6 +125,31 @@ def process_started(
         yield process
     finally:
         stop_process_group(process)
+
+
+@contextmanager
+def gunicorn_started(database_url: str, log_path: Path, *, timeout: int = 600):
+    """gunicorn with one sync worker on 127.0.0.1 (DEBUG off, worker timeout `timeout` s),
+    in a process group of its own; yields (base URL, worker pid) once it answers; stopped
+    (TERM, then KILL) on the way out."""
+    port = free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DATABASE_URL": database_url, "DEBUG": "false"}
+    command = [
+        str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        "--workers", "1", "--worker-class", "sync", "--timeout", str(timeout),
+    ]
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            requests.get(base + "/api/schema/", timeout=120)  # the worker loads the app first
+            return True
+        except requests.ConnectionError:
+            return False
+
+    with process_started(command, env=env, log_path=log_path, ready=answers, what="gunicorn") as process:
+        [worker] = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        yield base, int(worker)
 
 
 def peak_memory(pid: int) -> int:

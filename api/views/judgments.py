@@ -18,6 +18,11 @@ from lib.formats import GRADE_RANGE
 from lib.ids import id_problem
 
 
+# Labels one request may carry. A request at the cap finishes well inside the deployment's
+# 120 s worker timeout (bench/api_import.py), so an accepted import is never cut off after
+# its commit and answered 500 (hardening finding 5); more labels go in several requests.
+MAX_LABELS_PER_REQUEST = 200_000
+
 # "labels:3" in a problem of the import: line 3 of the TREC lines made from the items.
 ITEM_LINE = re.compile(r"^labels:(\d+)")
 
@@ -60,7 +65,10 @@ class JudgmentImportApi(APIView):
 
     @extend_schema_serializer(component_name="JudgmentImportInput")
     class InputSerializer(serializers.Serializer):
-        labels = serializers.ListField(child=JudgmentLabelSerializer(), min_length=1, max_length=2_000_000)
+        labels = serializers.ListField(
+            child=JudgmentLabelSerializer(), min_length=1, max_length=MAX_LABELS_PER_REQUEST,
+            error_messages={"max_length": f"send at most {MAX_LABELS_PER_REQUEST:,} labels a request; split the rest into more requests"},
+        )
         create_missing = serializers.BooleanField(required=False, default=False)
 
     class TextParamsSerializer(serializers.Serializer):
@@ -92,6 +100,12 @@ class JudgmentImportApi(APIView):
             # without a line all the same, refused by the import as such (422).
             text = request.data if isinstance(request.data, str) else ""
             lines, source, create_missing = text.splitlines(keepends=True), "qrels", params["create_missing"]
+            count = sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
+            if count > MAX_LABELS_PER_REQUEST:
+                raise GoldsetError(
+                    f"the body holds {count:,} qrels lines; send at most {MAX_LABELS_PER_REQUEST:,} a request "
+                    f"and split the rest into more requests"
+                )
         else:
             body = validated(JudgmentImportApi.InputSerializer, request.data)
             problems = _id_problems(body["labels"])
