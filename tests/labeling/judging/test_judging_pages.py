@@ -25,11 +25,6 @@ def pool():
 
 
 @pytest.fixture
-def golden_set(pool):
-    return pool.golden_set
-
-
-@pytest.fixture
 def ann(golden_set, make_user, client):
     user = annotator_of(golden_set, make_user, "ann")
     client.force_login(user)

@@ -21,16 +21,6 @@ JUDGING_URLS = [
 
 
 @pytest.fixture
-def pool():
-    return pooled_set()
-
-
-@pytest.fixture
-def golden_set(pool):
-    return pool.golden_set
-
-
-@pytest.fixture
 def task(pool):
     return JudgingTask.objects.filter(pool=pool).order_by("position").first()
 

@@ -23,16 +23,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def pool():
-    return pooled_set()
-
-
-@pytest.fixture
-def golden_set(pool):
-    return pool.golden_set
-
-
-@pytest.fixture
 def ann(golden_set, make_user):
     return annotator_of(golden_set, make_user, "ann")
 

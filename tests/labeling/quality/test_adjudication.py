@@ -4,27 +4,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from goldenset.models import Judgment, Membership, Page, Query, VersionLabel
+from goldenset.models import Judgment, Page, Query, VersionLabel
 from goldenset.selectors import label_resolve, pair_label, resolved_labels
-from goldenset.services import judgment_record, membership_grant, version_publish
+from goldenset.services import judgment_record, version_publish
 from labeling.quality.selectors import disagreements, is_disagreement, pair_review
 from labeling.quality.services import pair_adjudicate
 from lib.errors import GoldsetError
-from tests import factories
-
-
-@pytest.fixture
-def people(make_user):
-    return {name: make_user(name) for name in ("ann", "bob", "cid", "judge", "boss")}
-
-
-@pytest.fixture
-def golden_set(people):
-    golden_set = factories.golden_set(manager=people["boss"])
-    for name in ("ann", "bob", "cid"):
-        membership_grant(user=people[name], golden_set=golden_set, role=Membership.Role.ANNOTATOR)
-    membership_grant(user=people["judge"], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
-    return golden_set
 
 
 def pair(golden_set, query_id: str, doc_id: str) -> tuple[Query, Page]:

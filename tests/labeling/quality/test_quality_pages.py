@@ -19,20 +19,6 @@ from tests import factories
 MOMENT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def people(make_user):
-    return {name: make_user(name) for name in ("ann", "bob", "cid", "judge", "boss")}
-
-
-@pytest.fixture
-def golden_set(people):
-    golden_set = factories.golden_set(manager=people["boss"])
-    for name in ("ann", "bob", "cid"):
-        membership_grant(user=people[name], golden_set=golden_set, role=Membership.Role.ANNOTATOR)
-    membership_grant(user=people["judge"], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
-    return golden_set
-
-
 def judge(golden_set, who, query_id, doc_id, grade, *, note="", seconds=20.0, at=None):
     query = Query.objects.select_related("golden_set").get(golden_set=golden_set, query_id=query_id)
     page = Page.objects.get(corpus=golden_set.corpus, doc_id=doc_id)
