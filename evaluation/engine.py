@@ -25,6 +25,7 @@ Semantics (DESIGN.md, "Semantics that must hold everywhere"):
   page in the slice is left out like any query with none.
 """
 
+import functools
 import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -33,21 +34,27 @@ from functools import cached_property
 import numpy as np
 from numba import njit
 from numba.typed import List as TypedList
-from ranx.metrics import average_precision, hit_rate, ndcg, precision, recall, reciprocal_rank
 
 from evaluation.metrics import Metric, parse_metric
 from lib.runs import RankedRun
 
-# Each takes (qrels typed list, run typed list, k, rel_lvl) and returns float64 per query;
-# k = 0 means the whole ranking.
-_KERNELS = {
-    "recall": recall,
-    "precision": precision,
-    "hit_rate": hit_rate,
-    "mrr": reciprocal_rank,
-    "map": average_precision,
-    "ndcg": ndcg,
-}
+
+@functools.cache
+def _kernels() -> dict:
+    """ranx's metric kernels, by metric family. Each takes (qrels typed list, run typed list,
+    k, rel_lvl) and returns float64 per query; k = 0 means the whole ranking.
+
+    Imported when a score is first computed, not when the app loads: the ranx package
+    brings scipy, pandas and matplotlib with it, some 150 MB that a web worker serving
+    pages from stored scores never needs (a worker warms them at start, evaluation.warmup).
+    """
+    from ranx.metrics import average_precision, hit_rate, ndcg, precision, recall, reciprocal_rank
+
+    return {
+        "recall": recall, "precision": precision, "hit_rate": hit_rate, "mrr": reciprocal_rank,
+        "map": average_precision, "ndcg": ndcg,
+    }
+
 # The kernels are numba parallel=True functions. Numba's default threading layer
 # (workqueue) aborts the whole process, not just the call, when two Python threads enter
 # one at the same time: threaded web servers and in-process tasks must take turns.
@@ -236,7 +243,7 @@ def evaluate_run(
         with _KERNEL_LOCK:
             for name, metric in chosen.items():
                 rel_lvl = relevance_threshold if metric.binary else 1
-                values[name][computed] = _KERNELS[metric.family](qrels_list, run_list, metric.k or 0, rel_lvl)
+                values[name][computed] = _kernels()[metric.family](qrels_list, run_list, metric.k or 0, rel_lvl)
 
     return Evaluation(
         metrics=tuple(chosen.values()),

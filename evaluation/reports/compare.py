@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from ranx.statistical_tests import paired_student_t_test
 
 from evaluation import engine
 from evaluation.models import Evaluation, Run, Score
@@ -44,6 +43,8 @@ def paired_p_value(a: np.ndarray, b: np.ndarray) -> float | None:
     with warnings.catch_warnings():
         # scipy warns of precision loss on nearly identical inputs; the p-value is still right.
         warnings.simplefilter("ignore", RuntimeWarning)
+        from ranx.statistical_tests import paired_student_t_test  # heavy: see evaluation.engine._kernels
+
         p_value, _ = paired_student_t_test(a, b, SIGNIFICANCE_LEVEL)
     p_value = float(p_value)
     return None if math.isnan(p_value) else p_value
