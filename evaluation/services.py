@@ -5,6 +5,7 @@ from collections.abc import Iterable
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from evaluation import completeness, engine
@@ -74,18 +75,51 @@ def evaluations_schedule(*, version: Version) -> list[Evaluation]:
     return evaluations
 
 
-def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None) -> Evaluation:
+def evaluations_missing_create() -> int:
+    """A pending evaluation for every (run, version) pair that publishing and uploading
+    schedule and that has no row yet, in every golden set; returns how many were made.
+
+    A publish scores every run of the set against the new version, an upload scores the
+    run against the latest version: so a run is scored against every version from the one
+    that was latest when it was uploaded on. A pair is missing when the task that should
+    have made it was never sent (a broker outage) or was lost, whichever version it is:
+    a version superseded before anyone noticed still gets its scores.
+    """
+    # Each run paired with each version of its set, but not with a version that had been
+    # superseded (a later one published) before the run was uploaded.
+    # One join to the versions, named once: a second mention of the path would join again.
+    pairs = Run.objects.annotate(version_id=F("golden_set__versions__id"), version_number=F("golden_set__versions__number"))
+    superseded_before_upload = Version.objects.filter(
+        golden_set=OuterRef("golden_set"), number__gt=OuterRef("version_number"), created_at__lte=OuterRef("created_at"),
+    )
+    scored = Evaluation.objects.filter(run=OuterRef("pk"), version=OuterRef("version_id"))
+    pairs = (
+        pairs.filter(version_id__isnull=False).filter(~Exists(superseded_before_upload), ~Exists(scored))
+        .order_by().values_list("pk", "version_id")
+    )
+    missing = [Evaluation(run_id=run_id, version_id=version_id) for run_id, version_id in pairs]
+    # A publish or upload task making the same row meanwhile wins; this one is skipped.
+    Evaluation.objects.bulk_create(missing, ignore_conflicts=True)
+    return len(missing)
+
+
+def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None, worker: str = "") -> Evaluation:
     """Score `run` against `version`, overall and per slice, with its completeness
-    figures (evaluation.completeness), and store the results.
+    figures (evaluation.completeness), and store the results. `worker` is the node name
+    of the Celery worker computing it ("" in-process), recorded while it runs so that the
+    sweeper can tell when that worker is gone.
 
     Idempotent: the (run, version) row is upserted and its scores and completeness rows
-    replaced in one transaction, so a task that is redelivered after a worker died leaves
-    every figure there exactly once. Returns the evaluation, status done.
+    replaced in one transaction, so a task that is redelivered after a worker died, or
+    sent again by the sweeper while the first copy still runs, leaves every figure there
+    exactly once. Returns the evaluation, status done.
     """
     if run.golden_set_id != version.golden_set_id:
         raise GoldsetError(f"run {run.name!r} and version {version} belong to different golden sets")
     evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
-    Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.RUNNING, started_at=timezone.now(), error="")
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        status=Evaluation.Status.RUNNING, started_at=timezone.now(), worker=worker, error="",
+    )
 
     metrics = metrics_for(version.golden_set, version)
     ranked = ranked or run_ranked(run)

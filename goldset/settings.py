@@ -210,11 +210,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_BROKER_
 # sessions) that share one Redis keep apart by naming their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # The sweepers re-enqueue evaluations, and pool jobs, a lost message or a dead worker
-# left undone.
+# left undone. The evaluation sweeper runs often (a pass is two queries and a ping of the
+# workers) because it is what brings back an evaluation whose worker died: within one
+# interval, against the hour of CELERY_BROKER_VISIBILITY_TIMEOUT.
 CELERY_BEAT_SCHEDULE = {
     "sweep-missing-evaluations": {
         "task": "evaluation.tasks.sweep_missing_evaluations_task",
-        "schedule": env_int("EVALUATION_SWEEP_SECONDS", 300),
+        "schedule": env_int("EVALUATION_SWEEP_SECONDS", 30),
     },
     "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": 300},
 }

@@ -132,8 +132,30 @@ class WorkerPool:
         needs it, without the seconds a start costs (most of them importing ranx).
         """
         name = f"{self.queue}-{len(self.workers) + 1}"
+        command = [
+            str(CELERY), "-A", "goldset", "worker", "--pool", "prefork", "--concurrency", "1",
+            "-Q", f"{self.queue}-standby" if standby else self.queue, "--loglevel", "INFO", "--hostname", f"{name}@%h",
+            # Mingle and gossip talk to the other workers on the broker; these test workers
+            # have nothing to learn from them, and mingle alone costs a second a start.
+            "--without-mingle", "--without-gossip",
+        ]
+        worker = self._spawn(name, command, env)
+        if wait:
+            worker.wait_ready()
+        return worker
+
+    def start_beat(self, *, env: dict[str, str] | None = None) -> Worker:
+        """Start `celery beat` as a deployment runs it, sending its schedule (the sweepers,
+        every EVALUATION_SWEEP_SECONDS unless `env` says otherwise) to this pool's queue.
+        It is killed with the workers."""
+        name = f"{self.queue}-beat"
+        schedule = self.log_dir / f"{name}-schedule"
+        command = [str(CELERY), "-A", "goldset", "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
+        return self._spawn(name, command, env)
+
+    def _spawn(self, name: str, command: list[str], env: dict[str, str] | None) -> Worker:
         log_path = self.log_dir / f"{name}.log"
-        worker_env = {
+        process_env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "goldset.settings",
             "DATABASE_URL": worker_database_url(),
@@ -144,22 +166,13 @@ class WorkerPool:
             "LOG_LEVEL": "INFO",
             **(env or {}),
         }
-        command = [
-            str(CELERY), "-A", "goldset", "worker", "--pool", "prefork", "--concurrency", "1",
-            "-Q", f"{self.queue}-standby" if standby else self.queue, "--loglevel", "INFO", "--hostname", f"{name}@%h",
-            # Mingle and gossip talk to the other workers on the broker; these test workers
-            # have nothing to learn from them, and mingle alone costs a second a start.
-            "--without-mingle", "--without-gossip",
-        ]
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                command, cwd=REPO, env=worker_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command, cwd=REPO, env=process_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so killpg reaches the pool children
             )
         worker = Worker(name=name, process=process, log_path=log_path)
         self.workers.append(worker)
-        if wait:
-            worker.wait_ready()
         return worker
 
     def kill_all(self) -> None:

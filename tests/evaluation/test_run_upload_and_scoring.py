@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections
 from django.db.models import F
+from django.utils import timezone
 
 from evaluation.models import Completeness, Evaluation, Run, RunData, Score
 from evaluation.services import evaluation_compute, run_import
@@ -170,6 +171,32 @@ def test_the_sweeper_leaves_a_pending_evaluation_waiting_in_the_queue_until_it_l
     assert sweep_missing_evaluations_task() == 0  # still in the queue: not sent twice
     Evaluation.objects.filter(run=run).update(enqueued_at=F("enqueued_at") - STALE_AFTER - timedelta(seconds=1))
     assert sweep_missing_evaluations_task() == 1 and len(sent) == 2  # lost, as far as anyone can tell: sent again
+
+
+def test_the_sweeper_scores_every_version_a_run_was_scheduled_on_not_only_the_latest(golden_set):
+    early = upload(golden_set, RUN, name="early")
+    first = version_publish(golden_set=golden_set)  # no task runs here: as if the broker was down
+    late = upload(golden_set, RUN, name="late")
+    qrels_import(golden_set_slug="tiny", lines=["q3 0 d5 1\n"], source_name="more")
+    second = version_publish(golden_set=golden_set)
+    newest = upload(golden_set, RUN, name="newest")  # uploaded after version 2: never scored on version 1
+    assert sweep_missing_evaluations_task() == 5
+    scored = set(Evaluation.objects.filter(status=Evaluation.Status.DONE).values_list("run", "version"))
+    assert scored == {(early.id, first.id), (early.id, second.id), (late.id, first.id), (late.id, second.id), (newest.id, second.id)}
+    assert sweep_missing_evaluations_task() == 0
+
+
+def test_the_sweeper_restarts_an_evaluation_running_for_longer_than_stale_after(golden_set, monkeypatch):
+    run = upload(golden_set, RUN)
+    version = version_publish(golden_set=golden_set)
+    Evaluation.objects.create(run=run, version=version, status=Evaluation.Status.RUNNING, started_at=timezone.now())
+    sent = []
+    monkeypatch.setattr(evaluate_run_task, "delay", lambda *ids: sent.append(ids))
+    assert sweep_missing_evaluations_task() == 0  # its worker may still be at it
+    Evaluation.objects.filter(run=run).update(started_at=F("started_at") - STALE_AFTER - timedelta(seconds=1))
+    assert sweep_missing_evaluations_task() == 1 and sent == [(run.id, version.id)]
+    assert Evaluation.objects.get(run=run).status == Evaluation.Status.PENDING  # sent: waiting its turn
+    assert sweep_missing_evaluations_task() == 0
 
 
 def test_page_slices_count_only_the_relevant_pages_of_the_slice():

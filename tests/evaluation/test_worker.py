@@ -10,12 +10,11 @@ stays marked running, and its message stays delivered-but-unacknowledged in Redi
 - Redis redelivery: once the message is older than the broker's visibility timeout
   (CELERY_BROKER_VISIBILITY_TIMEOUT, an hour by default; a second here), a worker puts it
   back at the head of its queue, as it starts and then every 100 s or so.
-- The beat sweeper (sweep_missing_evaluations_task, every EVALUATION_SWEEP_SECONDS): it
-  re-enqueues every evaluation of a latest version still pending, or running for longer
-  than STALE_AFTER. This is what a deployment relies on first: with the defaults it acts
-  within about 20 minutes against the hour of the visibility timeout, and it also recovers
-  messages Redis itself lost. Redelivery remains the backstop for older versions, which
-  the sweeper does not look at.
+- The beat sweeper (sweep_missing_evaluations_task, every EVALUATION_SWEEP_SECONDS, 30 by
+  default): it pings the workers and re-enqueues, at once, every running evaluation whose
+  worker does not answer, besides what was never sent, on every version. This is what a
+  deployment relies on first (tests/hardening/test_worker_loss.py runs it under beat);
+  redelivery an hour later is the backstop for messages the sweeper did not resend.
 """
 
 import random
@@ -26,11 +25,10 @@ from collections import Counter
 import pytest
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 
 from evaluation.models import Evaluation, Run, Score
 from evaluation.services import evaluation_compute, run_import
-from evaluation.tasks import STALE_AFTER, sweep_missing_evaluations_task
+from evaluation.tasks import sweep_missing_evaluations_task
 from goldenset.models import GoldenSet, Version, default_grade_scale
 from goldenset.services import GoldenSetSource, golden_set_create, version_publish
 from lib.formats import JsonRecord
@@ -246,14 +244,13 @@ def test_workers_killed_mid_recompute_leave_every_result_there_exactly_once(work
 
     # The beat sweeper. The second worker dies holding another evaluation. The third, with
     # the hour-long default, does the queued rest while the orphan waits, marked running,
-    # until beat sends the sweeper STALE_AFTER later.
+    # until the sweeper finds that the worker holding it does not answer.
     done = statuses(version)[Evaluation.Status.DONE]
     second_orphan, second_task = kill_mid_evaluation(second, version, workers, done_at_least=done + 1)
     third.wait_ready()
     third.take_queue(workers.queue)
     wait_until(lambda: statuses(version)[Evaluation.Status.DONE] == len(runs) - 1, "the queued evaluations", workers)
     assert Evaluation.objects.get(pk=second_orphan.pk).status == Evaluation.Status.RUNNING
-    Evaluation.objects.filter(pk=second_orphan.pk).update(started_at=F("started_at") - STALE_AFTER)
     sweep_missing_evaluations_task.delay()
     wait_until(lambda: all_done(version, len(runs)), "every run scored after the sweep", workers)
     assert task_results(third.log(), "sweep_missing_evaluations_task") == ["1"]
