@@ -25,6 +25,7 @@ from labeling.judging.selectors import SET_PROGRESS_SECONDS, judged_count, judgi
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
 from lib.errors import GoldsetError
+from lib.params import ParameterError, number_param
 from lib.sanitize import page_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
@@ -94,9 +95,14 @@ def _queue_settings(request: HttpRequest, golden_set: GoldenSet) -> QueueSetting
 
 
 def _posted_judged(request: HttpRequest) -> int | None:
-    """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET)."""
-    raw = (request.POST if request.method == "POST" else request.GET).get("judged", "")
-    return int(raw) if raw.isdigit() else None
+    """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET);
+    None when it carried none, or one that is not a count: the figure only feeds the
+    progress bar, and refusing the request would lose the grade sent with it, so such a
+    count falls back to the session's like a missing one (see _judged)."""
+    try:
+        return number_param(request.POST if request.method == "POST" else request.GET, "judged")
+    except ParameterError:
+        return None
 
 
 def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False, add: int = 0) -> int:
