@@ -7,7 +7,7 @@ stranger. The reads behind each page are in evaluation.reports.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -31,17 +31,16 @@ from evaluation.services import run_import
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
 from lib.errors import GoldsetError
+from lib.params import version_param
 from lib.uploads import text_lines
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet, parameter: str = "version", default: int | None = None) -> Version:
-    """The version named by a query parameter (a number), `default` or the latest; Http404 otherwise."""
-    raw = request.GET.get(parameter, "").strip()
-    if raw and not raw.isdigit():
-        raise Http404(f"version must be a number, got {raw!r}")
-    return version_get(golden_set, int(raw) if raw else default)
+    """The version named by a query parameter, `default` or the latest. ParameterError (400)
+    when the parameter is not a version number, Http404 when the set has no such version."""
+    return version_get(golden_set, version_param(request.GET, parameter, default=default))
 
 
 def _can_upload(user, golden_set: GoldenSet) -> bool:
@@ -194,7 +193,7 @@ def run_query_jump(request: HttpRequest, slug: str, run_id: int) -> HttpResponse
     if not query_id:
         return redirect("run", slug=golden_set.slug, run_id=run.id)
     url = reverse("run_query", kwargs={"slug": golden_set.slug, "run_id": run.id, "query_id": query_id})
-    version = request.GET.get("version", "").strip()
+    version = version_param(request.GET)
     return redirect(f"{url}?{urlencode({'version': version})}" if version else url)
 
 

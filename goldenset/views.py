@@ -14,6 +14,7 @@ from goldenset.selectors import (
 )
 from goldenset.services import membership_grant, membership_revoke
 from lib.errors import GoldsetError
+from lib.params import number_param
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 
 MEMBER_ROLES = (Membership.Role.MANAGER,)
@@ -68,7 +69,7 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         try:
             if request.POST.get("action") == "revoke":
-                membership = get_object_or_404(Membership, pk=request.POST.get("membership") or 0, golden_set=golden_set)
+                membership = get_object_or_404(Membership, pk=number_param(request.POST, "membership", default=0), golden_set=golden_set)
                 membership_revoke(user=membership.user, golden_set=golden_set, role=membership.role)
                 messages.success(request, f"{membership.user.username} is no longer {membership.role} of {golden_set.slug}.")
             else:

@@ -15,6 +15,8 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
+from lib.params import ParameterError
+
 # Seconds a client should wait before trying again while the database is away.
 RETRY_AFTER_SECONDS = 30
 OUTAGE_MESSAGE = "The database is not answering for the moment; nothing you sent was lost. Try again in a few seconds."
@@ -43,3 +45,17 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if outage:
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: a request parameter at fault (lib.params.ParameterError) is named in the
+    answer; any other 400 (a suspicious operation, whose text may say too much) gets a
+    generic one."""
+    if isinstance(exception, ParameterError):
+        message = exception.message
+    else:
+        message = "The request was not understood: check its address and parameters."
+    if request.path.startswith("/api/"):
+        field = getattr(exception, "parameter", None)
+        return JsonResponse({"error": {"code": "invalid", "message": message, "problems": [], "field": field}}, status=400)
+    return HttpResponse(render_to_string("errors/bad_request.html", {"message": message}), status=400)

@@ -29,3 +29,5 @@ urlpatterns = [
 
 # A database outage answers 503 with Retry-After (goldset.errors), pages and API alike.
 handler500 = "goldset.errors.server_error"
+# A malformed page parameter answers 400 naming it (lib.params).
+handler400 = "goldset.errors.bad_request"

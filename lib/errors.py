@@ -42,6 +42,14 @@ class ConflictError(GoldsetError):
     http_status = 409
 
 
+class ForbiddenError(GoldsetError):
+    """The action is not this person's to take (a pair that was not handed to them): 403.
+    Sending it again unchanged gets the same answer."""
+
+    code = "permission_denied"
+    http_status = 403
+
+
 class ProblemCollector:
     """Gathers problems while a file is read, then raises them together."""
 

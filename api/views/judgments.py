@@ -5,11 +5,10 @@ import re
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.parsers import PlainTextParser
+from api.parsers import JSONParser, PlainTextParser
 from api.permissions import api_golden_set
 from api.serializers import validated
 from goldenset.services import qrels_import

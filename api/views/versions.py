@@ -13,11 +13,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.pagination import PaginatedMixin
+from api.parsers import JSONParser
 from api.permissions import api_golden_set
 from api.selectors import slice_parse, version_query_order, version_query_rows
 from api.serializers import VersionOutputSerializer, validated

@@ -298,8 +298,9 @@ def _linkable(url: str) -> str:
 
 def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id: str) -> Drilldown:
     """The run's top k_first for one query with the version's grades, and the relevant pages
-    it left out of them. Http404 when the query is not in the version."""
-    query = Query.objects.filter(golden_set_id=run.golden_set_id, query_id=query_id).first()
+    it left out of them. Http404 when the query is not in the version; so too for an id
+    holding NUL (`%00` in the URL), which no id can hold and PostgreSQL refuses to compare."""
+    query = None if "\x00" in query_id else Query.objects.filter(golden_set_id=run.golden_set_id, query_id=query_id).first()
     snapshot = VersionQuery.objects.filter(version=version, query=query).values_list("metadata", flat=True).first() if query else None
     if query is None or snapshot is None:
         raise Http404(f"query {query_id!r} is not in version {version.number}")

@@ -28,6 +28,7 @@ from labeling.jobs.services import pool_job_submit
 from labeling.models import PoolJob
 from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
+from lib.params import ids_param
 
 MANAGE_ROLES = (Membership.Role.MANAGER,)
 # How often the jobs section asks whether the jobs it follows are done.
@@ -129,7 +130,7 @@ def completeness_jobs(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     context = _jobs_context(golden_set)
     response = render(request, "labeling/completeness/_jobs.html", context)
-    following = {int(pk) for pk in request.GET.get("following", "").split(",") if pk.strip().isdigit()}
+    following = ids_param(request.GET, "following")
     if following - {job.pk for job in context["jobs"] if job.active}:
         response["HX-Refresh"] = "true"
     return response

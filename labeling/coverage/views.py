@@ -8,7 +8,7 @@ with the access check, act through a service, render or redirect.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -23,18 +23,16 @@ from labeling.models import PoolJob
 from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
+from lib.params import version_param
 
 COVERAGE_ROLES = (Membership.Role.MANAGER,)
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet) -> Version | None:
-    """The version named by ?version=N, else the latest; None when the set has none yet."""
-    raw = request.GET.get("version", "").strip()
-    if raw:
-        if not raw.isdigit():
-            raise Http404(f"version must be a number, got {raw!r}")
-        return version_get(golden_set, int(raw))
-    return golden_set.latest_version()
+    """The version named by ?version=N (ParameterError, 400, when N is not a version number;
+    Http404 when there is no such version), else the latest; None when the set has none yet."""
+    number = version_param(request.GET)
+    return golden_set.latest_version() if number is None else version_get(golden_set, number)
 
 
 def _back(golden_set: GoldenSet, version: Version | None = None) -> str:
@@ -83,8 +81,8 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
     """Pool each system's latest runs for the slices flagged on the version named in the
     form: a job (labeling.jobs), followed on the completeness page."""
     golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
-    raw = request.POST.get("version", "").strip()
-    version = version_get(golden_set, int(raw)) if raw.isdigit() else golden_set.latest_version()
+    number = version_param(request.POST)
+    version = golden_set.latest_version() if number is None else version_get(golden_set, number)
     if version is None:
         messages.error(request, "Not pooled: publish a version first, so that slices can be measured.")
         return redirect(_back(golden_set))

@@ -21,7 +21,9 @@ different rows; on SQLite the settings make every transaction IMMEDIATE, so the 
 requests run one after the other. Either way a non-overlap task is with one annotator at
 a time, and nobody is handed a pair they have judged.
 
-Judging (`task_submit`) appends a goldenset Judgment (a GoldAnswer for a gold check);
+Judging (`task_submit`) and skipping (`task_skip`) take only a task handed to the
+annotator, leased to them by task_next or judgment_undo: a task's id in a URL does not
+make it theirs (ForbiddenError, 403). Judging appends a goldenset Judgment (a GoldAnswer for a gold check);
 the first judgment of a pool task closes it through
 labeling.pools.services.pool_task_judged in the same transaction (the pool's order moves on), and decides from the task id
 whether the task is an overlap task.
@@ -54,7 +56,7 @@ from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, QueueSettings
 from labeling.pools.services import pool_task_judged, pool_task_lock
-from lib.errors import GoldsetError
+from lib.errors import ForbiddenError, GoldsetError
 
 # Drawn once per hand-out to decide whether a gold check is due; tests replace it.
 gold_draw = random.random
@@ -208,16 +210,29 @@ def task_next(
     return task
 
 
-def _check_held_or_free(task: JudgingTask, annotator: AbstractBaseUser, now) -> bool:
-    """True if `annotator` holds the task; False if nobody does; GoldsetError if someone else does."""
+def _check_held(task: JudgingTask, annotator: AbstractBaseUser, now) -> None:
+    """ForbiddenError unless the task is handed to `annotator`: leased to them by task_next
+    (a queued, overlap or gold task) or by judgment_undo. Their lease still counts once it
+    has expired, as long as nobody else was handed the task since, so a slow grade is not
+    lost; a task that is free or someone else's was never theirs to judge, whatever its id.
+    A grade sent again for a pair they judged (a double press, a retry after an outage)
+    is told so instead (GoldsetError)."""
     if task.leased_to_id == annotator.pk:
-        return True
+        return
+    answered = (
+        GoldAnswer.objects.filter(task=task, annotator=annotator).exists() if task.kind == JudgingTask.Kind.GOLD
+        else task.judged_already
+    )
+    if answered:
+        raise GoldsetError(f"you have already judged task {task.pk}", field="task")
     if task.leased_to_id is not None and task.lease_expires_at > now:
-        raise GoldsetError(
+        raise ForbiddenError(
             f"task {task.pk} is now with another annotator (your hold on it expired); your grade was not recorded",
             field="task",
         )
-    return False
+    raise ForbiddenError(
+        f"task {task.pk} is not handed to you: judge the pair your screen shows; your grade was not recorded", field="task",
+    )
 
 
 def _check_grade(golden_set: GoldenSet, grade) -> int:
@@ -244,9 +259,9 @@ def task_submit(
     """Record `annotator`'s grade for the task's pair and return what was written.
 
     A Judgment for pool and sample tasks (a GoldAnswer for a gold check). The task must be
-    held by the annotator, or held by nobody and still open to them; a pair they judged
-    already is refused unless it was handed back by `judgment_undo` (then the new grade
-    supersedes). The first judgment of a task closes it (for a pool task through
+    handed to the annotator (_check_held: ForbiddenError, 403, otherwise), so nobody judges
+    an open task by posting its id; a pair they judged already is refused unless it was
+    handed back by `judgment_undo` (then the new grade supersedes). The first judgment of a task closes it (for a pool task through
     pool_task_judged, which moves the pool's order on) and decides whether it is an
     overlap task. All in one transaction; GoldsetError names what is wrong and writes
     nothing. `queue_settings` saves reading the set's settings again.
@@ -274,13 +289,14 @@ def task_submit(
         golden_set = task.golden_set
         grade = _check_grade(golden_set, grade)
         now = timezone.now()
-        held = _check_held_or_free(task, annotator, now)
-        release = {"leased_to": None, "lease_expires_at": None} if held else {}
+        _check_held(task, annotator, now)
+        # The judgment frees the task it was handed with.
+        release = {"leased_to": None, "lease_expires_at": None}
 
         if task.kind == JudgingTask.Kind.GOLD:
+            # task_next never hands out a gold check they answered: an answer here was
+            # handed back by an undo.
             answer = GoldAnswer.objects.filter(task=task, annotator=annotator).first()
-            if answer is not None and not held:
-                raise GoldsetError(f"you have already judged task {task.pk}", field="task")
             if answer is None:
                 answer = GoldAnswer.objects.create(
                     task=task, annotator=annotator, grade=grade, expected_grade=_expected_grade(task), seconds_spent=seconds_spent,
@@ -288,12 +304,12 @@ def task_submit(
             else:  # handed back by an undo: the new answer replaces the old
                 answer.grade, answer.seconds_spent = grade, seconds_spent
                 answer.save(update_fields=["grade", "seconds_spent"])
-            if release:
-                JudgingTask.objects.filter(pk=task.pk).update(**release)
+            JudgingTask.objects.filter(pk=task.pk).update(**release)
             return answer
 
         already = task.judged_already
-        if already and not (held and task.status == JudgingTask.Status.DONE):
+        # Judged by them and handed back again: only a done task, by an undo.
+        if already and task.status != JudgingTask.Status.DONE:
             raise GoldsetError(f"you have already judged task {task.pk}", field="task")
         if not already and task.status == JudgingTask.Status.SKIPPED:
             raise GoldsetError(f"task {task.pk} was taken out of the queue", field="task")
@@ -313,8 +329,7 @@ def task_submit(
             changes = dict(release)
             if first == annotator.pk:
                 changes["grade"] = grade
-            if changes:
-                JudgingTask.objects.filter(pk=task.pk).update(**changes)
+            JudgingTask.objects.filter(pk=task.pk).update(**changes)
         elif task.status == JudgingTask.Status.OPEN:
             if queue_settings is None:
                 queue_settings = queue_settings_of(golden_set)
@@ -339,10 +354,14 @@ def task_submit(
 def task_skip(*, task: JudgingTask, annotator: AbstractBaseUser) -> None:
     """Give the task back unjudged: it returns to the queue for others.
 
-    A pair handed back by an undo keeps the annotator's earlier grade. The caller keeps
-    the task out of this annotator's next hand-outs (`skipped_ids` of task_next).
+    Only a task handed to the annotator can be skipped, as only such a task can be judged
+    (_check_held): ForbiddenError otherwise, and nothing changes. A pair handed back by an
+    undo keeps the annotator's earlier grade. The caller keeps the task out of this
+    annotator's next hand-outs (`skipped_ids` of task_next).
     """
-    JudgingTask.objects.filter(pk=task.pk, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
+    released = JudgingTask.objects.filter(pk=task.pk, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
+    if not released:
+        raise ForbiddenError(f"task {task.pk} is not handed to you, so there is nothing to skip", field="task")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from goldenset.selectors import access_golden_set, golden_sets_for
 from labeling.judging.selectors import SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, task_is_correction
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
-from lib.errors import GoldsetError
+from lib.errors import ForbiddenError, GoldsetError
+from lib.params import ParameterError, number_param
 from lib.sanitize import page_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
@@ -94,9 +95,14 @@ def _queue_settings(request: HttpRequest, golden_set: GoldenSet) -> QueueSetting
 
 
 def _posted_judged(request: HttpRequest) -> int | None:
-    """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET)."""
-    raw = (request.POST if request.method == "POST" else request.GET).get("judged", "")
-    return int(raw) if raw.isdigit() else None
+    """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET);
+    None when it carried none, or one that is not a count: the figure only feeds the
+    progress bar, and refusing the request would lose the grade sent with it, so such a
+    count falls back to the session's like a missing one (see _judged)."""
+    try:
+        return number_param(request.POST if request.method == "POST" else request.GET, "judged")
+    except ParameterError:
+        return None
 
 
 def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False, add: int = 0) -> int:
@@ -174,6 +180,17 @@ def _after_post(request: HttpRequest, golden_set: GoldenSet, *, error: str = "",
     return redirect("judging_screen", slug=golden_set.slug)
 
 
+def _refused(request: HttpRequest, golden_set: GoldenSet, exc: GoldsetError) -> HttpResponse:
+    """A judgment or skip refused by the queue. A task that is not theirs (ForbiddenError):
+    the screen answers 403 with the message, while htmx gets the fragment of the pair they
+    do hold with the message above it (a 403 would not be swapped in). Anything else, as
+    _after_post."""
+    if isinstance(exc, ForbiddenError) and not request.htmx:
+        ctx = _pair_context(request, golden_set, error=exc.message, fresh=True)
+        return render(request, "labeling/judging/screen.html", ctx, status=403)
+    return _after_post(request, golden_set, error=exc.message)
+
+
 def _task_of(golden_set: GoldenSet, task_id: int) -> JudgingTask:
     return get_object_or_404(JudgingTask, pk=task_id, golden_set=golden_set)
 
@@ -239,7 +256,7 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
         try:
             task_submit(**submit)
         except GoldsetError as exc:
-            return _after_post(request, golden_set, error=exc.message)
+            return _refused(request, golden_set, exc)
         return _after_post(request, golden_set)
     try:
         # The judgment and the hand-out of the next pair in one transaction: one COMMIT
@@ -250,7 +267,7 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
                 request, golden_set, judged_add=0 if correction else 1, holds_none=held, savepoint=False,
             )
     except GoldsetError as exc:
-        return _after_post(request, golden_set, error=exc.message)
+        return _refused(request, golden_set, exc)
     return render(request, "labeling/judging/_pair.html", ctx)
 
 
@@ -259,7 +276,10 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
 def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
     task = _task_of(golden_set, task_id)
-    task_skip(task=task, annotator=request.user)
+    try:
+        task_skip(task=task, annotator=request.user)
+    except GoldsetError as exc:
+        return _refused(request, golden_set, exc)
     _remember_skip(request, golden_set, task.pk)
     return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.")
 

@@ -445,7 +445,7 @@ def test_the_drilldown_of_a_query_outside_the_version_is_not_found(client, golde
     client.force_login(owner)
     url = reverse("run_query", kwargs={"slug": SLUG, "run_id": run_id("bm25"), "query_id": "nope"})
     assert client.get(url).status_code == 404
-    assert client.get(reverse("results", kwargs={"slug": SLUG}) + "?version=abc").status_code == 404
+    assert client.get(reverse("results", kwargs={"slug": SLUG}) + "?version=abc").status_code == 400  # not a version number: lib.params
     assert client.get(reverse("results", kwargs={"slug": SLUG}) + "?version=7").status_code == 404
 
 

@@ -192,7 +192,7 @@ def test_an_older_version_can_be_chosen(client, golden_set, owner):
     assert client.get(url("coverage") + "?version=1").context["report"].version.number == 1
     assert client.get(url("coverage")).context["report"].version.number == 2
     assert client.get(url("coverage") + "?version=9").status_code == 404
-    assert client.get(url("coverage") + "?version=x").status_code == 404
+    assert client.get(url("coverage") + "?version=x").status_code == 400  # not a version number: lib.params
 
 
 def test_the_page_links_the_qrels_exports_and_the_actions(client, golden_set, owner):
