@@ -81,7 +81,8 @@ def main() -> None:
 
         from api.services import api_token_create
         from api.views.judgments import MAX_LABELS_PER_REQUEST
-        from goldenset.services import qrels_import
+        from goldenset.models import GoldenSet, Membership
+        from goldenset.services import membership_grant, qrels_import
 
         if args.labels > MAX_LABELS_PER_REQUEST:
             raise SystemExit(f"--labels {args.labels} is over the API's cap of {MAX_LABELS_PER_REQUEST} a request")
@@ -103,6 +104,7 @@ def main() -> None:
                 service.append(time.perf_counter() - started)
 
                 make_set(f"api-{round_}", args.queries, args.pages)
+                membership_grant(user=owner, golden_set=GoldenSet.objects.get(slug=f"api-{round_}"), role=Membership.Role.MANAGER)
                 started = time.perf_counter()
                 response = requests.post(
                     f"{base}/api/v1/golden-sets/api-{round_}/judgments/", data=body, timeout=args.timeout * 2,
