@@ -7,6 +7,7 @@ cost the same, under a fixed bound.
 """
 
 import pytest
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.auth.models import Group, Permission
 from django.db import connection
@@ -68,6 +69,13 @@ def data(owner, superuser):
         sets.append(golden_set)
     Group.objects.create(name="annotators")
     Group.objects.create(name="managers")
+    # django-axes' records of logins (its own admin lists them): two of each kind.
+    for n in (1, 2):
+        where = {"user_agent": "test", "ip_address": f"198.51.100.{n}", "username": f"guesser{n}", "http_accept": "*/*",
+                 "path_info": "/accounts/login/"}
+        AccessAttempt.objects.create(**where, get_data="", post_data="username=x", failures_since_start=n)
+        AccessLog.objects.create(**where)
+        AccessFailureLog.objects.create(**where, locked_out=n == 2)
     return sets
 
 
