@@ -89,7 +89,7 @@ def version_query_order(version: Version, query_slice: tuple[str, str] | None = 
     if query_slice is not None:
         rows = in_slice(rows, *query_slice)
     pairs = list(rows.values_list("pk", "query__query_id"))
-    pairs.sort(key=lambda pair: (natural_key(pair[1]), pair[1]))
+    pairs.sort(key=lambda pair: natural_key(pair[1]))
     return [pk for pk, _ in pairs]
 
 

@@ -29,7 +29,7 @@ DEFAULT_DATA = REPO.parent / "shared" / "data" / "cranfield"
 def oracle(runs, relevant: dict[str, set[str]], depth: int) -> pooling.SimulationResult:
     """Judging with each query's relevant pages first, queries taking turns."""
     lists = []
-    for query_id in sorted({q for run in runs for q in run}, key=lambda q: (pooling.natural_key(q), q)):
+    for query_id in sorted({q for run in runs for q in run}, key=pooling.natural_key):
         doc_ids, _ = pooling.pool_matrix(runs, query_id, depth)
         hits = sum(doc_id in relevant.get(query_id, ()) for doc_id in doc_ids)
         lists.append([True] * hits + [False] * (len(doc_ids) - hits))

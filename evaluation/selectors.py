@@ -66,7 +66,7 @@ def version_numbers(golden_set: GoldenSet) -> list[int]:
 def version_query_ids(version: Version) -> list[str]:
     """The version's query ids in natural order."""
     ids = VersionQuery.objects.filter(version=version).values_list("query__query_id", flat=True)
-    return sorted(ids, key=lambda q: (natural_key(q), q))
+    return sorted(ids, key=natural_key)
 
 
 def version_labels(version: Version) -> list[tuple[str, int, int]]:

@@ -160,6 +160,11 @@ def _checked_order(rows: Iterable[tuple], what: str) -> Iterator[tuple]:
         yield row
 
 
+def _label_rows(rows: QuerySet) -> Iterator[tuple[str, str, int]]:
+    """(query_id, doc_id, grade) of VersionLabel `rows` in the version's canonical order, streamed."""
+    return rows.order_by("position").values_list("query__query_id", "page__doc_id", "grade").iterator(chunk_size=20_000)
+
+
 def version_recomputed_hash(version: Version) -> str:
     """The content hash that the version's stored rows give today, read as streams.
 
@@ -167,22 +172,22 @@ def version_recomputed_hash(version: Version) -> str:
     ids, so reading them by row id streams them in hash order in constant memory; rows
     found out of that order (written some other way) are read again and sorted.
     """
-    labels = VersionLabel.objects.filter(version=version).order_by("position")
-    labels = labels.values_list("query__query_id", "page__doc_id", "grade").iterator(chunk_size=20_000)
+    try:
+        return _stored_rows_hash(version, in_id_order=True)
+    except _NotInCanonicalOrder:
+        return _stored_rows_hash(version, in_id_order=False)
+
+
+def _stored_rows_hash(version: Version, *, in_id_order: bool) -> str:
     queries = VersionQuery.objects.filter(version=version).values_list("query__query_id", "metadata")
     pages = VersionPage.objects.filter(version=version).values_list("page__doc_id", "metadata", "published_at", "content_hash")
-    try:
-        return version_hash(
-            version_settings(version), labels,
-            _checked_order(queries.order_by("id").iterator(chunk_size=20_000), "queries"),
-            _checked_order(pages.order_by("id").iterator(chunk_size=20_000), "pages"),
-        )
-    except _NotInCanonicalOrder:
-        labels = VersionLabel.objects.filter(version=version).order_by("position")
-        return version_hash(
-            version_settings(version), labels.values_list("query__query_id", "page__doc_id", "grade").iterator(chunk_size=20_000),
-            sorted(queries, key=lambda row: natural_key(row[0])), sorted(pages, key=lambda row: natural_key(row[0])),
-        )
+    if in_id_order:
+        queries = _checked_order(queries.order_by("id").iterator(chunk_size=20_000), "queries")
+        pages = _checked_order(pages.order_by("id").iterator(chunk_size=20_000), "pages")
+    else:
+        queries = sorted(queries, key=lambda row: natural_key(row[0]))
+        pages = sorted(pages, key=lambda row: natural_key(row[0]))
+    return version_hash(version_settings(version), _label_rows(VersionLabel.objects.filter(version=version)), queries, pages)
 
 
 def version_check_intact(version: Version) -> None:
@@ -224,8 +229,7 @@ def version_label_rows(
         rows = rows.filter(query_id__in=in_slice(VersionQuery.objects.filter(version=version), *query_slice).values("query_id"))
     if page_slice is not None:
         rows = rows.filter(page_id__in=in_slice(VersionPage.objects.filter(version=version), *page_slice).values("page_id"))
-    rows = rows.order_by("position").values_list("query__query_id", "page__doc_id", "grade")
-    return rows.iterator(chunk_size=20_000)
+    return _label_rows(rows)
 
 
 def in_slice(snapshots: QuerySet, field: str, value: str) -> QuerySet:

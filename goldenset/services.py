@@ -515,8 +515,8 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
 
         # Canonical order: natural order of ids, independent of row ids and databases.
         # Each id's key is computed once, not once per label.
-        query_keys = {pk: (natural_key(query_id), query_id) for pk, query_id in query_ids.items()}
-        doc_keys = {pk: (natural_key(doc_id), doc_id) for pk, doc_id in doc_ids.items()}
+        query_keys = {pk: natural_key(query_id) for pk, query_id in query_ids.items()}
+        doc_keys = {pk: natural_key(doc_id) for pk, doc_id in doc_ids.items()}
         labels.sort(key=lambda row: (query_keys[row[0]], doc_keys[row[1]]))
         queries.sort(key=lambda row: query_keys[row[0]])
         page_rows.sort(key=lambda row: doc_keys[row[0]])

@@ -300,7 +300,7 @@ def rank_run(entries: RunEntries, *, doc_keys: Mapping[str, int], depth: int = D
     """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-    query_order = sorted(range(len(entries.query_ids)), key=lambda i: (natural_key(entries.query_ids[i]), entries.query_ids[i]))
+    query_order = sorted(range(len(entries.query_ids)), key=lambda i: natural_key(entries.query_ids[i]))
     query_rank = np.empty(len(query_order), dtype=np.int64)
     query_rank[query_order] = np.arange(len(query_order))
     doc_order = sorted(range(len(entries.doc_ids)), key=entries.doc_ids.__getitem__)

@@ -36,15 +36,15 @@ def page_html(text: str) -> str:
 # Schemes a page's link may have: javascript:, data: or vbscript: would run in the app's
 # origin when clicked (the probe ran javascript: from the adjudication page).
 LINK_SCHEMES = ("http", "https")
-# Browsers drop tabs and line breaks anywhere in a URL and C0 controls and spaces at its
-# ends before they read the scheme: "java\tscript:" is javascript:.
+# Browsers drop tabs and line breaks anywhere in a URL, and C0 controls and spaces at its
+# ends, before they read the scheme: "java\tscript:" is javascript:.
 _URL_IGNORED = re.compile(r"[\t\n\r]")
+_URL_EDGES = re.compile(r"^[\x00-\x20]+|[\x00-\x20]+$")
 
 
 def link_url(url: str | None) -> str:
     """`url` if it is an http(s) URL safe to put in an href, else "" (show no link)."""
-    cleaned = _URL_IGNORED.sub("", url or "").strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f"
-                                                 "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+    cleaned = _URL_EDGES.sub("", _URL_IGNORED.sub("", url or ""))
     scheme, colon, rest = cleaned.partition(":")
     if not colon or scheme.lower() not in LINK_SCHEMES or not rest.startswith("//"):
         return ""

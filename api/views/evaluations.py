@@ -38,9 +38,9 @@ def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings) ->
             "slice": name, "queries_averaged": scores[0].queries_averaged, "no_relevant_count": scores[0].no_relevant_count,
             "scores": {score.metric: score.value for score in scores},
         }
-        for name, scores in sorted(by_slice.items(), key=lambda item: (natural_key(item[0]), item[0]))
+        for name, scores in sorted(by_slice.items(), key=lambda item: natural_key(item[0]))
     ]
-    completeness = sorted(figures.completeness, key=lambda row: (row.slice != "", natural_key(row.slice), row.slice))
+    completeness = sorted(figures.completeness, key=lambda row: (row.slice != "", natural_key(row.slice)))
     whole = next((row for row in completeness if row.slice == ""), None)
     return {
         "run": evaluation.run, "version": evaluation.version.number, "content_hash": evaluation.version.content_hash,

@@ -159,7 +159,7 @@ def system_funnels(results: Sequence[RunResult], version: Version, *, loss_limit
         if result.scored:
             by_system[result.run.system].append(result)
     funnels = []
-    for system in sorted(by_system, key=lambda s: (natural_key(s), s)):
+    for system in sorted(by_system, key=natural_key):
         runs = by_system[system]
         first = _latest(r for r in runs if r.run.stage == Run.Stage.FIRST_STAGE) or _latest(
             r for r in runs if r.run.stage == Run.Stage.OTHER
@@ -212,7 +212,7 @@ class ResultsReport:
         names = {name for r in scored for name in r.slice_judged}
         return [
             (slice_label(name), [r.slice_judged.get(name) for r in scored])
-            for name in sorted(names, key=lambda n: (natural_key(n), n))
+            for name in sorted(names, key=natural_key)
         ]
 
 
@@ -253,7 +253,7 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
                 metrics.append(name)
     default_order = f"recall@{version.k_final}"
     order = order if order in metrics else (default_order if default_order in metrics or not metrics else metrics[0])
-    results.sort(key=lambda r: (not r.scored, -(r.scores.get(order, -1.0)), natural_key(r.run.name), r.run.name))
+    results.sort(key=lambda r: (not r.scored, -(r.scores.get(order, -1.0)), natural_key(r.run.name)))
     for result in results:
         result.cells = [Cell(metric=m, value=result.scores.get(m)) for m in metrics]
 
@@ -300,7 +300,7 @@ def _curve_chart(results: Sequence[RunResult], version: Version) -> tuple[charts
 
 def _slice_chart(results: Sequence[RunResult], version: Version, metric: str, floor: float) -> charts.BarChart:
     scored = [r for r in results if r.scored]
-    names = sorted({name for r in scored for name in r.slices}, key=lambda n: (natural_key(n), n))
+    names = sorted({name for r in scored for name in r.slices}, key=natural_key)
     groups = []
     for name in names:
         bars = []

@@ -99,7 +99,7 @@ def run_detail_report(run: Run) -> RunDetailReport:
             metric = next(iter(per_query.values))
         if per_query is not None and metric in per_query.values:
             values = per_query.values[metric]
-            order = sorted(range(len(values)), key=lambda i: (values[i], natural_key(per_query.query_ids[i]), per_query.query_ids[i]))
+            order = sorted(range(len(values)), key=lambda i: (values[i], natural_key(per_query.query_ids[i])))
             report.worst_version, report.worst_metric = latest_done.version, metric
             report.worst_warning = next(row.warning for row in report.rows if row.evaluation.id == latest_done.id)
             report.worst = [
@@ -234,7 +234,7 @@ def run_versions_report(run: Run, old: Version, new: Version) -> VersionMoveRepo
             for i, q in enumerate(per_old.query_ids)
             if q in position and old_values[i] != new_values[position[q]]
         ]
-        moved.sort(key=lambda m: (-abs(m.new - m.old), natural_key(m.query_id), m.query_id))
+        moved.sort(key=lambda m: (-abs(m.new - m.old), natural_key(m.query_id)))
         report.moved_query_count = len(moved)
         report.moved_queries = moved[:WORST_QUERY_COUNT]
     return report
@@ -338,7 +338,7 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
         for key in relevant_keys
         if key not in in_top
     ]
-    missed.sort(key=lambda m: (-m.grade, m.rank is None, m.rank or 0, natural_key(m.doc_id), m.doc_id))
+    missed.sort(key=lambda m: (-m.grade, m.rank is None, m.rank or 0, natural_key(m.doc_id)))
 
     values: list[tuple[str, float]] = []
     evaluation = Evaluation.objects.filter(run=run, version=version, status=Evaluation.Status.DONE).only("id").first()

@@ -451,7 +451,7 @@ def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: i
             pooled=tuple(pooled.get(run.pk, ())),
         ))
     scored = [row for row in rows if row.overall is not None]
-    names = sorted({name for row in scored for name in row.by_slice}, key=lambda n: (natural_key(n), n))
+    names = sorted({name for row in scored for name in row.by_slice}, key=natural_key)
     floor = settings.judged_floor
     slices = tuple(
         SliceJudged(name=name, label=slice_label(name), cells=tuple(

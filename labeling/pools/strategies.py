@@ -436,7 +436,7 @@ def simulate(
     """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-    query_ids = sorted({query_id for run in runs for query_id in run}, key=lambda q: (natural_key(q), q))
+    query_ids = sorted({query_id for run in runs for query_id in run}, key=natural_key)
     states = []
     pool_size = relevant_total = 0
     for query_id in query_ids:
