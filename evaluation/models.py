@@ -43,9 +43,49 @@ class EvaluationSettings(models.Model):
     )
     alert_emails = models.JSONField(default=list, blank=True)
     webhook_url = models.URLField(blank=True)
+    # Runs in a series (monitoring's nightly runs, an eval job's uploads). A run whose share
+    # of failed queries is over failing_share measured the endpoint's outage, not its recall:
+    # it raises "endpoint failing" instead of recall alerts and is never a night's baseline.
+    failing_share = models.FloatField(
+        default=0.05, help_text="a series run with more than this fraction of failed queries raises 'endpoint failing'"
+    )
+    # A new version re-scores the latest this-many runs of each series (the night and the
+    # nights its alerts compare it with); older nights keep the scores they have.
+    series_rescore_nights = models.PositiveIntegerField(
+        default=8, help_text="latest runs of each series a new version re-scores (the alerts compare 1 + 7 nights)"
+    )
+    # Retention: a series run older than this many days keeps its scores, but its entries
+    # are dropped unless it is the first night of its ISO week; 0 keeps every night whole.
+    series_keep_days = models.PositiveIntegerField(
+        default=90, help_text="after this many days a series keeps the entries of one run a week (scores are kept for all)"
+    )
+
+    class Meta:
+        verbose_name_plural = "evaluation settings"
 
     def __str__(self) -> str:
         return f"evaluation settings of {self.golden_set}"
+
+
+class Series(models.Model):
+    """Runs of one system stage measured over time: a monitored endpoint's nightly runs, or
+    the runs an eval job uploads with a series name. Its runs carry `measured_at`, and the
+    night alerts compare each with the series' previous night and its 7-night median."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="series")
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["golden_set", "name"]
+        verbose_name_plural = "series"
+        constraints = [
+            # Uploads, endpoints and the API name a series by its name within the set.
+            models.UniqueConstraint(fields=["golden_set", "name"], name="series_name_unique_in_golden_set"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Run(models.Model):
@@ -70,13 +110,31 @@ class Run(models.Model):
     dropped_by_depth = models.PositiveIntegerField(help_text="entries past the depth cap, not kept")
     external_doc_count = models.PositiveIntegerField(help_text="distinct doc ids outside the corpus: they count as unjudged")
     extra_column_lines = models.PositiveIntegerField(default=0, help_text="lines with text after the tag column, ignored")
+    # A run of a series measures its system at one moment (a night): the nights are ordered
+    # by it, and the alerts compare like with like through it.
+    series = models.ForeignKey(Series, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    measured_at = models.DateTimeField(null=True, blank=True, help_text="when the system was queried (a series run's night)")
+    # Queries the endpoint did not answer (each in RunQueryFailure): they count as unanswered.
+    failed_query_count = models.PositiveIntegerField(default=0)
+    index_size = models.PositiveBigIntegerField(null=True, blank=True, help_text="documents the endpoint reported searching")
+    # Retention (monitoring.retention) drops the entries of old nights; their scores stay.
+    entries_dropped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["golden_set", "system", "stage", "name"]
         constraints = [
             # Commands, the API and alerts name a run by its name within the set.
             models.UniqueConstraint(fields=["golden_set", "name"], name="run_name_unique_in_golden_set"),
+            # A series run says what moment it measured, or the nights have no order.
+            models.CheckConstraint(condition=Q(series=None) | Q(measured_at__isnull=False), name="series_run_has_measured_at"),
         ]
+        indexes = [models.Index(fields=["series", "measured_at"], name="run_series_measured_at")]
+
+    @property
+    def failed_share(self) -> float:
+        """The fraction of the run's queries (answered plus failed) whose request failed."""
+        asked = self.query_count + self.failed_query_count
+        return self.failed_query_count / asked if asked else 0.0
 
     def __str__(self) -> str:
         return self.name
@@ -87,6 +145,25 @@ class RunData(models.Model):
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="data", primary_key=True)
     ranked = models.BinaryField()
+
+
+class RunQueryFailure(models.Model):
+    """A query an endpoint did not answer in a series run: why, as Goldset read it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="failures")
+    query_id = models.CharField(max_length=200)
+    error = models.TextField()
+    status = models.PositiveSmallIntegerField(null=True, blank=True, help_text="the last HTTP status, when there was an answer")
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            # A query fails at most once per run: the failure is its last attempt's.
+            models.UniqueConstraint(fields=["run", "query_id"], name="run_failure_unique_query"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}: {self.error}"
 
 
 class Evaluation(models.Model):
@@ -201,6 +278,7 @@ class Completeness(models.Model):
     )
 
     class Meta:
+        verbose_name_plural = "completeness"
         constraints = [
             # One row per (run, version, slice): recomputes replace, never add; pages read it by slice.
             models.UniqueConstraint(fields=["evaluation", "slice"], name="completeness_unique_slice"),
@@ -234,10 +312,19 @@ class Alert(models.Model):
         SLICE_UNDER_FLOOR = "slice_under_floor", "slice under the recall floor"
         RERANK_LOSS = "rerank_loss", "rerank loss"
         CANARY_MISSED = "canary_missed", "canary page missed"
+        DROP_VS_PREVIOUS_NIGHT = "drop_vs_previous_night", "drop against the series' previous night"
+        DROP_VS_MEDIAN = "drop_vs_median", "drop against the series' 7-night median"
+        ENDPOINT_FAILING = "endpoint_failing", "endpoint failing"
+        PROBE_MISSED = "probe_missed", "canary probe missed"
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="alerts")
     version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="alerts")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="alerts")
+    # Null for a canary probe's alert, which is about an endpoint (`subject`), not a run.
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts")
+    canary = models.ForeignKey("Canary", null=True, blank=True, on_delete=models.CASCADE, related_name="alerts")
+    subject = models.CharField(max_length=200, blank=True, help_text="the endpoint a probe or failure alert is about")
+    # A probe alert is resolved when its canary is found again; other alerts stay as raised.
+    resolved_at = models.DateTimeField(null=True, blank=True)
     kind = models.CharField(max_length=30, choices=Kind.choices)
     metric = models.CharField(max_length=50)
     slice = models.CharField(max_length=300, blank=True)
@@ -255,6 +342,10 @@ class Alert(models.Model):
         constraints = [
             # Recomputes are idempotent: the same crossing raises one alert, not one per retry.
             models.UniqueConstraint(fields=["run", "version", "kind", "metric", "slice"], name="alert_unique_crossing"),
+            # A missed canary raises one alert per (canary, endpoint) until it is found again.
+            models.UniqueConstraint(
+                fields=["canary", "subject"], condition=Q(kind="probe_missed", resolved_at=None), name="alert_one_open_probe_miss",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -274,6 +365,7 @@ class Canary(models.Model):
 
     class Meta:
         ordering = ["golden_set", "id"]
+        verbose_name_plural = "canaries"
         constraints = [
             # canary_add refuses a second canary of the same pair; the check reports each once.
             models.UniqueConstraint(fields=["golden_set", "query", "page"], name="canary_unique_pair"),

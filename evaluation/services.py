@@ -1,6 +1,7 @@
 """Writes of the evaluation floor: uploading runs, scheduling and computing evaluations."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
@@ -10,7 +11,7 @@ from django.utils import timezone
 
 from evaluation import completeness, engine
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
-from evaluation.models import Completeness, Evaluation, Run, RunData, Score
+from evaluation.models import Completeness, Evaluation, Run, RunData, RunQueryFailure, Score, Series
 from evaluation.selectors import (
     PerQuery,
     evaluation_settings,
@@ -23,20 +24,21 @@ from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version
 from lib.progress import Progress, no_progress
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
-from lib.runs import RankedRun, rank_run, read_trec_run
+from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
 
 
-def run_import(
-    *, golden_set: GoldenSet, lines: Iterable[str], source_name: str, system: str, stage: str,
-    name: str | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
-) -> Run:
-    """Store a TREC run of `system` at `stage`, all or nothing, and evaluate it on commit.
+def series_for(*, golden_set: GoldenSet, name: str) -> Series:
+    """The set's series named `name`, made on first use (an upload or an endpoint names it)."""
+    name = (name or "").strip()
+    if not name:
+        raise GoldsetError("a series needs a name", field="series")
+    if len(name) > 200:
+        raise GoldsetError("a series name has at most 200 characters", field="series")
+    series, _ = Series.objects.get_or_create(golden_set=golden_set, name=name)
+    return series
 
-    Refuses (GoldsetError, every problem naming its line) wrong column counts, scores that
-    are not finite numbers, a doc twice for one query and query ids the set does not have.
-    Doc ids outside the corpus are kept and count as unjudged. Entries are ranked as
-    trec_eval ranks them and capped at the set's depth.
-    """
+
+def _run_fields_check(*, golden_set: GoldenSet, system: str, stage: str, name: str | None) -> tuple[str, str]:
     system = (system or "").strip()
     if not system:
         raise GoldsetError("a run needs the name of its system", field="system")
@@ -45,12 +47,18 @@ def run_import(
     name = (name or "").strip() or f"{system} {stage}"
     if Run.objects.filter(golden_set=golden_set, name=name).exists():
         raise ConflictError(f"golden set {golden_set.slug!r} already has a run named {name!r}", field="name")
+    return system, name
 
-    problems = ProblemCollector()
-    known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
-    entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
-    problems.raise_if_any(f"cannot import run {source_name}: {len(problems.problems)} problem(s); nothing was stored")
 
+def _run_store(
+    *, golden_set: GoldenSet, entries: RunEntries, source_name: str, system: str, stage: str, name: str,
+    user: AbstractBaseUser | None, series: Series | None, measured_at: datetime | None,
+    failures: Sequence[tuple[str, str, int | None]] = (), index_size: int | None = None,
+) -> Run:
+    """Rank `entries` as trec_eval does and store the run, its entries and its failures in
+    one transaction; run_uploaded on commit schedules its evaluation."""
+    if series is not None and measured_at is None:
+        raise GoldsetError("a run of a series needs the time it measures (measured_at)", field="measured_at")
     doc_keys = dict(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("doc_id", "id"))
     depth = evaluation_settings(golden_set).run_depth_cap
     ranked = rank_run(entries, doc_keys=doc_keys, depth=depth)
@@ -59,17 +67,92 @@ def run_import(
             golden_set=golden_set, name=name, system=system, stage=stage, source_name=source_name[:300],
             uploaded_by=user, query_count=len(ranked.query_ids), entry_count=len(ranked), depth_cap=depth,
             dropped_by_depth=ranked.dropped_by_depth, external_doc_count=len(ranked.external_doc_ids),
-            extra_column_lines=entries.extra_column_lines,
+            extra_column_lines=entries.extra_column_lines, series=series, measured_at=measured_at,
+            failed_query_count=len(failures), index_size=index_size,
         )
         RunData.objects.create(run=run, ranked=ranked.to_bytes())
+        RunQueryFailure.objects.bulk_create(
+            RunQueryFailure(run=run, query_id=query_id, error=error[:2000], status=status) for query_id, error, status in failures
+        )
         run_uploaded.send(sender=Run, run_id=run.id)
     return run
 
 
+def run_import(
+    *, golden_set: GoldenSet, lines: Iterable[str], source_name: str, system: str, stage: str,
+    name: str | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+    series: str = "", measured_at: datetime | None = None,
+) -> Run:
+    """Store a TREC run of `system` at `stage`, all or nothing, and evaluate it on commit.
+
+    Refuses (GoldsetError, every problem naming its line) wrong column counts, scores that
+    are not finite numbers, a doc twice for one query and query ids the set does not have.
+    Doc ids outside the corpus are kept and count as unjudged. Entries are ranked as
+    trec_eval ranks them and capped at the set's depth. With `series`, the run joins that
+    series (made on first use) as the night `measured_at` (default: now).
+    """
+    system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
+    problems = ProblemCollector()
+    known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
+    entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
+    problems.raise_if_any(f"cannot import run {source_name}: {len(problems.problems)} problem(s); nothing was stored")
+    in_series = series_for(golden_set=golden_set, name=series) if (series or "").strip() else None
+    if in_series is not None and measured_at is None:
+        measured_at = timezone.now()
+    return _run_store(
+        golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,
+        user=user, series=in_series, measured_at=measured_at if in_series is not None else None,
+    )
+
+
+def run_from_rankings(
+    *, golden_set: GoldenSet, rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]], source_name: str,
+    system: str, stage: str, name: str, series: Series, measured_at: datetime,
+    failures: Sequence[tuple[str, str, int | None]] = (), index_size: int | None = None,
+) -> Run:
+    """Store the rankings an endpoint answered (query id, [(doc id, score), ...]) as a run of
+    `series`, with the queries that failed as (query id, error, HTTP status or None).
+
+    The same checks and order as run_import, so the run scores exactly as the same rankings
+    uploaded as a TREC file would; a ranking with a bad id or score refuses the whole run
+    (GoldsetError naming the query and hit), as a bad line refuses a file.
+    """
+    system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
+    problems = ProblemCollector()
+    entries = run_entries_from_rankings(rankings, source_name, problems)
+    problems.raise_if_any(f"cannot store run {name}: {len(problems.problems)} problem(s); nothing was stored")
+    return _run_store(
+        golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,
+        user=None, series=series, measured_at=measured_at, failures=failures, index_size=index_size,
+    )
+
+
+def series_runs_past_rescoring(*, golden_set_id: int | None = None) -> set[int]:
+    """Ids of series runs a new version does not re-score: all but the latest
+    `series_rescore_nights` of each series (by measured_at), and nights whose entries
+    retention dropped. They keep the scores of the versions they were scored on."""
+    nights: dict[int, int] = {}
+    kept: dict[int, int] = {}
+    past: set[int] = set()
+    runs = Run.objects.filter(series__isnull=False)
+    if golden_set_id is not None:
+        runs = runs.filter(golden_set_id=golden_set_id)
+    rows = runs.order_by("series_id", "-measured_at", "-id").values_list("id", "series_id", "golden_set_id", "entries_dropped_at")
+    for run_id, series_id, set_id, dropped in rows:
+        if set_id not in nights:
+            nights[set_id] = evaluation_settings(GoldenSet(pk=set_id)).series_rescore_nights
+        kept[series_id] = kept.get(series_id, 0) + 1
+        if dropped is not None or kept[series_id] > nights[set_id]:
+            past.add(run_id)
+    return past
+
+
 def evaluations_schedule(*, version: Version) -> list[Evaluation]:
-    """A pending evaluation of every run of the version's set (existing rows are kept as they are)."""
+    """A pending evaluation of every run of the version's set (existing rows are kept as
+    they are), but of each series only its recent nights (series_runs_past_rescoring)."""
+    past = series_runs_past_rescoring(golden_set_id=version.golden_set_id)
     evaluations = []
-    for run in Run.objects.filter(golden_set_id=version.golden_set_id).order_by("id"):
+    for run in Run.objects.filter(golden_set_id=version.golden_set_id).exclude(pk__in=past).order_by("id"):
         evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
         evaluations.append(evaluation)
     return evaluations
@@ -97,7 +180,8 @@ def evaluations_missing_create() -> int:
         pairs.filter(version_id__isnull=False).filter(~Exists(superseded_before_upload), ~Exists(scored))
         .order_by().values_list("pk", "version_id")
     )
-    missing = [Evaluation(run_id=run_id, version_id=version_id) for run_id, version_id in pairs]
+    past = series_runs_past_rescoring()
+    missing = [Evaluation(run_id=run_id, version_id=version_id) for run_id, version_id in pairs if run_id not in past]
     # A publish or upload task making the same row meanwhile wins; this one is skipped.
     Evaluation.objects.bulk_create(missing, ignore_conflicts=True)
     return len(missing)

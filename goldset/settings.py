@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "goldenset",
     "evaluation",
     "labeling",
+    "monitoring",
     "api",
     "goldset",
 ]

@@ -167,6 +167,56 @@ def read_trec_run(
     return entries
 
 
+def run_entries_from_rankings(
+    rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]], source: str, problems: ProblemCollector,
+) -> RunEntries:
+    """RunEntries from (query_id, [(doc_id, score), ...]) pairs already in hand (an endpoint's
+    answers), with the checks read_trec_run makes of a file: ids (lib.ids.id_problem),
+    finite scores, a doc once per query. A problem names the query and the hit's position
+    ("query q7, hit 3"); the same all-or-nothing rule applies to the caller.
+
+    The same rankings written as a TREC file and read by read_trec_run give the same
+    entries, so a run made from an endpoint scores exactly like its uploaded file.
+    """
+    query_positions: dict[str, int] = {}
+    doc_positions: dict[str, int] = {}
+    query_index: list[int] = []
+    doc_index: list[int] = []
+    scores: list[float] = []
+    line_numbers: list[int] = []
+    number = 0
+    for query_id, ranking in rankings:
+        problem = id_problem(query_id)
+        if problem:
+            problems.add(f"{source}: query id {query_id!r}: {problem}")
+            continue
+        q = query_positions.setdefault(query_id, len(query_positions))
+        for position, (doc_id, score) in enumerate(ranking, start=1):
+            number += 1
+            problem = id_problem(doc_id)
+            if problem:
+                problems.add(f"{source}: query {query_id}, hit {position}: doc id {doc_id!r}: {problem}")
+                continue
+            if not math.isfinite(score):
+                problems.add(f"{source}: query {query_id}, hit {position}: score {score!r} is not a finite number")
+                continue
+            d = doc_positions.get(doc_id)
+            if d is None:
+                d = doc_positions[doc_id] = len(doc_positions)
+            query_index.append(q)
+            doc_index.append(d)
+            scores.append(float(score))
+            line_numbers.append(number)
+    entries = RunEntries(
+        source=source, query_ids=list(query_positions), doc_ids=list(doc_positions),
+        query_index=np.asarray(query_index, dtype=np.int64), doc_index=np.asarray(doc_index, dtype=np.int64),
+        scores=np.asarray(scores, dtype=np.float64), line_numbers=np.asarray(line_numbers, dtype=np.int64),
+        run_tags=(), extra_column_lines=0,
+    )
+    _check_duplicates(entries, problems)
+    return entries
+
+
 def _check_duplicates(entries: RunEntries, problems: ProblemCollector) -> None:
     """Add a problem for every entry that repeats a (query, doc) pair, naming both lines.
 

@@ -57,7 +57,10 @@ def alert_payload(alert: Alert) -> dict:
         "message": alert.message,
         "golden_set": alert.golden_set.slug,
         "version": {"number": alert.version.number, "content_hash": alert.version.content_hash},
-        "run": {"name": alert.run.name, "system": alert.run.system, "stage": alert.run.stage},
+        "run": {"name": alert.run.name, "system": alert.run.system, "stage": alert.run.stage} if alert.run else None,
+        "endpoint": alert.subject or None,
+        "canary": {"query_id": alert.canary.query.query_id, "doc_id": alert.canary.page.doc_id} if alert.canary else None,
+        "resolved_at": alert.resolved_at.isoformat() if alert.resolved_at else None,
         "created_at": alert.created_at.isoformat(),
     }
 
@@ -74,14 +77,15 @@ def alert_email_send(*, alert: Alert, settings: EvaluationSettings) -> bool:
     if not recipients:
         return False
     version, run = alert.version, alert.run
-    subject = f"[Goldset] {alert.golden_set.slug} v{version.number}, run {run.name}: {alert.get_kind_display()}"
+    about = f"run {run.name}" if run else f"endpoint {alert.subject}"
+    subject = f"[Goldset] {alert.golden_set.slug} v{version.number}, {about}: {alert.get_kind_display()}"
     subject = " ".join(subject.split())  # a line break in a run name would make send_mail refuse the header
     lines = [
         alert.message,
         "",
         f"Golden set: {alert.golden_set.name} ({alert.golden_set.slug})",
         f"Version:    v{version.number} ({version.content_hash})",
-        f"Run:        {run.name} (system {run.system}, stage {run.stage})",
+        f"Run:        {run.name} (system {run.system}, stage {run.stage})" if run else f"Endpoint:   {alert.subject}",
         f"Metric:     {alert.metric}{' in slice ' + alert.slice if alert.slice else ''}",
         f"Value:      {alert.value:.3f}" + (f" (compared with {alert.reference:.3f})" if alert.reference is not None else ""),
         "",

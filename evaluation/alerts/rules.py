@@ -9,15 +9,26 @@ EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
   `alert_drop_points` below the same run's figure on version N-1. Different versions hold
   different labels, so the message says so: such a drop may be the labels, not the system.
 - DROP_VS_RUN: the same, against the system's previous run of the same stage (the one
-  uploaded just before it) on the same version.
+  uploaded just before it) on the same version. Runs of a series use the night rules
+  instead:
+- DROP_VS_PREVIOUS_NIGHT and DROP_VS_MEDIAN: a series run's recall@k_first and
+  recall@k_final, overall and per slice, more than `alert_drop_points` below the series'
+  previous night, and below the median of its previous 7 nights (at least 3), every figure
+  scored on the same version: a label change never looks like a system change. Nights whose
+  endpoint was failing are never a baseline; slices averaged over fewer than
+  `min_queries_per_slice` queries are too thin to compare. When the runs report their
+  index size and it grew, the message says so (the seed's "after a corpus growth step").
+- A series run whose share of failed queries is over `failing_share` measured an outage,
+  not recall: it raises none of these rules (monitoring raises ENDPOINT_FAILING for it).
 - SLICE_UNDER_FLOOR: a slice's recall is under `alert_slice_floor`. The recall is the one
   that stage is judged by: recall@k_final for `reranked` runs (what the prompt sees),
   recall@k_first for `first_stage` and `other` runs (what a later stage can work with, the
   seed's recall@100). Slices averaged over no query have no figure and are skipped.
 - RERANK_LOSS: recall@k_first of a system's first-stage run minus recall@k_final of its
   reranked run, on one version, is over `alert_rerank_loss_points`. The alert belongs to the
-  reranked run. A reranked run is paired with the first-stage run of its system uploaded
-  most recently before it (or, if none was, the earliest one after it).
+  reranked run. A reranked run is paired with the first-stage run of its system measured
+  (or, outside a series, uploaded) most recently at or before it (or, if none was, the
+  earliest one after it): a nightly reranked run pairs with the same night's first stage.
 - CANARY_MISSED: a canary page of the set (evaluation.canaries) is not in the run's top
   k_first for its query (the ranks the evaluation stored; a canary added since is looked
   up in the run's entries). One alert per (run, version), whatever the number of canaries
@@ -123,6 +134,8 @@ def _drops_vs_version(evaluation: Evaluation, settings: EvaluationSettings) -> l
 
 def _drops_vs_run(evaluation: Evaluation, settings: EvaluationSettings) -> list[_Crossing]:
     run, version = evaluation.run, evaluation.version
+    if run.series_id is not None:
+        return []  # the night rules compare it within its series
     siblings = Run.objects.filter(golden_set_id=run.golden_set_id, system=run.system, stage=run.stage).exclude(pk=run.pk)
     # Upload order, ties (same microsecond) broken by id, so "previous" is always one run.
     earlier = Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, id__lt=run.id)
@@ -135,6 +148,115 @@ def _drops_vs_run(evaluation: Evaluation, settings: EvaluationSettings) -> list[
     following = next_run and _done(run=next_run, version=version)
     if following is not None:
         found += _drops(following, evaluation, Alert.Kind.DROP_VS_RUN, settings.alert_drop_points)
+    return found
+
+
+# --- the night rules (runs of a series) --------------------------------------------------
+
+MEDIAN_NIGHTS = 7
+MEDIAN_MIN_NIGHTS = 3
+
+
+def run_is_failing(run: Run, settings: EvaluationSettings) -> bool:
+    """True when over `failing_share` of the run's queries failed: it measured an outage."""
+    return run.failed_query_count > 0 and run.failed_share > settings.failing_share + EPSILON
+
+
+def _night_figures(evaluation: Evaluation, metrics: list[str], min_queries: int) -> dict[tuple[str, str], float]:
+    """{(metric, slice): value} of `evaluation` for `metrics`: overall, and slices averaged
+    over at least `min_queries` queries."""
+    rows = Score.objects.filter(evaluation=evaluation, metric__in=metrics).values_list("metric", "slice", "value", "queries_averaged")
+    return {(metric, name): value for metric, name, value, queries in rows if name == "" or queries >= min_queries}
+
+
+def _size(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 10_000:
+        return f"{count / 1_000:.0f}k"
+    return f"{count:,}"
+
+
+def index_growth_note(before: Run, after: Run) -> str:
+    """'; after the index grew from 1.2M to 1.5M documents' when both runs report an index
+    size and it grew, else ''."""
+    if before.index_size and after.index_size and after.index_size > before.index_size:
+        return f"; after the index grew from {_size(before.index_size)} to {_size(after.index_size)} documents"
+    return ""
+
+
+def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_Crossing]:
+    """The series run of `evaluation` against its previous healthy night and the median of
+    its previous MEDIAN_NIGHTS healthy nights, all on `evaluation`'s version."""
+    run, version = evaluation.run, evaluation.version
+    if run.series_id is None or run.measured_at is None:
+        return []
+    earlier = (
+        Evaluation.objects.select_related("run")
+        .filter(
+            status=Evaluation.Status.DONE, version=version, run__series_id=run.series_id,
+            run__measured_at__lt=run.measured_at,
+        )
+        .order_by("-run__measured_at", "-run_id")
+    )
+    nights = [e for e in earlier[: MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)][:MEDIAN_NIGHTS]
+    if not nights:
+        return []
+    metrics = _recall_names(version)
+    threshold = settings.alert_drop_points / 100 + EPSILON
+    tonight = _night_figures(evaluation, metrics, settings.min_queries_per_slice)
+    previous = nights[0]
+    found = []
+    before = _night_figures(previous, metrics, settings.min_queries_per_slice)
+    when = f"{run.measured_at:%Y-%m-%d %H:%M}"
+    for (metric, name), value in sorted(tonight.items()):
+        reference = before.get((metric, name))
+        if reference is None or reference - value <= threshold:
+            continue
+        where = f" in slice {name}" if name else ""
+        message = (
+            f"{metric}{where} of {_who(run)} on {version} dropped {_points(reference - value):.1f} points overnight "
+            f"({reference:.3f} on {previous.run.measured_at:%Y-%m-%d %H:%M} → {value:.3f} on {when})"
+            f"{index_growth_note(previous.run, run)}"
+        )
+        found.append(_Crossing(run, version, Alert.Kind.DROP_VS_PREVIOUS_NIGHT, metric, name, value, reference, message))
+    if len(nights) >= MEDIAN_MIN_NIGHTS:
+        history = [_night_figures(night, metrics, settings.min_queries_per_slice) for night in nights]
+        oldest = nights[-1].run
+        for (metric, name), value in sorted(tonight.items()):
+            values = sorted(figures[(metric, name)] for figures in history if (metric, name) in figures)
+            if len(values) < MEDIAN_MIN_NIGHTS:
+                continue
+            middle = len(values) // 2
+            median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+            if median - value <= threshold:
+                continue
+            where = f" in slice {name}" if name else ""
+            message = (
+                f"{metric}{where} of {_who(run)} on {version} is {_points(median - value):.1f} points under its "
+                f"{len(values)}-night median ({median:.3f} → {value:.3f} on {when})"
+                f"{index_growth_note(oldest, run)}"
+            )
+            found.append(_Crossing(run, version, Alert.Kind.DROP_VS_MEDIAN, metric, name, value, median, message))
+    return found
+
+
+def _night_drops_both_ways(evaluation: Evaluation, settings: EvaluationSettings) -> list[_Crossing]:
+    """_night_drops of this night, and of the series' nights after it on this version that
+    were scored before it (a publish's fan-out finishes in any order)."""
+    run = evaluation.run
+    found = _night_drops(evaluation, settings)
+    if run.series_id is None or run.measured_at is None:
+        return found
+    later = (
+        Evaluation.objects.select_related("run", "version__golden_set")
+        .filter(status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id,
+                run__measured_at__gt=run.measured_at)
+        .order_by("run__measured_at", "run_id")[:MEDIAN_NIGHTS]
+    )
+    for following in later:
+        if not run_is_failing(following.run, settings):
+            found += _night_drops(following, settings)
     return found
 
 
@@ -164,13 +286,18 @@ def _slices_under_floor(evaluation: Evaluation, settings: EvaluationSettings) ->
     ]
 
 
+def _moment(run: Run) -> tuple:
+    return (run.measured_at or run.created_at, run.id)
+
+
 def _first_stage_partner(reranked: Run, first_stages: list[Run]) -> Run | None:
-    """The first-stage run `reranked` reranks: the latest uploaded before it, else the earliest after."""
-    key = (reranked.created_at, reranked.id)
-    before = [run for run in first_stages if (run.created_at, run.id) < key]
+    """The first-stage run `reranked` reranks: the latest measured (or uploaded) at or before
+    it, else the earliest after. Same-night runs share measured_at, so they pair."""
+    moment = reranked.measured_at or reranked.created_at
+    before = [run for run in first_stages if (run.measured_at or run.created_at) <= moment]
     if before:
-        return max(before, key=lambda run: (run.created_at, run.id))
-    return min(first_stages, key=lambda run: (run.created_at, run.id), default=None)
+        return max(before, key=_moment)
+    return min(first_stages, key=_moment, default=None)
 
 
 def _rerank_loss(reranked: Evaluation, first: Evaluation, threshold_points: float) -> list[_Crossing]:
@@ -243,13 +370,20 @@ def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     if evaluation.status != Evaluation.Status.DONE:
         return []
     settings = evaluation_settings(evaluation.version.golden_set)
+    if run_is_failing(evaluation.run, settings):
+        return []  # an outage, not recall: monitoring raised "endpoint failing" for it
     crossings = [
         *_drops_vs_version(evaluation, settings),
         *_drops_vs_run(evaluation, settings),
+        *_night_drops_both_ways(evaluation, settings),
         *_slices_under_floor(evaluation, settings),
         *_rerank_losses(evaluation, settings),
         *_canaries_missed(evaluation, settings),
     ]
+    return _crossings_store(crossings)
+
+
+def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:
     created = []
     with transaction.atomic():
         for crossing in crossings:

@@ -354,6 +354,9 @@ def test_the_webhook_receives_the_alert_as_json(golden_set, v1, webhook):
         "golden_set": "alerting",
         "version": {"number": 1, "content_hash": v1.content_hash},
         "run": {"name": "nightly", "system": "bm25", "stage": "first_stage"},
+        "endpoint": None,
+        "canary": None,
+        "resolved_at": None,
         "created_at": alert.created_at.isoformat(),
     }
     assert request["json"] == alert_payload(alert)

@@ -1,0 +1,63 @@
+"""Alerts raised from outside an evaluation: by monitoring, about a live endpoint.
+
+The evaluation rules (evaluation.alerts.rules) judge scores; these judge the endpoint
+itself: a night whose requests failed (ENDPOINT_FAILING, instead of any recall alert) and a
+canary page a probe did not find (PROBE_MISSED, one open alert per canary and endpoint,
+resolved when a later probe finds it). Each new alert sends alert_raised, so it is e-mailed
+and posted to the webhook like every other (evaluation.receivers).
+"""
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from evaluation.models import Alert, Canary, Run
+from evaluation.signals import alert_raised
+from goldenset.models import Version
+
+
+def endpoint_failing_raise(
+    *, version: Version, endpoint_name: str, run: Run | None, failed: int, asked: int, example: str,
+) -> Alert:
+    """Record that `endpoint_name` failed `failed` of `asked` queries in one night (its run,
+    or None when no query was answered and no run was stored). `value` is the share of
+    queries answered, `reference` 1.0."""
+    share = failed / asked if asked else 1.0
+    message = (
+        f"endpoint {endpoint_name} failed {failed} of {asked} queries ({share:.0%})"
+        + (f' in run "{run.name}"' if run else "; no run was stored")
+        + f"; recall alerts are held back for it. First error: {example}"
+    )
+    with transaction.atomic():
+        alert = Alert.objects.create(
+            golden_set_id=version.golden_set_id, version=version, run=run, subject=endpoint_name,
+            kind=Alert.Kind.ENDPOINT_FAILING, metric="failed_share", value=1.0 - share, reference=1.0, message=message,
+        )
+        alert_raised.send(sender=Alert, alert_id=alert.id)
+    return alert
+
+
+def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, rank: int | None, k: int, error: str) -> Alert | None:
+    """Open the PROBE_MISSED alert of (canary, endpoint), or None when one is open already:
+    a canary missed probe after probe is one alert until it is found again."""
+    where = f"at rank {rank}" if rank is not None else ("not returned" if not error else f"no answer ({error})")
+    message = (
+        f"canary probe on endpoint {endpoint_name}: page {canary.page.doc_id} for query {canary.query.query_id} "
+        f"was {where}, outside the top {k}"
+    )
+    try:
+        with transaction.atomic():
+            alert = Alert.objects.create(
+                golden_set_id=canary.golden_set_id, version=version, canary=canary, subject=endpoint_name,
+                kind=Alert.Kind.PROBE_MISSED, metric=f"recall@{k}", value=0.0, reference=1.0, message=message,
+            )
+            alert_raised.send(sender=Alert, alert_id=alert.id)
+    except IntegrityError:
+        return None  # alert_one_open_probe_miss: it is open already
+    return alert
+
+
+def probe_miss_resolve(*, canary: Canary, endpoint_name: str) -> int:
+    """Mark the open PROBE_MISSED alert of (canary, endpoint) resolved; returns how many were."""
+    return Alert.objects.filter(
+        kind=Alert.Kind.PROBE_MISSED, canary=canary, subject=endpoint_name, resolved_at=None,
+    ).update(resolved_at=timezone.now())
