@@ -44,9 +44,9 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_networks(name: str) -> list[str]:
+def env_networks(name: str, default: list[str] | None = None) -> list[str]:
     """A comma-separated list of IP networks (CIDR); a malformed one stops the start."""
-    networks = env_list(name, [])
+    networks = env_list(name, default or [])
     for network in networks:
         try:
             ipaddress.ip_network(network, strict=False)

@@ -220,7 +220,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_int("EVALUATION_SWEEP_SECONDS", 30),
     },
     "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": 300},
+    # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
+    # due (their cron lines are per endpoint) and sends again what a dead worker left.
+    "monitoring-tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": env_int("MONITORING_TICK_SECONDS", 60)},
+    "series-retention": {"task": "monitoring.tasks.series_retention_task", "schedule": 6 * 3600},
 }
+# Retrieval endpoints live inside the network, so unlike webhooks their internal addresses
+# are allowed, but only within these networks (comma-separated CIDRs; loopback by default,
+# where the demo's search service runs). Link-local and cloud metadata addresses never are.
+RETRIEVAL_ALLOWED_NETWORKS = env_networks("RETRIEVAL_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
 
 # The REST API (api/). Eval jobs send `Authorization: Bearer <token>`; the session serves
 # the browsable API to people logged in to the site. Every failure has one JSON shape

@@ -1,0 +1,138 @@
+"""Writes of endpoints: register one (page, `endpoint_add`, API) and change it.
+
+Validation comes first and names the field (an unreadable template, a header that holds a
+literal secret, a cron line with six fields), and nothing is written unless all of it
+passes. A new endpoint gets its series (`<name> nightly` unless another is named), which
+its nightly runs join.
+"""
+
+import re
+from dataclasses import fields
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from evaluation.services import series_for
+from goldenset.models import GoldenSet
+from lib.cron import CronError, cron_parse
+from lib.errors import ConflictError, GoldsetError
+from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_problems
+from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# The fields of an Endpoint that describe the request and its reading (EndpointSpec's).
+SPEC_FIELDS = tuple(f.name for f in fields(EndpointSpec))
+# What else a manager may change after registering it.
+SETTING_FIELDS = ("system", "run_schedule", "probe_schedule", "enabled")
+
+
+def endpoint_spec(endpoint: Endpoint) -> EndpointSpec:
+    """The endpoint's request and reading as the client takes them."""
+    values = {name: getattr(endpoint, name) for name in SPEC_FIELDS if name != "headers"}
+    return EndpointSpec(**values, headers=tuple((str(n), str(v)) for n, v in endpoint.headers))
+
+
+def _headers(value) -> list[list[str]]:
+    """[[name, value], ...] from pairs, a dict, or "Name: value" lines (the form's text)."""
+    if isinstance(value, dict):
+        return [[str(n), str(v)] for n, v in value.items()]
+    if isinstance(value, str):
+        pairs = []
+        for number, line in enumerate(value.splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, colon, text = line.partition(":")
+            if not colon or not name.strip():
+                raise GoldsetError(f"headers line {number}: write a header as 'Name: value', not {line!r}", field="headers")
+            pairs.append([name.strip(), text.strip()])
+        return pairs
+    return [[str(n), str(v)] for n, v in (value or [])]
+
+
+def _check(values: dict) -> None:
+    """GoldsetError listing every problem of the spec and schedules, each naming its field."""
+    problems = []
+    spec_values = {name: values[name] for name in SPEC_FIELDS if name in values}
+    spec_values["headers"] = tuple((n, v) for n, v in values.get("headers", []))
+    try:
+        spec = EndpointSpec(**spec_values)
+    except (TypeError, ValueError) as exc:
+        raise GoldsetError(f"the endpoint cannot be read: {exc}") from None
+    problems += spec_problems(spec)
+    for field in ("run_schedule", "probe_schedule"):
+        try:
+            cron_parse(values[field])
+        except CronError as exc:
+            problems.append(f"{field}: {exc}")
+    if problems:
+        first_field = problems[0].split(":", 1)[0].strip()
+        raise GoldsetError(
+            f"the endpoint was not saved: {len(problems)} problem(s)", problems=problems,
+            field=first_field if first_field in values else None,
+        )
+
+
+def endpoint_add(
+    *, golden_set: GoldenSet, name: str, system: str, stage: str, preset: str, url: str,
+    series: str = "", user: AbstractBaseUser | None = None, **options,
+) -> Endpoint:
+    """Register an endpoint of `golden_set`; unset request options take the preset's
+    defaults (monitoring.endpoints.spec.preset_defaults). GoldsetError naming the field for
+    anything that cannot work, ConflictError for a name or series taken."""
+    name = (name or "").strip()
+    if not NAME.match(name):
+        raise GoldsetError(
+            f"endpoint name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit", field="name",
+        )
+    system = (system or "").strip()
+    if not system:
+        raise GoldsetError("an endpoint needs the name of its system", field="system")
+    if stage not in Endpoint.Stage.values:
+        raise GoldsetError(f"unknown stage {stage!r}; choose one of {', '.join(Endpoint.Stage.values)}", field="stage")
+    if preset not in Endpoint.Preset.values:
+        raise GoldsetError(f"unknown preset {preset!r}; choose one of {', '.join(Endpoint.Preset.values)}", field="preset")
+    unknown = sorted(set(options) - set(SPEC_FIELDS) - set(SETTING_FIELDS))
+    if unknown:
+        raise GoldsetError(f"unknown endpoint option(s): {', '.join(unknown)}")
+    values = {**preset_defaults(preset), "preset": preset, "url": (url or "").strip()}
+    values.update({key: value for key, value in options.items() if value is not None and value != ""})
+    values["headers"] = _headers(values.get("headers", []))
+    values.setdefault("run_schedule", DEFAULT_RUN_SCHEDULE)
+    values.setdefault("probe_schedule", DEFAULT_PROBE_SCHEDULE)
+    _check(values)
+    if Endpoint.objects.filter(golden_set=golden_set, name=name).exists():
+        raise ConflictError(f"golden set {golden_set.slug!r} already has an endpoint named {name!r}", field="name")
+    series_name = (series or "").strip() or f"{name} nightly"
+    try:
+        with transaction.atomic():
+            in_series = series_for(golden_set=golden_set, name=series_name)
+            if Endpoint.objects.filter(series=in_series).exists():
+                raise ConflictError(f"series {series_name!r} is fed by another endpoint already", field="series")
+            model_fields = {f.name for f in Endpoint._meta.get_fields()}
+            return Endpoint.objects.create(
+                golden_set=golden_set, name=name, system=system, stage=stage, series=in_series, created_by=user,
+                **{key: value for key, value in values.items() if key in model_fields},
+            )
+    except IntegrityError:
+        raise ConflictError(f"golden set {golden_set.slug!r} already has an endpoint named {name!r}", field="name") from None
+
+
+def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None, **changes) -> Endpoint:
+    """Change an endpoint's request, reading, limits or schedules; the same checks as endpoint_add.
+
+    Its name, stage and series stay: they are what its history is named by.
+    """
+    unknown = sorted(set(changes) - set(SPEC_FIELDS) - set(SETTING_FIELDS))
+    if unknown:
+        raise GoldsetError(f"these cannot be changed on an endpoint: {', '.join(unknown)}")
+    values = {name: getattr(endpoint, name) for name in (*SPEC_FIELDS, *SETTING_FIELDS)}
+    values.update(changes)
+    values["headers"] = _headers(values["headers"])
+    if "system" in changes and not (changes["system"] or "").strip():
+        raise GoldsetError("an endpoint needs the name of its system", field="system")
+    _check(values)
+    for key, value in values.items():
+        setattr(endpoint, key, value.strip() if key == "system" else value)
+    endpoint.save()
+    return endpoint
+

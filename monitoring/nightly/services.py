@@ -1,0 +1,196 @@
+"""A nightly run: ask a live endpoint every query of the set's latest version, store the
+answers as a run of its series.
+
+Exactly one run per night, whatever the broker and the workers do:
+
+- `nightly_run_request` makes the NightlyRun of (endpoint, slot) once (a unique constraint);
+  the tick of every beat, a redelivered task and a second "run now" of the same slot meet
+  there;
+- `nightly_run_execute` claims a pending night with one conditional UPDATE (a second
+  worker that gets the same message finds it claimed and leaves), queries the endpoint,
+  and stores the run in the transaction that marks the night done, with the night's row
+  locked: a copy that ran beside it (the sweeper re-sent a night whose worker stopped
+  answering) finds the run there and stores nothing.
+- A worker killed half way leaves the night "running"; the sweeper (monitoring.tasks)
+  sends it again once that worker stops answering a ping, and the night starts over: the
+  endpoint's answers were never written half.
+
+Depth: k_first of the version for a first-stage endpoint, k_final for a reranked one
+(what the prompt sees). The run is measured at the slot (the night it stands for), so the
+first-stage and reranked runs of one night pair for the rerank-loss rule.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from evaluation.alerts.rules import run_is_failing
+from evaluation.alerts.services import endpoint_failing_raise
+from evaluation.models import Run
+from evaluation.selectors import evaluation_settings
+from evaluation.services import run_from_rankings
+from goldenset.models import Version, VersionQuery
+from lib.errors import GoldsetError
+from lib.ids import natural_key
+from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings_sync
+from monitoring.endpoints.services import endpoint_spec
+from monitoring.models import Endpoint, NightlyRun
+
+logger = logging.getLogger(__name__)
+
+# Progress is written every this many answers: often enough for the page's bar, rarely
+# enough that 10,000 queries cost 50 small updates, not 10,000.
+PROGRESS_EVERY = 200
+
+
+def nightly_run_request(*, endpoint: Endpoint, slot: datetime, trigger: str = NightlyRun.Trigger.SCHEDULE) -> NightlyRun | None:
+    """The NightlyRun of (endpoint, slot), made now; None when that slot has one already."""
+    try:
+        with transaction.atomic():
+            return NightlyRun.objects.create(endpoint=endpoint, slot=slot, trigger=trigger)
+    except IntegrityError:
+        return None
+
+
+def nightly_run_now(*, endpoint: Endpoint) -> NightlyRun:
+    """A manual night at this second ("run now", `nightly_run`); ConflictError-free: two
+    clicks in one second share one night."""
+    slot = timezone.now().replace(microsecond=0)
+    made = nightly_run_request(endpoint=endpoint, slot=slot, trigger=NightlyRun.Trigger.MANUAL)
+    return made or NightlyRun.objects.get(endpoint=endpoint, slot=slot)
+
+
+def latest_version(golden_set_id: int) -> Version | None:
+    return Version.objects.filter(golden_set_id=golden_set_id).order_by("-number").first()
+
+
+def version_questions(version: Version) -> list[tuple[str, str]]:
+    """(query id, text) of every query of `version` that has a text, in natural id order."""
+    rows = VersionQuery.objects.filter(version=version, query__has_text=True).values_list("query__query_id", "query__text")
+    return sorted(((query_id, text) for query_id, text in rows), key=lambda row: natural_key(row[0]))
+
+
+def endpoint_depth(endpoint: Endpoint, version: Version) -> int:
+    """How deep the endpoint is asked: k_first for a first stage, k_final for a reranked one."""
+    return version.k_final if endpoint.stage == Endpoint.Stage.RERANKED else version.k_first
+
+
+def run_name(endpoint: Endpoint, night: NightlyRun) -> str:
+    pattern = "%Y-%m-%d %H:%M" if night.trigger == NightlyRun.Trigger.SCHEDULE else "%Y-%m-%d %H:%M:%S"
+    return f"{endpoint.series.name} {night.slot.strftime(pattern)}"
+
+
+@dataclass
+class _Progress:
+    """Counts answers as they come and writes them every PROGRESS_EVERY."""
+
+    night_id: int
+    done: int = 0
+    failed: int = 0
+
+    def __call__(self, answer: QueryAnswer) -> None:
+        self.done += 1
+        self.failed += answer.error is not None
+        if self.done % PROGRESS_EVERY == 0:
+            NightlyRun.objects.filter(pk=self.night_id).update(queries_done=self.done, failed_count=self.failed)
+
+
+def _claim(night_id: int, worker: str) -> bool:
+    """Take a pending night for this worker, in one conditional UPDATE: of two workers
+    handed the same message, one gets it."""
+    claimed = NightlyRun.objects.filter(pk=night_id, status=NightlyRun.Status.PENDING).update(
+        status=NightlyRun.Status.RUNNING, worker=worker, started_at=timezone.now(), attempts=F("attempts") + 1,
+        queries_done=0, failed_count=0, error="",
+    )
+    return bool(claimed)
+
+
+def _fail(night_id: int, error: str) -> None:
+    NightlyRun.objects.filter(pk=night_id).update(status=NightlyRun.Status.FAILED, error=error[:5000], finished_at=timezone.now())
+
+
+def nightly_run_execute(*, night_id: int, worker: str = "") -> NightlyRun:
+    """Query the endpoint for the night `night_id` and store its run (see the module
+    docstring). Returns the night as it stands: done with its run, failed with why, or
+    as another worker holds it."""
+    if not _claim(night_id, worker):
+        return NightlyRun.objects.get(pk=night_id)
+    night = NightlyRun.objects.select_related("endpoint__golden_set", "endpoint__series").get(pk=night_id)
+    endpoint = night.endpoint
+    version = latest_version(endpoint.golden_set_id)
+    if version is None:
+        _fail(night_id, "the golden set has no published version: there are no queries to ask")
+        return NightlyRun.objects.get(pk=night_id)
+    questions = version_questions(version)
+    if not questions:
+        _fail(night_id, f"{version} has no query with a text to ask")
+        return NightlyRun.objects.get(pk=night_id)
+    k = endpoint_depth(endpoint, version)
+    NightlyRun.objects.filter(pk=night_id).update(version=version, queries_total=len(questions))
+    spec = endpoint_spec(endpoint)
+    allowed = settings.RETRIEVAL_ALLOWED_NETWORKS
+    progress = _Progress(night_id)
+    report = fetch_rankings_sync(spec, questions, k, on_answer=progress, allowed_networks=allowed)
+    index_size = report.index_size
+    if index_size is None and spec.count_url:
+        try:
+            index_size = fetch_index_size_sync(spec, allowed_networks=allowed)
+        except Exception as exc:  # the count is a nicety: a night is not lost over it
+            logger.warning("endpoint %s: index size not read: %s", endpoint.name, exc)
+    return _store(night, version, report.answers, index_size, report.seconds)
+
+
+def _store(night: NightlyRun, version: Version, answers: list[QueryAnswer], index_size: int | None, seconds: float) -> NightlyRun:
+    endpoint = night.endpoint
+    answered = [(a.query_id, a.ranking) for a in answers if a.error is None and a.ranking]
+    failures = [(a.query_id, a.error, a.status) for a in answers if a.error is not None]
+    latencies = np.array([a.latency_ms for a in answers if a.error is None], dtype=float)
+    figures = {
+        "queries_done": len(answers), "failed_count": len(failures), "seconds": seconds,
+        "latency_p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else None,
+        "latency_p95_ms": float(np.percentile(latencies, 95)) if len(latencies) else None,
+        "finished_at": timezone.now(),
+    }
+    with transaction.atomic():
+        locked = NightlyRun.objects.select_for_update().get(pk=night.pk)
+        if locked.run_id is not None or locked.status != NightlyRun.Status.RUNNING:
+            return locked  # a copy beside this one stored it, or it was reset meanwhile
+        if not answered:
+            example = failures[0][1] if failures else "the endpoint returned no page for any query"
+            NightlyRun.objects.filter(pk=night.pk).update(
+                status=NightlyRun.Status.FAILED, error=f"no query was answered: {example}"[:5000], **figures,
+            )
+            endpoint_failing_raise(
+                version=version, endpoint_name=endpoint.name, run=None, failed=len(failures) or len(answers),
+                asked=len(answers), example=example,
+            )
+            return NightlyRun.objects.get(pk=night.pk)
+        try:
+            run = run_from_rankings(
+                golden_set=endpoint.golden_set, rankings=answered, source_name=endpoint.url,
+                system=endpoint.system, stage=endpoint.stage, name=run_name(endpoint, night), series=endpoint.series,
+                measured_at=night.slot, failures=failures, index_size=index_size,
+            )
+        except GoldsetError as exc:
+            problems = "; ".join(exc.problems[:5])
+            NightlyRun.objects.filter(pk=night.pk).update(
+                status=NightlyRun.Status.FAILED, error=f"{exc.message}: {problems}"[:5000], **figures,
+            )
+            return NightlyRun.objects.get(pk=night.pk)
+        NightlyRun.objects.filter(pk=night.pk).update(status=NightlyRun.Status.DONE, run=run, **figures)
+        if failures and _failing(run):
+            endpoint_failing_raise(
+                version=version, endpoint_name=endpoint.name, run=run, failed=len(failures), asked=len(answers),
+                example=f"query {failures[0][0]}: {failures[0][1]}",
+            )
+    return NightlyRun.objects.get(pk=night.pk)
+
+
+def _failing(run: Run) -> bool:
+    return run_is_failing(run, evaluation_settings(run.golden_set))
