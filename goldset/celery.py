@@ -10,6 +10,7 @@ Commands and the test suite keep running them inline, where waiting for them is 
 import functools
 import logging
 import os
+import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -75,6 +76,37 @@ def tasks_off_request_thread() -> None:
     global _background
     if _background is None:
         _background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="goldset-tasks")
+
+
+def beat_in_process(*, poll_seconds: float = 5.0) -> threading.Thread:
+    """Run beat's schedule (settings.CELERY_BEAT_SCHEDULE) from a daemon thread of this
+    process: on the embedded default there is no beat, yet the sweepers and the monitoring
+    tick (nightly runs, canary probes) must run. Each entry is sent when its interval has
+    passed, through the same background thread as every other in-process task. Slots are
+    unique in the database, so two web processes ticking both still make one run a night.
+    """
+    from django.conf import settings
+
+    schedule = {name: entry for name, entry in settings.CELERY_BEAT_SCHEDULE.items() if isinstance(entry["schedule"], (int, float))}
+    last: dict[str, float] = {}
+
+    def loop() -> None:
+        import time
+
+        while True:
+            now = time.monotonic()
+            for name, entry in schedule.items():
+                if now - last.get(name, -float("inf")) >= entry["schedule"]:
+                    last[name] = now
+                    try:
+                        app.tasks[entry["task"]].delay()
+                    except Exception:  # a beat that stops on one error would stop every schedule
+                        logger.exception("in-process beat: %s could not be sent", name)
+            time.sleep(poll_seconds)
+
+    thread = threading.Thread(target=loop, name="goldset-beat", daemon=True)
+    thread.start()
+    return thread
 
 
 def tasks_inline() -> None:

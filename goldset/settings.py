@@ -191,6 +191,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 # Without a broker, the web server runs tasks on a background thread rather than inside
 # the request that sent them (goldset.celery); false runs them in the request.
 TASKS_OFF_REQUEST_THREAD = env_bool("TASKS_OFF_REQUEST_THREAD", True)
+# Without a broker there is no beat either: the web process runs the beat schedule below
+# from a thread of its own (goldset.celery.beat_in_process); false leaves it to nobody.
+BEAT_IN_PROCESS = env_bool("BEAT_IN_PROCESS", True)
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent, so a worker lost mid-task is safe to redo
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

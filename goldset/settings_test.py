@@ -54,6 +54,7 @@ CELERY_TASK_ALWAYS_EAGER = True
 # The tests read what a task wrote right after sending it: inline, even through goldset.wsgi
 # (tests/hardening/test_embedded_tasks.py runs the background thread).
 TASKS_OFF_REQUEST_THREAD = False
+BEAT_IN_PROCESS = False  # tests send the tick themselves
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # The fuzzing and load tests send thousands of API requests a minute: the throttle's own

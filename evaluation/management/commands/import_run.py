@@ -1,12 +1,22 @@
+import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.dateparse import parse_datetime
 
 from evaluation.models import Run
 from evaluation.services import run_import
 from goldenset.management.progress import tqdm_progress, user_by_name
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
+
+
+def _moment(text: str) -> datetime:
+    moment = parse_datetime(text.strip().replace("Z", "+00:00"))
+    if moment is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time such as 2026-11-30T02:00:00Z")
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class Command(BaseCommand):
@@ -25,8 +35,13 @@ class Command(BaseCommand):
         parser.add_argument("--stage", required=True, choices=Run.Stage.values, help="first_stage, reranked or other")
         parser.add_argument("--name", help="name of the run (default: '<system> <stage>')")
         parser.add_argument("--user", help="username recorded as uploader")
+        parser.add_argument("--series", default="", help="put the run in this series (made on first use), e.g. 'prod-hybrid nightly'")
+        parser.add_argument(
+            "--measured-at", dest="measured_at", type=_moment, default=None,
+            help="with --series: when the system was queried, ISO 8601 (default: now), e.g. 2026-11-30T02:00:00Z",
+        )
 
-    def handle(self, *args, file, golden_set, system, stage, name, user, verbosity, **options):
+    def handle(self, *args, file, golden_set, system, stage, name, user, series, measured_at, verbosity, **options):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
             raise CommandError(f"no golden set {golden_set!r}")
@@ -36,7 +51,8 @@ class Command(BaseCommand):
             with file.open(encoding="utf-8") as handle:
                 run = run_import(
                     golden_set=found, lines=handle, source_name=file.name, system=system, stage=stage,
-                    name=name, user=user_by_name(user), progress=tqdm_progress(verbosity),
+                    name=name, user=user_by_name(user), progress=tqdm_progress(verbosity), series=series,
+                    measured_at=measured_at,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc
