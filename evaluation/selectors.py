@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
-from django.db.models import TextField
+from django.db.models import Exists, OuterRef, TextField
 from django.db.models.functions import Cast
 from django.http import Http404
 
@@ -37,9 +37,18 @@ def metrics_for(golden_set: GoldenSet, version: Version) -> tuple[Metric, ...]:
     return parse_metrics(chosen) if chosen else default_metrics(version.k_first, version.k_final)
 
 
+def later_night(run_path: str = "") -> Exists:
+    """True for a run of a series that has a later night: leaderboards, trends and coverage
+    show each series by its latest night (the monitoring page shows the rest). `run_path`
+    is the path from the queried model to its run ("run__" from an Evaluation, "" from a Run)."""
+    return Exists(Run.objects.filter(
+        series=OuterRef(f"{run_path}series"), measured_at__gt=OuterRef(f"{run_path}measured_at"),
+    ))
+
+
 def run_get(golden_set: GoldenSet, run_id: int) -> Run:
     """Run `run_id` of the set, or Http404 (a run of another set is as absent as none)."""
-    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set").first()
+    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set", "series").first()
     if run is None:
         raise Http404("no such run")
     return run

@@ -11,7 +11,7 @@ from django.db.models import Count
 from evaluation.models import Evaluation, EvaluationSettings, Run, Score
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.reports.targets import FINAL_TARGET, FIRST_STAGE_TARGET, Diagnosis, funnel_diagnosis
-from evaluation.selectors import evaluation_settings, slice_label
+from evaluation.selectors import evaluation_settings, later_night, slice_label
 from goldenset.models import GoldenSet, Version
 from lib import charts
 from lib.ids import natural_key
@@ -220,7 +220,7 @@ def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -
     """Every evaluation of the version with its scores and completeness figures (Judged@k
     under the settings' floor marks a run unreliable): three queries however many runs and slices."""
     evaluations = (
-        Evaluation.objects.filter(version=version).select_related("run").defer("per_query").order_by("run_id")
+        Evaluation.objects.filter(version=version).exclude(later_night("run__")).select_related("run__series").defer("per_query").order_by("run_id")
     )
     results = {e.id: RunResult(run=e.run, evaluation=e, color=charts.color(i)) for i, e in enumerate(evaluations)}
     found = completeness_rows([result.evaluation for result in results.values()], overall_only=False)
@@ -228,7 +228,7 @@ def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -
         by_slice = found.get(evaluation_id, {})
         result.completeness = run_completeness(by_slice.get(""), result.run, version, settings, slug)
         result.slice_judged = {name: row.judged_at_k_final for name, row in by_slice.items() if name}
-    rows = Score.objects.filter(evaluation__version=version).values_list(
+    rows = Score.objects.filter(evaluation_id__in=list(results)).values_list(
         "evaluation_id", "slice", "metric", "value", "queries_averaged", "no_relevant_count"
     )
     for evaluation_id, slice_name, metric, value, averaged, no_relevant in rows.iterator(chunk_size=10_000):
@@ -328,7 +328,7 @@ def _trend_charts(golden_set: GoldenSet, versions: list[tuple], colors: dict[int
     `versions` are (number, k_first, k_final, labels, relevant labels, queries), oldest first."""
     rows = Score.objects.filter(
         evaluation__run__golden_set=golden_set, evaluation__status=Evaluation.Status.DONE, slice="", metric__startswith="recall@",
-    ).values_list("evaluation__run_id", "evaluation__run__name", "evaluation__version__number", "metric", "value")
+    ).exclude(evaluation__run__in=Run.objects.filter(later_night())).values_list("evaluation__run_id", "evaluation__run__name", "evaluation__version__number", "metric", "value")
     k_of = {number: (k_first, k_final) for number, k_first, k_final, *_ in versions}
     first: dict[int, list] = defaultdict(list)
     final: dict[int, list] = defaultdict(list)

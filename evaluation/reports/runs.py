@@ -30,7 +30,7 @@ def runs_report(golden_set: GoldenSet) -> RunsReport:
     """Every run of the set with its status, funnel recalls and Judged@k on the latest
     version: five queries however many runs."""
     latest = golden_set.versions.order_by("-number").first()
-    runs = list(Run.objects.filter(golden_set=golden_set).select_related("uploaded_by").order_by("system", "stage", "name"))
+    runs = list(Run.objects.filter(golden_set=golden_set).select_related("uploaded_by", "series").order_by("system", "stage", "name"))
     evaluations: dict[int, Evaluation] = {}
     scores: dict[tuple[int, str], float] = {}
     settings = None

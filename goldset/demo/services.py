@@ -24,6 +24,7 @@ from goldenset.services import (
     version_publish,
 )
 from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE, demo_generate, pages_dates_move
+from goldset.demo.monitoring import DemoMonitoringResult, demo_monitoring_load
 from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
 from goldset.demo.vocabulary import GUIDELINES
 from labeling.models import Pool
@@ -88,14 +89,19 @@ class DemoLoadResult(DemoSetResult):
     new_runs: list[Run] = field(default_factory=list)
     # The pool this load built; None when the set had one already or has no first-stage run.
     pool: PoolBuildResult | None = None
+    # The live search service's endpoints, canaries and nightly history (goldset.demo.monitoring).
+    monitoring: DemoMonitoringResult | None = None
 
 
 def demo_load(
     *, seed: int = DEFAULT_SEED, reference_date: datetime | None = None, progress: Progress = no_progress,
+    monitoring: bool = True, search_url: str | None = None,
 ) -> DemoLoadResult:
     """Load the demo, each part once: the golden set with its users and versions
     (demo_golden_set_load), the demo systems' runs scored against every version
-    (demo_runs_load) and a judging pool of the first-stage runs (demo_pool_build).
+    (demo_runs_load), a judging pool of the first-stage runs (demo_pool_build) and, with
+    `monitoring`, the demo search service's endpoints at `search_url` (default
+    goldset.demo.monitoring.demo_search_url()), canaries and two weeks of nightly history.
 
     Each part is all or nothing and commits on its own. Safe to call again: a part that
     is there already is left as it is, whatever seed made it, so a second call writes
@@ -104,10 +110,12 @@ def demo_load(
     demo_set = demo_golden_set_load(seed=seed, reference_date=reference_date, progress=progress)
     golden_set = demo_set.golden_set
     new_runs = demo_runs_load(golden_set=golden_set, seed=seed, progress=progress)
-    runs = list(Run.objects.filter(golden_set=golden_set).order_by("id"))
+    runs = list(Run.objects.filter(golden_set=golden_set, series=None).order_by("id"))
     pool = demo_pool_build(golden_set=golden_set, progress=progress)
+    watched = demo_monitoring_load(golden_set=golden_set, base_url=search_url, progress=progress) if monitoring else None
     return DemoLoadResult(
         **{one.name: getattr(demo_set, one.name) for one in fields(DemoSetResult)}, runs=runs, new_runs=new_runs, pool=pool,
+        monitoring=watched,
     )
 
 
@@ -223,7 +231,7 @@ def demo_golden_set_load(
 def demo_runs_load(*, golden_set: GoldenSet, seed: int, progress: Progress = no_progress) -> list[Run]:
     """Upload the demo systems' runs (unless the set has runs already) and score each
     against every version. Returns the runs created."""
-    if Run.objects.filter(golden_set=golden_set).exists():
+    if Run.objects.filter(golden_set=golden_set, series=None).exists():
         return []
     latest = golden_set.latest_version()
     labels: dict[str, dict[str, int]] = {}

@@ -37,7 +37,7 @@ from lib import charts
 from evaluation.alerts.rules import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
-from evaluation.selectors import evaluation_settings, version_scoring_inputs
+from evaluation.selectors import evaluation_settings, later_night, version_scoring_inputs
 from goldenset.models import GoldenSet, Judgment, Query, Version
 
 
@@ -168,7 +168,7 @@ def latest_runs(version: Version) -> list[CoverageRun]:
     """Each system's latest run (by upload) of each stage with a finished evaluation on
     `version`, ordered by system then stage. One query."""
     evaluations = (
-        Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE)
+        Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE).exclude(later_night("run__"))
         .select_related("run").defer("per_query", "recall_curve", "canary_ranks")  # blobs of 10,000s of queries
         .order_by("run__created_at", "run__id")
     )
@@ -330,7 +330,7 @@ def _canaries(golden_set: GoldenSet, version: Version) -> tuple[list[Run], list[
     canaries = canaries_in_version(version)
     if not canaries:
         return [], []
-    runs = list(Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "created_at", "id"))
+    runs = list(Run.objects.filter(golden_set=golden_set).exclude(later_night()).order_by("system", "stage", "created_at", "id"))
     results = canary_checks(version=version, runs=runs, canaries=canaries)
     rows = [
         CanaryRow(canary=canary, results=[results[run.pk][i] if run.pk in results else None for run in runs])
