@@ -88,6 +88,22 @@ class EvaluationSettingsForm(forms.Form):
         help_text="When set, each alert is POSTed here as JSON (retried with backoff on failure).",
     )
 
+    failing_share = forms.FloatField(
+        required=False, label="Endpoint failing (fraction of queries)",
+        help_text="A series run (a monitored endpoint's night) with more than this fraction of failed queries "
+        "(0.05, not 5) raises 'endpoint failing' instead of recall alerts, and is no night's baseline.",
+    )
+    series_rescore_nights = forms.IntegerField(
+        required=False, label="Nights re-scored per series", min_value=1,
+        help_text="A new version re-scores the latest this-many runs of each series (the night alerts compare a night "
+        "with the one before and the 7-night median: keep it at 8 or more). Older nights keep their scores.",
+    )
+    series_keep_days = forms.IntegerField(
+        required=False, label="Keep whole nights (days)", min_value=0,
+        help_text="After this many days a series keeps the entries of one run a week; every night keeps its scores. "
+        "0 keeps every night whole.",
+    )
+
     def __init__(self, *args, golden_set: GoldenSet, **kwargs):
         super().__init__(*args, **kwargs)
         self.golden_set = golden_set
@@ -111,6 +127,9 @@ class EvaluationSettingsForm(forms.Form):
             "min_queries_per_slice": settings.min_queries_per_slice,
             "alert_emails": "\n".join(settings.alert_emails),
             "webhook_url": settings.webhook_url,
+            "failing_share": settings.failing_share,
+            "series_rescore_nights": settings.series_rescore_nights,
+            "series_keep_days": settings.series_keep_days,
         }
 
     def _checked(self, field: str, value):
@@ -159,6 +178,18 @@ class EvaluationSettingsForm(forms.Form):
 
     def clean_webhook_url(self):
         return self._checked("webhook_url", self.cleaned_data["webhook_url"])
+
+    def clean_failing_share(self):
+        value = self.cleaned_data["failing_share"]
+        return self._checked("failing_share", EvaluationSettings._meta.get_field("failing_share").default if value is None else value)
+
+    def clean_series_rescore_nights(self):
+        value = self.cleaned_data["series_rescore_nights"]
+        return self._checked("series_rescore_nights", EvaluationSettings._meta.get_field("series_rescore_nights").default if value is None else value)
+
+    def clean_series_keep_days(self):
+        value = self.cleaned_data["series_keep_days"]
+        return self._checked("series_keep_days", EvaluationSettings._meta.get_field("series_keep_days").default if value is None else value)
 
 
 class RunUploadForm(forms.Form):

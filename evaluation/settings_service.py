@@ -142,6 +142,14 @@ def _webhook_url(golden_set: GoldenSet, value: Any) -> str:
     return url
 
 
+def _whole(field: str, low: int, high: int, what: str) -> Callable[[GoldenSet, Any], int]:
+    def clean(golden_set: GoldenSet, value: Any) -> int:
+        number = _whole_number(value, field)
+        return _within(number, low, high, field, f"{field} is {what} from {low} to {high}, got {number}")
+
+    return clean
+
+
 # field -> cleaner; the form checks each field with the same function, so the page and the
 # service cannot disagree about what is valid.
 _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
@@ -156,6 +164,9 @@ _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
     "min_queries_per_slice": _min_queries_per_slice,
     "alert_emails": _alert_emails,
     "webhook_url": _webhook_url,
+    "failing_share": _fraction("failing_share", "0.05, not 5"),
+    "series_rescore_nights": _whole("series_rescore_nights", 1, 1000, "a number of nights"),
+    "series_keep_days": _whole("series_keep_days", 0, 36500, "a number of days (0 keeps every night whole)"),
 }
 SETTINGS_FIELDS = tuple(_CLEANERS)
 
