@@ -1,0 +1,105 @@
+"""The demo replays the seed's incident live: its search service, with two of its six shards
+gone stale, makes the next nightly run raise the 3-point drop and the age-slice alert and
+the next probe raise the canary alerts; refreshing the shards resolves them.
+
+Everything talks to the demo search service over real HTTP (goldset.demo.search_server,
+started in this process on a free port), as `make run` has it beside the app.
+"""
+
+import json
+import urllib.request
+
+import pytest
+from django.db import connection, transaction
+
+from evaluation.alerts.rules import alerts_check
+from evaluation.models import Alert, Run
+from evaluation.services import evaluation_compute
+from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE
+from goldset.demo.monitoring import STALE_SHARDS, demo_monitoring_load
+from goldset.demo.search import DemoSearch
+from goldset.demo.search_server import demo_search_server_started
+from goldset.demo.services import demo_golden_set_load
+from monitoring.models import Endpoint, NightlyRun
+from monitoring.nightly.services import nightly_run_execute, nightly_run_now
+from monitoring.probes.services import probe_now
+
+HEALTHY_NIGHTS = 8
+
+
+@pytest.fixture(scope="module")
+def service():
+    with demo_search_server_started(search=DemoSearch(reference_date=REFERENCE_DATE)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def demo(service, django_db_setup, django_db_blocker):
+    """The demo set with its endpoints on the live service and HEALTHY_NIGHTS healthy nights,
+    loaded once for the module in a transaction rolled back at the end. The nights are
+    scored here, as their on-commit tasks would (the transaction never commits)."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        try:
+            loaded = demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE)
+            watched = demo_monitoring_load(
+                golden_set=loaded.golden_set, search=service.search, base_url=service.base_url,
+                nights=HEALTHY_NIGHTS, stale_nights=0,
+            )
+            version = loaded.golden_set.latest_version()
+            for run in Run.objects.filter(golden_set=loaded.golden_set, series__isnull=False).order_by("measured_at", "id"):
+                alerts_check(evaluation=evaluation_compute(run=run, version=version))
+            connection.check_constraints()
+            yield loaded, watched
+        finally:
+            transaction.set_rollback(True)
+
+
+def shards(service, stale: int) -> dict:
+    request = urllib.request.Request(
+        service.base_url + "/admin/shards", data=json.dumps({"stale": stale}).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        return json.load(answer)
+
+
+def test_the_demo_registers_both_stages_canaries_and_healthy_nights(demo, db):
+    loaded, watched = demo
+    assert [(e.name, e.stage) for e in watched.endpoints] == [
+        ("wiki-search-first", "first_stage"), ("wiki-search-reranked", "reranked"),
+    ]
+    assert len(watched.canaries) == 3
+    assert Run.objects.filter(series__endpoint__in=watched.endpoints).count() == 2 * HEALTHY_NIGHTS
+    assert not Alert.objects.filter(kind__in=[Alert.Kind.DROP_VS_PREVIOUS_NIGHT, Alert.Kind.PROBE_MISSED]).exists()
+
+
+def test_stale_shards_raise_the_drop_the_age_slice_alert_and_the_canary_alerts_and_a_refresh_resolves_them(
+    demo, service, db, django_capture_on_commit_callbacks,
+):
+    loaded, watched = demo
+    first, reranked = watched.endpoints
+    assert shards(service, STALE_SHARDS)["stale_shards"] == STALE_SHARDS
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            nights = [nightly_run_execute(night_id=nightly_run_now(endpoint=one).pk) for one in (first, reranked)]
+        assert all(night.status == NightlyRun.Status.DONE for night in nights), [n.error for n in nights]
+        run = nights[0].run
+        alerts = {(a.kind, a.metric, a.slice): a for a in Alert.objects.filter(run=run)}
+        drop = alerts[(Alert.Kind.DROP_VS_PREVIOUS_NIGHT, "recall@100", "")]
+        assert drop.reference - drop.value > 0.03
+        assert "dropped" in drop.message and "overnight" in drop.message
+        age = alerts[(Alert.Kind.SLICE_UNDER_FLOOR, "recall@100", "page:age=0-30d")]
+        assert age.value < 0.6  # the seed's 0.41; old pages stay near 0.93
+        assert (Alert.Kind.SLICE_UNDER_FLOOR, "recall@100", "page:age=31-365d") not in alerts
+
+        with django_capture_on_commit_callbacks(execute=True):
+            _, outcomes = probe_now(endpoint=first)
+        assert outcomes and not any(outcome.found for outcome in outcomes)
+        assert Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED, resolved_at=None).count() == len(outcomes)
+    finally:
+        shards(service, 0)
+    _, outcomes = probe_now(endpoint=first)
+    assert all(outcome.found for outcome in outcomes)
+    assert not Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED, resolved_at=None).exists()
+    assert Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED).exclude(resolved_at=None).count() == len(outcomes)
+    assert Endpoint.objects.get(pk=first.pk).series.runs.count() == HEALTHY_NIGHTS + 1

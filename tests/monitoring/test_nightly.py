@@ -1,0 +1,147 @@
+"""Nightly runs against a real HTTP engine: the run they store, the faults they record, and
+one run per night whatever asks for it. The engine is a real server on 127.0.0.1
+(tests.monitoring.endpoints.engines), never a mocked client."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from evaluation.models import Alert, Evaluation, Run, Score
+from evaluation.services import run_import
+from monitoring.endpoints.services import endpoint_add
+from monitoring.models import NightlyRun, ProbeRound
+from monitoring.nightly.services import nightly_run_execute, nightly_run_now, nightly_run_request
+from monitoring.schedules import schedules_due
+from monitoring.tasks import monitoring_tick_task
+from tests.monitoring.conftest import QUERY_IDS, text_of
+from tests.monitoring.endpoints.engines import ranking_for
+
+pytestmark = pytest.mark.django_db
+
+
+def run_night(endpoint, capture, *, slot=None) -> NightlyRun:
+    """One night, its run scored and checked for alerts by the tasks its commit sends."""
+    with capture(execute=True):
+        night = nightly_run_request(endpoint=endpoint, slot=slot) if slot else nightly_run_now(endpoint=endpoint)
+        return nightly_run_execute(night_id=night.pk)
+
+
+def scores(run: Run) -> list[tuple[str, str, float]]:
+    return sorted(Score.objects.filter(evaluation__run=run).values_list("slice", "metric", "value"))
+
+
+def test_a_nightly_run_stores_the_answers_as_a_run_that_scores_like_its_trec_file(endpoint, django_capture_on_commit_callbacks):
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    assert night.status == NightlyRun.Status.DONE, night.error
+    run = night.run
+    assert (run.series, run.measured_at, run.stage, run.query_count, run.failed_query_count) == (
+        endpoint.series, night.slot, "first_stage", 10, 0,
+    )
+    assert (night.queries_total, night.queries_done, night.failed_count) == (10, 10, 0)
+    assert night.latency_p50_ms is not None and night.seconds is not None
+    assert run.index_size == 40  # the engine's index_size, read from its answers
+
+    lines = [
+        f"{query_id} Q0 {doc} {rank} {score} prod\n"
+        for query_id in QUERY_IDS for rank, (doc, score) in enumerate(ranking_for(text_of(query_id), 10), start=1)
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        uploaded = run_import(golden_set=endpoint.golden_set, lines=lines, source_name="same.trec", system="file", stage="first_stage")
+    assert scores(run) == scores(uploaded)
+    assert dict((m, v) for s, m, v in scores(run) if not s)["recall@10"] == 1.0
+
+
+def test_a_reranked_endpoint_is_asked_at_k_final(watched_set, engines, django_capture_on_commit_callbacks):
+    reranked = endpoint_add(golden_set=watched_set, name="prod-rerank", system="prod", stage="reranked", preset="goldset",
+                            url=engines.base + "/goldset")
+    night = run_night(reranked, django_capture_on_commit_callbacks)
+    assert {request["body"]["k"] for request in engines.seen} == {3}
+    assert night.run.entry_count == 30
+
+
+def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagged(
+    endpoint, engines, django_capture_on_commit_callbacks,
+):
+    engines.faults = {text_of("q3"): "500", text_of("q7"): "malformed"}
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    run = night.run
+    assert (night.status, night.failed_count, run.failed_query_count, run.query_count) == (NightlyRun.Status.DONE, 2, 2, 8)
+    failures = dict(run.failures.values_list("query_id", "error"))
+    assert set(failures) == {"q3", "q7"}
+    assert "HTTP 500" in failures["q3"] and "2 attempts" in failures["q3"]
+    assert "not JSON" in failures["q7"]
+    # 2 of 10 is over the 5% failing share: "endpoint failing", and no recall alert for it.
+    kinds = set(Alert.objects.filter(golden_set=endpoint.golden_set).values_list("kind", flat=True))
+    assert kinds == {Alert.Kind.ENDPOINT_FAILING}
+    failing = Alert.objects.get(kind=Alert.Kind.ENDPOINT_FAILING)
+    assert failing.run == run and failing.subject == "prod-first"
+    assert "failed 2 of 10 queries (20%)" in failing.message
+    # The failed queries are unanswered in the scores: recall 0.8, and said so.
+    assert Evaluation.objects.get(run=run).unanswered_count == 2
+
+
+def test_an_endpoint_that_is_down_raises_endpoint_failing_and_no_recall_alert(watched_set, django_capture_on_commit_callbacks):
+    down = endpoint_add(golden_set=watched_set, name="down", system="prod", stage="first_stage", preset="goldset",
+                        url="http://127.0.0.1:9/goldset", timeout_seconds=0.5, retries=0)
+    night = run_night(down, django_capture_on_commit_callbacks)
+    assert night.status == NightlyRun.Status.FAILED and night.run is None
+    assert "no query was answered" in night.error
+    [alert] = Alert.objects.filter(golden_set=watched_set)
+    assert (alert.kind, alert.run, alert.subject) == (Alert.Kind.ENDPOINT_FAILING, None, "down")
+    assert "failed 10 of 10 queries" in alert.message and "no run was stored" in alert.message
+    assert not Run.objects.filter(golden_set=watched_set).exists()
+
+
+def test_a_query_slower_than_the_timeout_is_recorded_as_its_error(endpoint, engines, django_capture_on_commit_callbacks):
+    engines.faults = {text_of("q5"): "slow"}
+    engines.slow_seconds = 2.0  # the endpoint's timeout is 0.5 s
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    [(query_id, error)] = night.run.failures.values_list("query_id", "error")
+    assert query_id == "q5" and "no answer within 0.5 s" in error
+
+
+def test_one_slot_makes_one_run_however_often_it_is_asked(endpoint, django_capture_on_commit_callbacks):
+    slot = datetime(2026, 12, 1, 2, tzinfo=UTC)
+    first = nightly_run_request(endpoint=endpoint, slot=slot)
+    assert nightly_run_request(endpoint=endpoint, slot=slot) is None  # a second tick, a second beat
+    with django_capture_on_commit_callbacks(execute=True):
+        done = nightly_run_execute(night_id=first.pk)
+        again = nightly_run_execute(night_id=first.pk)  # a redelivered task
+    assert done.status == again.status == NightlyRun.Status.DONE and again.run_id == done.run_id
+    assert Run.objects.filter(series=endpoint.series).count() == 1
+
+
+def test_the_tick_makes_the_due_slots_once_and_only_after_the_endpoint_was_registered(endpoint):
+    now = timezone.now()
+    nights, rounds = schedules_due(now=now)
+    # Registered just now: last night's 02:00 is before it, the current 5-minute probe slot may be too.
+    assert nights == []
+    later = endpoint.created_at + timedelta(days=1, hours=3)
+    nights, rounds = schedules_due(now=later)
+    assert [n.slot for n in nights] == [later.replace(hour=2, minute=0, second=0, microsecond=0)]
+    assert len(rounds) == 1 and rounds[0].slot.minute % 5 == 0
+    assert schedules_due(now=later) == ([], [])
+    nights, next_rounds = schedules_due(now=later + timedelta(minutes=5))
+    assert nights == [] and [r.slot for r in next_rounds] == [rounds[0].slot + timedelta(minutes=5)]
+
+
+def test_the_tick_task_starts_what_fell_due(endpoint, django_capture_on_commit_callbacks):
+    endpoint.run_schedule = "* * * * *"  # every minute, so that a slot falls due now
+    endpoint.save()
+    NightlyRun.objects.all().delete()
+    type(endpoint).objects.filter(pk=endpoint.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        monitoring_tick_task.delay()
+    night = NightlyRun.objects.get(endpoint=endpoint)
+    assert night.status == NightlyRun.Status.DONE and night.run.series == endpoint.series
+    assert ProbeRound.objects.filter(endpoint=endpoint).count() == 1
+
+
+def test_a_night_lost_with_its_message_is_sent_again_by_the_tick(endpoint, django_capture_on_commit_callbacks):
+    night = nightly_run_request(endpoint=endpoint, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))
+    NightlyRun.objects.filter(pk=night.pk).update(enqueued_at=timezone.now() - timedelta(hours=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        monitoring_tick_task.delay()
+    night.refresh_from_db()
+    assert night.status == NightlyRun.Status.DONE
