@@ -46,15 +46,16 @@ class OutboundResponse:
     reason: str
 
 
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a webhook at all (checked when it is saved), or None."""
+def url_problem(url: str, *, what: str = "a webhook URL") -> str | None:
+    """Why `url` cannot be sent to at all (checked when it is saved), or None; `what` names
+    the kind of URL in the message ("a webhook URL", "an endpoint URL")."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return f"{url!r} is not an http:// or https:// URL"
     if not parts.hostname:
         return f"{url!r} names no host"
     if parts.username or parts.password:
-        return "a webhook URL may not carry a user name or password; use a token in its path or query"
+        return f"{what} may not carry a user name or password; use a token in its path or query"
     try:
         parts.port
     except ValueError:
@@ -68,6 +69,17 @@ def _is_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         address = address.ipv4_mapped
     return address in METADATA_ADDRESSES or not address.is_global or address.is_multicast
+
+
+def address_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """"metadata" for link-local and cloud metadata addresses, which no allow-list may open
+    (they answer with the machine's own credentials), "internal" for any other address
+    `_is_refused` refuses (loopback, private, shared, reserved...), "global" otherwise."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    if address in METADATA_ADDRESSES or address.is_link_local:
+        return "metadata"
+    return "internal" if _is_refused(address) else "global"
 
 
 def checked_address(url: str, allowed_networks: Sequence[str] = ()) -> tuple[str, int, str]:

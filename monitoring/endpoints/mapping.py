@@ -1,0 +1,233 @@
+"""From a query to the bytes sent, and from the JSON answer back to a ranking: pure functions.
+
+Templates hold three placeholders, `{{query}}`, `{{query_id}}` and `{{k}}`. A value is
+escaped for where it lands, so no query text can change the shape of the request:
+
+- in a JSON body, inside a string literal (`"q": "{{query}}"`) the value is JSON-escaped
+  without its quotes; outside one (`"q": {{query}}`, `"size": {{k}}`) it is written as a
+  JSON value (a string with its quotes, `k` as a number);
+- in a URL or a GET query string the value is percent-encoded whole (`&`, `=`, `#`
+  included), and characters of the template itself that may not stand in a URL (spaces,
+  non-ASCII) are percent-encoded too, while what is already encoded is left alone.
+
+Paths into the answer are dotted (`hits.hits`, `fields.doc_id`); a segment made of
+digits indexes a list (`root.children.0`). An empty path is the value itself: an empty
+`hits_path` reads an answer that is the list of hits, an empty `doc_id_path` a hit that
+is the doc id.
+"""
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s]*)\s*\}\}")
+PLACEHOLDERS = ("query", "query_id", "k")
+# Values substituted to check a template at save time: quotes, a backslash and non-ASCII,
+# the characters that break a body escaped the naive way.
+SAMPLE_VALUES = {"query": 'a "quoted" \\ query é', "query_id": "q-1", "k": 10}
+# Characters a template's own text may keep in a URL: the reserved ones (so `&`, `=`, `,`
+# and `:` keep their meaning) and `%` (so what the manager encoded stays encoded).
+_URL_TEXT_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
+_SEGMENT = re.compile(r"^[^\s.]+$")
+
+
+class PathSyntaxError(ValueError):
+    pass
+
+
+def placeholders_in(template: str) -> list[str]:
+    """The placeholder names `template` uses, in order (unknown names included)."""
+    return [match.group(1) for match in PLACEHOLDER.finditer(template)]
+
+
+def unknown_placeholders(template: str) -> list[str]:
+    return [name for name in placeholders_in(template) if name not in PLACEHOLDERS]
+
+
+def render_json(template: str, values: Mapping[str, Any]) -> str:
+    """`template` with each placeholder replaced by its value, escaped as JSON for where it
+    stands (see the module's docstring). Unknown names raise KeyError; whether the result
+    is valid JSON is the template's business (spec_problems checks it with SAMPLE_VALUES)."""
+    out: list[str] = []
+    in_string = False
+    i = 0
+    while i < len(template):
+        match = PLACEHOLDER.match(template, i) if template.startswith("{{", i) else None
+        if match:
+            value = values[match.group(1)]
+            text = json.dumps(value if not in_string else str(value), ensure_ascii=False)
+            out.append(text[1:-1] if in_string else text)
+            i = match.end()
+            continue
+        char = template[i]
+        if in_string and char == "\\":  # an escape of the template's own: keep both characters
+            out.append(template[i : i + 2])
+            i += 2
+            continue
+        if char == '"':
+            in_string = not in_string
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def render_url(template: str, values: Mapping[str, Any]) -> str:
+    """`template` (a URL or a query string) with placeholders replaced by their values
+    percent-encoded whole, and the template's own unsafe characters percent-encoded."""
+    out: list[str] = []
+    last = 0
+    for match in PLACEHOLDER.finditer(template):
+        out.append(quote(template[last : match.start()], safe=_URL_TEXT_SAFE))
+        out.append(quote(str(values[match.group(1)]), safe=""))
+        last = match.end()
+    out.append(quote(template[last:], safe=_URL_TEXT_SAFE))
+    return "".join(out)
+
+
+def parse_path(path: str) -> tuple[str, ...]:
+    """The segments of a dotted path; PathSyntaxError for an empty segment or whitespace."""
+    if path == "":
+        return ()
+    segments = tuple(path.split("."))
+    for segment in segments:
+        if not _SEGMENT.match(segment):
+            raise PathSyntaxError(f"{path!r} is not a dotted path like 'hits.hits' (empty part or a space in it)")
+    return segments
+
+
+MISSING = object()  # read_path's answer for a path that leads nowhere
+
+
+def read_path(value: Any, segments: tuple[str, ...]) -> Any:
+    """The value at `segments` inside `value`, or MISSING when any step is absent."""
+    for segment in segments:
+        if isinstance(value, dict):
+            value = value.get(segment, MISSING)
+        elif isinstance(value, list) and segment.isdigit():
+            index = int(segment)
+            value = value[index] if index < len(value) else MISSING
+        else:
+            return MISSING
+        if value is MISSING:
+            return MISSING
+    return value
+
+
+def kind_of(value: Any) -> str:
+    """A JSON value's kind as a person reads it: "an object", "a list", "a string"..."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def top_level(answer: Any) -> str:
+    """What an answer holds at its top, for an error message that helps fix a path."""
+    if isinstance(answer, dict):
+        keys = ", ".join(list(answer)[:12]) or "none"
+        return f"top-level keys: {keys}" + (", ..." if len(answer) > 12 else "")
+    return f"the answer is {kind_of(answer)}"
+
+
+def doc_id_text(value: Any) -> str | None:
+    """A doc id as Goldset stores it: a string exactly as sent, an integral number as
+    str(int) (so 7 and 7.0 are both "7"), another number as str(); None for anything else
+    (an empty string, a boolean, null, an object or a list)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() else str(value)
+    return None
+
+
+def score_value(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    score = float(value)
+    return score if math.isfinite(score) else None
+
+
+@dataclass
+class RankingRead:
+    """What one answer says: at most k (doc id, score) in the engine's order, or `error`
+    (with an empty ranking) when the answer cannot be read as a ranking.
+
+    `duplicates` counts hits dropped because their doc id came earlier in the answer;
+    `notes` says what was done that a person checking the endpoint should know (scores
+    made from rank order, say). `index_size` is read from index_size_path, when given.
+    """
+
+    ranking: list[tuple[str, float]] = field(default_factory=list)
+    error: str | None = None
+    duplicates: int = 0
+    notes: list[str] = field(default_factory=list)
+    index_size: int | None = None
+
+
+def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score_path: str = "", index_size_path: str = "") -> RankingRead:
+    """Read `answer` (parsed JSON) into a ranking of at most `k` distinct doc ids.
+
+    Scores: the engine's own when score_path is given and every hit kept has a finite
+    number there in non-increasing order; otherwise k, k-1, ... by rank for the whole
+    answer (with a note), because a mix of engine scores and made-up ones, or scores out
+    of the answer's order, would let a scorer that sorts by score reorder the ranking.
+    Paths are assumed valid (spec_problems checked them).
+    """
+    read = RankingRead()
+    if index_size_path:
+        size = read_path(answer, parse_path(index_size_path))
+        if isinstance(size, int | float) and not isinstance(size, bool) and math.isfinite(size) and size >= 0 and float(size).is_integer():
+            read.index_size = int(size)
+    hits = read_path(answer, parse_path(hits_path))
+    if hits is MISSING:
+        read.error = f"hits_path {hits_path!r} not found in the answer ({top_level(answer)})"
+        return read
+    if not isinstance(hits, list):
+        where = f"hits_path {hits_path!r}" if hits_path else "the answer (hits_path is empty)"
+        read.error = f"{where} holds {kind_of(hits)}, not a list of hits"
+        return read
+    id_segments, score_segments = parse_path(doc_id_path), parse_path(score_path)
+    seen: set[str] = set()
+    kept: list[tuple[str, float | None]] = []
+    for number, hit in enumerate(hits, start=1):
+        if len(kept) == k:
+            break
+        raw = read_path(hit, id_segments)
+        doc_id = None if raw is MISSING else doc_id_text(raw)
+        if doc_id is None:
+            if raw is MISSING or raw is None or raw == "":
+                read.error = f"hit {number} has no doc id at {doc_id_path!r}"
+            else:
+                read.error = f"hit {number} has {kind_of(raw)} at {doc_id_path!r}, not a doc id (a string or a number)"
+            return read
+        if doc_id in seen:
+            read.duplicates += 1
+            continue
+        seen.add(doc_id)
+        kept.append((doc_id, score_value(read_path(hit, score_segments)) if score_path else None))
+    if read.duplicates:
+        read.notes.append(f"{read.duplicates} duplicate doc id(s) dropped, the first of each kept")
+    scores = [score for _, score in kept]
+    usable = bool(score_path) and all(score is not None for score in scores)
+    if usable and any(later > earlier for earlier, later in zip(scores, scores[1:], strict=False)):
+        read.notes.append(f"scores at {score_path!r} are not in the answer's order: scores made from rank order")
+        usable = False
+    elif score_path and not usable:
+        read.notes.append(f"a hit has no number at {score_path!r}: scores made from rank order")
+    read.ranking = [(doc_id, score if usable else float(k - rank)) for rank, (doc_id, score) in enumerate(kept)]
+    return read
