@@ -117,9 +117,22 @@ def run_from_rankings(
     uploaded as a TREC file would; a ranking with a bad id or score refuses the whole run
     (GoldsetError naming the query and hit), as a bad line refuses a file.
     """
-    system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     problems = ProblemCollector()
     entries = run_entries_from_rankings(rankings, source_name, problems)
+    return run_from_entries(
+        golden_set=golden_set, entries=entries, problems=problems, source_name=source_name, system=system, stage=stage,
+        name=name, series=series, measured_at=measured_at, failures=failures, index_size=index_size,
+    )
+
+
+def run_from_entries(
+    *, golden_set: GoldenSet, entries: RunEntries, problems: ProblemCollector, source_name: str, system: str, stage: str,
+    name: str, series: Series, measured_at: datetime, failures: Sequence[tuple[str, str, int | None]] = (),
+    index_size: int | None = None,
+) -> Run:
+    """run_from_rankings for entries already built (lib.runs.RunEntriesBuilder, as a nightly
+    run builds them while the answers come in), with the problems found building them."""
+    system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     problems.raise_if_any(f"cannot store run {name}: {len(problems.problems)} problem(s); nothing was stored")
     return _run_store(
         golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,

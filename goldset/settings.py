@@ -232,6 +232,10 @@ CELERY_BEAT_SCHEDULE = {
 # are allowed, but only within these networks (comma-separated CIDRs; loopback by default,
 # where the demo's search service runs). Link-local and cloud metadata addresses never are.
 RETRIEVAL_ALLOWED_NETWORKS = env_networks("RETRIEVAL_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+# An endpoint's header may name environment variables with this prefix only
+# (`Bearer ${SEARCH_TOKEN}`): otherwise a manager could have the worker send
+# ${SECRET_KEY} to a server of their own.
+RETRIEVAL_HEADER_ENV_PREFIX = env_str("RETRIEVAL_HEADER_ENV_PREFIX", "SEARCH_")
 
 # The REST API (api/). Eval jobs send `Authorization: Bearer <token>`; the session serves
 # the browsable API to people logged in to the site. Every failure has one JSON shape

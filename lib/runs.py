@@ -26,6 +26,7 @@ when both copies fall within -M), and query ids may be required to belong to the
 
 import io
 import math
+from array import array
 import zipfile
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -167,54 +168,72 @@ def read_trec_run(
     return entries
 
 
+class RunEntriesBuilder:
+    """RunEntries built one ranking at a time, as an endpoint's answers come in, with the
+    checks read_trec_run makes of a file: ids (lib.ids.id_problem), finite scores, a doc
+    once per query. A problem names the query and the hit's position ("query q7, hit 3");
+    the caller applies the same all-or-nothing rule (`problems.raise_if_any`).
+
+    Each ranking goes straight into compact arrays (a doc id is kept once, however many
+    queries return it), so that 10,000 answers of 100 hits cost the run's own arrays, not
+    a million Python tuples. The same rankings written as a TREC file and read by
+    read_trec_run give the same entries, so a run made from an endpoint scores exactly as
+    its uploaded file would.
+    """
+
+    def __init__(self, source: str, problems: ProblemCollector):
+        self.source, self.problems = source, problems
+        self._query_positions: dict[str, int] = {}
+        self._doc_positions: dict[str, int] = {}
+        self._query_index = array("q")
+        self._doc_index = array("q")
+        self._scores = array("d")
+        self._numbers = 0
+
+    def add(self, query_id: str, ranking: Iterable[tuple[str, float]]) -> None:
+        problem = id_problem(query_id, "query id")
+        if problem:
+            self.problems.add(f"{self.source}: {problem}")
+            return
+        q = self._query_positions.setdefault(query_id, len(self._query_positions))
+        doc_positions = self._doc_positions
+        for position, (doc_id, score) in enumerate(ranking, start=1):
+            d = doc_positions.get(doc_id)
+            if d is None:
+                problem = id_problem(doc_id, "doc id")
+                if problem:
+                    self.problems.add(f"{self.source}: query {query_id}, hit {position}: {problem}")
+                    continue
+                d = doc_positions[doc_id] = len(doc_positions)
+            if not math.isfinite(score):
+                self.problems.add(f"{self.source}: query {query_id}, hit {position}: score {score!r} is not a finite number")
+                continue
+            self._query_index.append(q)
+            self._doc_index.append(d)
+            self._scores.append(float(score))
+
+    def entries(self) -> RunEntries:
+        """The entries so far, checked for a doc twice in one query (a problem each)."""
+        count = len(self._scores)
+        entries = RunEntries(
+            source=self.source, query_ids=list(self._query_positions), doc_ids=list(self._doc_positions),
+            query_index=np.frombuffer(self._query_index, dtype=np.int64).copy() if count else np.zeros(0, np.int64),
+            doc_index=np.frombuffer(self._doc_index, dtype=np.int64).copy() if count else np.zeros(0, np.int64),
+            scores=np.frombuffer(self._scores, dtype=np.float64).copy() if count else np.zeros(0, np.float64),
+            line_numbers=np.arange(1, count + 1, dtype=np.int64), run_tags=(), extra_column_lines=0,
+        )
+        _check_duplicates(entries, self.problems)
+        return entries
+
+
 def run_entries_from_rankings(
     rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]], source: str, problems: ProblemCollector,
 ) -> RunEntries:
-    """RunEntries from (query_id, [(doc_id, score), ...]) pairs already in hand (an endpoint's
-    answers), with the checks read_trec_run makes of a file: ids (lib.ids.id_problem),
-    finite scores, a doc once per query. A problem names the query and the hit's position
-    ("query q7, hit 3"); the same all-or-nothing rule applies to the caller.
-
-    The same rankings written as a TREC file and read by read_trec_run give the same
-    entries, so a run made from an endpoint scores exactly like its uploaded file.
-    """
-    query_positions: dict[str, int] = {}
-    doc_positions: dict[str, int] = {}
-    query_index: list[int] = []
-    doc_index: list[int] = []
-    scores: list[float] = []
-    line_numbers: list[int] = []
-    number = 0
+    """RunEntries from (query_id, [(doc_id, score), ...]) pairs in hand (RunEntriesBuilder)."""
+    builder = RunEntriesBuilder(source, problems)
     for query_id, ranking in rankings:
-        problem = id_problem(query_id, "query id")
-        if problem:
-            problems.add(f"{source}: {problem}")
-            continue
-        q = query_positions.setdefault(query_id, len(query_positions))
-        for position, (doc_id, score) in enumerate(ranking, start=1):
-            number += 1
-            problem = id_problem(doc_id, "doc id")
-            if problem:
-                problems.add(f"{source}: query {query_id}, hit {position}: {problem}")
-                continue
-            if not math.isfinite(score):
-                problems.add(f"{source}: query {query_id}, hit {position}: score {score!r} is not a finite number")
-                continue
-            d = doc_positions.get(doc_id)
-            if d is None:
-                d = doc_positions[doc_id] = len(doc_positions)
-            query_index.append(q)
-            doc_index.append(d)
-            scores.append(float(score))
-            line_numbers.append(number)
-    entries = RunEntries(
-        source=source, query_ids=list(query_positions), doc_ids=list(doc_positions),
-        query_index=np.asarray(query_index, dtype=np.int64), doc_index=np.asarray(doc_index, dtype=np.int64),
-        scores=np.asarray(scores, dtype=np.float64), line_numbers=np.asarray(line_numbers, dtype=np.int64),
-        run_tags=(), extra_column_lines=0,
-    )
-    _check_duplicates(entries, problems)
-    return entries
+        builder.add(query_id, ranking)
+    return builder.entries()
 
 
 def _check_duplicates(entries: RunEntries, problems: ProblemCollector) -> None:

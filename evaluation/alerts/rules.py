@@ -12,9 +12,10 @@ EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
   uploaded just before it) on the same version. Runs of a series use the night rules
   instead:
 - DROP_VS_PREVIOUS_NIGHT and DROP_VS_MEDIAN: a series run's recall@k_first and
-  recall@k_final, overall and per slice, more than `alert_drop_points` below the series'
-  previous night, and below the median of its previous 7 nights (at least 3), every figure
-  scored on the same version: a label change never looks like a system change. Nights whose
+  recall@k_final overall, and per slice the recall its stage is judged by (as for the
+  floor), more than `alert_drop_points` below the series' previous night, or else below
+  the median of its previous 7 nights (at least 3: a slow slide), every figure scored on
+  the same version: a label change never looks like a system change. Nights whose
   endpoint was failing are never a baseline; slices averaged over fewer than
   `min_queries_per_slice` queries are too thin to compare. When the runs report their
   index size and it grew, the message says so (the seed's "after a corpus growth step").
@@ -204,7 +205,13 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
         return []
     metrics = _recall_names(version)
     threshold = settings.alert_drop_points / 100 + EPSILON
-    tonight = _night_figures(evaluation, metrics, settings.min_queries_per_slice)
+    # Overall, both recalls; per slice, the one the stage is judged by (slice_metric), so
+    # that a bad night is a handful of alerts that say where, not one per figure.
+    judged_by = slice_metric(run, version)
+    tonight = {
+        key: value for key, value in _night_figures(evaluation, metrics, settings.min_queries_per_slice).items()
+        if key[1] == "" or key[0] == judged_by
+    }
     previous = nights[0]
     found = []
     before = _night_figures(previous, metrics, settings.min_queries_per_slice)
@@ -220,10 +227,13 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
             f"{index_growth_note(previous.run, run)}"
         )
         found.append(_Crossing(run, version, Alert.Kind.DROP_VS_PREVIOUS_NIGHT, metric, name, value, reference, message))
+    overnight = {(crossing.metric, crossing.slice) for crossing in found}
     if len(nights) >= MEDIAN_MIN_NIGHTS:
         history = [_night_figures(night, metrics, settings.min_queries_per_slice) for night in nights]
         oldest = nights[-1].run
         for (metric, name), value in sorted(tonight.items()):
+            if (metric, name) in overnight:
+                continue  # said already: the median adds a slow slide, not the same drop again
             values = sorted(figures[(metric, name)] for figures in history if (metric, name) in figures)
             if len(values) < MEDIAN_MIN_NIGHTS:
                 continue

@@ -9,6 +9,7 @@ its nightly runs join.
 import re
 from dataclasses import fields
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
@@ -58,7 +59,7 @@ def _check(values: dict) -> None:
         spec = EndpointSpec(**spec_values)
     except (TypeError, ValueError) as exc:
         raise GoldsetError(f"the endpoint cannot be read: {exc}") from None
-    problems += spec_problems(spec)
+    problems += spec_problems(spec, env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX)
     for field in ("run_schedule", "probe_schedule"):
         try:
             cron_parse(values[field])

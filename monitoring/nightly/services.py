@@ -21,7 +21,7 @@ first-stage and reranked runs of one night pair for the rerank-loss rule.
 """
 
 import logging
-from dataclasses import dataclass
+from array import array
 from datetime import datetime
 
 import numpy as np
@@ -34,10 +34,11 @@ from evaluation.alerts.rules import run_is_failing
 from evaluation.alerts.services import endpoint_failing_raise
 from evaluation.models import Run
 from evaluation.selectors import evaluation_settings
-from evaluation.services import run_from_rankings
+from evaluation.services import run_from_entries
 from goldenset.models import Version, VersionQuery
-from lib.errors import GoldsetError
+from lib.errors import GoldsetError, ProblemCollector
 from lib.ids import natural_key
+from lib.runs import RunEntriesBuilder
 from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings_sync
 from monitoring.endpoints.services import endpoint_spec
 from monitoring.models import Endpoint, NightlyRun
@@ -86,19 +87,32 @@ def run_name(endpoint: Endpoint, night: NightlyRun) -> str:
     return f"{endpoint.series.name} {night.slot.strftime(pattern)}"
 
 
-@dataclass
-class _Progress:
-    """Counts answers as they come and writes them every PROGRESS_EVERY."""
+class _Answers:
+    """Takes each answer as it comes (fetch_rankings' on_answer): its ranking goes into the
+    run's compact entries at once, a failure into the list, the latency into an array, and
+    the progress is written every PROGRESS_EVERY; nothing else of the answer is kept, so a
+    night's memory does not grow with its queries beyond the run itself."""
 
-    night_id: int
-    done: int = 0
-    failed: int = 0
+    def __init__(self, night_id: int, source: str):
+        self.night_id = night_id
+        self.problems = ProblemCollector()
+        self.builder = RunEntriesBuilder(source, self.problems)
+        self.failures: list[tuple[str, str, int | None]] = []
+        self.latencies = array("d")
+        self.done = 0
+        self.answered = 0
 
     def __call__(self, answer: QueryAnswer) -> None:
         self.done += 1
-        self.failed += answer.error is not None
+        if answer.error is not None:
+            self.failures.append((answer.query_id, answer.error, answer.status))
+        else:
+            self.latencies.append(answer.latency_ms)
+            if answer.ranking:
+                self.builder.add(answer.query_id, answer.ranking)
+                self.answered += 1
         if self.done % PROGRESS_EVERY == 0:
-            NightlyRun.objects.filter(pk=self.night_id).update(queries_done=self.done, failed_count=self.failed)
+            NightlyRun.objects.filter(pk=self.night_id).update(queries_done=self.done, failed_count=len(self.failures))
 
 
 def _claim(night_id: int, worker: str) -> bool:
@@ -134,25 +148,28 @@ def nightly_run_execute(*, night_id: int, worker: str = "") -> NightlyRun:
     k = endpoint_depth(endpoint, version)
     NightlyRun.objects.filter(pk=night_id).update(version=version, queries_total=len(questions))
     spec = endpoint_spec(endpoint)
-    allowed = settings.RETRIEVAL_ALLOWED_NETWORKS
-    progress = _Progress(night_id)
-    report = fetch_rankings_sync(spec, questions, k, on_answer=progress, allowed_networks=allowed)
+    options = {"allowed_networks": settings.RETRIEVAL_ALLOWED_NETWORKS, "env_prefix": settings.RETRIEVAL_HEADER_ENV_PREFIX}
+    answers = _Answers(night_id, endpoint.url)
+    try:
+        report = fetch_rankings_sync(spec, questions, k, on_answer=answers, keep_answers=False, **options)
+    except ValueError as exc:  # the spec no longer passes its checks (an environment changed)
+        _fail(night_id, f"the endpoint cannot be queried: {exc}")
+        return NightlyRun.objects.get(pk=night_id)
     index_size = report.index_size
     if index_size is None and spec.count_url:
         try:
-            index_size = fetch_index_size_sync(spec, allowed_networks=allowed)
+            index_size = fetch_index_size_sync(spec, **options)
         except Exception as exc:  # the count is a nicety: a night is not lost over it
             logger.warning("endpoint %s: index size not read: %s", endpoint.name, exc)
-    return _store(night, version, report.answers, index_size, report.seconds)
+    return _store(night, version, answers, index_size, report.seconds)
 
 
-def _store(night: NightlyRun, version: Version, answers: list[QueryAnswer], index_size: int | None, seconds: float) -> NightlyRun:
+def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: int | None, seconds: float) -> NightlyRun:
     endpoint = night.endpoint
-    answered = [(a.query_id, a.ranking) for a in answers if a.error is None and a.ranking]
-    failures = [(a.query_id, a.error, a.status) for a in answers if a.error is not None]
-    latencies = np.array([a.latency_ms for a in answers if a.error is None], dtype=float)
+    failures = answers.failures
+    latencies = np.frombuffer(answers.latencies, dtype=np.float64) if len(answers.latencies) else np.zeros(0)
     figures = {
-        "queries_done": len(answers), "failed_count": len(failures), "seconds": seconds,
+        "queries_done": answers.done, "failed_count": len(failures), "seconds": seconds,
         "latency_p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else None,
         "latency_p95_ms": float(np.percentile(latencies, 95)) if len(latencies) else None,
         "finished_at": timezone.now(),
@@ -161,19 +178,20 @@ def _store(night: NightlyRun, version: Version, answers: list[QueryAnswer], inde
         locked = NightlyRun.objects.select_for_update().get(pk=night.pk)
         if locked.run_id is not None or locked.status != NightlyRun.Status.RUNNING:
             return locked  # a copy beside this one stored it, or it was reset meanwhile
-        if not answered:
+        if not answers.answered:
             example = failures[0][1] if failures else "the endpoint returned no page for any query"
             NightlyRun.objects.filter(pk=night.pk).update(
                 status=NightlyRun.Status.FAILED, error=f"no query was answered: {example}"[:5000], **figures,
             )
             endpoint_failing_raise(
-                version=version, endpoint_name=endpoint.name, run=None, failed=len(failures) or len(answers),
-                asked=len(answers), example=example,
+                version=version, endpoint_name=endpoint.name, run=None, failed=len(failures) or answers.done,
+                asked=answers.done, example=example,
             )
             return NightlyRun.objects.get(pk=night.pk)
         try:
-            run = run_from_rankings(
-                golden_set=endpoint.golden_set, rankings=answered, source_name=endpoint.url,
+            run = run_from_entries(
+                golden_set=endpoint.golden_set, entries=answers.builder.entries(), problems=answers.problems,
+                source_name=endpoint.url,
                 system=endpoint.system, stage=endpoint.stage, name=run_name(endpoint, night), series=endpoint.series,
                 measured_at=night.slot, failures=failures, index_size=index_size,
             )
@@ -186,7 +204,7 @@ def _store(night: NightlyRun, version: Version, answers: list[QueryAnswer], inde
         NightlyRun.objects.filter(pk=night.pk).update(status=NightlyRun.Status.DONE, run=run, **figures)
         if failures and _failing(run):
             endpoint_failing_raise(
-                version=version, endpoint_name=endpoint.name, run=run, failed=len(failures), asked=len(answers),
+                version=version, endpoint_name=endpoint.name, run=run, failed=len(failures), asked=answers.done,
                 example=f"query {failures[0][0]}: {failures[0][1]}",
             )
     return NightlyRun.objects.get(pk=night.pk)

@@ -63,7 +63,10 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
         return []
     k = version.k_first
     questions = list({c.query.query_id: (c.query.query_id, c.query.text) for c in canaries}.values())
-    report = fetch_rankings_sync(endpoint_spec(endpoint), questions, k, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS)
+    report = fetch_rankings_sync(
+        endpoint_spec(endpoint), questions, k, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
+        env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX,
+    )
     answers = {answer.query_id: answer for answer in report.answers}
     outcomes = []
     for canary in canaries:

@@ -27,7 +27,10 @@ class Command(BaseCommand):
         endpoint = endpoint_named(golden_set, name)
         version = latest_version(golden_set.pk)
         depth = k or (endpoint_depth(endpoint, version) if version else 10)
-        answer = probe_sync(endpoint_spec(endpoint), query_id, query, depth, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS)
+        answer = probe_sync(
+            endpoint_spec(endpoint), query_id, query, depth, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
+            env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX,
+        )
         write = self.stdout.write
         write(f"request: {answer.method} {answer.url}")
         for header, value in answer.headers:
@@ -36,7 +39,9 @@ class Command(BaseCommand):
             write(f"  body: {answer.body}")
         status = f"HTTP {answer.status}" if answer.status is not None else "no answer"
         write(f"answer: {status} in {answer.latency_ms:.0f} ms")
-        raw = answer.raw
+        if answer.error:
+            write(f"error: {answer.error}")
+        raw = answer.raw_text
         try:
             raw = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)[:20000]
         except (TypeError, ValueError):
