@@ -8,6 +8,7 @@ Commands and the test suite keep running them inline, where waiting for them is 
 """
 
 import functools
+import importlib
 import logging
 import os
 import threading
@@ -89,6 +90,9 @@ def beat_in_process(*, poll_seconds: float = 5.0) -> threading.Thread:
 
     schedule = {name: entry for name, entry in settings.CELERY_BEAT_SCHEDULE.items() if isinstance(entry["schedule"], (int, float))}
     last: dict[str, float] = {}
+    # A web process imports only the task modules its requests need: import the schedule's.
+    for entry in schedule.values():
+        importlib.import_module(entry["task"].rsplit(".", 1)[0])
 
     def loop() -> None:
         import time

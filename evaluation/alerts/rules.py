@@ -19,6 +19,9 @@ EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
   endpoint was failing are never a baseline; slices averaged over fewer than
   `min_queries_per_slice` queries are too thin to compare. When the runs report their
   index size and it grew, the message says so (the seed's "after a corpus growth step").
+- For a series run, a state (a slice under the floor, rerank loss over its limit, a canary
+  missed) is raised on the night it begins, not again each night it lasts; a drop under
+  the median likewise, when the previous night was as far under it already.
 - A series run whose share of failed queries is over `failing_share` measured an outage,
   not recall: it raises none of these rules (monitoring raises ENDPOINT_FAILING for it).
 - SLICE_UNDER_FLOOR: a slice's recall is under `alert_slice_floor`. The recall is the one
@@ -241,6 +244,9 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
             median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
             if median - value <= threshold:
                 continue
+            last_night = before.get((metric, name))
+            if last_night is not None and median - last_night > threshold:
+                continue  # the previous night was as far under already: said then, not every night
             where = f" in slice {name}" if name else ""
             message = (
                 f"{metric}{where} of {_who(run)} on {version} is {_points(median - value):.1f} points under its "
@@ -249,6 +255,32 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
             )
             found.append(_Crossing(run, version, Alert.Kind.DROP_VS_MEDIAN, metric, name, value, median, message))
     return found
+
+
+# The rules that describe a state (a slice under its floor, a rerank loss over its limit, a
+# canary missed) rather than a change: for a series run they are raised on the night the
+# state begins, not again every night it lasts.
+def _lasting(evaluation: Evaluation, settings: EvaluationSettings, crossings: list[_Crossing]) -> list[_Crossing]:
+    """`crossings` without the state crossings the series' previous healthy night scored on
+    the same version had too; all of them for a run outside a series."""
+    run = evaluation.run
+    state_kinds = {Alert.Kind.SLICE_UNDER_FLOOR, Alert.Kind.RERANK_LOSS, Alert.Kind.CANARY_MISSED}
+    if run.series_id is None or run.measured_at is None or not any(c.kind in state_kinds for c in crossings):
+        return crossings
+    earlier = (
+        Evaluation.objects.select_related("run", "version__golden_set")
+        .filter(status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id,
+                run__measured_at__lt=run.measured_at)
+        .order_by("-run__measured_at", "-run_id")
+    )
+    previous = next((e for e in earlier[:MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)), None)
+    if previous is None:
+        return crossings
+    before = {
+        (c.kind, c.metric, c.slice)
+        for c in [*_slices_under_floor(previous, settings), *_rerank_losses(previous, settings), *_canaries_missed(previous, settings)]
+    }
+    return [c for c in crossings if c.kind not in state_kinds or (c.kind, c.metric, c.slice) not in before]
 
 
 def _night_drops_both_ways(evaluation: Evaluation, settings: EvaluationSettings) -> list[_Crossing]:
@@ -390,7 +422,7 @@ def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
         *_rerank_losses(evaluation, settings),
         *_canaries_missed(evaluation, settings),
     ]
-    return _crossings_store(crossings)
+    return _crossings_store(_lasting(evaluation, settings, crossings))
 
 
 def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:

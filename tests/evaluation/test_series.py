@@ -101,6 +101,18 @@ def test_a_slow_slide_under_the_7_night_median_is_raised_where_no_night_dropped_
     assert "10.0 points under its 5-night median" in alert.message
 
 
+def test_a_slice_under_the_floor_is_raised_the_night_it_falls_there_not_every_night_after(golden_set):
+    evaluation_settings_update(golden_set=golden_set, user=None, alert_drop_points=100.0)  # drops aside
+    night(golden_set, 1, found_both=10)
+    # recall@10 of 0.5 on every query: under the 0.75 floor in every slice and overall.
+    fallen = [night(golden_set, n, found_both=0) for n in (2, 3, 4)]
+    floors = Alert.objects.filter(kind=Alert.Kind.SLICE_UNDER_FLOOR)
+    assert floors.exists() and set(floors.values_list("run", flat=True)) == {fallen[0].pk}
+    night(golden_set, 5, found_both=10)
+    again = night(golden_set, 6, found_both=0)  # back under after a healthy night: a new incident
+    assert floors.filter(run=again).exists()
+
+
 def test_a_drop_of_exactly_the_threshold_raises_nothing_and_a_night_alone_compares_with_nothing(golden_set):
     night(golden_set, 1, found_both=10)
     assert not Alert.objects.exists()

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from goldenset.management.progress import tqdm_progress
 from goldset.demo.generate import DEFAULT_SEED
+from goldset.demo.monitoring import DEMO_SEARCH_PORT, demo_search_url
 from goldset.demo.services import DEMO_SLUG, DemoLoadResult, demo_load
 from lib.errors import GoldsetError
 
@@ -13,20 +14,25 @@ class Command(BaseCommand):
         f"Load the demo golden set '{DEMO_SLUG}' so there is something to look at: the internal wiki of a made-up "
         "company (about 3,000 generated pages in five languages, a burst of new runbooks in the last 30 days), about "
         "300 questions with graded labels, three published versions (imported spreadsheet, then two annotation "
-        "rounds), four runs of two retrieval systems scored against every version, and demo users with fixed, printed passwords, for a laptop or a test instance only. "
+        "rounds), four runs of two retrieval systems scored against every version, the demo search service's two "
+        "endpoints with canaries and two weeks of nightly runs (the last nights with two stale shards), and demo users with fixed, printed passwords, for a laptop or a test instance only. "
         f"Safe to run again: when '{DEMO_SLUG}' exists it writes nothing and prints the logins."
     )
 
     def add_arguments(self, parser):
+        parser.add_argument(
+            "--search-port", type=int, default=int(os.environ.get("DEMO_SEARCH_PORT") or DEMO_SEARCH_PORT),
+            help=f"port of the demo search service its endpoints point at (default {DEMO_SEARCH_PORT}, or DEMO_SEARCH_PORT)",
+        )
         parser.add_argument(
             "--seed", type=int, default=DEFAULT_SEED,
             help=f"seed of the generator (default {DEFAULT_SEED}); the same seed gives the same pages, labels and "
                  "version hashes on every machine",
         )
 
-    def handle(self, *args, seed, verbosity, **options):
+    def handle(self, *args, seed, search_port, verbosity, **options):
         try:
-            result = demo_load(seed=seed, progress=tqdm_progress(verbosity))
+            result = demo_load(seed=seed, progress=tqdm_progress(verbosity), search_url=demo_search_url(search_port))
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc
         if result.created:
@@ -41,6 +47,13 @@ class Command(BaseCommand):
         for run in result.runs:
             self.stdout.write(f"  run {run.name!r} ({run.system}, {run.stage}): {run.query_count} queries"
                               + (" (new)" if run in result.new_runs else ""))
+        if result.monitoring is not None and result.monitoring.created:
+            watched = result.monitoring
+            self.stdout.write(
+                f"  monitoring: endpoints {', '.join(e.name for e in watched.endpoints)} at {watched.endpoints[0].url.rsplit('/', 2)[0]} "
+                f"(serve it with `python manage.py serve_demo_search --stale-shards 2`), {len(watched.canaries)} canaries, "
+                f"{watched.nights} nights of history, {watched.alerts} alerts (the last nights had two stale shards)"
+            )
         if result.pool is not None:
             built = result.pool
             self.stdout.write(
