@@ -23,7 +23,10 @@ NIGHT_ONE = datetime(2026, 11, 1, 2, tzinfo=UTC)
 def golden_set():
     pages = factories.pages(*[f"d{n}{side}" for n in range(1, 11) for side in "ab"], *[f"x{n}" for n in range(1, 21)])
     qrels = {(f"q{n}", f"d{n}{side}"): 1 for n in range(1, 11) for side in "ab"}
-    made = factories.golden_set("nightly", qrels=qrels, pages=pages, queries=factories.queries(*QUERIES), k_first=10, k_final=3)
+    made = factories.golden_set(
+        "nightly", qrels=qrels, pages=pages, queries=factories.queries(*QUERIES, lang="en"), k_first=10, k_final=3,
+        query_slice_fields=["lang"],
+    )
     version_publish(golden_set=made, note="v1")
     return made
 
