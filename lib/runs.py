@@ -27,6 +27,7 @@ when both copies fall within -M), and query ids may be required to belong to the
 import io
 import math
 from array import array
+from itertools import repeat
 import zipfile
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -196,6 +197,19 @@ class RunEntriesBuilder:
             self.problems.add(f"{self.source}: {problem}")
             return
         q = self._query_positions.setdefault(query_id, len(self._query_positions))
+        ranking = ranking if isinstance(ranking, list) else list(ranking)
+        get = self._doc_positions.get
+        positions = [get(doc_id) for doc_id, _ in ranking]
+        scores = [score for _, score in ranking]
+        if None in positions or not all(map(math.isfinite, scores)):
+            self._add_checking(q, query_id, ranking)  # a doc id not seen yet, or a bad score
+            return
+        # The common case, a ranking of doc ids seen before: whole lists, no loop per hit.
+        self._query_index.extend(repeat(q, len(positions)))
+        self._doc_index.extend(positions)
+        self._scores.extend(scores)
+
+    def _add_checking(self, q: int, query_id: str, ranking: list[tuple[str, float]]) -> None:
         doc_positions = self._doc_positions
         for position, (doc_id, score) in enumerate(ranking, start=1):
             d = doc_positions.get(doc_id)

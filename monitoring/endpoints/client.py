@@ -444,7 +444,10 @@ def fetch_rankings_sync(
     async def deliver(answer: QueryAnswer) -> None:
         if stop.is_set():
             raise _Stopped
-        await asyncio.get_running_loop().run_in_executor(None, handoff.put, answer)
+        try:
+            handoff.put_nowait(answer)  # the common case: a hop through a thread pool costs more than the answer
+        except queue.Full:
+            await asyncio.get_running_loop().run_in_executor(None, handoff.put, answer)
 
     def run() -> None:
         try:

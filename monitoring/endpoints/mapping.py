@@ -202,13 +202,19 @@ def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score
         read.error = f"{where} holds {kind_of(hits)}, not a list of hits"
         return read
     id_segments, score_segments = parse_path(doc_id_path), parse_path(score_path)
+    # Most engines put both at the top of a hit ("_id", "_score"): read those with one
+    # dict lookup each, as a nightly run reads a million hits.
+    id_key = id_segments[0] if len(id_segments) == 1 else None
+    score_key = score_segments[0] if len(score_segments) == 1 and score_path else None
     seen: set[str] = set()
     kept: list[tuple[str, float | None]] = []
+    isfinite = math.isfinite
     for number, hit in enumerate(hits, start=1):
         if len(kept) == k:
             break
-        raw = read_path(hit, id_segments)
-        doc_id = None if raw is MISSING else doc_id_text(raw)
+        plain = type(hit) is dict
+        raw = hit.get(id_key, MISSING) if plain and id_key is not None else read_path(hit, id_segments)
+        doc_id = raw if type(raw) is str and raw else (None if raw is MISSING else doc_id_text(raw))
         if doc_id is None:
             if raw is MISSING or raw is None or raw == "":
                 read.error = f"hit {number} has no doc id at {doc_id_path!r}"
@@ -219,7 +225,12 @@ def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score
             read.duplicates += 1
             continue
         seen.add(doc_id)
-        kept.append((doc_id, score_value(read_path(hit, score_segments)) if score_path else None))
+        if score_key is not None and plain:
+            value = hit.get(score_key)
+            score = value if type(value) is float and isfinite(value) else score_value(value)
+        else:
+            score = score_value(read_path(hit, score_segments)) if score_path else None
+        kept.append((doc_id, score))
     if read.duplicates:
         read.notes.append(f"{read.duplicates} duplicate doc id(s) dropped, the first of each kept")
     scores = [score for _, score in kept]
