@@ -89,7 +89,7 @@ def fields_at_fault(spec: EndpointSpec) -> list[str]:
         ({"max_in_flight": 0}, "max_in_flight", "from 1 to 64"),
         ({"max_in_flight": 500}, "max_in_flight", "from 1 to 64"),
         ({"max_per_second": 0}, "max_per_second", "more than 0"),
-        ({"max_per_second": 5000}, "max_per_second", "at most 1000"),
+        ({"max_per_second": 50_000}, "max_per_second", "at most 10,000"),
     ],
 )
 def test_each_problem_names_its_field(changes, field, words):
