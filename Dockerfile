@@ -22,6 +22,7 @@ COPY lib ./lib
 COPY goldenset ./goldenset
 COPY evaluation ./evaluation
 COPY labeling ./labeling
+COPY monitoring ./monitoring
 COPY api ./api
 COPY templates ./templates
 COPY static ./static

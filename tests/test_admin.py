@@ -6,6 +6,8 @@ row would cost more at 100 rows a page than at 1: each list is loaded both ways 
 cost the same, under a fixed bound.
 """
 
+from datetime import UTC, datetime
+
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
@@ -25,6 +27,9 @@ from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.services import judgment_record
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
+from monitoring.endpoints.services import endpoint_add
+from monitoring.nightly.services import nightly_run_request
+from monitoring.probes.services import probe_round_request
 from labeling.judging.services import queue_settings_of
 from labeling.pools.services import pool_build
 from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
@@ -66,6 +71,12 @@ def data(owner, superuser):
         judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"),
                         page=Page.objects.get(corpus=golden_set.corpus, doc_id="d1b"), grade=1, annotator=owner)
         api_token_create(owner=owner, scope="read", golden_set=golden_set, name=f"{slug} job")
+        endpoint = endpoint_add(golden_set=golden_set, name="prod-first", system="prod", stage="first_stage", preset="goldset",
+                                url="http://127.0.0.1:9/search")
+        for day in (1, 2):
+            slot = datetime(2026, 11, day, 2, tzinfo=UTC)
+            nightly_run_request(endpoint=endpoint, slot=slot)
+            probe_round_request(endpoint=endpoint, slot=slot)
         sets.append(golden_set)
     Group.objects.create(name="annotators")
     Group.objects.create(name="managers")
@@ -250,6 +261,8 @@ def _settings_form(settings, **changes) -> dict:
         "alert_slice_floor": settings.alert_slice_floor, "alert_rerank_loss_points": settings.alert_rerank_loss_points,
         "age_buckets": "[30, 365]", "completeness_depth": settings.completeness_depth, "judged_floor": settings.judged_floor,
         "min_queries_per_slice": settings.min_queries_per_slice, "alert_emails": "[]", "webhook_url": "",
+        "failing_share": settings.failing_share, "series_rescore_nights": settings.series_rescore_nights,
+        "series_keep_days": settings.series_keep_days,
     }
     return {**data, **changes}
 
