@@ -179,6 +179,25 @@ class RankingRead:
     index_size: int | None = None
 
 
+def _plain_ranking(hits: list, id_key: str, score_key: str) -> list[tuple[str, float]] | None:
+    """The ranking of the answers nearly every engine gives (objects with a string id and a
+    float score at the top, distinct ids, scores in order) in a few whole-list passes, or
+    None for anything else, which read_ranking's loop then reads hit by hit with its notes
+    and errors. The same result as that loop, for the answers it takes."""
+    try:
+        ids = [hit[id_key] for hit in hits]
+        scores = [hit[score_key] for hit in hits]
+    except (KeyError, TypeError, IndexError):
+        return None
+    if not all(type(doc_id) is str and doc_id for doc_id in ids) or len(set(ids)) != len(ids):
+        return None
+    if not all(type(score) is float for score in scores) or not all(map(math.isfinite, scores)):
+        return None
+    if scores != sorted(scores, reverse=True):
+        return None
+    return list(zip(ids, scores))
+
+
 def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score_path: str = "", index_size_path: str = "") -> RankingRead:
     """Read `answer` (parsed JSON) into a ranking of at most `k` distinct doc ids.
 
@@ -206,6 +225,11 @@ def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score
     # dict lookup each, as a nightly run reads a million hits.
     id_key = id_segments[0] if len(id_segments) == 1 else None
     score_key = score_segments[0] if len(score_segments) == 1 and score_path else None
+    if id_key is not None and score_key is not None:
+        ranking = _plain_ranking(hits[:k], id_key, score_key)
+        if ranking is not None:
+            read.ranking = ranking
+            return read
     seen: set[str] = set()
     kept: list[tuple[str, float | None]] = []
     isfinite = math.isfinite
