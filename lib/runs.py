@@ -327,16 +327,21 @@ class RankedRun:
 
         Ids are joined with newlines, which no id can hold (lib.ids refuses whitespace).
         """
+        arrays = {
+            "format": np.array([_FORMAT_VERSION, self.depth, self.dropped_by_depth], dtype=np.int64),
+            "query_ids": _pack_ids(self.query_ids),
+            "offsets": self.offsets,
+            "doc_keys": self.doc_keys,
+            "scores": self.scores,
+            "external_doc_ids": _pack_ids(self.external_doc_ids),
+        }
+        # np.savez_compressed's archive, written at deflate level 1: a million entries in
+        # 0.1 s instead of 0.7 s for 8% more bytes (a nightly run stores one a night).
         buffer = io.BytesIO()
-        np.savez_compressed(
-            buffer,
-            format=np.array([_FORMAT_VERSION, self.depth, self.dropped_by_depth], dtype=np.int64),
-            query_ids=_pack_ids(self.query_ids),
-            offsets=self.offsets,
-            doc_keys=self.doc_keys,
-            scores=self.scores,
-            external_doc_ids=_pack_ids(self.external_doc_ids),
-        )
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+            for name, values in arrays.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asanyarray(values), allow_pickle=False)
         return buffer.getvalue()
 
     @classmethod
