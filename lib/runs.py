@@ -186,16 +186,16 @@ def run_entries_from_rankings(
     line_numbers: list[int] = []
     number = 0
     for query_id, ranking in rankings:
-        problem = id_problem(query_id)
+        problem = id_problem(query_id, "query id")
         if problem:
-            problems.add(f"{source}: query id {query_id!r}: {problem}")
+            problems.add(f"{source}: {problem}")
             continue
         q = query_positions.setdefault(query_id, len(query_positions))
         for position, (doc_id, score) in enumerate(ranking, start=1):
             number += 1
-            problem = id_problem(doc_id)
+            problem = id_problem(doc_id, "doc id")
             if problem:
-                problems.add(f"{source}: query {query_id}, hit {position}: doc id {doc_id!r}: {problem}")
+                problems.add(f"{source}: query {query_id}, hit {position}: {problem}")
                 continue
             if not math.isfinite(score):
                 problems.add(f"{source}: query {query_id}, hit {position}: score {score!r} is not a finite number")
