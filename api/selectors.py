@@ -1,17 +1,23 @@
-"""Reads of the API app: tokens, and the rows the endpoints page through."""
+"""Reads of the API app: tokens, and the rows the endpoints page through (versions, scores,
+series, live endpoints and their nights and probes)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
+from django.http import Http404
 
 from api.models import ApiToken
-from evaluation.models import Completeness, Evaluation, Score
+from evaluation.models import Completeness, Evaluation, Score, Series
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionQuery
 from goldenset.selectors import golden_sets_for, in_slice
 from lib.errors import GoldsetError
 from lib.ids import natural_key
+from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
+from monitoring.schedules import next_probe_at, next_run_at
 
 
 def api_token_by_secret(secret: str) -> ApiToken | None:
@@ -154,3 +160,78 @@ def evaluation_figures(evaluations: Sequence[Evaluation]) -> list[EvaluationFigu
     for row in Completeness.objects.filter(evaluation_id__in=ids).order_by("evaluation_id", "slice"):
         completeness[row.evaluation_id].append(row)
     return [EvaluationFigures(e, scores[e.pk], completeness[e.pk]) for e in evaluations]
+
+
+# --- monitoring -----------------------------------------------------------------------
+
+def series_of(golden_set: GoldenSet) -> QuerySet[Series]:
+    """The set's series by name, each with its endpoint (or none) and its run count."""
+    return (
+        Series.objects.filter(golden_set=golden_set).select_related("golden_set", "endpoint")
+        .annotate(run_count=Count("runs")).order_by("name", "id")
+    )
+
+
+def series_get(golden_set: GoldenSet, name: str) -> Series:
+    """The set's series named `name` (exactly), or Http404."""
+    series = Series.objects.filter(golden_set=golden_set, name=name).select_related("golden_set").first()
+    if series is None:
+        raise Http404(f"golden set {golden_set.slug!r} has no series {name!r}")
+    return series
+
+
+def endpoint_get(golden_set: GoldenSet, name: str) -> Endpoint:
+    """The set's endpoint named `name`, with its series, or Http404."""
+    endpoint = Endpoint.objects.filter(golden_set=golden_set, name=name).select_related("series").first()
+    if endpoint is None:
+        raise Http404(f"golden set {golden_set.slug!r} has no endpoint {name!r}")
+    return endpoint
+
+
+FINISHED = (NightlyRun.Status.DONE, NightlyRun.Status.FAILED)
+
+
+def endpoints_with_nights(endpoints: Sequence[Endpoint], *, now: datetime) -> list[Endpoint]:
+    """`endpoints`, each given `last_night` (its latest night done or failed), `running`
+    (a night pending or running), `next_run_at` and `next_probe_at`, as
+    EndpointOutputSerializer reads them: one query however many endpoints."""
+    endpoints = list(endpoints)
+    by_id = {endpoint.pk: endpoint for endpoint in endpoints}
+    # The latest night of each endpoint in each status: at most four rows an endpoint.
+    latest = (
+        NightlyRun.objects.filter(endpoint_id__in=list(by_id)).select_related("version")
+        .annotate(latest_in_status=Window(RowNumber(), partition_by=[F("endpoint_id"), F("status")], order_by=F("slot").desc()))
+        .filter(latest_in_status=1).order_by("-slot")
+    )
+    for endpoint in endpoints:
+        endpoint.last_night = endpoint.running = None
+        endpoint.next_run_at, endpoint.next_probe_at = next_run_at(endpoint, now), next_probe_at(endpoint, now)
+    for night in latest:
+        endpoint = by_id[night.endpoint_id]
+        night.endpoint = endpoint
+        attribute = "last_night" if night.status in FINISHED else "running"
+        if getattr(endpoint, attribute) is None:
+            setattr(endpoint, attribute, night)
+    return endpoints
+
+
+def endpoint_night_get(endpoint: Endpoint, night_id: int) -> NightlyRun:
+    """Night `night_id` of `endpoint`, or Http404 (a night of another endpoint is as absent as none)."""
+    night = NightlyRun.objects.filter(endpoint=endpoint, pk=night_id).select_related("version").first()
+    if night is None:
+        raise Http404(f"endpoint {endpoint.name!r} has no night {night_id}")
+    night.endpoint = endpoint
+    return night
+
+
+def probe_history(endpoint: Endpoint, *, limit: int) -> list[ProbeRound]:
+    """The endpoint's last `limit` probe rounds, newest first, each with `probe_list` (its
+    probes with canary, query and page, in canary order): two queries."""
+    rounds = list(ProbeRound.objects.filter(endpoint=endpoint).order_by("-slot", "-id")[:limit])
+    probes: dict[int, list[Probe]] = {probe_round.pk: [] for probe_round in rounds}
+    rows = Probe.objects.filter(round_id__in=list(probes)).select_related("canary__query", "canary__page").order_by("canary_id")
+    for probe in rows:
+        probes[probe.round_id].append(probe)
+    for probe_round in rounds:
+        probe_round.probe_list = probes[probe_round.pk]
+    return rounds

@@ -2,17 +2,29 @@
 by one class only, live inside that class (api/views/)."""
 
 from django.http import QueryDict
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from evaluation.models import Run
+from monitoring.models import Endpoint, NightlyRun
 
 
-def validated(serializer_class: type[serializers.Serializer], data) -> dict:
+# DRF's own query parameter (the browsable API's ?format=api / ?format=json links).
+FORMAT_OVERRIDE = "format"
+
+
+def validated(serializer_class: type[serializers.Serializer], data, *, only_known: bool = False) -> dict:
     """`data` (a body or query parameters) checked by `serializer_class`; a ValidationError
-    (400, every problem named by its field) otherwise."""
+    (400, every problem named by its field) otherwise. With `only_known`, a query parameter
+    the serializer does not name is refused too (for an operation that takes no other:
+    a mistyped `?limt=` should not silently give the default)."""
     serializer = serializer_class(data=data)
     valid = serializer.is_valid()
     errors = dict(serializer.errors) if not valid else {}
+    if isinstance(data, QueryDict) and only_known:
+        for name in sorted(set(data) - set(serializer.fields) - {FORMAT_OVERRIDE}):
+            errors[name[:100]] = [f"is not a parameter of this operation (it takes: {', '.join(serializer.fields) or 'none'})"]
     if isinstance(data, QueryDict):
         # DRF takes an empty query parameter for an absent one; the schema says a value
         # may not be empty (minLength 1), so `?system=` is refused, not ignored.
@@ -75,6 +87,16 @@ class RunOutputSerializer(serializers.Serializer):
     dropped_by_depth = serializers.IntegerField(help_text="entries past the depth cap, not kept")
     external_doc_count = serializers.IntegerField(help_text="distinct doc ids outside the corpus: they count as unjudged")
     extra_column_lines = serializers.IntegerField(help_text="lines with text after the tag column, ignored")
+    series = serializers.CharField(source="series.name", allow_null=True, default=None, help_text="the series the run is a night of, or null")
+    measured_at = serializers.DateTimeField(allow_null=True, help_text="when the system was queried (a series run's night), else null")
+    failed_query_count = serializers.IntegerField(help_text="queries the endpoint did not answer: they count as unanswered")
+    index_size = serializers.IntegerField(allow_null=True, help_text="documents the endpoint reported searching, if it did")
+    entries_dropped = serializers.SerializerMethodField(
+        help_text="retention dropped the entries of this old night: its scores stay, it is not re-scored",
+    )
+
+    def get_entries_dropped(self, run: Run) -> bool:
+        return run.entries_dropped_at is not None
 
 
 class RunFilterSerializer(serializers.Serializer):
@@ -134,3 +156,96 @@ class EvaluationOutputSerializer(serializers.Serializer):
     completeness = CompletenessSerializer(many=True)
     judged_floor = serializers.FloatField(help_text="the set's floor for Judged@k_final (fraction)")
     unreliable = serializers.BooleanField(help_text="Judged@k_final of all queries is under judged_floor")
+
+
+# --- monitoring: series, their nights, endpoints ------------------------------------------
+
+class NightSerializer(serializers.Serializer):
+    """One run of a series with its figures on the newest version it was scored on
+    (monitoring.overview.selectors.Night). Scores are fractions in [0, 1], at that version's k."""
+
+    run_id = serializers.IntegerField(source="run.id")
+    name = serializers.CharField(source="run.name")
+    measured_at = serializers.DateTimeField(help_text="the night the run measures")
+    version = serializers.IntegerField(
+        source="version_number", allow_null=True, help_text="the version the figures were scored on; null until scored",
+    )
+    k_first = serializers.IntegerField(allow_null=True, help_text="that version's k_first")
+    k_final = serializers.IntegerField(allow_null=True, help_text="that version's k_final")
+    recall_first = serializers.FloatField(allow_null=True, help_text="recall@k_first on that version, all queries")
+    recall_final = serializers.FloatField(allow_null=True, help_text="recall@k_final on that version, all queries")
+    failed_query_count = serializers.IntegerField(source="run.failed_query_count", help_text="queries the endpoint did not answer")
+    failing = serializers.BooleanField(help_text="more of its queries failed than the set allows: the night measured an outage")
+    index_size = serializers.IntegerField(source="run.index_size", allow_null=True, help_text="documents the endpoint searched")
+    slice_scores = serializers.DictField(
+        source="slices", child=serializers.FloatField(), help_text="the ?slice= asked for: metric name -> fraction; {} without one",
+    )
+
+
+class NightlyRunSerializer(serializers.Serializer):
+    """One querying of a live endpoint (scheduled, or run now) and the run it made.
+    Needs `slug` in the serializer's context, for `url`."""
+
+    id = serializers.IntegerField()
+    endpoint = serializers.CharField(source="endpoint.name")
+    slot = serializers.DateTimeField(help_text="the scheduled moment, or when run now was asked")
+    trigger = serializers.ChoiceField(choices=NightlyRun.Trigger.choices)
+    status = serializers.ChoiceField(choices=NightlyRun.Status.values)  # the values of an evaluation's status: one enum
+    queries_total = serializers.IntegerField(help_text="queries to ask (0 until it starts)")
+    queries_done = serializers.IntegerField(help_text="queries asked so far")
+    failed_count = serializers.IntegerField(help_text="queries the endpoint did not answer")
+    run_id = serializers.IntegerField(allow_null=True, help_text="the run it made, once done")
+    version = serializers.IntegerField(source="version.number", allow_null=True, default=None, help_text="the version whose queries it asks")
+    error = serializers.CharField(allow_blank=True, help_text="why it failed; empty otherwise")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.SerializerMethodField(help_text="where to poll this night")
+
+    def get_url(self, night: NightlyRun) -> str:
+        return reverse("api_endpoint_night", kwargs={"slug": self.context["slug"], "endpoint": night.endpoint.name, "night_id": night.pk})
+
+
+class HeaderSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.CharField(allow_blank=True, help_text="as typed: ${ENV_VAR} is resolved by the worker at send time, never here")
+
+
+class EndpointOutputSerializer(serializers.Serializer):
+    """A live endpoint as registered, without secrets: header values are shown as typed
+    (`Bearer ${SEARCH_TOKEN}`), never resolved. Reads the attributes that
+    api.selectors.endpoints_with_nights sets (last_night, running, next_run_at, next_probe_at).
+    Needs `slug` in the serializer's context."""
+
+    name = serializers.CharField()
+    system = serializers.CharField()
+    stage = serializers.ChoiceField(choices=Endpoint.Stage.choices)
+    preset = serializers.ChoiceField(choices=Endpoint.Preset.choices)
+    url = serializers.CharField()
+    method = serializers.CharField()
+    body_template = serializers.CharField(allow_blank=True, help_text="holds {{query}}, {{query_id}} and {{k}}")
+    params_template = serializers.CharField(allow_blank=True)
+    headers = serializers.SerializerMethodField()
+    hits_path = serializers.CharField(allow_blank=True, help_text="dotted path to the hits in an answer")
+    doc_id_path = serializers.CharField(allow_blank=True, help_text="in a hit, the doc id")
+    score_path = serializers.CharField(allow_blank=True, help_text="in a hit, the score")
+    index_size_path = serializers.CharField(allow_blank=True, help_text="in an answer, the documents searched")
+    count_url = serializers.CharField(allow_blank=True, help_text="a GET URL answering the index size")
+    count_path = serializers.CharField(allow_blank=True)
+    timeout_seconds = serializers.FloatField()
+    retries = serializers.IntegerField()
+    max_in_flight = serializers.IntegerField(help_text="requests in flight at once, at most")
+    max_per_second = serializers.FloatField(help_text="requests a second, at most")
+    run_schedule = serializers.CharField(help_text="cron line (UTC) of the nightly runs")
+    probe_schedule = serializers.CharField(help_text="cron line (UTC) of the canary probes (first-stage endpoints)")
+    enabled = serializers.BooleanField(help_text="off: no scheduled runs or probes (run now still works)")
+    series = serializers.CharField(source="series.name", help_text="the series its nightly runs join")
+    created_at = serializers.DateTimeField()
+    last_night = NightlyRunSerializer(allow_null=True, help_text="the latest night done or failed")
+    running = NightlyRunSerializer(allow_null=True, help_text="a night pending or running now")
+    next_run_at = serializers.DateTimeField(allow_null=True, help_text="the next scheduled night; null when disabled")
+    next_probe_at = serializers.DateTimeField(allow_null=True, help_text="the next canary probe; null when disabled or reranked")
+
+    @extend_schema_field(HeaderSerializer(many=True))
+    def get_headers(self, endpoint: Endpoint) -> list[dict]:
+        return [{"name": str(name), "value": str(value)} for name, value in endpoint.headers]

@@ -10,14 +10,19 @@ from csp.decorators import csp_update
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.converters import VersionNumberConverter
-from api.views import evaluations, golden_sets, judgments, runs, tokens, versions
+from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNumberConverter
+from api.views import endpoints, evaluations, golden_sets, judgments, monitoring, runs, series, tokens, versions
 from api.views.not_found import ApiNotFound
 
 register_converter(VersionNumberConverter, "version")
+register_converter(SeriesNameConverter, "series")
+register_converter(EndpointNameConverter, "endpoint")
 
 SET = "api/v1/golden-sets/<slug:slug>/"
 VERSION = SET + "versions/<version:number>/"
+# Series names hold spaces (and may hold slashes): sent URL-encoded, `bm25%20nightly`.
+SERIES = SET + "series/<series:series>/"
+ENDPOINT = SET + "endpoints/<endpoint:endpoint>/"
 
 urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
@@ -37,6 +42,14 @@ urlpatterns = [
     path(SET + "runs/<int:run_id>/evaluations/", evaluations.RunEvaluationListApi.as_view(), name="api_run_evaluations"),
     path(SET + "evaluations/", evaluations.EvaluationListApi.as_view(), name="api_evaluations"),
     path(SET + "judgments/", judgments.JudgmentImportApi.as_view(), name="api_judgments"),
+    path(SET + "series/", series.SeriesListApi.as_view(), name="api_series"),
+    path(SERIES + "nights/", series.SeriesNightsApi.as_view(), name="api_series_nights"),
+    path(SET + "endpoints/", endpoints.EndpointListApi.as_view(), name="api_endpoints"),
+    path(ENDPOINT, endpoints.EndpointDetailApi.as_view(), name="api_endpoint"),
+    path(ENDPOINT + "probes/", endpoints.EndpointProbeListApi.as_view(), name="api_endpoint_probes"),
+    path(ENDPOINT + "runs/", endpoints.EndpointRunNowApi.as_view(), name="api_endpoint_runs"),
+    path(ENDPOINT + "runs/<int:night_id>/", endpoints.EndpointNightDetailApi.as_view(), name="api_endpoint_night"),
+    path(SET + "monitoring/", monitoring.MonitoringApi.as_view(), name="api_monitoring"),
     re_path(r"^api/", ApiNotFound.as_view()),
     # Pages (HTML) where managers make and revoke tokens.
     path("sets/<slug:slug>/tokens/", tokens.golden_set_tokens, name="api_tokens"),

@@ -18,22 +18,29 @@ from lib.uploads import text_lines
 
 
 class RunListApi(PaginatedMixin, APIView):
-    """The set's runs, newest first; ?system= and ?stage= narrow the list."""
+    """The set's runs, newest first; ?system=, ?stage= and ?series= narrow the list."""
 
-    @extend_schema(operation_id="runs_list", parameters=[RunFilterSerializer], responses=RunOutputSerializer(many=True))
+    class FilterSerializer(RunFilterSerializer):
+        series = serializers.CharField(required=False, max_length=200, trim_whitespace=False, help_text="only the nights of this series")
+
+    @extend_schema(operation_id="runs_list", parameters=[FilterSerializer], responses=RunOutputSerializer(many=True))
     def get(self, request, slug: str):
         golden_set = api_golden_set(request, slug)
-        filters = validated(RunFilterSerializer, request.query_params)
-        runs = Run.objects.filter(golden_set=golden_set, **filters).select_related("uploaded_by")
+        filters = dict(validated(RunListApi.FilterSerializer, request.query_params))
+        if "series" in filters:
+            filters["series__name"] = filters.pop("series")
+        runs = Run.objects.filter(golden_set=golden_set, **filters).select_related("uploaded_by", "series")
         runs = runs.order_by("-created_at", "-id")
         return self.paginated(runs, lambda page: RunOutputSerializer(page, many=True).data)
 
 
 class RunUploadApi(APIView):
     """Upload a TREC run (`query_id Q0 doc_id rank score tag` a line) as multipart form
-    data, all or nothing (write scope, manager). A bad line is refused with 400 naming it
+    data, all or nothing (write scope, manager). A bad line is refused with 422 naming it
     (`run.txt:12: score 'x' is not a finite number`). The run is scored against the latest
-    version once stored."""
+    version once stored. With `series`, the run joins that series (made on first use) as
+    the night `measured_at` (default: now), so that an eval job's nightly uploads form a
+    trend and raise the night alerts as a monitored endpoint's runs do."""
 
     parser_classes = [MultiPartParser, FormParser]
 
@@ -45,16 +52,26 @@ class RunUploadApi(APIView):
         name = serializers.CharField(
             max_length=200, required=False, allow_blank=True, default="", help_text="unique in the set; empty means 'system stage'"
         )
+        series = serializers.CharField(
+            max_length=200, required=False, allow_blank=True, default="", help_text="the series the run is a night of; empty for none",
+        )
+        measured_at = serializers.DateTimeField(
+            required=False, default=None, help_text="ISO 8601: the moment the run measured (its night); only with series, default now",
+        )
 
     @extend_schema(operation_id="runs_upload", request={"multipart/form-data": InputSerializer}, responses={201: RunOutputSerializer})
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
         data = validated(RunUploadApi.InputSerializer, request.data)
         upload = data["file"]
+        if data["measured_at"] is not None and not data["series"].strip():
+            # Checked before the file is read: a moment without a series would be dropped unsaid.
+            raise GoldsetError("measured_at is the night of a series run: give series too, or leave measured_at out", field="measured_at")
         try:
             run = run_import(
                 golden_set=golden_set, lines=text_lines(upload, upload.name, "run"), source_name=upload.name,
                 system=data["system"], stage=data["stage"], name=data["name"], user=request.user,
+                series=data["series"], measured_at=data["measured_at"],
             )
         except GoldsetError as exc:
             # Problems with lines are problems of the file the client sent.

@@ -32,7 +32,9 @@ LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location
 NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
 NUMBER_PATTERN = r"^(?:[0-9]+|latest)$"
 # A slice as the qrels and queries take it: FIELD=VALUE, optionally query: or page: first.
-SLICE_PATTERN = r"^(?!(?:query|page):=)[^=]+=[\s\S]*$"
+# Without NUL, which DRF refuses in any string: the pattern says so, as forbid_nul_in_strings
+# does for strings without one.
+SLICE_PATTERN = r"^(?!(?:query|page):=)[^=\x00]+=[^\x00]*$"
 
 
 def number_parameter(name: str = "number", description: str = NUMBER_DESCRIPTION) -> OpenApiParameter:

@@ -11,10 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from evaluation.alerts.rules import run_is_failing
-from evaluation.models import Alert, Canary, Evaluation, Run, Score, Series
+from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Version
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
@@ -129,11 +131,23 @@ def series_nights(series: Series, *, slice_name: str = "", limit: int = NIGHTS_S
     return _nights_of([series], slice_name=slice_name, limit=limit)[series.pk]
 
 
+def series_latest_nights(all_series: list[Series]) -> dict[int, Night | None]:
+    """series id -> its latest night with its figures, None for a series without runs; a
+    few queries however many series (the API's list of series)."""
+    return {pk: (nights[-1] if nights else None) for pk, nights in _nights_of(all_series, slice_name="", limit=1).items()}
+
+
 def _nights_of(all_series: list[Series], *, slice_name: str, limit: int) -> dict[int, list[Night]]:
-    runs_of: dict[int, list[Run]] = {}
-    for series in all_series:
-        runs = list(Run.objects.filter(series=series).select_related("golden_set").order_by("-measured_at", "-id")[:limit])
-        runs_of[series.pk] = runs[::-1]
+    runs_of: dict[int, list[Run]] = {series.pk: [] for series in all_series}
+    # The last `limit` runs of every series in one query (a row number per series), not one a series.
+    newest_first = (F("measured_at").desc(), F("id").desc())
+    latest = (
+        Run.objects.filter(series__in=[series.pk for series in all_series]).select_related("golden_set")
+        .annotate(night_number=Window(RowNumber(), partition_by=[F("series_id")], order_by=newest_first))
+        .filter(night_number__lte=limit).order_by("series_id", "measured_at", "id")
+    )
+    for run in latest:
+        runs_of[run.series_id].append(run)
     run_ids = [run.pk for runs in runs_of.values() for run in runs]
     chosen = _chosen_evaluations(run_ids)
     slices = {"", slice_name}
@@ -144,9 +158,12 @@ def _nights_of(all_series: list[Series], *, slice_name: str, limit: int) -> dict
         scores[evaluation_id][(metric, name)] = value
     nightly = {n.run_id: n for n in NightlyRun.objects.filter(run_id__in=run_ids)}
     result: dict[int, list[Night]] = {}
+    settings_of: dict[int, EvaluationSettings] = {}
     for series in all_series:
         nights = []
-        settings = evaluation_settings(series.golden_set) if runs_of[series.pk] else None
+        if runs_of[series.pk] and series.golden_set_id not in settings_of:
+            settings_of[series.golden_set_id] = evaluation_settings(series.golden_set)
+        settings = settings_of.get(series.golden_set_id)
         for run in runs_of[series.pk]:
             evaluation = chosen.get(run.pk)
             version = evaluation.version if evaluation else None
@@ -187,11 +204,27 @@ def _rerank(trends: list[SeriesTrend]) -> dict[str, list[RerankNight]]:
 
 
 def canary_strip(endpoint: Endpoint, canaries: list[Canary], *, limit: int = ROUNDS_SHOWN) -> CanaryStrip:
-    rounds = list(ProbeRound.objects.filter(endpoint=endpoint).exclude(finished_at=None).order_by("-slot")[:limit])[::-1]
-    probes = Probe.objects.filter(round__in=rounds).select_related("round")
-    by_pair = {(p.canary_id, p.round_id): p for p in probes}
-    cells = {c.pk: [by_pair.get((c.pk, r.pk)) for r in rounds] for c in canaries}
-    return CanaryStrip(endpoint=endpoint, canaries=canaries, rounds=rounds, cells=cells)
+    return canary_strips([endpoint], canaries, limit=limit)[0]
+
+
+def canary_strips(endpoints: list[Endpoint], canaries: list[Canary], *, limit: int = ROUNDS_SHOWN) -> list[CanaryStrip]:
+    """The strip of each of `endpoints`, in their order: two queries however many endpoints."""
+    rounds_of: dict[int, list[ProbeRound]] = {endpoint.pk: [] for endpoint in endpoints}
+    latest = (
+        ProbeRound.objects.filter(endpoint__in=[endpoint.pk for endpoint in endpoints]).exclude(finished_at=None)
+        .annotate(round_number=Window(RowNumber(), partition_by=[F("endpoint_id")], order_by=F("slot").desc()))
+        .filter(round_number__lte=limit).order_by("endpoint_id", "slot")
+    )
+    for probe_round in latest:
+        rounds_of[probe_round.endpoint_id].append(probe_round)
+    round_ids = [r.pk for rounds in rounds_of.values() for r in rounds]
+    by_pair = {(p.canary_id, p.round_id): p for p in Probe.objects.filter(round_id__in=round_ids).select_related("round")}
+    strips = []
+    for endpoint in endpoints:
+        rounds = rounds_of[endpoint.pk]
+        cells = {c.pk: [by_pair.get((c.pk, r.pk)) for r in rounds] for c in canaries}
+        strips.append(CanaryStrip(endpoint=endpoint, canaries=canaries, rounds=rounds, cells=cells))
+    return strips
 
 
 def slice_names(golden_set: GoldenSet, version: Version | None) -> list[str]:
@@ -212,7 +245,7 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
     endpoints = {e.series_id: e for e in Endpoint.objects.filter(golden_set=golden_set).select_related("series")}
     nights = _nights_of(all_series, slice_name=slice_name, limit=limit)
     latest_nights = {}
-    for night in NightlyRun.objects.filter(endpoint__golden_set=golden_set).select_related("run").order_by("endpoint_id", "-slot"):
+    for night in NightlyRun.objects.filter(endpoint__golden_set=golden_set).select_related("run", "version").order_by("endpoint_id", "-slot"):
         latest_nights.setdefault(night.endpoint_id, []).append(night)
     trends = []
     for series in all_series:
@@ -236,10 +269,10 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         from evaluation.canaries import canaries_in_version
 
         canaries = canaries_in_version(version)
-    strips = [
-        canary_strip(endpoint, canaries)
-        for endpoint in sorted(endpoints.values(), key=lambda e: e.name) if endpoint.stage == Endpoint.Stage.FIRST_STAGE
-    ]
+    strips = canary_strips(
+        [endpoint for endpoint in sorted(endpoints.values(), key=lambda e: e.name) if endpoint.stage == Endpoint.Stage.FIRST_STAGE],
+        canaries,
+    )
     open_alerts = list(
         Alert.objects.filter(golden_set=golden_set, kind__in=[Alert.Kind.PROBE_MISSED, Alert.Kind.ENDPOINT_FAILING], resolved_at=None)
         .select_related("version", "run", "canary__query", "canary__page").order_by("-created_at")[:20]

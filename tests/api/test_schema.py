@@ -17,6 +17,12 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/runs/"), ("post", "/api/v1/golden-sets/{slug}/runs/"),
     ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/"), ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
     ("get", "/api/v1/golden-sets/{slug}/evaluations/"), ("post", "/api/v1/golden-sets/{slug}/judgments/"),
+    ("get", "/api/v1/golden-sets/{slug}/series/"), ("get", "/api/v1/golden-sets/{slug}/series/{series}/nights/"),
+    ("get", "/api/v1/golden-sets/{slug}/endpoints/"), ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/"),
+    ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/probes/"),
+    ("post", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/"),
+    ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/{night_id}/"),
+    ("get", "/api/v1/golden-sets/{slug}/monitoring/"),
 }
 
 

@@ -5,9 +5,10 @@ refused as malformed.
 Every operation of the schema is fuzzed through the WSGI application (no server), with
 positive and negative examples (wrong types, huge numbers, NUL bytes, unknown query
 parameters), authenticated by a write token on a small golden set with a published
-version and a scored run. The slug and run id are pinned to that set's, so that requests
-reach the real data and not only the 404 of an unknown slug, run or version (the
-permission and version tests cover those).
+version and a scored run, a live endpoint, its series and a night. The slug, run id,
+series, endpoint and night id are pinned to that set's, so that requests reach the real
+data and not only the 404 of an unknown slug, run or version (the permission and version
+tests cover those).
 
 A request that fits the schema may still be refused for its content: an id the set does
 not have, a file that is not a TREC run. The API answers those 422 (and clashes with what
@@ -23,13 +24,17 @@ import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS
 from schemathesis.config import ChecksConfig, PositiveDataAcceptanceConfig
 from schemathesis.config._auth import AuthConfig
 
+from evaluation.services import run_import
 from goldset.wsgi import application
-from tests.api import SLUG
+from monitoring.endpoints.services import endpoint_add
+from monitoring.nightly.services import nightly_run_request
+from tests.api import RUN, SLUG
 
 EXAMPLES_PER_OPERATION = 10
 
@@ -49,7 +54,25 @@ def wsgi_application():
 
 
 @pytest.fixture
-def api_schema(wsgi_application, run, token):
+def monitored(run):
+    """An endpoint of the set, its series with an uploaded night, and a pending night:
+    the monitoring operations reach real rows (the night is never run: tasks sent on
+    commit do not run inside a test's transaction)."""
+    endpoint = endpoint_add(
+        golden_set=run.golden_set, name="bm25", system="bm25", stage="first_stage", preset="goldset",
+        url="http://127.0.0.1:9/search",
+    )
+    run_import(
+        golden_set=run.golden_set, lines=RUN.splitlines(keepends=True), source_name="night.run", system="bm25",
+        stage="first_stage", name="bm25 night", series=endpoint.series.name, measured_at=timezone.now(),
+    )
+    night = nightly_run_request(endpoint=endpoint, slot=timezone.now())
+    # By location: the runs list has a `series` query parameter, which stays fuzzed.
+    return {"path.series": endpoint.series.name, "path.endpoint": endpoint.name, "path.night_id": night.pk}
+
+
+@pytest.fixture
+def api_schema(wsgi_application, run, token, monitored):
     loaded = schemathesis.openapi.from_wsgi("/api/schema/", wsgi_application)
     loaded.config.generation.update(max_examples=EXAMPLES_PER_OPERATION, deterministic=True)
     loaded.config.checks = ChecksConfig(positive_data_acceptance=PositiveDataAcceptanceConfig(
@@ -58,7 +81,7 @@ def api_schema(wsgi_application, run, token):
     # Through the schema's own scheme (bearerAuth), not a fixed header, so that the auth
     # checks can take the credentials away and see the request refused.
     loaded.config.auth = AuthConfig(openapi={"bearerAuth": {"bearer": token("write")}})
-    loaded.config.update(parameters={"slug": SLUG, "run_id": run.id, "number": "1", "other": "1"})
+    loaded.config.update(parameters={"slug": SLUG, "run_id": run.id, "number": "1", "other": "1", **monitored})
     return loaded
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lib.errors import ProblemCollector
-from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run
+from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
 
 
 def read(text: str, **kwargs) -> tuple[RunEntries, list[str]]:
@@ -201,3 +201,13 @@ def test_tied_cranfield_scores_are_ordered_by_doc_id_descending(shared_data):
     assert tied.sum() == 443  # the README's count of tied adjacent pairs
     assert all(a > b for a, b in zip(ids[:-1][tied], ids[1:][tied]))  # "99" > "987" > "1000": strings, not numbers
     assert (np.diff(run.scores)[same_query] <= 0).all()
+
+
+def test_rankings_in_hand_are_checked_as_a_files_ids_are_naming_the_query_and_hit():
+    problems = ProblemCollector()
+    entries = run_entries_from_rankings([("q1", [("d1", 2.0), ("d 2", 1.0)]), ("q 3", [("d1", 1.0)])], "http://search", problems)
+    assert problems.problems == [
+        "http://search: query q1, hit 2: doc id 'd 2' contains whitespace, which TREC files cannot carry",
+        "http://search: query id 'q 3' contains whitespace, which TREC files cannot carry",
+    ]
+    assert (entries.query_ids, entries.doc_ids) == (["q1"], ["d1"])
