@@ -3,13 +3,14 @@ secret), their probes, run now and its poll, the monitoring figures, uploads tha
 series; every operation against every kind of caller, and query counts of the lists.
 
 Data is made through the real services. Nights are real nightly runs
-(monitoring.nightly.services) of endpoints registered with endpoint_add; only the HTTP
-client that would reach the live endpoint is replaced, by one that answers at once from
-`answering["rankings"]`, so that no test needs a network.
+(monitoring.nightly.services) of endpoints registered with endpoint_add, querying a real
+HTTP endpoint the test starts on 127.0.0.1 (`answering`), whose answers the test sets.
 """
 
+import json
+import threading
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -36,41 +37,56 @@ NIGHT_2 = NIGHT_1 + timedelta(days=1)
 RANKINGS = {"q1": [("d1", 3.0), ("d2", 2.0)], "q/2:ü": [("d3", 5.0), ("d5", 1.0)], "q3": [("d5", 1.0)]}
 
 
-@pytest.fixture
-def answering(monkeypatch):
-    """The live endpoints, answering at once: a query's ranking from "rankings" (a str is
-    that query's error), and "index_size" as the documents searched."""
-    state = {"rankings": dict(RANKINGS), "index_size": 1234}
+class _Engine(BaseHTTPRequestHandler):
+    """Goldset's JSON contract, answering from the test's state: a query's ranking, or 503
+    with the text given for it."""
 
-    def fetch(spec, questions, k, *, on_answer=None, **_):
-        answers = []
-        for query_id, _text in questions:
-            given = state["rankings"].get(query_id, [])
-            if isinstance(given, str):
-                answer = SimpleNamespace(query_id=query_id, ranking=[], latency_ms=None, error=given, status=503)
-            else:
-                answer = SimpleNamespace(query_id=query_id, ranking=list(given)[:k], latency_ms=12.0, error=None, status=200)
-            if on_answer is not None:
-                on_answer(answer)
-            answers.append(answer)
-        return SimpleNamespace(answers=answers, index_size=state["index_size"], seconds=0.05)
+    def log_message(self, *args):
+        pass
 
-    monkeypatch.setattr("monitoring.nightly.services.fetch_rankings_sync", fetch)
-    monkeypatch.setattr("monitoring.probes.services.fetch_rankings_sync", fetch)
-    return state
-
-
-def add_endpoint(golden_set, name: str, *, stage: str = "first_stage", system: str = "bm25", **options):
-    return endpoint_add(
-        golden_set=golden_set, name=name, system=system, stage=stage, preset="goldset", url="http://127.0.0.1:9/search", **options,
-    )
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        state = self.server.state
+        given = state["rankings"].get(body["query_id"], [])
+        if isinstance(given, str):
+            status, answer = 503, {"error": given}
+        else:
+            answer = {"results": [{"doc_id": d, "score": s} for d, s in given[: body["k"]]], "index_size": state["index_size"]}
+            status = 200
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 @pytest.fixture
-def endpoint(golden_set, version, manager, monkeypatch):
-    """A first-stage endpoint whose header names an environment variable that is set."""
+def answering():
+    """A real HTTP endpoint on 127.0.0.1 (state["url"]) answering each query with its ranking
+    from state["rankings"] (a str answers 503 with that text), and state["index_size"] as
+    the documents searched."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
+    server.daemon_threads = True
+    server.state = {"rankings": dict(RANKINGS), "index_size": 1234, "url": f"http://127.0.0.1:{server.server_port}/search"}
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server.state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def add_endpoint(golden_set, name: str, *, stage: str = "first_stage", system: str = "bm25", url: str = "http://127.0.0.1:9/search", **options):
+    return endpoint_add(golden_set=golden_set, name=name, system=system, stage=stage, preset="goldset", url=url, retries=0, **options)
+
+
+@pytest.fixture
+def endpoint(golden_set, version, manager, monkeypatch, answering):
+    """A first-stage endpoint of the test's engine whose header names an environment variable that is set."""
     monkeypatch.setenv("SEARCH_TOKEN", SECRET)
-    return add_endpoint(golden_set, "bm25", headers=[["Authorization", "Bearer ${SEARCH_TOKEN}"]], user=manager)
+    return add_endpoint(golden_set, "bm25", url=answering["url"], headers=[["Authorization", "Bearer ${SEARCH_TOKEN}"]], user=manager)
 
 
 def night_at(endpoint, slot: datetime, version) -> NightlyRun:
@@ -283,12 +299,12 @@ def test_the_runs_list_shows_series_fields_and_filters_by_series(writer, reader,
 
 # --- endpoints ----------------------------------------------------------------------------
 
-def test_an_endpoint_is_shown_as_registered_with_its_last_night_and_next_run(reader, nights):
+def test_an_endpoint_is_shown_as_registered_with_its_last_night_and_next_run(reader, nights, answering):
     body = reader.get(BASE + "endpoints/bm25/").json()
     assert (body["name"], body["system"], body["stage"], body["preset"], body["series"]) == (
         "bm25", "bm25", "first_stage", "goldset", "bm25 nightly",
     )
-    assert (body["url"], body["enabled"], body["run_schedule"]) == ("http://127.0.0.1:9/search", True, "0 2 * * *")
+    assert (body["url"], body["enabled"], body["run_schedule"]) == (answering["url"], True, "0 2 * * *")
     assert body["headers"] == [{"name": "Authorization", "value": "Bearer ${SEARCH_TOKEN}"}]
     assert {"method", "body_template", "params_template", "hits_path", "doc_id_path", "score_path", "count_url",
             "timeout_seconds", "retries", "max_in_flight", "max_per_second", "probe_schedule"} <= set(body)
@@ -331,7 +347,7 @@ def test_probe_rounds_come_newest_first_with_each_canarys_rank(reader, probed):
 
 
 def test_the_monitoring_figures_hold_each_series_rerank_loss_probes_and_open_alerts(reader, nights, probed, golden_set, version, answering):
-    reranked = add_endpoint(golden_set, "bm25-rerank", stage="reranked")
+    reranked = add_endpoint(golden_set, "bm25-rerank", stage="reranked", url=answering["url"])
     answering["rankings"] = {**RANKINGS, "q1": [("d2", 3.0), ("d1", 2.0)], "q/2:ü": [("d5", 5.0), ("d3", 1.0)]}
     night_at(reranked, NIGHT_2, version)  # the same night as the first stage's second, losing nothing in the top 2
     body = reader.get(BASE + "monitoring/", {"slice": "lang=de"}).json()
@@ -373,7 +389,7 @@ def test_polling_a_night_shows_its_progress_run_and_error(reader, nights, endpoi
     answering["rankings"] = {query_id: "connection refused" for query_id in RANKINGS}
     failed = nightly_run_execute(night_id=nightly_run_request(endpoint=endpoint, slot=NIGHT_2 + timedelta(days=1)).pk)
     body = reader.get(BASE + f"endpoints/bm25/runs/{failed.pk}/").json()
-    assert (body["status"], body["run_id"]) == ("failed", None) and "connection refused" in body["error"]
+    assert (body["status"], body["run_id"]) == ("failed", None) and "HTTP 503" in body["error"]
 
 
 # --- query counts -------------------------------------------------------------------------
@@ -391,7 +407,7 @@ def test_the_lists_cost_the_same_queries_however_many_series_endpoints_nights_an
     reader.get(BASE)  # the token's first use of the minute stamps last_used_at: not counted
     before = {url: queries_for(reader, BASE + url) for url in urls}
     for number in range(3):
-        more = add_endpoint(golden_set, f"more{number}", system=f"sys{number}")
+        more = add_endpoint(golden_set, f"more{number}", system=f"sys{number}", url=answering["url"])
         night_at(more, NIGHT_1, version)
         nightly_run_request(endpoint=more, slot=NIGHT_2)  # one pending as well
         probe_now(endpoint=more)
