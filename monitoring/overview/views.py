@@ -1,0 +1,111 @@
+"""The monitoring page of a golden set and its two actions, "run now" and "probe now".
+
+Everyone who reads the set (goldenset.selectors.READ_ROLES: managers, adjudicators, staff)
+reads the page; annotators judge blind and get the 404 a stranger gets, as on the results
+pages (the canary strip names pages a query must find). Only managers start a night or a
+probe: both call a production system. Each view: fetch with the access check, act through
+a service, render or redirect.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from goldenset.models import GoldenSet, Membership
+from goldenset.selectors import access_golden_set, user_roles
+from lib.errors import GoldsetError
+from monitoring.endpoints.selectors import endpoint_get, nights_in_progress
+from monitoring.models import Endpoint
+from monitoring.nightly.services import nightly_run_now
+from monitoring.overview.page import monitoring_page
+from monitoring.overview.selectors import monitoring_report
+from monitoring.probes.services import probe_now
+from monitoring.tasks import night_send
+
+MANAGE_ROLES = (Membership.Role.MANAGER,)
+# A slice name is at most this long (evaluation.Score.slice); a longer ?slice= names none.
+SLICE_MAX_CHARS = 300
+
+
+def _can_manage(user, golden_set: GoldenSet) -> bool:
+    return user.is_staff or Membership.Role.MANAGER in user_roles(user, golden_set)
+
+
+def _back(golden_set: GoldenSet, anchor: str = "") -> str:
+    return reverse("monitoring", kwargs={"slug": golden_set.slug}) + (f"#{anchor}" if anchor else "")
+
+
+@login_required
+@require_GET
+def monitoring_view(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug)
+    slice_name = request.GET.get("slice", "").strip()[:SLICE_MAX_CHARS]
+    report = monitoring_report(golden_set, slice_name=slice_name)
+    ctx = {
+        "golden_set": golden_set, "report": report, "page": monitoring_page(report),
+        "can_manage": _can_manage(request.user, golden_set),
+        "slice_unknown": bool(slice_name) and slice_name not in report.slice_choices,
+    }
+    return render(request, "monitoring/monitoring.html", ctx)
+
+
+@login_required
+@require_GET
+def monitoring_progress(request: HttpRequest, slug: str) -> HttpResponse:
+    """The running nights alone, polled by htmx while one runs; the page reloads when none is
+    left, to show the night's figures."""
+    golden_set = access_golden_set(request.user, slug)
+    running = nights_in_progress(golden_set)
+    response = render(request, "monitoring/_running.html", {"golden_set": golden_set, "running": running})
+    if not running and request.htmx:
+        response["HX-Refresh"] = "true"
+    return response
+
+
+@login_required
+@require_POST
+def endpoint_run_now(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """Start a night of the endpoint now (`nightly_run_now`), on a worker after the commit;
+    refused while one of its nights is pending or running, so production is not asked twice."""
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    endpoint = endpoint_get(golden_set, name)
+    busy = nights_in_progress(golden_set, endpoint)
+    if busy:
+        night = busy[0]
+        messages.error(
+            request, f"Not started: the night of {endpoint.name} at {night.slot:%Y-%m-%d %H:%M} UTC is {night.status} "
+            f"({night.queries_done} of {night.queries_total} queries asked). It goes on; a lost one is sent again within minutes.",
+        )
+        return redirect(_back(golden_set, "running"))
+    night = nightly_run_now(endpoint=endpoint)
+    night_send(night)
+    messages.success(request, f"Night of {endpoint.name} started at {night.slot:%Y-%m-%d %H:%M:%S} UTC: it asks every query of the latest version.")
+    return redirect(_back(golden_set, "running"))
+
+
+@login_required
+@require_POST
+def endpoint_probe_now(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """Probe every canary on a first-stage endpoint now (`probe_now`); a few queries, asked
+    in the request."""
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    endpoint = endpoint_get(golden_set, name)
+    anchor = f"canaries-{endpoint.pk}"
+    if endpoint.stage != Endpoint.Stage.FIRST_STAGE:
+        messages.error(request, f"Not probed: {endpoint.name} is a reranked endpoint; canaries are probed on first stages.")
+        return redirect(_back(golden_set, anchor))
+    try:
+        _, outcomes = probe_now(endpoint=endpoint)
+    except GoldsetError as exc:
+        messages.error(request, f"Not probed: {exc.message}")
+        return redirect(_back(golden_set, anchor))
+    if not outcomes:
+        messages.error(request, "Nothing probed: the latest version has no canary (add one on the coverage page or with canary_add).")
+    else:
+        missed = sum(not outcome.found for outcome in outcomes)
+        verdict = f"{missed} missed" if missed else "all found"
+        messages.success(request, f"Probed {len(outcomes)} canar{'y' if len(outcomes) == 1 else 'ies'} on {endpoint.name}: {verdict}.")
+    return redirect(_back(golden_set, anchor))

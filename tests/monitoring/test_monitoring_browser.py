@@ -1,0 +1,126 @@
+"""The monitoring page in headless Chromium, on the demo's monitoring: its live search service
+as two endpoints (first stage and reranked), fourteen nights of which the last three ran with
+two stale shards, and an hour of canary probes that miss the new runbooks.
+
+The screenshots go to test-artifacts/ at the repository root (git-ignored), for a person to
+look at: the page at 1280 px, with the age slice chosen, and at 390 px (a phone), where
+nothing may be wider than the screen.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from goldset.demo.generate import DEFAULT_SEED
+from goldset.demo.monitoring import NIGHTS, demo_monitoring_load
+from goldset.demo.search import DemoSearch
+from goldset.demo.search_server import demo_search_server_started
+from goldset.demo.services import demo_golden_set_load
+from tests.browser import login
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+PHONE = {"width": 390, "height": 844}
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def demo():
+    # Today's dates, as `make run` has them: the new runbooks are in the last-30-days slice.
+    with demo_search_server_started(search=DemoSearch()) as service:
+        loaded = demo_golden_set_load(seed=DEFAULT_SEED)
+        demo_monitoring_load(golden_set=loaded.golden_set, search=service.search, base_url=service.base_url)
+        yield loaded.golden_set, service
+
+
+# The elements that reach past the right edge of the viewport, for the failure message.
+_TOO_WIDE = """() => Array.from(document.querySelectorAll("body *"))
+  .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !(e.parentElement && e.parentElement.closest(".scroll")))
+  .slice(0, 8).map(e => e.tagName.toLowerCase() + "." + e.className + " " + Math.round(e.getBoundingClientRect().right))"""
+
+
+def _fits(page, width: int) -> None:
+    """The page is no wider than `width` CSS pixels (wide tables scroll inside their box)."""
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, page.evaluate(_TOO_WIDE)
+
+
+def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280_and_390(browser_page, live_server, demo):
+    demo, service = demo
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser_page
+    refused, missing = [], []
+    page.on("console", lambda message: refused.append(message.text) if message.type == "error" and "404" not in message.text else None)
+    page.on("response", lambda response: missing.append(response.url) if response.status == 404 and "favicon" not in response.url else None)
+    login(page, live_server, "manager", "goldset-demo-manager")
+
+    # From the golden set's page to its monitoring page.
+    page.goto(f"{live_server.url}/sets/{demo.slug}/")
+    with page.expect_navigation():
+        page.click(f'a[href="/sets/{demo.slug}/monitoring/"]')
+    assert page.locator("h1").inner_text().startswith("Monitoring")
+
+    # Two series trends and one rerank-loss chart; the trend has a dot per night.
+    assert page.locator("section.series svg.chart-svg").count() == 2
+    assert page.locator("section.rerank svg.chart-svg").count() == 1
+    first_trend = page.locator("section.series").first
+    assert first_trend.locator("polyline").count() == 2
+    assert first_trend.locator("circle").count() == 2 * NIGHTS
+    # The latest night's figures say their version and k; the canary strip shows misses in words.
+    latest = page.locator("table.latest-nights").inner_text()
+    assert "recall@100" in latest and "recall@8" in latest and "v" in latest
+    strip = page.locator("table.canary-strip")
+    assert strip.count() == 1
+    assert strip.locator("td.cell.missed").count() > 0
+    assert "missed" in strip.locator("td.cell.missed").first.get_attribute("title")
+    assert page.locator(".open-alerts").count() == 1
+    assert page.locator("form[action$='/run-now/'] button").count() == 2
+    assert page.locator("form[action$='/probe-now/'] button").count() == 1
+    _fits(page, 1280)
+    page.screenshot(path=str(ARTIFACTS / "monitoring-demo-1280.png"), full_page=True)
+
+    # The age slice, first of the chooser's suggestions: its nights dashed against the floor.
+    suggestion = page.locator(".slice-chooser .hint a").first
+    assert suggestion.inner_text().startswith("page:age=")
+    with page.expect_navigation():
+        suggestion.click()
+    assert "slice=page" in page.url
+    assert first_trend.locator("polyline[stroke-dasharray]").count() == 2
+    assert "slice floor" in first_trend.locator("svg").text_content()
+    first_trend.screenshot(path=str(ARTIFACTS / "monitoring-demo-age-slice.png"))
+
+    # The shards refreshed, "probe now" finds the canaries again: a column of found cells.
+    service.search.set_stale(0)
+    rounds = strip.locator("tr.round-ticks th").count()
+    with page.expect_navigation():
+        page.click("form[action$='/probe-now/'] button")
+    assert "all found" in page.locator(".messages").inner_text()
+    assert page.locator("table.canary-strip tr.round-ticks th").count() == min(rounds + 1, 48)
+    assert page.locator("table.canary-strip td.cell.found").count() == page.locator("table.canary-strip tbody tr").count()
+    page.locator("section.strip").first.screenshot(path=str(ARTIFACTS / "monitoring-demo-canaries.png"))
+
+    # A phone: one column, nothing wider than the screen; wide tables scroll in their box.
+    page.set_viewport_size(PHONE)
+    page.goto(f"{live_server.url}/sets/{demo.slug}/monitoring/")
+    page.screenshot(path=str(ARTIFACTS / "monitoring-demo-390.png"), full_page=True)
+    _fits(page, PHONE["width"])
+    assert page.locator("svg.chart-svg").first.bounding_box()["width"] <= PHONE["width"]
+
+    for path in ("endpoints/", "endpoints/add/", "endpoints/wiki-search-first/", "endpoints/wiki-search-first/try/"):
+        page.goto(f"{live_server.url}/sets/{demo.slug}/{path}")
+        _fits(page, PHONE["width"])
+    page.fill("#id_query", "how do I rotate the kafka credentials")
+    with page.expect_navigation():
+        page.click("form.try-form button[type=submit]")
+    assert page.locator("table.ranking-read tbody tr").count() > 0
+    page.screenshot(path=str(ARTIFACTS / "monitoring-demo-try-390.png"), full_page=True)
+    _fits(page, PHONE["width"])
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.screenshot(path=str(ARTIFACTS / "monitoring-demo-try-1280.png"), full_page=True)
+    page.goto(f"{live_server.url}/sets/{demo.slug}/endpoints/")
+    page.screenshot(path=str(ARTIFACTS / "monitoring-demo-endpoints-1280.png"), full_page=True)
+    page.goto(f"{live_server.url}/sets/{demo.slug}/endpoints/add/?preset=generic")
+    assert page.locator("details.request-fields[open]").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "monitoring-demo-endpoint-add-1280.png"), full_page=True)
+    # Nothing the Content-Security-Policy refused, no script that failed.
+    assert refused == [] and missing == []
