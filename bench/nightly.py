@@ -162,6 +162,37 @@ def fresh_night(args, slug: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def year_costs(golden_set, run) -> None:
+    """What a year of such nights costs: the stored entries and scores of one night, and the
+    time to score it, measured here; the year and a publish follow from the settings."""
+    from django.db import connection
+
+    from evaluation.models import Evaluation, EvaluationSettings, RunData, Score
+    from evaluation.services import evaluation_compute
+
+    version = golden_set.latest_version()
+    started = time.perf_counter()
+    evaluation = evaluation_compute(run=run, version=version)
+    score_seconds = time.perf_counter() - started
+    entries = len(bytes(RunData.objects.get(run=run).ranked))
+    per_query = len(bytes(Evaluation.objects.get(pk=evaluation.pk).per_query or b""))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_size(s.*) FROM evaluation_score s WHERE evaluation_id = %s", [evaluation.pk])
+        score_bytes = sum(size for (size,) in cursor.fetchall())
+    score_rows = Score.objects.filter(evaluation=evaluation).count()
+    defaults = EvaluationSettings()
+    keep_days, rescore = defaults.series_keep_days, defaults.series_rescore_nights
+    whole_nights = keep_days + (365 - keep_days) / 7
+    mb = 1e6
+    print(f"one night of {run.query_count:,} queries: entries {entries / mb:.2f} MB, per-query scores {per_query / mb:.2f} MB and "
+          f"{score_rows} score rows ({score_bytes / 1e3:.0f} kB) per version it is scored on; scoring it {score_seconds:.2f} s")
+    print(f"a year of nightly runs, per endpoint: entries {365 * entries / 1e9:.2f} GB kept whole, "
+          f"{whole_nights * entries / 1e9:.2f} GB with the default retention ({keep_days} days whole, then one night a week: "
+          f"{whole_nights:.0f} nights), plus {365 * (per_query + score_bytes) / 1e9:.2f} GB of scores on one version each; "
+          f"a publish re-scores {rescore} nights: {rescore * score_seconds:.1f} s of worker time per endpoint "
+          f"(+{rescore * (per_query + score_bytes) / mb:.1f} MB of scores)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=10_000)
@@ -227,6 +258,8 @@ def bench(args, url: str) -> None:
           f"plain aiohttp client {plain_s:.2f} s: {ratio:.2f}x (target <= {TARGET_RATIO}x) "
           f"{'PASS' if ratio <= TARGET_RATIO else 'MISS'}")
     print(f"  throughput: Goldset {args.queries / goldset_s:,.0f} queries/s, plain client {args.queries / plain_s:,.0f} queries/s")
+
+    year_costs(big, night.run)
 
     small_night, big_night = fresh_night(args, "nightly-small"), fresh_night(args, "nightly-big")
     entry_bytes = 24

@@ -152,7 +152,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
 def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     run = run_get(golden_set, run_id)
-    ctx = {"golden_set": golden_set, "run": run, "report": run_detail_report(run), "run_failures": list(run.failures.all()[:20])}
+    ctx = {"golden_set": golden_set, "run": run, "report": run_detail_report(run), "run_failures": list(run.failures.all()[:20]) if run.failed_query_count else []}
     return render(request, "evaluation/run.html", ctx)
 
 
