@@ -79,7 +79,7 @@ def tasks_off_request_thread() -> None:
         _background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="goldset-tasks")
 
 
-def beat_in_process(*, poll_seconds: float = 5.0) -> threading.Thread:
+def beat_in_process(*, poll_seconds: float = 5.0, stop: threading.Event | None = None) -> threading.Thread:
     """Run beat's schedule (settings.CELERY_BEAT_SCHEDULE) from a daemon thread of this
     process: on the embedded default there is no beat, yet the sweepers and the monitoring
     tick (nightly runs, canary probes) must run. Each entry is sent when its interval has
@@ -94,19 +94,26 @@ def beat_in_process(*, poll_seconds: float = 5.0) -> threading.Thread:
     for entry in schedule.values():
         importlib.import_module(entry["task"].rsplit(".", 1)[0])
 
+    stop = stop or threading.Event()  # set by a caller that must end it (a test)
+
     def loop() -> None:
         import time
 
-        while True:
-            now = time.monotonic()
-            for name, entry in schedule.items():
-                if now - last.get(name, -float("inf")) >= entry["schedule"]:
-                    last[name] = now
-                    try:
-                        app.tasks[entry["task"]].delay()
-                    except Exception:  # a beat that stops on one error would stop every schedule
-                        logger.exception("in-process beat: %s could not be sent", name)
-            time.sleep(poll_seconds)
+        from django.db import connection
+
+        try:
+            while not stop.is_set():
+                now = time.monotonic()
+                for name, entry in schedule.items():
+                    if now - last.get(name, -float("inf")) >= entry["schedule"]:
+                        last[name] = now
+                        try:
+                            app.tasks[entry["task"]].delay()
+                        except Exception:  # a beat that stops on one error would stop every schedule
+                            logger.exception("in-process beat: %s could not be sent", name)
+                stop.wait(poll_seconds)
+        finally:
+            connection.close()  # the thread's own, opened by a task that ran here
 
     thread = threading.Thread(target=loop, name="goldset-beat", daemon=True)
     thread.start()

@@ -37,8 +37,8 @@ from lib import charts
 from evaluation.alerts.rules import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
-from evaluation.selectors import evaluation_settings, later_night, version_scoring_inputs
-from goldenset.models import GoldenSet, Judgment, Query, Version
+from evaluation.selectors import evaluation_settings, later_night, slice_label, version_scoring_inputs
+from goldenset.models import GoldenSet, Judgment, Query, Version, VersionPage
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,7 @@ class CoverageReport:
     canary_runs: list[Run] = field(default_factory=list)
     canary_rows: list[CanaryRow] = field(default_factory=list)
     query_ids: tuple[str, ...] = ()
+    canary_suggestions: list["CanarySuggestion"] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[SliceCoverage]:
@@ -273,13 +274,65 @@ def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
             one.badges.insert(0, f"{one.averaged} queries < {settings.min_queries_per_slice}")
 
     canary_runs, canary_rows = _canaries(golden_set, version)
+    suggestions = canary_suggestions(version, qrels, slices.page)
     return CoverageReport(
         golden_set=golden_set, version=version, settings=settings, runs=runs, overall=overall, slices=found,
         stale_total=overall.stale_labels,
         recall_chart=_recall_chart([overall, *found], runs, version, settings),
         judged_chart=_judged_chart([overall, *found], runs, version, settings),
-        canary_runs=canary_runs, canary_rows=canary_rows, query_ids=qrels.query_ids,
+        canary_runs=canary_runs, canary_rows=canary_rows, query_ids=qrels.query_ids, canary_suggestions=suggestions,
     )
+
+
+# Suggestions per page slice: the newest this-many relevant pages that are no canary yet.
+SUGGESTIONS_PER_SLICE = 2
+
+
+@dataclass(frozen=True)
+class CanarySuggestion:
+    """A page worth watching: among the newest relevant pages of `slice`, with the first
+    query (in version order) it is relevant to."""
+
+    slice: str
+    query_id: str
+    doc_id: str
+    title: str
+    published_at: object
+
+    @property
+    def slice_label(self) -> str:
+        return slice_label(self.slice)
+
+
+def canary_suggestions(version: Version, qrels, page_slices: dict[str, set[int]], *, per_slice: int = SUGGESTIONS_PER_SLICE) -> list[CanarySuggestion]:
+    """The newest relevant pages of each page slice of `version` (the age slice's first:
+    the seed's stale shards hid exactly those), not already a canary of their set, for the
+    coverage page to offer as canaries. Two queries whatever the size of the version."""
+    relevant = qrels.grades >= version.relevance_threshold
+    keys, owners = qrels.doc_keys[relevant], qrels.query_index[relevant]
+    if not len(keys):
+        return []
+    first_owner: dict[int, int] = {}
+    for key, owner in zip(keys.tolist(), owners.tolist()):
+        if key not in first_owner or owner < first_owner[key]:
+            first_owner[key] = owner
+    taken = set(Canary.objects.filter(golden_set_id=version.golden_set_id).values_list("page_id", flat=True))
+    dated = {
+        page_id: (published_at, doc_id, title)
+        for page_id, published_at, doc_id, title in VersionPage.objects.filter(
+            version=version, page_id__in=list(first_owner), published_at__isnull=False,
+        ).values_list("page_id", "published_at", "page__doc_id", "page__title")
+    }
+    names = sorted(page_slices, key=lambda name: (not name.startswith("page:age="), name))
+    found = []
+    for name in names:
+        candidates = [key for key in page_slices[name] if key in dated and key not in taken]
+        candidates.sort(key=lambda key: (dated[key][0], dated[key][1]), reverse=True)
+        for key in candidates[:per_slice]:
+            taken.add(key)  # a page suggested for one slice is not suggested again for the next
+            published_at, doc_id, title = dated[key]
+            found.append(CanarySuggestion(name, qrels.query_ids[first_owner[key]], doc_id, title, published_at))
+    return found
 
 
 def _add_run_figures(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,

@@ -13,7 +13,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from goldenset.models import GoldenSet, Membership, Version
+from evaluation.canaries import canary_add
+from goldenset.models import GoldenSet, Membership, Page, Query, Version
 from goldenset.selectors import access_golden_set, version_get
 from goldenset.services import version_publish
 from labeling.coverage.forms import FlaggedPoolForm, PublishForm
@@ -101,3 +102,25 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(_back(golden_set, version))
     # The pool is built by a worker; the completeness page follows the job.
     return redirect(reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs")
+
+
+@login_required
+@require_POST
+def coverage_canary_add(request: HttpRequest, slug: str) -> HttpResponse:
+    """Make a suggested page a canary of its query (evaluation.canaries.canary_add)."""
+    golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
+    query = Query.objects.filter(golden_set=golden_set, query_id=request.POST.get("query_id", "")).first()
+    page = Page.objects.filter(corpus_id=golden_set.corpus_id, doc_id=request.POST.get("doc_id", "")).first()
+    try:
+        canary = canary_add(
+            golden_set=golden_set, query=query, page=page, user=request.user,
+            note=f"suggested by the coverage page: {request.POST.get('why', 'a new relevant page')}"[:500],
+        )
+    except GoldsetError as exc:
+        messages.error(request, f"Not added: {exc.message}")
+    else:
+        messages.success(
+            request, f"Page {canary.page.doc_id} is a canary of query {canary.query.query_id}: every run's top k_first "
+            "and every probe of the set's first-stage endpoints look for it from now on."
+        )
+    return redirect(_back(golden_set) + "#canaries")

@@ -145,3 +145,29 @@ def test_a_night_lost_with_its_message_is_sent_again_by_the_tick(endpoint, djang
         monitoring_tick_task.delay()
     night.refresh_from_db()
     assert night.status == NightlyRun.Status.DONE
+
+
+def test_on_the_embedded_default_the_web_process_runs_the_schedules_itself(endpoint, transactional_db, settings):
+    """No broker, no beat: goldset.wsgi starts beat_in_process, which sends beat's schedule
+    from a thread of the process; here with the tick every 0.2 s and a schedule that falls
+    due every minute."""
+    import threading
+
+    from goldset.celery import beat_in_process
+
+    endpoint.run_schedule = "* * * * *"
+    endpoint.save()
+    type(endpoint).objects.filter(pk=endpoint.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    settings.CELERY_BEAT_SCHEDULE = {"tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": 0.2}}
+    stop = threading.Event()
+    thread = beat_in_process(poll_seconds=0.05, stop=stop)
+    try:
+        deadline = timezone.now() + timedelta(seconds=30)
+        while not NightlyRun.objects.filter(endpoint=endpoint, status=NightlyRun.Status.DONE).exists():
+            assert timezone.now() < deadline, "no night was made by the in-process beat"
+            stop.wait(0.1)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    night = NightlyRun.objects.get(endpoint=endpoint)
+    assert night.run.series == endpoint.series and night.trigger == NightlyRun.Trigger.SCHEDULE

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from evaluation import selectors as evaluation_selectors
 from evaluation.canaries import canary_add
-from evaluation.models import Completeness, EvaluationSettings, Score
+from evaluation.models import Canary, Completeness, EvaluationSettings, Score
 from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Judgment, Membership, Page, Query, Version, VersionLabel
@@ -35,7 +35,7 @@ from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
 pytestmark = pytest.mark.django_db
 
 PAGES = ["coverage"]
-ACTIONS = ["coverage_publish", "coverage_pool"]
+ACTIONS = ["coverage_publish", "coverage_pool", "coverage_canary_add"]
 
 
 @pytest.fixture
@@ -77,6 +77,7 @@ def test_annotators_and_adjudicators_get_not_found(client, golden_set, teammate,
     response = client.post(url(name), {"depth": 5, "strategy": "depth"}) if name in ACTIONS else client.get(url(name))
     assert response.status_code == 404
     assert Version.objects.filter(golden_set=golden_set).count() == 1 and not Pool.objects.exists()
+    assert not Canary.objects.exists()
 
 
 def test_managers_and_staff_can_open_it(client, golden_set, owner, make_user):
@@ -99,6 +100,28 @@ def test_the_actions_take_posts_only(client, golden_set, owner):
 
 
 # --- what it shows ------------------------------------------------------------------------
+
+
+def test_it_suggests_the_newest_relevant_pages_of_each_page_slice_as_canaries_and_adds_one(client, golden_set, owner):
+    version = golden_set.latest_version()
+    report = coverage_report(golden_set, version)
+    suggestions = report.canary_suggestions
+    first = suggestions[0]
+    # The age slice comes first, with the newest of its relevant pages (every third query's is 5 days old).
+    new_relevant = {f"d{n}a" for n in range(3, 31, 3)}
+    assert first.slice == "page:age=0-30d" and first.doc_id in new_relevant and first.query_id == first.doc_id[:-1].replace("d", "q")
+    assert len({s.doc_id for s in suggestions}) == len(suggestions)  # a page once, whatever its slices
+    client.force_login(owner)
+    body = client.get(url("coverage")).content.decode()
+    assert "Pages worth watching" in body and first.doc_id in body
+    response = client.post(url("coverage_canary_add"), {"query_id": first.query_id, "doc_id": first.doc_id, "why": "newest"})
+    assert response.status_code == 302
+    canary = Canary.objects.get()
+    assert (canary.query.query_id, canary.page.doc_id) == (first.query_id, first.doc_id)
+    assert first.doc_id not in {s.doc_id for s in coverage_report(golden_set, version).canary_suggestions}
+    # A bad pair is refused with a message, nothing written.
+    client.post(url("coverage_canary_add"), {"query_id": "nope", "doc_id": first.doc_id})
+    assert Canary.objects.count() == 1
 
 
 def test_it_flags_the_new_pages_slice_with_the_figures_the_evaluation_stored(client, golden_set, owner):
@@ -304,8 +327,8 @@ def _render_queries(client, slug: str) -> int:
 # here and by the evaluation's selectors), the labels, the version's queries (2) and pages,
 # stale labels, the latest evaluations, their scores and completeness, the canaries, the
 # runs and their stored canary ranks, the version numbers, the set's pools (the pool
-# form's choices): 21 on a cold start.
-COVERAGE_QUERY_BOUND = 21
+# form's choices), the canaries and the dated pages the canary suggestions read: 23 on a cold start.
+COVERAGE_QUERY_BOUND = 23
 
 
 def test_the_page_costs_a_bounded_number_of_queries_whatever_the_size_of_the_set(client, owner, django_assert_max_num_queries):

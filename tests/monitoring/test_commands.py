@@ -1,0 +1,64 @@
+"""The monitoring commands, against a real engine server: register, try, run now."""
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from monitoring.models import Endpoint, NightlyRun
+
+pytestmark = pytest.mark.django_db
+
+
+def test_endpoint_add_registers_an_endpoint_with_its_series_and_secret_by_name(watched_set, engines, capsys, monkeypatch):
+    monkeypatch.setenv("SEARCH_TOKEN", "only-the-worker-knows")
+    call_command(
+        "endpoint_add", "watched", "--name", "os-first", "--system", "prod", "--stage", "first_stage", "--preset", "opensearch",
+        "--url", engines.base + "/wiki/_search", "--header", "Authorization: Bearer ${SEARCH_TOKEN}",
+        "--count-url", engines.base + "/wiki/_count", "--max-in-flight", "4",
+    )
+    out = capsys.readouterr().out
+    assert "endpoint os-first of watched: prod first_stage, OpenSearch _search" in out and "series 'os-first nightly'" in out
+    endpoint = Endpoint.objects.get(name="os-first")
+    assert endpoint.headers == [["Authorization", "Bearer ${SEARCH_TOKEN}"]]
+    assert (endpoint.hits_path, endpoint.doc_id_path, endpoint.max_in_flight) == ("hits.hits", "_id", 4)
+
+
+def test_endpoint_add_refuses_a_literal_secret_and_a_bad_cron_line_naming_the_fields(watched_set, engines):
+    with pytest.raises(CommandError) as refused:
+        call_command(
+            "endpoint_add", "watched", "--name", "x", "--system", "prod", "--stage", "first_stage", "--preset", "goldset",
+            "--url", engines.base + "/goldset", "--header", "Authorization: Bearer abc123", "--run-schedule", "0 2 * *",
+        )
+    message = str(refused.value)
+    assert "headers:" in message and "${SEARCH_" in message
+    assert "run_schedule: a cron line has 5 fields" in message
+    assert "abc123" not in message
+    assert not Endpoint.objects.filter(name="x").exists()
+
+
+def test_endpoint_probe_prints_the_request_the_raw_answer_and_the_ranking_read(endpoint, capsys):
+    call_command("endpoint_probe", "watched", "prod-first", "--query", 'a "quoted" question', "--k", "3")
+    out = capsys.readouterr().out
+    assert f"request: POST {endpoint.url}" in out
+    assert '"query": "a \\"quoted\\" question"' in out  # the body as sent, the text JSON-escaped
+    assert "answer: HTTP 200" in out and '"results"' in out
+    assert "ranking read (3 of k=3):" in out
+
+
+def test_nightly_run_runs_every_endpoint_now_and_says_what_it_made(endpoint, capsys):
+    call_command("nightly_run", "watched")
+    out = capsys.readouterr().out
+    night = NightlyRun.objects.get(endpoint=endpoint)
+    assert f"prod-first: run {night.run.name!r}, 10 queries asked, 0 failed" in out
+    assert night.trigger == NightlyRun.Trigger.MANUAL
+
+
+def test_nightly_run_fails_loudly_when_no_run_was_made(watched_set):
+    from monitoring.endpoints.services import endpoint_add
+
+    endpoint_add(golden_set=watched_set, name="down", system="prod", stage="first_stage", preset="goldset",
+                 url="http://127.0.0.1:9/goldset", retries=0, timeout_seconds=0.5)
+    with pytest.raises(CommandError, match="1 of 1 nightly run"):
+        call_command("nightly_run", "watched", "--endpoint", "down")
+    with pytest.raises(CommandError, match="has no endpoint 'nope'"):
+        call_command("nightly_run", "watched", "--endpoint", "nope")
