@@ -36,6 +36,8 @@ def id_problem(value: object, what: str) -> str | None:
         return f"{what} {value!r} contains whitespace, which TREC files cannot carry"
     if len(value) > MAX_ID_LENGTH:
         return f"{what} {value[:40]!r}... is longer than {MAX_ID_LENGTH} characters"
+    if value.isascii() and value.isprintable():
+        return None  # printable ASCII holds no control or format character and is always NFC
     for position, char in enumerate(value, start=1):
         kind = _REFUSED_CATEGORIES.get(unicodedata.category(char))
         if kind:

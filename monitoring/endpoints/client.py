@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 import aiohttp
+import orjson
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -293,6 +294,10 @@ def _final_error(outcome: _Attempt, attempts: int) -> str:
 
 
 def _parse(body: bytes) -> tuple[object, str | None]:
+    try:
+        return orjson.loads(body), None  # a fifth of json's time: a night reads a million hits
+    except orjson.JSONDecodeError:
+        pass  # json, slower, takes what orjson refuses (NaN, integers past 64 bits) and words the error
     try:
         return json.loads(body), None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -189,9 +189,9 @@ def _plain_ranking(hits: list, id_key: str, score_key: str) -> list[tuple[str, f
         scores = [hit[score_key] for hit in hits]
     except (KeyError, TypeError, IndexError):
         return None
-    if not all(type(doc_id) is str and doc_id for doc_id in ids) or len(set(ids)) != len(ids):
+    if set(map(type, ids)) - {str} or "" in ids or len(set(ids)) != len(ids):
         return None
-    if not all(type(score) is float for score in scores) or not all(map(math.isfinite, scores)):
+    if set(map(type, scores)) - {float} or not all(map(math.isfinite, scores)):
         return None
     if scores != sorted(scores, reverse=True):
         return None

@@ -20,13 +20,16 @@ Depth: k_first of the version for a first-stage endpoint, k_final for a reranked
 first-stage and reranked runs of one night pair for the rerank-loss rule.
 """
 
+import asyncio
 import logging
 from array import array
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -39,7 +42,7 @@ from goldenset.models import Version, VersionQuery
 from lib.errors import GoldsetError, ProblemCollector
 from lib.ids import natural_key
 from lib.runs import RunEntriesBuilder
-from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings_sync
+from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings
 from monitoring.endpoints.services import endpoint_spec
 from monitoring.models import Endpoint, NightlyRun
 
@@ -93,8 +96,9 @@ class _Answers:
     the progress is written every PROGRESS_EVERY; nothing else of the answer is kept, so a
     night's memory does not grow with its queries beyond the run itself."""
 
-    def __init__(self, night_id: int, source: str):
+    def __init__(self, night_id: int, source: str, progress: Callable[[int, int], None]):
         self.night_id = night_id
+        self.progress = progress
         self.problems = ProblemCollector()
         self.builder = RunEntriesBuilder(source, self.problems)
         self.failures: list[tuple[str, str, int | None]] = []
@@ -112,7 +116,25 @@ class _Answers:
                 self.builder.add(answer.query_id, answer.ranking)
                 self.answered += 1
         if self.done % PROGRESS_EVERY == 0:
-            NightlyRun.objects.filter(pk=self.night_id).update(queries_done=self.done, failed_count=len(self.failures))
+            self.progress(self.done, len(self.failures))
+
+
+def _fetch(night_id: int, spec, questions, k: int, answers_source: str, options: dict) -> tuple["_Answers", object]:
+    """Ask every question on an event loop in this thread, each answer taken by _Answers on
+    the loop itself (pure work, no hop between threads, which cost as much as the answers),
+    and the progress written by a thread of its own, where the ORM may run."""
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="goldset-night-progress")
+
+    def write(done: int, failed: int) -> None:
+        NightlyRun.objects.filter(pk=night_id).update(queries_done=done, failed_count=failed)
+
+    answers = _Answers(night_id, answers_source, lambda done, failed: writer.submit(write, done, failed))
+    try:
+        report = asyncio.run(fetch_rankings(spec, questions, k, on_answer=answers, keep_answers=False, **options))
+    finally:
+        writer.submit(connection.close)  # the writer thread's own connection
+        writer.shutdown(wait=True)
+    return answers, report
 
 
 def _claim(night_id: int, worker: str) -> bool:
@@ -149,9 +171,8 @@ def nightly_run_execute(*, night_id: int, worker: str = "") -> NightlyRun:
     NightlyRun.objects.filter(pk=night_id).update(version=version, queries_total=len(questions))
     spec = endpoint_spec(endpoint)
     options = {"allowed_networks": settings.RETRIEVAL_ALLOWED_NETWORKS, "env_prefix": settings.RETRIEVAL_HEADER_ENV_PREFIX}
-    answers = _Answers(night_id, endpoint.url)
     try:
-        report = fetch_rankings_sync(spec, questions, k, on_answer=answers, keep_answers=False, **options)
+        answers, report = _fetch(night_id, spec, questions, k, endpoint.url, options)
     except ValueError as exc:  # the spec no longer passes its checks (an environment changed)
         _fail(night_id, f"the endpoint cannot be queried: {exc}")
         return NightlyRun.objects.get(pk=night_id)

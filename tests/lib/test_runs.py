@@ -211,3 +211,42 @@ def test_rankings_in_hand_are_checked_as_a_files_ids_are_naming_the_query_and_hi
         "http://search: query id 'q 3' contains whitespace, which TREC files cannot carry",
     ]
     assert (entries.query_ids, entries.doc_ids) == (["q1"], ["d1"])
+
+
+def test_rankings_already_in_order_are_ranked_without_sorting_and_exactly_as_sorting_would():
+    """rank_run's fast path (each query one block in trec_eval's order, as an endpoint's
+    answers come) gives the very run the general sort gives; input out of order still sorts."""
+    import random
+
+    import lib.runs as runs
+    from lib.errors import ProblemCollector
+    from lib.runs import RunEntriesBuilder
+
+    rng = random.Random(7)
+    docs = [f"d{n}" for n in range(300)]
+    keys = {doc: n + 1 for n, doc in enumerate(docs)}
+
+    def ranked(rankings, fast: bool):
+        builder = RunEntriesBuilder("endpoint", ProblemCollector())
+        for query_id, ranking in rankings:
+            builder.add(query_id, ranking)
+        general = runs._segments_in_order
+        if not fast:
+            runs._segments_in_order = lambda *args: None
+        try:
+            return rank_run(builder.entries(), doc_keys=keys, depth=20)
+        finally:
+            runs._segments_in_order = general
+
+    in_order, shuffled = [], []
+    for n in rng.sample(range(60), 60):  # queries in no particular order
+        chosen = sorted(rng.sample(docs, 30), reverse=True)  # ties broken by doc id descending
+        in_order.append((f"q{n}", [(doc, float(30 - i // 4)) for i, doc in enumerate(chosen)]))
+        mixed = list(in_order[-1][1])
+        rng.shuffle(mixed)
+        shuffled.append((f"q{n}", mixed))
+    for rankings in (in_order, shuffled):
+        fast, general = ranked(rankings, True), ranked(rankings, False)
+        assert fast.query_ids == general.query_ids and fast.query_ids[:3] == ("q0", "q1", "q2")
+        assert np.array_equal(fast.offsets, general.offsets)
+        assert np.array_equal(fast.doc_keys, general.doc_keys) and np.array_equal(fast.scores, general.scores)
