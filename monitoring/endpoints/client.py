@@ -236,6 +236,9 @@ def _headers(spec: EndpointSpec, env_prefix: str) -> CIMultiDict:
 
 
 async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
+    length = response.content_length
+    if length is not None and length <= MAX_ANSWER_BYTES:
+        return await response.read()  # one read for an answer that said its size: most of them
     chunks, size = [], 0
     async for chunk in response.content.iter_chunked(64 * 1024):
         size += len(chunk)
@@ -379,7 +382,12 @@ async def _fetch(spec, queries, k, *, deliver, allowed_networks, env_prefix, pac
             await record(index, QueryAnswer(query_id=str(query_id), ranking=[], error=blocker, status=None, latency_ms=0.0, attempts=0))
     else:
         async with _session(spec, allowed_networks) as session:
-            sender = _Sender(spec, session, headers, TokenBucket(spec.max_per_second, pacing=pacing), pacing, k)
+            # A burst of 10 ms worth of starts: spacing every start 1/rate apart asks the loop
+            # for sub-millisecond sleeps it cannot keep (timers fire to the millisecond), so
+            # a rate of thousands a second would be held far under itself. At 100/s and
+            # under the burst is 1, starts spaced exactly.
+            bucket = TokenBucket(spec.max_per_second, capacity=max(1.0, spec.max_per_second / 100), pacing=pacing)
+            sender = _Sender(spec, session, headers, bucket, pacing, k)
 
             async def worker() -> None:
                 # The workers share one iterator: next() runs between awaits, so each

@@ -17,6 +17,7 @@ is the doc id.
 """
 
 import json
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -48,30 +49,45 @@ def unknown_placeholders(template: str) -> list[str]:
     return [name for name in placeholders_in(template) if name not in PLACEHOLDERS]
 
 
-def render_json(template: str, values: Mapping[str, Any]) -> str:
-    """`template` with each placeholder replaced by its value, escaped as JSON for where it
-    stands (see the module's docstring). Unknown names raise KeyError; whether the result
-    is valid JSON is the template's business (spec_problems checks it with SAMPLE_VALUES)."""
-    out: list[str] = []
+@functools.lru_cache(maxsize=64)
+def _json_template_parts(template: str) -> tuple[tuple[str, str | None, bool], ...]:
+    """`template` cut once into (literal text, placeholder name or None, inside a string?)
+    parts: a nightly run renders the same body ten thousand times."""
+    parts: list[tuple[str, str | None, bool]] = []
+    literal: list[str] = []
     in_string = False
     i = 0
     while i < len(template):
         match = PLACEHOLDER.match(template, i) if template.startswith("{{", i) else None
         if match:
-            value = values[match.group(1)]
-            text = json.dumps(value if not in_string else str(value), ensure_ascii=False)
-            out.append(text[1:-1] if in_string else text)
+            parts.append(("".join(literal), match.group(1), in_string))
+            literal = []
             i = match.end()
             continue
         char = template[i]
         if in_string and char == "\\":  # an escape of the template's own: keep both characters
-            out.append(template[i : i + 2])
+            literal.append(template[i : i + 2])
             i += 2
             continue
         if char == '"':
             in_string = not in_string
-        out.append(char)
+        literal.append(char)
         i += 1
+    parts.append(("".join(literal), None, in_string))
+    return tuple(parts)
+
+
+def render_json(template: str, values: Mapping[str, Any]) -> str:
+    """`template` with each placeholder replaced by its value, escaped as JSON for where it
+    stands (see the module's docstring). Unknown names raise KeyError; whether the result
+    is valid JSON is the template's business (spec_problems checks it with SAMPLE_VALUES)."""
+    out: list[str] = []
+    for literal, name, in_string in _json_template_parts(template):
+        out.append(literal)
+        if name is not None:
+            value = values[name]
+            text = json.dumps(value if not in_string else str(value), ensure_ascii=False)
+            out.append(text[1:-1] if in_string else text)
     return "".join(out)
 
 
