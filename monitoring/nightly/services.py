@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import numpy as np
+import uvloop
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
@@ -130,7 +131,10 @@ def _fetch(night_id: int, spec, questions, k: int, answers_source: str, options:
 
     answers = _Answers(night_id, answers_source, lambda done, failed: writer.submit(write, done, failed))
     try:
-        report = asyncio.run(fetch_rankings(spec, questions, k, on_answer=answers, keep_answers=False, **options))
+        # uvloop's event loop: a night is ten thousand requests, each a few loop turns, and
+        # the loop's own cost is a third of the client's time with asyncio's.
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            report = runner.run(fetch_rankings(spec, questions, k, on_answer=answers, keep_answers=False, **options))
     finally:
         writer.submit(connection.close)  # the writer thread's own connection
         writer.shutdown(wait=True)
