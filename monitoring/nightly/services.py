@@ -101,7 +101,8 @@ class _Answers:
         self.night_id = night_id
         self.progress = progress
         self.problems = ProblemCollector()
-        self.builder = RunEntriesBuilder(source, self.problems)
+        # The client keeps the first of a doc id an answer names twice: rankings are distinct.
+        self.builder = RunEntriesBuilder(source, self.problems, distinct_rankings=True)
         self.failures: list[tuple[str, str, int | None]] = []
         self.latencies = array("d")
         self.done = 0
