@@ -27,9 +27,8 @@ when both copies fall within -M), and query ids may be required to belong to the
 import io
 import math
 from array import array
-from itertools import repeat
 import zipfile
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -191,12 +190,19 @@ class RunEntriesBuilder:
         self._query_twice = False
         self._query_positions: dict[str, int] = {}
         self._doc_positions: dict[str, int] = {}
-        self._query_index = array("q")
+        # A ranking's entries share their query: one (query, count) block each, not a query
+        # position per entry (np.repeat spreads them when the entries are asked for).
+        self._block_queries = array("q")
+        self._block_sizes = array("q")
         self._doc_index = array("q")
         self._scores = array("d")
-        self._numbers = 0
 
-    def add(self, query_id: str, ranking: Iterable[tuple[str, float]]) -> None:
+    def add(
+        self, query_id: str, ranking: Iterable[tuple[str, float]],
+        columns: tuple[Sequence[str], Sequence[float]] | None = None,
+    ) -> None:
+        """Add one query's ranking. `columns`, when the caller has them, are the same
+        ranking as (doc ids, scores) with every score a finite float: read as they are."""
         problem = id_problem(query_id, "query id")
         if problem:
             self.problems.add(f"{self.source}: {problem}")
@@ -204,18 +210,25 @@ class RunEntriesBuilder:
         if query_id in self._query_positions:
             self._query_twice = True
         q = self._query_positions.setdefault(query_id, len(self._query_positions))
-        ranking = ranking if isinstance(ranking, list) else list(ranking)
-        if not ranking:
+        if columns is not None:
+            doc_ids, scores = columns
+            checked = True
+        else:
+            ranking = ranking if isinstance(ranking, list) else list(ranking)
+            if not ranking:
+                return
+            doc_ids, scores = zip(*ranking)  # C-level passes: a night appends a million hits
+            checked = False
+        if not doc_ids:
             return
-        doc_ids, scores = zip(*ranking)  # C-level passes: a night appends a million hits
         positions = list(map(self._doc_positions.get, doc_ids))
-        if None in positions and not self._place_new(query_id, doc_ids, positions):
-            self._add_checking(q, query_id, ranking)  # a bad doc id: each named
+        if (None in positions and not self._place_new(query_id, doc_ids, positions)) or (
+            not checked and not all(map(math.isfinite, scores))
+        ):
+            self._add_checking(q, query_id, list(zip(doc_ids, scores)))  # a bad doc id or score: each named
             return
-        if not all(map(math.isfinite, scores)):
-            self._add_checking(q, query_id, ranking)  # a bad score: each named
-            return
-        self._query_index.extend(repeat(q, len(positions)))
+        self._block_queries.append(q)
+        self._block_sizes.append(len(positions))
         self._doc_index.extend(positions)
         self._scores.extend(scores)
 
@@ -236,6 +249,7 @@ class RunEntriesBuilder:
 
     def _add_checking(self, q: int, query_id: str, ranking: list[tuple[str, float]]) -> None:
         doc_positions = self._doc_positions
+        kept = 0
         for position, (doc_id, score) in enumerate(ranking, start=1):
             d = doc_positions.get(doc_id)
             if d is None:
@@ -247,9 +261,11 @@ class RunEntriesBuilder:
             if not math.isfinite(score):
                 self.problems.add(f"{self.source}: query {query_id}, hit {position}: score {score!r} is not a finite number")
                 continue
-            self._query_index.append(q)
             self._doc_index.append(d)
             self._scores.append(float(score))
+            kept += 1
+        self._block_queries.append(q)
+        self._block_sizes.append(kept)
 
     def entries(self) -> RunEntries:
         """The entries, checked for a doc twice in one query (a problem each). The arrays are
@@ -257,7 +273,10 @@ class RunEntriesBuilder:
         count = len(self._scores)
         entries = RunEntries(
             source=self.source, query_ids=list(self._query_positions), doc_ids=list(self._doc_positions),
-            query_index=np.frombuffer(self._query_index, dtype=np.int64) if count else np.zeros(0, np.int64),
+            query_index=(
+                np.repeat(np.frombuffer(self._block_queries, dtype=np.int64), np.frombuffer(self._block_sizes, dtype=np.int64))
+                if count else np.zeros(0, np.int64)
+            ),
             doc_index=np.frombuffer(self._doc_index, dtype=np.int64) if count else np.zeros(0, np.int64),
             scores=np.frombuffer(self._scores, dtype=np.float64) if count else np.zeros(0, np.float64),
             line_numbers=np.arange(1, count + 1, dtype=np.int64), run_tags=(), extra_column_lines=0,

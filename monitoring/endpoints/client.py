@@ -71,6 +71,8 @@ class QueryAnswer:
     duplicates: int = 0
     notes: tuple[str, ...] = ()
     index_size: int | None = None
+    # `ranking` as (doc ids, scores), when it was read whole (mapping.RankingRead.columns).
+    columns: tuple[list[str], list[float]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -354,7 +356,8 @@ class _Sender:
             return QueryAnswer(ranking=[], error=_final_error(outcome, attempts), **common)
         read = _read(self.spec, outcome.body, self.k)
         return QueryAnswer(
-            ranking=read.ranking, error=read.error, duplicates=read.duplicates, notes=tuple(read.notes), index_size=read.index_size, **common
+            ranking=read.ranking, error=read.error, duplicates=read.duplicates, notes=tuple(read.notes), index_size=read.index_size,
+            columns=read.columns, **common,
         )
 
 

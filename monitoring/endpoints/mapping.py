@@ -19,6 +19,7 @@ is the doc id.
 import json
 import functools
 import math
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -193,16 +194,19 @@ class RankingRead:
     duplicates: int = 0
     notes: list[str] = field(default_factory=list)
     index_size: int | None = None
+    # The ranking as (doc ids, scores) lists, when it was read whole (every score a finite
+    # float): what a nightly run stores, without unzipping the ranking again.
+    columns: tuple[list[str], list[float]] | None = None
 
 
-def _plain_ranking(hits: list, id_key: str, score_key: str) -> list[tuple[str, float]] | None:
+def _plain_ranking(hits: list, id_key: str, score_key: str) -> tuple[list[str], list[float]] | None:
     """The ranking of the answers nearly every engine gives (objects with a string id and a
     float score at the top, distinct ids, scores in order) in a few whole-list passes, or
     None for anything else, which read_ranking's loop then reads hit by hit with its notes
     and errors. The same result as that loop, for the answers it takes."""
     try:
-        ids = [hit[id_key] for hit in hits]
-        scores = [hit[score_key] for hit in hits]
+        ids = list(map(operator.itemgetter(id_key), hits))
+        scores = list(map(operator.itemgetter(score_key), hits))
     except (KeyError, TypeError, IndexError):
         return None
     if set(map(type, ids)) - {str} or "" in ids or len(set(ids)) != len(ids):
@@ -211,7 +215,7 @@ def _plain_ranking(hits: list, id_key: str, score_key: str) -> list[tuple[str, f
         return None
     if scores != sorted(scores, reverse=True):
         return None
-    return list(zip(ids, scores))
+    return ids, scores
 
 
 def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score_path: str = "", index_size_path: str = "") -> RankingRead:
@@ -242,9 +246,9 @@ def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score
     id_key = id_segments[0] if len(id_segments) == 1 else None
     score_key = score_segments[0] if len(score_segments) == 1 and score_path else None
     if id_key is not None and score_key is not None:
-        ranking = _plain_ranking(hits[:k], id_key, score_key)
-        if ranking is not None:
-            read.ranking = ranking
+        columns = _plain_ranking(hits[:k], id_key, score_key)
+        if columns is not None:
+            read.ranking, read.columns = list(zip(*columns)), columns
             return read
     seen: set[str] = set()
     kept: list[tuple[str, float | None]] = []

@@ -22,6 +22,7 @@ first-stage and reranked runs of one night pair for the rerank-loss rule.
 
 import asyncio
 import logging
+import time
 from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -49,9 +50,10 @@ from monitoring.models import Endpoint, NightlyRun
 
 logger = logging.getLogger(__name__)
 
-# Progress is written every this many answers: often enough for the page's bar, rarely
-# enough that 10,000 queries cost 50 small updates, not 10,000.
-PROGRESS_EVERY = 200
+# Progress is written at most this often (seconds): often enough for the page's bar
+# (polled every 3 s), rarely enough that the writer thread seldom takes the interpreter
+# from the event loop (each hand-over of the GIL can stall the loop for milliseconds).
+PROGRESS_SECONDS = 1.0
 
 
 def nightly_run_request(*, endpoint: Endpoint, slot: datetime, trigger: str = NightlyRun.Trigger.SCHEDULE) -> NightlyRun | None:
@@ -94,7 +96,7 @@ def run_name(endpoint: Endpoint, night: NightlyRun) -> str:
 class _Answers:
     """Takes each answer as it comes (fetch_rankings' on_answer): its ranking goes into the
     run's compact entries at once, a failure into the list, the latency into an array, and
-    the progress is written every PROGRESS_EVERY; nothing else of the answer is kept, so a
+    the progress is written at most every PROGRESS_SECONDS; nothing else of the answer is kept, so a
     night's memory does not grow with its queries beyond the run itself."""
 
     def __init__(self, night_id: int, source: str, progress: Callable[[int, int], None]):
@@ -107,6 +109,7 @@ class _Answers:
         self.latencies = array("d")
         self.done = 0
         self.answered = 0
+        self._written_at = time.monotonic()
 
     def __call__(self, answer: QueryAnswer) -> None:
         self.done += 1
@@ -115,9 +118,10 @@ class _Answers:
         else:
             self.latencies.append(answer.latency_ms)
             if answer.ranking:
-                self.builder.add(answer.query_id, answer.ranking)
+                self.builder.add(answer.query_id, answer.ranking, columns=answer.columns)
                 self.answered += 1
-        if self.done % PROGRESS_EVERY == 0:
+        if self.done % 50 == 0 and (now := time.monotonic()) - self._written_at >= PROGRESS_SECONDS:
+            self._written_at = now
             self.progress(self.done, len(self.failures))
 
 
