@@ -231,8 +231,13 @@ def _plural(count: int) -> str:
 def _session(spec: EndpointSpec, allowed_networks: Sequence[str]) -> aiohttp.ClientSession:
     # One session per fetch, its pool as wide as the bound; no cookies kept between
     # queries and no proxy from the environment (a proxy would connect where we did not check).
+    # The endpoint's timeout is the session's total timeout (connect, send and the whole
+    # answer): aiohttp times every request anyway, a second timer of our own cost as much.
     connector = aiohttp.TCPConnector(limit=spec.max_in_flight, resolver=CheckedResolver(allowed_networks))
-    return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False)
+    return aiohttp.ClientSession(
+        connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+        timeout=aiohttp.ClientTimeout(total=spec.timeout_seconds),
+    )
 
 
 def _headers(spec: EndpointSpec, env_prefix: str) -> CIMultiDict:
@@ -271,13 +276,12 @@ async def _attempt(session: aiohttp.ClientSession, request: Request, headers: CI
     outcome = _Attempt()
     location = ""
     try:
-        async with asyncio.timeout(timeout):
-            data = request.body.encode() if request.body else None
-            async with session.request(request.method, _url(request.url), data=data, headers=headers, allow_redirects=False) as response:
-                outcome.status = response.status
-                outcome.body = await _read_limited(response)
-                outcome.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-                location = response.headers.get("Location", "")
+        data = request.body.encode() if request.body else None
+        async with session.request(request.method, _url(request.url), data=data, headers=headers, allow_redirects=False) as response:
+            outcome.status = response.status
+            outcome.body = await _read_limited(response)
+            outcome.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            location = response.headers.get("Location", "")
     except TimeoutError:
         outcome.error, outcome.kind, outcome.retryable = f"no answer within {timeout} s", "timeout", True
     except _TooLarge:
