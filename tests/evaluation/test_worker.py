@@ -21,10 +21,12 @@ import random
 import re
 import time
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from evaluation.models import Evaluation, Run, Score
 from evaluation.services import evaluation_compute, run_import
@@ -212,10 +214,15 @@ def kill_mid_evaluation(worker: Worker, version: Version, pool: WorkerPool, *, d
     Returns the evaluation it held, left running, and the id of its task, whose message
     Redis now holds as delivered and never acknowledged.
     """
-    wait_until(
-        lambda: (s := statuses(version))[Evaluation.Status.DONE] >= done_at_least and s[Evaluation.Status.RUNNING] == 1,
-        f"an evaluation in {worker.name}'s hands after {done_at_least} finished", pool, every=0.01,
-    )
+    def just_started() -> bool:
+        # One running that started a moment ago, so that the kill lands inside it rather
+        # than in the gap after it (a poll that saw it late could kill between tasks).
+        fresh = Evaluation.objects.filter(
+            version=version, status=Evaluation.Status.RUNNING, started_at__gte=timezone.now() - timedelta(milliseconds=40),
+        )
+        return statuses(version)[Evaluation.Status.DONE] >= done_at_least and fresh.exists()
+
+    wait_until(just_started, f"an evaluation just started in {worker.name}'s hands after {done_at_least} finished", pool, every=0.005)
     worker.kill()
     orphan = Evaluation.objects.get(version=version, status=Evaluation.Status.RUNNING)
     [message] = unacknowledged(pool.broker_url, pool.queue)
