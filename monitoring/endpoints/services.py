@@ -21,6 +21,8 @@ from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_proble
 from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# Names the endpoint pages' URLs take for themselves (/endpoints/add/).
+RESERVED_NAMES = frozenset({"add"})
 # The fields of an Endpoint that describe the request and its reading (EndpointSpec's).
 SPEC_FIELDS = tuple(f.name for f in fields(EndpointSpec))
 # What else a manager may change after registering it.
@@ -85,6 +87,8 @@ def endpoint_add(
         raise GoldsetError(
             f"endpoint name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit", field="name",
         )
+    if name in RESERVED_NAMES:
+        raise GoldsetError(f"endpoint name {name!r} is taken by the pages themselves; choose another", field="name")
     system = (system or "").strip()
     if not system:
         raise GoldsetError("an endpoint needs the name of its system", field="system")

@@ -62,3 +62,9 @@ def test_nightly_run_fails_loudly_when_no_run_was_made(watched_set):
         call_command("nightly_run", "watched", "--endpoint", "down")
     with pytest.raises(CommandError, match="has no endpoint 'nope'"):
         call_command("nightly_run", "watched", "--endpoint", "nope")
+
+
+def test_an_endpoint_may_not_be_named_as_a_page_of_its_own(watched_set, engines):
+    with pytest.raises(CommandError, match="'add' is taken by the pages"):
+        call_command("endpoint_add", "watched", "--name", "add", "--system", "prod", "--stage", "first_stage",
+                     "--preset", "goldset", "--url", engines.base + "/goldset")
