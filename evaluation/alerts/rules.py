@@ -166,6 +166,20 @@ def run_is_failing(run: Run, settings: EvaluationSettings) -> bool:
     return run.failed_query_count > 0 and run.failed_share > settings.failing_share + EPSILON
 
 
+def healthy_nights_before(evaluation: Evaluation, settings: EvaluationSettings) -> list[Evaluation]:
+    """The done evaluations, on `evaluation`'s version, of up to MEDIAN_NIGHTS nights of its
+    series before it, newest first, leaving out nights whose endpoint was failing (looked
+    for among the 3 x MEDIAN_NIGHTS nights before it): the baselines of the night rules."""
+    run = evaluation.run
+    earlier = (
+        Evaluation.objects.select_related("run", "version__golden_set")
+        .filter(status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id,
+                run__measured_at__lt=run.measured_at)
+        .order_by("-run__measured_at", "-run_id")
+    )
+    return [e for e in earlier[: MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)][:MEDIAN_NIGHTS]
+
+
 def _night_figures(evaluation: Evaluation, metrics: list[str], min_queries: int) -> dict[tuple[str, str], float]:
     """{(metric, slice): value} of `evaluation` for `metrics`: overall, and slices averaged
     over at least `min_queries` queries."""
@@ -195,15 +209,7 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
     run, version = evaluation.run, evaluation.version
     if run.series_id is None or run.measured_at is None:
         return []
-    earlier = (
-        Evaluation.objects.select_related("run")
-        .filter(
-            status=Evaluation.Status.DONE, version=version, run__series_id=run.series_id,
-            run__measured_at__lt=run.measured_at,
-        )
-        .order_by("-run__measured_at", "-run_id")
-    )
-    nights = [e for e in earlier[: MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)][:MEDIAN_NIGHTS]
+    nights = healthy_nights_before(evaluation, settings)
     if not nights:
         return []
     metrics = _recall_names(version)
@@ -267,13 +273,7 @@ def _lasting(evaluation: Evaluation, settings: EvaluationSettings, crossings: li
     state_kinds = {Alert.Kind.SLICE_UNDER_FLOOR, Alert.Kind.RERANK_LOSS, Alert.Kind.CANARY_MISSED}
     if run.series_id is None or run.measured_at is None or not any(c.kind in state_kinds for c in crossings):
         return crossings
-    earlier = (
-        Evaluation.objects.select_related("run", "version__golden_set")
-        .filter(status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id,
-                run__measured_at__lt=run.measured_at)
-        .order_by("-run__measured_at", "-run_id")
-    )
-    previous = next((e for e in earlier[:MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)), None)
+    previous = next(iter(healthy_nights_before(evaluation, settings)), None)
     if previous is None:
         return crossings
     before = {
