@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, Max, Q, QuerySet, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 
 from api.models import ApiToken
@@ -17,6 +16,7 @@ from goldenset.selectors import golden_sets_for, in_slice
 from lib.errors import GoldsetError
 from lib.ids import natural_key
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
+from monitoring.nightly.selectors import latest_nights
 from monitoring.schedules import next_probe_at, next_run_at
 
 
@@ -188,30 +188,19 @@ def endpoint_get(golden_set: GoldenSet, name: str) -> Endpoint:
     return endpoint
 
 
-FINISHED = (NightlyRun.Status.DONE, NightlyRun.Status.FAILED)
-
-
 def endpoints_with_nights(endpoints: Sequence[Endpoint], *, now: datetime) -> list[Endpoint]:
     """`endpoints`, each given `last_night` (its latest night done or failed), `running`
     (a night pending or running), `next_run_at` and `next_probe_at`, as
     EndpointOutputSerializer reads them: one query however many endpoints."""
     endpoints = list(endpoints)
-    by_id = {endpoint.pk: endpoint for endpoint in endpoints}
-    # The latest night of each endpoint in each status: at most four rows an endpoint.
-    latest = (
-        NightlyRun.objects.filter(endpoint_id__in=list(by_id)).select_related("version")
-        .annotate(latest_in_status=Window(RowNumber(), partition_by=[F("endpoint_id"), F("status")], order_by=F("slot").desc()))
-        .filter(latest_in_status=1).order_by("-slot")
-    )
+    latest = latest_nights(endpoint.pk for endpoint in endpoints)
     for endpoint in endpoints:
-        endpoint.last_night = endpoint.running = None
+        nights = latest[endpoint.pk]
+        endpoint.last_night, endpoint.running = nights.last, nights.running
+        for night in (nights.last, nights.running):
+            if night is not None:
+                night.endpoint = endpoint
         endpoint.next_run_at, endpoint.next_probe_at = next_run_at(endpoint, now), next_probe_at(endpoint, now)
-    for night in latest:
-        endpoint = by_id[night.endpoint_id]
-        night.endpoint = endpoint
-        attribute = "last_night" if night.status in FINISHED else "running"
-        if getattr(endpoint, attribute) is None:
-            setattr(endpoint, attribute, night)
     return endpoints
 
 

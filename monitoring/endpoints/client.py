@@ -4,6 +4,7 @@
 most k doc ids; `probe` sends one and shows everything (the "try it" action);
 `fetch_index_size` asks the count URL. Each has a `_sync` twin for Celery tasks and
 management commands (asyncio.run: not for a thread whose event loop is running).
+`on_answer` runs on the event loop: it may not use the Django ORM.
 
 Bounds, because the endpoint is someone's production search:
 - `max_in_flight` workers pull queries from the iterator, so at most that many requests
@@ -24,9 +25,7 @@ other 9,999 rankings of a nightly run.
 import asyncio
 import functools
 import json
-import queue
 import random
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -218,10 +217,6 @@ class _Attempt:
 
 class _TooLarge(Exception):
     pass
-
-
-class _Stopped(Exception):
-    """The caller's on_answer failed: the fetch's workers end (the TaskGroup cancels them)."""
 
 
 def _plural(count: int) -> str:
@@ -417,9 +412,12 @@ async def _fetch(spec, queries, k, *, deliver, allowed_networks, env_prefix, pac
                 for index, (query_id, text) in pending:
                     await record(index, await sender.send(str(query_id), text))
 
-            async with asyncio.TaskGroup() as group:
-                for _ in range(spec.max_in_flight):
-                    group.create_task(worker())
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(spec.max_in_flight):
+                        group.create_task(worker())
+            except ExceptionGroup as failed:
+                raise failed.exceptions[0] from None  # the caller's on_answer failed: its error, as raised
     report.answers = [kept[index] for index in sorted(kept)]
     report.seconds = time.perf_counter() - started
     return report
@@ -458,56 +456,15 @@ def fetch_rankings_sync(
     queries: Iterable[tuple[str, str]],
     k: int,
     *,
-    on_answer: Callable[[QueryAnswer], None] | None = None,
     allowed_networks: Sequence[str] = DEFAULT_ALLOWED_NETWORKS,
     env_prefix: str = ENV_PREFIX,
     pacing: Pacing | None = None,
-    keep_answers: bool = True,
 ) -> FetchReport:
-    """fetch_rankings for a Celery task or a command; the same contract, except that
-    `on_answer` runs in the calling thread, where no event loop runs, so it may use the
-    Django ORM. The loop then runs in a thread of its own and hands answers over a
-    bounded queue: a slow on_answer slows the fetch instead of piling answers up."""
-    options = {"allowed_networks": allowed_networks, "env_prefix": env_prefix, "pacing": pacing, "keep_answers": keep_answers}
-    if on_answer is None:
-        return asyncio.run(_fetch(spec, queries, k, deliver=None, **options))
-    handoff: queue.Queue = queue.Queue(maxsize=4 * max(1, spec.max_in_flight))
-    done = object()
-    outcome: dict = {}
-    stop = threading.Event()
-
-    async def deliver(answer: QueryAnswer) -> None:
-        if stop.is_set():
-            raise _Stopped
-        try:
-            handoff.put_nowait(answer)  # the common case: a hop through a thread pool costs more than the answer
-        except queue.Full:
-            await asyncio.get_running_loop().run_in_executor(None, handoff.put, answer)
-
-    def run() -> None:
-        try:
-            outcome["report"] = asyncio.run(_fetch(spec, queries, k, deliver=deliver, **options))
-        except BaseException as exc:  # handed to the calling thread, raised there
-            outcome["error"] = exc
-        finally:
-            handoff.put(done)
-
-    thread = threading.Thread(target=run, name="goldset-endpoint-fetch", daemon=True)
-    thread.start()
-    failure = None
-    while (item := handoff.get()) is not done:
-        if failure is None:
-            try:
-                on_answer(item)
-            except BaseException as exc:  # stop the fetch, keep draining so it can end
-                failure = exc
-                stop.set()
-    thread.join()
-    if failure is not None:
-        raise failure
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["report"]
+    """fetch_rankings for a Celery task or a command (asyncio.run), every answer kept in
+    the report: for a few queries, such as a probe round's. A nightly run takes its
+    answers one by one on the loop instead (monitoring.nightly.services)."""
+    options = {"allowed_networks": allowed_networks, "env_prefix": env_prefix, "pacing": pacing, "keep_answers": True}
+    return asyncio.run(_fetch(spec, queries, k, deliver=None, **options))
 
 
 async def probe(

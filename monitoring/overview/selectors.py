@@ -16,10 +16,12 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from evaluation.alerts.rules import run_is_failing
+from evaluation.canaries import canaries_in_version
 from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Version
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
+from monitoring.nightly.selectors import latest_nights
 from monitoring.schedules import next_probe_at, next_run_at
 
 NIGHTS_SHOWN = 60
@@ -244,9 +246,7 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
     all_series = list(Series.objects.filter(golden_set=golden_set).select_related("golden_set").order_by("name"))
     endpoints = {e.series_id: e for e in Endpoint.objects.filter(golden_set=golden_set).select_related("series")}
     nights = _nights_of(all_series, slice_name=slice_name, limit=limit)
-    latest_nights = {}
-    for night in NightlyRun.objects.filter(endpoint__golden_set=golden_set).select_related("run", "version").order_by("endpoint_id", "-slot"):
-        latest_nights.setdefault(night.endpoint_id, []).append(night)
+    latest = latest_nights(endpoint.pk for endpoint in endpoints.values())
     trends = []
     for series in all_series:
         endpoint = endpoints.get(series.pk)
@@ -254,20 +254,17 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         sample = series_nights_[-1].run if series_nights_ else None
         if endpoint is None and sample is None:
             continue
-        made = latest_nights.get(endpoint.pk, []) if endpoint else []
         trends.append(SeriesTrend(
             series=series, endpoint=endpoint,
             system=endpoint.system if endpoint else sample.system, stage=endpoint.stage if endpoint else sample.stage,
             nights=series_nights_,
-            last_night=next((n for n in made if n.status in (NightlyRun.Status.DONE, NightlyRun.Status.FAILED)), None),
-            running=next((n for n in made if n.status in (NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING)), None),
+            last_night=latest[endpoint.pk].last if endpoint else None,
+            running=latest[endpoint.pk].running if endpoint else None,
             next_run_at=next_run_at(endpoint, now) if endpoint else None,
             next_probe_at=next_probe_at(endpoint, now) if endpoint else None,
         ))
     canaries = []
     if version is not None:
-        from evaluation.canaries import canaries_in_version
-
         canaries = canaries_in_version(version)
     strips = canary_strips(
         [endpoint for endpoint in sorted(endpoints.values(), key=lambda e: e.name) if endpoint.stage == Endpoint.Stage.FIRST_STAGE],
