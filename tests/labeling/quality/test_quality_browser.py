@@ -55,7 +55,10 @@ def test_an_adjudicator_decides_a_pair_from_the_keyboard(browser_page, live_serv
     login(browser_page, live_server, "judge", "pw-judge")
     browser_page.goto(live_server.url + reverse("adjudicate", args=[judged_set.slug]))
     assert "2 pairs to decide" in browser_page.locator("main").inner_text()
-    browser_page.click("a.start")
+    # Wait for the pair's page to load: its keyboard script is deferred, and a key pressed
+    # before it runs is lost.
+    with browser_page.expect_navigation():
+        browser_page.click("a.start")
     assert "ann thinks 3" in browser_page.locator("table.judgments").inner_text()
     browser_page.keyboard.press("2")
     assert browser_page.locator("input[name=grade][value='2']").is_checked()
