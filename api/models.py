@@ -38,6 +38,7 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name, verbose_name_plural = "API token", "API tokens"
         ordering = ["-created_at", "-id"]
         constraints = [
             # Authentication finds a token by the hash of the secret it was sent: one row per hash.

@@ -286,6 +286,7 @@ class VersionQuery(AppendOnlyModel):
     metadata = models.JSONField(default=dict)
 
     class Meta:
+        verbose_name_plural = "version queries"
         constraints = [
             models.UniqueConstraint(fields=["version", "query"], name="version_query_unique"),
         ]

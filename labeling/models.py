@@ -114,6 +114,7 @@ class PoolQuery(models.Model):
     runs = models.PositiveSmallIntegerField()
 
     class Meta:
+        verbose_name_plural = "pool queries"
         constraints = [
             models.UniqueConstraint(fields=["pool", "query"], name="pool_query_unique"),
             models.CheckConstraint(condition=Q(runs__gte=1), name="pool_query_has_runs"),
@@ -276,6 +277,7 @@ class QueueSettings(models.Model):
     lease_seconds = models.PositiveIntegerField(default=600)
 
     class Meta:
+        verbose_name = verbose_name_plural = "queue settings"
         constraints = [
             models.CheckConstraint(condition=Q(overlap_share__gte=0) & Q(overlap_share__lte=1), name="queue_overlap_share_fraction"),
             models.CheckConstraint(
