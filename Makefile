@@ -24,7 +24,7 @@ warm: setup
 # beside the app for as long as it does; the app's own thread runs the schedules.
 run: warm
 	$(BIN)/python manage.py migrate --verbosity 0
-	$(BIN)/python manage.py load_demo --search-port $${DEMO_SEARCH_PORT:-8765}
+	$(BIN)/python manage.py load_demo --serving --search-port $${DEMO_SEARCH_PORT:-8765}
 	$(BIN)/python manage.py serve_demo_search --port $${DEMO_SEARCH_PORT:-8765} --stale-shards 2 & \
 	trap 'kill $$! 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver 127.0.0.1:$${PORT:-8000}

@@ -77,7 +77,8 @@ def adjudicate_pair(request: HttpRequest, slug: str, query_pk: int, page_pk: int
     goes on to the next disagreement."""
     golden_set = access_golden_set(request.user, slug, roles=ADJUDICATE_ROLES)
     review = _pair_or_404(golden_set, query_pk, page_pk)
-    form = AdjudicateForm(request.POST or None, golden_set=golden_set, initial={"grade": review.label})
+    # No grade is chosen for the adjudicator: a pre-selected one let Enter alone decide it.
+    form = AdjudicateForm(request.POST or None, golden_set=golden_set)
     status = 200
     if request.method == "POST":
         if form.is_valid():

@@ -229,3 +229,14 @@ def test_generation_does_not_depend_on_the_process_hash_seed():
         [sys.executable, "-c", GENERATION_DIGEST], cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
     )
     assert result.stdout.strip() == expected
+
+
+def test_under_make_run_it_says_where_to_go_and_who_to_be_not_how_to_start_a_server(versions):
+    """`make run` starts the app and the demo search service itself (`--serving`): the advice
+    to start them would send a new user to start a second server."""
+    out = StringIO()
+    call_command("load_demo", "--serving", stdout=out)
+    text = out.getvalue()
+    assert "runserver" not in text and "serve_demo_search" not in text
+    assert "log in as `manager`" in text and "`annotator`" in text
+    assert text.count("log in as") == 1  # said once

@@ -30,7 +30,13 @@ class Command(BaseCommand):
                  "version hashes on every machine",
         )
 
-    def handle(self, *args, seed, search_port, verbosity, **options):
+        parser.add_argument(
+            "--serving", action="store_true",
+            help="the caller (make run) is starting the web app and the demo search service itself: say where "
+                 "to go and who to log in as instead of how to start them",
+        )
+
+    def handle(self, *args, seed, search_port, serving, verbosity, **options):
         try:
             result = demo_load(seed=seed, progress=tqdm_progress(verbosity), search_url=demo_search_url(search_port))
         except GoldsetError as exc:
@@ -50,8 +56,9 @@ class Command(BaseCommand):
         if result.monitoring is not None and result.monitoring.created:
             watched = result.monitoring
             self.stdout.write(
-                f"  monitoring: endpoints {', '.join(e.name for e in watched.endpoints)} at {watched.endpoints[0].url.rsplit('/', 2)[0]} "
-                f"(serve it with `python manage.py serve_demo_search --stale-shards 2`), {len(watched.canaries)} canaries, "
+                f"  monitoring: endpoints {', '.join(e.name for e in watched.endpoints)} at {watched.endpoints[0].url.rsplit('/', 2)[0]}"
+                + ("" if serving else " (serve it with `python manage.py serve_demo_search --stale-shards 2`)")
+                + f", {len(watched.canaries)} canaries, "
                 f"{watched.nights} nights of history, {watched.alerts} alerts (the last nights had two stale shards)"
             )
         if result.pool is not None:
@@ -60,7 +67,7 @@ class Command(BaseCommand):
                 f"  pool {built.pool.pk}: {built.new_tasks} pairs to judge from the top {built.pool.depth} of "
                 f"{len(built.runs)} first-stage runs (annotators judge them at /label/{result.golden_set.slug}/)"
             )
-        self._logins(result)
+        self._logins(result, serving=serving)
 
     def _versions(self, result: DemoLoadResult) -> None:
         for version in result.versions:
@@ -69,14 +76,20 @@ class Command(BaseCommand):
                 f"{version.relevant_count} relevant, {version.queries_without_relevant} queries without a relevant page"
             )
 
-    def _logins(self, result: DemoLoadResult) -> None:
+    def _logins(self, result: DemoLoadResult, *, serving: bool) -> None:
         # `make run` serves on $PORT; the hint names the address it will really be on.
         base = f"http://127.0.0.1:{os.environ.get('PORT') or 8000}"
         self.stdout.write("")
-        self.stdout.write(
-            f"Start the web app with `python manage.py runserver`, then open {base}/sets/{DEMO_SLUG}/ "
-            f"(Django admin: {base}/admin/)."
-        )
+        if serving:
+            self.stdout.write(
+                f"The app is starting: open {base}/ and log in as `manager` to see the results, runs and monitoring "
+                f"of {DEMO_SLUG}, or as `annotator` to judge (Django admin: {base}/admin/, as `admin`)."
+            )
+        else:
+            self.stdout.write(
+                f"Start the web app with `python manage.py runserver`, then open {base}/sets/{DEMO_SLUG}/ "
+                f"(Django admin: {base}/admin/)."
+            )
         self.stdout.write("Demo logins (fixed demo passwords: never load the demo on a shared or public server):")
         rows = [("username", "password", "role")]
         for login in result.logins:

@@ -60,6 +60,10 @@ def test_an_adjudicator_decides_a_pair_from_the_keyboard(browser_page, live_serv
     with browser_page.expect_navigation():
         browser_page.click("a.start")
     assert "ann thinks 3" in browser_page.locator("table.judgments").inner_text()
+    # Nothing is chosen for the adjudicator, so Enter alone decides nothing.
+    assert browser_page.locator("input[name=grade]:checked").count() == 0
+    browser_page.keyboard.press("Enter")
+    assert not Judgment.objects.filter(source=Judgment.Source.ADJUDICATED).exists()
     browser_page.keyboard.press("2")
     assert browser_page.locator("input[name=grade][value='2']").is_checked()
     with browser_page.expect_navigation():
@@ -68,3 +72,5 @@ def test_an_adjudicator_decides_a_pair_from_the_keyboard(browser_page, live_serv
     assert (decided.page.doc_id, decided.grade, decided.annotator.username) == ("d4", 2, "judge")
     # On to the other dispute.
     assert "d5" in browser_page.locator("h1").inner_text()
+    following = Page.objects.get(corpus=judged_set.corpus, doc_id="d5")
+    assert browser_page.url.endswith(f"/{following.pk}/")  # the address names the pair shown
