@@ -16,6 +16,7 @@ from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import GoldsetError
 
 ALERTS_PER_PAGE = 100
+SETTINGS_ROLES = (Membership.Role.MANAGER,)
 
 
 @login_required
@@ -36,7 +37,7 @@ def alerts_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def evaluation_settings_page(request: HttpRequest, slug: str) -> HttpResponse:
     # Thresholds decide who is woken up, so only managers (and staff) may change them.
-    golden_set = access_golden_set(request.user, slug, roles=(Membership.Role.MANAGER,))
+    golden_set = access_golden_set(request.user, slug, roles=SETTINGS_ROLES)
     if request.method == "POST":
         form = EvaluationSettingsForm(request.POST, golden_set=golden_set)
         if form.is_valid():

@@ -1,0 +1,25 @@
+"""`{% set_nav %}`: the golden-set menu that base.html shows on every page of a set.
+
+It shows only the pages the user's role can open (goldset.navigation) and marks the one
+the request is on. One query for the user's roles in the set.
+"""
+
+from django import template
+from django.urls import reverse
+
+from goldenset.selectors import user_roles
+from goldset.navigation import pages_for
+
+register = template.Library()
+
+
+@register.inclusion_tag("goldset/_set_nav.html", takes_context=True)
+def set_nav(context) -> dict:
+    request, golden_set = context["request"], context["golden_set"]
+    user = request.user
+    here = request.resolver_match.url_name if request.resolver_match else None
+    entries = [
+        {"label": page.label, "href": reverse(page.url_name, args=[golden_set.slug]), "current": here in (page.url_name, *page.also)}
+        for page in pages_for(user_roles(user, golden_set), staff=user.is_staff)
+    ]
+    return {"golden_set": golden_set, "entries": entries}
