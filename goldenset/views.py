@@ -23,7 +23,11 @@ MEMBER_ROLES = (Membership.Role.MANAGER,)
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "goldenset/home.html", {"golden_sets": golden_sets_for(request.user)})
+    golden_sets = golden_sets_for(request.user)
+    judged = golden_sets_for(request.user, roles=(Membership.Role.ANNOTATOR,))
+    if not golden_sets.exists() and judged.exists():
+        return redirect("judging_home")  # an annotator's home is their queue
+    return render(request, "goldenset/home.html", {"golden_sets": golden_sets, "judges": judged.exists()})
 
 
 @login_required

@@ -1,5 +1,6 @@
-"""Reads of the judging screen: what an annotator judged before (a pair handed back by an
-undo), when a task was handed to them, and how far judging of the set has come."""
+"""Reads of the judging screens: what an annotator judged before (a pair handed back by an
+undo), when a task was handed to them, how far judging of the set has come, the
+annotators' home and the pair a manager's preview shows."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -7,6 +8,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from goldenset.models import GoldenSet, Judgment
 from labeling.models import GoldAnswer, JudgingTask, Pool, QueueSettings
@@ -114,3 +116,35 @@ def judging_progress(
     if judged is None:
         judged = judged_count(golden_set=golden_set, annotator=annotator)
     return JudgingProgress(judged_by_you=max(judged - int(pending_correction), 0), done=done, total=total)
+
+
+@dataclass(frozen=True)
+class SetToJudge:
+    """A row of the annotators' home: a set they judge and how much is waiting."""
+
+    golden_set: GoldenSet
+    waiting: int  # the set's pool and sample pairs not yet closed
+    judged_by_you: int
+    judged_today: int  # your judgments since midnight (the server's time zone)
+
+
+def sets_to_judge(*, annotator: AbstractBaseUser, golden_sets) -> list[SetToJudge]:
+    """The annotators' home, one row per set in `golden_sets` (those they judge)."""
+    midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    rows = []
+    for golden_set in golden_sets:
+        progress = judging_progress(golden_set=golden_set, annotator=annotator, cache_seconds=SET_PROGRESS_SECONDS)
+        today = Judgment.objects.filter(
+            annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set, created_at__gte=midnight,
+        ).count()
+        rows.append(SetToJudge(golden_set, progress.total - progress.done, progress.judged_by_you, today))
+    return rows
+
+
+def preview_task(golden_set: GoldenSet) -> JudgingTask | None:
+    """The pair at the head of the set's queue, as an annotator would be shown it next (if no
+    one holds it): what a manager previewing the judging screen sees. Reads, never leases."""
+    return (
+        JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.OPEN, position__isnull=False)
+        .select_related("query", "page").order_by("position", "id").first()
+    )

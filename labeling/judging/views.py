@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,8 +21,10 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from goldenset.models import GoldenSet, Membership
-from goldenset.selectors import access_golden_set, golden_sets_for
-from labeling.judging.selectors import SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, task_is_correction
+from goldenset.selectors import READ_ROLES, access_golden_set, golden_sets_for, user_roles
+from labeling.judging.selectors import (
+    SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, preview_task, sets_to_judge, task_is_correction,
+)
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
 from lib.errors import ForbiddenError, GoldsetError
@@ -29,6 +32,8 @@ from lib.params import ParameterError, number_param
 from lib.sanitize import page_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
+# Who may see the judging screen as annotators see it, without judging.
+PREVIEW_ROLES = READ_ROLES
 # Skipped task ids kept per set in the session, newest last; older skips may come back.
 SKIPPED_KEPT = 500
 # Words too common to be worth highlighting.
@@ -200,15 +205,36 @@ def _task_of(golden_set: GoldenSet, task_id: int) -> JudgingTask:
 @login_required
 @require_GET
 def judging_home(request: HttpRequest) -> HttpResponse:
-    golden_sets = golden_sets_for(request.user, roles=JUDGING_ROLES)
-    return render(request, "labeling/judging/home.html", {"golden_sets": golden_sets})
+    """The annotators' home: each set they judge with what waits there and their own counts;
+    below, for managers and adjudicators, the sets whose judging screen they may preview."""
+    rows = sets_to_judge(annotator=request.user, golden_sets=golden_sets_for(request.user, roles=JUDGING_ROLES))
+    judged = {row.golden_set.pk for row in rows}
+    previews = [golden_set for golden_set in golden_sets_for(request.user) if golden_set.pk not in judged]
+    return render(request, "labeling/judging/home.html", {"rows": rows, "previews": previews})
 
 
 @login_required
 @require_GET
 def judging_screen(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    """The judging screen; a manager or adjudicator who does not judge the set gets a preview:
+    the pair at the head of the queue as annotators see it, with grading turned off."""
+    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES + PREVIEW_ROLES)
+    if not user_roles(request.user, golden_set) & set(JUDGING_ROLES):
+        return render(request, "labeling/judging/screen.html", _preview_context(golden_set))
     return render(request, "labeling/judging/screen.html", _pair_context(request, golden_set, fresh=True))
+
+
+def _preview_context(golden_set: GoldenSet) -> dict:
+    task = preview_task(golden_set)
+    progress = judging_progress(golden_set=golden_set, annotator=AnonymousUser(), judged=0, cache_seconds=SET_PROGRESS_SECONDS)
+    ctx = {"golden_set": golden_set, "task": task, "preview": True, "grade_keys": grade_keys(golden_set), "progress": progress}
+    if task is None:
+        ctx["has_queue"] = Pool.objects.filter(golden_set=golden_set).exists()
+    else:
+        terms = query_terms(task.query.text)
+        ctx["title_html"] = highlight(str(escape(task.page.title)), terms)
+        ctx["text_html"] = highlight(page_html(task.page.text), terms)
+    return ctx
 
 
 @login_required

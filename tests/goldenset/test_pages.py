@@ -60,7 +60,7 @@ def test_home_lists_only_the_sets_a_user_may_read(client, golden_set, owner, str
         body = client.get(reverse("home")).content.decode()
     assert "/sets/tiny/" in body and "/sets/other/" not in body
     client.force_login(stranger)
-    assert "You have no golden set yet" in client.get(reverse("home")).content.decode()
+    assert "You are not a member of any golden set yet" in client.get(reverse("home")).content.decode()
 
 
 def test_home_needs_a_login(client):

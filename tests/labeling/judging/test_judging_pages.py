@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -43,6 +44,23 @@ def test_the_judging_list_shows_only_the_sets_one_annotates(client, golden_set, 
     assert response.status_code == 200
     assert reverse("judging_screen", args=[golden_set.slug]) in response.content.decode()
     assert "/label/other/" not in response.content.decode()
+
+
+def test_the_judging_list_says_what_waits_and_what_you_judged_today(client, golden_set, ann):
+    before = client.get(reverse("judging_home")).content.decode()
+    waiting = JudgingTask.objects.filter(golden_set=golden_set).count()
+    assert re.search(rf'<td class="num">{waiting}</td>\s*<td class="num">0</td>', before)
+    assert "Start judging" in before
+    task = JudgingTask.objects.get(pk=task_id(client.get(reverse("judging_screen", args=[golden_set.slug]))))
+    client.post(reverse("judging_judge", args=[golden_set.slug, task.pk]), {"grade": "1"})
+    cache.clear()  # the set's counts are kept for a few seconds
+    after = client.get(reverse("judging_home")).content.decode()
+    assert re.search(rf'<td class="num">{waiting - 1}</td>\s*<td class="num">1</td>\s*<td class="num">1</td>', after)
+
+
+def test_an_annotator_who_reads_no_set_lands_on_their_judging(client, golden_set, ann):
+    response = client.get(reverse("home"))
+    assert response.status_code == 302 and response["Location"] == reverse("judging_home")
 
 
 def test_the_screen_shows_the_pair_guidelines_and_the_grade_legend(client, golden_set, ann):

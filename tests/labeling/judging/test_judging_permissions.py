@@ -49,7 +49,7 @@ def test_strangers_get_404(client, golden_set, task, stranger, method, name, wit
 
 
 @pytest.mark.parametrize("role", [Membership.Role.MANAGER, Membership.Role.ADJUDICATOR])
-@pytest.mark.parametrize("method,name,with_task", JUDGING_URLS)
+@pytest.mark.parametrize("method,name,with_task", [url for url in JUDGING_URLS if url[1] != "judging_screen"])
 def test_other_roles_than_annotator_get_404(client, golden_set, task, teammate, role, method, name, with_task):
     membership_grant(user=teammate, golden_set=golden_set, role=role)
     client.force_login(teammate)
@@ -63,6 +63,19 @@ def test_an_annotator_of_another_set_gets_404(client, golden_set, task, teammate
     membership_grant(user=teammate, golden_set=other, role=Membership.Role.ANNOTATOR)
     client.force_login(teammate)
     assert call(client, method, url_of(name, golden_set, task, with_task)).status_code == 404
+    assert not Judgment.objects.exists()
+
+
+@pytest.mark.parametrize("role", [Membership.Role.MANAGER, Membership.Role.ADJUDICATOR])
+def test_managers_and_adjudicators_preview_the_screen_without_a_lease_or_a_form(client, golden_set, task, teammate, role):
+    membership_grant(user=teammate, golden_set=golden_set, role=role)
+    client.force_login(teammate)
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Preview: this is the judging screen" in body and task.query.text in body
+    assert "<form" not in body.split('id="pair"')[1]  # nothing to send: no grade, skip or undo
+    assert not JudgingTask.objects.filter(leased_to__isnull=False).exists()
     assert not Judgment.objects.exists()
 
 
