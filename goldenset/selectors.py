@@ -22,10 +22,22 @@ from lib.ids import natural_key
 READ_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 
 
+# Where user_roles keeps what it read on the user object: a request reads a user's roles in
+# its set several times (the access check, the set menu, a page's own "may edit"), and the
+# user object lives one request. membership_grant and membership_revoke forget it.
+ROLES_MEMO = "_goldset_roles"
+
+
 def user_roles(user: AbstractBaseUser, golden_set: GoldenSet) -> set[str]:
     if not user.is_authenticated:
         return set()
-    return set(Membership.objects.filter(user=user, golden_set=golden_set).values_list("role", flat=True))
+    memo = getattr(user, ROLES_MEMO, None)
+    if memo is None:
+        memo = {}
+        setattr(user, ROLES_MEMO, memo)
+    if golden_set.pk not in memo:
+        memo[golden_set.pk] = frozenset(Membership.objects.filter(user=user, golden_set=golden_set).values_list("role", flat=True))
+    return set(memo[golden_set.pk])
 
 
 def access_golden_set(user: AbstractBaseUser, slug: str, roles: tuple[str, ...] = READ_ROLES) -> GoldenSet:

@@ -31,7 +31,7 @@ from goldenset.models import (
     VersionPage,
     VersionQuery,
 )
-from goldenset.selectors import resolved_labels, version_settings
+from goldenset.selectors import ROLES_MEMO, resolved_labels, version_settings
 from goldenset.signals import version_published
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
@@ -421,10 +421,17 @@ def query_retire(*, query: Query) -> None:
         query.save(update_fields=["retired_at"])
 
 
+def _forget_roles(user: AbstractBaseUser) -> None:
+    """Drop what goldenset.selectors.user_roles remembered on this user object."""
+    if hasattr(user, ROLES_MEMO):
+        delattr(user, ROLES_MEMO)
+
+
 def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str) -> Membership:
     if role not in Membership.Role.values:
         raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
     membership, _ = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
+    _forget_roles(user)
     return membership
 
 
@@ -441,6 +448,7 @@ def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: st
         if role == Membership.Role.MANAGER and managers == [user.pk]:
             raise GoldsetError(f"{user.get_username()} is the last manager of {golden_set.slug!r}; grant the role to someone else first", field="role")
         deleted, _ = Membership.objects.filter(user=user, golden_set=golden_set, role=role).delete()
+    _forget_roles(user)
     return bool(deleted)
 
 

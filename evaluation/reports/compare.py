@@ -101,13 +101,12 @@ class CompareReport:
     completeness_b: RunCompleteness | None = None
 
     @property
-    def warnings(self) -> list[tuple[str, str]]:
-        """("a" or "b", warning) for each run whose scores on the version are unreliable."""
-        found = []
-        for side, completeness in (("a", self.completeness_a), ("b", self.completeness_b)):
-            if completeness is not None and completeness.warning:
-                found.append((side, completeness.warning))
-        return found
+    def warnings(self) -> list[tuple[str, RunCompleteness]]:
+        """("a" or "b", its completeness) for each run whose scores on the version are unreliable."""
+        return [
+            (side, completeness) for side, completeness in (("a", self.completeness_a), ("b", self.completeness_b))
+            if completeness is not None and completeness.unreliable
+        ]
 
     @property
     def ready(self) -> bool:

@@ -41,6 +41,7 @@ class RunCompleteness:
     judged_final: float | None
     judged_first: float | None
     row: Completeness | None
+    run_id: int
     run_name: str
     slug: str
     version_number: int
@@ -58,16 +59,19 @@ class RunCompleteness:
         return POOL_COMMAND.format(slug=self.slug, run=shlex.quote(self.run_name), depth=self.pool_depth)
 
     @property
-    def warning(self) -> str:
-        """"Judged@8 = 0.62 < 0.90 on v3: scores are unreliable; pool this run (build_pool ...)",
-        or "" when the scores are reliable (or have no completeness figures)."""
+    def finding(self) -> str:
+        """"Judged@8 = 0.62 < 0.90 on v3: scores are unreliable", or "" when the scores are
+        reliable (or have no completeness figures). Pages put a link to the pool form beside it."""
         if not self.unreliable:
             return ""
         judged, floor = _two_figures(self.judged_final, self.floor)
-        return (
-            f"Judged@{self.k_final} = {judged} < {floor} on v{self.version_number}: scores are unreliable; "
-            f"pool this run ({self.pool_command})"
-        )
+        return f"Judged@{self.k_final} = {judged} < {floor} on v{self.version_number}: scores are unreliable"
+
+    @property
+    def warning(self) -> str:
+        """The finding with what to do about it on the command line, for commands and titles:
+        "...: scores are unreliable; pool this run (build_pool ...)"."""
+        return f"{self.finding}; pool this run ({self.pool_command})" if self.unreliable else ""
 
     @property
     def has_loro(self) -> bool:
@@ -92,6 +96,6 @@ def run_completeness(
     Judged@k floor (`settings`; `slug` is the set's, for the pooling command)."""
     return RunCompleteness(
         judged_final=row.judged_at_k_final if row else None, judged_first=row.judged_at_k_first if row else None,
-        row=row, run_name=run.name, slug=slug, version_number=version.number, k_first=version.k_first,
+        row=row, run_id=run.id, run_name=run.name, slug=slug, version_number=version.number, k_first=version.k_first,
         k_final=version.k_final, floor=settings.judged_floor, pool_depth=settings.completeness_depth,
     )

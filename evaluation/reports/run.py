@@ -49,7 +49,7 @@ class RunDetailReport:
     worst_version: Version | None = None
     worst_metric: str = ""
     worst: list[QueryScore] = field(default_factory=list)
-    worst_warning: str = ""  # the unreliable-scores warning of worst_version, if any
+    worst_completeness: RunCompleteness | None = None  # on worst_version: its page warns when unreliable
 
     @property
     def scored_versions(self) -> list[int]:
@@ -101,7 +101,7 @@ def run_detail_report(run: Run) -> RunDetailReport:
             values = per_query.values[metric]
             order = sorted(range(len(values)), key=lambda i: (values[i], natural_key(per_query.query_ids[i])))
             report.worst_version, report.worst_metric = latest_done.version, metric
-            report.worst_warning = next(row.warning for row in report.rows if row.evaluation.id == latest_done.id)
+            report.worst_completeness = next(row.completeness for row in report.rows if row.evaluation.id == latest_done.id)
             report.worst = [
                 QueryScore(query_id=per_query.query_ids[i], value=float(values[i]), relevant=int(per_query.relevant_counts[i]),
                            answered=bool(per_query.answered[i]))
@@ -176,9 +176,9 @@ class VersionMoveReport:
     completeness_new: RunCompleteness | None = None
 
     @property
-    def warnings(self) -> list[str]:
-        """The warning of each of the two versions on which the run's scores are unreliable."""
-        return [c.warning for c in (self.completeness_old, self.completeness_new) if c is not None and c.warning]
+    def warnings(self) -> list[RunCompleteness]:
+        """The completeness on each of the two versions on which the run's scores are unreliable."""
+        return [c for c in (self.completeness_old, self.completeness_new) if c is not None and c.unreliable]
 
     @property
     def ready(self) -> bool:

@@ -52,7 +52,7 @@ def runs_report(golden_set: GoldenSet) -> RunsReport:
         completeness = None
         if evaluation is not None and evaluation.status == Evaluation.Status.DONE:
             completeness = RunCompleteness(
-                judged_final=evaluation.judged_final, judged_first=evaluation.judged_first, row=None, run_name=run.name,
+                judged_final=evaluation.judged_final, judged_first=evaluation.judged_first, row=None, run_id=run.id, run_name=run.name,
                 slug=golden_set.slug, version_number=latest.number, k_first=latest.k_first, k_final=latest.k_final,
                 floor=settings.judged_floor, pool_depth=settings.completeness_depth,
             )

@@ -98,7 +98,7 @@ def completeness(request: HttpRequest, slug: str) -> HttpResponse:
         can_manage = _can_manage(request.user, golden_set)
     report = completeness_report(golden_set, now=timezone.now())
     which = request.POST.get("form") if request.method == "POST" else None
-    pool_form = PoolForm(request.POST if which == "pool" else None, report=report)
+    pool_form = PoolForm(request.POST if which == "pool" else None, report=report, initial=_pool_prefill(request))
     sample_form = SampleForm(request.POST if which == "sample" else None, report=report)
     problems: list[str] = []
     status = 200
@@ -119,6 +119,16 @@ def completeness(request: HttpRequest, slug: str) -> HttpResponse:
         **_jobs_context(golden_set),
     }
     return render(request, "labeling/completeness/page.html", ctx, status=status)
+
+
+def _pool_prefill(request: HttpRequest) -> dict:
+    """The pool form filled in from a "pool this run" link: ?run=ID (again for more runs) and
+    ?depth=K. Anything that is not a number is left out: the form is only a starting point."""
+    if request.method != "GET":
+        return {}
+    runs = [int(value) for value in request.GET.getlist("run") if value.isdecimal()]
+    depth = request.GET.get("depth", "")
+    return {key: value for key, value in (("runs", runs), ("depth", int(depth) if depth.isdecimal() else None)) if value}
 
 
 @login_required

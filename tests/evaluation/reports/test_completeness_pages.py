@@ -50,7 +50,13 @@ def golden_set(owner):
     return golden_set
 
 
-WARNING = "Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; pool this run (build_pool judging --runs &#x27;thin run&#x27; --depth 100)"
+# The finding, then a link to the completeness page's pool form filled in with the run and
+# the depth (the command line is the link's title).
+WARNING = (
+    '<span class="unreliable-note">Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; '
+    '<a href="/sets/judging/completeness/?run={run}&amp;depth=100#pool-form" '
+    'title="build_pool judging --runs &#x27;thin run&#x27; --depth 100">pool this run</a></span>'
+)
 
 
 def get(client, owner, name, **kwargs) -> str:
@@ -72,8 +78,15 @@ def table_row(body: str, table_class: str, run_name: str) -> str:
 def test_the_results_page_warns_about_a_run_under_the_floor_and_not_about_one_above(client, golden_set, owner):
     body = get(client, owner, "results")
     thin, judged = table_row(body, "grid results", "thin run"), table_row(body, "grid results", "judged")
-    assert WARNING in thin and 'class="unreliable"' in thin
+    assert 'class="unreliable"' in thin
     assert "unreliable" not in judged
+    # The warning has a row of its own under the run's, across the table, where it widens no column.
+    table = body[body.index('<table class="grid results">'):]
+    after_thin = table[table.index(">thin run</a>"):]
+    warning_row = after_thin[after_thin.index('<tr class="unreliable warning-row">'):]
+    columns = table[: table.index("</thead>")].count("<th ") + table[: table.index("</thead>")].count("<th>")
+    assert warning_row.startswith(f'<tr class="unreliable warning-row"><td colspan="{columns}">{WARNING.format(run=run_id("thin run"))}')
+    assert "unreliable-note" not in thin
     assert "--runs judged" not in body
 
 
@@ -100,14 +113,14 @@ def test_the_funnel_marks_the_unreliable_first_stage(client, golden_set, owner):
     body = get(client, owner, "results")
     funnels = body[body.index('<div class="funnels">'):body.index('id="calculator"')]
     thin = funnels[funnels.index("<h3>thin</h3>"):]
-    assert WARNING in thin[: thin.index("</article>")]
+    assert WARNING.format(run=run_id("thin run")) in thin[: thin.index("</article>")]
     judged = funnels[funnels.index("<h3>judged</h3>"):]
     assert "unreliable" not in judged[: judged.index("</article>")]
 
 
 def test_the_run_page_shows_judged_at_k_and_the_warning_beside_each_versions_scores(client, golden_set, owner):
     body = get(client, owner, "run", run_id=run_id("thin run"))
-    assert WARNING in body
+    assert WARNING.format(run=run_id("thin run")) in body
     assert 'title="Judged@2 on v1">0.500 <span class="muted">@2</span>' in body
     assert '<h2 id="completeness">Completeness</h2>' in body and "1 run of other systems, top 100" in body
     body = get(client, owner, "run", run_id=run_id("judged"))
@@ -116,19 +129,30 @@ def test_the_run_page_shows_judged_at_k_and_the_warning_beside_each_versions_sco
 
 def test_the_compare_page_names_the_run_whose_scores_are_unreliable(client, golden_set, owner):
     body = get(client, owner, "compare", query=f"?a={run_id('judged')}&b={run_id('thin run')}")
-    assert f"<li>b = thin run: {WARNING}</li>" in body and "<li>a = " not in body
+    assert f"<li>b = thin run: {WARNING.format(run=run_id('thin run'))}</li>" in body and "<li>a = " not in body
     assert "Judged@2: a 1.000, b 0.500" in body
 
 
 def test_the_runs_page_the_drilldown_and_the_version_move_carry_the_warning(client, golden_set, owner):
-    assert WARNING in get(client, owner, "runs")
-    assert WARNING in get(client, owner, "run_query", run_id=run_id("thin run"), query_id="q1")
+    warning = WARNING.format(run=run_id("thin run"))
+    assert warning in get(client, owner, "runs")
+    assert warning in get(client, owner, "run_query", run_id=run_id("thin run"), query_id="q1")
     assert "unreliable" not in get(client, owner, "run_query", run_id=run_id("judged"), query_id="q1")
     qrels_import(golden_set_slug=SLUG, lines=["q1 0 u1 1\n"], source_name="more")
     version = version_publish(golden_set=golden_set)
     evaluation_compute(run=Run.objects.get(name="thin run"), version=version)
     body = get(client, owner, "run_versions", run_id=run_id("thin run"), query="?from=1&to=2")
-    assert WARNING in body and "Judged@2 = 0.62 &lt; 0.90 on v2" in body
+    assert warning in body and "Judged@2 = 0.62 &lt; 0.90 on v2" in body
+
+
+def test_pool_this_run_opens_the_pool_form_filled_in(client, golden_set, owner):
+    body = get(client, owner, "completeness", query=f"?run={run_id('thin run')}&depth=100")
+    form = body[body.index('id="pool-form"'):]
+    assert f'value="{run_id("thin run")}" id="run-{run_id("thin run")}" checked' in form
+    assert f'value="{run_id("judged")}" id="run-{run_id("judged")}">' in form  # the other run is not chosen
+    assert re.search(r'name="depth" value="100"', form)
+    # Junk in the link is left out, not an error.
+    assert get(client, owner, "completeness", query="?run=x&depth=-3").count('checked') == 0
 
 
 def test_a_floor_lowered_in_the_settings_lifts_the_warning(client, golden_set, owner):

@@ -153,7 +153,7 @@ def test_the_page_shows_judged_at_k_per_run_and_slice_and_flags_the_run_to_pool(
     assert 'title="Judged@2 on v1">0.500</td>' in thin and 'class="unreliable"' in thin
     assert 'title="Judged@2 on v1">1.000</td>' in judged and 'title="Judged@4 on v1">0.750</td>' in judged
     assert f"pool {pool.pk} (depth 2)" in thin
-    assert "thin run: Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; pool this run (build_pool judging --runs &#x27;thin run&#x27; --depth 100)" in body
+    assert "thin run: <span class=\"unreliable-note\">Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; <a href=" in body
     slices = body[body.index('<table class="grid compact judged-slices">'):]
     assert "<td>queries lang = en</td>" in slices and "1.000 / 0.750" in slices and "0.500 / 0.500" in slices
 
