@@ -4,20 +4,24 @@ check, act, render. The members page needs the manager role."""
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from goldenset.diffs import KIND_LABELS, KINDS, version_changes
 from goldenset.models import Membership
 from goldenset.selectors import (
-    VersionIntegrityError, access_golden_set, golden_sets_for, version_diff, version_get, version_label_rows,
+    VersionIntegrityError, access_golden_set, golden_sets_for, version_get, version_label_rows,
 )
 from goldenset.services import membership_grant, membership_revoke
 from lib.errors import GoldsetError
-from lib.params import number_param
+from lib.params import ParameterError, number_param, version_param
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 
 MEMBER_ROLES = (Membership.Role.MANAGER,)
+CHANGES_ON_VERSION_PAGE = 50  # the rest on the changes page
+CHANGES_PER_PAGE = 100
 
 
 @login_required
@@ -44,9 +48,40 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
     golden_set = access_golden_set(request.user, slug)
     version = version_get(golden_set, number)
     previous = golden_set.versions.filter(number__lt=number).order_by("-number").first()
-    diff = version_diff(previous, version) if previous else None
-    ctx = {"golden_set": golden_set, "version": version, "previous": previous, "diff": diff, "formats": QREL_FORMATS}
+    changes = version_changes(previous, version) if previous else None
+    ctx = {
+        "golden_set": golden_set, "version": version, "previous": previous, "changes": changes, "formats": QREL_FORMATS,
+        "shown": changes.changes[:CHANGES_ON_VERSION_PAGE] if changes else [],
+    }
     return render(request, "goldenset/version.html", ctx)
+
+
+@login_required
+@require_GET
+def version_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Any two versions compared: each change with its query text and page title, counts by
+    kind and by slice, filtered by either (?from=&to=&kind=&slice=), a page at a time."""
+    golden_set = access_golden_set(request.user, slug)
+    numbers = list(golden_set.versions.order_by("number").values_list("number", flat=True))
+    if len(numbers) < 2:
+        return render(request, "goldenset/changes.html", {"golden_set": golden_set, "numbers": numbers})
+    new = version_get(golden_set, version_param(request.GET, "to", default=numbers[-1]))
+    earlier = [number for number in numbers if number < new.number]
+    old = version_get(golden_set, version_param(request.GET, "from", default=earlier[-1] if earlier else numbers[0]))
+    kind = request.GET.get("kind", "")
+    if kind and kind not in KINDS:
+        raise ParameterError("kind", f"kind must be one of {', '.join(KINDS)}, got {kind[:40]!r}")
+    changes = version_changes(old, new)
+    slices = changes.slice_counts()
+    slice_name = request.GET.get("slice", "")
+    if slice_name and slice_name not in dict(slices):
+        raise ParameterError("slice", f"no change between v{old.number} and v{new.number} falls in slice {slice_name[:80]!r}")
+    page = Paginator(changes.filtered(kind=kind, slice_name=slice_name), CHANGES_PER_PAGE).get_page(request.GET.get("page"))
+    ctx = {
+        "golden_set": golden_set, "numbers": numbers, "old": old, "new": new, "changes": changes, "slices": slices,
+        "kind": kind, "slice_name": slice_name, "page": page, "kinds": KIND_LABELS.items(),
+    }
+    return render(request, "goldenset/changes.html", ctx)
 
 
 @login_required

@@ -29,7 +29,7 @@ class SetPage:
 
 
 SET_PAGES: tuple[SetPage, ...] = (
-    SetPage("Overview", "golden_set", READ_ROLES, also=("version",)),
+    SetPage("Overview", "golden_set", READ_ROLES, also=("version", "version_changes")),
     SetPage("Results", "results", READ_ROLES, also=("compare",)),
     SetPage("Runs", "runs", READ_ROLES, also=("run", "run_versions", "run_query")),
     SetPage("Completeness", "completeness", READ_ROLES),

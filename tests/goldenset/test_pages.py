@@ -23,6 +23,7 @@ PAGES = [
     ("golden_set", {"slug": "tiny"}),
     ("version", {"slug": "tiny", "number": 2}),
     ("version_export", {"slug": "tiny", "number": 2, "fmt": "trec"}),
+    ("version_changes", {"slug": "tiny"}),
 ]
 
 
