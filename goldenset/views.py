@@ -9,17 +9,19 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from goldenset.diffs import KIND_LABELS, KINDS, version_changes
+from goldenset.diffs import KIND_LABELS, KINDS, publish_preview, version_changes
+from goldenset.forms import PublishForm
 from goldenset.models import Membership
 from goldenset.selectors import (
-    VersionIntegrityError, access_golden_set, golden_sets_for, version_get, version_label_rows,
+    VersionIntegrityError, access_golden_set, golden_sets_for, user_roles, version_get, version_label_rows,
 )
-from goldenset.services import membership_grant, membership_revoke
-from lib.errors import GoldsetError
+from goldenset.services import membership_grant, membership_revoke, version_publish
+from lib.errors import ConflictError, GoldsetError
 from lib.params import ParameterError, number_param, version_param
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 
 MEMBER_ROLES = (Membership.Role.MANAGER,)
+PUBLISH_ROLES = (Membership.Role.MANAGER,)
 CHANGES_ON_VERSION_PAGE = 50  # the rest on the changes page
 CHANGES_PER_PAGE = 100
 
@@ -39,7 +41,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def golden_set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     versions = golden_set.versions.select_related("author").order_by("-number")
-    return render(request, "goldenset/golden_set.html", {"golden_set": golden_set, "versions": versions})
+    ctx = {"golden_set": golden_set, "versions": versions, "can_publish": _can_publish(request.user, golden_set)}
+    return render(request, "goldenset/golden_set.html", ctx)
+
+
+def _can_publish(user, golden_set) -> bool:
+    return user.is_staff or bool(user_roles(user, golden_set) & set(PUBLISH_ROLES))
 
 
 @login_required
@@ -52,6 +59,8 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
     ctx = {
         "golden_set": golden_set, "version": version, "previous": previous, "changes": changes, "formats": QREL_FORMATS,
         "shown": changes.changes[:CHANGES_ON_VERSION_PAGE] if changes else [],
+        "can_publish": _can_publish(request.user, golden_set),
+        "is_latest": not golden_set.versions.filter(number__gt=version.number).exists(),
     }
     return render(request, "goldenset/version.html", ctx)
 
@@ -99,6 +108,36 @@ def version_export(request: HttpRequest, slug: str, number: int, fmt: str) -> Ht
     response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{QREL_EXTENSIONS[fmt]}"'
     response["ETag"] = f'"{version.content_hash}"'
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Publish with a preview: what the new version would change against the latest (queries
+    added, pairs added, removed and regraded, counts per slice), then a note and a confirm."""
+    golden_set = access_golden_set(request.user, slug, roles=PUBLISH_ROLES)
+    form = PublishForm(request.POST or None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = version_publish(golden_set=golden_set, user=request.user, note=form.cleaned_data["note"])
+        except GoldsetError as exc:
+            form.add_error(None, exc.message)
+            status = 409 if isinstance(exc, ConflictError) else 400
+        else:
+            messages.success(
+                request, f"Published v{version.number} ({version.short_hash}): {version.query_count} queries, "
+                f"{version.label_count} labels. Every run is being scored against it."
+            )
+            return redirect("version", slug=golden_set.slug, number=version.number)
+    elif request.method == "POST":
+        status = 400
+    preview = publish_preview(golden_set)
+    ctx = {
+        "golden_set": golden_set, "form": form, "changes": preview, "slices": preview.slice_counts(),
+        "shown": preview.changes[:CHANGES_ON_VERSION_PAGE], "latest": golden_set.versions.order_by("-number").first(),
+    }
+    return render(request, "goldenset/publish.html", ctx, status=status)
 
 
 @login_required

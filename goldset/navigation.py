@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from api.views.tokens import MANAGE_ROLES as TOKEN_ROLES
 from goldenset.selectors import READ_ROLES
-from goldenset.views import MEMBER_ROLES
+from goldenset.views import MEMBER_ROLES, PUBLISH_ROLES
 from labeling.coverage.views import COVERAGE_ROLES
 from labeling.judging.views import JUDGING_ROLES, PREVIEW_ROLES
 from labeling.quality.views import ADJUDICATE_ROLES, AGREEMENT_ROLES, QUALITY_ROLES
@@ -41,6 +41,7 @@ SET_PAGES: tuple[SetPage, ...] = (
     SetPage("Adjudicate", "adjudicate", ADJUDICATE_ROLES, also=("adjudicate_pair",)),
     SetPage("Annotator quality", "quality", QUALITY_ROLES),
     SetPage("Judging screen", "judging_screen", JUDGING_ROLES + PREVIEW_ROLES),  # a preview for non-annotators
+    SetPage("Publish", "publish", PUBLISH_ROLES),
     SetPage("Settings", "evaluation_settings", SETTINGS_ROLES),
     SetPage("API tokens", "api_tokens", TOKEN_ROLES),
     SetPage("Members", "golden_set_members", MEMBER_ROLES),

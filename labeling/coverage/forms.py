@@ -8,10 +8,6 @@ from labeling.models import Pool
 from labeling.pools import strategies
 
 
-class PublishForm(forms.Form):
-    note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput, help_text="what changed since the last version")
-
-
 class FlaggedPoolForm(forms.Form):
     pool = forms.TypedChoiceField(
         coerce=int, required=False, empty_value=None,

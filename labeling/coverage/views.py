@@ -17,7 +17,8 @@ from evaluation.canaries import canary_add
 from goldenset.models import GoldenSet, Membership, Page, Query, Version
 from goldenset.selectors import access_golden_set, version_get
 from goldenset.services import version_publish
-from labeling.coverage.forms import FlaggedPoolForm, PublishForm
+from goldenset.forms import PublishForm
+from labeling.coverage.forms import FlaggedPoolForm
 from labeling.coverage.selectors import coverage_report
 from labeling.jobs.services import pool_job_submit
 from labeling.models import PoolJob

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from goldenset.diffs import ADDED, QUERY_ADDED, QUERY_REMOVED, REGRADED, REMOVED, publish_preview, version_changes
 from goldenset.models import Query
-from goldenset.services import qrels_import, query_retire, version_publish
+from goldenset.services import membership_grant, qrels_import, query_retire, version_publish
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +93,33 @@ def test_a_large_diff_is_paged(client, owner):
     # The version page shows the first 50 and links to them all.
     version_page = client.get(reverse("version", args=["big", 2])).content.decode()
     assert version_page.count('<tr class="added">') == 50 and "All 150 changes" in version_page
+
+
+def test_a_manager_publishes_from_the_set_page_after_reading_the_preview(client, versions, owner):
+    golden_set, _, _ = versions
+    client.force_login(owner)
+    set_page = client.get(reverse("golden_set", args=["tiny"])).content.decode()
+    assert reverse("publish", args=["tiny"]) in set_page
+    assert reverse("publish", args=["tiny"]) in client.get(reverse("version", args=["tiny", 2])).content.decode()
+    # Nothing changed since v2: the preview says so, and a publish is refused on the page.
+    assert "Nothing to publish" in client.get(reverse("publish", args=["tiny"])).content.decode()
+    refused = client.post(reverse("publish", args=["tiny"]), {"note": "again"})
+    assert refused.status_code == 409 and "nothing changed since version 2" in refused.content.decode()
+    qrels_import(golden_set_slug="tiny", lines=["q3 0 d2 2\n"], source_name="g")
+    preview = client.get(reverse("publish", args=["tiny"])).content.decode()
+    assert "against v2" in preview and "title d2" in preview and "question q3" in preview
+    assert "<strong>1</strong> pairs added" in preview and "Publish v3" in preview
+    response = client.post(reverse("publish", args=["tiny"]), {"note": "q3 judged"})
+    assert response.status_code == 302 and response["Location"] == reverse("version", args=["tiny", 3])
+    assert golden_set.versions.get(number=3).note == "q3 judged"
+
+
+@pytest.mark.parametrize("role", ["adjudicator", "annotator", None])
+def test_only_managers_publish(client, versions, make_user, role):
+    user = make_user("someone")
+    if role:
+        membership_grant(user=user, golden_set=versions[0], role=role)
+    client.force_login(user)
+    assert client.get(reverse("publish", args=["tiny"])).status_code == 404
+    assert client.post(reverse("publish", args=["tiny"]), {"note": "x"}).status_code == 404
+    assert versions[0].versions.count() == 2
