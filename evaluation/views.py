@@ -206,6 +206,8 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     form = CompareForm(request.GET if "a" in request.GET or "b" in request.GET else None, golden_set=golden_set)
     report = None
     if form.is_bound and form.is_valid():
-        report = compare_report(version, form.cleaned_data["a"], form.cleaned_data["b"])
+        report = compare_report(version, form.cleaned_data["a"], form.cleaned_data["b"], duel_metric=request.GET.get("duel", ""))
     ctx = {"golden_set": golden_set, "version": version, "versions": version_numbers(golden_set), "form": form, "report": report}
+    if report is not None and report.ready:
+        ctx["duel_sides"] = [("a", report.a_wins, report.run_a, report.run_b), ("b", report.b_wins, report.run_b, report.run_a)]
     return render(request, "evaluation/compare.html", ctx)

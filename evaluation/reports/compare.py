@@ -21,7 +21,8 @@ from evaluation.selectors import (
     version_query_ids,
     version_slices,
 )
-from goldenset.models import Version
+from goldenset.models import Query, Version
+from lib.ids import natural_key
 
 # Significance of a difference between two runs: ranx's two-sided paired Student's t-test
 # on the stored per-query values (what ranx.compare runs inside), significant when p <= this
@@ -87,6 +88,25 @@ class SliceComparison:
     deltas: list[MetricDelta]
 
 
+@dataclass(frozen=True)
+class QueryDuel:
+    """One query on which the two runs differ in the duel metric."""
+
+    query_id: str
+    text: str
+    a: float
+    b: float
+
+    @property
+    def difference_points(self) -> float:
+        """How far the winner is ahead, in points (always positive)."""
+        return abs(self.b - self.a) * 100
+
+
+# Queries listed on each side of the duel; the count says how many there are in all.
+DUELS_SHOWN = 50
+
+
 @dataclass
 class CompareReport:
     version: Version
@@ -99,6 +119,14 @@ class CompareReport:
     slice_metrics: list[str] = field(default_factory=list)
     completeness_a: RunCompleteness | None = None
     completeness_b: RunCompleteness | None = None
+    # Per query, on `duel_metric`: where a beats b and where b beats a, largest difference
+    # first (the first DUELS_SHOWN of each; the counts are of all of them).
+    duel_metric: str = ""
+    a_wins: list[QueryDuel] = field(default_factory=list)
+    b_wins: list[QueryDuel] = field(default_factory=list)
+    a_win_count: int = 0
+    b_win_count: int = 0
+    tie_count: int = 0
 
     @property
     def warnings(self) -> list[tuple[str, RunCompleteness]]:
@@ -144,9 +172,37 @@ def _key_metrics(metrics: Sequence[str], version: Version) -> list[str]:
     return chosen or list(metrics[:3])
 
 
-def compare_report(version: Version, run_a: Run, run_b: Run) -> CompareReport:
+def _duels(report: CompareReport, per_a: PerQuery, per_b: PerQuery, metric: str) -> None:
+    """Fill the report's per-query duel on `metric`, over the queries both runs are averaged on."""
+    position_b = {q: i for i, q in enumerate(per_b.query_ids)}
+    values_a, values_b = per_a.values[metric], per_b.values[metric]
+    wins_a, wins_b, ties = [], [], 0
+    for i, query_id in enumerate(per_a.query_ids):
+        j = position_b.get(query_id)
+        if j is None:
+            continue
+        a, b = float(values_a[i]), float(values_b[j])
+        if a > b:
+            wins_a.append((a - b, query_id, a, b))
+        elif b > a:
+            wins_b.append((b - a, query_id, a, b))
+        else:
+            ties += 1
+    order = lambda row: (-row[0], natural_key(row[1]))  # noqa: E731 - largest difference first, then by id
+    wins_a.sort(key=order)
+    wins_b.sort(key=order)
+    shown = [row[1] for row in wins_a[:DUELS_SHOWN] + wins_b[:DUELS_SHOWN]]
+    texts = dict(Query.objects.filter(golden_set_id=report.version.golden_set_id, query_id__in=shown).values_list("query_id", "text"))
+    report.duel_metric, report.tie_count = metric, ties
+    report.a_win_count, report.b_win_count = len(wins_a), len(wins_b)
+    report.a_wins = [QueryDuel(q, texts.get(q, ""), a, b) for _, q, a, b in wins_a[:DUELS_SHOWN]]
+    report.b_wins = [QueryDuel(q, texts.get(q, ""), a, b) for _, q, a, b in wins_b[:DUELS_SHOWN]]
+
+
+def compare_report(version: Version, run_a: Run, run_b: Run, *, duel_metric: str = "") -> CompareReport:
     """Run b against run a on `version`: each metric's difference (b - a, from the stored
-    scores) and its paired t-test over the per-query values, overall and per slice.
+    scores) and its paired t-test over the per-query values, overall and per slice, and the
+    queries each run wins on `duel_metric` (default: recall@k_final, what the prompt sees).
 
     Per-query values of a query slice are the overall ones of its queries; a page slice
     changes which pages count, so its per-query values are recomputed with the engine.
@@ -178,6 +234,9 @@ def compare_report(version: Version, run_a: Run, run_b: Run) -> CompareReport:
                                           p_value=paired_p_value(a, b), paired_queries=len(a)))
 
     report.slice_metrics = _key_metrics(metrics, version)
+    if metrics:
+        prompt = f"recall@{version.k_final}"
+        _duels(report, per_a, per_b, duel_metric if duel_metric in metrics else prompt if prompt in metrics else metrics[0])
     slices = version_slices(version)
     unanswered_a = {q for q, answered in zip(per_a.query_ids, per_a.answered.tolist()) if not answered}
     unanswered_b = {q for q, answered in zip(per_b.query_ids, per_b.answered.tolist()) if not answered}

@@ -351,6 +351,32 @@ def test_compare_shows_deltas_equal_to_the_stored_scores_and_flags_the_better_ru
     assert "Per slice, v1" in body and "queries lang = de" in body and "pages kind = faq" in body
 
 
+def test_compare_lists_the_queries_each_run_wins_largest_difference_first(client, golden_set, owner):
+    """On recall@3 (k_final): "mixed" finds both relevant pages of q1-q3 at the top and
+    nothing else; "hybrid first" finds one of two everywhere."""
+    mixed = {q: [f"d{n}", f"f{n}"] for n, q in enumerate(QUERY_IDS[:3], start=1)}
+    run = upload(golden_set, mixed, name="mixed", system="mixed", stage="first_stage")
+    evaluation_compute(run=run, version=golden_set.versions.get())
+    client.force_login(owner)
+    first = run_id("hybrid first")
+    body = client.get(reverse("compare", kwargs={"slug": SLUG}), {"a": run.id, "b": first, "version": 1}).content.decode()
+    assert "Query by query: recall@3" in body and "a wins 3 queries, b wins 5, 0 tie" in body
+    a_side = body[body.index('class="grid compact duel duel-a"'):]
+    a_side = a_side[: a_side.index("</table>")]
+    assert re.findall(r"<code>([^<]+)</code>", a_side) == ["q1", "q2", "q3"]
+    assert a_side.count('<td class="num">50.0</td>') == 3
+    b_side = body[body.index('class="grid compact duel duel-b"'):]
+    b_side = b_side[: b_side.index("</table>")]
+    assert re.findall(r"<code>([^<]+)</code>", b_side) == ["doc/faq#8:de", "q4", "q5", "q6", "q7"]  # ties by natural id order
+    # Each query opens its drill-down, for either run, even an id with / and #.
+    for href in re.findall(r'href="([^"]+/queries/[^"]+)"', b_side):
+        assert client.get(href.replace("&amp;", "&")).status_code == 200, href
+    assert "question q4" in b_side
+    # Another metric: on recall@10 both find everything of q1-q3.
+    body = client.get(reverse("compare", kwargs={"slug": SLUG}), {"a": run.id, "b": first, "version": 1, "duel": "recall@10"}).content.decode()
+    assert "Query by query: recall@10" in body and "a wins 0 queries, b wins 5, 3 tie" in body
+
+
 def test_compare_needs_two_different_runs(client, golden_set, owner):
     client.force_login(owner)
     first = run_id("hybrid first")
