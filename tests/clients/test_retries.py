@@ -1,5 +1,5 @@
 """Retries, against real servers: a tiny http.server in a thread stands in front of the live
-Goldset server. It answers the first requests from a script (429 with Retry-After, 503,
+Goldset server. It records what it is sent, answers the first requests from a script (429 with Retry-After, 503,
 500, 502, as a throttling gateway or a server having a bad moment would) and proxies every
 later one to the live server unchanged. The client's RetryPolicy records the waits it
 asks for instead of sleeping (conftest.Waits), so the tests check what was waited for,
@@ -30,6 +30,7 @@ class Gateway(ThreadingHTTPServer):
         self.upstream = upstream
         self.script: list[tuple[int, dict[str, str]]] = []
         self.seen: list[tuple[str, str]] = []
+        self.bodies: list[bytes] = []
 
     @property
     def url(self) -> str:
@@ -46,6 +47,7 @@ class GatewayHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.server.seen.append((self.command, self.path.split("?")[0]))
+        self.server.bodies.append(body)
         if self.server.script:
             status, headers = self.server.script.pop(0)
             text = b'{"error": {"code": "throttled", "message": "slow down", "problems": [], "field": null}}'
@@ -130,3 +132,14 @@ def test_a_retry_after_longer_than_the_policy_allows_is_raised_not_waited_for(ga
     with pytest.raises(GoldsetAPIError, match="429 throttled"):
         via_gateway.versions(SLUG)
     assert waits == []
+
+
+def test_an_upload_sends_the_file_bytes_untouched_and_names_its_format_only_when_given(gateway, via_gateway, version):
+    """The server reads the format from the content unless told; the client never re-encodes."""
+    raw = RUN.replace("\n", "\r\n").encode()
+    via_gateway.upload_run(SLUG, raw, system="bm25", stage="first_stage", name="detected")
+    via_gateway.upload_run(SLUG, raw, system="bm25", stage="first_stage", name="named", format="trec")
+    detected, named = gateway.bodies
+    assert raw in detected and raw in named
+    assert b'name="format"' not in detected
+    assert b'name="format"\r\n\r\ntrec\r\n' in named

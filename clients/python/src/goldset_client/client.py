@@ -54,7 +54,7 @@ def strip_etag(etag: str) -> str:
 @dataclass(frozen=True)
 class Qrels:
     """A version's qrels on disk, checked. `path` is the cached body, exactly the bytes the
-    API sent; `from_cache` says whether the server answered 304 (nothing downloaded)."""
+    API sent (a gzip Content-Encoding undone); `from_cache` says whether the server answered 304 (nothing downloaded)."""
 
     golden_set: str
     version: int
