@@ -86,6 +86,24 @@ def test_an_upload_sends_the_bytes_as_they_are_and_passes_the_format_on(client, 
     assert [r["id"] for r in client.runs(SLUG, system="dense")] == [run["id"]]
 
 
+def test_a_wait_polls_with_growing_pauses_until_the_evaluation_is_done(client, version):
+    run = client.upload_run(SLUG, RUN.encode(), system="bm25", stage="first_stage")
+    pending = Evaluation.objects.filter(run_id=run["id"])
+    pending.update(status=Evaluation.Status.PENDING)  # as if a worker had not got to it yet
+    pauses = []
+
+    def worker_finishes_on_the_third_pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            pending.update(status=Evaluation.Status.RUNNING)
+        if len(pauses) == 3:
+            pending.update(status=Evaluation.Status.DONE)
+
+    evaluation = client.wait_for_scores(SLUG, run["id"], poll_first=1.0, sleep=worker_finishes_on_the_third_pause)
+    assert evaluation["status"] == "done" and evaluation["scores"]
+    assert pauses == [1.0, 1.5, 2.25]
+
+
 def test_waiting_on_a_version_the_run_will_never_be_scored_on_fails_at_once(client, manager, golden_set, version):
     qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 2\n"], source_name="more")
     version_publish(golden_set=golden_set, user=manager, note="second")
