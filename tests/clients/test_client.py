@@ -24,6 +24,8 @@ def test_it_lists_the_sets_and_versions_the_token_may_read(client, manager, gold
     listed = client.versions(SLUG)
     assert [(v["number"], v["content_hash"]) for v in listed] == [(2, second.content_hash), (1, version.content_hash)]
     assert client.version(SLUG)["number"] == 2  # `latest`, through the API's redirect
+    client.http.page_size = 1  # a page a version: the list follows `next` to the end
+    assert [v["number"] for v in client.versions(SLUG)] == [2, 1]
     assert client.golden_set(SLUG)["latest_version"] == 2
 
 
@@ -44,12 +46,15 @@ def test_a_second_pull_is_answered_304_from_the_cache(client, version):
     assert client.qrels(SLUG, 1, format="json").from_cache
 
 
-def test_a_tampered_cache_file_is_found_out_and_downloaded_again(client, version):
+def test_a_tampered_cache_file_is_found_out_and_downloaded_again(client, version, caplog):
     first = client.qrels(SLUG, 1)
     original = first.read_bytes()
-    first.path.write_bytes(original.replace(b"d1 2", b"d1 3"))  # same size, one grade changed
+    assert b"q1 0 d1 2\n" in original
+    first.path.write_bytes(original.replace(b"q1 0 d1 2\n", b"q1 0 d1 3\n"))  # same size, one grade changed
 
-    again = client.qrels(SLUG, 1)
+    with caplog.at_level("WARNING", logger="goldset_client"):
+        again = client.qrels(SLUG, 1)
+    assert "no longer have the sha256 recorded at download" in caplog.text
     assert not again.from_cache  # not answered from the edited file: downloaded whole
     assert again.read_bytes() == original and again.to_dict() == QRELS_AS_DICT
     assert client.qrels(SLUG, 1).from_cache  # the new copy is trusted again

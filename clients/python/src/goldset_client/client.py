@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ QREL_FORMATS = ("trec", "json", "beir", "csv")
 # A spreadsheet formula start that Goldset's CSV export guards with a leading `'` (undone on reading).
 CSV_GUARDED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 DOWNLOAD_CHUNK = 1 << 16
+log = logging.getLogger("goldset_client")
 
 
 def set_path(slug: str) -> str:
@@ -76,19 +78,28 @@ class Qrels:
         if self.format == "json":
             return {q: {d: int(g) for d, g in docs.items()} for q, docs in json.loads(text).items()}
         qrels: dict[str, dict[str, int]] = {}
-        if self.format == "trec":
-            rows: Iterator[list[str]] = (line.split() for line in text.splitlines() if line.strip())
-            triples = ((r[0], r[2], r[3]) for r in rows)
-        elif self.format == "beir":
-            lines = text.splitlines()[1:]  # the header line
-            triples = (tuple(line.split("\t")) for line in lines if line)  # type: ignore[misc]
-        else:
-            reader = csv.reader(io.StringIO(text, newline=""))
-            next(reader, None)  # the header line
-            triples = ((unguard(q), unguard(d), g) for q, d, g in reader)
-        for query_id, doc_id, grade in triples:
+        for query_id, doc_id, grade in qrel_rows(text, self.format):
             qrels.setdefault(query_id, {})[doc_id] = int(grade)
         return qrels
+
+
+def qrel_rows(text: str, fmt: str) -> Iterator[tuple[str, str, str]]:
+    """(query_id, doc_id, grade) of a text export: trec, beir (a header line) or csv (one too)."""
+    if fmt == "trec":
+        for line in text.splitlines():
+            if line.strip():
+                query_id, _, doc_id, grade = line.split()
+                yield query_id, doc_id, grade
+    elif fmt == "beir":
+        for line in text.splitlines()[1:]:
+            if line:
+                query_id, doc_id, grade = line.split("\t")
+                yield query_id, doc_id, grade
+    else:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        next(reader, None)
+        for query_id, doc_id, grade in reader:
+            yield unguard(query_id), unguard(doc_id), grade
 
 
 def unguard(cell: str) -> str:
@@ -145,6 +156,7 @@ class GoldsetClient:
         entry = self.cache.get(key)
         if entry is not None and not QrelsCache.intact(entry):
             # Edited, truncated or swapped since it was downloaded: never answered from.
+            log.warning("cached qrels %s no longer have the sha256 recorded at download; downloading them again", entry.body_path)
             self.cache.drop(key)
             entry = None
         path = set_path(slug) + f"versions/{number}/qrels"

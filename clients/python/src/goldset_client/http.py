@@ -85,6 +85,7 @@ class Transport:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self.page_size = 1000  # the API's largest page
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = user_agent
         if token:
@@ -144,7 +145,7 @@ class Transport:
     def paged(self, path: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """Every item of a paged list, following `next` until the end."""
         items: list[Any] = []
-        page = self.get_json(path, {**(params or {}), "limit": 1000})
+        page = self.get_json(path, {**(params or {}), "limit": self.page_size})
         while True:
             items.extend(page["results"])
             if not page.get("next"):
