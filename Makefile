@@ -8,7 +8,8 @@ export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
 .PHONY: setup warm run test clean-db
 
 # Reinstall only when a requirements file changed, so `make test` starts fast.
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+# requirements-dev.txt installs the client (clients/python) too: its pyproject names the `goldset` command.
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt

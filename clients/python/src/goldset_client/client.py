@@ -1,0 +1,317 @@
+"""GoldsetClient: what an eval job does with Goldset, one method each.
+
+    client = GoldsetClient()                    # GOLDSET_URL and GOLDSET_TOKEN from the environment
+    qrels = client.qrels("wiki-demo", 3, expected_hash="0b5d7c1e...")   # pinned, cached, checked
+    run = client.upload_run("wiki-demo", "bm25.run", system="bm25", stage="first_stage")
+    evaluation = client.wait_for_scores("wiki-demo", run["id"], version=3)
+    print(evaluation["scores"]["recall@100"])
+
+What `qrels` checks: Goldset's content hash covers more than the labels (the version's
+settings, every query's and page's snapshotted slice values, page dates and hashes:
+lib/hashing.py version_hash), so it cannot be recomputed from the qrels alone. Instead the
+server re-checks the version's stored rows against its hash before it streams a byte (a
+damaged version is refused, 409 version_damaged), and names the hash in the answer's ETag.
+The client checks that ETag equals the hash pinned by the caller (`expected_hash`), or the
+version's `content_hash` as the API lists it when nothing is pinned, and that a cached body
+still has the sha256 recorded when it was downloaded (see cache.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Union
+from urllib.parse import quote
+
+from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
+from goldset_client.errors import EvaluationFailed, GoldsetClientError, QrelsIntegrityError, WaitTimeout
+from goldset_client.http import RetryPolicy, Transport
+from goldset_client.types import Evaluation, GoldenSet, QrelsFormat, Run, Series, SeriesNights, Stage, Version
+
+RunSource = Union[str, os.PathLike, bytes, BinaryIO]
+QREL_FORMATS = ("trec", "json", "beir", "csv")
+# A spreadsheet formula start that Goldset's CSV export guards with a leading `'` (undone on reading).
+CSV_GUARDED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+DOWNLOAD_CHUNK = 1 << 16
+log = logging.getLogger("goldset_client")
+
+
+def set_path(slug: str) -> str:
+    return f"/api/v1/golden-sets/{quote(slug, safe='')}/"
+
+
+def strip_etag(etag: str) -> str:
+    """The hash inside an ETag: `"abc"` and the weak `W/"abc"` (a gzipping proxy's) both give abc."""
+    return etag.strip().removeprefix("W/").strip('"')
+
+
+@dataclass(frozen=True)
+class Qrels:
+    """A version's qrels on disk, checked. `path` is the cached body, exactly the bytes the
+    API sent (a gzip Content-Encoding undone); `from_cache` says whether the server answered 304 (nothing downloaded)."""
+
+    golden_set: str
+    version: int
+    format: str
+    slice: str | None
+    content_hash: str
+    path: Path
+    from_cache: bool
+
+    def read_bytes(self) -> bytes:
+        return self.path.read_bytes()
+
+    def text(self) -> str:
+        return self.read_bytes().decode("utf-8")
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """{query_id: {doc_id: grade}} (ranx.Qrels.from_dict and pytrec_eval take it), from any format."""
+        text = self.text()
+        if self.format == "json":
+            return {q: {d: int(g) for d, g in docs.items()} for q, docs in json.loads(text).items()}
+        qrels: dict[str, dict[str, int]] = {}
+        for query_id, doc_id, grade in qrel_rows(text, self.format):
+            qrels.setdefault(query_id, {})[doc_id] = int(grade)
+        return qrels
+
+
+def qrel_rows(text: str, fmt: str) -> Iterator[tuple[str, str, str]]:
+    """(query_id, doc_id, grade) of a text export: trec, beir (a header line) or csv (one too)."""
+    if fmt == "trec":
+        for line in text.splitlines():
+            if line.strip():
+                query_id, _, doc_id, grade = line.split()
+                yield query_id, doc_id, grade
+    elif fmt == "beir":
+        for line in text.splitlines()[1:]:
+            if line:
+                query_id, doc_id, grade = line.split("\t")
+                yield query_id, doc_id, grade
+    else:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        next(reader, None)
+        for query_id, doc_id, grade in reader:
+            yield unguard(query_id), unguard(doc_id), grade
+
+
+def unguard(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(CSV_GUARDED_STARTS) else cell
+
+
+class GoldsetClient:
+    """A client of one Goldset server, acting with one API token.
+
+    `base_url` and `token` default to GOLDSET_URL and GOLDSET_TOKEN; `cache_dir` (for qrels)
+    to GOLDSET_CACHE_DIR or ~/.cache/goldset-client. `timeout` is per request, in seconds.
+    Every method raises GoldsetAPIError (status, code, message, problems) on an error answer.
+    """
+
+    def __init__(self, base_url: str | None = None, token: str | None = None, *, cache_dir: str | os.PathLike | None = None,
+                 timeout: float = 60.0, retry: RetryPolicy | None = None) -> None:
+        self.http = Transport(base_url or os.environ.get("GOLDSET_URL", ""), token or os.environ.get("GOLDSET_TOKEN"),
+                              timeout=timeout, retry=retry)
+        self.cache = QrelsCache(cache_dir if cache_dir is not None else default_cache_dir())
+
+    # --- sets and versions ------------------------------------------------------------
+
+    def golden_sets(self) -> list[GoldenSet]:
+        """The sets this token may read, every page."""
+        return self.http.paged("/api/v1/golden-sets/")
+
+    def golden_set(self, slug: str) -> GoldenSet:
+        return self.http.get_json(set_path(slug))
+
+    def versions(self, slug: str) -> list[Version]:
+        """The set's versions, newest first."""
+        return self.http.paged(set_path(slug) + "versions/")
+
+    def version(self, slug: str, number: int | str = "latest") -> Version:
+        """One version; `latest` follows the API's redirect to the latest number."""
+        return self.http.get_json(set_path(slug) + f"versions/{number}/")
+
+    # --- qrels --------------------------------------------------------------------------
+
+    def qrels(self, slug: str, version: int, *, format: QrelsFormat = "trec", slice: str | None = None,
+              expected_hash: str | None = None) -> Qrels:
+        """Version `version`'s qrels, from the disk cache when the server says (304) it is current.
+
+        The answer's ETag must be `expected_hash` when given (the hash the job pinned), else
+        the version's content_hash as listed; QrelsIntegrityError otherwise. A cached body
+        that no longer has the sha256 recorded at download is dropped and downloaded again.
+        `slice` keeps one query or page slice (`lang=de`, `page:kind=faq`).
+        """
+        if format not in QREL_FORMATS:
+            raise GoldsetClientError(f"unknown qrels format {format!r}; choose one of {', '.join(QREL_FORMATS)}")
+        number = int(version)
+        wanted = strip_etag(expected_hash) if expected_hash else self.version(slug, number)["content_hash"]
+        key = json.dumps([self.http.base_url, slug, number, format, slice or ""])
+        entry = self.cache.get(key)
+        if entry is not None and not QrelsCache.intact(entry):
+            # Edited, truncated or swapped since it was downloaded: never answered from.
+            log.warning("cached qrels %s no longer have the sha256 recorded at download; downloading them again", entry.body_path)
+            self.cache.drop(key)
+            entry = None
+        path = set_path(slug) + f"versions/{number}/qrels"
+        params = {"format": format, **({"slice": slice} if slice else {})}
+        headers = {"If-None-Match": entry.etag} if entry is not None else {}
+        response = self.http.request("GET", path, params=params, headers=headers, ok=(200, 304), stream=True)
+        with response:
+            served = strip_etag(response.headers.get("ETag", ""))
+            if served != wanted:
+                raise QrelsIntegrityError(
+                    f"{slug} version {number}: the server's qrels carry content hash {served or '(none)'!r}, "
+                    f"not the {'pinned' if expected_hash else 'listed'} {wanted!r}; nothing was kept"
+                )
+            if response.status_code == 304 and entry is not None:
+                return Qrels(slug, number, format, slice, served, entry.body_path, from_cache=True)
+            if response.status_code == 304:
+                raise QrelsIntegrityError(f"{slug} version {number}: 304 Not Modified for a copy this client does not hold")
+            fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
+        return Qrels(slug, number, format, slice, served, fresh.body_path, from_cache=False)
+
+    # --- runs and scores ----------------------------------------------------------------
+
+    def upload_run(self, slug: str, run: RunSource, *, system: str, stage: Stage, name: str | None = None,
+                   format: str | None = None, series: str | None = None, measured_at: datetime | str | None = None,
+                   filename: str | None = None) -> Run:
+        """Upload a run file as it is (bytes untouched: the server reads gzip, JSON, TREC...).
+
+        `run` is a path, bytes or a binary file; `format` is the server's `format` field
+        (left out, the server detects it from the content). `series` with `measured_at`
+        makes the run a night of that series. Returns the stored run (201).
+        """
+        opener, source_name = _run_opener(run, filename)
+        fields: dict[str, str] = {"system": system, "stage": stage}
+        if name:
+            fields["name"] = name
+        if format:
+            fields["format"] = format
+        if series:
+            fields["series"] = series
+        if measured_at is not None:
+            fields["measured_at"] = measured_at.isoformat() if isinstance(measured_at, datetime) else measured_at
+        handles: list[IO[bytes]] = []
+
+        def body() -> dict[str, Any]:
+            # Each attempt sends the file from its first byte.
+            for handle in handles:
+                handle.close()
+            handles[:] = [opener()]
+            return {"data": fields, "files": {"file": (source_name, handles[0], "application/octet-stream")}}
+
+        try:
+            return self.http.request("POST", set_path(slug) + "runs/", body=body, ok=(201,)).json()
+        finally:
+            for handle in handles:
+                handle.close()
+
+    def run(self, slug: str, run_id: int) -> Run:
+        return self.http.get_json(set_path(slug) + f"runs/{run_id}/")
+
+    def runs(self, slug: str, *, system: str | None = None, stage: Stage | None = None, series: str | None = None) -> list[Run]:
+        params = {k: v for k, v in {"system": system, "stage": stage, "series": series}.items() if v is not None}
+        return self.http.paged(set_path(slug) + "runs/", params)
+
+    def run_evaluations(self, slug: str, run_id: int, *, version: int | None = None) -> list[Evaluation]:
+        """The run's evaluations, newest version first (or only on `version`), in any status."""
+        params = {"version": version} if version is not None else {}
+        return self.http.paged(set_path(slug) + f"runs/{run_id}/evaluations/", params)
+
+    def scores(self, slug: str, *, version: int | None = None, system: str | None = None,
+               stage: Stage | None = None) -> list[Evaluation]:
+        """Every run's evaluation on `version` (the latest when left out), by run name."""
+        params = {k: v for k, v in {"version": version, "system": system, "stage": stage}.items() if v is not None}
+        return self.http.paged(set_path(slug) + "evaluations/", params)
+
+    def completeness(self, slug: str, run_id: int, *, version: int) -> list[dict[str, Any]]:
+        """The run's completeness rows on `version`, all queries first ("" slice), then per slice."""
+        found = self.run_evaluations(slug, run_id, version=version)
+        if not found:
+            raise GoldsetClientError(f"run {run_id} of {slug} has no evaluation on version {version}")
+        return list(found[0]["completeness"])
+
+    def wait_for_scores(self, slug: str, run_id: int, *, version: int | None = None, timeout: float = 600.0,
+                        poll_first: float = 0.5, poll_max: float = 15.0,
+                        sleep: Callable[[float], None] = time.sleep) -> Evaluation:
+        """The run's evaluation on `version` (the latest when left out) once its status is done.
+
+        Polls the run's evaluations, waiting `poll_first` seconds then 1.5 times longer each
+        time up to `poll_max`. Raises EvaluationFailed when Goldset could not score it,
+        WaitTimeout after `timeout` seconds, and GoldsetClientError at once when the run can
+        never be scored on `version`: Goldset scores a run on the version latest at its
+        upload and on every later one, never on an older one.
+        """
+        number = version if version is not None else self.golden_set(slug)["latest_version"]
+        if number is None:
+            raise GoldsetClientError(f"{slug} has no published version yet, so run {run_id} is not scored")
+        self._check_scorable(slug, run_id, number)
+        deadline = time.monotonic() + timeout
+        pause, status = poll_first, None
+        while True:
+            found = self.run_evaluations(slug, run_id, version=number)
+            status = found[0]["status"] if found else None
+            if status == "done":
+                return found[0]
+            if status == "failed":
+                raise EvaluationFailed(f"run {run_id} of {slug} could not be scored on version {number}: {found[0]['error']}",
+                                       error=found[0]["error"])
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout(
+                    f"run {run_id} of {slug} not scored on version {number} within {timeout:g} s "
+                    f"(status {status or 'not scheduled yet'})", last_status=status,
+                )
+            sleep(min(pause, left))
+            pause = min(poll_max, pause * 1.5)
+
+    def _check_scorable(self, slug: str, run_id: int, number: int) -> None:
+        run = self.run(slug, run_id)
+        uploaded = _instant(run["created_at"])
+        for later in self.versions(slug):
+            if later["number"] > number and _instant(later["created_at"]) <= uploaded:
+                raise GoldsetClientError(
+                    f"run {run_id} of {slug} was uploaded after version {later['number']} was published, so it is "
+                    f"never scored on version {number}; wait for version {later['number']} or later instead"
+                )
+
+    # --- monitoring ---------------------------------------------------------------------
+
+    def series(self, slug: str) -> list[Series]:
+        """The set's series by name, each with its latest night."""
+        return self.http.paged(set_path(slug) + "series/")
+
+    def series_nights(self, slug: str, series: str, *, slice: str | None = None, limit: int | None = None) -> SeriesNights:
+        """A series' last `limit` nights, oldest first; `slice` adds each night's scores on it."""
+        params: dict[str, Any] = {k: v for k, v in {"slice": slice, "limit": limit}.items() if v is not None}
+        return self.http.get_json(set_path(slug) + f"series/{quote(series, safe='')}/nights/", params)
+
+    def monitoring(self, slug: str, *, slice: str | None = None) -> dict[str, Any]:
+        """The monitoring page's figures: series' latest nights, rerank losses, probes, open alerts."""
+        return self.http.get_json(set_path(slug) + "monitoring/", {"slice": slice} if slice else None)
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _run_opener(run: RunSource, filename: str | None) -> tuple[Callable[[], IO[bytes]], str]:
+    """A function opening the run's bytes from the start (once per attempt), and its file name."""
+    if isinstance(run, (str, os.PathLike)):
+        path = Path(run)
+        if not path.is_file():
+            raise GoldsetClientError(f"run file {str(path)!r} does not exist")
+        return (lambda: open(path, "rb")), filename or path.name
+    if isinstance(run, bytes):
+        return (lambda: io.BytesIO(run)), filename or "run"
+    # A file object (standard input, a pipe) is read once, so that a retry can send it again;
+    # requests reads a multipart file whole anyway.
+    data = run.read()
+    return (lambda: io.BytesIO(data)), filename or os.path.basename(str(getattr(run, "name", "") or "run"))

@@ -1,0 +1,151 @@
+"""The API's answers as the client returns them: plain dicts, typed for a type checker.
+
+Field names and meanings are the API's (`/api/schema/`). Scores are fractions in [0, 1]
+named by ranx metric strings (`recall@100`, `ndcg@10`); changes in points are hundredths.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+Stage = Literal["first_stage", "reranked", "other"]
+EvaluationStatus = Literal["pending", "running", "done", "failed"]
+QrelsFormat = Literal["trec", "json", "beir", "csv"]
+
+
+class Grade(TypedDict):
+    value: int
+    label: str
+
+
+class GoldenSet(TypedDict):
+    slug: str
+    name: str
+    description: str
+    corpus: str
+    grade_scale: list[Grade]
+    relevance_threshold: int
+    k_first: int
+    k_final: int
+    query_slice_fields: list[str]
+    page_slice_fields: list[str]
+    query_count: int
+    latest_version: int | None
+
+
+class Version(TypedDict):
+    number: int
+    content_hash: str
+    note: str
+    author: str | None
+    created_at: str
+    relevance_threshold: int
+    k_first: int
+    k_final: int
+    query_slice_fields: list[str]
+    page_slice_fields: list[str]
+    query_count: int
+    label_count: int
+    relevant_count: int
+    queries_without_relevant: int
+
+
+class Run(TypedDict):
+    id: int
+    name: str
+    system: str
+    stage: Stage
+    source_name: str
+    uploaded_by: str | None
+    created_at: str
+    query_count: int
+    entry_count: int
+    depth_cap: int
+    dropped_by_depth: int
+    external_doc_count: int
+    extra_column_lines: int
+    series: str | None
+    measured_at: str | None
+    failed_query_count: int
+    index_size: int | None
+    entries_dropped: bool
+
+
+class EvaluationRun(TypedDict):
+    id: int
+    name: str
+    system: str
+    stage: Stage
+
+
+class SliceScores(TypedDict):
+    slice: str
+    queries_averaged: int
+    no_relevant_count: int
+    scores: dict[str, float]
+
+
+class Completeness(TypedDict):
+    slice: str
+    queries: int
+    judged_at_k_final: float
+    judged_at_k_first: float
+    loro_depth: int | None
+    loro_other_runs: int | None
+    loro_recall_k_first: float | None
+    loro_ndcg_10: float | None
+    loro_recall_change_points: float | None
+    loro_ndcg_change_points: float | None
+    unique_relevant_count: int | None
+    loro_emptied_queries: int | None
+
+
+class Evaluation(TypedDict):
+    run: EvaluationRun
+    version: int
+    content_hash: str
+    status: EvaluationStatus
+    error: str
+    started_at: str | None
+    finished_at: str | None
+    metrics: list[str]
+    queries_in_version: int
+    queries_averaged: int
+    unanswered_count: int
+    no_relevant_count: int
+    scores: dict[str, float]
+    slices: list[SliceScores]
+    completeness: list[Completeness]
+    judged_floor: float
+    unreliable: bool
+
+
+class Night(TypedDict):
+    run_id: int
+    name: str
+    measured_at: str
+    version: int | None
+    k_first: int | None
+    k_final: int | None
+    recall_first: float | None
+    recall_final: float | None
+    failed_query_count: int
+    failing: bool
+    index_size: int | None
+    slice_scores: dict[str, float]
+
+
+class Series(TypedDict):
+    name: str
+    endpoint: str | None
+    system: str | None
+    stage: Stage | None
+    run_count: int
+    created_at: str
+    latest: Night | None
+
+
+class SeriesNights(TypedDict):
+    series: str
+    slice: str
+    nights: list[Night]

@@ -1,0 +1,68 @@
+"""A live Goldset server (pytest-django's live_server: a real threaded HTTP server on the
+test database), a golden set with a published version, and clients holding real tokens.
+
+Tasks run in-process (settings_test), so a run uploaded through the live server is scored
+by the server's own thread as the upload commits, as on the embedded default."""
+
+import pytest
+
+from api.services import api_token_create
+from goldenset.services import version_publish
+from goldset_client import GoldsetClient, RetryPolicy
+from tests.api import SLUG, make_set
+
+
+class Waits(list):
+    """A RetryPolicy's sleep that records each wait asked for instead of sleeping: the tests
+    check what the client waited for, never how long anything took."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def manager(make_user):
+    return make_user("manager")
+
+
+@pytest.fixture
+def golden_set(manager):
+    return make_set(SLUG, manager)
+
+
+@pytest.fixture
+def version(golden_set, manager):
+    return version_publish(golden_set=golden_set, user=manager, note="first labels")
+
+
+@pytest.fixture
+def token(manager):
+    """token(scope, golden_set=None) -> a real API token's secret, the manager's."""
+
+    def make(scope: str, golden_set=None) -> str:
+        return api_token_create(owner=manager, scope=scope, golden_set=golden_set)[1]
+
+    return make
+
+
+@pytest.fixture
+def waits() -> Waits:
+    return Waits()
+
+
+@pytest.fixture
+def make_client(live_server, tmp_path, waits):
+    """make_client(secret, url=live server) -> a GoldsetClient whose cache is in tmp_path and
+    whose retries record their waits in `waits`."""
+
+    def make(secret: str, url: str | None = None) -> GoldsetClient:
+        retry = RetryPolicy(sleep=waits, jitter=lambda low, high: 0.0)
+        return GoldsetClient(url or live_server.url, secret, cache_dir=tmp_path / "cache", timeout=30, retry=retry)
+
+    return make
+
+
+@pytest.fixture
+def client(make_client, token, golden_set, version):
+    """A client with a write token for the set, which has version 1."""
+    return make_client(token("write", golden_set))
