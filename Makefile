@@ -31,7 +31,8 @@ run: warm
 	$(BIN)/python manage.py runserver 127.0.0.1:$${PORT:-8000}
 
 test: warm
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored).
+	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean-db:
 	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm

@@ -1,0 +1,74 @@
+"""The site as each role reaches it: the team fixture (a set with a version, a scored run, a
+pool and one member per role) and a crawl that follows every link. Shared by the link test
+(test_navigation.py) and the page-by-page browser test (test_every_page_browser.py)."""
+
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from evaluation.models import Run
+from goldenset.models import Membership
+from goldenset.services import membership_grant
+from labeling.models import QueueSettings
+from labeling.pools.services import pool_build
+from tests import factories
+
+PAGE_LIMIT = 400  # a runaway crawl (a link that makes new links) fails instead of running on
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        href = dict(attrs).get("href")
+        if tag == "a" and href:
+            self.hrefs.append(href)
+
+
+def _followed(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/"):
+        return False  # another site, mailto:, a fragment
+    if parts.path.startswith("/admin/") and not parts.path.startswith("/admin/coverage/"):
+        return False
+    return not parts.path.startswith(("/static/", "/accounts/logout"))
+
+
+def crawl(client, starts: list[str]) -> tuple[dict[str, int], set[str]]:
+    """Every page reachable from `starts` by links: {url: status}, and the html pages seen."""
+    seen: dict[str, int] = {}
+    html: set[str] = set()
+    queue = list(starts)
+    while queue:
+        url = queue.pop(0)
+        if url in seen:
+            continue
+        assert len(seen) < PAGE_LIMIT, f"more than {PAGE_LIMIT} pages reached; last {url}"
+        response = client.get(url, follow=True)  # a redirect counts by where it leads
+        seen[url] = response.status_code
+        if response.status_code != 200 or "text/html" not in response.get("Content-Type", ""):
+            continue
+        html.add(url)
+        parser = _Links()
+        parser.feed(response.content.decode())
+        for href in parser.hrefs:
+            target = urljoin(url, href).split("#")[0]
+            if target and _followed(target) and target not in seen:
+                queue.append(target)
+    return seen, html
+
+
+@pytest.fixture
+def team(make_user):
+    """The sliced set (v1, a scored run, slices) with a judging pool and one member per role."""
+    people = {role: make_user(role) for role in ("manager", "adjudicator", "annotator")}
+    golden_set = factories.sliced_set("navset", manager=people["manager"])
+    membership_grant(user=people["adjudicator"], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
+    membership_grant(user=people["annotator"], golden_set=golden_set, role=Membership.Role.ANNOTATOR)
+    QueueSettings.objects.create(golden_set=golden_set)
+    pool_build(golden_set=golden_set, runs=list(Run.objects.filter(golden_set=golden_set)), depth=2, strategy="depth")
+    people["staff"] = make_user("staff", is_staff=True, is_superuser=True)
+    return golden_set, people
