@@ -1,5 +1,6 @@
 """Fixtures shared by every test: people with roles, data made through the real services."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 def pytest_report_header(config):
     return settings.SERVICES_LINE
+
+
+def pytest_configure(config):
+    # Browser tests save screenshots to GOLDSET_SCREENSHOTS when it is set (make test sets it).
+    screenshots = os.environ.get("GOLDSET_SCREENSHOTS")
+    if screenshots:
+        Path(screenshots).mkdir(parents=True, exist_ok=True)
 
 
 @pytest.fixture
