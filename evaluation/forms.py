@@ -12,6 +12,7 @@ from evaluation.models import EvaluationSettings, Run
 from evaluation.settings_service import default_metric_names, settings_field_clean
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
+from lib.run_formats import FORMAT_HELP, RUN_FORMATS
 
 _SEPARATORS = re.compile(r"[,\s]+")
 # What an empty completeness field means: the model's default, as an empty metrics list does.
@@ -193,7 +194,14 @@ class EvaluationSettingsForm(forms.Form):
 
 
 class RunUploadForm(forms.Form):
-    file = forms.FileField(label="TREC run file", help_text="query_id Q0 doc_id rank score tag, one entry a line")
+    file = forms.FileField(
+        label="Run file",
+        help_text="TREC (query_id Q0 doc_id rank score tag), MS MARCO TSV, ranx or BEIR JSON, JSONL, parquet or ranx LZ4; gzip too",
+    )
+    format = forms.ChoiceField(
+        choices=[(name, "found from the content" if name == "auto" else name) for name in RUN_FORMATS], initial="auto",
+        required=False, help_text=FORMAT_HELP,
+    )
     system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked runs form one funnel")
     stage = forms.ChoiceField(choices=Run.Stage.choices, initial=Run.Stage.FIRST_STAGE)
     name = forms.CharField(max_length=200, required=False, help_text="unique in the set; empty means 'system stage'")

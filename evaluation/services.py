@@ -2,6 +2,7 @@
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import BinaryIO
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
@@ -24,6 +25,7 @@ from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version
 from lib.progress import Progress, no_progress
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
+from lib.run_formats import read_run
 from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
 
 
@@ -79,11 +81,16 @@ def _run_store(
 
 
 def run_import(
-    *, golden_set: GoldenSet, lines: Iterable[str], source_name: str, system: str, stage: str,
+    *, golden_set: GoldenSet, source_name: str, system: str, stage: str, lines: Iterable[str] | None = None,
+    data: BinaryIO | Iterable[bytes] | None = None, fmt: str = "auto",
     name: str | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
     series: str = "", measured_at: datetime | None = None,
 ) -> Run:
-    """Store a TREC run of `system` at `stage`, all or nothing, and evaluate it on commit.
+    """Store a run of `system` at `stage`, all or nothing, and evaluate it on commit.
+
+    The run is either `data`, the file's bytes (a stream or chunks: an upload, a file,
+    standard input) in any form lib.run_formats reads, named by `fmt` or found from its
+    content ("auto"), or `lines`, the text lines of a TREC run already in hand.
 
     Refuses (GoldsetError, every problem naming its line) wrong column counts, scores that
     are not finite numbers, a doc twice for one query and query ids the set does not have.
@@ -94,7 +101,12 @@ def run_import(
     system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     problems = ProblemCollector()
     known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
-    entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
+    if data is not None:
+        entries = read_run(data, source_name, problems, fmt=fmt, known_query_ids=known_queries, progress=progress)
+    elif lines is not None:
+        entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
+    else:
+        raise TypeError("run_import needs the run's data (bytes) or its lines (text)")
     problems.raise_if_any(f"cannot import run {source_name}: {len(problems.problems)} problem(s); nothing was stored")
     in_series = series_for(golden_set=golden_set, name=series) if (series or "").strip() else None
     if in_series is not None and measured_at is None:

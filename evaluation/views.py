@@ -32,7 +32,6 @@ from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
 from lib.errors import GoldsetError
 from lib.params import version_param
-from lib.uploads import text_lines
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
 
@@ -130,7 +129,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
             data = form.cleaned_data
             try:
                 run = run_import(
-                    golden_set=golden_set, lines=text_lines(data["file"], data["file"].name, "run"), source_name=data["file"].name,
+                    golden_set=golden_set, data=data["file"], fmt=data["format"] or "auto", source_name=data["file"].name,
                     system=data["system"], stage=data["stage"], name=data["name"], user=request.user,
                 )
             except GoldsetError as exc:

@@ -35,7 +35,7 @@ from goldenset.selectors import ROLES_MEMO, resolved_labels, version_settings
 from goldenset.signals import version_published
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
-from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_jsonl, read_trec_qrels
+from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import text_hash, version_hash
 from lib.ids import id_problem, natural_key
 from lib.progress import Progress, no_progress
@@ -333,15 +333,15 @@ def golden_set_import_beir(
     return summary
 
 
-# The qrels forms an import reads: TREC, and the CSV that Goldset's own export writes.
-QREL_READERS = {"trec": read_trec_qrels, "csv": read_csv_qrels}
+# The qrels forms an import reads: every form Goldset's export writes (lib.formats.QREL_FORMATS).
+QREL_READERS = {"trec": read_trec_qrels, "beir": read_beir_qrels, "csv": read_csv_qrels, "json": read_json_qrels}
 
 
 def qrels_import(
     *, golden_set_slug: str, lines: Iterable[str], source_name: str, create_missing: bool = False,
     user: AbstractBaseUser | None = None, progress: Progress = no_progress, fmt: str = "trec",
 ) -> ImportSummary:
-    """Import qrels (TREC, or CSV as `fmt` says) as `imported` judgments of a golden set.
+    """Import qrels (TREC, BEIR TSV, CSV or JSON, as `fmt` says) as `imported` judgments of a golden set.
 
     Ids the set does not know are refused, all listed, unless `create_missing`: then
     id-only pages and queries (has_text=False) are made, and the golden set itself, with

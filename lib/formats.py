@@ -142,6 +142,55 @@ def read_csv_qrels(lines: Iterable[str], source: str, problems: ProblemCollector
             yield qrel
 
 
+def read_json_qrels(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[QrelLine]:
+    """JSON qrels as Goldset's export writes them: `{query_id: {doc_id: grade}}` (ranx's
+    Qrels.to_dict). A problem names the key path (`qrels.json: ["q1"]["d7"]: ...`); a key
+    given twice in one object is refused, since JSON would silently keep the last. A
+    QrelLine's `line` is the label's position in the file, counting from 1."""
+    text = "".join(lines).lstrip("\ufeff")
+    repeated: list[str] = []
+
+    def refuse_repeats(pairs):
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return result
+
+    try:
+        qrels = json.loads(text, object_pairs_hook=refuse_repeats)
+    except (ValueError, RecursionError) as exc:
+        where = f"{source}:{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else source
+        problems.add(f"{where}: not JSON ({exc})")
+        return
+    for key in repeated:
+        problems.add(f"{source}: key {json.dumps(key, ensure_ascii=False)} appears twice in one object")
+    if not isinstance(qrels, dict):
+        problems.add(f"{source}: expected an object {{query_id: {{doc_id: grade}}}}, found {type(qrels).__name__}")
+        return
+    number = 0
+    for query_id, grades in qrels.items():
+        path = f"{source}: [{json.dumps(query_id, ensure_ascii=False)}]"
+        if not isinstance(grades, dict):
+            problems.add(f"{path}: expected an object {{doc_id: grade}}, found {type(grades).__name__}")
+            continue
+        for doc_id, grade in grades.items():
+            number += 1
+            where = f"{path}[{json.dumps(doc_id, ensure_ascii=False)}]"
+            bad = id_problem(query_id, "query id") or id_problem(doc_id, "doc id")
+            if bad:
+                problems.add(f"{where}: {bad}")
+            elif type(grade) is not int:
+                problems.add(f"{where}: grade {grade!r} is not an integer")
+            elif not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+                problems.add(f"{where}: grade {grade} is outside {GRADE_RANGE[0]}..{GRADE_RANGE[1]}")
+            else:
+                yield QrelLine(number, query_id, doc_id, grade)
+
+
 def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[JsonRecord]:
     """BEIR corpus or queries: one JSON object a line with `_id` and `text` (and `title`).
 

@@ -12,9 +12,14 @@ Choices that follow trec_eval 10 (get_trec_results.c, form_res_rels.c):
 - The rank column and the `Q0` column are ignored: entries are ordered by score
   descending, ties broken by doc id in DESCENDING byte order (strcmp). Python compares
   str by code point, which for UTF-8 text is the same order as comparing the bytes.
-- Columns after the sixth (the run tag) are ignored. trec_eval's own test file
-  `results.trunc` carries such junk; we accept it too and count those lines
-  (`RunEntries.extra_column_lines`) so the upload page can mention it.
+- A line has exactly six columns. trec_eval ignores text after the sixth (its own test file
+  `results.trunc` carries such junk), but that is also how `q1 Q0 has space 2 8.5 sys`
+  would be stored as doc `has`: an id with whitespace is refused (DESIGN.md), so a line of
+  seven or more columns is refused, naming it. `RunEntries.extra_column_lines` stays in
+  the shape (and on stored runs from before) and is 0 for every run read now.
+- The first line holding data may be a header (`query_id Q0 doc_id rank score tag`,
+  `qid iter docno rank sim run_id`): it is skipped when its score column is not a number.
+  Anywhere else such a line is refused.
 - A line whose first non-blank character is `#` is a comment; a `#` anywhere else is part
   of an id (the same rule as the qrels reader in lib.formats).
 
@@ -28,7 +33,7 @@ import io
 import math
 from array import array
 import zipfile
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -88,8 +93,10 @@ def read_trec_run(
     line_numbers: list[int] = []
     tags: dict[str, None] = {}
     unknown: dict[str, list[int]] = {}  # query id -> [first line, line count]
-    extra_column_lines = 0
+    extra_column_lines = 0  # always 0 now: a seventh column is refused (module docstring)
     isfinite = math.isfinite
+    problems_before = len(problems.problems)
+    header_seen = False
 
     for number, raw in enumerate(lines, start=1):
         if number == 1 and raw.startswith("\ufeff"):
@@ -97,15 +104,14 @@ def read_trec_run(
         parts = raw.split()
         if not parts or parts[0].startswith("#"):
             continue
-        if len(parts) < 6:
+        if len(parts) != 6:
+            hint = " (an id cannot hold whitespace)" if len(parts) > 6 else ""
             problems.add(
                 f"{source}:{number}: expected 6 columns 'query_id Q0 doc_id rank score tag', "
-                f"found {len(parts)}: {raw.strip()[:80]!r}"
+                f"found {len(parts)}{hint}: {raw.strip()[:80]!r}"
             )
             continue
-        if len(parts) > 6:
-            extra_column_lines += 1
-        query_id, _q0, doc_id, _rank, raw_score, tag = parts[:6]
+        query_id, _q0, doc_id, _rank, raw_score, tag = parts
         # Ids are checked on first sight only: a query id repeats on every line of its query.
         q = query_positions.get(query_id)
         if q is None:
@@ -126,6 +132,12 @@ def read_trec_run(
         # float() also takes "1_000", "nan", "inf" and non-ASCII digits; none is a score
         # that trec_eval would read the same way.
         if score is None or not isfinite(score) or "_" in raw_score or not raw_score.isascii():
+            if (
+                not header_seen and not line_numbers and not unknown and len(problems.problems) == problems_before
+                and not _is_number(_rank)
+            ):
+                header_seen = True  # the first line holding data names the columns: a header
+                continue
             problems.add(f"{source}:{number}: score {raw_score!r} is not a finite number")
             continue
         if q is None:
@@ -156,7 +168,7 @@ def read_trec_run(
         run_tags=tuple(tags),
         extra_column_lines=extra_column_lines,
     )
-    _check_duplicates(entries, problems)
+    check_duplicates(entries, problems)
     for query_id, (first_line, count) in unknown.items():
         lines_word = "line" if count == 1 else "lines"
         problems.add(
@@ -166,6 +178,14 @@ def read_trec_run(
     if not len(entries) and not problems:
         problems.add(f"{source}: no run entries found")
     return entries
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class RunEntriesBuilder:
@@ -282,7 +302,7 @@ class RunEntriesBuilder:
             line_numbers=np.arange(1, count + 1, dtype=np.int64), run_tags=(), extra_column_lines=0,
         )
         if not self._vouched or self._query_twice:
-            _check_duplicates(entries, self.problems)
+            check_duplicates(entries, self.problems)
         return entries
 
 
@@ -296,8 +316,11 @@ def run_entries_from_rankings(
     return builder.entries()
 
 
-def _check_duplicates(entries: RunEntries, problems: ProblemCollector) -> None:
-    """Add a problem for every entry that repeats a (query, doc) pair, naming both lines.
+def check_duplicates(
+    entries: RunEntries, problems: ProblemCollector, place: Callable[[int], str] | None = None,
+) -> None:
+    """Add a problem for every entry that repeats a (query, doc) pair, naming both lines
+    (or, with `place`, what place(line number) calls them: "run.parquet: row 7").
 
     Done on integer arrays after reading rather than with a set of pairs while reading:
     at a million entries a set of string tuples would cost over 100 MB.
@@ -316,10 +339,14 @@ def _check_duplicates(entries: RunEntries, problems: ProblemCollector) -> None:
     firsts = order[first_of]
     for i in np.argsort(entries.line_numbers[rows], kind="stable"):
         row, first = rows[i], firsts[i]
+        where, first_where = (
+            (place(int(entries.line_numbers[row])), place(int(entries.line_numbers[first])))
+            if place else (f"{entries.source}:{entries.line_numbers[row]}", f"line {entries.line_numbers[first]}")
+        )
         problems.add(
-            f"{entries.source}:{entries.line_numbers[row]}: doc id "
+            f"{where}: doc id "
             f"{entries.doc_ids[entries.doc_index[row]]!r} appears twice for query "
-            f"{entries.query_ids[entries.query_index[row]]!r} (first on line {entries.line_numbers[first]})"
+            f"{entries.query_ids[entries.query_index[row]]!r} (first on {first_where})"
         )
 
 

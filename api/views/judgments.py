@@ -1,5 +1,6 @@
 """POST /api/v1/golden-sets/{slug}/judgments/: existing labels in bulk, as `imported`."""
 
+import json
 import re
 
 from drf_spectacular.types import OpenApiTypes
@@ -13,7 +14,7 @@ from api.permissions import api_golden_set
 from api.serializers import validated
 from goldenset.services import qrels_import
 from lib.errors import GoldsetError
-from lib.formats import GRADE_RANGE
+from lib.formats import GRADE_RANGE, QREL_FORMATS
 from lib.ids import id_problem
 
 
@@ -45,6 +46,16 @@ def _id_problems(labels: list[dict]) -> list[str]:
     return problems
 
 
+def _json_label_count(text: str) -> int:
+    """The labels of a `{query_id: {doc_id: grade}}` body, for the cap; 0 when it is not that
+    shape (the import then names the fault)."""
+    try:
+        qrels = json.loads(text)
+    except (ValueError, RecursionError):
+        return 0
+    return sum(len(grades) for grades in qrels.values() if isinstance(grades, dict)) if isinstance(qrels, dict) else 0
+
+
 class JudgmentImportApi(APIView):
     """Import existing labels as `imported` judgments (write scope, manager), all or
     nothing; publish a version afterwards to snapshot them.
@@ -53,8 +64,9 @@ class JudgmentImportApi(APIView):
 
     - `application/json`: `{"labels": [{"query_id", "doc_id", "grade"}, ...], "create_missing": false}`.
       Problems name the item by its index, counting from 0: `labels[2]: query id 'q9' is not in the golden set`.
-    - `text/plain`: TREC qrels (`query_id iteration doc_id grade` a line, `#` comments), with
-      `?create_missing=true` in the query string. Problems name the line: `qrels:12: ...`.
+    - `text/plain`: TREC qrels (`query_id iteration doc_id grade` a line, `#` comments), or with
+      `?format=json|beir|csv` any other form the qrels export writes, with `?create_missing=true`
+      in the query string. Problems name the line: `qrels:12: ...` (a JSON body: the key path).
 
     Ids the set does not know are refused, all listed, unless `create_missing`: then id-only
     queries and pages are made.
@@ -73,6 +85,10 @@ class JudgmentImportApi(APIView):
     class TextParamsSerializer(serializers.Serializer):
         create_missing = serializers.BooleanField(
             required=False, default=False, help_text="with a text/plain body: make id-only queries and pages for unknown ids"
+        )
+        format = serializers.ChoiceField(
+            choices=QREL_FORMATS, required=False, default="trec",
+            help_text="with a text/plain body: its form, any that the qrels export writes (trec, json, beir, csv)",
         )
 
     @extend_schema_serializer(component_name="JudgmentImportOutput")
@@ -99,7 +115,12 @@ class JudgmentImportApi(APIView):
             # without a line all the same, refused by the import as such (422).
             text = request.data if isinstance(request.data, str) else ""
             lines, source, create_missing = text.splitlines(keepends=True), "qrels", params["create_missing"]
+            fmt = params["format"]
             count = sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
+            if fmt == "json":
+                count = _json_label_count(text)
+            elif fmt in ("beir", "csv"):
+                count -= 1  # the header line
             if count > MAX_LABELS_PER_REQUEST:
                 raise GoldsetError(
                     f"the body holds {count:,} qrels lines; send at most {MAX_LABELS_PER_REQUEST:,} a request "
@@ -113,10 +134,11 @@ class JudgmentImportApi(APIView):
                 raise GoldsetError(message, problems=problems, field=problems[0].split(":")[0])
             # One TREC line per item, so that the import's "labels:N" is item N - 1.
             lines = [f"{label['query_id']} 0 {label['doc_id']} {label['grade']}\n" for label in body["labels"]]
-            source, create_missing = "labels", body["create_missing"]
+            source, create_missing, fmt = "labels", body["create_missing"], "trec"
         try:
             summary = qrels_import(
                 golden_set_slug=golden_set.slug, lines=lines, source_name=source, create_missing=create_missing, user=request.user,
+                fmt=fmt,
             )
         except GoldsetError as exc:
             if source == "labels":

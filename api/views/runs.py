@@ -14,7 +14,7 @@ from evaluation.models import Run
 from evaluation.selectors import run_get
 from evaluation.services import run_import
 from lib.errors import GoldsetError
-from lib.uploads import text_lines
+from lib.run_formats import FORMAT_HELP, RUN_FORMATS
 
 
 class RunListApi(PaginatedMixin, APIView):
@@ -35,8 +35,9 @@ class RunListApi(PaginatedMixin, APIView):
 
 
 class RunUploadApi(APIView):
-    """Upload a TREC run (`query_id Q0 doc_id rank score tag` a line) as multipart form
-    data, all or nothing (write scope, manager). A bad line is refused with 422 naming it
+    """Upload a run as multipart form data (a TREC run, `query_id Q0 doc_id rank score tag`
+    a line, or any form of lib.run_formats, named by `format` or found from the content),
+    all or nothing (write scope, manager). A bad line is refused with 422 naming it
     (`run.txt:12: score 'x' is not a finite number`). The run is scored against the latest
     version once stored. With `series`, the run joins that series (made on first use) as
     the night `measured_at` (default: now), so that an eval job's nightly uploads form a
@@ -46,7 +47,8 @@ class RunUploadApi(APIView):
 
     @extend_schema_serializer(component_name="RunUploadInput")
     class InputSerializer(serializers.Serializer):
-        file = serializers.FileField(help_text="the TREC run file, UTF-8")
+        file = serializers.FileField(help_text="the run file: TREC, MS MARCO TSV, ranx/BEIR JSON, JSONL, parquet, ranx LZ4, or gzip of one")
+        format = serializers.ChoiceField(choices=RUN_FORMATS, required=False, default="auto", help_text=FORMAT_HELP)
         system = serializers.CharField(max_length=200, trim_whitespace=False, help_text="the retrieval system")
         stage = serializers.ChoiceField(choices=Run.Stage.choices, help_text="first_stage, reranked or other")
         name = serializers.CharField(
@@ -69,7 +71,7 @@ class RunUploadApi(APIView):
             raise GoldsetError("measured_at is the night of a series run: give series too, or leave measured_at out", field="measured_at")
         try:
             run = run_import(
-                golden_set=golden_set, lines=text_lines(upload, upload.name, "run"), source_name=upload.name,
+                golden_set=golden_set, data=upload, fmt=data["format"], source_name=upload.name,
                 system=data["system"], stage=data["stage"], name=data["name"], user=request.user,
                 series=data["series"], measured_at=data["measured_at"],
             )

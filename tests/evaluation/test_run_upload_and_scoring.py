@@ -227,10 +227,13 @@ def test_the_evaluate_command_prints_json_records(golden_set, capsys):
 
 def test_the_import_run_command_reports_its_facts_and_refuses_bad_files(golden_set, tmp_path, capsys):
     path = tmp_path / "r.run"
-    path.write_text(RUN + "q3 Q0 zz 1 1.0 sys extra words\n")
+    path.write_text(RUN + "q3 Q0 zz 1 1.0 sys\n")
     call_command("import_run", str(path), "--golden-set", "tiny", "--system", "s", "--stage", "reranked", verbosity=0)
     out = capsys.readouterr().out
-    assert "3 queries, 5 entries kept" in out and "1 doc id(s) are not in the corpus" in out and "1 line(s) had text after" in out
+    assert "3 queries, 5 entries kept" in out and "1 doc id(s) are not in the corpus" in out
+    path.write_text(RUN + "q3 Q0 has space 1 1.0 sys\n")
+    with pytest.raises(CommandError, match="r.run:5: expected 6 columns .*found 7"):
+        call_command("import_run", str(path), "--golden-set", "tiny", "--system", "s3", "--stage", "reranked", verbosity=0)
     path.write_text("q1 Q0 d1 1 x sys\n")
     with pytest.raises(CommandError, match="r.run:1: score 'x'"):
         call_command("import_run", str(path), "--golden-set", "tiny", "--system", "s2", "--stage", "reranked", verbosity=0)

@@ -53,7 +53,10 @@ def load(qrels_path: Path, run_path: Path, *, depth: int = 1000) -> tuple[QrelsA
     """Labels and ranked run from TREC files, doc ids keyed in order of first sight in the qrels."""
     problems = ProblemCollector()
     labels = list(read_trec_qrels(qrels_path.open(encoding="utf-8"), qrels_path.name, problems))
-    entries = read_trec_run(run_path.open(encoding="utf-8"), run_path.name, problems)
+    # trec_eval's results.trunc has text after the tag on 5 lines; Goldset refuses such lines
+    # (lib.runs), so the comparison reads only the 6 columns trec_eval itself reads.
+    lines = (" ".join(line.split()[:6]) + "\n" for line in run_path.open(encoding="utf-8"))
+    entries = read_trec_run(lines, run_path.name, problems)
     assert problems.problems == []
     keys: dict[str, int] = {}
     for label in labels:

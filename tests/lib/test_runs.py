@@ -38,11 +38,25 @@ def test_it_reads_the_six_columns_of_a_run_line():
     assert entries.run_tags == ("bm25",) and entries.extra_column_lines == 0
 
 
-def test_it_accepts_and_counts_lines_with_text_after_the_run_tag():
-    # trec_eval ignores everything after the sixth column; its own results.trunc relies on it.
-    entries, problems = read("301\tQ0\tFBIS3-27619\t99\t  2.138276\tSTANDARD more junk at\n301 Q0 d2 1 1.0 STANDARD\n")
-    assert problems == []
-    assert len(entries) == 2 and entries.extra_column_lines == 1 and entries.run_tags == ("STANDARD",)
+def test_it_refuses_a_line_with_text_after_the_run_tag_naming_it():
+    # trec_eval ignores everything after the sixth column, which stored `has space` as doc
+    # `has`: an id with whitespace is refused (DESIGN.md), so the seventh column is too.
+    entries, problems = read("q1 Q0 d1 1 1.0 t\nq1 Q0 has space 2 8.5 sys\n")
+    assert problems == [
+        "f:2: expected 6 columns 'query_id Q0 doc_id rank score tag', found 7 (an id cannot hold whitespace): "
+        "'q1 Q0 has space 2 8.5 sys'"
+    ]
+    assert entries.doc_ids == ["d1"] and entries.extra_column_lines == 0
+
+
+def test_a_header_line_is_skipped_only_as_the_first_line_holding_data():
+    for header in ("query_id Q0 doc_id rank score tag", "qid iter docno rank sim run_id"):
+        entries, problems = read(f"# made by bm25\n{header}\nq1 Q0 d1 1 2.5 t\n")
+        assert problems == [] and entries.query_ids == ["q1"] and entries.line_numbers.tolist() == [3]
+    _, problems = read("q1 Q0 d1 1 2.5 t\nquery_id Q0 doc_id rank score tag\n")
+    assert problems == ["f:2: score 'score' is not a finite number"]
+    _, problems = read("q1 Q0 d1 1 x t\n")  # a number in the rank column: a data line with a bad score
+    assert problems == ["f:1: score 'x' is not a finite number"]
 
 
 def test_it_skips_blank_lines_and_comments_but_keeps_hash_inside_ids():
@@ -178,13 +192,12 @@ def test_a_million_entry_run_stores_in_a_few_megabytes():
 
 
 @pytest.mark.shared_data
-def test_trec_evals_truncated_test_run_reads_with_its_junk_columns(shared_data):
+def test_trec_evals_truncated_test_run_is_refused_for_its_junk_columns_naming_each_line(shared_data):
     path = shared_data / "trec_eval_test" / "results.trunc"
     problems = ProblemCollector()
-    entries = read_trec_run(path.open(encoding="utf-8"), path.name, problems, known_query_ids={"301", "302", "303"})
-    assert problems.problems == []
-    assert len(entries) == 584 and entries.extra_column_lines == 5
-    assert sorted(entries.query_ids) == ["301", "303"]
+    read_trec_run(path.open(encoding="utf-8"), path.name, problems, known_query_ids={"301", "302", "303"})
+    assert len(problems.problems) == 5
+    assert all(p.startswith("results.trunc:") and "expected 6 columns" in p for p in problems.problems)
 
 
 @pytest.mark.shared_data

@@ -1,15 +1,16 @@
 import argparse
 from datetime import UTC, datetime
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
 from evaluation.models import Run
 from evaluation.services import run_import
+from goldenset.management.files import input_bytes, source_name
 from goldenset.management.progress import tqdm_progress, user_by_name
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
+from lib.run_formats import FORMAT_HELP, RUN_FORMATS
 
 
 def _moment(text: str) -> datetime:
@@ -21,7 +22,9 @@ def _moment(text: str) -> datetime:
 
 class Command(BaseCommand):
     help = (
-        "Upload a TREC run ('query_id Q0 doc_id rank score tag') of a retrieval system to a golden set. "
+        "Upload a run of a retrieval system to a golden set: TREC ('query_id Q0 doc_id rank score tag', a header "
+        "line allowed), MS MARCO TSV, ranx or BEIR JSON, JSONL, parquet or ranx LZ4, gzipped or not, found from the "
+        "content unless --format names it; '-' reads standard input. "
         "All or nothing: a bad line (wrong column count, non-numeric score, a doc twice for one query, a query id "
         "the set does not have) refuses the whole file, naming the line. Entries are ranked as trec_eval ranks "
         "them (score descending, ties by doc id descending) and capped at the set's depth. The run is then "
@@ -29,7 +32,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="the run file")
+        parser.add_argument("file", help="the run file, or - for standard input")
+        parser.add_argument("--format", choices=RUN_FORMATS, default="auto", dest="fmt", help=FORMAT_HELP)
         parser.add_argument("--golden-set", required=True, dest="golden_set", help="slug of the golden set")
         parser.add_argument("--system", required=True, help="the retrieval system, e.g. 'hybrid-v3'")
         parser.add_argument("--stage", required=True, choices=Run.Stage.values, help="first_stage, reranked or other")
@@ -41,27 +45,21 @@ class Command(BaseCommand):
             help="with --series: when the system was queried, ISO 8601 (default: now), e.g. 2026-11-30T02:00:00Z",
         )
 
-    def handle(self, *args, file, golden_set, system, stage, name, user, series, measured_at, verbosity, **options):
+    def handle(self, *args, file, fmt, golden_set, system, stage, name, user, series, measured_at, verbosity, **options):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
             raise CommandError(f"no golden set {golden_set!r}")
-        if not file.is_file():
-            raise CommandError(f"{file}: no such file")
         try:
-            with file.open(encoding="utf-8") as handle:
+            with input_bytes(file) as handle:
                 run = run_import(
-                    golden_set=found, lines=handle, source_name=file.name, system=system, stage=stage,
+                    golden_set=found, data=handle, fmt=fmt, source_name=source_name(file), system=system, stage=stage,
                     name=name, user=user_by_name(user), progress=tqdm_progress(verbosity), series=series,
                     measured_at=measured_at,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc
-        except UnicodeDecodeError as exc:
-            raise CommandError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
         self.stdout.write(f"run {run.name!r} of {golden_set}: {run.query_count} queries, {run.entry_count} entries kept")
         if run.dropped_by_depth:
             self.stdout.write(f"depth cap {run.depth_cap}: {run.dropped_by_depth} entries past it were not kept")
         if run.external_doc_count:
             self.stdout.write(f"{run.external_doc_count} doc id(s) are not in the corpus: they count as unjudged")
-        if run.extra_column_lines:
-            self.stdout.write(f"{run.extra_column_lines} line(s) had text after the tag column, ignored")

@@ -3,6 +3,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
+from goldenset.management.files import STDIO, output_text
 from goldenset.models import GoldenSet
 from goldenset.selectors import VersionIntegrityError, version_get, version_label_rows
 from lib.formats import QREL_FORMATS, write_qrels
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("slug", help="slug of the golden set")
         parser.add_argument("--version", type=int, dest="number", help="version number (default: the latest)")
         parser.add_argument("--format", choices=QREL_FORMATS, default="trec", dest="fmt")
-        parser.add_argument("--output", help="file to write (default: standard output)")
+        parser.add_argument("--output", help="file to write (default, or -: standard output)")
 
     def handle(self, *args, slug, number, fmt, output, **options):
         golden_set = GoldenSet.objects.filter(slug=slug).first()
@@ -36,9 +37,7 @@ class Command(BaseCommand):
             rows = version_label_rows(version)
         except VersionIntegrityError as exc:
             raise CommandError(exc.message) from exc
-        if output:
-            with open(output, "w", encoding="utf-8", newline="\n") as handle:
-                write_qrels(rows, handle, fmt)
+        with output_text(output, sys.stdout) as handle:
+            write_qrels(rows, handle, fmt)
+        if output not in (None, "", STDIO):
             self.stderr.write(f"wrote {version.label_count} labels of {slug} v{version.number} ({version.short_hash}) to {output}")
-        else:
-            write_qrels(rows, sys.stdout, fmt)
