@@ -8,7 +8,8 @@ looked up: logging never makes a query), `golden_set` (the slug in the URL), `ve
 (the version number in the URL), `run` (a run id in the URL or a task's `run_id`),
 `version_id`, `night`, `job`, `alert` and `task` from a Celery task's arguments.
 
-The ids live in a context variable, set by `LogContextMiddleware` for a request and by
+The ids live in a context variable, set by `LogContextMiddleware` for a request (until its
+response is closed) and by
 Celery's task_prerun signal for a task (and put back at task_postrun, so a task run
 in-process inside a request leaves the request's ids as they were); `ContextFilter`, on
 the console handler, copies them onto every record, whichever logger wrote it.
@@ -23,6 +24,7 @@ import uuid
 from datetime import datetime, timezone
 
 from celery.signals import task_postrun, task_prerun
+from django.core.signals import request_finished
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import SimpleLazyObject, empty
 
@@ -87,11 +89,11 @@ class LogContextMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         sent = request.headers.get("X-Request-ID", "")
         request_id = sent if SANE_REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
-        token = _context.set({"request_id": request_id, "request": request})
-        try:
-            response = self.get_response(request)
-        finally:
-            _context.reset(token)
+        # Left set until the response is closed (request_finished, below): Django logs a
+        # 4xx or 5xx answer after the middleware returned, and a streamed export's lines
+        # are written while it streams.
+        _context.set({"request_id": request_id, "request": request})
+        response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response
 
@@ -127,5 +129,10 @@ def _task_finished(task_id=None, **extra) -> None:
             pass
 
 
+def _request_finished(**extra) -> None:
+    _context.set({})
+
+
+request_finished.connect(_request_finished, weak=False)
 task_prerun.connect(_task_started, weak=False)
 task_postrun.connect(_task_finished, weak=False)
