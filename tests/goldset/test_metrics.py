@@ -109,3 +109,52 @@ def test_a_logged_in_user_is_not_let_in_either(live_server, owner):
         headers={"Referer": login.url},
     )
     assert session.get(live_server.url + "/metrics", timeout=30).status_code == 403
+
+
+def test_with_a_multiprocess_folder_metrics_sum_the_requests_of_every_gunicorn_worker(tmp_path):
+    """Three workers, each answering some of the requests: any one of them reports them all."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.goldset.test_health import free_port
+
+    root = Path(__file__).resolve().parents[2]
+    port, folder = free_port(), tmp_path / "metrics"
+    folder.mkdir()
+    env = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
+        "SQLITE_PATH": str(tmp_path / "empty.sqlite3"), "DATABASE_URL": "", "CELERY_BROKER_URL": "",
+        "TASKS_OFF_REQUEST_THREAD": "false", "PROMETHEUS_MULTIPROC_DIR": str(folder),
+    }
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    server = subprocess.Popen(
+        [str(gunicorn), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "3", "--log-level", "warning"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                requests.get(base + "/readyz", timeout=30)
+                break
+            except requests.ConnectionError:
+                assert server.poll() is None and time.monotonic() < deadline, server.stdout.read().decode()
+                time.sleep(0.2)
+        for _ in range(30):
+            requests.get(base + "/healthz", headers={"Connection": "close"}, timeout=30)
+        workers = {path.name.split("_")[-1] for path in folder.glob("*.db")}
+        text = requests.get(base + "/metrics", timeout=30).text
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text) for sample in family.samples
+    }
+    assert value(samples, "goldset_request_duration_seconds_count", view="healthz", method="GET", status="200") == 30
+    assert len(workers) >= 2, f"the requests reached one worker only ({workers}): the sum proves nothing"
+    assert value(samples, "goldset_database_up") == 0  # this database has no tables: said, not a 500
