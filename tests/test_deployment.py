@@ -249,6 +249,16 @@ def test_the_worker_health_check_pings_the_real_celery_app():
     assert words[words.index("-A") + 2:words.index("-A") + 4] == ["inspect", "ping"]
 
 
+def test_web_empties_its_metrics_folder_before_gunicorn_starts():
+    folder = environment("web")["PROMETHEUS_MULTIPROC_DIR"]
+    steps = command_steps("web")
+    assert ["rm", "-rf", folder] in steps and ["mkdir", "-p", folder] in steps
+    assert steps.index(["rm", "-rf", folder]) < steps.index(["mkdir", "-p", folder]) < len(steps) - 1
+    # Only web serves /metrics: the worker and beat keep no multiprocess files.
+    assert "PROMETHEUS_MULTIPROC_DIR" not in environment("worker") and "PROMETHEUS_MULTIPROC_DIR" not in environment("beat")
+    assert environment("web").items() > {name: value for name, value in environment("worker").items()}.items()
+
+
 def test_the_app_services_wait_for_healthy_postgres_and_redis():
     for service in APP_SERVICES:
         depends = compose()["services"][service]["depends_on"]
