@@ -53,7 +53,6 @@ def database_check() -> str:
     except DatabaseError as exc:
         # A connection kept across requests (CONN_MAX_AGE) that the outage broke is
         # dropped, so that the next check opens a new one rather than failing on the old.
-        connection.close_if_unusable_or_obsolete()
         connection.close()
         return f"failing: {type(exc).__name__}: {str(exc).strip() or 'no answer'}"
     return "ok"

@@ -74,8 +74,9 @@ class RequestMetricsMiddleware:
         started = time.perf_counter()
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
-        # A path that resolves to nothing (404) is one series, whatever was asked for.
-        view = (match.view_name or match._func_path) if match is not None else "<unresolved>"
+        # view_name is the route's name (or the view's dotted path for an unnamed route); a
+        # path that resolves to nothing (404) is one series, whatever was asked for.
+        view = match.view_name if match is not None else "<unresolved>"
         method = request.method if request.method in KNOWN_METHODS else "OTHER"
         REQUEST_LATENCY.labels(view, method, str(response.status_code)).observe(time.perf_counter() - started)
         return response

@@ -1,6 +1,7 @@
 """The README's worked example, run as it is written against the app: an eval job that
 pins a version, loads its qrels with ranx, evaluates a run and uploads it."""
 
+import gzip
 import re
 from pathlib import Path
 
@@ -39,6 +40,8 @@ class DjangoAdapter(BaseAdapter):
         response.status_code = answer.status_code
         response.headers = CaseInsensitiveDict(answer.headers)
         response._content = b"".join(answer.streaming_content) if answer.streaming else answer.content
+        if answer.headers.get("Content-Encoding") == "gzip":  # requests sends Accept-Encoding: gzip; urllib3 would decode
+            response._content = gzip.decompress(response._content)
         response.url, response.request, response.encoding = request.url, request, "utf-8"
         return response
 
