@@ -382,3 +382,15 @@ def test_a_sqlite_database_always_gets_wal_and_immediate_transactions(env):
     database = json.loads(result.stdout.strip().splitlines()[-1])
     assert database["NAME"] == "/tmp/goldset-settings.sqlite3"
     assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE" and "journal_mode=WAL" in database["OPTIONS"]["init_command"]
+
+
+def test_probes_and_the_scraper_are_not_redirected_to_https_in_production():
+    """They talk to the container over plain HTTP; every other path still is redirected."""
+    script = (
+        "import json; from django.test import Client; c = Client(HTTP_HOST='goldset.example.com'); "
+        "print(json.dumps({p: c.get(p).status_code for p in ('/healthz', '/metrics', '/accounts/login/')}))"
+    )
+    result = run_manage("shell", "-c", script, **production_env(ALLOWED_HOSTS="goldset.example.com"))
+    assert result.returncode == 0, result.stderr
+    codes = json.loads(result.stdout.strip().splitlines()[-1])
+    assert codes["/healthz"] == 200 and codes["/metrics"] in (200, 403) and codes["/accounts/login/"] == 301
