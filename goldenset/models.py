@@ -227,7 +227,11 @@ class Judgment(AppendOnlyModel):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["query", "page", "-id"], name="judgment_pair_latest")]
+        indexes = [
+            models.Index(fields=["query", "page", "-id"], name="judgment_pair_latest"),
+            # /metrics counts the judgments of the last minute at every scrape.
+            models.Index(fields=["created_at"], name="judgment_created"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(source="imported") | Q(annotator__isnull=False),

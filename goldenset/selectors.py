@@ -208,7 +208,8 @@ def version_check_intact(version: Version) -> None:
     The database refuses every change a version's hash depends on (migration 0005 of
     goldenset freezes the ids it reads), so this guards against what bypassed that: a
     trigger dropped, rows restored from elsewhere, a version damaged before the freeze.
-    A version found intact stays so; the result is cached per process.
+    A version found intact stays so; the result is kept in Django's cache, which the web
+    servers share when CACHE_URL names a Redis (else it is per process).
     """
     key = f"goldset:version-intact:{version.pk}:{version.content_hash}:{version.created_at.isoformat()}"
     if cache.get(key):

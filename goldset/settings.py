@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from csp.constants import NONE as CSP_NONE, SELF as CSP_SELF, UNSAFE_INLINE as CSP_UNSAFE_INLINE
 
 from goldset.env import env_bool, env_int, env_list, env_networks, env_str, numba_cache_dir
@@ -49,7 +50,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: a body over the limit is refused before anything reads it.
+    # Log ids and request timing wrap everything else (goldset.logs, goldset.metrics);
+    # neither reads the body.
+    "goldset.logs.LogContextMiddleware",
+    "goldset.metrics.RequestMetricsMiddleware",
+    # Then: a body over the limit is refused before anything reads it.
     "goldset.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -201,6 +206,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # second from NUMBA_CACHE_DIR, about 80 s when the cache is cold. Celery's default of 4 s
 # would kill it mid-compile, again and again, and the worker would never take a task.
 CELERY_WORKER_PROC_ALIVE_TIMEOUT = 300
+# The worker logs through LOGGING above (its format, its ids) rather than its own handler.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
@@ -296,10 +303,20 @@ ALERT_WEBHOOK_ALLOWED_NETWORKS = env_networks("ALERT_WEBHOOK_ALLOWED_NETWORKS")
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "goldset@localhost")
 
+# Every line says its time, level and logger; LOG_FORMAT=json writes one JSON object a line
+# with the request, user, golden set, run and version ids known (goldset.logs).
+LOG_FORMAT = env_str("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: use text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"context": {"()": "goldset.logs.ContextFilter"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "goldset.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # With tasks run in-process, a line per task would drown a command's own output.
     "loggers": {
@@ -307,4 +324,26 @@ LOGGING = {
         # django-axes logs every login at INFO; its lockouts are WARNINGs.
         "axes": {"level": "WARNING"},
     },
+}
+
+# --- Operations: health, metrics, cache (goldset.health, goldset.metrics) ----------------
+
+# /metrics answers requests from these networks (CIDR, comma separated; loopback by
+# default), or carrying `Authorization: Bearer <METRICS_TOKEN>` when a token is set.
+METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+# prometheus-client's multiprocess mode: a folder, empty at start, where every gunicorn
+# worker writes its request figures so that /metrics sums them. Unset: per process.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR")
+
+# What the web servers cache (a version found intact, the judging counts, the API's rate
+# limits) must be the same for all of them: in Redis when CACHE_URL is set, else in the
+# process's memory (one process, the embedded default).
+CACHE_URL = env_str("CACHE_URL")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "goldset"}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    ),
 }

@@ -3,8 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from goldenset import views as goldenset_views
+from goldset import health, metrics
 
 urlpatterns = [
+    # Operations: no login, no session (goldset.health, goldset.metrics).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("", goldenset_views.home, name="home"),
     path("sets/<slug:slug>/", goldenset_views.golden_set_detail, name="golden_set"),
     path("sets/<slug:slug>/versions/<int:number>/", goldenset_views.version_detail, name="version"),

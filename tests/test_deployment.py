@@ -202,6 +202,75 @@ def test_compose_defaults_are_the_settings_defaults():
             assert default == defaults[name], f"docker-compose.yml defaults {name} to {default!r}, the settings to {defaults[name]!r}"
 
 
+def healthcheck_words(service: str) -> list[str]:
+    test = compose()["services"][service]["healthcheck"]["test"]
+    if test[0] == "CMD-SHELL":
+        return shlex.split(test[1].replace("$$", "$"))
+    assert test[0] == "CMD", f"{service}: a health check is CMD or CMD-SHELL"
+    return [str(word) for word in test[1:]]
+
+
+def test_postgres_and_redis_are_checked_with_their_own_tools():
+    postgres = environment("postgres")
+    words = healthcheck_words("postgres")
+    assert words[0] == "pg_isready"
+    assert words[words.index("-U") + 1] == postgres["POSTGRES_USER"] and words[words.index("-d") + 1] == postgres["POSTGRES_DB"]
+    assert healthcheck_words("redis") == ["redis-cli", "ping"]
+
+
+def test_the_web_health_check_asks_the_real_healthz_as_a_proxied_request():
+    from django.urls import resolve
+
+    import goldset.health
+
+    words = healthcheck_words("web")
+    assert words[:2] == ["python", "-c"]
+    script = words[2]
+    compile(script, "healthcheck", "exec")  # the probe is valid Python
+    [url] = re.findall(r"'(http://[^']+)'", script)
+    parsed = urlparse(url)
+    port = int(command_steps("web")[-1][command_steps("web")[-1].index("--bind") + 1].rsplit(":", 1)[1])
+    assert (parsed.hostname, parsed.port) == ("127.0.0.1", port)
+    assert resolve(parsed.path).func is goldset.health.healthz
+    # Past ALLOWED_HOSTS and the production https redirect, as requests through the proxy are.
+    assert "ALLOWED_HOSTS" in script and "'X-Forwarded-Proto': 'https'" in script
+    production = (ROOT / "goldset" / "settings_production.py").read_text(encoding="utf-8")
+    assert 'SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")' in production
+
+
+def test_the_worker_health_check_pings_the_real_celery_app():
+    from celery.app.utils import find_app
+
+    import goldset.celery
+
+    words = healthcheck_words("worker")
+    assert words[0] == "celery" and words[words.index("-A") + 1] == command_steps("worker")[0][2]
+    assert find_app(words[words.index("-A") + 1]) is goldset.celery.app
+    assert words[words.index("-A") + 2:words.index("-A") + 4] == ["inspect", "ping"]
+
+
+def test_web_empties_its_metrics_folder_before_gunicorn_starts():
+    folder = environment("web")["PROMETHEUS_MULTIPROC_DIR"]
+    steps = command_steps("web")
+    assert ["rm", "-rf", folder] in steps and ["mkdir", "-p", folder] in steps
+    assert steps.index(["rm", "-rf", folder]) < steps.index(["mkdir", "-p", folder]) < len(steps) - 1
+    # Only web serves /metrics: the worker and beat keep no multiprocess files.
+    assert "PROMETHEUS_MULTIPROC_DIR" not in environment("worker") and "PROMETHEUS_MULTIPROC_DIR" not in environment("beat")
+    assert environment("web").items() > {name: value for name, value in environment("worker").items()}.items()
+
+
+def test_the_app_services_wait_for_healthy_postgres_and_redis():
+    for service in APP_SERVICES:
+        depends = compose()["services"][service]["depends_on"]
+        assert depends["postgres"]["condition"] == depends["redis"]["condition"] == "service_healthy", service
+
+
+def test_cache_url_points_at_the_redis_service_in_a_database_apart_from_the_broker():
+    for service in APP_SERVICES:
+        cache, broker = (urlparse(environment(service)[name]) for name in ("CACHE_URL", "CELERY_BROKER_URL"))
+        assert (cache.scheme, cache.hostname) == ("redis", "redis") and cache.path != broker.path
+
+
 # --- .env.example ----------------------------------------------------------------------
 
 def test_env_example_lists_exactly_the_variables_the_settings_read():
@@ -313,3 +382,15 @@ def test_a_sqlite_database_always_gets_wal_and_immediate_transactions(env):
     database = json.loads(result.stdout.strip().splitlines()[-1])
     assert database["NAME"] == "/tmp/goldset-settings.sqlite3"
     assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE" and "journal_mode=WAL" in database["OPTIONS"]["init_command"]
+
+
+def test_probes_and_the_scraper_are_not_redirected_to_https_in_production():
+    """They talk to the container over plain HTTP; every other path still is redirected."""
+    script = (
+        "import json; from django.test import Client; c = Client(HTTP_HOST='goldset.example.com'); "
+        "print(json.dumps({p: c.get(p).status_code for p in ('/healthz', '/metrics', '/accounts/login/')}))"
+    )
+    result = run_manage("shell", "-c", script, **production_env(ALLOWED_HOSTS="goldset.example.com"))
+    assert result.returncode == 0, result.stderr
+    codes = json.loads(result.stdout.strip().splitlines()[-1])
+    assert codes["/healthz"] == 200 and codes["/metrics"] in (200, 403) and codes["/accounts/login/"] == 301
