@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.alerts.delivery import WebhookOutcome, webhook_test_send
@@ -63,7 +64,10 @@ def _settings_page(request: HttpRequest, golden_set, *, form: EvaluationSettings
     settings = evaluation_settings(golden_set)
     form = form or EvaluationSettingsForm(initial=EvaluationSettingsForm.initial_from(settings), golden_set=golden_set)
     ctx = {"golden_set": golden_set, "form": form, "settings": settings, "new_secret": new_secret}
-    return render(request, "evaluation/settings.html", ctx)
+    response = render(request, "evaluation/settings.html", ctx)
+    if new_secret:
+        patch_cache_control(response, no_store=True, private=True)  # no copy of the secret in any cache or history
+    return response
 
 
 @login_required

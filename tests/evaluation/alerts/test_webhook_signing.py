@@ -302,6 +302,7 @@ def test_rotating_shows_the_new_secret_once(client, golden_set, owner):
     response = client.post(url("webhook_secret_rotate"))
     new = evaluation_settings(golden_set).webhook_secret
     assert new != old and SECRET_PATTERN.findall(response.content.decode()) == [new]
+    assert "no-store" in response["Cache-Control"]
     assert new not in client.get(url("evaluation_settings")).content.decode()
 
 
