@@ -17,7 +17,7 @@ from django.contrib import admin
 from django.db.models.functions import Length
 
 from evaluation.canaries import canary_add, canary_check_input
-from evaluation.models import Alert, Canary, Completeness, Evaluation, EvaluationSettings, Run, RunData, Score
+from evaluation.models import Alert, Canary, Completeness, Evaluation, EvaluationSettings, Run, RunData, Score, WebhookDelivery
 from evaluation.settings_service import SETTINGS_FIELDS, evaluation_settings_update, settings_field_clean
 from lib.errors import GoldsetError
 
@@ -205,3 +205,13 @@ class CanaryAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         created = canary_add(golden_set=obj.golden_set, query=obj.query, page=obj.page, note=obj.note, user=request.user)
         obj.pk, obj.created_at = created.pk, created.created_at
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ComputedAdmin):
+    """Every webhook attempt, with the exact error class the alerts page words as "unreachable"."""
+
+    list_display = ["sent_at", "golden_set", "message_id", "attempt", "host", "status", "error", "duration_ms"]
+    list_filter = ["golden_set"]
+    search_fields = ["message_id", "host"]
+    list_select_related = ["golden_set"]

@@ -86,7 +86,8 @@ class EvaluationSettingsForm(forms.Form):
         required=False,
         label="Webhook URL",
         widget=forms.URLInput,
-        help_text="When set, each alert is POSTed here as JSON (retried with backoff on failure).",
+        help_text="When set, each alert is POSTed here as JSON with a Slack/Teams-ready `text` line, signed the Standard Webhooks "
+        "way (retried with backoff on failure). Setting it makes a signing secret, shown once below.",
     )
 
     failing_share = forms.FloatField(

@@ -43,6 +43,16 @@ class EvaluationSettings(models.Model):
     )
     alert_emails = models.JSONField(default=list, blank=True)
     webhook_url = models.URLField(blank=True)
+    # The Standard Webhooks signing secret, "whsec_<base64 of 32 random bytes>"
+    # (evaluation.alerts.signing). Stored as it is, not hashed: the worker must sign with
+    # it, as every HMAC sender does. Not encrypted with a key derived from SECRET_KEY
+    # either: whoever reads the database also reads the settings (and SECRET_KEY) on the
+    # same hosts, the secret only lets one forge this set's alerts, and a rotated
+    # SECRET_KEY would silently break every signature. What protects it is that it is
+    # shown once (the settings page right after creation or rotation) and never again:
+    # not in the admin, the API or any later page; "" until the webhook is first turned on.
+    webhook_secret = models.CharField(max_length=100, blank=True, editable=False)
+    webhook_secret_created_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Runs in a series (monitoring's nightly runs, an eval job's uploads). A run whose share
     # of failed queries is over failing_share measured the endpoint's outage, not its recall:
     # it raises "endpoint failing" instead of recall alerts and is never a night's baseline.
@@ -373,3 +383,39 @@ class Canary(models.Model):
 
     def __str__(self) -> str:
         return f"canary {self.page} for {self.query}"
+
+
+class WebhookDelivery(models.Model):
+    """One attempt to POST to a set's webhook (an alert, or a test event when alert is None),
+    written by evaluation.alerts.delivery for every attempt, refused addresses included."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, null=True, blank=True, related_name="webhook_deliveries")
+    # The Standard Webhooks `webhook-id`: the same on every attempt of one message.
+    message_id = models.CharField(max_length=100)
+    attempt = models.PositiveSmallIntegerField()
+    sent_at = models.DateTimeField()
+    # The host only: the path of a Slack or Teams URL is itself a secret token.
+    host = models.CharField(max_length=255)
+    status = models.PositiveSmallIntegerField(null=True, blank=True, help_text="the HTTP status answered; empty when none was")
+    error = models.CharField(max_length=100, blank=True, help_text="the class of error when no status was answered")
+    duration_ms = models.PositiveIntegerField()
+
+    class Meta:
+        # The alerts page reads a set's latest deliveries.
+        indexes = [models.Index(fields=["golden_set", "-sent_at"], name="webhookdelivery_set_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} attempt {self.attempt}"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def shown_error(self) -> str:
+        """The error as the alerts page shows it to managers: one word for every failure to
+        get an answer, so that a refused internal address, a closed port and a filtered one
+        read the same (the port-scanner finding, tests/hardening/test_webhook_ssrf.py);
+        `error` keeps the exact class for staff, in the admin."""
+        return "unreachable" if self.error else ""

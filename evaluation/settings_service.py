@@ -15,6 +15,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.db import transaction
+from django.utils import timezone
+
+from evaluation.alerts.signing import webhook_secret_generate
 
 from evaluation.metrics import MAX_K, default_metrics, parse_metrics
 from evaluation.models import EvaluationSettings
@@ -206,12 +209,29 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
         changed = [field for field, value in cleaned.items() if getattr(found, field) != value]
         for field in changed:
             setattr(found, field, cleaned[field])
+        if found.webhook_url and not found.webhook_secret:
+            # Turning the webhook on makes its signing secret; the page shows it this once.
+            found.webhook_secret, found.webhook_secret_created_at = webhook_secret_generate(), timezone.now()
+            changed += ["webhook_secret", "webhook_secret_created_at"]
         if changed:
             found.save(update_fields=changed)
     if changed:
         # No history table: the log is where "who moved the floor" is answered.
         logger.info("evaluation settings of %s changed by %s: %s", golden_set.slug, user, ", ".join(changed))
     return found
+
+
+def webhook_secret_rotate(*, golden_set: GoldenSet, user: AbstractBaseUser | None) -> str:
+    """Replace the set's webhook signing secret with a new one and return it: the only time
+    it is handed out (the caller shows it once). Signatures made with the old one no longer
+    verify from the next delivery on."""
+    secret = webhook_secret_generate()
+    with transaction.atomic():
+        found, _ = EvaluationSettings.objects.select_for_update().get_or_create(golden_set=golden_set)
+        found.webhook_secret, found.webhook_secret_created_at = secret, timezone.now()
+        found.save(update_fields=["webhook_secret", "webhook_secret_created_at"])
+    logger.info("webhook secret of %s rotated by %s", golden_set.slug, user)
+    return secret
 
 
 def default_metric_names(golden_set: GoldenSet) -> list[str]:

@@ -174,7 +174,7 @@ def alert_deliver_task(self, alert_id: int) -> str:
         logger.warning("alert %s: e-mail failed: %s", alert_id, exc)
         failed.append("e-mail")
     if settings.webhook_url:
-        outcome = alert_webhook_post(alert=alert, url=settings.webhook_url)
+        outcome = alert_webhook_post(alert=alert, settings=settings)
         if outcome == WebhookOutcome.RETRY:
             logger.warning("alert %s: webhook attempt %d failed: %s", alert_id, alert.webhook_attempts, alert.webhook_error)
             failed.append("webhook")

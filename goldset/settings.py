@@ -299,6 +299,9 @@ SPECTACULAR_SETTINGS = {
 # and metadata addresses are refused at send time unless they fall in one of these
 # networks (CIDR, comma separated), for a receiver inside the deployment's own network.
 ALERT_WEBHOOK_ALLOWED_NETWORKS = env_networks("ALERT_WEBHOOK_ALLOWED_NETWORKS")
+# Where people reach this Goldset, for the absolute links of messages read elsewhere (the
+# webhook's `text` links to the alerts page): no request is at hand in a worker.
+SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "goldset@localhost")

@@ -3,7 +3,7 @@ reference."""
 
 from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
 
-from evaluation.models import Alert
+from evaluation.models import Alert, WebhookDelivery
 from goldenset.models import GoldenSet
 
 
@@ -22,3 +22,11 @@ def alerts_latest(golden_set: GoldenSet, limit: int = 5) -> list[Alert]:
     """The `limit` newest alerts of the set, as `alerts_for` gives them: the context of
     templates/evaluation/_alerts_summary.html."""
     return list(alerts_for(golden_set)[:limit])
+
+
+WEBHOOK_DELIVERIES_SHOWN = 50
+
+
+def webhook_deliveries_latest(golden_set: GoldenSet, limit: int = WEBHOOK_DELIVERIES_SHOWN) -> list[WebhookDelivery]:
+    """The set's `limit` latest webhook attempts, newest first, alerts and test events alike."""
+    return list(WebhookDelivery.objects.filter(golden_set=golden_set).select_related("alert").order_by("-sent_at", "-id")[:limit])

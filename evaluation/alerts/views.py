@@ -5,12 +5,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.utils.cache import patch_cache_control
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.alerts.selectors import alerts_for
+from evaluation.alerts.delivery import WebhookOutcome, webhook_test_send
+from evaluation.alerts.selectors import alerts_for, webhook_deliveries_latest
 from evaluation.forms import EvaluationSettingsForm
 from evaluation.selectors import evaluation_settings
-from evaluation.settings_service import evaluation_settings_update
+from evaluation.settings_service import evaluation_settings_update, webhook_secret_rotate
 from goldenset.models import Membership
 from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import GoldsetError
@@ -24,11 +26,14 @@ SETTINGS_ROLES = (Membership.Role.MANAGER,)
 def alerts_page(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     page = Paginator(alerts_for(golden_set), ALERTS_PER_PAGE).get_page(request.GET.get("page"))
+    is_manager = request.user.is_staff or Membership.Role.MANAGER in user_roles(request.user, golden_set)
     ctx = {
         "golden_set": golden_set,
         "page": page,
         "settings": evaluation_settings(golden_set),
-        "can_edit_settings": request.user.is_staff or Membership.Role.MANAGER in user_roles(request.user, golden_set),
+        "can_edit_settings": is_manager,
+        # Where the webhook goes and how it answers is the managers' business.
+        "webhook_deliveries": webhook_deliveries_latest(golden_set) if is_manager else None,
     }
     return render(request, "evaluation/alerts.html", ctx)
 
@@ -41,13 +46,51 @@ def evaluation_settings_page(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         form = EvaluationSettingsForm(request.POST, golden_set=golden_set)
         if form.is_valid():
+            had_secret = bool(evaluation_settings(golden_set).webhook_secret)
             try:
-                evaluation_settings_update(golden_set=golden_set, user=request.user, **form.cleaned_data)
+                saved = evaluation_settings_update(golden_set=golden_set, user=request.user, **form.cleaned_data)
             except GoldsetError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, [exc.message, *exc.problems])
             else:
                 messages.success(request, "Evaluation settings saved. They apply to evaluations computed from now on.")
+                if saved.webhook_secret and not had_secret:
+                    # Rendered, not redirected: the new secret is in this answer and nowhere else.
+                    return _settings_page(request, golden_set, new_secret=saved.webhook_secret)
                 return redirect("evaluation_settings", slug=golden_set.slug)
+        return _settings_page(request, golden_set, form=form)
+    return _settings_page(request, golden_set)
+
+
+def _settings_page(request: HttpRequest, golden_set, *, form: EvaluationSettingsForm | None = None, new_secret: str = "") -> HttpResponse:
+    settings = evaluation_settings(golden_set)
+    form = form or EvaluationSettingsForm(initial=EvaluationSettingsForm.initial_from(settings), golden_set=golden_set)
+    ctx = {"golden_set": golden_set, "form": form, "settings": settings, "new_secret": new_secret}
+    response = render(request, "evaluation/settings.html", ctx)
+    if new_secret:
+        patch_cache_control(response, no_store=True, private=True)  # no copy of the secret in any cache or history
+    return response
+
+
+@login_required
+@require_POST
+def webhook_secret_rotate_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=(Membership.Role.MANAGER,))
+    secret = webhook_secret_rotate(golden_set=golden_set, user=request.user)
+    messages.success(request, "A new signing secret replaces the old one from the next delivery on.")
+    return _settings_page(request, golden_set, new_secret=secret)
+
+
+@login_required
+@require_POST
+def webhook_test_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=(Membership.Role.MANAGER,))
+    settings = evaluation_settings(golden_set)
+    if not settings.webhook_url:
+        messages.error(request, "No webhook URL is set: add one in the evaluation settings first.")
     else:
-        form = EvaluationSettingsForm(initial=EvaluationSettingsForm.initial_from(evaluation_settings(golden_set)), golden_set=golden_set)
-    return render(request, "evaluation/settings.html", {"golden_set": golden_set, "form": form})
+        outcome, error = webhook_test_send(golden_set=golden_set, settings=settings)
+        if outcome == WebhookOutcome.DELIVERED:
+            messages.success(request, "Test event delivered.")
+        else:
+            messages.error(request, f"Test event not delivered: {error}")
+    return redirect("alerts", slug=golden_set.slug)

@@ -44,11 +44,16 @@ def test_redis_the_metadata_service_and_loopback_are_refused_with_one_text(golde
 def test_an_open_and_a_closed_port_read_the_same_on_the_record(golden_set, v1, webhook):  # noqa: F811
     """The port-scanner test: an allowed receiver that is down reads like a refused one."""
     alert = slice_alert(golden_set, v1)
-    alert_webhook_post(alert=alert, url=f"http://127.0.0.1:{closed_port()}/hook")
+    settings = evaluation_settings_update(golden_set=golden_set, user=None, webhook_url=f"http://127.0.0.1:{closed_port()}/hook")
+    alert_webhook_post(alert=alert, settings=settings)
     closed = alert.webhook_error
+    settings = evaluation_settings_update(golden_set=golden_set, user=None, webhook_url=webhook.url)
     with override_settings(ALERT_WEBHOOK_ALLOWED_NETWORKS=[]):
-        alert_webhook_post(alert=alert, url=webhook.url)
+        alert_webhook_post(alert=alert, settings=settings)
     assert closed == alert.webhook_error == UNREACHABLE and webhook.received == []
+    # The delivery history shows managers the same for both (the exact class is for staff, in the admin).
+    page_errors = {delivery.shown_error for delivery in alert.webhook_deliveries.all()}
+    assert page_errors == {"unreachable"}
 
 
 def test_an_allowed_internal_receiver_gets_the_alert(golden_set, v1, webhook):  # noqa: F811

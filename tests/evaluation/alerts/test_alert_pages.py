@@ -169,15 +169,17 @@ def test_a_manager_saves_the_settings(client, golden_set, owner):
         alert_rerank_loss_points="12", age_buckets="365, 30", alert_emails="oncall@example.com,\nlead@example.com",
         webhook_url="https://hooks.example.com/goldset",
     ))
-    assert response.status_code == 302 and response["Location"] == url("evaluation_settings")
+    # Turning the webhook on makes its signing secret, shown in this answer (not a redirect).
     saved = evaluation_settings(golden_set)
+    assert response.status_code == 200 and saved.webhook_secret in response.content.decode()
     assert saved.metrics == ["recall@3", "recall@1", "ndcg@10"]
     assert (saved.run_depth_cap, saved.alert_drop_points, saved.alert_slice_floor, saved.alert_rerank_loss_points) == (200, 2.5, 0.8, 12.0)
     assert saved.age_buckets == [30, 365]
     assert saved.alert_emails == ["oncall@example.com", "lead@example.com"]
     assert saved.webhook_url == "https://hooks.example.com/goldset"
+    assert "Evaluation settings saved" in response.content.decode()
     body = client.get(url("evaluation_settings")).content.decode()
-    assert "Evaluation settings saved" in body and "recall@3, recall@1, ndcg@10" in body
+    assert "recall@3, recall@1, ndcg@10" in body and saved.webhook_secret not in body
 
 
 def test_staff_may_save_the_settings(client, golden_set, make_user):

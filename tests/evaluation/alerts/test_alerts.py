@@ -344,6 +344,8 @@ def test_the_webhook_receives_the_alert_as_json(golden_set, v1, webhook):
     assert request["headers"]["Content-Type"] == "application/json"
     alert.refresh_from_db()
     assert request["json"] == {
+        "text": "Goldset alert on alerting v1: slice under the recall floor, recall@3 in slice query:lang=de = 0.500 vs 0.750 "
+        "(-25.0 points), run nightly (bm25, first_stage)\nhttp://localhost:8000/sets/alerting/alerts/",
         "id": alert.id,
         "kind": "slice_under_floor",
         "metric": "recall@3",
