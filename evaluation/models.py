@@ -156,6 +156,9 @@ class RunData(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="data", primary_key=True)
     ranked = models.BinaryField()
 
+    class Meta:
+        verbose_name = verbose_name_plural = "run data"
+
 
 class RunQueryFailure(models.Model):
     """A query an endpoint did not answer in a series run: why, as Goldset read it."""
@@ -402,6 +405,7 @@ class WebhookDelivery(models.Model):
     duration_ms = models.PositiveIntegerField()
 
     class Meta:
+        verbose_name_plural = "webhook deliveries"
         # The alerts page reads a set's latest deliveries.
         indexes = [models.Index(fields=["golden_set", "-sent_at"], name="webhookdelivery_set_latest")]
 

@@ -281,3 +281,19 @@ def test_the_admin_saves_evaluation_settings_through_the_service_and_its_checks(
     assert "alert_slice_floor is a fraction from 0 to 1 (0.75, not 75), got 75" in body
     settings.refresh_from_db()
     assert settings.alert_slice_floor == 0.75
+
+
+def test_every_model_is_named_in_plain_english_in_the_admin():
+    """Django adds an "s" to a model's name; that reads wrong for "query", "settings" or
+    "data". Every registered model's plural is checked against English spelling rules."""
+    wrong = []
+    for model in admin.site._registry:
+        singular, plural = str(model._meta.verbose_name), str(model._meta.verbose_name_plural)
+        last = plural.split()[-1]
+        if (
+            plural.endswith("ss") and not singular.endswith("ss")
+            or last.endswith("ys") and last[-3:-2] not in "aeiou"
+            or last in ("datas", "seriess", "completenesss")
+        ):
+            wrong.append(f"{model._meta.label}: {plural!r}")
+    assert wrong == []
