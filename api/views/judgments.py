@@ -6,6 +6,7 @@ import re
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -56,6 +57,14 @@ def _json_label_count(text: str) -> int:
     return sum(len(grades) for grades in qrels.values() if isinstance(grades, dict)) if isinstance(qrels, dict) else 0
 
 
+class QrelsFormatNegotiation(DefaultContentNegotiation):
+    """Here ?format= names the form of the qrels body (trec, beir, csv, json), not one of DRF's
+    renderers, which would answer 404 for any but json: answers are always JSON."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class JudgmentImportApi(APIView):
     """Import existing labels as `imported` judgments (write scope, manager), all or
     nothing; publish a version afterwards to snapshot them.
@@ -73,6 +82,7 @@ class JudgmentImportApi(APIView):
     """
 
     parser_classes = [JSONParser, PlainTextParser]
+    content_negotiation_class = QrelsFormatNegotiation
 
     @extend_schema_serializer(component_name="JudgmentImportInput")
     class InputSerializer(serializers.Serializer):

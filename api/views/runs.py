@@ -1,7 +1,7 @@
 """A golden set's runs: list, upload, one run."""
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -34,6 +34,12 @@ class RunListApi(PaginatedMixin, APIView):
         return self.paginated(runs, lambda page: RunOutputSerializer(page, many=True).data)
 
 
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1})
+class RunFileField(serializers.FileField):
+    """The uploaded run: the schema says it holds at least one byte, since a run without
+    entries is refused (an empty part may not even reach the view as a file)."""
+
+
 class RunUploadApi(APIView):
     """Upload a run as multipart form data (a TREC run, `query_id Q0 doc_id rank score tag`
     a line, or any form of lib.run_formats, named by `format` or found from the content),
@@ -47,7 +53,7 @@ class RunUploadApi(APIView):
 
     @extend_schema_serializer(component_name="RunUploadInput")
     class InputSerializer(serializers.Serializer):
-        file = serializers.FileField(help_text="the run file: TREC, MS MARCO TSV, ranx/BEIR JSON, JSONL, parquet, ranx LZ4, or gzip of one")
+        file = RunFileField(help_text="the run file: TREC, MS MARCO TSV, ranx/BEIR JSON, JSONL, parquet, ranx LZ4, or gzip of one")
         format = serializers.ChoiceField(choices=RUN_FORMATS, required=False, default="auto", help_text=FORMAT_HELP)
         system = serializers.CharField(max_length=200, trim_whitespace=False, help_text="the retrieval system")
         stage = serializers.ChoiceField(choices=Run.Stage.choices, help_text="first_stage, reranked or other")

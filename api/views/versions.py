@@ -7,10 +7,10 @@ named by its number, and a job that pins a number never follows a moving target.
 
 from django.http import HttpResponse, HttpResponseNotModified, HttpResponseRedirect, StreamingHttpResponse
 from django.urls import reverse
-from django.utils.decorators import method_decorator
 from django.utils.http import parse_etags
 from django.utils.text import slugify
-from django.views.decorators.gzip import gzip_page
+from django.middleware.gzip import GZipMiddleware
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers, status
@@ -135,20 +135,30 @@ QRELS_JSON_SCHEMA = {
 }
 
 
-@method_decorator(gzip_page, name="dispatch")
+# Compresses a response the way Django's gzip_page does, when the client accepts it.
+_GZIP = GZipMiddleware(lambda request: None)
+
+
 class VersionQrelsApi(APIView):
     """The version's labels as qrels, streamed in canonical order (natural order of query
     id, then doc id), so that a million labels never sit in memory.
 
-    Gzipped when the client accepts it (Vary: Accept-Encoding): qrels text shrinks about
-    several times over. Django then marks the ETag weak (W/"<hash>"), since the bytes sent are not the
-    bytes hashed; either form in If-None-Match gets the 304.
+    The qrels stream is gzipped when the client accepts it (Vary: Accept-Encoding): qrels
+    text shrinks several times over. Django then marks the ETag weak (W/"<hash>"), since the
+    bytes sent are not the bytes hashed; either form in If-None-Match gets the 304. Error
+    answers stay plain JSON, as the schema says.
     ETag is the version's content hash; a request with If-None-Match holding it gets 304.
     `slice` keeps the labels of one query slice (`lang=de`, `query:lang=de`) or page slice
     (`page:doc_type=faq`) of the version.
     """
 
     content_negotiation_class = FirstRendererNegotiation
+
+    def dispatch(self, request, *args, **kwargs):
+        response = super().dispatch(request, *args, **kwargs)
+        patch_vary_headers(response, ("Accept-Encoding",))
+        # The qrels stream alone: an error or an OPTIONS answer is DRF's, rendered later, and stays plain.
+        return _GZIP.process_response(request, response) if isinstance(response, StreamingHttpResponse) else response
 
     class FilterSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")

@@ -55,3 +55,11 @@ def test_the_etag_of_either_answer_gets_a_304(live_server, reader, held):
 def test_gzip_changes_nothing_for_a_caller_without_access(live_server, golden_set, version):
     response = requests.get(live_server.url + PATH, headers={"Accept-Encoding": "gzip"}, timeout=30)
     assert response.status_code == 401
+
+
+def test_an_error_answer_of_the_qrels_endpoint_stays_plain_json(live_server, reader):
+    """Only the qrels stream is compressed: a refusal keeps the JSON error shape the schema names."""
+    response = requests.get(live_server.url + PATH, params={"slice": "no-equals-sign"}, headers={**reader, "Accept-Encoding": "gzip"}, timeout=30, stream=True)
+    assert response.status_code == 400 and "Content-Encoding" not in response.headers
+    assert "Accept-Encoding" in response.headers["Vary"]
+    assert response.json()["error"]["field"] == "slice"
