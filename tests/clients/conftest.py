@@ -6,10 +6,10 @@ by the server's own thread as the upload commits, as on the embedded default."""
 
 import pytest
 
-from api.services import api_token_create
-from goldenset.services import version_publish
 from goldset_client import GoldsetClient, RetryPolicy
-from tests.api import SLUG, make_set
+from tests.api import SLUG
+# The API tests' set, version and real tokens, shared rather than written again.
+from tests.api.conftest import golden_set, manager, token, version  # noqa: F401 - fixtures
 
 
 class Waits(list):
@@ -18,31 +18,6 @@ class Waits(list):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
-
-
-@pytest.fixture
-def manager(make_user):
-    return make_user("manager")
-
-
-@pytest.fixture
-def golden_set(manager):
-    return make_set(SLUG, manager)
-
-
-@pytest.fixture
-def version(golden_set, manager):
-    return version_publish(golden_set=golden_set, user=manager, note="first labels")
-
-
-@pytest.fixture
-def token(manager):
-    """token(scope, golden_set=None) -> a real API token's secret, the manager's."""
-
-    def make(scope: str, golden_set=None) -> str:
-        return api_token_create(owner=manager, scope=scope, golden_set=golden_set)[1]
-
-    return make
 
 
 @pytest.fixture
