@@ -141,3 +141,48 @@ def publish_preview(golden_set: GoldenSet) -> Changes:
     latest = golden_set.versions.order_by("-number").first()
     old = version_side(latest) if latest is not None else Side("nothing", {}, {})
     return changes_between(old, publish_side(golden_set))
+
+
+@dataclass
+class VersionDiff:
+    """What changed from version `old` to version `new`, as ids (the API's diff and the run
+page): `version_changes` read down to its ids, in the same natural order."""
+
+    old: Version
+    new: Version
+    queries_added: list[str] = field(default_factory=list)
+    queries_removed: list[str] = field(default_factory=list)
+    pairs_added: list[tuple[str, str, int]] = field(default_factory=list)
+    pairs_removed: list[tuple[str, str, int]] = field(default_factory=list)
+    # (query_id, doc_id, old grade, new grade)
+    pairs_regraded: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.queries_added or self.queries_removed or self.pairs_added or self.pairs_removed or self.pairs_regraded)
+
+    def to_dict(self) -> dict:
+        return {
+            "from": self.old.number,
+            "to": self.new.number,
+            "queries_added": self.queries_added,
+            "queries_removed": self.queries_removed,
+            "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_added],
+            "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_removed],
+            "pairs_regraded": [
+                {"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in self.pairs_regraded
+            ],
+        }
+
+
+def version_diff(old: Version, new: Version) -> VersionDiff:
+    """Queries added and removed, pairs added, removed and regraded, in natural id order."""
+    changes = version_changes(old, new).changes
+    return VersionDiff(
+        old=old, new=new,
+        queries_added=[c.query_id for c in changes if c.kind == QUERY_ADDED],
+        queries_removed=[c.query_id for c in changes if c.kind == QUERY_REMOVED],
+        pairs_added=[(c.query_id, c.doc_id, c.new_grade) for c in changes if c.kind == ADDED],
+        pairs_removed=[(c.query_id, c.doc_id, c.old_grade) for c in changes if c.kind == REMOVED],
+        pairs_regraded=[(c.query_id, c.doc_id, c.old_grade, c.new_grade) for c in changes if c.kind == REGRADED],
+    )

@@ -3,7 +3,6 @@
 from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
-from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -252,62 +251,6 @@ def in_slice(snapshots: QuerySet, field: str, value: str) -> QuerySet:
     # makes the comparison one of text on SQLite too, where Django would otherwise read
     # the value compared with as JSON (JSON_EXTRACT('de', '$'): "malformed JSON").
     return snapshots.alias(slice_value=Cast(KeyTextTransform(field, "metadata"), TextField())).filter(slice_value=value)
-
-
-@dataclass
-class VersionDiff:
-    """What changed from version `old` to version `new` of one golden set."""
-
-    old: Version
-    new: Version
-    queries_added: list[str] = field(default_factory=list)
-    queries_removed: list[str] = field(default_factory=list)
-    pairs_added: list[tuple[str, str, int]] = field(default_factory=list)
-    pairs_removed: list[tuple[str, str, int]] = field(default_factory=list)
-    # (query_id, doc_id, old grade, new grade)
-    pairs_regraded: list[tuple[str, str, int, int]] = field(default_factory=list)
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.queries_added or self.queries_removed or self.pairs_added or self.pairs_removed or self.pairs_regraded)
-
-    def to_dict(self) -> dict:
-        return {
-            "from": self.old.number,
-            "to": self.new.number,
-            "queries_added": self.queries_added,
-            "queries_removed": self.queries_removed,
-            "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_added],
-            "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_removed],
-            "pairs_regraded": [
-                {"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in self.pairs_regraded
-            ],
-        }
-
-
-def version_diff(old: Version, new: Version) -> VersionDiff:
-    """Queries added and removed, pairs added, removed and regraded, in natural id order."""
-    if old.golden_set_id != new.golden_set_id:
-        raise ValueError("versions of different golden sets cannot be diffed")
-    diff = VersionDiff(old=old, new=new)
-    old_queries = dict(VersionQuery.objects.filter(version=old).values_list("query_id", "query__query_id"))
-    new_queries = dict(VersionQuery.objects.filter(version=new).values_list("query_id", "query__query_id"))
-    diff.queries_added = sorted((new_queries[pk] for pk in new_queries.keys() - old_queries.keys()), key=natural_key)
-    diff.queries_removed = sorted((old_queries[pk] for pk in old_queries.keys() - new_queries.keys()), key=natural_key)
-
-    def grades(version: Version) -> dict[tuple[str, str], int]:
-        rows = VersionLabel.objects.filter(version=version).values_list("query__query_id", "page__doc_id", "grade")
-        return {(q, d): g for q, d, g in rows.iterator(chunk_size=20_000)}
-
-    old_grades, new_grades = grades(old), grades(new)
-    order = lambda row: (natural_key(row[0]), natural_key(row[1]))  # noqa: E731
-    diff.pairs_added = sorted(((q, d, g) for (q, d), g in new_grades.items() if (q, d) not in old_grades), key=order)
-    diff.pairs_removed = sorted(((q, d, g) for (q, d), g in old_grades.items() if (q, d) not in new_grades), key=order)
-    diff.pairs_regraded = sorted(
-        ((q, d, old_grades[(q, d)], g) for (q, d), g in new_grades.items() if (q, d) in old_grades and old_grades[(q, d)] != g),
-        key=order,
-    )
-    return diff
 
 
 def query_count_active(golden_set: GoldenSet) -> int:

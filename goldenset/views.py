@@ -29,11 +29,11 @@ CHANGES_PER_PAGE = 100
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    golden_sets = golden_sets_for(request.user)
-    judged = golden_sets_for(request.user, roles=(Membership.Role.ANNOTATOR,))
-    if not golden_sets.exists() and judged.exists():
+    golden_sets = list(golden_sets_for(request.user))
+    judges = golden_sets_for(request.user, roles=(Membership.Role.ANNOTATOR,)).exists()
+    if not golden_sets and judges:
         return redirect("judging_home")  # an annotator's home is their queue
-    return render(request, "goldenset/home.html", {"golden_sets": golden_sets, "judges": judged.exists()})
+    return render(request, "goldenset/home.html", {"golden_sets": golden_sets, "judges": judges})
 
 
 @login_required

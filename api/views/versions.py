@@ -25,7 +25,8 @@ from api.permissions import api_golden_set
 from api.selectors import slice_parse, version_query_order, version_query_rows
 from api.serializers import VersionOutputSerializer, validated
 from goldenset.models import GoldenSet, Version
-from goldenset.selectors import version_diff, version_get, version_label_rows
+from goldenset.diffs import version_diff
+from goldenset.selectors import version_get, version_label_rows
 from goldenset.services import version_publish
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 

@@ -11,7 +11,7 @@ from evaluation.reports.compare import paired_values, stored_scores
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.selectors import evaluation_per_query, evaluation_settings, run_ranked
 from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
-from goldenset.selectors import version_diff
+from goldenset.diffs import version_diff
 from lib.ids import natural_key
 
 WORST_QUERY_COUNT = 25
@@ -171,7 +171,7 @@ class VersionMoveReport:
     moved_metric: str = ""
     moved_queries: list[QueryMove] = field(default_factory=list)
     moved_query_count: int = 0
-    diff: object = None  # goldenset.selectors.VersionDiff
+    diff: object = None  # goldenset.diffs.VersionDiff
     completeness_old: RunCompleteness | None = None
     completeness_new: RunCompleteness | None = None
 

@@ -6,7 +6,8 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test import RequestFactory
 
 from goldenset.models import Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
-from goldenset.selectors import version_diff, version_label_rows
+from goldenset.diffs import version_diff
+from goldenset.selectors import version_label_rows
 from goldenset.services import judgment_record, query_retire, qrels_import, version_publish
 from goldenset.signals import version_published
 from lib.errors import GoldsetError

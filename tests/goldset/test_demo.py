@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage
-from goldenset.selectors import version_diff
+from goldenset.diffs import version_diff
 from goldenset.services import version_publish
 from goldset.demo.generate import REFERENCE_DATE, DEFAULT_SEED, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate
 from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load
