@@ -72,7 +72,6 @@ import platform
 import pstats
 import re
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -90,7 +89,8 @@ from bench.data import (  # noqa: E402  (needs the repository on sys.path)
 )
 from bench.judging_load import GRADES, JUDGED, JUDGING_ERROR, PASSWORD, TASK_ID, load, server_times  # noqa: E402
 from bench.scratch import (  # noqa: E402
-    database_url_argument, django_setup, free_port, process_started, purge_queue, scratch_database, server_version,
+    database_url_argument, django_setup, free_port, process_started, purge_queue, scratch_database, served_settings,
+    server_version,
 )
 
 TARGET_P95_MS = 50.0
@@ -212,35 +212,19 @@ def generate(args: argparse.Namespace) -> dict:
 
 # --- the server ------------------------------------------------------------------------
 
-SETTINGS_TEMPLATE = '''"""Written by bench/annotators.py for one run: production settings, static files in a
-temporary folder (STATIC_ROOT is not read from the environment)."""
-from goldset.settings_production import *  # noqa: F403
-
-STATIC_ROOT = {static_root!r}
-'''
-
 @contextmanager
 def gunicorn_server(args: argparse.Namespace, temp: Path):
     """gunicorn on a free port of 127.0.0.1 in a process group of its own; yields
     (base url, access log path); stopped (TERM, then KILL) on the way out."""
-    settings_text = SETTINGS_TEMPLATE.format(static_root=str(temp / "static"))
-    (temp / "bench_annotators_settings.py").write_text(settings_text)
-    env = {
+    env = served_settings(temp, {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(temp), str(REPO)]),
-        "DJANGO_SETTINGS_MODULE": "bench_annotators_settings",
         "DATABASE_URL": args.database_url,
         "SECRET_KEY": secrets.token_urlsafe(64),
         "ALLOWED_HOSTS": "127.0.0.1",
-        "DEBUG": "false",
         "CELERY_BROKER_URL": args.broker_url,
         "CELERY_TASK_DEFAULT_QUEUE": args.queue,
         "LOG_LEVEL": "WARNING",
-    }
-    python = str(Path(sys.executable))
-    subprocess.run(
-        [python, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True,
-    )
+    }, name="bench_annotators_settings")
     port = free_port()
     access_log = temp / "access.log"
     error_log = temp / "gunicorn.log"

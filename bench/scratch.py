@@ -27,6 +27,14 @@ from urllib.parse import urlparse, urlunparse
 
 import psycopg
 import requests
+
+SERVED_SETTINGS_TEMPLATE = '''"""Written by a bench for one run: {base}, static files collected into a
+temporary folder (STATIC_ROOT is not read from the environment)."""
+from {base} import *  # noqa: F403
+
+STATIC_ROOT = {static_root!r}
+'''
+
 from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
@@ -199,3 +207,16 @@ COPY (
     ORDER BY l.position
 ) TO STDOUT
 """
+
+
+def served_settings(temp: Path, env: dict[str, str], *, base: str = "goldset.settings_production", name: str = "bench_served_settings") -> dict[str, str]:
+    """`env` made to serve the app as a deployment does (DEBUG off, whitenoise serving
+    collected static files): a settings module `name` in `temp` importing `base` with
+    STATIC_ROOT in `temp`, on PYTHONPATH, and `collectstatic` run with it. Returns the
+    environment to start gunicorn with."""
+    (temp / f"{name}.py").write_text(SERVED_SETTINGS_TEMPLATE.format(base=base, static_root=str(temp / "static")))
+    env = {
+        **env, "PYTHONPATH": os.pathsep.join([str(temp), str(REPO)]), "DJANGO_SETTINGS_MODULE": name, "DEBUG": "false",
+    }
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
+    return env
