@@ -220,17 +220,18 @@ def test_next_and_judge_make_a_bounded_number_of_queries(client, golden_set, ann
     with CaptureQueriesContext(connection) as judged:
         client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "seconds": "2", "judged": "0"}, **HTMX)
     # Session, user, set, role (4), then: the settings (with the set's pools), the hand-out's
-    # transaction (overlap, queue, lease); the set's progress comes from the cache the
-    # screen filled. SQLite reads the set's pools in a query of their own (PostgreSQL reads
-    # them with the settings, as an array).
+    # transaction (the query they were on, the one of their latest judgment, judging one
+    # query at a time; then overlap, queue, lease); the set's progress comes from the cache
+    # the screen filled. SQLite reads the set's pools in a query of their own (PostgreSQL
+    # reads them with the settings, as an array). "Page i of n" rides in the task's SELECT.
     sqlite = int(connection.vendor == "sqlite")
-    assert len(handed_out) <= 11 + sqlite
+    assert len(handed_out) <= 12 + sqlite
     # The four, then the lease they hold.
     assert len(held) <= 5
     # The four, the task, the settings; one transaction for the judgment (locks, task,
     # judgment, close, the query's pairs and their tasks, the window's moves) and the
-    # next pair's hand-out (overlap, queue, lease). No session write.
-    assert len(judged) <= 17 + sqlite
+    # next pair's hand-out (the judged pair's query has one: lease). No session write.
+    assert len(judged) <= 16 + sqlite
     statements = [query["sql"] for query in judged.captured_queries]
     assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1  # one transaction (COMMIT outside a test)
     assert not any("django_session" in sql for sql in statements if not sql.startswith("SELECT"))
