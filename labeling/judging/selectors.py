@@ -23,6 +23,13 @@ def leased_at(task: JudgingTask, queue_settings: QueueSettings) -> datetime | No
     return task.lease_expires_at - timedelta(seconds=queue_settings.lease_seconds)
 
 
+def query_order_of(golden_set: GoldenSet) -> str:
+    """The set's QueueSettings.query_order, the default when it has no settings yet (a read
+    does not make them)."""
+    order = QueueSettings.objects.filter(golden_set=golden_set).values_list("query_order", flat=True).first()
+    return order or QueueSettings._meta.get_field("query_order").default
+
+
 # --- where a pair stands in its query ---------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
 from labeling.quality import selectors, services
-from labeling.judging.services import query_order_set, queue_settings_of
+from labeling.judging.selectors import query_order_of
+from labeling.judging.services import query_order_set
 from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm, QueryOrderForm
 from lib.errors import GoldsetError
 from lib.sanitize import page_html
@@ -112,7 +113,7 @@ def _quality_page(
 ) -> HttpResponse:
     summary = selectors.gold_check_summary(golden_set)
     if order_form is None:
-        order_form = QueryOrderForm(initial={"query_order": queue_settings_of(golden_set).query_order})
+        order_form = QueryOrderForm(initial={"query_order": query_order_of(golden_set)})
     ctx = {
         **_tabs(request, golden_set, "quality"), "people": selectors.annotator_quality(golden_set), "gold": summary,
         "gold_form": gold_form or GoldChecksForm(), "share_form": share_form or GoldShareForm(initial={"gold_share": summary.gold_share}),

@@ -144,6 +144,22 @@ def test_the_time_spent_falls_back_to_the_time_since_the_pair_was_shown(client, 
     assert 0 <= Judgment.objects.get(annotator=ann).seconds_spent < 60
 
 
+def test_the_screen_says_which_page_of_the_query_the_pair_is(client, golden_set, ann):
+    # The set's default order: one query at a time, its pages in turn (pooled_set: 4 a query).
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    body = response.content.decode()
+    assert "page 1 of 4 for this query" in body
+    query_text = re.search(r'<h2 class="query-text">([^<]*)</h2>', body).group(1)
+    for page in (2, 3, 4):
+        response = client.post(reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1"}, **HTMX)
+        body = response.content.decode()
+        assert f"page {page} of 4 for this query" in body
+        assert f'<h2 class="query-text">{query_text}</h2>' in body  # still the same query, shown as prominently
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1"}, **HTMX)
+    body = response.content.decode()
+    assert "page 1 of 4 for this query" in body and f'<h2 class="query-text">{query_text}</h2>' not in body
+
+
 def test_judging_without_htmx_redirects_to_the_screen(client, golden_set, ann):
     first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
     response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "0"})
