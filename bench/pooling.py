@@ -10,7 +10,9 @@ each strategy, how many judgments it took to find 50%, 80% and 90% of the releva
 the pool holds; fewer is better. The oracle line is the best any order can do under the
 same turns: each query's relevant pages first.
 tests/labeling/pools/test_pooling.py keeps the adaptive strategies at least as good as depth
-on this replay.
+on this replay. The turns are the interleaved query order's; a set judging one query at a
+time (the default) takes each query's pairs in the same order, query after query, so each
+query's count of judgments is the replay's.
 """
 
 import argparse

@@ -72,9 +72,11 @@ class JudgingTaskAdmin(admin.ModelAdmin):
 
 @admin.register(QueueSettings)
 class QueueSettingsAdmin(admin.ModelAdmin):
-    """Shown, not edited: the labeling pages' services (gold_share_set, ...) are their write path."""
+    """Shown, not edited: the labeling pages' services (gold_share_set, query_order_set, ...) are
+    their write path; both are on the set's quality page."""
 
-    list_display = ["golden_set", "overlap_share", "overlap_annotators", "gold_share", "lease_seconds"]
+    list_display = ["golden_set", "query_order", "overlap_share", "overlap_annotators", "gold_share", "lease_seconds"]
+    list_filter = ["query_order"]
     search_fields = ["golden_set__slug", "golden_set__name"]
     list_select_related = ["golden_set"]
 

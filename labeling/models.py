@@ -266,6 +266,15 @@ class JudgingTask(models.Model):
 class QueueSettings(models.Model):
     """How a golden set's judging queue hands out work. One row per set, made on first use."""
 
+    class QueryOrder(models.TextChoices):
+        # An annotator keeps to the query they are on until its window has nothing left for
+        # them, as TREC and Quepid assessors judge a query's pages together (reading the
+        # query once, grading its pages against each other).
+        ONE_AT_A_TIME = "one_at_a_time", "one query at a time"
+        # Every pair goes in queue order: queries take turns, the least advanced first, so
+        # an annotator's next pair is usually of another query.
+        INTERLEAVED = "interleaved", "queries interleaved"
+
     golden_set = models.OneToOneField(GoldenSet, on_delete=models.CASCADE, related_name="queue_settings")
     # Share of tasks (0 to 1) that go to `overlap_annotators` people instead of one, so
     # that agreement can be measured; decided per task when it is first judged.
@@ -275,6 +284,8 @@ class QueueSettings(models.Model):
     gold_share = models.FloatField(default=0.0)
     # How long a task stays with the annotator it was handed to before returning to the queue.
     lease_seconds = models.PositiveIntegerField(default=600)
+    # How an annotator's pairs follow each other (labeling.judging.services.task_next).
+    query_order = models.CharField(max_length=20, choices=QueryOrder.choices, default=QueryOrder.ONE_AT_A_TIME)
 
     class Meta:
         verbose_name = verbose_name_plural = "queue settings"
@@ -285,6 +296,10 @@ class QueueSettings(models.Model):
             ),
             models.CheckConstraint(condition=Q(gold_share__gte=0) & Q(gold_share__lte=0.5), name="queue_gold_share_fraction"),
             models.CheckConstraint(condition=Q(lease_seconds__gte=30), name="queue_lease_at_least_30s"),
+            # task_next tells the two orders apart by these values: a third would read as interleaved.
+            models.CheckConstraint(
+                condition=Q(query_order__in=["one_at_a_time", "interleaved"]), name="queue_query_order_known"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -7,11 +7,13 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from goldenset.models import GoldenSet, Judgment
-from labeling.models import GoldAnswer, JudgingTask, Pool, QueueSettings
+from labeling.models import GoldAnswer, JudgingTask, Pool, PoolQuery, QueueSettings
+from labeling.pools.strategies import QUERY_STRIDE
 
 
 def leased_at(task: JudgingTask, queue_settings: QueueSettings) -> datetime | None:
@@ -19,6 +21,58 @@ def leased_at(task: JudgingTask, queue_settings: QueueSettings) -> datetime | No
     if task.lease_expires_at is None:
         return None
     return task.lease_expires_at - timedelta(seconds=queue_settings.lease_seconds)
+
+
+def query_order_of(golden_set: GoldenSet) -> str:
+    """The set's QueueSettings.query_order, the default when it has no settings yet (a read
+    does not make them)."""
+    order = QueueSettings.objects.filter(golden_set=golden_set).values_list("query_order", flat=True).first()
+    return order or QueueSettings._meta.get_field("query_order").default
+
+
+# --- where a pair stands in its query ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class QueryPlace:
+    """Where the pair on the judging screen stands in its query: "page `page` of `of` for
+    this query".
+
+    `of` is how many pairs of the query the task's pool holds: every page pooled for it,
+    whoever judges it. `page` is this pair's place (1 first) in the query's judging order,
+    which the task's queue position holds: its slot (position // QUERY_STRIDE) is how many
+    of the query's pairs were closed before it plus how many open ones the strategy puts
+    ahead of it. So one annotator alone on a query reads 1, 2, ... up to `of`, and `of` less
+    `page` is what is left of the query after this pair. Counting the pairs of the query
+    rather than the annotator's own keeps both figures true when two annotators share a
+    query: each sees the other's pages counted as gone by (the count jumps), never a total
+    that shrinks under them or a "last page" followed by another. `page` is None for a
+    held pair the strategy moved out of the window since it was handed out (it has no
+    position); the screen then says "one of `of` pages".
+    """
+
+    page: int | None
+    of: int
+
+
+def with_query_place(tasks: QuerySet) -> QuerySet:
+    """`tasks` annotated with `query_pairs`, the pairs of each task's query in its pool
+    (the pages of its PoolQuery row, 8 bytes each; None outside a pool), in the same
+    statement: query_place reads it."""
+    pairs = PoolQuery.objects.filter(pool_id=OuterRef("pool_id"), query_id=OuterRef("query_id")).annotate(
+        pairs=Length("page_ids") / 8
+    ).values("pairs")
+    return tasks.annotate(query_pairs=Subquery(pairs))
+
+
+def query_place(task: JudgingTask) -> QueryPlace | None:
+    """Where the task's pair stands in its query's pool (QueryPlace), for a pool task read
+    through with_query_place; None for a task outside a pool (a completeness sample, a
+    gold check) or one read without it."""
+    pairs = getattr(task, "query_pairs", None)
+    if task.kind != JudgingTask.Kind.POOL or not pairs:
+        return None
+    page = task.position // QUERY_STRIDE + 1 if task.position is not None else None
+    return QueryPlace(page=min(page, pairs) if page is not None else None, of=pairs)
 
 
 def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int | None:
@@ -144,7 +198,7 @@ def sets_to_judge(*, annotator: AbstractBaseUser, golden_sets) -> list[SetToJudg
 def preview_task(golden_set: GoldenSet) -> JudgingTask | None:
     """The pair at the head of the set's queue, as an annotator would be shown it next (if no
     one holds it): what a manager previewing the judging screen sees. Reads, never leases."""
-    return (
+    return with_query_place(
         JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.OPEN, position__isnull=False)
-        .select_related("query", "page").order_by("position", "id").first()
-    )
+        .select_related("query", "page")
+    ).order_by("position", "id").first()

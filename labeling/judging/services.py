@@ -12,6 +12,19 @@ are handed, in this order:
 3. the open, queued task with the lowest position across the set's pools and its
    completeness samples (index judging_task_pool_queue, one look-up per pool).
 
+With the set's QueueSettings.query_order at "one query at a time" (the default), an
+overlap or queued task of the query the annotator is on comes before 2 and 3: the
+caller says which query that is (the pair they just judged or skipped), or else it is the
+query of their latest judgment in the set, so a fresh visit resumes where they left off.
+One look-up through the unique index's (golden set, query) prefix; when it finds nothing
+the annotator has exhausted the query's window (everything left in it is held by others,
+judged by them or skipped by them) and 2 and 3 pick their next query, the least advanced
+one (positions go slot by slot, see labeling.pools.strategies.slot_positions), which is,
+while any is left untouched, a query nobody is judging. So annotators at work together
+spread over queries, and two share one only when overlap or the queue leaves nothing
+else. The order within a query stays the strategy's (the lowest position first), and
+across queries the strategies' turns still decide which query comes next.
+
 Tasks of retired queries are not handed out.
 
 Each is skipped while leased to someone else; a lease lasts QueueSettings.lease_seconds
@@ -48,12 +61,13 @@ from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from goldenset.models import GoldenSet, Judgment
 from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
+from labeling.judging.selectors import with_query_place
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, QueueSettings
 from labeling.pools.services import pool_task_judged, pool_task_lock
 from lib.errors import ForbiddenError, GoldsetError
@@ -90,6 +104,18 @@ def queue_settings_of(golden_set: GoldenSet) -> QueueSettings:
     return queue_settings
 
 
+def query_order_set(*, golden_set: GoldenSet, query_order: str) -> QueueSettings:
+    """Set how the set's annotators go through queries (QueueSettings.QueryOrder's values).
+    Takes effect at each annotator's next pair; nothing queued moves."""
+    if query_order not in QueueSettings.QueryOrder.values:
+        known = ", ".join(repr(value) for value in QueueSettings.QueryOrder.values)
+        raise GoldsetError(f"unknown query order {query_order!r}; choose one of {known}", field="query_order")
+    settings, _ = QueueSettings.objects.get_or_create(golden_set=golden_set)
+    settings.query_order = query_order
+    settings.save(update_fields=["query_order"])
+    return settings
+
+
 def overlap_chosen(task_id: int, overlap_share: float) -> bool:
     """Whether task `task_id` goes to several annotators, for a share (0 to 1) of tasks."""
     return ((task_id * _HASH_MULTIPLIER) % _HASH_SPACE) / _HASH_SPACE < overlap_share
@@ -106,15 +132,16 @@ def _free(now) -> Q:
 
 def _locked(tasks: QuerySet) -> QuerySet:
     # SKIP LOCKED: a row another annotator is being handed right now is passed over
-    # instead of waited for. `of=self`: the task row only, never joined rows.
-    return tasks.select_related("query", "page").select_for_update(skip_locked=True, of=("self",))
+    # instead of waited for. `of=self`: the task row only, never joined rows. The screen's
+    # "page i of n" rides along (with_query_place), so showing it costs no statement.
+    return with_query_place(tasks.select_related("query", "page")).select_for_update(skip_locked=True, of=("self",))
 
 
 def _leases(golden_set: GoldenSet, annotator: AbstractBaseUser) -> list[JudgingTask]:
     """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased)."""
     return list(
-        JudgingTask.objects.filter(leased_to=annotator, golden_set=golden_set)
-        .select_related("query", "page").order_by("lease_expires_at", "id")
+        with_query_place(JudgingTask.objects.filter(leased_to=annotator, golden_set=golden_set).select_related("query", "page"))
+        .order_by("lease_expires_at", "id")
     )
 
 
@@ -138,6 +165,31 @@ def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, 
         JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
         .exclude(kind=JudgingTask.Kind.GOLD).filter(_free(now), query__retired_at__isnull=True)
         .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("id")
+    )
+    return _locked(tasks).first()
+
+
+def _query_candidate(
+    golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int], on_query: int | None,
+) -> JudgingTask | None:
+    """The free overlap or queued task of the query `annotator` is on (`on_query`, or else
+    their latest judgment's query in the set), lowest position first."""
+    if on_query is None:
+        latest = (
+            Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
+            .order_by("-id").values("query_id")[:1]
+        )
+        query = Subquery(latest)  # evaluated once, inside this statement: no round trip of its own
+    else:
+        query = on_query
+    queued = Q(status=JudgingTask.Status.OPEN, position__isnull=False)
+    overlap = Q(status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
+    tasks = (
+        JudgingTask.objects.filter(golden_set=golden_set, query_id=query).filter(queued | overlap)
+        .exclude(kind=JudgingTask.Kind.GOLD).filter(_free(now), query__retired_at__isnull=True)
+        .exclude(_judged_by(annotator)).exclude(pk__in=skipped)
+        # An overlap task whose pool's budget emptied the queue may have no position: last.
+        .order_by(F("position").asc(nulls_last=True), "id")
     )
     return _locked(tasks).first()
 
@@ -171,12 +223,16 @@ def _queued_candidate(
 def task_next(
     *, golden_set: GoldenSet, annotator: AbstractBaseUser, skipped_ids: list[int] | None = None,
     queue_settings: QueueSettings | None = None, holds_none: bool = False, savepoint: bool = True,
+    on_query: int | None = None,
 ) -> JudgingTask | None:
     """The task `annotator` should judge now, leased to them; None when nothing is left for them.
 
     The task they already hold comes first (a reload shows the same pair). `skipped_ids`
-    are tasks they skipped, not handed back to them. The returned task has its query and
-    page loaded. `queue_settings` saves reading them again (queue_settings_of's, with
+    are tasks they skipped, not handed back to them. `on_query` is the primary key of the
+    query they are on (the pair they just judged or skipped), kept to while it has work
+    for them when the set judges one query at a time; None: their latest judgment's. The
+    returned task has its query and page loaded, and `query_pairs` (with_query_place).
+    `queue_settings` saves reading them again (queue_settings_of's, with
     has_samples and pool_ids); `holds_none=True` says the caller knows the annotator holds no task
     (their held task was just judged), which saves looking for their leases.
     `savepoint=False` inside a caller's transaction hands the task out in it without a
@@ -194,6 +250,8 @@ def task_next(
         task = None
         if queue_settings.gold_share > 0 and gold_draw() < queue_settings.gold_share:
             task = _gold_candidate(golden_set, annotator, now, skipped)
+        if task is None and queue_settings.query_order == QueueSettings.QueryOrder.ONE_AT_A_TIME:
+            task = _query_candidate(golden_set, annotator, now, skipped, on_query)
         if task is None:
             task = _overlap_candidate(golden_set, annotator, now, skipped)
         if task is None:

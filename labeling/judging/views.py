@@ -23,7 +23,8 @@ from django.views.decorators.http import require_GET, require_POST
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import READ_ROLES, access_golden_set, golden_sets_for, user_roles
 from labeling.judging.selectors import (
-    SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, preview_task, sets_to_judge, task_is_correction,
+    SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, preview_task, query_place, sets_to_judge,
+    task_is_correction,
 )
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
@@ -137,13 +138,14 @@ def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False,
 
 def _pair_context(
     request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", fresh: bool = False,
-    judged_add: int = 0, holds_none: bool = False, savepoint: bool = True,
+    judged_add: int = 0, holds_none: bool = False, savepoint: bool = True, on_query: int | None = None,
 ) -> dict:
     task = task_next(
         golden_set=golden_set, annotator=request.user, skipped_ids=_skipped(request, golden_set),
         # The settings when this request has read them already (a judgment's); task_next
         # reads them itself only if it hands out a new task, not for the pair they hold.
         queue_settings=getattr(request, "_queue_settings", None), holds_none=holds_none, savepoint=savepoint,
+        on_query=on_query,
     )
     previous_grade = task_is_correction(task=task, annotator=request.user) if task is not None else None
     judged = _judged(request, golden_set, fresh=fresh, add=judged_add)
@@ -166,7 +168,15 @@ def _pair_context(
         terms = query_terms(task.query.text)
         ctx["title_html"] = highlight(str(escape(task.page.title)), terms)
         ctx["text_html"] = highlight(page_html(task.page.text), terms)
+        ctx["place"] = query_place(task)
     return ctx
+
+
+def _on_query(task: JudgingTask) -> int | None:
+    """The query an annotator is on after judging or skipping `task`: its own, except for a
+    hidden gold check, which breaks into their query (task_next then resumes the query of
+    their latest judgment, the one they were on: a gold answer is not a judgment)."""
+    return None if task.kind == JudgingTask.Kind.GOLD else task.query_id
 
 
 def _pair_response(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
@@ -175,7 +185,8 @@ def _pair_response(request: HttpRequest, golden_set: GoldenSet, *, error: str = 
 
 def _after_post(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
     """The next pair's fragment for htmx; a redirect to the screen (with the message) otherwise
-    (the screen counts what they judged afresh). `more`: _pair_context's judged_add and holds_none."""
+    (the screen counts what they judged afresh). `more`: _pair_context's judged_add, holds_none
+    and on_query."""
     if request.htmx:
         return _pair_response(request, golden_set, error=error, notice=notice, **more)
     if error:
@@ -234,6 +245,7 @@ def _preview_context(golden_set: GoldenSet) -> dict:
         terms = query_terms(task.query.text)
         ctx["title_html"] = highlight(str(escape(task.page.title)), terms)
         ctx["text_html"] = highlight(page_html(task.page.text), terms)
+        ctx["place"] = query_place(task)
     return ctx
 
 
@@ -291,6 +303,7 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
             task_submit(**submit, savepoint=False)
             ctx = _pair_context(
                 request, golden_set, judged_add=0 if correction else 1, holds_none=held, savepoint=False,
+                on_query=_on_query(task),
             )
     except GoldsetError as exc:
         return _refused(request, golden_set, exc)
@@ -307,7 +320,7 @@ def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     except GoldsetError as exc:
         return _refused(request, golden_set, exc)
     _remember_skip(request, golden_set, task.pk)
-    return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.")
+    return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.", on_query=_on_query(task))
 
 
 @login_required

@@ -20,7 +20,10 @@ and forms it again after every judgment.
 Across queries every strategy goes round-robin: the j-th judgment of every query comes
 before the (j+1)-th of any (see `slot_positions`). Adaptivity works within a query,
 where the runs' track record is informative; across queries, a round-robin keeps every
-query's coverage growing at the same rate, so a budget is spread evenly.
+query's coverage growing at the same rate, so a budget is spread evenly. A set that
+judges one query at a time (labeling.judging.services, QueueSettings.query_order) keeps
+these positions: an annotator stays on a query, taking its pairs in this order, and the
+round-robin only chooses the query they move to next (the least advanced).
 
 Strategies:
 

@@ -1,9 +1,10 @@
 """Forms of the quality pages: an adjudicator's decision, gold checks to add, the share of
-gold checks in the queue."""
+gold checks in the queue, the order in which annotators go through queries."""
 
 from django import forms
 
 from goldenset.models import GoldenSet
+from labeling.models import QueueSettings
 from labeling.quality.services import GOLD_CHECKS_MAX_ADD
 
 
@@ -49,4 +50,15 @@ class GoldShareForm(forms.Form):
     gold_share = forms.FloatField(
         min_value=0, max_value=0.5, label="Share of gold checks",
         help_text="fraction of the tasks served to an annotator that are hidden gold checks (0 to 0.5)",
+    )
+
+
+class QueryOrderForm(forms.Form):
+    query_order = forms.ChoiceField(
+        choices=QueueSettings.QueryOrder.choices, widget=forms.RadioSelect, label="Order of queries",
+        help_text=(
+            "one query at a time: an annotator stays on a query until it has no pair left for them, as TREC assessors "
+            "judge a query's pages together; a budget then goes to the first queries judged. Interleaved: queries take "
+            "turns, the least advanced first, so a budget spreads evenly over them."
+        ),
     )

@@ -11,4 +11,5 @@ urlpatterns = [
     path("sets/<slug:slug>/quality/", views.quality_page, name="quality"),
     path("sets/<slug:slug>/quality/gold-checks/", views.gold_checks_add, name="gold_checks_add"),
     path("sets/<slug:slug>/quality/gold-share/", views.gold_share_update, name="gold_share_update"),
+    path("sets/<slug:slug>/quality/query-order/", views.query_order_update, name="query_order_update"),
 ]

@@ -20,7 +20,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
 from labeling.quality import selectors, services
-from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm
+from labeling.judging.selectors import query_order_of
+from labeling.judging.services import query_order_set
+from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm, QueryOrderForm
 from lib.errors import GoldsetError
 from lib.sanitize import page_html
 
@@ -106,12 +108,16 @@ def adjudicate_pair(request: HttpRequest, slug: str, query_pk: int, page_pk: int
     return render(request, "labeling/quality/adjudicate_pair.html", ctx, status=status)
 
 
-def _quality_page(request: HttpRequest, golden_set: GoldenSet, *, gold_form=None, share_form=None, status: int = 200) -> HttpResponse:
+def _quality_page(
+    request: HttpRequest, golden_set: GoldenSet, *, gold_form=None, share_form=None, order_form=None, status: int = 200,
+) -> HttpResponse:
     summary = selectors.gold_check_summary(golden_set)
+    if order_form is None:
+        order_form = QueryOrderForm(initial={"query_order": query_order_of(golden_set)})
     ctx = {
         **_tabs(request, golden_set, "quality"), "people": selectors.annotator_quality(golden_set), "gold": summary,
         "gold_form": gold_form or GoldChecksForm(), "share_form": share_form or GoldShareForm(initial={"gold_share": summary.gold_share}),
-        "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
+        "order_form": order_form, "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
     }
     return render(request, "labeling/quality/quality.html", ctx, status=status)
 
@@ -166,3 +172,15 @@ def gold_share_update(request: HttpRequest, slug: str) -> HttpResponse:
         return f"Gold check share set to {data['gold_share']:g}."
 
     return _quality_post(request, golden_set, GoldShareForm(request.POST), share, shown_as="share_form")
+
+
+@login_required
+@require_POST
+def query_order_update(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
+
+    def order(data: dict) -> str:
+        settings = query_order_set(golden_set=golden_set, query_order=data["query_order"])
+        return f"Annotators now judge {settings.get_query_order_display()}, from their next pair."
+
+    return _quality_post(request, golden_set, QueryOrderForm(request.POST), order, shown_as="order_form")

@@ -61,8 +61,9 @@ def race(pool: Pool, users: list, *, give_up_seconds: float = 60) -> list[str]:
     def work(user):
         try:
             barrier.wait()
+            on_query = None  # the query they are on, passed on as the judging view does
             while True:
-                task = task_next(golden_set=golden_set, annotator=user)
+                task = task_next(golden_set=golden_set, annotator=user, on_query=on_query)
                 if task is None:
                     if not _left_for(pool, user):
                         return
@@ -75,6 +76,7 @@ def race(pool: Pool, users: list, *, give_up_seconds: float = 60) -> list[str]:
                     continue
                 task_submit(task=task, annotator=user, grade=task.pk % 4)
                 submitted.append((task.pk, user.pk))
+                on_query = task.query_id
         except BaseException as exc:  # noqa: BLE001 - reported by the caller
             errors.append(f"{user}: {type(exc).__name__}: {exc}")
         finally:

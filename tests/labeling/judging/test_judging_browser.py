@@ -1,6 +1,9 @@
 """The judging screen in headless Chromium: judging from the keyboard alone, undo, and a
 reload that keeps the annotator's place; a set one does not annotate stays closed."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from goldenset.models import Judgment
@@ -27,6 +30,10 @@ def judged_by_you(page) -> str:
     return page.text_content("#pair .judged-by-you")
 
 
+def place(page) -> str:
+    return " ".join(page.text_content("#pair .query-place").split())
+
+
 def test_an_annotator_judges_five_pairs_from_the_keyboard_undoes_one_and_a_reload_keeps_their_place(
     browser_page, live_server, make_user,
 ):
@@ -41,6 +48,9 @@ def test_an_annotator_judges_five_pairs_from_the_keyboard_undoes_one_and_a_reloa
 
     shown = [shown_task(page)]
     assert shown[0]
+    assert place(page) == "· page 1 of 4 for this query"
+    if os.environ.get("GOLDSET_SCREENSHOTS"):
+        page.screenshot(path=str(Path(os.environ["GOLDSET_SCREENSHOTS"]) / "judging-page-1-of-4-1280.png"), full_page=True)
     page.keyboard.press("n")
     page.keyboard.type("only the title matches")
     page.keyboard.press("Escape")
@@ -48,6 +58,8 @@ def test_an_annotator_judges_five_pairs_from_the_keyboard_undoes_one_and_a_reloa
         page.keyboard.press(grade)
         shown.append(wait_for_new_pair(page, shown[-1]))
     assert len(set(shown)) == 6
+    # One query at a time: q1's four pages, then q2's first two.
+    assert place(page) == "· page 2 of 4 for this query"
     assert judged_by_you(page) == "5"
     assert list(Judgment.objects.filter(annotator=ann).order_by("id").values_list("grade", flat=True)) == [2, 0, 1, 3, 1]
     assert Judgment.objects.filter(annotator=ann).order_by("id").first().note == "only the title matches"

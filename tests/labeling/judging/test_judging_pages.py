@@ -144,6 +144,22 @@ def test_the_time_spent_falls_back_to_the_time_since_the_pair_was_shown(client, 
     assert 0 <= Judgment.objects.get(annotator=ann).seconds_spent < 60
 
 
+def test_the_screen_says_which_page_of_the_query_the_pair_is(client, golden_set, ann):
+    # The set's default order: one query at a time, its pages in turn (pooled_set: 4 a query).
+    response = client.get(reverse("judging_screen", args=[golden_set.slug]))
+    body = response.content.decode()
+    assert "page 1 of 4 for this query" in body
+    query_text = re.search(r'<h2 class="query-text">([^<]*)</h2>', body).group(1)
+    for page in (2, 3, 4):
+        response = client.post(reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1"}, **HTMX)
+        body = response.content.decode()
+        assert f"page {page} of 4 for this query" in body
+        assert f'<h2 class="query-text">{query_text}</h2>' in body  # still the same query, shown as prominently
+    response = client.post(reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1"}, **HTMX)
+    body = response.content.decode()
+    assert "page 1 of 4 for this query" in body and f'<h2 class="query-text">{query_text}</h2>' not in body
+
+
 def test_judging_without_htmx_redirects_to_the_screen(client, golden_set, ann):
     first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
     response = client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "0"})
@@ -220,17 +236,18 @@ def test_next_and_judge_make_a_bounded_number_of_queries(client, golden_set, ann
     with CaptureQueriesContext(connection) as judged:
         client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "seconds": "2", "judged": "0"}, **HTMX)
     # Session, user, set, role (4), then: the settings (with the set's pools), the hand-out's
-    # transaction (overlap, queue, lease); the set's progress comes from the cache the
-    # screen filled. SQLite reads the set's pools in a query of their own (PostgreSQL reads
-    # them with the settings, as an array).
+    # transaction (the query they were on, the one of their latest judgment, judging one
+    # query at a time; then overlap, queue, lease); the set's progress comes from the cache
+    # the screen filled. SQLite reads the set's pools in a query of their own (PostgreSQL
+    # reads them with the settings, as an array). "Page i of n" rides in the task's SELECT.
     sqlite = int(connection.vendor == "sqlite")
-    assert len(handed_out) <= 11 + sqlite
+    assert len(handed_out) <= 12 + sqlite
     # The four, then the lease they hold.
     assert len(held) <= 5
     # The four, the task, the settings; one transaction for the judgment (locks, task,
     # judgment, close, the query's pairs and their tasks, the window's moves) and the
-    # next pair's hand-out (overlap, queue, lease). No session write.
-    assert len(judged) <= 17 + sqlite
+    # next pair's hand-out (the judged pair's query has one: lease). No session write.
+    assert len(judged) <= 16 + sqlite
     statements = [query["sql"] for query in judged.captured_queries]
     assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1  # one transaction (COMMIT outside a test)
     assert not any("django_session" in sql for sql in statements if not sql.startswith("SELECT"))

@@ -1,5 +1,6 @@
 """The agreement, adjudication and annotator-quality pages, their forms, and who may see them."""
 
+import re
 from datetime import UTC, datetime, timedelta
 from unittest import mock
 
@@ -80,8 +81,17 @@ def test_the_gold_check_forms_are_a_404_to_all_but_managers(client, golden_set, 
     login(client, stranger if who == "stranger" else people[who])
     assert client.post(reverse("gold_checks_add", args=[golden_set.slug]), {"count": "1"}).status_code == 404
     assert client.post(reverse("gold_share_update", args=[golden_set.slug]), {"gold_share": "0.2"}).status_code == 404
+    assert client.post(reverse("query_order_update", args=[golden_set.slug]), {"query_order": "interleaved"}).status_code == 404
     assert not JudgingTask.objects.filter(kind=JudgingTask.Kind.GOLD).exists()
     assert not QueueSettings.objects.filter(golden_set=golden_set, gold_share=0.2).exists()
+    assert not QueueSettings.objects.filter(golden_set=golden_set, query_order="interleaved").exists()
+
+
+@pytest.mark.parametrize("name", ["gold_checks_add", "gold_share_update", "query_order_update"])
+def test_the_quality_forms_send_anonymous_visitors_to_the_login(client, golden_set, name):
+    response = client.post(reverse(name, args=[golden_set.slug]), {"query_order": "interleaved", "gold_share": "0.2"})
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    assert not QueueSettings.objects.filter(golden_set=golden_set, query_order="interleaved").exists()
 
 
 def test_an_annotator_cannot_post_a_decision(client, judged, people):
@@ -318,6 +328,20 @@ def test_a_manager_adds_gold_checks_and_sets_their_share_from_the_page(client, g
     response = client.post(reverse("gold_share_update", args=[golden_set.slug]), {"gold_share": "0.9"})
     assert response.status_code == 400
     assert QueueSettings.objects.get(golden_set=golden_set).gold_share == pytest.approx(0.15)
+
+
+def test_a_manager_chooses_how_annotators_go_through_queries(client, golden_set, people):
+    login(client, people["boss"])
+    page = client.get(reverse("quality", args=[golden_set.slug])).content.decode()
+    assert re.search(r'value="one_at_a_time"[^>]*checked', page)  # the default
+    response = client.post(reverse("query_order_update", args=[golden_set.slug]), {"query_order": "interleaved"})
+    assert response.status_code == 302
+    assert QueueSettings.objects.get(golden_set=golden_set).query_order == "interleaved"
+    page = client.get(reverse("quality", args=[golden_set.slug])).content.decode()
+    assert "Annotators now judge queries interleaved, from their next pair." in page
+    response = client.post(reverse("query_order_update", args=[golden_set.slug]), {"query_order": "by length"})
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert QueueSettings.objects.get(golden_set=golden_set).query_order == "interleaved"
 
 
 def test_only_managers_see_the_quality_tab(client, judged, people):
