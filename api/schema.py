@@ -39,7 +39,10 @@ ERROR_DESCRIPTIONS = {
 EVERY_OPERATION = ("400", "401", "403", "404", "405", "406", "422", "429")
 # Operations that can clash with what is stored: publishing (nothing new), uploading a run
 # (its name taken), and reading a version's labels (its content hash re-checked first).
-CONFLICT_OPERATIONS = {"versions_qrels", "versions_publish", "runs_upload"}
+# The run lifecycle actions answer 409 for a change already made (archived twice).
+CONFLICT_OPERATIONS = {
+    "versions_qrels", "versions_publish", "runs_upload", "runs_archive", "runs_unarchive", "runs_mark_complete", "runs_mark_partial",
+}
 
 
 def add_error_responses(result: dict, generator, request, public) -> dict:

@@ -95,16 +95,46 @@ class RunOutputSerializer(serializers.Serializer):
         help_text="retention dropped the entries of this old night: its scores stay, it is not re-scored",
     )
 
+    archived = serializers.BooleanField(help_text="archived: kept with its scores, left out of leaderboards, alerts, coverage flags, pools and default lists")
+    archived_at = serializers.DateTimeField(allow_null=True, help_text="when it was archived, else null")
+    archived_by = serializers.CharField(source="archived_by.username", allow_null=True, default=None, help_text="who archived it")
+    expected_query_count = serializers.IntegerField(
+        allow_null=True, help_text="the set's queries when it was uploaded (its latest version's, else its live ones); null for an endpoint's night",
+    )
+    answered_query_count = serializers.IntegerField(allow_null=True, help_text="of those, the queries the run answers")
+    partial = serializers.BooleanField(help_text="answered under the set's partial_share of its queries at upload")
+    completed_at = serializers.DateTimeField(
+        allow_null=True, help_text="when a manager marked the partial run complete (it then counts for coverage flags and alerts), else null",
+    )
+    counted = serializers.SerializerMethodField(
+        help_text="false when the run raises no alert and no coverage flag: archived, or partial and not marked complete",
+    )
+    partial_note = serializers.CharField(help_text='a partial run\'s plain sentence ("answers 8 of 300 queries (2.7%): marked partial: ..."), else ""')
+
     def get_entries_dropped(self, run: Run) -> bool:
         return run.entries_dropped_at is not None
 
+    def get_counted(self, run: Run) -> bool:
+        return not run.held_back
+
 
 class RunFilterSerializer(serializers.Serializer):
-    """?system=&stage= on lists of runs and of evaluations."""
+    """?system=&stage=&archived= on lists of runs and of evaluations."""
 
     # Taken as sent (no trimming): a system is matched exactly, and "\x0b" is not "".
     system = serializers.CharField(required=False, max_length=200, trim_whitespace=False, help_text="only runs of this system")
     stage = serializers.ChoiceField(choices=Run.Stage.choices, required=False, help_text="only runs of this stage")
+    archived = serializers.ChoiceField(
+        choices=[("false", "false"), ("true", "true"), ("all", "all")], required=False, default="false",
+        help_text="false (the default): runs that are not archived; true: archived runs only; all: both",
+    )
+
+
+def archived_filter(value: str, run_path: str = "") -> dict:
+    """The ORM filter of RunFilterSerializer's `archived` ("false", "true" or "all")."""
+    if value == "all":
+        return {}
+    return {f"{run_path}archived_at__isnull": value == "false"}
 
 
 class SliceScoresSerializer(serializers.Serializer):
@@ -134,6 +164,8 @@ class EvaluationRunSerializer(serializers.Serializer):
     name = serializers.CharField()
     system = serializers.CharField()
     stage = serializers.ChoiceField(choices=Run.Stage.choices)
+    archived = serializers.BooleanField(help_text="archived: left out of the default lists")
+    partial = serializers.BooleanField(help_text="answered under the set's partial_share of its queries at upload")
 
 
 class EvaluationOutputSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ service agree."""
 import re
 
 from django import forms
+from django.db.models import Q
 
 from evaluation.metrics import MAX_K
 from evaluation.models import EvaluationSettings, Run
@@ -106,6 +107,12 @@ class EvaluationSettingsForm(forms.Form):
         "0 keeps every night whole.",
     )
 
+    partial_share = forms.FloatField(
+        required=False, label="Partial run (fraction of queries)",
+        help_text="A run answering under this fraction of the set's queries (0.5, not 50) is marked partial at upload: "
+        "left out of coverage flags and alerts until a manager marks it complete. Applies to new uploads. Empty means 0.5.",
+    )
+
     def __init__(self, *args, golden_set: GoldenSet, **kwargs):
         super().__init__(*args, **kwargs)
         self.golden_set = golden_set
@@ -132,6 +139,7 @@ class EvaluationSettingsForm(forms.Form):
             "failing_share": settings.failing_share,
             "series_rescore_nights": settings.series_rescore_nights,
             "series_keep_days": settings.series_keep_days,
+            "partial_share": settings.partial_share,
         }
 
     def _checked(self, field: str, value):
@@ -189,6 +197,10 @@ class EvaluationSettingsForm(forms.Form):
         value = self.cleaned_data["series_rescore_nights"]
         return self._checked("series_rescore_nights", EvaluationSettings._meta.get_field("series_rescore_nights").default if value is None else value)
 
+    def clean_partial_share(self):
+        value = self.cleaned_data["partial_share"]
+        return self._checked("partial_share", EvaluationSettings._meta.get_field("partial_share").default if value is None else value)
+
     def clean_series_keep_days(self):
         value = self.cleaned_data["series_keep_days"]
         return self._checked("series_keep_days", EvaluationSettings._meta.get_field("series_keep_days").default if value is None else value)
@@ -222,15 +234,25 @@ class CalculatorForm(forms.Form):
         return cleaned
 
 
+def _run_choice_label(run: Run) -> str:
+    """A run as the compare page's choices name it, with what its name alone does not say."""
+    marks = [word for word, on in (("archived", run.archived_at is not None), ("partial", run.held_partial)) if on]
+    return f"{run.name} ({', '.join(marks)})" if marks else run.name
+
+
 class CompareForm(forms.Form):
     a = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run a")
     b = forms.ModelChoiceField(queryset=Run.objects.none(), label="Run b")
 
     def __init__(self, *args, golden_set: GoldenSet, **kwargs):
         super().__init__(*args, **kwargs)
-        runs = Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "name")
+        # Archived runs are not offered, but a link naming one (from its run page) still
+        # compares it: the choices are the live runs plus the ones the request names.
+        named = [value for value in (self.data.get("a"), self.data.get("b")) if value and str(value).isdigit()]
+        runs = Run.objects.filter(Q(archived_at=None) | Q(pk__in=named), golden_set=golden_set).order_by("system", "stage", "name")
         self.fields["a"].queryset = runs
         self.fields["b"].queryset = runs
+        self.fields["a"].label_from_instance = self.fields["b"].label_from_instance = _run_choice_label
 
     def clean(self):
         cleaned = super().clean()

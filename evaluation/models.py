@@ -69,6 +69,14 @@ class EvaluationSettings(models.Model):
     series_keep_days = models.PositiveIntegerField(
         default=90, help_text="after this many days a series keeps the entries of one run a week (scores are kept for all)"
     )
+    # A run answering under this share of the set's queries is marked partial at upload and
+    # kept out of coverage flags and alerts until a manager marks it complete. 0.5 because a
+    # run that leaves most queries unanswered scores them 0 (trec_eval -c): every slice then
+    # sits under its floor for a reason that is not retrieval, while a run answering half the
+    # set or more is a real, if patchy, system whose weak slices are worth a flag.
+    partial_share = models.FloatField(
+        default=0.5, help_text="a run answering under this fraction of the set's queries is marked partial at upload"
+    )
 
     class Meta:
         verbose_name_plural = "evaluation settings"
@@ -129,6 +137,20 @@ class Run(models.Model):
     index_size = models.PositiveBigIntegerField(null=True, blank=True, help_text="documents the endpoint reported searching")
     # Retention (monitoring.retention) drops the entries of old nights; their scores stay.
     entries_dropped_at = models.DateTimeField(null=True, blank=True)
+    # The lifecycle (evaluation.services run_archive, run_mark_complete, ...): the only
+    # fields of a run that change after its upload; its entries and scores never do.
+    # An archived run keeps its entries and scores but is left out of leaderboards, alerts,
+    # coverage flags, pools and default lists until it is unarchived.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archived_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # What the upload found against the set's queries (the latest version's, else the live
+    # ones): a run answering under EvaluationSettings.partial_share of them is partial, and
+    # is kept out of coverage flags and alerts until a manager marks it complete.
+    expected_query_count = models.PositiveIntegerField(null=True, blank=True, help_text="the set's queries when it was uploaded")
+    answered_query_count = models.PositiveIntegerField(null=True, blank=True, help_text="of those, the queries it answers")
+    partial = models.BooleanField(default=False, help_text="answered under the set's partial share of its queries at upload")
+    completed_at = models.DateTimeField(null=True, blank=True, help_text="when a manager marked the partial run complete")
+    completed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["golden_set", "system", "stage", "name"]
@@ -137,8 +159,47 @@ class Run(models.Model):
             models.UniqueConstraint(fields=["golden_set", "name"], name="run_name_unique_in_golden_set"),
             # A series run says what moment it measured, or the nights have no order.
             models.CheckConstraint(condition=Q(series=None) | Q(measured_at__isnull=False), name="series_run_has_measured_at"),
+            # "Archived by" is only said of an archived run: unarchiving clears both.
+            models.CheckConstraint(condition=Q(archived_by=None) | Q(archived_at__isnull=False), name="run_archived_by_only_when_archived"),
+            # Only a partial run can be marked complete; the lists and the flags read the pair.
+            models.CheckConstraint(condition=Q(completed_at=None) | Q(partial=True), name="run_completed_only_when_partial"),
         ]
         indexes = [models.Index(fields=["series", "measured_at"], name="run_series_measured_at")]
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+    @property
+    def held_partial(self) -> bool:
+        """Partial and not (yet) marked complete: out of coverage flags and alerts."""
+        return self.partial and self.completed_at is None
+
+    @property
+    def held_back(self) -> bool:
+        """True when the run raises no alert and no coverage flag: archived, or partial
+        and not marked complete (evaluation.selectors.run_counted is the same in SQL)."""
+        return self.archived or self.held_partial
+
+    @property
+    def answered_share(self) -> float | None:
+        """The fraction of the set's queries (at upload) the run answers; None when not measured."""
+        if self.expected_query_count is None or self.answered_query_count is None:
+            return None
+        return self.answered_query_count / self.expected_query_count if self.expected_query_count else 1.0
+
+    @property
+    def partial_note(self) -> str:
+        """The sentence every page, the API and the command say of a partial run; '' otherwise."""
+        if not self.partial:
+            return ""
+        head = (
+            f"answers {self.answered_query_count} of {self.expected_query_count} queries "
+            f"({100 * (self.answered_share or 0):.1f}%): marked partial"
+        )
+        if self.completed_at is not None:
+            return f"{head}, then marked complete by a manager: it counts for coverage flags and alerts"
+        return f"{head}: left out of coverage flags and alerts until a manager marks it complete"
 
     @property
     def failed_share(self) -> float:

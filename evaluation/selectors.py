@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
-from django.db.models import Exists, OuterRef, TextField
+from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.http import Http404
 
@@ -46,9 +46,21 @@ def later_night(run_path: str = "") -> Exists:
     ))
 
 
+def run_not_archived(run_path: str = "") -> Q:
+    """True for a run that is not archived: leaderboards, pools, default lists and choices
+    show only these. `run_path` as for later_night."""
+    return Q(**{f"{run_path}archived_at": None})
+
+
+def run_counted(run_path: str = "") -> Q:
+    """True for a run whose figures raise coverage flags and alerts: not archived, and not
+    partial unless a manager marked it complete (Run.held_back is its negation, in Python)."""
+    return run_not_archived(run_path) & (Q(**{f"{run_path}partial": False}) | Q(**{f"{run_path}completed_at__isnull": False}))
+
+
 def run_get(golden_set: GoldenSet, run_id: int) -> Run:
     """Run `run_id` of the set, or Http404 (a run of another set is as absent as none)."""
-    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set", "series").first()
+    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set", "series", "archived_by", "completed_by").first()
     if run is None:
         raise Http404("no such run")
     return run

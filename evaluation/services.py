@@ -1,5 +1,6 @@
 """Writes of the evaluation floor: uploading runs, scheduling and computing evaluations."""
 
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import BinaryIO
@@ -11,6 +12,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from evaluation import completeness, engine
+from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
 from evaluation.models import Completeness, Evaluation, Run, RunData, RunQueryFailure, Score, Series
 from evaluation.selectors import (
@@ -22,11 +24,13 @@ from evaluation.selectors import (
     version_scoring_inputs,
 )
 from evaluation.signals import run_uploaded
-from goldenset.models import GoldenSet, Page, Query, Version
+from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
 from lib.progress import Progress, no_progress
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.run_formats import read_run
 from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
+
+logger = logging.getLogger(__name__)
 
 
 def series_for(*, golden_set: GoldenSet, name: str) -> Series:
@@ -56,6 +60,7 @@ def _run_store(
     *, golden_set: GoldenSet, entries: RunEntries, source_name: str, system: str, stage: str, name: str,
     user: AbstractBaseUser | None, series: Series | None, measured_at: datetime | None,
     failures: Sequence[tuple[str, str, int | None]] = (), index_size: int | None = None,
+    coverage: tuple[int, int, bool] | None = None,
 ) -> Run:
     """Rank `entries` as trec_eval does and store the run, its entries and its failures in
     one transaction; run_uploaded on commit schedules its evaluation."""
@@ -71,6 +76,7 @@ def _run_store(
             dropped_by_depth=ranked.dropped_by_depth, external_doc_count=len(ranked.external_doc_ids),
             extra_column_lines=entries.extra_column_lines, series=series, measured_at=measured_at,
             failed_query_count=len(failures), index_size=index_size,
+            **(dict(zip(("expected_query_count", "answered_query_count", "partial"), coverage)) if coverage else {}),
         )
         RunData.objects.create(run=run, ranked=ranked.to_bytes())
         RunQueryFailure.objects.bulk_create(
@@ -114,7 +120,29 @@ def run_import(
     return _run_store(
         golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,
         user=user, series=in_series, measured_at=measured_at if in_series is not None else None,
+        coverage=_run_coverage(golden_set, entries.query_ids, in_series=in_series is not None),
     )
+
+
+def _run_coverage(golden_set: GoldenSet, query_ids: Iterable[str], *, in_series: bool) -> tuple[int, int, bool]:
+    """(the set's queries, how many of them the run answers, partial) for an upload.
+
+    The set's queries are those of its latest version, which is what the run is scored
+    against first (a query it leaves out scores 0 there), or the live queries when nothing
+    is published yet. A run of a series is never partial: an endpoint's night asks every
+    query of the version and records each one that failed, which raises "endpoint failing"
+    (EvaluationSettings.failing_share), and an eval job's nights are compared among
+    themselves, so a second, upload-time judgement would only hide the same nights twice.
+    """
+    latest = golden_set.versions.order_by("-number").first()
+    if latest is not None:
+        expected = set(VersionQuery.objects.filter(version=latest).values_list("query__query_id", flat=True))
+    else:
+        expected = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
+    answered = len(expected.intersection(query_ids))
+    share = answered / len(expected) if expected else 1.0
+    partial = not in_series and share < evaluation_settings(golden_set).partial_share
+    return len(expected), answered, partial
 
 
 def run_from_rankings(
@@ -388,3 +416,73 @@ def golden_set_evaluate_now(golden_set: GoldenSet, version: Version) -> list[Eva
     for evaluation in evaluations_schedule(version=version):
         results.append(evaluation_compute(run=evaluation.run, version=version))
     return results
+
+
+# --- a run's lifecycle: archived, partial, marked complete -------------------------------
+#
+# These change only the lifecycle fields of a run (Run.archived_at, completed_at and their
+# "by"); its entries, evaluations, scores and alerts are never touched. An archived or
+# partial run's alerts are hidden rather than resolved (evaluation.alerts.selectors): each
+# was a true statement about the run on its version, "resolved" means the condition went
+# away (a canary found again), and unarchiving should bring the run back as it was. The
+# run keeps being scored on new versions, so that unarchiving it shows current figures.
+
+
+def _lifecycle_save(run: Run, **fields) -> Run:
+    with transaction.atomic():
+        for name, value in fields.items():
+            setattr(run, name, value)
+        run.save(update_fields=list(fields))
+    return run
+
+
+def _alerts_catch_up(run: Run) -> None:
+    """Check the alerts of every finished evaluation of a run that counts again: the ones it
+    crossed while held back were never raised. Idempotent (alerts_check stores a crossing
+    once), so an alert hidden meanwhile is neither doubled nor delivered again."""
+    for evaluation in Evaluation.objects.filter(run=run, status=Evaluation.Status.DONE).only("pk"):
+        alerts_check(evaluation=evaluation)
+
+
+def run_archive(*, run: Run, user: AbstractBaseUser | None) -> Run:
+    """Archive `run`, recording who and when: it keeps its entries and scores but leaves the
+    leaderboards, alerts, coverage flags, pools and default lists. ConflictError when it is
+    archived already."""
+    if run.archived_at is not None:
+        raise ConflictError(f"run {run.name!r} is archived already", field="run")
+    return _lifecycle_save(run, archived_at=timezone.now(), archived_by=user)
+
+
+def run_unarchive(*, run: Run, user: AbstractBaseUser | None) -> Run:
+    """Bring an archived run back everywhere, and raise the alerts it would have raised
+    meanwhile (its old ones show again). ConflictError when it is not archived."""
+    if run.archived_at is None:
+        raise ConflictError(f"run {run.name!r} is not archived", field="run")
+    with transaction.atomic():
+        _lifecycle_save(run, archived_at=None, archived_by=None)
+        if not run.held_back:
+            _alerts_catch_up(run)
+    return run
+
+
+def run_mark_complete(*, run: Run, user: AbstractBaseUser | None) -> Run:
+    """Let a partial run count for coverage flags and alerts (a manager knows the queries it
+    leaves out are meant to be left out), and raise the alerts it crosses. GoldsetError
+    when the run is not partial, ConflictError when it is marked complete already."""
+    if not run.partial:
+        raise GoldsetError(f"run {run.name!r} is not partial: it counts already", field="run")
+    if run.completed_at is not None:
+        raise ConflictError(f"run {run.name!r} is marked complete already", field="run")
+    with transaction.atomic():
+        _lifecycle_save(run, completed_at=timezone.now(), completed_by=user)
+        if not run.held_back:
+            _alerts_catch_up(run)
+    return run
+
+
+def run_mark_partial(*, run: Run, user: AbstractBaseUser | None) -> Run:
+    """Undo run_mark_complete: the partial run is left out of coverage flags and alerts
+    again (its alerts hidden, not deleted). ConflictError when it is not marked complete."""
+    if not run.partial or run.completed_at is None:
+        raise ConflictError(f"run {run.name!r} is not a partial run marked complete", field="run")
+    return _lifecycle_save(run, completed_at=None, completed_by=None)

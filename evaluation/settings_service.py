@@ -170,6 +170,7 @@ _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
     "failing_share": _fraction("failing_share", "0.05, not 5"),
     "series_rescore_nights": _whole("series_rescore_nights", 1, 1000, "a number of nights"),
     "series_keep_days": _whole("series_keep_days", 0, 36500, "a number of days (0 keeps every night whole)"),
+    "partial_share": _fraction("partial_share", "0.5, not 50"),
 }
 SETTINGS_FIELDS = tuple(_CLEANERS)
 
@@ -190,7 +191,9 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
     (upper bounds in days), completeness_depth (pool depth for leave-one-run-out, pages per
     query), judged_floor (fraction: Judged@k_final under it marks a run's scores
     unreliable), min_queries_per_slice (queries: a slice averaged over fewer is flagged on
-    the coverage page, whose recall target is alert_slice_floor), alert_emails (addresses), webhook_url (http(s) URL or "").
+    the coverage page, whose recall target is alert_slice_floor), alert_emails (addresses), webhook_url (http(s) URL or ""),
+    partial_share (fraction: a run answering under it of the set's queries is marked partial
+    at upload; runs already uploaded keep what their upload found).
     Raises GoldsetError listing every bad field (its `field` is the first one); nothing
     is saved then. Returns the saved settings.
     """

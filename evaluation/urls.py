@@ -2,7 +2,7 @@
 evaluation.alerts.urls. Query ids may hold '/', '#' or ':', so the drill-down takes the
 rest of the path (`path:`); reverse() percent-encodes what a URL cannot carry."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from evaluation import views
 
@@ -13,6 +13,10 @@ urlpatterns = [
     path("sets/<slug:slug>/compare/", views.compare, name="compare"),
     path("sets/<slug:slug>/runs/", views.runs, name="runs"),
     path("sets/<slug:slug>/runs/<int:run_id>/", views.run_detail, name="run"),
+    re_path(
+        r"^sets/(?P<slug>[-a-zA-Z0-9_]+)/runs/(?P<run_id>[0-9]+)/(?P<action>archive|unarchive|mark-complete|mark-partial)/$",
+        views.run_lifecycle, name="run_lifecycle",
+    ),
     path("sets/<slug:slug>/runs/<int:run_id>/versions/", views.run_versions, name="run_versions"),
     path("sets/<slug:slug>/runs/<int:run_id>/queries/", views.run_query_jump, name="run_query_jump"),
     path("sets/<slug:slug>/runs/<int:run_id>/queries/<path:query_id>/", views.run_query, name="run_query"),

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.alerts.selectors import alerts_latest
 from evaluation.forms import CalculatorForm, CompareForm, RunUploadForm
@@ -27,7 +27,7 @@ from evaluation.reports.results import results_report, scoring_progress
 from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
 from evaluation.reports.runs import runs_report
 from evaluation.selectors import run_get, version_numbers
-from evaluation.services import run_import
+from evaluation.services import run_archive, run_import, run_mark_complete, run_mark_partial, run_unarchive
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
 from lib.errors import GoldsetError
@@ -140,9 +140,12 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
                 problems = exc.problems
             else:
                 messages.success(request, f"Run {run.name!r} was uploaded: {run.entry_count} entries for {run.query_count} queries.")
+                if run.partial:
+                    messages.warning(request, f"Run {run.name!r} {run.partial_note}.")
                 return redirect("run", slug=golden_set.slug, run_id=run.id)
         status = 400
-    ctx = {"golden_set": golden_set, "report": runs_report(golden_set), "form": form, "problems": problems, "can_upload": can_upload}
+    report = runs_report(golden_set, show_archived=request.GET.get("archived") == "1")
+    ctx = {"golden_set": golden_set, "report": report, "form": form, "problems": problems, "can_upload": can_upload}
     return render(request, "evaluation/runs.html", ctx, status=status)
 
 
@@ -151,8 +154,42 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
 def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     run = run_get(golden_set, run_id)
-    ctx = {"golden_set": golden_set, "run": run, "report": run_detail_report(run), "run_failures": list(run.failures.all()[:20]) if run.failed_query_count else []}
+    ctx = {
+        "golden_set": golden_set, "run": run, "report": run_detail_report(run),
+        "run_failures": list(run.failures.all()[:20]) if run.failed_query_count else [],
+        "can_manage": _can_upload(request.user, golden_set),
+    }
     return render(request, "evaluation/run.html", ctx)
+
+
+# action -> (service, what the message says was done). POST only, managers only.
+RUN_LIFECYCLE_ACTIONS = {
+    "archive": (run_archive, "archived: it is left out of leaderboards, alerts, coverage flags and pools"),
+    "unarchive": (run_unarchive, "unarchived: it is shown everywhere again"),
+    "mark-complete": (run_mark_complete, "marked complete: it counts for coverage flags and alerts"),
+    "mark-partial": (run_mark_partial, "marked partial again: it is left out of coverage flags and alerts"),
+}
+
+
+@login_required
+@require_POST
+def run_lifecycle(request: HttpRequest, slug: str, run_id: int, action: str) -> HttpResponse:
+    """A manager archives, unarchives, marks complete or marks partial a run, then goes back
+    to the page the button was on (`back=runs` for the runs list, else the run page)."""
+    golden_set = access_golden_set(request.user, slug, roles=UPLOAD_ROLES)
+    run = run_get(golden_set, run_id)
+    service, done = RUN_LIFECYCLE_ACTIONS[action]
+    try:
+        service(run=run, user=request.user)
+    except GoldsetError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Run {run.name!r} was {done}.")
+    if request.POST.get("back") == "runs":
+        url = reverse("runs", kwargs={"slug": golden_set.slug})
+        # Back to the list as it was shown: with the archived runs if they were.
+        return redirect(url + ("?archived=1" if request.POST.get("archived") == "1" else ""))
+    return redirect("run", slug=golden_set.slug, run_id=run.id)
 
 
 @login_required

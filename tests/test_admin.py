@@ -262,7 +262,7 @@ def _settings_form(settings, **changes) -> dict:
         "age_buckets": "[30, 365]", "completeness_depth": settings.completeness_depth, "judged_floor": settings.judged_floor,
         "min_queries_per_slice": settings.min_queries_per_slice, "alert_emails": "[]", "webhook_url": "",
         "failing_share": settings.failing_share, "series_rescore_nights": settings.series_rescore_nights,
-        "series_keep_days": settings.series_keep_days,
+        "series_keep_days": settings.series_keep_days, "partial_share": settings.partial_share,
     }
     return {**data, **changes}
 

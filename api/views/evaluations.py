@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.selectors import EvaluationFigures, evaluation_figures, evaluations_of
-from api.serializers import EvaluationOutputSerializer, RunFilterSerializer, validated
+from api.serializers import EvaluationOutputSerializer, RunFilterSerializer, archived_filter, validated
 from evaluation.reports.completeness import run_completeness
 from evaluation.models import EvaluationSettings
 from evaluation.selectors import evaluation_settings, run_get
@@ -81,7 +81,7 @@ class RunEvaluationListApi(PaginatedMixin, APIView):
 
 class EvaluationListApi(PaginatedMixin, APIView):
     """Every run's evaluation on version ?version=N (the latest by default), by run name;
-    ?system= and ?stage= narrow the runs."""
+    ?system= and ?stage= narrow the runs; archived runs only with ?archived=true or all."""
 
     class FilterSerializer(RunFilterSerializer):
         version = serializers.IntegerField(
@@ -93,6 +93,7 @@ class EvaluationListApi(PaginatedMixin, APIView):
         golden_set = api_golden_set(request, slug)
         wanted = dict(validated(EvaluationListApi.FilterSerializer, request.query_params))
         number = wanted.pop("version", None)
+        archived = wanted.pop("archived", "false")
         if number is None:
             number = golden_set.versions.order_by("-number").values_list("number", flat=True).first()
         elif not golden_set.versions.filter(number=number).exists():
@@ -100,6 +101,6 @@ class EvaluationListApi(PaginatedMixin, APIView):
         if number is None:  # no version yet, so nothing was scored
             return self.paginated([], lambda page: [])
         evaluations = evaluations_of(golden_set).filter(version__number=number)
-        evaluations = evaluations.filter(**{f"run__{name}": value for name, value in wanted.items()})
+        evaluations = evaluations.filter(**{f"run__{name}": value for name, value in wanted.items()}, **archived_filter(archived, "run__"))
         evaluations = evaluations.order_by("run__name", "run_id")
         return self.paginated(evaluations, lambda page: serialize_page(golden_set, page))

@@ -9,16 +9,17 @@ from rest_framework.views import APIView
 
 from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
-from api.serializers import RunFilterSerializer, RunOutputSerializer, validated
+from api.serializers import RunFilterSerializer, RunOutputSerializer, archived_filter, validated
 from evaluation.models import Run
 from evaluation.selectors import run_get
-from evaluation.services import run_import
+from evaluation.services import run_archive, run_import, run_mark_complete, run_mark_partial, run_unarchive
 from lib.errors import GoldsetError
 from lib.run_formats import FORMAT_HELP, RUN_FORMATS
 
 
 class RunListApi(PaginatedMixin, APIView):
-    """The set's runs, newest first; ?system=, ?stage= and ?series= narrow the list."""
+    """The set's runs, newest first; ?system=, ?stage= and ?series= narrow the list.
+    Archived runs are left out unless ?archived=true (only them) or ?archived=all."""
 
     class FilterSerializer(RunFilterSerializer):
         series = serializers.CharField(required=False, max_length=200, trim_whitespace=False, help_text="only the nights of this series")
@@ -29,7 +30,8 @@ class RunListApi(PaginatedMixin, APIView):
         filters = dict(validated(RunListApi.FilterSerializer, request.query_params))
         if "series" in filters:
             filters["series__name"] = filters.pop("series")
-        runs = Run.objects.filter(golden_set=golden_set, **filters).select_related("uploaded_by", "series")
+        filters.update(archived_filter(filters.pop("archived", "false")))
+        runs = Run.objects.filter(golden_set=golden_set, **filters).select_related("uploaded_by", "series", "archived_by")
         runs = runs.order_by("-created_at", "-id")
         return self.paginated(runs, lambda page: RunOutputSerializer(page, many=True).data)
 
@@ -47,7 +49,11 @@ class RunUploadApi(APIView):
     (`run.txt:12: score 'x' is not a finite number`). The run is scored against the latest
     version once stored. With `series`, the run joins that series (made on first use) as
     the night `measured_at` (default: now), so that an eval job's nightly uploads form a
-    trend and raise the night alerts as a monitored endpoint's runs do."""
+    trend and raise the night alerts as a monitored endpoint's runs do.
+
+    A run answering under the set's partial_share of its queries is marked partial: the
+    answer says so in `partial` and `partial_note` ("answers 8 of 300 queries (2.7%): marked
+    partial: left out of coverage flags and alerts until a manager marks it complete")."""
 
     parser_classes = [MultiPartParser, FormParser]
 
@@ -101,3 +107,54 @@ class RunDetailApi(APIView):
     def get(self, request, slug: str, run_id: int):
         golden_set = api_golden_set(request, slug)
         return Response(RunOutputSerializer(run_get(golden_set, run_id)).data)
+
+
+class _RunLifecycleApi(APIView):
+    """A manager's change of one run's lifecycle (write scope): POST, no body; answers the run."""
+
+    service = None  # one of evaluation.services' run_archive, run_unarchive, ...
+
+    def post(self, request, slug: str, run_id: int):
+        golden_set = api_golden_set(request, slug, write=True)
+        run = run_get(golden_set, run_id)
+        type(self).service(run=run, user=request.user)
+        return Response(RunOutputSerializer(run).data)
+
+
+def _lifecycle_schema(operation_id: str, description: str):
+    return extend_schema(operation_id=operation_id, request=None, responses=RunOutputSerializer, description=description)
+
+
+class RunArchiveApi(_RunLifecycleApi):
+    service = staticmethod(run_archive)
+
+    @_lifecycle_schema("runs_archive", "Archive the run: it keeps its entries and scores, but leaves the leaderboard, alerts, "
+                       "coverage flags, pools and the default run lists (?archived=true shows it). 409 when it is archived already.")
+    def post(self, request, slug: str, run_id: int):
+        return super().post(request, slug, run_id)
+
+
+class RunUnarchiveApi(_RunLifecycleApi):
+    service = staticmethod(run_unarchive)
+
+    @_lifecycle_schema("runs_unarchive", "Bring an archived run back everywhere; the alerts it crosses are raised. 409 when it is not archived.")
+    def post(self, request, slug: str, run_id: int):
+        return super().post(request, slug, run_id)
+
+
+class RunMarkCompleteApi(_RunLifecycleApi):
+    service = staticmethod(run_mark_complete)
+
+    @_lifecycle_schema("runs_mark_complete", "Let a partial run count for coverage flags and alerts. 422 when the run is not "
+                       "partial, 409 when it is marked complete already.")
+    def post(self, request, slug: str, run_id: int):
+        return super().post(request, slug, run_id)
+
+
+class RunMarkPartialApi(_RunLifecycleApi):
+    service = staticmethod(run_mark_partial)
+
+    @_lifecycle_schema("runs_mark_partial", "Undo mark-complete: the partial run is left out of coverage flags and alerts again. "
+                       "409 when it is not a partial run marked complete.")
+    def post(self, request, slug: str, run_id: int):
+        return super().post(request, slug, run_id)

@@ -52,7 +52,7 @@ from django.db.models import Q
 
 from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
-from evaluation.selectors import evaluation_settings
+from evaluation.selectors import evaluation_settings, run_counted
 from evaluation.signals import alert_raised
 from goldenset.models import Version
 
@@ -140,7 +140,9 @@ def _drops_vs_run(evaluation: Evaluation, settings: EvaluationSettings) -> list[
     run, version = evaluation.run, evaluation.version
     if run.series_id is not None:
         return []  # the night rules compare it within its series
-    siblings = Run.objects.filter(golden_set_id=run.golden_set_id, system=run.system, stage=run.stage).exclude(pk=run.pk)
+    # An archived or partial run is nobody's "previous run": a test run of 8 queries would
+    # make the next full run look like a leap, or its own drop look like the system's.
+    siblings = Run.objects.filter(run_counted(), golden_set_id=run.golden_set_id, system=run.system, stage=run.stage).exclude(pk=run.pk)
     # Upload order, ties (same microsecond) broken by id, so "previous" is always one run.
     earlier = Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, id__lt=run.id)
     found = []
@@ -361,7 +363,7 @@ def _rerank_losses(evaluation: Evaluation, settings: EvaluationSettings) -> list
     run, version = evaluation.run, evaluation.version
     if run.stage not in (Run.Stage.RERANKED, Run.Stage.FIRST_STAGE):
         return []
-    system_runs = Run.objects.filter(golden_set_id=run.golden_set_id, system=run.system)
+    system_runs = Run.objects.filter(run_counted(), golden_set_id=run.golden_set_id, system=run.system)
     first_stages = list(system_runs.filter(stage=Run.Stage.FIRST_STAGE))
     threshold = settings.alert_rerank_loss_points
     if run.stage == Run.Stage.RERANKED:
@@ -411,6 +413,10 @@ def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     evaluation = Evaluation.objects.select_related("run", "version__golden_set").get(pk=evaluation.pk)
     if evaluation.status != Evaluation.Status.DONE:
         return []
+    if evaluation.run.held_back:
+        # Archived, or partial and not marked complete: its unanswered queries would flag
+        # every slice. run_unarchive and run_mark_complete check again when it counts.
+        return []
     settings = evaluation_settings(evaluation.version.golden_set)
     if run_is_failing(evaluation.run, settings):
         return []  # an outage, not recall: monitoring raised "endpoint failing" for it
@@ -429,6 +435,8 @@ def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:
     created = []
     with transaction.atomic():
         for crossing in crossings:
+            if crossing.run.held_back:
+                continue  # a later night or run found through a partner: it raises nothing either
             alert, is_new = Alert.objects.get_or_create(
                 run=crossing.run, version=crossing.version, kind=crossing.kind, metric=crossing.metric, slice=crossing.slice,
                 defaults={

@@ -1,17 +1,21 @@
 """Reads of the alert pages: a set's alerts, newest first, with how far each is from its
 reference."""
 
-from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
+from django.db.models import ExpressionWrapper, F, FloatField, Q, QuerySet
 
 from evaluation.models import Alert, WebhookDelivery
+from evaluation.selectors import run_counted
 from goldenset.models import GoldenSet
 
 
 def alerts_for(golden_set: GoldenSet) -> QuerySet[Alert]:
     """The set's alerts, newest first, with version and run, and `delta_points`:
-    (value - reference) in points, None when there is no reference."""
+    (value - reference) in points, None when there is no reference.
+
+    Alerts of an archived run, or of a partial one not marked complete, are left out:
+    hidden, not resolved, so that unarchiving the run shows them again as they were."""
     return (
-        Alert.objects.filter(golden_set=golden_set)
+        Alert.objects.filter(Q(run=None) | run_counted("run__"), golden_set=golden_set)
         .select_related("version", "run")
         .annotate(delta_points=ExpressionWrapper((F("value") - F("reference")) * 100, output_field=FloatField()))
         .order_by("-created_at", "-id")

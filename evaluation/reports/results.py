@@ -11,7 +11,7 @@ from django.db.models import Count
 from evaluation.models import Evaluation, EvaluationSettings, Run, Score
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.reports.targets import FINAL_TARGET, FIRST_STAGE_TARGET, Diagnosis, funnel_diagnosis
-from evaluation.selectors import evaluation_settings, later_night, slice_label
+from evaluation.selectors import evaluation_settings, later_night, run_not_archived, slice_label
 from goldenset.models import GoldenSet, Version
 from lib import charts
 from lib.ids import natural_key
@@ -220,7 +220,9 @@ def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -
     """Every evaluation of the version with its scores and completeness figures (Judged@k
     under the settings' floor marks a run unreliable): three queries however many runs and slices."""
     evaluations = (
-        Evaluation.objects.filter(version=version).exclude(later_night("run__")).select_related("run__series").defer("per_query").order_by("run_id")
+        # Archived runs keep their scores but leave the leaderboard (the runs page lists them).
+        Evaluation.objects.filter(run_not_archived("run__"), version=version).exclude(later_night("run__"))
+        .select_related("run__series").defer("per_query").order_by("run_id")
     )
     results = {e.id: RunResult(run=e.run, evaluation=e, color=charts.color(i)) for i, e in enumerate(evaluations)}
     found = completeness_rows([result.evaluation for result in results.values()], overall_only=False)
@@ -327,6 +329,7 @@ def _trend_charts(golden_set: GoldenSet, versions: list[tuple], colors: dict[int
     with a marker at each new version: a move across one is partly the labels' doing.
     `versions` are (number, k_first, k_final, labels, relevant labels, queries), oldest first."""
     rows = Score.objects.filter(
+        run_not_archived("evaluation__run__"),
         evaluation__run__golden_set=golden_set, evaluation__status=Evaluation.Status.DONE, slice="", metric__startswith="recall@",
     ).exclude(evaluation__run__in=Run.objects.filter(later_night())).values_list("evaluation__run_id", "evaluation__run__name", "evaluation__version__number", "metric", "value")
     k_of = {number: (k_first, k_final) for number, k_first, k_final, *_ in versions}

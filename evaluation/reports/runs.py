@@ -3,11 +3,11 @@ on the set's latest version."""
 
 from dataclasses import dataclass
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 
 from evaluation.models import Completeness, Evaluation, Run, Score
 from evaluation.reports.completeness import RunCompleteness
-from evaluation.selectors import evaluation_settings
+from evaluation.selectors import evaluation_settings, run_not_archived
 from goldenset.models import GoldenSet, Version
 
 
@@ -24,13 +24,21 @@ class RunRow:
 class RunsReport:
     rows: list[RunRow]
     latest: Version | None
+    archived_count: int = 0  # archived runs of the set, shown or not
+    show_archived: bool = False
 
 
-def runs_report(golden_set: GoldenSet) -> RunsReport:
+def runs_report(golden_set: GoldenSet, *, show_archived: bool = False) -> RunsReport:
     """Every run of the set with its status, funnel recalls and Judged@k on the latest
-    version: five queries however many runs."""
+    version: six queries however many runs. Archived runs only `show_archived`, after the
+    others; their count either way, for the "show archived (N)" link."""
     latest = golden_set.versions.order_by("-number").first()
-    runs = list(Run.objects.filter(golden_set=golden_set).select_related("uploaded_by", "series").order_by("system", "stage", "name"))
+    runs = Run.objects.filter(golden_set=golden_set).select_related("uploaded_by", "series", "archived_by")
+    archived_count = runs.filter(archived_at__isnull=False).count()
+    if not show_archived:
+        runs = runs.filter(run_not_archived())
+    # Archived runs after the others: the list is read top-down for the live systems.
+    runs = list(runs.order_by(F("archived_at").asc(nulls_first=True), "system", "stage", "name"))
     evaluations: dict[int, Evaluation] = {}
     scores: dict[tuple[int, str], float] = {}
     settings = None
@@ -62,4 +70,4 @@ def runs_report(golden_set: GoldenSet) -> RunsReport:
             recall_final=scores.get((run.id, f"recall@{latest.k_final}")) if latest else None,
             completeness=completeness,
         ))
-    return RunsReport(rows=rows, latest=latest)
+    return RunsReport(rows=rows, latest=latest, archived_count=archived_count, show_archived=show_archived)

@@ -428,7 +428,8 @@ def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: i
     many runs, pools, tasks and samples (see the page test's query budget)."""
     version = golden_set.versions.order_by("-number").first()
     settings = evaluation_settings(golden_set)
-    runs = list(Run.objects.filter(golden_set=golden_set).order_by("system", "stage", "name"))
+    # Archived runs leave this page and its pool form (pool_build refuses them too).
+    runs = list(Run.objects.filter(golden_set=golden_set, archived_at=None).order_by("system", "stage", "name"))
     pools = list(pools_of(golden_set))
     members: dict[int, list[PoolRun]] = defaultdict(list)
     for pool_run in PoolRun.objects.filter(pool__in=[pool.pk for pool in pools]).select_related("run").order_by("pool_id", "ordinal"):

@@ -37,7 +37,7 @@ from lib import charts
 from evaluation.alerts.rules import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
-from evaluation.selectors import evaluation_settings, later_night, slice_label, version_scoring_inputs
+from evaluation.selectors import evaluation_settings, later_night, run_counted, slice_label, version_scoring_inputs
 from goldenset.models import GoldenSet, Judgment, Query, Version, VersionPage
 
 
@@ -134,6 +134,10 @@ class CoverageReport:
     canary_rows: list[CanaryRow] = field(default_factory=list)
     query_ids: tuple[str, ...] = ()
     canary_suggestions: list["CanarySuggestion"] = field(default_factory=list)
+    # Runs scored on the version but left out of the figures and flags (latest_runs):
+    # archived, or partial and not marked complete; the page names them, so that a missing
+    # run is not a mystery.
+    held_back: list[Run] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[SliceCoverage]:
@@ -167,21 +171,36 @@ class CoverageReport:
 
 def latest_runs(version: Version) -> list[CoverageRun]:
     """Each system's latest run (by upload) of each stage with a finished evaluation on
-    `version`, ordered by system then stage. One query."""
+    `version`, ordered by system then stage. One query.
+
+    Archived runs, and partial ones a manager has not marked complete, are left out: a test
+    run of 8 queries scores 0 on every other query and would flag every slice, and an
+    archived run is retired. The system's previous run of the stage speaks for it instead."""
+    return _latest_and_held_back(version)[0]
+
+
+def _latest_and_held_back(version: Version) -> tuple[list[CoverageRun], list[Run]]:
+    """latest_runs, and the runs scored on `version` it leaves out (archived, or partial and
+    not marked complete), from the same one query."""
     evaluations = (
         Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE).exclude(later_night("run__"))
         .select_related("run").defer("per_query", "recall_curve", "canary_ranks")  # blobs of 10,000s of queries
         .order_by("run__created_at", "run__id")
     )
     latest: dict[tuple[str, str], Evaluation] = {}
+    held_back: list[Run] = []
     for evaluation in evaluations:
+        if evaluation.run.held_back:
+            held_back.append(evaluation.run)
+            continue
         latest[(evaluation.run.system, evaluation.run.stage)] = evaluation  # later uploads replace earlier
     stage_order = {stage: i for i, stage in enumerate(Run.Stage.values)}
     chosen = sorted(latest.values(), key=lambda e: (e.run.system, stage_order.get(e.run.stage, 99), e.run.name))
-    return [
+    runs = [
         CoverageRun(run=e.run, evaluation=e, color=charts.color(i), metric=slice_metric(e.run, version))
         for i, e in enumerate(chosen)
     ]
+    return runs, sorted(held_back, key=lambda run: (run.system, run.stage, run.name))
 
 
 def stale_label_pairs(version: Version) -> list[tuple[str, int]]:
@@ -263,7 +282,7 @@ def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
             else:
                 one.stale_labels = int(np.count_nonzero(np.isin(stale_pages, slices.page[one.name])))
 
-    runs = latest_runs(version)
+    runs, held_back = _latest_and_held_back(version)
     _add_run_figures([overall, *found], runs, version, settings)
     for one in [overall, *found]:
         if one.averaged < settings.min_queries_per_slice:
@@ -281,6 +300,7 @@ def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
         recall_chart=_recall_chart([overall, *found], runs, version, settings),
         judged_chart=_judged_chart([overall, *found], runs, version, settings),
         canary_runs=canary_runs, canary_rows=canary_rows, query_ids=qrels.query_ids, canary_suggestions=suggestions,
+        held_back=held_back,
     )
 
 
@@ -383,7 +403,7 @@ def _canaries(golden_set: GoldenSet, version: Version) -> tuple[list[Run], list[
     canaries = canaries_in_version(version)
     if not canaries:
         return [], []
-    runs = list(Run.objects.filter(golden_set=golden_set).exclude(later_night()).order_by("system", "stage", "created_at", "id"))
+    runs = list(Run.objects.filter(run_counted(), golden_set=golden_set).exclude(later_night()).order_by("system", "stage", "created_at", "id"))
     results = canary_checks(version=version, runs=runs, canaries=canaries)
     rows = [
         CanaryRow(canary=canary, results=[results[run.pk][i] if run.pk in results else None for run in runs])

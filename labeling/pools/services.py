@@ -188,6 +188,9 @@ def _check_runs(golden_set: GoldenSet, runs: Sequence[Run]) -> list[Run]:
             problems.append(f"run {run.name!r} belongs to another golden set, not {golden_set.slug!r}")
         if run.pk in seen:
             problems.append(f"run {run.name!r} is listed twice")
+        if run.archived_at is not None:
+            # Archived runs are retired: pooling one would queue pages no live system returns.
+            problems.append(f"run {run.name!r} is archived: unarchive it on its run page to pool it")
         seen.add(run.pk)
     if problems:
         raise GoldsetError(f"cannot pool these runs for {golden_set.slug!r}", problems=problems, field="runs")

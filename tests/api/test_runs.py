@@ -96,7 +96,7 @@ def test_a_runs_evaluations_hold_overall_and_slice_scores_and_completeness(reade
     assert body["count"] == 1
     evaluation = body["results"][0]
     assert (evaluation["version"], evaluation["content_hash"], evaluation["status"]) == (1, version.content_hash, "done")
-    assert evaluation["run"] == {"id": run.id, "name": "bm25 first_stage", "system": "bm25", "stage": "first_stage"}
+    assert evaluation["run"] == {"id": run.id, "name": "bm25 first_stage", "system": "bm25", "stage": "first_stage", "archived": False, "partial": False}
     # q1: d1 relevant at rank 1, CR93E-3103#37 relevant and missed; q/2:ü: d3 at rank 1, d:ü/4 missed; q3 has none.
     assert evaluation["scores"]["recall@10"] == 0.5
     assert (evaluation["queries_averaged"], evaluation["no_relevant_count"]) == (2, 1)

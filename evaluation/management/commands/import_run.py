@@ -63,3 +63,6 @@ class Command(BaseCommand):
             self.stdout.write(f"depth cap {run.depth_cap}: {run.dropped_by_depth} entries past it were not kept")
         if run.external_doc_count:
             self.stdout.write(f"{run.external_doc_count} doc id(s) are not in the corpus: they count as unjudged")
+        if run.partial:
+            # Said plainly, as the upload page and the API do, so that a test run is not mistaken for a system.
+            self.stdout.write(self.style.WARNING(f"{run.partial_note}; see archive_run for retiring it"))
