@@ -494,29 +494,48 @@ def _slice_values(metadata: dict, fields: list[str]) -> dict:
     return {name: metadata[name] for name in fields if name in metadata}
 
 
-def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = None, note: str = "") -> Version:
+def nothing_changed(golden_set: GoldenSet, previous: Version) -> ConflictError:
+    """The refusal of a publish that would snapshot what `previous` holds already."""
+    return ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
+
+
+def no_queries(golden_set: GoldenSet) -> GoldsetError:
+    return GoldsetError(f"golden set {golden_set.slug!r} has no queries to publish")
+
+
+# The steps version_publish reports through its `progress`, in order (a job shows "step 3 of 6").
+PUBLISH_STEPS = ("resolving labels", "reading pages", "hashing", "writing labels", "writing queries", "writing pages")
+
+
+def version_publish(
+    *, golden_set: GoldenSet, user: AbstractBaseUser | None = None, note: str = "", progress: Progress = no_progress,
+) -> Version:
     """Snapshot the resolved labels and slice metadata into version N+1 and return it.
 
     Refuses (GoldsetError) when nothing changed since the latest version. Sends
-    `version_published` inside the transaction; receivers act on commit.
+    `version_published` inside the transaction; receivers act on commit. `progress`
+    wraps each step's rows, named as in PUBLISH_STEPS (a job reports them to the page).
     """
     with transaction.atomic():
         # Lock the set so that two publishes cannot both take number N+1.
         golden_set = GoldenSet.objects.select_for_update().get(pk=golden_set.pk)
         previous = golden_set.versions.order_by("-number").first()
+        # Counted before the labels are read: a judgment committed in between makes the
+        # count too low, never too high, so a later "unchanged" check errs toward publishing.
+        judgment_count = Judgment.objects.filter(query__golden_set=golden_set).count()
 
         queries = list(
             Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata")
         )
         query_ids = {pk: query_id for pk, query_id, _ in queries}
-        labels = [(q, p, g) for q, p, g in resolved_labels(golden_set) if q in query_ids]
+        labels = [(q, p, g) for q, p, g in progress(resolved_labels(golden_set), PUBLISH_STEPS[0]) if q in query_ids]
         labelled = {p for _, p, _ in labels}
         # Read the corpus and keep the labelled pages, rather than send an IN list of
         # 50,000 ids that takes longer to build and parse than the scan.
         page_rows = [
-            row for row in Page.objects.filter(corpus_id=golden_set.corpus_id).values_list(
+            row for row in progress(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list(
                 "id", "doc_id", "metadata", "published_at", "content_hash"
-            ).iterator(chunk_size=20_000)
+            ).iterator(chunk_size=20_000), PUBLISH_STEPS[1])
             if row[0] in labelled
         ]
         doc_ids = {pk: doc_id for pk, doc_id, *_ in page_rows}
@@ -534,15 +553,15 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
         page_metadata = {pk: _slice_values(metadata, page_fields) for pk, _, metadata, _, _ in page_rows}
         content_hash = version_hash(
             version_settings(golden_set),
-            ((query_ids[q], doc_ids[p], g) for q, p, g in labels),
+            ((query_ids[q], doc_ids[p], g) for q, p, g in progress(labels, PUBLISH_STEPS[2])),
             ((query_id, query_metadata[pk]) for pk, query_id, _ in queries),
             ((doc_id, page_metadata[pk], published_at, page_hash) for pk, doc_id, _, published_at, page_hash in page_rows),
         )
 
         if previous is not None and previous.content_hash == content_hash:
-            raise ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
+            raise nothing_changed(golden_set, previous)
         if not queries:
-            raise GoldsetError(f"golden set {golden_set.slug!r} has no queries to publish")
+            raise no_queries(golden_set)
 
         threshold = golden_set.relevance_threshold
         relevant_queries = {q for q, _, g in labels if g >= threshold}
@@ -552,23 +571,23 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
                 note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
                 query_slice_fields=query_fields, page_slice_fields=page_fields, query_count=len(queries),
                 label_count=len(labels), relevant_count=sum(1 for _, _, g in labels if g >= threshold),
-                queries_without_relevant=len(queries) - len(relevant_queries),
+                queries_without_relevant=len(queries) - len(relevant_queries), judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
             raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
 
         bulk_insert(
             VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
-            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(labels)),
+            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(progress(labels, PUBLISH_STEPS[3]))),
         )
         bulk_insert(
             VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
-            ((version.id, pk, _metadata_json(query_metadata[pk])) for pk, *_ in queries),
+            ((version.id, pk, _metadata_json(query_metadata[pk])) for pk, *_ in progress(queries, PUBLISH_STEPS[4])),
         )
         bulk_insert(
             VersionPage._meta.db_table, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
             ((version.id, pk, _metadata_json(page_metadata[pk]), published_at, content_hash)
-             for pk, _, _, published_at, content_hash in page_rows),
+             for pk, _, _, published_at, content_hash in progress(page_rows, PUBLISH_STEPS[5])),
         )
         version_published.send(sender=Version, version_id=version.id)
     return version
