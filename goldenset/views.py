@@ -143,14 +143,15 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def publish_job_page(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
-    """A publish job's progress. The page and the publish forms land here; its status
-    fragment polls itself (htmx) while the job is queued or running, and ends with a link to
-    the new version, or with why there is none."""
+def publish_job_page(request: HttpRequest, slug: str, job_id: int, fragment: bool = False) -> HttpResponse:
+    """A publish job's progress. The publish forms land here; its status fragment (at a URL
+    of its own, so that the browser's back button never shows the fragment alone as the page)
+    polls itself (htmx) while the job is queued or running, and ends with a link to the new
+    version, or with why there is none."""
     golden_set = access_golden_set(request.user, slug, roles=PUBLISH_ROLES)
     job = get_object_or_404(PublishJob.objects.select_related("version", "created_by"), pk=job_id, golden_set=golden_set)
     ctx = {"golden_set": golden_set, "job": job, "progress": publish_job_progress(job), "poll_seconds": PUBLISH_POLL_SECONDS}
-    if request.headers.get("HX-Request"):
+    if fragment:
         return render(request, "goldenset/publish/_job.html", ctx)
     return render(request, "goldenset/publish/job.html", ctx)
 

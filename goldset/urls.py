@@ -16,6 +16,8 @@ urlpatterns = [
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
     path("sets/<slug:slug>/publish/", goldenset_views.publish_page, name="publish"),
     path("sets/<slug:slug>/publish/<int:job_id>/", goldenset_views.publish_job_page, name="publish_job"),
+    path("sets/<slug:slug>/publish/<int:job_id>/status/", goldenset_views.publish_job_page, {"fragment": True},
+         name="publish_job_status"),
     path("sets/<slug:slug>/changes/", goldenset_views.version_changes_page, name="version_changes"),
     path("sets/<slug:slug>/members/", goldenset_views.golden_set_members, name="golden_set_members"),
     path("", include("api.urls")),
