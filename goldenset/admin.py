@@ -16,7 +16,9 @@ from goldenset.tasks import publish_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
-from goldenset.models import Corpus, GoldenSet, Judgment, Membership, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.models import (
+    Corpus, GoldenSet, Judgment, Membership, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -189,3 +191,20 @@ class VersionPageAdmin(ReadOnlyAdmin):
     search_fields = ["page__doc_id"]
     list_select_related = ["version__golden_set", "page"]
     show_full_result_count = False
+
+
+@admin.register(PublishJob)
+class PublishJobAdmin(admin.ModelAdmin):
+    """Publish jobs are records of what was asked and what came of it (goldenset.publishing):
+    read-only; a stuck one is failed by the sweeper, never edited by hand."""
+
+    list_display = ["id", "golden_set", "status", "version", "created_by", "created_at", "finished_at", "error"]
+    list_filter = ["status", "golden_set"]
+    search_fields = ["golden_set__slug", "note", "error"]
+    list_select_related = ["golden_set", "created_by", "version__golden_set"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
