@@ -233,7 +233,8 @@ def test_the_database_allows_one_active_publish_per_set(golden_set):
     from django.db import IntegrityError
 
     PublishJob.objects.create(golden_set=golden_set)
-    with pytest.raises(IntegrityError, match="publish_job_one_active_per_set"), transaction.atomic():
+    # PostgreSQL names the constraint; SQLite names its column.
+    with pytest.raises(IntegrityError, match="publish_job_one_active_per_set|goldenset_publishjob.golden_set_id"), transaction.atomic():
         PublishJob.objects.create(golden_set=golden_set, status=PublishJob.Status.RUNNING)
     PublishJob.objects.create(golden_set=golden_set, status=PublishJob.Status.DONE)  # finished ones are many
 
@@ -299,3 +300,31 @@ def test_a_worker_publishes_the_version_the_publish_page_asked_for(workers, clie
     assert "publish_job_task[" in worker.log()
     page = client.get(response["Location"]).content.decode()
     assert f'href="/sets/{golden_set.slug}/versions/1/"' in page and "hx-get" not in page
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)  # the worker below is another thread, reading what the command committed
+def test_the_command_waits_for_a_worker_printing_what_the_job_is_doing(golden_set, owner, monkeypatch, capsys):
+    from django.core.management import call_command
+
+    from goldenset.management.commands import publish_version
+
+    def worker_picks_it_up_later(job_id: int) -> None:
+        def run():
+            try:
+                publish_job_run(job_id)
+            finally:
+                connection.close()
+
+        threading.Timer(0.3, run).start()
+
+    monkeypatch.setattr("goldenset.tasks.publish_job_task.delay", worker_picks_it_up_later)
+    monkeypatch.setattr(publish_version, "POLL_SECONDS", 0.05)
+    call_command("publish_version", "jobs", "--note", "from the shell", "--user", "owner")
+    captured = capsys.readouterr()
+    job = PublishJob.objects.get()
+    assert captured.err.splitlines()[:2] == [f"publish job {job.pk} started", "waiting for a worker"]
+    assert captured.out.splitlines()[0] == "published jobs version 1"
+    assert (job.version.note, job.version.author) == ("from the shell", owner)
