@@ -10,10 +10,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 
+import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
@@ -33,7 +35,7 @@ from goldenset.models import (
 )
 from goldenset.selectors import ROLES_MEMO, resolved_labels, version_settings
 from goldenset.signals import version_published
-from lib.bulk import bulk_insert, gc_paused
+from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import text_hash, version_hash
@@ -494,6 +496,50 @@ def _slice_values(metadata: dict, fields: list[str]) -> dict:
     return {name: metadata[name] for name in fields if name in metadata}
 
 
+def _dense_ranks(keys: dict[int, tuple]) -> dict[int, int]:
+    """pk -> rank of its key among the keys, equal keys sharing a rank."""
+    ranks: dict[int, int] = {}
+    previous, rank = None, -1
+    for pk in sorted(keys, key=keys.__getitem__):
+        if rank < 0 or keys[pk] != previous:
+            rank, previous = rank + 1, keys[pk]
+        ranks[pk] = rank
+    return ranks
+
+
+def _in_natural_order(labels: list[tuple[int, int, int]], query_keys: dict, doc_keys: dict) -> list[tuple[int, int, int]]:
+    """`labels` sorted stably by (query key, doc key): the order of
+    labels.sort(key=lambda row: (query_keys[row[0]], doc_keys[row[1]])), got by comparing
+    integer ranks in numpy rather than a million tuples of natural keys in Python."""
+    if not labels:
+        return labels
+    query_ranks, doc_ranks = _dense_ranks(query_keys), _dense_ranks(doc_keys)
+    by_query = np.fromiter((query_ranks[row[0]] for row in labels), dtype=np.int64, count=len(labels))
+    by_doc = np.fromiter((doc_ranks[row[1]] for row in labels), dtype=np.int64, count=len(labels))
+    return [labels[i] for i in np.lexsort((by_doc, by_query)).tolist()]  # lexsort is stable
+
+
+def _write_labels(version: Version, labels: list[tuple[int, int, int]], progress: Progress) -> None:
+    """The version's labels, `position` their index: on PostgreSQL as numpy columns through a
+    binary COPY (a million rows), elsewhere a row at a time."""
+    if connection.vendor != "postgresql":
+        bulk_insert(
+            VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
+            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(progress(labels, PUBLISH_STEPS[3]))),
+        )
+        return
+    count = len(labels)
+    # Without count=, fromiter reads the progress wrapper to its end, so the step's last report is made.
+    rows = np.fromiter(chain.from_iterable(progress(labels, PUBLISH_STEPS[3])), dtype=np.int64).reshape(count, 3)
+    copy_arrays(
+        VersionLabel._meta.db_table,
+        [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)],
+        {"version_id": version.id, "query_id": rows[:, 0], "page_id": rows[:, 1], "grade": rows[:, 2],
+         "position": np.arange(count, dtype=np.int64)},
+        count,
+    )
+
+
 def nothing_changed(golden_set: GoldenSet, previous: Version) -> ConflictError:
     """The refusal of a publish that would snapshot what `previous` holds already."""
     return ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
@@ -544,7 +590,7 @@ def version_publish(
         # Each id's key is computed once, not once per label.
         query_keys = {pk: natural_key(query_id) for pk, query_id in query_ids.items()}
         doc_keys = {pk: natural_key(doc_id) for pk, doc_id in doc_ids.items()}
-        labels.sort(key=lambda row: (query_keys[row[0]], doc_keys[row[1]]))
+        labels = _in_natural_order(labels, query_keys, doc_keys)
         queries.sort(key=lambda row: query_keys[row[0]])
         page_rows.sort(key=lambda row: doc_keys[row[0]])
 
@@ -576,10 +622,7 @@ def version_publish(
         except IntegrityError as exc:  # only if the row lock were bypassed
             raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
 
-        bulk_insert(
-            VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
-            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(progress(labels, PUBLISH_STEPS[3]))),
-        )
+        _write_labels(version, labels, progress)
         bulk_insert(
             VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
             ((version.id, pk, _metadata_json(query_metadata[pk])) for pk, *_ in progress(queries, PUBLISH_STEPS[4])),

@@ -17,10 +17,11 @@ from goldenset.models import GoldenSet, Page, PublishJob, Query, Version, Versio
 from goldenset.publishing import (
     GIVE_UP_AFTER, SEND_AGAIN_AFTER, publish_job_progress, publish_job_run, publish_jobs_sweep, version_publish_request,
 )
-from goldenset.selectors import version_label_rows
+from goldenset.selectors import version_check_intact, version_label_rows
 from goldenset.services import PUBLISH_STEPS, judgment_record, query_retire, version_publish
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
+from lib.ids import natural_key
 from tests import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
 
@@ -85,15 +86,19 @@ def test_a_done_job_records_its_last_step_and_when_it_ran(golden_set, owner):
 
 def test_a_running_job_reports_each_step_as_it_goes(golden_set, owner, monkeypatch):
     seen = []
-    real_bulk_insert = services.bulk_insert
+    real_bulk_insert, real_copy_arrays = services.bulk_insert, services.copy_arrays
 
     def watching(table, columns, rows):
-        job = PublishJob.objects.get()
         rows = list(rows)  # the step's rows go by: its report is then complete
-        seen.append((table, publish_job_progress(job)))
+        seen.append((table, publish_job_progress(PublishJob.objects.get())))
         return real_bulk_insert(table, columns, rows)
 
+    def watching_arrays(table, columns, values, count, **options):  # the labels, on PostgreSQL
+        seen.append((table, publish_job_progress(PublishJob.objects.get())))
+        return real_copy_arrays(table, columns, values, count, **options)
+
     monkeypatch.setattr(services, "bulk_insert", watching)
+    monkeypatch.setattr(services, "copy_arrays", watching_arrays)
     requested(golden_set, owner)
     assert [(table, progress["step"], progress["number"], progress["done"], progress["total"]) for table, progress in seen] == [
         (VersionLabel._meta.db_table, "writing labels", 4, 4, 4),
@@ -101,6 +106,18 @@ def test_a_running_job_reports_each_step_as_it_goes(golden_set, owner, monkeypat
         (VersionPage._meta.db_table, "writing pages", 6, 4, 4),
     ]
     assert PUBLISH_STEPS[3:] == ("writing labels", "writing queries", "writing pages")
+
+
+def test_labels_are_stored_in_the_natural_order_of_their_ids_and_give_the_versions_hash(owner):
+    doc_ids = ["d10", "d9", "D1", "d1", "é2", "d01", "x#1/2", "10", "9"]
+    query_ids = ["q10", "q2", "q1", "Q1", "ü", "q01"]
+    qrels = {(q, d): (n + m) % 4 for n, q in enumerate(query_ids) for m, d in enumerate(doc_ids) if (n + m) % 3}
+    golden_set = factories.golden_set("order", manager=owner, pages=factories.pages(*doc_ids), queries=factories.queries(*query_ids), qrels=qrels)
+    version = requested(golden_set, owner).version
+    expected = sorted(((q, d, g) for (q, d), g in qrels.items()), key=lambda row: (natural_key(row[0]), natural_key(row[1])))
+    assert list(version_label_rows(version)) == expected
+    assert list(VersionLabel.objects.filter(version=version).order_by("position").values_list("position", flat=True)) == list(range(len(expected)))
+    version_check_intact(version)  # the stored rows give the version's hash again
 
 
 # --- refused at once -------------------------------------------------------------------------
