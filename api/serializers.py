@@ -73,6 +73,27 @@ class VersionOutputSerializer(serializers.Serializer):
     queries_without_relevant = serializers.IntegerField(help_text="left out of averages and shown as a coverage gap")
 
 
+class PublishProgressSerializer(serializers.Serializer):
+    step = serializers.CharField(help_text="the step running or last run, e.g. `writing labels`")
+    number = serializers.IntegerField(allow_null=True, help_text="the step's number, from 1")
+    steps = serializers.IntegerField(help_text="how many steps a publish has")
+    done = serializers.IntegerField(help_text="rows of the step done so far")
+    total = serializers.IntegerField(allow_null=True, help_text="rows of the step in all; null when not known ahead")
+
+
+class PublishJobOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "done", "failed"])
+    note = serializers.CharField()
+    progress = PublishProgressSerializer(allow_null=True, help_text="how far the job got; null before its first step")
+    version = VersionOutputSerializer(allow_null=True, help_text="the version it made, once done")
+    error = serializers.CharField(help_text="why no version was made, once failed; empty otherwise")
+    url = serializers.CharField(help_text="this job's address: GET it until status is done or failed")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
 class RunOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()

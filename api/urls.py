@@ -34,6 +34,7 @@ urlpatterns = [
     path(SET, golden_sets.GoldenSetDetailApi.as_view(), name="api_golden_set"),
     path(SET + "versions/", versions.VersionsApi.as_view(), name="api_versions"),
     path(VERSION, versions.VersionDetailApi.as_view(), name="api_version"),
+    path(SET + "publish-jobs/<int:job_id>/", versions.PublishJobDetailApi.as_view(), name="api_publish_job"),
     path(VERSION + "qrels", versions.VersionQrelsApi.as_view(), name="api_version_qrels"),
     path(VERSION + "queries", versions.VersionQueriesApi.as_view(), name="api_version_queries"),
     path(VERSION + "diff/<version:other>", versions.VersionDiffApi.as_view(), name="api_version_diff"),

@@ -2,7 +2,7 @@
 as everywhere: the admin can look, never edit or delete.
 
 A golden set's page links to its slice coverage page (labeling.coverage.views) and to the
-qrels export of its latest version; its action publishes a version through the same
+qrels export of its latest version; its action starts a publish job through the same
 service as the pages (labeling/admin.py adds the one that pools flagged slices).
 """
 
@@ -11,11 +11,14 @@ from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from goldenset.services import version_publish
+from goldenset.publishing import version_publish_request
+from goldenset.tasks import publish_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
-from goldenset.models import Corpus, GoldenSet, Judgment, Membership, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.models import (
+    Corpus, GoldenSet, Judgment, Membership, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -97,11 +100,18 @@ class GoldenSetAdmin(admin.ModelAdmin):
     def publish_versions(self, request, queryset):
         for golden_set in queryset:
             try:
-                version = version_publish(golden_set=golden_set, user=request.user, note=f"published from the admin by {request.user}")
+                job = version_publish_request(
+                    golden_set=golden_set, user=request.user, note=f"published from the admin by {request.user}",
+                    job_task=publish_job_task,
+                )
             except GoldsetError as exc:
                 self.message_user(request, f"{golden_set.slug}: not published: {exc.message}", messages.WARNING)
             else:
-                self.message_user(request, f"{golden_set.slug}: published v{version.number} ({version.short_hash}).")
+                url = reverse("publish_job", kwargs={"slug": golden_set.slug, "job_id": job.pk})
+                self.message_user(request, format_html(
+                    '{}: publishing in the background as <a href="{}">job {}</a>, which shows its progress and the new version.',
+                    golden_set.slug, url, job.pk,
+                ))
 
 
 @admin.register(Membership)
@@ -181,3 +191,20 @@ class VersionPageAdmin(ReadOnlyAdmin):
     search_fields = ["page__doc_id"]
     list_select_related = ["version__golden_set", "page"]
     show_full_result_count = False
+
+
+@admin.register(PublishJob)
+class PublishJobAdmin(admin.ModelAdmin):
+    """Publish jobs are records of what was asked and what came of it (goldenset.publishing):
+    read-only; a stuck one is failed by the sweeper, never edited by hand."""
+
+    list_display = ["id", "golden_set", "status", "version", "created_by", "created_at", "finished_at", "error"]
+    list_filter = ["status", "golden_set"]
+    search_fields = ["golden_set__slug", "note", "error"]
+    list_select_related = ["golden_set", "created_by", "version__golden_set"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -266,6 +266,10 @@ class Version(AppendOnlyModel):
     relevant_count = models.PositiveIntegerField()
     # Queries with no relevant page: left out of averages and shown as a coverage gap.
     queries_without_relevant = models.PositiveIntegerField()
+    # The set's judgments when it was read (None before this was recorded). Judgments are
+    # append-only, so the same count later means the same judgments: what lets a publish
+    # request refuse "nothing changed" at once without resolving a million labels.
+    judgment_count = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["golden_set", "number"]
@@ -329,3 +333,51 @@ class VersionLabel(AppendOnlyModel):
             # Exports read labels in this index's order.
             models.UniqueConstraint(fields=["version", "position"], name="version_label_unique_position"),
         ]
+
+
+class PublishJob(models.Model):
+    """A publish asked for from a page, the admin, the API or the command, run by a worker
+    (goldenset.publishing). Publishing a large set takes longer than a request may (35 s
+    at a million labels): the request checks what it can at once, records the job and
+    comes back; the worker runs version_publish, all or nothing, and records the version
+    or why there is none. While it runs, its steps are reported through the cache
+    (goldenset.publishing.publish_job_progress), as its own row is written only on commit.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="publish_jobs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    note = models.TextField(blank=True)
+    version = models.ForeignKey(Version, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    progress = models.JSONField(default=dict, blank=True, help_text="the last step reported: step, number, steps, done, total")
+    error = models.TextField(blank=True, help_text="why no version was made")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["golden_set", "-created_at"], name="publish_job_recent")]
+        constraints = [
+            # Two publishes of one set at once make one version: the second request is
+            # refused while the first is queued or running (goldenset.publishing).
+            models.UniqueConstraint(
+                fields=["golden_set"], condition=Q(status__in=["queued", "running"]), name="publish_job_one_active_per_set",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"publish of {self.golden_set_id} ({self.status})"
+
+    @property
+    def active(self) -> bool:
+        return self.status in self.ACTIVE

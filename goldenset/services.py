@@ -10,10 +10,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 
+import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
@@ -33,7 +35,7 @@ from goldenset.models import (
 )
 from goldenset.selectors import ROLES_MEMO, resolved_labels, version_settings
 from goldenset.signals import version_published
-from lib.bulk import bulk_insert, gc_paused
+from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import text_hash, version_hash
@@ -494,29 +496,92 @@ def _slice_values(metadata: dict, fields: list[str]) -> dict:
     return {name: metadata[name] for name in fields if name in metadata}
 
 
-def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = None, note: str = "") -> Version:
+def _dense_ranks(keys: dict[int, tuple]) -> dict[int, int]:
+    """pk -> rank of its key among the keys, equal keys sharing a rank."""
+    ranks: dict[int, int] = {}
+    previous, rank = None, -1
+    for pk in sorted(keys, key=keys.__getitem__):
+        if rank < 0 or keys[pk] != previous:
+            rank, previous = rank + 1, keys[pk]
+        ranks[pk] = rank
+    return ranks
+
+
+def _in_natural_order(labels: list[tuple[int, int, int]], query_keys: dict, doc_keys: dict) -> list[tuple[int, int, int]]:
+    """`labels` sorted stably by (query key, doc key): the order of
+    labels.sort(key=lambda row: (query_keys[row[0]], doc_keys[row[1]])), got by comparing
+    integer ranks in numpy rather than a million tuples of natural keys in Python."""
+    if not labels:
+        return labels
+    query_ranks, doc_ranks = _dense_ranks(query_keys), _dense_ranks(doc_keys)
+    by_query = np.fromiter((query_ranks[row[0]] for row in labels), dtype=np.int64, count=len(labels))
+    by_doc = np.fromiter((doc_ranks[row[1]] for row in labels), dtype=np.int64, count=len(labels))
+    return [labels[i] for i in np.lexsort((by_doc, by_query)).tolist()]  # lexsort is stable
+
+
+def _write_labels(version: Version, labels: list[tuple[int, int, int]], progress: Progress) -> None:
+    """The version's labels, `position` their index: on PostgreSQL as numpy columns through a
+    binary COPY (a million rows), elsewhere a row at a time."""
+    if connection.vendor != "postgresql":
+        bulk_insert(
+            VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
+            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(progress(labels, PUBLISH_STEPS[3]))),
+        )
+        return
+    count = len(labels)
+    # Without count=, fromiter reads the progress wrapper to its end, so the step's last report is made.
+    rows = np.fromiter(chain.from_iterable(progress(labels, PUBLISH_STEPS[3])), dtype=np.int64).reshape(count, 3)
+    copy_arrays(
+        VersionLabel._meta.db_table,
+        [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)],
+        {"version_id": version.id, "query_id": rows[:, 0], "page_id": rows[:, 1], "grade": rows[:, 2],
+         "position": np.arange(count, dtype=np.int64)},
+        count,
+    )
+
+
+def nothing_changed(golden_set: GoldenSet, previous: Version) -> ConflictError:
+    """The refusal of a publish that would snapshot what `previous` holds already."""
+    return ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
+
+
+def no_queries(golden_set: GoldenSet) -> GoldsetError:
+    return GoldsetError(f"golden set {golden_set.slug!r} has no queries to publish")
+
+
+# The steps version_publish reports through its `progress`, in order (a job shows "step 3 of 6").
+PUBLISH_STEPS = ("resolving labels", "reading pages", "hashing", "writing labels", "writing queries", "writing pages")
+
+
+def version_publish(
+    *, golden_set: GoldenSet, user: AbstractBaseUser | None = None, note: str = "", progress: Progress = no_progress,
+) -> Version:
     """Snapshot the resolved labels and slice metadata into version N+1 and return it.
 
     Refuses (GoldsetError) when nothing changed since the latest version. Sends
-    `version_published` inside the transaction; receivers act on commit.
+    `version_published` inside the transaction; receivers act on commit. `progress`
+    wraps each step's rows, named as in PUBLISH_STEPS (a job reports them to the page).
     """
     with transaction.atomic():
         # Lock the set so that two publishes cannot both take number N+1.
         golden_set = GoldenSet.objects.select_for_update().get(pk=golden_set.pk)
         previous = golden_set.versions.order_by("-number").first()
+        # Counted before the labels are read: a judgment committed in between makes the
+        # count too low, never too high, so a later "unchanged" check errs toward publishing.
+        judgment_count = Judgment.objects.filter(query__golden_set=golden_set).count()
 
         queries = list(
             Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata")
         )
         query_ids = {pk: query_id for pk, query_id, _ in queries}
-        labels = [(q, p, g) for q, p, g in resolved_labels(golden_set) if q in query_ids]
+        labels = [(q, p, g) for q, p, g in progress(resolved_labels(golden_set), PUBLISH_STEPS[0]) if q in query_ids]
         labelled = {p for _, p, _ in labels}
         # Read the corpus and keep the labelled pages, rather than send an IN list of
         # 50,000 ids that takes longer to build and parse than the scan.
         page_rows = [
-            row for row in Page.objects.filter(corpus_id=golden_set.corpus_id).values_list(
+            row for row in progress(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list(
                 "id", "doc_id", "metadata", "published_at", "content_hash"
-            ).iterator(chunk_size=20_000)
+            ).iterator(chunk_size=20_000), PUBLISH_STEPS[1])
             if row[0] in labelled
         ]
         doc_ids = {pk: doc_id for pk, doc_id, *_ in page_rows}
@@ -525,7 +590,7 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
         # Each id's key is computed once, not once per label.
         query_keys = {pk: natural_key(query_id) for pk, query_id in query_ids.items()}
         doc_keys = {pk: natural_key(doc_id) for pk, doc_id in doc_ids.items()}
-        labels.sort(key=lambda row: (query_keys[row[0]], doc_keys[row[1]]))
+        labels = _in_natural_order(labels, query_keys, doc_keys)
         queries.sort(key=lambda row: query_keys[row[0]])
         page_rows.sort(key=lambda row: doc_keys[row[0]])
 
@@ -534,15 +599,15 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
         page_metadata = {pk: _slice_values(metadata, page_fields) for pk, _, metadata, _, _ in page_rows}
         content_hash = version_hash(
             version_settings(golden_set),
-            ((query_ids[q], doc_ids[p], g) for q, p, g in labels),
+            ((query_ids[q], doc_ids[p], g) for q, p, g in progress(labels, PUBLISH_STEPS[2])),
             ((query_id, query_metadata[pk]) for pk, query_id, _ in queries),
             ((doc_id, page_metadata[pk], published_at, page_hash) for pk, doc_id, _, published_at, page_hash in page_rows),
         )
 
         if previous is not None and previous.content_hash == content_hash:
-            raise ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
+            raise nothing_changed(golden_set, previous)
         if not queries:
-            raise GoldsetError(f"golden set {golden_set.slug!r} has no queries to publish")
+            raise no_queries(golden_set)
 
         threshold = golden_set.relevance_threshold
         relevant_queries = {q for q, _, g in labels if g >= threshold}
@@ -552,23 +617,20 @@ def version_publish(*, golden_set: GoldenSet, user: AbstractBaseUser | None = No
                 note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
                 query_slice_fields=query_fields, page_slice_fields=page_fields, query_count=len(queries),
                 label_count=len(labels), relevant_count=sum(1 for _, _, g in labels if g >= threshold),
-                queries_without_relevant=len(queries) - len(relevant_queries),
+                queries_without_relevant=len(queries) - len(relevant_queries), judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
             raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
 
-        bulk_insert(
-            VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
-            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(labels)),
-        )
+        _write_labels(version, labels, progress)
         bulk_insert(
             VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
-            ((version.id, pk, _metadata_json(query_metadata[pk])) for pk, *_ in queries),
+            ((version.id, pk, _metadata_json(query_metadata[pk])) for pk, *_ in progress(queries, PUBLISH_STEPS[4])),
         )
         bulk_insert(
             VersionPage._meta.db_table, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
             ((version.id, pk, _metadata_json(page_metadata[pk]), published_at, content_hash)
-             for pk, _, _, published_at, content_hash in page_rows),
+             for pk, _, _, published_at, content_hash in progress(page_rows, PUBLISH_STEPS[5])),
         )
         version_published.send(sender=Version, version_id=version.id)
     return version

@@ -11,11 +11,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from goldenset.diffs import KIND_LABELS, KINDS, publish_preview, version_changes
 from goldenset.forms import PublishForm
-from goldenset.models import Membership
+from goldenset.models import Membership, PublishJob
 from goldenset.selectors import (
     VersionIntegrityError, access_golden_set, golden_sets_for, user_roles, version_get, version_label_rows,
 )
-from goldenset.services import membership_grant, membership_revoke, version_publish
+from goldenset.publishing import publish_job_progress, version_publish_request
+from goldenset.services import membership_grant, membership_revoke
+from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
 from lib.params import ParameterError, number_param, version_param
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
@@ -24,6 +26,7 @@ MEMBER_ROLES = (Membership.Role.MANAGER,)
 PUBLISH_ROLES = (Membership.Role.MANAGER,)
 CHANGES_ON_VERSION_PAGE = 50  # the rest on the changes page
 CHANGES_PER_PAGE = 100
+PUBLISH_POLL_SECONDS = 1
 
 
 @login_required
@@ -120,16 +123,14 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            version = version_publish(golden_set=golden_set, user=request.user, note=form.cleaned_data["note"])
+            job = version_publish_request(
+                golden_set=golden_set, user=request.user, note=form.cleaned_data["note"], job_task=publish_job_task,
+            )
         except GoldsetError as exc:
             form.add_error(None, exc.message)
             status = 409 if isinstance(exc, ConflictError) else 400
         else:
-            messages.success(
-                request, f"Published v{version.number} ({version.short_hash}): {version.query_count} queries, "
-                f"{version.label_count} labels. Every run is being scored against it."
-            )
-            return redirect("version", slug=golden_set.slug, number=version.number)
+            return redirect("publish_job", slug=golden_set.slug, job_id=job.pk)
     elif request.method == "POST":
         status = 400
     preview = publish_preview(golden_set)
@@ -138,6 +139,21 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
         "shown": preview.changes[:CHANGES_ON_VERSION_PAGE], "latest": golden_set.versions.order_by("-number").first(),
     }
     return render(request, "goldenset/publish.html", ctx, status=status)
+
+
+@login_required
+@require_GET
+def publish_job_page(request: HttpRequest, slug: str, job_id: int, fragment: bool = False) -> HttpResponse:
+    """A publish job's progress. The publish forms land here; its status fragment (at a URL
+    of its own, so that the browser's back button never shows the fragment alone as the page)
+    polls itself (htmx) while the job is queued or running, and ends with a link to the new
+    version, or with why there is none."""
+    golden_set = access_golden_set(request.user, slug, roles=PUBLISH_ROLES)
+    job = get_object_or_404(PublishJob.objects.select_related("version", "created_by"), pk=job_id, golden_set=golden_set)
+    ctx = {"golden_set": golden_set, "job": job, "progress": publish_job_progress(job), "poll_seconds": PUBLISH_POLL_SECONDS}
+    if fragment:
+        return render(request, "goldenset/publish/_job.html", ctx)
+    return render(request, "goldenset/publish/job.html", ctx)
 
 
 @login_required

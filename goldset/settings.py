@@ -220,7 +220,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_BROKER_
 # Workers consume this queue and send the tasks they fan out to it; deployments (or test
 # sessions) that share one Redis keep apart by naming their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
-# The sweepers re-enqueue evaluations, and pool jobs, a lost message or a dead worker
+# The sweepers re-enqueue evaluations, pool jobs and publish jobs, a lost message or a dead worker
 # left undone. The evaluation sweeper runs often (a pass is two queries and a ping of the
 # workers) because it is what brings back an evaluation whose worker died: within one
 # interval, against the hour of CELERY_BROKER_VISIBILITY_TIMEOUT.
@@ -230,6 +230,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_int("EVALUATION_SWEEP_SECONDS", 30),
     },
     "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": 300},
+    "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": 300},
     # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
     # due (their cron lines are per endpoint) and sends again what a dead worker left.
     "monitoring-tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": env_int("MONITORING_TICK_SECONDS", 60)},

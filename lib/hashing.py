@@ -30,6 +30,18 @@ class StreamHash:
         self._digest.update(line.encode("utf-8"))
         self._digest.update(b"\n")
 
+    def add_lines(self, lines: Iterable[str], *, block: int = 10_000) -> None:
+        """add() of each line, `block` lines per update: the same bytes, so the same digest,
+        for a fraction of the calls (a million labels are a million lines)."""
+        pending: list[str] = []
+        for line in lines:
+            pending.append(line)
+            if len(pending) == block:
+                self._digest.update(("\n".join(pending) + "\n").encode("utf-8"))
+                pending.clear()
+        if pending:
+            self._digest.update(("\n".join(pending) + "\n").encode("utf-8"))
+
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
 
@@ -49,8 +61,7 @@ def version_hash(
     """
     digest = StreamHash()
     digest.add(canonical_json(settings))
-    for query_id, doc_id, grade in labels:
-        digest.add(f"L\t{query_id}\t{doc_id}\t{grade}")
+    digest.add_lines(f"L\t{query_id}\t{doc_id}\t{grade}" for query_id, doc_id, grade in labels)
     for query_id, metadata in queries:
         digest.add(f"Q\t{query_id}\t{canonical_json(metadata)}")
     for doc_id, metadata, published_at, content_hash in pages:

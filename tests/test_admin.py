@@ -24,7 +24,7 @@ from evaluation.canaries import canary_add
 from evaluation.models import Evaluation
 from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
-from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.models import GoldenSet, Judgment, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.services import judgment_record
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
 from monitoring.endpoints.services import endpoint_add
@@ -191,9 +191,13 @@ def _act(client, model, action: str, pks: list[int]):
 def test_a_superuser_publishes_versions_from_the_admin(client, data, superuser):
     client.force_login(superuser)
     # The admin capitalises messages: compare in lower case.
-    body = _act(client, GoldenSet, "publish_versions", [s.pk for s in data]).content.decode().lower()
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the publish jobs, in-process here
+        body = _act(client, GoldenSet, "publish_versions", [s.pk for s in data]).content.decode().lower()
     assert [s.latest_version().number for s in data] == [2, 2]  # each had a new judgment
-    assert "alpha: published v2" in body and "beta: published v2" in body
+    for golden_set in data:
+        job = PublishJob.objects.get(golden_set=golden_set)
+        link = reverse("publish_job", kwargs={"slug": golden_set.slug, "job_id": job.pk})
+        assert f'{golden_set.slug}: publishing in the background as <a href="{link}">job {job.pk}</a>' in body
     body = _act(client, GoldenSet, "publish_versions", [data[0].pk]).content.decode().lower()
     assert "alpha: not published: nothing changed since version 2" in body
 

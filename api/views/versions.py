@@ -1,4 +1,4 @@
-"""A golden set's versions: list, publish, one version, its qrels, its queries, a diff.
+"""A golden set's versions: list, publish (a job to poll), one version, its qrels, its queries, a diff.
 
 Every endpoint under /versions/{number}/ takes `latest` for the number and answers it with
 a 302 to the numbered URL (query string kept), so that what a job downloads is always
@@ -23,11 +23,12 @@ from api.pagination import PaginatedMixin
 from api.parsers import JSONParser
 from api.permissions import api_golden_set
 from api.selectors import slice_parse, version_query_order, version_query_rows
-from api.serializers import VersionOutputSerializer, validated
-from goldenset.models import GoldenSet, Version
+from api.serializers import PublishJobOutputSerializer, VersionOutputSerializer, validated
+from goldenset.models import GoldenSet, PublishJob, Version
 from goldenset.diffs import version_diff
 from goldenset.selectors import version_get, version_label_rows
-from goldenset.services import version_publish
+from goldenset.publishing import publish_job_progress, version_publish_request
+from goldenset.tasks import publish_job_task
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 
 
@@ -74,9 +75,21 @@ class VersionListApi(PaginatedMixin, APIView):
         return self.paginated(versions, lambda page: VersionOutputSerializer(page, many=True).data)
 
 
+def publish_job_data(job: PublishJob) -> dict:
+    url = reverse("api_publish_job", kwargs={"slug": job.golden_set.slug, "job_id": job.pk})
+    return PublishJobOutputSerializer({
+        "id": job.pk, "status": job.status, "note": job.note, "progress": publish_job_progress(job) or None,
+        "version": job.version, "error": job.error, "url": url, "created_at": job.created_at,
+        "started_at": job.started_at, "finished_at": job.finished_at,
+    }).data
+
+
 class VersionPublishApi(APIView):
-    """Publish the set's resolved labels as version N+1 (write scope, manager). Every run of
-    the set is then re-scored against it. Refused (400) when nothing changed."""
+    """Start publishing the set's resolved labels as version N+1 (write scope, manager):
+    answered 202 with the job, which a worker runs; GET its `url` (Location) until its
+    status is `done` (its `version` is then set, and every run of the set is re-scored
+    against it) or `failed` (its `error` says why). Refused at once (409) when nothing
+    changed since the latest version or a publish of the set is under way."""
 
     parser_classes = [JSONParser, FormParser]
 
@@ -85,14 +98,28 @@ class VersionPublishApi(APIView):
         note = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
 
     @extend_schema(
-        operation_id="versions_publish", request=InputSerializer, responses={201: VersionOutputSerializer},
+        operation_id="versions_publish", request=InputSerializer, responses={202: PublishJobOutputSerializer},
     )
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
         data = validated(VersionPublishApi.InputSerializer, request.data)
-        version = version_publish(golden_set=golden_set, user=request.user, note=data["note"])
-        location = reverse("api_version", kwargs={"slug": golden_set.slug, "number": version.number})
-        return Response(VersionOutputSerializer(version).data, status=status.HTTP_201_CREATED, headers={"Location": location})
+        job = version_publish_request(golden_set=golden_set, user=request.user, note=data["note"], job_task=publish_job_task)
+        # With tasks run in-process the job may be done already: answer what it is now.
+        job = PublishJob.objects.select_related("golden_set", "version__author").get(pk=job.pk)
+        body = publish_job_data(job)
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+
+class PublishJobDetailApi(APIView):
+    """One publish job of the set (read scope): its status, progress, and its version once done."""
+
+    @extend_schema(operation_id="publish_jobs_retrieve", responses=PublishJobOutputSerializer)
+    def get(self, request, slug: str, job_id: int):
+        golden_set = api_golden_set(request, slug)
+        job = PublishJob.objects.select_related("golden_set", "version__author").filter(golden_set=golden_set, pk=job_id).first()
+        if job is None:
+            raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no publish job {job_id}")
+        return Response(publish_job_data(job))
 
 
 class VersionsApi(VersionListApi, VersionPublishApi):

@@ -16,7 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 from evaluation.canaries import canary_add
 from goldenset.models import GoldenSet, Membership, Page, Query, Version
 from goldenset.selectors import access_golden_set, version_get
-from goldenset.services import version_publish
+from goldenset.publishing import version_publish_request
+from goldenset.tasks import publish_job_task
 from goldenset.forms import PublishForm
 from labeling.coverage.forms import FlaggedPoolForm
 from labeling.coverage.selectors import coverage_report
@@ -59,22 +60,21 @@ def coverage_page(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def coverage_publish(request: HttpRequest, slug: str) -> HttpResponse:
-    """Publish the set's current labels as a new version (goldenset.services.version_publish)."""
+    """Publish the set's current labels as a new version: a job (goldenset.publishing),
+    followed on its own page."""
     golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
     form = PublishForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"Not published: {form.errors.as_text()}")
         return redirect(_back(golden_set))
     try:
-        version = version_publish(golden_set=golden_set, user=request.user, note=form.cleaned_data["note"])
+        job = version_publish_request(
+            golden_set=golden_set, user=request.user, note=form.cleaned_data["note"], job_task=publish_job_task,
+        )
     except GoldsetError as exc:
         messages.error(request, f"Not published: {exc.message}")
         return redirect(_back(golden_set))
-    messages.success(
-        request, f"Published v{version.number} ({version.short_hash}): {version.query_count} queries, "
-        f"{version.label_count} labels. Every run is being scored against it."
-    )
-    return redirect(_back(golden_set, version))
+    return redirect("publish_job", slug=golden_set.slug, job_id=job.pk)
 
 
 @login_required

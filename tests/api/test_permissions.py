@@ -33,7 +33,7 @@ def endpoints(run_id: int) -> list[tuple[str, str, dict, int]]:
         ("get", BASE + f"runs/{run_id}/evaluations/", {}, 200),
         ("get", BASE + "evaluations/", {}, 200),
         ("post", BASE + "judgments/", {"data": {"labels": [{"query_id": "q3", "doc_id": "d2", "grade": 1}]}, "format": "json"}, 201),
-        ("post", BASE + "versions/", {"data": {"note": "more labels"}, "format": "json"}, 201),
+        ("post", BASE + "versions/", {"data": {"note": "more labels"}, "format": "json"}, 202),
         ("post", BASE + "runs/", {"data": {"file": run_file, "system": "dense", "stage": "reranked"}, "format": "multipart"}, 201),
         ("post", BASE + f"runs/{run_id}/archive/", {}, 200),
         ("post", BASE + f"runs/{run_id}/unarchive/", {}, 200),

@@ -14,6 +14,7 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/"), ("get", "/api/v1/golden-sets/{slug}/versions/{number}/qrels"),
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/queries"),
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/diff/{other}"),
+    ("get", "/api/v1/golden-sets/{slug}/publish-jobs/{job_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/runs/"), ("post", "/api/v1/golden-sets/{slug}/runs/"),
     ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/"), ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/archive/"), ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/unarchive/"),

@@ -5,9 +5,9 @@ refused as malformed.
 Every operation of the schema is fuzzed through the WSGI application (no server), with
 positive and negative examples (wrong types, huge numbers, NUL bytes, unknown query
 parameters), authenticated by a write token on a small golden set with a published
-version and a scored run, a live endpoint, its series and a night. The slug, run id,
-series, endpoint and night id are pinned to that set's, so that requests reach the real
-data and not only the 404 of an unknown slug, run or version (the permission and version
+version and a scored run, a finished publish job, a live endpoint, its series and a night.
+The slug, run id, job id, series, endpoint and night id are pinned to that set's, so that
+requests reach the real data and not only the 404 of an unknown slug, run or version (the permission and version
 tests cover those).
 
 A request that fits the schema may still be refused for its content: an id the set does
@@ -31,6 +31,7 @@ from schemathesis.config import ChecksConfig, PositiveDataAcceptanceConfig
 from schemathesis.config._auth import AuthConfig
 
 from evaluation.services import run_import
+from goldenset.models import PublishJob
 from goldset.wsgi import application
 from monitoring.endpoints.services import endpoint_add
 from monitoring.nightly.services import nightly_run_request
@@ -81,7 +82,12 @@ def api_schema(wsgi_application, run, token, monitored):
     # Through the schema's own scheme (bearerAuth), not a fixed header, so that the auth
     # checks can take the credentials away and see the request refused.
     loaded.config.auth = AuthConfig(openapi={"bearerAuth": {"bearer": token("write")}})
-    loaded.config.update(parameters={"slug": SLUG, "run_id": run.id, "number": "1", "other": "1", **monitored})
+    # A finished publish job of the set, so that polling one reaches a real row.
+    job = PublishJob.objects.create(
+        golden_set=run.golden_set, status=PublishJob.Status.DONE, version=run.golden_set.latest_version(),
+        progress={"step": "writing pages", "number": 6, "steps": 6, "done": 6, "total": 6},
+    )
+    loaded.config.update(parameters={"slug": SLUG, "run_id": run.id, "number": "1", "other": "1", "job_id": job.pk, **monitored})
     return loaded
 
 

@@ -1,8 +1,8 @@
-"""Versions through the API: list, one version, publish, a version's queries, a diff."""
+"""Versions through the API: list, one version, publish (a job to poll), a version's queries, a diff."""
 
 import pytest
 
-from goldenset.models import Version
+from goldenset.models import PublishJob, Version
 from goldenset.services import qrels_import, version_publish
 from tests.api import SLUG, assert_error, client_for
 
@@ -53,20 +53,60 @@ def test_latest_of_a_set_without_versions_is_404(token, golden_set):
     assert_error(client_for(token("read", golden_set)).get(BASE + "latest/"), 404, "not_found")
 
 
-def test_a_manager_publishes_through_the_api(writer, version, golden_set):
+def test_a_manager_publishes_through_the_api_as_a_job_to_poll(writer, version, golden_set, django_capture_on_commit_callbacks):
     qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 1\n"], source_name="more")
-    response = writer.post(BASE, {"note": "from the eval job"}, format="json")
-    assert response.status_code == 201
-    body = response.json()
-    assert (body["number"], body["note"], body["author"]) == (2, "from the eval job", "manager")
-    assert response["Location"] == BASE + "2/"
-    assert Version.objects.get(golden_set=golden_set, number=2).content_hash == body["content_hash"]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = writer.post(BASE, {"note": "from the eval job"}, format="json")
+    assert response.status_code == 202
+    started = response.json()
+    job = PublishJob.objects.get()
+    url = f"/api/v1/golden-sets/{SLUG}/publish-jobs/{job.pk}/"
+    assert (started["id"], started["status"], started["note"], started["url"]) == (job.pk, "queued", "from the eval job", url)
+    assert (started["version"], started["progress"], started["error"]) == (None, None, "")
+    assert response["Location"] == url
+    assert writer.get(url).json()["status"] == "queued"
+
+    for callback in callbacks:  # the request commits: the job is sent, and runs in-process here
+        callback()
+    body = writer.get(url).json()
+    assert (body["status"], body["error"], body["finished_at"] is not None) == ("done", "", True)
+    assert body["progress"] == {"step": "writing pages", "number": 6, "steps": 6, "done": 6, "total": 6}
+    assert (body["version"]["number"], body["version"]["note"], body["version"]["author"]) == (2, "from the eval job", "manager")
+    assert Version.objects.get(golden_set=golden_set, number=2).content_hash == body["version"]["content_hash"]
 
 
-def test_publishing_an_unchanged_set_is_refused_and_nothing_is_written(writer, version):
+def test_with_tasks_run_in_process_the_answer_is_the_finished_job(writer, version, golden_set, django_capture_on_commit_callbacks):
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 1\n"], source_name="more")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = writer.post(BASE, {"note": "v2"}, format="json")
+    assert response.status_code == 202
+    # The answer was made before the commit ran the job; polling once shows it done.
+    assert writer.get(response["Location"]).json()["version"]["number"] == 2
+
+
+def test_publishing_an_unchanged_set_is_refused_at_once_and_nothing_is_written(writer, version):
     error = assert_error(writer.post(BASE, {"note": "again"}, format="json"), 409, "conflict")
-    assert "nothing changed since version 1" in error["message"]
-    assert Version.objects.count() == 1
+    assert error["message"] == "nothing changed since version 1 of 'tiny'; not published"
+    assert Version.objects.count() == 1 and not PublishJob.objects.exists()
+
+
+def test_a_second_publish_while_one_is_under_way_is_refused(writer, version, golden_set):
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 1\n"], source_name="more")
+    assert writer.post(BASE, {"note": "first"}, format="json").status_code == 202  # queued: sent on a commit that never comes here
+    error = assert_error(writer.post(BASE, {"note": "second"}, format="json"), 409, "conflict")
+    assert error["message"].startswith(f"a publish of 'tiny' is already under way (job {PublishJob.objects.get().pk})")
+
+
+def test_a_failed_job_says_why(writer, version, golden_set, django_capture_on_commit_callbacks):
+    from goldenset.services import judgment_record
+    from goldenset.models import Page, Query
+
+    # A new judgment that changes no label: the request cannot tell, the job can.
+    judgment_record(query=Query.objects.get(query_id="q1"), page=Page.objects.get(doc_id="d1"), grade=2, annotator=None, source="imported")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = writer.post(BASE, {"note": "same"}, format="json")
+    body = writer.get(response["Location"]).json()
+    assert (body["status"], body["error"], body["version"]) == ("failed", "nothing changed since version 1 of 'tiny'; not published", None)
 
 
 def test_publishing_schedules_the_rescoring_of_every_run(writer, run, django_capture_on_commit_callbacks):
@@ -74,8 +114,52 @@ def test_publishing_schedules_the_rescoring_of_every_run(writer, run, django_cap
 
     qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 1\n"], source_name="more")
     with django_capture_on_commit_callbacks(execute=True):
-        assert writer.post(BASE, {"note": "v2"}, format="json").status_code == 201
+        assert writer.post(BASE, {"note": "v2"}, format="json").status_code == 202
     assert Evaluation.objects.get(run=run, version__number=2).status == Evaluation.Status.DONE
+
+
+# --- who may start and poll a publish ------------------------------------------------------
+
+
+@pytest.fixture
+def job_url(golden_set, version, manager):
+    from goldenset.publishing import version_publish_request
+    from goldenset.tasks import publish_job_task
+
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 1\n"], source_name="more")
+    job = version_publish_request(golden_set=golden_set, user=manager, note="", job_task=publish_job_task)
+    PublishJob.objects.filter(pk=job.pk).update(status=PublishJob.Status.DONE)  # finished: the next may start
+    return f"/api/v1/golden-sets/{SLUG}/publish-jobs/{job.pk}/"
+
+
+@pytest.mark.parametrize("who, poll, start", [
+    ("manager write", 200, 202),
+    ("manager read", 200, 403),
+    ("adjudicator write", 200, 403),
+    ("annotator write", 404, 404),
+    ("other set's write", 404, 404),
+    ("anonymous", 401, 401),
+])
+def test_read_tokens_poll_and_only_managers_write_tokens_start(job_url, token, golden_set, other_set, adjudicator, annotator, who, poll, start):
+    secret = {
+        "manager write": lambda: token("write", golden_set), "manager read": lambda: token("read", golden_set),
+        "adjudicator write": lambda: token("write", owner=adjudicator), "annotator write": lambda: token("write", owner=annotator),
+        "other set's write": lambda: token("write", other_set), "anonymous": lambda: None,
+    }[who]()
+    client = client_for(secret)
+    response = client.get(job_url)
+    assert response.status_code == poll
+    if poll != 200:
+        assert_error(response, poll)
+    response = client.post(BASE, {"note": "more"}, format="json")
+    assert response.status_code == start
+    if start != 202:
+        assert_error(response, start)
+
+
+def test_an_unknown_job_is_404(reader):
+    error = assert_error(reader.get(f"/api/v1/golden-sets/{SLUG}/publish-jobs/999999/"), 404, "not_found")
+    assert "no publish job 999999" in error["message"]
 
 
 def test_the_queries_of_a_version_come_in_natural_order_with_their_slice_metadata(reader, version):

@@ -2,10 +2,11 @@
 titles, counted by kind and slice, filtered, paged; the preview equals the version it previews."""
 
 import pytest
+from django.test import TestCase
 from django.urls import reverse
 
 from goldenset.diffs import ADDED, QUERY_ADDED, QUERY_REMOVED, REGRADED, REMOVED, publish_preview, version_changes
-from goldenset.models import Query
+from goldenset.models import PublishJob, Query
 from goldenset.services import membership_grant, qrels_import, query_retire, version_publish
 from tests import factories
 
@@ -109,8 +110,12 @@ def test_a_manager_publishes_from_the_set_page_after_reading_the_preview(client,
     preview = client.get(reverse("publish", args=["tiny"])).content.decode()
     assert "against v2" in preview and "title d2" in preview and "question q3" in preview
     assert "<strong>1</strong> pairs added" in preview and "Publish v3" in preview
-    response = client.post(reverse("publish", args=["tiny"]), {"note": "q3 judged"})
-    assert response.status_code == 302 and response["Location"] == reverse("version", args=["tiny", 3])
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the publish job, in-process here
+        response = client.post(reverse("publish", args=["tiny"]), {"note": "q3 judged"})
+    job = PublishJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("publish_job", args=["tiny", job.pk])
+    done = client.get(response["Location"]).content.decode()
+    assert f'<a href="{reverse("version", args=["tiny", 3])}">v3</a>' in done
     assert golden_set.versions.get(number=3).note == "q3 judged"
 
 

@@ -91,6 +91,7 @@ def test_the_command_needs_the_set_unless_asked_to_create_it(tmp_path):
 
 
 @pytest.mark.shared_data
+@pytest.mark.django_db(transaction=True)  # publish_version waits for its job, sent on commit
 @pytest.mark.parametrize("name", ["qrels.test", "qrels.test.with-comments"])
 def test_trec_eval_qrels_round_trip_through_create_missing(shared_data, tmp_path, name):
     path = shared_data / "trec_eval_test" / name

@@ -92,10 +92,12 @@ def test_publishing_sends_the_signal_inside_the_transaction(golden_set):
     assert received == [version.id]
 
 
+@pytest.mark.django_db(transaction=True)  # the command waits for its job, sent when the request commits
 def test_the_command_prints_number_and_hash_and_refuses_an_unchanged_set(golden_set, capsys):
     call_command("publish_version", "tiny", "--note", "hello")
-    out = capsys.readouterr().out
-    assert "published tiny version 1" in out and Version.objects.get().content_hash in out
+    captured = capsys.readouterr()
+    assert "published tiny version 1" in captured.out and Version.objects.get().content_hash in captured.out
+    assert "publish job" in captured.err
     with pytest.raises(CommandError, match="nothing changed"):
         call_command("publish_version", "tiny")
 

@@ -19,6 +19,8 @@ from django.urls import reverse
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from api.services import api_token_create
+from goldenset.models import PublishJob
+from goldenset.publishing import publish_job_run
 from lib.formats import csv_cell_value
 from lib.ids import id_problem
 from tests import factories
@@ -68,7 +70,8 @@ def _one_example(owner, query_id: str, doc_id: str) -> None:
         return
     assert imported.status_code == 201, imported.content[:300]
 
-    assert api.post(base + "versions/", {"note": "p"}, format="json").status_code == 201
+    assert api.post(base + "versions/", {"note": "p"}, format="json").status_code == 202
+    publish_job_run(PublishJob.objects.get().pk)  # the worker, here
     trec = api.get(base + "versions/1/qrels", {"format": "trec"})
     assert f"{query_id} 0 {doc_id} 2\n".encode() in b"".join(trec.streaming_content)
     as_json = json.loads(b"".join(api.get(base + "versions/1/qrels", {"format": "json"}).streaming_content))

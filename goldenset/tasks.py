@@ -1,0 +1,21 @@
+"""Every Celery task of the golden-set floor: they take ids and call goldenset.publishing.
+The services never import this module; a caller that wants a publish run hands
+version_publish_request publish_job_task."""
+
+from celery import shared_task
+
+from goldenset.publishing import TRANSIENT, publish_job_run, publish_jobs_sweep
+
+
+# acks_late: a worker lost mid-publish leaves the message for another; the job's claim
+# (queued -> running) keeps a second delivery from publishing twice. A transient database
+# error puts the job back in the queue (goldenset.publishing.publish_job_run) and is retried here.
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5)
+def publish_job_task(job_id: int) -> str:
+    job = publish_job_run(job_id)
+    return "claimed already" if job is None else job.status
+
+
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+def sweep_publish_jobs_task() -> list[int]:
+    return list(publish_jobs_sweep(job_task=publish_job_task))
