@@ -11,7 +11,7 @@ from django.db.models.functions import Cast
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
-from goldenset.models import GoldenSet, Judgment, Membership, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.models import GoldenSet, Judgment, Membership, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
 from lib.errors import ConflictError
 from lib.hashing import version_hash
 from lib.ids import natural_key
@@ -255,3 +255,9 @@ def in_slice(snapshots: QuerySet, field: str, value: str) -> QuerySet:
 
 def query_count_active(golden_set: GoldenSet) -> int:
     return Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).count()
+
+
+def publish_jobs_recent(golden_set: GoldenSet, limit: int = 5) -> list[PublishJob]:
+    """The set's latest publish jobs, newest first, with their version and who asked: so a
+    manager who left a publish page finds the job again (one query)."""
+    return list(PublishJob.objects.filter(golden_set=golden_set).select_related("version", "created_by").order_by("-created_at", "-pk")[:limit])

@@ -13,7 +13,7 @@ from goldenset.diffs import KIND_LABELS, KINDS, publish_preview, version_changes
 from goldenset.forms import PublishForm
 from goldenset.models import Membership, PublishJob
 from goldenset.selectors import (
-    VersionIntegrityError, access_golden_set, golden_sets_for, user_roles, version_get, version_label_rows,
+    VersionIntegrityError, access_golden_set, golden_sets_for, publish_jobs_recent, user_roles, version_get, version_label_rows,
 )
 from goldenset.publishing import publish_job_progress, version_publish_request
 from goldenset.services import membership_grant, membership_revoke
@@ -137,6 +137,7 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
     ctx = {
         "golden_set": golden_set, "form": form, "changes": preview, "slices": preview.slice_counts(),
         "shown": preview.changes[:CHANGES_ON_VERSION_PAGE], "latest": golden_set.versions.order_by("-number").first(),
+        "recent_jobs": publish_jobs_recent(golden_set),
     }
     return render(request, "goldenset/publish.html", ctx, status=status)
 

@@ -158,3 +158,13 @@ def _screenshot(page, name: str) -> None:
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(shots) / f"{name}.png"), full_page=True)
+
+
+def test_the_publish_page_lists_the_sets_recent_jobs_so_a_manager_who_left_finds_them_again(client, golden_set, owner, unsent):
+    client.force_login(owner)
+    job = publish(client, note="the pool of week 3")
+    page = client.get(reverse("publish", args=["tiny"])).content.decode()
+    assert "Recent publish jobs" in page
+    assert f'href="{job_url(job)}"' in page and "the pool of week 3" in page and "not yet" in page
+    other = factories.golden_set("other", manager=owner)
+    assert "Recent publish jobs" not in client.get(reverse("publish", args=[other.slug])).content.decode()

@@ -8,8 +8,11 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from evaluation.models import Run
-from goldenset.models import Membership
-from goldenset.services import membership_grant
+from evaluation.services import run_archive
+from goldenset.models import Membership, Page, PublishJob, Query
+from goldenset.publishing import publish_job_run, version_publish_request
+from goldenset.services import judgment_record, membership_grant
+from goldenset.tasks import publish_job_task
 from labeling.models import QueueSettings
 from labeling.pools.services import pool_build
 from tests import factories
@@ -71,4 +74,13 @@ def team(make_user):
     QueueSettings.objects.create(golden_set=golden_set)
     pool_build(golden_set=golden_set, runs=list(Run.objects.filter(golden_set=golden_set)), depth=2, strategy="depth")
     people["staff"] = make_user("staff", is_staff=True, is_superuser=True)
+    # An archived run (its page, and the runs list's "show archived" view) and a published
+    # job (the publish page lists it; its page shows how it ended) are pages too.
+    archived = factories.sliced_run(golden_set, 30, name="old bm25", system="old-bm25")
+    run_archive(run=archived, user=people["manager"])
+    query = Query.objects.get(golden_set=golden_set, query_id="q1")
+    judgment_record(query=query, page=Page.objects.get(corpus=golden_set.corpus, doc_id="d2a"), grade=1, annotator=people["manager"])
+    job = version_publish_request(golden_set=golden_set, user=people["manager"], note="one more label", job_task=publish_job_task)
+    if PublishJob.objects.get(pk=job.pk).status == PublishJob.Status.QUEUED:  # on_commit never fires inside a test transaction
+        publish_job_run(job.pk)
     return golden_set, people
