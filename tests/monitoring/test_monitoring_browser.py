@@ -2,11 +2,12 @@
 as two endpoints (first stage and reranked), fourteen nights of which the last three ran with
 two stale shards, and an hour of canary probes that miss the new runbooks.
 
-The screenshots go to test-artifacts/ at the repository root (git-ignored), for a person to
-look at: the page at 1280 px, with the age slice chosen, and at 390 px (a phone), where
+The screenshots go to GOLDSET_SCREENSHOTS (`make test` sets it; test-artifacts/ at the
+repository root, git-ignored, when it is not set), for a person to look at: the page at 1280 px, with the age slice chosen, and at 390 px (a phone), where
 nothing may be wider than the screen.
 """
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from goldset.demo.search_server import demo_search_server_started
 from goldset.demo.services import demo_golden_set_load
 from tests.browser import login
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(os.environ.get("GOLDSET_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "test-artifacts")
 PHONE = {"width": 390, "height": 844}
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,7 +47,7 @@ def _fits(page, width: int) -> None:
 
 def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280_and_390(browser_page, live_server, demo):
     demo, service = demo
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = browser_page
     refused, missing = [], []
     page.on("console", lambda message: refused.append(message.text) if message.type == "error" and "404" not in message.text else None)

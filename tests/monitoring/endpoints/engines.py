@@ -9,7 +9,7 @@ typical deployment:
 | opensearch / elasticsearch | POST /wiki/_search {"size", "query": {"multi_match": {"query"}}} | {"hits": {"hits": [{"_id", "_score"}]}} |
 | (their count) | GET /wiki/_count | {"count": n} |
 | solr | GET /solr/wiki/select?q=&rows=&fl=id,score&wt=json | {"response": {"numFound", "docs": [{"id", "score"}]}} |
-| vespa | POST /search/ {"yql", "query", "hits"} | {"root": {"fields": {"totalCount"}, "children": [{"relevance", "fields": {"doc_id"}}]}} |
+| vespa | POST /search/ {"yql", "query", "hits"} | {"root": {"fields": {"totalCount"}, "children": [{"id": "id:wiki:doc::d7", "relevance", "fields"}]}} |
 
 The ranking of a query is a pure function of its text (`ranking_for`), so a test knows
 what the engine sent. `faults` maps a query text to a fault: "500", "malformed",
@@ -151,11 +151,15 @@ class _Handler(BaseHTTPRequestHandler):
         if route == "/solr/wiki/select":
             docs = [{"id": doc, "score": score} for doc, score in ranking]
             return {"responseHeader": {"status": 0, "QTime": 1}, "response": {"numFound": INDEX_SIZE, "start": 0, "docs": docs}}
+        # Vespa's hit: "id" is the document id (id:<namespace>:<type>::<id fed>), the
+        # default summary repeats it in fields.documentid.
         children = [
-            {"id": f"id:wiki:doc::{doc}", "relevance": score, "source": "wiki", "fields": {"sddocname": "doc", "doc_id": doc}} for doc, score in ranking
+            {"id": f"id:wiki:doc::{doc}", "relevance": score, "source": "wiki",
+             "fields": {"sddocname": "doc", "documentid": f"id:wiki:doc::{doc}", "title": f"page {doc}"}}
+            for doc, score in ranking
         ]
         if fault == "no-doc-id":
-            del children[2]["fields"]["doc_id"]
+            del children[2]["id"]
         coverage = {"coverage": 100, "documents": INDEX_SIZE, "full": True, "nodes": 1, "results": 1, "resultsFull": 1}
         return {"root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}, "coverage": coverage, "children": children}}
 

@@ -111,7 +111,7 @@ def test_an_answer_that_is_not_json_is_that_querys_error(engines):
 def test_a_hit_without_a_doc_id_is_that_querys_error(engines):
     engines.faults["holed"] = "no-doc-id"
     report = fetch(spec_for(engines, "vespa"), [("q1", "holed"), ("q2", "fine")])
-    assert report.answers[0].error == "hit 3 has no doc id at 'fields.doc_id'"
+    assert report.answers[0].error == "hit 3 has no doc id at 'id'"
     assert report.answers[1].ok
 
 
