@@ -74,6 +74,9 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     assert strip.locator("td.cell.missed").count() > 0
     assert "missed" in strip.locator("td.cell.missed").first.get_attribute("title")
     assert page.locator(".open-alerts").count() == 1
+    # The stale nights' alerts are listed above the trends: the overnight drop and the age slice.
+    night_alerts = page.locator(".night-alerts").inner_text()
+    assert "previous night" in night_alerts and "page:age=0-30d" in night_alerts
     assert page.locator("form[action$='/run-now/'] button").count() == 2
     assert page.locator("form[action$='/probe-now/'] button").count() == 1
     _fits(page, 1280)
@@ -105,6 +108,11 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     page.screenshot(path=str(ARTIFACTS / "monitoring-demo-390.png"), full_page=True)
     _fits(page, PHONE["width"])
     assert page.locator("svg.chart-svg").first.bounding_box()["width"] <= PHONE["width"]
+    # The canary strip, wider than the phone, opens on its newest round and the missed counts.
+    newest = page.locator("table.canary-strip tbody tr").first.locator("td.cell").last.bounding_box()
+    missed = page.locator("table.canary-strip tbody tr").first.locator("td.num").bounding_box()
+    assert 0 <= newest["x"] and missed["x"] + missed["width"] <= PHONE["width"]
+    page.locator("section.strip").first.screenshot(path=str(ARTIFACTS / "monitoring-demo-canaries-390.png"))
 
     for path in ("endpoints/", "endpoints/add/", "endpoints/wiki-search-first/", "endpoints/wiki-search-first/try/"):
         page.goto(f"{live_server.url}/sets/{demo.slug}/{path}")

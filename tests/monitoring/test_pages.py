@@ -213,6 +213,24 @@ def test_the_slice_chooser_suggests_the_age_slice_first_and_draws_the_slice_agai
     assert "has no score for this slice" in html
 
 
+def test_the_alerts_of_the_weeks_nights_are_listed_above_the_trends(
+    client, endpoints, watched, people, django_capture_on_commit_callbacks,
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        nights_store(endpoints, 4, stale_last=1)  # the new pages lost on the last night
+    _login(client, people["adjudicator"])
+    html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
+    listed = html[html.index('id="night-alerts"'):html.index('id="latest"')]
+    assert "on each series' last 7 nights" in listed
+    rows = re.findall(r'<tr title="([^"]*)"><td>[^<]*</td><td><code>([^<]*)</code></td><td>([^<]*)</td>\s*<td[^>]*>(?:<code>|<span class="muted">)?([^<]*)', listed)
+    overall = [(series, kind) for _, series, kind, where in rows if where == "overall"]
+    assert ("hybrid-first nightly", "drop against the series&#x27; previous night") in overall
+    assert any(kind == "slice under the recall floor" and where == "page:age=0-30d" for _, _, kind, where in rows)
+    assert rows.index(next(r for r in rows if r[3] != "overall")) == len(overall)  # the overall figures first
+    assert all("dropped" in message or "under the floor" in message or "rerank" in message for message, *_ in rows)
+    assert "0.500 (−50.0 points)" in listed  # the first stage found 6 of 12 pages the night before: 1.000 → 0.500
+
+
 def test_a_mark_on_each_trend_shows_the_night_from_which_the_nights_are_scored_on_a_new_version(
     client, nights, watched, people, django_capture_on_commit_callbacks,
 ):
