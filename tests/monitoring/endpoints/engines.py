@@ -9,6 +9,7 @@ typical deployment:
 | opensearch / elasticsearch | POST /wiki/_search {"size", "query": {"multi_match": {"query"}}} | {"hits": {"hits": [{"_id", "_score"}]}} |
 | (their count) | GET /wiki/_count | {"count": n} |
 | solr | GET /solr/wiki/select?q=&rows=&fl=id,score&wt=json | {"response": {"numFound", "docs": [{"id", "score"}]}} |
+| generic (a house API) | GET /house/v2/find?text=&limit=&qid= | {"data": {"matches": [{"doc": {"key"}, "relevance": {"value"}}]}} |
 | vespa | POST /search/ {"yql", "query", "hits"} | {"root": {"fields": {"totalCount"}, "children": [{"id": "id:wiki:doc::d7", "relevance", "fields"}]}} |
 
 The ranking of a query is a pure function of its text (`ranking_for`), so a test knows
@@ -135,6 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
             return params["q"], int(params["rows"])
         if route == "/search/":
             return body["query"], int(body["hits"])
+        if route == "/house/v2/find":
+            return params["text"], int(params["limit"])
         return None, 0
 
     @staticmethod
@@ -148,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
             hits = [{"_index": "wiki", "_id": doc, "_score": score} for doc, score in ranking]
             top = ranking[0][1] if ranking else None
             return {"took": 3, "timed_out": False, "hits": {"total": {"value": INDEX_SIZE, "relation": "eq"}, "max_score": top, "hits": hits}}
+        if route == "/house/v2/find":
+            return {"data": {"matches": [{"doc": {"key": doc}, "relevance": {"value": score}} for doc, score in ranking]}}
         if route == "/solr/wiki/select":
             docs = [{"id": doc, "score": score} for doc, score in ranking]
             return {"responseHeader": {"status": 0, "QTime": 1}, "response": {"numFound": INDEX_SIZE, "start": 0, "docs": docs}}
