@@ -60,6 +60,23 @@ def test_a_reranked_endpoint_is_asked_at_k_final(watched_set, engines, django_ca
     assert night.run.entry_count == 30
 
 
+def test_a_reranked_night_that_loses_over_10_points_of_its_first_stage_that_night_raises_rerank_loss(
+    endpoint, engines, django_capture_on_commit_callbacks,
+):
+    reranked = endpoint_add(golden_set=endpoint.golden_set, name="prod-rerank", system="prod", stage="reranked",
+                            preset="goldset", url=engines.base + "/reranked")
+    first_night, second_night = datetime(2026, 12, 1, 2, tzinfo=UTC), datetime(2026, 12, 2, 2, tzinfo=UTC)
+    for one in (endpoint, reranked):
+        run_night(one, django_capture_on_commit_callbacks, slot=first_night)
+    assert not Alert.objects.filter(kind=Alert.Kind.RERANK_LOSS).exists()
+    engines.demoted = {text_of(query_id) for query_id in ("q1", "q2", "q3")}  # 3 of 10 queries lose both relevant pages
+    nights = [run_night(one, django_capture_on_commit_callbacks, slot=second_night) for one in (endpoint, reranked)]
+    [loss] = Alert.objects.filter(kind=Alert.Kind.RERANK_LOSS)
+    assert loss.run == nights[1].run and (loss.reference, loss.value) == (1.0, pytest.approx(0.7))
+    assert "rerank loss of prod" in loss.message and "30.0 points (over 10)" in loss.message
+    assert f'first_stage run "{nights[0].run.name}"' in loss.message  # the first stage of the same night
+
+
 def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagged(
     endpoint, engines, django_capture_on_commit_callbacks,
 ):

@@ -6,6 +6,7 @@ typical deployment:
 | preset | request | answer |
 | --- | --- | --- |
 | goldset | POST /goldset {"query", "query_id", "k"} | {"results": [{"doc_id", "score"}], "index_size"} |
+| (a reranked stage) | POST /reranked, the same | the same, without the top two for the texts in `demoted` |
 | opensearch / elasticsearch | POST /wiki/_search {"size", "query": {"multi_match": {"query"}}} | {"hits": {"hits": [{"_id", "_score"}]}} |
 | (their count) | GET /wiki/_count | {"count": n} |
 | solr | GET /solr/wiki/select?q=&rows=&fl=id,score&wt=json | {"response": {"numFound", "docs": [{"id", "score"}]}} |
@@ -50,6 +51,7 @@ class Engines(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.answered_429: set[str] = set()
+        self.demoted: set[str] = set()  # query texts whose top two the /reranked stage loses
 
     @property
     def base(self) -> str:
@@ -122,13 +124,15 @@ class _Handler(BaseHTTPRequestHandler):
             engines.answered_429.add(text)
             return self._send(429, json.dumps({"error": "too many requests"}), {"Retry-After": "1"})
         ranking = ranking_for(text, size)
+        if route == "/reranked" and text in engines.demoted:
+            ranking = ranking_for(text, size + 2)[2:]  # the reranker pushed the engine's top two out
         if fault == "duplicates":
             ranking = ranking[:2] + ranking[:2] + ranking[2:]
         self._send(200, json.dumps(self._shape(route, ranking, fault)))
 
     @staticmethod
     def _query(route: str, params: dict, body: dict) -> tuple[str | None, int]:
-        if route == "/goldset":
+        if route in ("/goldset", "/reranked"):
             return body["query"], int(body["k"])
         if route == "/wiki/_search":
             return body["query"]["multi_match"]["query"], int(body["size"])
@@ -142,7 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _shape(route: str, ranking: list[tuple[str, float]], fault: str | None) -> dict:
-        if route == "/goldset":
+        if route in ("/goldset", "/reranked"):
             results = [{"doc_id": doc, "score": score} for doc, score in ranking]
             if fault == "no-doc-id":
                 del results[2]["doc_id"]
