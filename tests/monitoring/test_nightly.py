@@ -77,6 +77,22 @@ def test_a_reranked_night_that_loses_over_10_points_of_its_first_stage_that_nigh
     assert f'first_stage run "{nights[0].run.name}"' in loss.message  # the first stage of the same night
 
 
+def test_a_drop_after_the_index_grew_says_so_with_the_sizes_its_count_url_answered(
+    watched_set, engines, django_capture_on_commit_callbacks,
+):
+    searched = endpoint_add(golden_set=watched_set, name="os-first", system="os", stage="first_stage", preset="opensearch",
+                            url=engines.base + "/wiki/_search", count_url=engines.base + "/wiki/_count")
+    engines.index_size = 1_200_000
+    first = run_night(searched, django_capture_on_commit_callbacks, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))
+    engines.index_size = 1_500_000
+    engines.demoted = {text_of(query_id) for query_id in ("q1", "q2", "q3")}
+    second = run_night(searched, django_capture_on_commit_callbacks, slot=datetime(2026, 12, 2, 2, tzinfo=UTC))
+    assert (first.run.index_size, second.run.index_size) == (1_200_000, 1_500_000)
+    drop = Alert.objects.get(kind=Alert.Kind.DROP_VS_PREVIOUS_NIGHT, run=second.run, metric="recall@10", slice="")
+    assert "dropped 30.0 points overnight" in drop.message
+    assert drop.message.endswith("after the index grew from 1.2M to 1.5M documents")
+
+
 def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagged(
     endpoint, engines, django_capture_on_commit_callbacks,
 ):

@@ -6,7 +6,7 @@ typical deployment:
 | preset | request | answer |
 | --- | --- | --- |
 | goldset | POST /goldset {"query", "query_id", "k"} | {"results": [{"doc_id", "score"}], "index_size"} |
-| (a reranked stage) | POST /reranked, the same | the same, without the top two for the texts in `demoted` |
+| (a reranked stage) | POST /reranked, the same | the same |
 | opensearch / elasticsearch | POST /wiki/_search {"size", "query": {"multi_match": {"query"}}} | {"hits": {"hits": [{"_id", "_score"}]}} |
 | (their count) | GET /wiki/_count | {"count": n} |
 | solr | GET /solr/wiki/select?q=&rows=&fl=id,score&wt=json | {"response": {"numFound", "docs": [{"id", "score"}]}} |
@@ -16,7 +16,8 @@ typical deployment:
 The ranking of a query is a pure function of its text (`ranking_for`), so a test knows
 what the engine sent. `faults` maps a query text to a fault: "500", "malformed",
 "slow" (sleeps past the client's timeout), "429" (Retry-After: 1, then answers),
-"duplicates", "no-doc-id", "not-a-list". Every request is recorded in `seen`, and
+"duplicates", "no-doc-id", "not-a-list"; the texts in `demoted` lose their top two pages
+at /reranked and /wiki/_search, and /wiki/_count answers `index_size`. Every request is recorded in `seen`, and
 `max_in_flight` is the most requests the server held open at once.
 """
 
@@ -51,7 +52,8 @@ class Engines(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.answered_429: set[str] = set()
-        self.demoted: set[str] = set()  # query texts whose top two the /reranked stage loses
+        self.demoted: set[str] = set()  # query texts whose top two /reranked and /wiki/_search lose
+        self.index_size = INDEX_SIZE  # what /wiki/_count answers
 
     @property
     def base(self) -> str:
@@ -104,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else {}
         route = parts.path
         if route == "/wiki/_count":
-            return self._send(200, json.dumps({"count": INDEX_SIZE, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}))
+            return self._send(200, json.dumps({"count": engines.index_size, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}))
         if route == "/search/" and params.get("hits") == "0":
             return self._send(200, json.dumps({"root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}}}))
         text, size = self._query(route, params, body)
@@ -124,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
             engines.answered_429.add(text)
             return self._send(429, json.dumps({"error": "too many requests"}), {"Retry-After": "1"})
         ranking = ranking_for(text, size)
-        if route == "/reranked" and text in engines.demoted:
+        if route in ("/reranked", "/wiki/_search") and text in engines.demoted:
             ranking = ranking_for(text, size + 2)[2:]  # the reranker pushed the engine's top two out
         if fault == "duplicates":
             ranking = ranking[:2] + ranking[:2] + ranking[2:]
