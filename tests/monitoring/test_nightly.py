@@ -5,6 +5,7 @@ one run per night whatever asks for it. The engine is a real server on 127.0.0.1
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.models import Alert, Evaluation, Run, Score
@@ -112,6 +113,23 @@ def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagge
     assert "failed 2 of 10 queries (20%)" in failing.message
     # The failed queries are unanswered in the scores: recall 0.8, and said so.
     assert Evaluation.objects.get(run=run).unanswered_count == 2
+
+
+def test_a_night_with_failed_queries_says_so_on_the_run_list_the_run_page_and_the_results(
+    endpoint, engines, client, make_user, django_capture_on_commit_callbacks,
+):
+    engines.faults = {text_of("q3"): "500", text_of("q7"): "malformed"}
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    client.force_login(make_user("staff", is_staff=True))
+    slug = endpoint.golden_set.slug
+    pages = {
+        "runs": client.get(reverse("runs", args=[slug])).content.decode(),
+        "results": client.get(reverse("results", args=[slug])).content.decode(),
+        "run": client.get(reverse("run", args=[slug, night.run.pk])).content.decode(),
+    }
+    for name, html in pages.items():
+        assert "2 queries failed" in html or "2 queries got no answer from the endpoint" in html, name
+    assert "<code>q3</code>: HTTP 500" in pages["run"] and "<code>q7</code>: answer is not JSON" in pages["run"]
 
 
 def test_an_endpoint_that_is_down_raises_endpoint_failing_and_no_recall_alert(watched_set, django_capture_on_commit_callbacks):
