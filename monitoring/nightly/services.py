@@ -13,7 +13,8 @@ Exactly one run per night, whatever the broker and the workers do:
   answering) finds the run there and stores nothing.
 - A worker killed half way leaves the night "running"; the sweeper (monitoring.tasks)
   sends it again once that worker stops answering a ping, and the night starts over: the
-  endpoint's answers were never written half.
+  endpoint's answers were never written half. A transient database error hands the night
+  back to pending before the task's retry claims it again.
 
 Depth: k_first of the version for a first-stage endpoint, k_final for a reranked one
 (what the prompt sees). The run is measured at the slot (the night it stands for), so the
@@ -31,7 +32,7 @@ from datetime import datetime
 import numpy as np
 import uvloop
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -160,12 +161,34 @@ def _fail(night_id: int, error: str) -> None:
     NightlyRun.objects.filter(pk=night_id).update(status=NightlyRun.Status.FAILED, error=error[:5000], finished_at=timezone.now())
 
 
+def _release(night_id: int, worker: str) -> None:
+    """Hand a night this worker holds back to pending, for its task's retry to claim again.
+    When the database will not take even that, the tick's sweep brings it back (a running
+    night whose worker stops answering, or one running past NIGHT_STUCK_AFTER)."""
+    try:
+        NightlyRun.objects.filter(pk=night_id, status=NightlyRun.Status.RUNNING, worker=worker, run=None).update(
+            status=NightlyRun.Status.PENDING, worker="", enqueued_at=timezone.now(),
+        )
+    except DatabaseError:
+        logger.warning("night %s: not handed back after a database error; the tick's sweep will send it again", night_id)
+
+
 def nightly_run_execute(*, night_id: int, worker: str = "") -> NightlyRun:
     """Query the endpoint for the night `night_id` and store its run (see the module
     docstring). Returns the night as it stands: done with its run, failed with why, or
-    as another worker holds it."""
+    as another worker holds it. A transient database error (the connection lost while
+    storing, say) hands the night back to pending and is raised, so the task's retry starts it over
+    instead of finding it held by itself."""
     if not _claim(night_id, worker):
         return NightlyRun.objects.get(pk=night_id)
+    try:
+        return _execute(night_id)
+    except (OperationalError, InterfaceError):  # what the task retries (monitoring.tasks.TRANSIENT)
+        _release(night_id, worker)
+        raise
+
+
+def _execute(night_id: int) -> NightlyRun:
     night = NightlyRun.objects.select_related("endpoint__golden_set", "endpoint__series").get(pk=night_id)
     endpoint = night.endpoint
     version = latest_version(endpoint.golden_set_id)

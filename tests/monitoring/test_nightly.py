@@ -163,6 +163,38 @@ def test_one_slot_makes_one_run_however_often_it_is_asked(endpoint, django_captu
     assert Run.objects.filter(series=endpoint.series).count() == 1
 
 
+def test_a_night_whose_store_hits_a_database_error_is_retried_to_one_complete_run(endpoint, engines, monkeypatch,
+                                                                                    django_capture_on_commit_callbacks):
+    """The task's retry (autoretry on OperationalError) claims the night again: the failed
+    attempt handed it back to pending instead of leaving it held by its own worker."""
+    from celery.exceptions import Retry
+    from django.db import OperationalError
+
+    from monitoring.nightly import services
+    from monitoring.tasks import nightly_run_task
+
+    real_store, calls = services.run_from_entries, []
+
+    def store_once_lost(**kwargs):
+        calls.append(kwargs["name"])
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_store(**kwargs)
+
+    monkeypatch.setattr(services, "run_from_entries", store_once_lost)
+    night = nightly_run_request(endpoint=endpoint, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))
+    with pytest.raises(Retry):  # the task asks for its retry...
+        nightly_run_task.apply(args=[night.pk], throw=True)
+    night.refresh_from_db()
+    assert (night.status, night.worker, night.run) == (NightlyRun.Status.PENDING, "", None)  # ...and left the night to it
+    with django_capture_on_commit_callbacks(execute=True):
+        nightly_run_task.apply(args=[night.pk], retries=1)  # the retry's delivery
+    night.refresh_from_db()
+    assert (night.status, night.attempts, len(calls)) == (NightlyRun.Status.DONE, 2, 2)
+    assert Run.objects.filter(series=endpoint.series).count() == 1 and night.run.query_count == 10
+    assert len(engines.seen) == 20  # asked twice over: the first attempt's answers were never stored
+
+
 def test_the_tick_makes_the_due_slots_once_and_only_after_the_endpoint_was_registered(endpoint):
     now = timezone.now()
     nights, rounds = schedules_due(now=now)
