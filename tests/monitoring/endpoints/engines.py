@@ -80,13 +80,22 @@ class _Handler(BaseHTTPRequestHandler):
         with engines.lock:
             engines.in_flight += 1
             engines.max_in_flight = max(engines.max_in_flight, engines.in_flight)
+        self._in_flight = True
         try:
             self._answer(engines)
         finally:
-            with engines.lock:
-                engines.in_flight -= 1
+            self._answered()
+
+    def _answered(self):
+        """The request leaves the count before its answer is sent: once the client has the
+        answer it may send its next request, which must not meet this one still counted."""
+        if self._in_flight:
+            self._in_flight = False
+            with self.server.lock:
+                self.server.in_flight -= 1
 
     def _send(self, status: int, body: bytes | str, headers: dict | None = None):
+        self._answered()
         body = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
