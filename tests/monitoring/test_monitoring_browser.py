@@ -11,6 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+
+from evaluation.selectors import evaluation_settings
+from goldenset.models import Page, Query
+from goldenset.services import judgment_record, version_publish
 
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import NIGHTS, demo_monitoring_load
@@ -131,5 +136,22 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     page.goto(f"{live_server.url}/sets/{demo.slug}/endpoints/add/?preset=generic")
     assert page.locator("details.request-fields[open]").count() == 1
     page.screenshot(path=str(ARTIFACTS / "monitoring-demo-endpoint-add-1280.png"), full_page=True)
+
+    # A new version re-scores the latest nights only: the older ones keep v3's scores, and
+    # each trend marks the night from which its figures are on v4.
+    manager = get_user_model().objects.get(username="manager")
+    query = Query.objects.filter(golden_set=demo).order_by("query_id").first()
+    unjudged = Page.objects.filter(corpus=demo.corpus).exclude(judgments__query=query).order_by("doc_id").first()
+    judgment_record(query=query, page=unjudged, grade=0, annotator=manager, note="checked: not about it")
+    version_publish(golden_set=demo, user=manager, note="one more label")
+    page.goto(f"{live_server.url}/sets/{demo.slug}/monitoring/")
+    rescored = evaluation_settings(demo).series_rescore_nights
+    for trend in (page.locator("section.series").nth(0), page.locator("section.series").nth(1)):
+        mark = trend.locator("g.rule.boundary")
+        assert mark.count() == 1 and mark.locator("text").text_content() == "v4"
+        assert mark.locator("title").text_content().endswith("the nights are scored on v4")
+    assert page.locator("section.series").first.locator("circle title").nth(NIGHTS - rescored).text_content().endswith("on v4")
+    assert page.locator("section.series").first.locator("circle title").nth(NIGHTS - rescored - 1).text_content().endswith("on v3")
+    page.locator("section.series").first.screenshot(path=str(ARTIFACTS / "monitoring-demo-version-mark.png"))
     # Nothing the Content-Security-Policy refused, no script that failed.
     assert refused == [] and missing == []
