@@ -42,7 +42,7 @@ from evaluation.models import Run
 from evaluation.selectors import evaluation_settings
 from evaluation.services import run_from_entries
 from goldenset.models import Version, VersionQuery
-from lib.errors import GoldsetError, ProblemCollector
+from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.ids import natural_key
 from lib.runs import RunEntriesBuilder
 from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings
@@ -72,6 +72,25 @@ def nightly_run_now(*, endpoint: Endpoint) -> NightlyRun:
     slot = timezone.now().replace(microsecond=0)
     made = nightly_run_request(endpoint=endpoint, slot=slot, trigger=NightlyRun.Trigger.MANUAL)
     return made or NightlyRun.objects.get(endpoint=endpoint, slot=slot)
+
+
+def nightly_run_start(*, endpoint: Endpoint) -> NightlyRun:
+    """"Run now" from a page, the API or `nightly_run`: a manual night at this second,
+    unless a night of the endpoint is pending or running, which is never doubled (a
+    production system is asked once at a time): then ConflictError naming that night.
+    The endpoint's row is locked for the check, so two requests at once start one night."""
+    with transaction.atomic():
+        Endpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
+        busy = (
+            NightlyRun.objects.filter(endpoint=endpoint, status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING])
+            .order_by("slot").first()
+        )
+        if busy is not None:
+            raise ConflictError(
+                f"the night of {endpoint.name} at {busy.slot:%Y-%m-%d %H:%M:%S} UTC (id {busy.pk}) is {busy.status} "
+                f"({busy.queries_done} of {busy.queries_total} queries asked); it goes on, and a lost one is sent again within minutes",
+            )
+        return nightly_run_now(endpoint=endpoint)
 
 
 def latest_version(golden_set_id: int) -> Version | None:
