@@ -30,7 +30,7 @@ ERROR_DESCRIPTIONS = {
     "404": "no such golden set, version, run or path (or one the token may not see)",
     "405": "method not allowed",
     "406": "no representation matches the Accept header",
-    "409": "a clash with what is stored (conflict: a name taken, nothing new to publish), or a version that no longer matches its content hash (version_damaged)",
+    "409": "a clash with what is stored (conflict: a name taken, nothing new to publish, a night of the endpoint already pending or running), or a version that no longer matches its content hash (version_damaged)",
     "415": "unsupported Content-Type",
     "422": "the request fits the schema but its content is refused: the problems name each line, item or id at fault",
     "429": "too many requests from this client (throttled): Retry-After says how many seconds to wait",
@@ -39,9 +39,11 @@ ERROR_DESCRIPTIONS = {
 EVERY_OPERATION = ("400", "401", "403", "404", "405", "406", "422", "429")
 # Operations that can clash with what is stored: publishing (nothing new), uploading a run
 # (its name taken), and reading a version's labels (its content hash re-checked first).
-# The run lifecycle actions answer 409 for a change already made (archived twice).
+# The run lifecycle actions answer 409 for a change already made (archived twice); run now
+# answers 409 while the endpoint's night is under way.
 CONFLICT_OPERATIONS = {
     "versions_qrels", "versions_publish", "runs_upload", "runs_archive", "runs_unarchive", "runs_mark_complete", "runs_mark_partial",
+    "endpoint_runs_create",
 }
 
 

@@ -18,7 +18,7 @@ from api.permissions import api_golden_set
 from api.selectors import endpoint_get, endpoint_night_get, endpoints_with_nights, probe_history
 from api.serializers import EndpointOutputSerializer, NightlyRunSerializer, validated
 from monitoring.models import Endpoint, NightlyRun
-from monitoring.nightly.services import nightly_run_now
+from monitoring.nightly.services import nightly_run_start
 from monitoring.overview.selectors import ROUNDS_SHOWN
 from monitoring.tasks import night_send
 
@@ -101,8 +101,9 @@ class EndpointProbeListApi(APIView):
 class EndpointRunNowApi(APIView):
     """Run the endpoint now (write scope, manager): a night at this second, queried by a
     worker after the answer (202). Poll its `url` until `status` is done (its `run_id` is
-    the run made) or failed (`error` says why). Two requests in one second share a night.
-    A disabled endpoint runs too: disabling stops its schedules only."""
+    the run made) or failed (`error` says why). While a night of the endpoint is pending or
+    running (scheduled or not) it answers 409 naming that night: production is never asked
+    twice at once. A disabled endpoint runs too: disabling stops its schedules only."""
 
     @extend_schema(
         operation_id="endpoint_runs_create", parameters=[ENDPOINT_PARAMETER], request=None,
@@ -111,11 +112,10 @@ class EndpointRunNowApi(APIView):
     def post(self, request, slug: str, endpoint: str):
         golden_set = api_golden_set(request, slug, write=True)
         found = endpoint_get(golden_set, endpoint)
-        night = nightly_run_now(endpoint=found)
-        if night.status == NightlyRun.Status.PENDING:
-            # night_send stamps enqueued_at (so the sweeper does not send it again as lost)
-            # and sends nightly_run_task on commit.
-            night_send(night)
+        night = nightly_run_start(endpoint=found)  # 409 while a night of it is pending or running
+        # night_send stamps enqueued_at (so the sweeper does not send it again as lost) and
+        # sends nightly_run_task on commit.
+        night_send(night)
         night.endpoint = found
         data = NightlyRunSerializer(night, context={"slug": golden_set.slug}).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})

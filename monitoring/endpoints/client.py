@@ -330,7 +330,8 @@ def _read(spec: EndpointSpec, body: bytes, k: int) -> mapping.RankingRead:
     if error:
         return mapping.RankingRead(error=error)
     return mapping.read_ranking(
-        answer, k, hits_path=spec.hits_path, doc_id_path=spec.doc_id_path, score_path=spec.score_path, index_size_path=spec.index_size_path
+        answer, k, hits_path=spec.hits_path, doc_id_path=spec.doc_id_path, score_path=spec.score_path,
+        index_size_path=spec.index_size_path, vespa_ids=spec.preset == "vespa",
     )
 
 

@@ -46,7 +46,7 @@ class _EndpointFields(forms.Form):
         required=False, max_length=2000, widget=forms.TextInput(attrs=_CODE), help_text="URL query string, e.g. q={{query}}&rows={{k}}",
     )
     hits_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="dotted path of the hit list, e.g. hits.hits")
-    doc_id_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a hit, e.g. _id")
+    doc_id_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a hit, e.g. _id (Vespa: id, read as the id fed: id:ns:type::X is X)")
     score_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a hit, e.g. _score (empty: rank order)")
     index_size_path = forms.CharField(
         required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a search answer, the documents searched",

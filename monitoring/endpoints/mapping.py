@@ -14,6 +14,11 @@ Paths into the answer are dotted (`hits.hits`, `fields.doc_id`); a segment made 
 digits indexes a list (`root.children.0`). An empty path is the value itself: an empty
 `hits_path` reads an answer that is the list of hits, an empty `doc_id_path` a hit that
 is the doc id.
+
+Vespa names each hit by its document id, `id:<namespace>:<document type>:<key/value
+pairs>:<user-specified id>` (`id:wiki:doc::CR93E-3103#37`); read with `vespa_ids`, an id
+of that form is the user-specified part (`CR93E-3103#37`, colons in it kept), the doc id
+the corpus was fed with, and any other value is read as it is.
 """
 
 import json
@@ -35,6 +40,8 @@ SAMPLE_VALUES = {"query": 'a "quoted" \\ query é', "query_id": "q-1", "k": 10}
 # and `:` keep their meaning) and `%` (so what the manager encoded stays encoded).
 _URL_TEXT_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
 _SEGMENT = re.compile(r"^[^\s.]+$")
+# Vespa's document id: the user-specified id follows the fourth colon and may hold colons.
+_VESPA_ID = re.compile(r"^id:[^:]*:[^:]*:[^:]*:(.+)$", re.DOTALL)
 
 
 class PathSyntaxError(ValueError):
@@ -172,6 +179,13 @@ def doc_id_text(value: Any) -> str | None:
     return None
 
 
+def vespa_user_id(doc_id: str) -> str:
+    """The user-specified part of a Vespa document id (`id:ns:type::X` -> `X`); any other
+    text as it is (a schema's own id field, or a hit id of the `index:` form)."""
+    match = _VESPA_ID.match(doc_id)
+    return match.group(1) if match else doc_id
+
+
 def score_value(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -199,7 +213,7 @@ class RankingRead:
     columns: tuple[list[str], list[float]] | None = None
 
 
-def _plain_ranking(hits: list, id_key: str, score_key: str) -> tuple[list[str], list[float]] | None:
+def _plain_ranking(hits: list, id_key: str, score_key: str, vespa_ids: bool = False) -> tuple[list[str], list[float]] | None:
     """The ranking of the answers nearly every engine gives (objects with a string id and a
     float score at the top, distinct ids, scores in order) in a few whole-list passes, or
     None for anything else, which read_ranking's loop then reads hit by hit with its notes
@@ -209,7 +223,11 @@ def _plain_ranking(hits: list, id_key: str, score_key: str) -> tuple[list[str], 
         scores = list(map(operator.itemgetter(score_key), hits))
     except (KeyError, TypeError, IndexError):
         return None
-    if set(map(type, ids)) - {str} or "" in ids or len(set(ids)) != len(ids):
+    if set(map(type, ids)) - {str}:
+        return None
+    if vespa_ids:
+        ids = list(map(vespa_user_id, ids))
+    if "" in ids or len(set(ids)) != len(ids):
         return None
     if set(map(type, scores)) - {float} or not all(map(math.isfinite, scores)):
         return None
@@ -218,14 +236,17 @@ def _plain_ranking(hits: list, id_key: str, score_key: str) -> tuple[list[str], 
     return ids, scores
 
 
-def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score_path: str = "", index_size_path: str = "") -> RankingRead:
+def read_ranking(
+    answer: Any, k: int, *, hits_path: str, doc_id_path: str, score_path: str = "", index_size_path: str = "", vespa_ids: bool = False,
+) -> RankingRead:
     """Read `answer` (parsed JSON) into a ranking of at most `k` distinct doc ids.
 
     Scores: the engine's own when score_path is given and every hit kept has a finite
     number there in non-increasing order; otherwise k, k-1, ... by rank for the whole
     answer (with a note), because a mix of engine scores and made-up ones, or scores out
     of the answer's order, would let a scorer that sorts by score reorder the ranking.
-    Paths are assumed valid (spec_problems checked them).
+    `vespa_ids`: doc ids that are Vespa document ids are read as their user-specified
+    part (see the module's docstring). Paths are assumed valid (spec_problems checked them).
     """
     read = RankingRead()
     if index_size_path:
@@ -246,7 +267,7 @@ def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score
     id_key = id_segments[0] if len(id_segments) == 1 else None
     score_key = score_segments[0] if len(score_segments) == 1 and score_path else None
     if id_key is not None and score_key is not None:
-        columns = _plain_ranking(hits[:k], id_key, score_key)
+        columns = _plain_ranking(hits[:k], id_key, score_key, vespa_ids)
         if columns is not None:
             read.ranking, read.columns = list(zip(*columns)), columns
             return read
@@ -259,6 +280,8 @@ def read_ranking(answer: Any, k: int, *, hits_path: str, doc_id_path: str, score
         plain = type(hit) is dict
         raw = hit.get(id_key, MISSING) if plain and id_key is not None else read_path(hit, id_segments)
         doc_id = raw if type(raw) is str and raw else (None if raw is MISSING else doc_id_text(raw))
+        if vespa_ids and doc_id is not None:
+            doc_id = vespa_user_id(doc_id)
         if doc_id is None:
             if raw is MISSING or raw is None or raw == "":
                 read.error = f"hit {number} has no doc id at {doc_id_path!r}"

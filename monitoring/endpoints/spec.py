@@ -91,16 +91,17 @@ _PRESET_FIELDS = {
         "count_path": "response.numFound",
     },
     # POST /search/ with YQL; userQuery() reads the "query" parameter. Answer:
-    # root.children[] with "relevance" and the document's "fields". Vespa's own hit "id"
-    # is "id:<namespace>:<type>::<id>", so the default reads a field named doc_id: name
-    # your schema's id field here (fields.<field>). root.fields.totalCount of a query
-    # matching everything (the count URL) is the index size.
+    # root.children[] with "id", "relevance" and the document's "fields". A hit's "id" is
+    # its document id, "id:<namespace>:<type>:<key/values>:<id>", read as the <id> part
+    # (mapping.vespa_user_id: the id the corpus was fed with); a schema that keeps the doc
+    # id in a field of its own is read with fields.<field>. root.fields.totalCount of a
+    # query matching everything (the count URL) is the index size.
     "vespa": {
         "method": "POST",
         "body_template": '{"yql": "select * from sources * where userQuery()", "query": {{query}}, "hits": {{k}}}',
         "params_template": "",
         "hits_path": "root.children",
-        "doc_id_path": "fields.doc_id",
+        "doc_id_path": "id",
         "score_path": "relevance",
         "index_size_path": "",
         "count_path": "root.fields.totalCount",

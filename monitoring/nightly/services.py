@@ -13,7 +13,8 @@ Exactly one run per night, whatever the broker and the workers do:
   answering) finds the run there and stores nothing.
 - A worker killed half way leaves the night "running"; the sweeper (monitoring.tasks)
   sends it again once that worker stops answering a ping, and the night starts over: the
-  endpoint's answers were never written half.
+  endpoint's answers were never written half. A transient database error hands the night
+  back to pending before the task's retry claims it again.
 
 Depth: k_first of the version for a first-stage endpoint, k_final for a reranked one
 (what the prompt sees). The run is measured at the slot (the night it stands for), so the
@@ -31,7 +32,7 @@ from datetime import datetime
 import numpy as np
 import uvloop
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -41,7 +42,7 @@ from evaluation.models import Run
 from evaluation.selectors import evaluation_settings
 from evaluation.services import run_from_entries
 from goldenset.models import Version, VersionQuery
-from lib.errors import GoldsetError, ProblemCollector
+from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.ids import natural_key
 from lib.runs import RunEntriesBuilder
 from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings
@@ -71,6 +72,25 @@ def nightly_run_now(*, endpoint: Endpoint) -> NightlyRun:
     slot = timezone.now().replace(microsecond=0)
     made = nightly_run_request(endpoint=endpoint, slot=slot, trigger=NightlyRun.Trigger.MANUAL)
     return made or NightlyRun.objects.get(endpoint=endpoint, slot=slot)
+
+
+def nightly_run_start(*, endpoint: Endpoint) -> NightlyRun:
+    """"Run now" from a page, the API or `nightly_run`: a manual night at this second,
+    unless a night of the endpoint is pending or running, which is never doubled (a
+    production system is asked once at a time): then ConflictError naming that night.
+    The endpoint's row is locked for the check, so two requests at once start one night."""
+    with transaction.atomic():
+        Endpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
+        busy = (
+            NightlyRun.objects.filter(endpoint=endpoint, status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING])
+            .order_by("slot").first()
+        )
+        if busy is not None:
+            raise ConflictError(
+                f"the night of {endpoint.name} at {busy.slot:%Y-%m-%d %H:%M:%S} UTC (id {busy.pk}) is {busy.status} "
+                f"({busy.queries_done} of {busy.queries_total} queries asked); it goes on, and a lost one is sent again within minutes",
+            )
+        return nightly_run_now(endpoint=endpoint)
 
 
 def latest_version(golden_set_id: int) -> Version | None:
@@ -160,12 +180,34 @@ def _fail(night_id: int, error: str) -> None:
     NightlyRun.objects.filter(pk=night_id).update(status=NightlyRun.Status.FAILED, error=error[:5000], finished_at=timezone.now())
 
 
+def _release(night_id: int, worker: str) -> None:
+    """Hand a night this worker holds back to pending, for its task's retry to claim again.
+    When the database will not take even that, the tick's sweep brings it back (a running
+    night whose worker stops answering, or one running past NIGHT_STUCK_AFTER)."""
+    try:
+        NightlyRun.objects.filter(pk=night_id, status=NightlyRun.Status.RUNNING, worker=worker, run=None).update(
+            status=NightlyRun.Status.PENDING, worker="", enqueued_at=timezone.now(),
+        )
+    except DatabaseError:
+        logger.warning("night %s: not handed back after a database error; the tick's sweep will send it again", night_id)
+
+
 def nightly_run_execute(*, night_id: int, worker: str = "") -> NightlyRun:
     """Query the endpoint for the night `night_id` and store its run (see the module
     docstring). Returns the night as it stands: done with its run, failed with why, or
-    as another worker holds it."""
+    as another worker holds it. A transient database error (the connection lost while
+    storing, say) hands the night back to pending and is raised, so the task's retry starts it over
+    instead of finding it held by itself."""
     if not _claim(night_id, worker):
         return NightlyRun.objects.get(pk=night_id)
+    try:
+        return _execute(night_id)
+    except (OperationalError, InterfaceError):  # what the task retries (monitoring.tasks.TRANSIENT)
+        _release(night_id, worker)
+        raise
+
+
+def _execute(night_id: int) -> NightlyRun:
     night = NightlyRun.objects.select_related("endpoint__golden_set", "endpoint__series").get(pk=night_id)
     endpoint = night.endpoint
     version = latest_version(endpoint.golden_set_id)

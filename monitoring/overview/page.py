@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from evaluation.models import Canary
+from evaluation.models import Alert, Canary
 from lib import charts
 from lib.ids import natural_key
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
@@ -284,6 +284,33 @@ def strip_panel(strip: CanaryStrip, next_probe_at: datetime | None) -> StripPane
     return StripPanel(strip=strip, columns=columns, groups=_groups(strip.rounds), rows=rows, next_probe_at=next_probe_at)
 
 
+# Night alerts listed at once; the rest of the week's fold under "more".
+NIGHT_ALERTS_OPEN = 8
+
+
+@dataclass(frozen=True)
+class NightAlertRow:
+    """One alert of a recent night as a table row; `message` (the alert's whole text) is its tooltip."""
+
+    when: str
+    series: str
+    kind: str
+    slice: str
+    metric: str
+    figure: str  # "0.937 → 0.878 (−5.9 points)", or the value alone when nothing was compared
+    message: str
+
+
+def night_alert_row(alert: Alert) -> NightAlertRow:
+    figure = f"{alert.value:.3f}"
+    if alert.reference is not None:
+        figure = f"{alert.reference:.3f} → {alert.value:.3f} ({(alert.value - alert.reference) * 100:+.1f} points)".replace("-", "−")
+    return NightAlertRow(
+        when=_local(alert.run.measured_at).strftime("%m-%d %H:%M"), series=alert.run.series.name if alert.run.series_id else alert.run.name,
+        kind=alert.get_kind_display(), slice=alert.slice, metric=alert.metric, figure=figure, message=alert.message,
+    )
+
+
 @dataclass(frozen=True)
 class MonitoringPage:
     report: MonitoringReport
@@ -292,6 +319,15 @@ class MonitoringPage:
     strips: list[StripPanel]
     slice_suggestions: list[str]  # the age slices first: the seed's incident is about new pages
     slice_others: list[str]
+    night_alerts: list[NightAlertRow]
+
+    @property
+    def night_alerts_open(self) -> list[NightAlertRow]:
+        return self.night_alerts[:NIGHT_ALERTS_OPEN]
+
+    @property
+    def night_alerts_more(self) -> list[NightAlertRow]:
+        return self.night_alerts[NIGHT_ALERTS_OPEN:]
 
     @property
     def running(self) -> list[NightlyRun]:
@@ -319,4 +355,4 @@ def monitoring_page(report: MonitoringReport) -> MonitoringPage:
     next_probes = {trend.endpoint.pk: trend.next_probe_at for trend in report.series if trend.endpoint is not None}
     strips = [strip_panel(strip, next_probes.get(strip.endpoint.pk)) for strip in report.strips]
     ages, others = slice_order(report.slice_choices)
-    return MonitoringPage(report, panels, rerank, strips, ages, others)
+    return MonitoringPage(report, panels, rerank, strips, ages, others, [night_alert_row(alert) for alert in report.recent_alerts])

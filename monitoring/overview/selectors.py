@@ -109,11 +109,13 @@ class MonitoringReport:
     rerank: dict[str, list[RerankNight]]  # system -> nights with both stages measured
     strips: list[CanaryStrip]
     open_alerts: list[Alert]
+    recent_alerts: list[Alert]  # raised on the week's nights (_recent_night_alerts)
     slice_name: str
     slice_choices: list[str]
     alert_drop_points: float
     alert_slice_floor: float
     alert_rerank_loss_points: float
+    recent_nights: int = 7  # how many of each series' latest nights recent_alerts covers
 
 
 def _chosen_evaluations(run_ids: list[int]) -> dict[int, Evaluation]:
@@ -239,6 +241,27 @@ def slice_names(golden_set: GoldenSet, version: Version | None) -> list[str]:
     )
 
 
+RECENT_NIGHTS = MonitoringReport.recent_nights  # the nights the alerts compare a night with: a week
+
+
+def _recent_night_alerts(trends: list[SeriesTrend]) -> list[Alert]:
+    """The alerts raised on each series' last RECENT_NIGHTS nights, each on the version the
+    night is shown on (the drops, the slices under the floor, the rerank loss): what the
+    week's nights are about, in one query; newest night first, then the overall figures
+    before the slices' and drops before floors."""
+    shown = {night.run.pk: night.version_number for trend in trends for night in trend.nights[-RECENT_NIGHTS:]}
+    if not shown:
+        return []
+    alerts = Alert.objects.filter(run_id__in=shown).select_related("version", "run__series").order_by("-run__measured_at", "kind", "slice", "metric", "id")
+    order = [Alert.Kind.DROP_VS_PREVIOUS_NIGHT, Alert.Kind.DROP_VS_MEDIAN, Alert.Kind.SLICE_UNDER_FLOOR, Alert.Kind.RERANK_LOSS]
+    kept = [alert for alert in alerts if alert.version.number == shown[alert.run_id]]
+    kept.sort(key=lambda alert: (
+        -alert.run.measured_at.timestamp(), alert.slice != "", alert.slice,
+        order.index(alert.kind) if alert.kind in order else len(order), alert.run.series.name, alert.metric,
+    ))
+    return kept
+
+
 def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int = NIGHTS_SHOWN) -> MonitoringReport:
     """Everything the monitoring page shows; query count independent of the number of nights."""
     now = timezone.now()
@@ -277,7 +300,7 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
     settings = evaluation_settings(golden_set)
     return MonitoringReport(
         golden_set=golden_set, version=version, series=trends, rerank=_rerank(trends), strips=strips,
-        open_alerts=open_alerts, slice_name=slice_name, slice_choices=slice_names(golden_set, version),
+        open_alerts=open_alerts, recent_alerts=_recent_night_alerts(trends), slice_name=slice_name, slice_choices=slice_names(golden_set, version),
         alert_drop_points=settings.alert_drop_points, alert_slice_floor=settings.alert_slice_floor,
         alert_rerank_loss_points=settings.alert_rerank_loss_points,
     )

@@ -16,10 +16,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
-from lib.errors import GoldsetError
+from lib.errors import ConflictError, GoldsetError
 from monitoring.endpoints.selectors import endpoint_get, nights_in_progress
 from monitoring.models import Endpoint
-from monitoring.nightly.services import nightly_run_now
+from monitoring.nightly.services import nightly_run_start
 from monitoring.overview.page import monitoring_page
 from monitoring.overview.selectors import monitoring_report
 from monitoring.probes.services import probe_now
@@ -68,19 +68,15 @@ def monitoring_progress(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def endpoint_run_now(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    """Start a night of the endpoint now (`nightly_run_now`), on a worker after the commit;
+    """Start a night of the endpoint now (`nightly_run_start`), on a worker after the commit;
     refused while one of its nights is pending or running, so production is not asked twice."""
     golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
     endpoint = endpoint_get(golden_set, name)
-    busy = nights_in_progress(golden_set, endpoint)
-    if busy:
-        night = busy[0]
-        messages.error(
-            request, f"Not started: the night of {endpoint.name} at {night.slot:%Y-%m-%d %H:%M} UTC is {night.status} "
-            f"({night.queries_done} of {night.queries_total} queries asked). It goes on; a lost one is sent again within minutes.",
-        )
+    try:
+        night = nightly_run_start(endpoint=endpoint)
+    except ConflictError as exc:
+        messages.error(request, f"Not started: {exc.message}.")
         return redirect(_back(golden_set, "running"))
-    night = nightly_run_now(endpoint=endpoint)
     night_send(night)
     messages.success(request, f"Night of {endpoint.name} started at {night.slot:%Y-%m-%d %H:%M:%S} UTC: it asks every query of the latest version.")
     return redirect(_back(golden_set, "running"))

@@ -382,6 +382,18 @@ def test_run_now_answers_202_with_the_night_to_poll_and_sends_its_task_on_commit
     assert reader.get(BASE + "endpoints/bm25/").json()["running"]["id"] == night.pk
 
 
+def test_run_now_while_a_night_of_the_endpoint_is_pending_answers_409_naming_it_and_starts_nothing(
+    writer, endpoint, django_capture_on_commit_callbacks,
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        first = writer.post(BASE + "endpoints/bm25/runs/")
+        second = writer.post(BASE + "endpoints/bm25/runs/")
+    assert first.status_code == 202 and len(callbacks) == 1
+    assert_error(second, 409)
+    assert f"(id {first.json()['id']}) is pending" in second.json()["error"]["message"]
+    assert NightlyRun.objects.filter(endpoint=endpoint).count() == 1
+
+
 def test_polling_a_night_shows_its_progress_run_and_error(reader, nights, endpoint, answering, version):
     body = reader.get(BASE + f"endpoints/bm25/runs/{nights[1].pk}/").json()
     assert (body["status"], body["queries_done"], body["queries_total"], body["failed_count"]) == ("done", 3, 3, 1)

@@ -53,6 +53,18 @@ def test_nightly_run_runs_every_endpoint_now_and_says_what_it_made(endpoint, cap
     assert night.trigger == NightlyRun.Trigger.MANUAL
 
 
+def test_nightly_run_does_not_ask_an_endpoint_whose_scheduled_night_is_running(endpoint, engines, capsys):
+    from datetime import UTC, datetime
+
+    from monitoring.nightly.services import nightly_run_request
+
+    nightly_run_request(endpoint=endpoint, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))  # sent to a worker, not done yet
+    with pytest.raises(CommandError, match="1 of 1 nightly run"):
+        call_command("nightly_run", "watched")
+    assert "prod-first: not started: the night of prod-first at 2026-12-01 02:00:00 UTC" in capsys.readouterr().out
+    assert engines.seen == [] and NightlyRun.objects.count() == 1
+
+
 def test_nightly_run_fails_loudly_when_no_run_was_made(watched_set):
     from monitoring.endpoints.services import endpoint_add
 

@@ -2,14 +2,20 @@
 as two endpoints (first stage and reranked), fourteen nights of which the last three ran with
 two stale shards, and an hour of canary probes that miss the new runbooks.
 
-The screenshots go to test-artifacts/ at the repository root (git-ignored), for a person to
-look at: the page at 1280 px, with the age slice chosen, and at 390 px (a phone), where
+The screenshots go to GOLDSET_SCREENSHOTS (`make test` sets it; test-artifacts/ at the
+repository root, git-ignored, when it is not set), for a person to look at: the page at 1280 px, with the age slice chosen, and at 390 px (a phone), where
 nothing may be wider than the screen.
 """
 
+import os
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+
+from evaluation.selectors import evaluation_settings
+from goldenset.models import Page, Query
+from goldenset.services import judgment_record, version_publish
 
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import NIGHTS, demo_monitoring_load
@@ -18,7 +24,7 @@ from goldset.demo.search_server import demo_search_server_started
 from goldset.demo.services import demo_golden_set_load
 from tests.browser import login
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(os.environ.get("GOLDSET_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "test-artifacts")
 PHONE = {"width": 390, "height": 844}
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,7 +52,7 @@ def _fits(page, width: int) -> None:
 
 def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280_and_390(browser_page, live_server, demo):
     demo, service = demo
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = browser_page
     refused, missing = [], []
     page.on("console", lambda message: refused.append(message.text) if message.type == "error" and "404" not in message.text else None)
@@ -73,6 +79,9 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     assert strip.locator("td.cell.missed").count() > 0
     assert "missed" in strip.locator("td.cell.missed").first.get_attribute("title")
     assert page.locator(".open-alerts").count() == 1
+    # The stale nights' alerts are listed above the trends: the overnight drop and the age slice.
+    night_alerts = page.locator(".night-alerts").inner_text()
+    assert "previous night" in night_alerts and "page:age=0-30d" in night_alerts
     assert page.locator("form[action$='/run-now/'] button").count() == 2
     assert page.locator("form[action$='/probe-now/'] button").count() == 1
     _fits(page, 1280)
@@ -104,6 +113,11 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     page.screenshot(path=str(ARTIFACTS / "monitoring-demo-390.png"), full_page=True)
     _fits(page, PHONE["width"])
     assert page.locator("svg.chart-svg").first.bounding_box()["width"] <= PHONE["width"]
+    # The canary strip, wider than the phone, opens on its newest round and the missed counts.
+    newest = page.locator("table.canary-strip tbody tr").first.locator("td.cell").last.bounding_box()
+    missed = page.locator("table.canary-strip tbody tr").first.locator("td.num").bounding_box()
+    assert 0 <= newest["x"] and missed["x"] + missed["width"] <= PHONE["width"]
+    page.locator("section.strip").first.screenshot(path=str(ARTIFACTS / "monitoring-demo-canaries-390.png"))
 
     for path in ("endpoints/", "endpoints/add/", "endpoints/wiki-search-first/", "endpoints/wiki-search-first/try/"):
         page.goto(f"{live_server.url}/sets/{demo.slug}/{path}")
@@ -122,5 +136,22 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     page.goto(f"{live_server.url}/sets/{demo.slug}/endpoints/add/?preset=generic")
     assert page.locator("details.request-fields[open]").count() == 1
     page.screenshot(path=str(ARTIFACTS / "monitoring-demo-endpoint-add-1280.png"), full_page=True)
+
+    # A new version re-scores the latest nights only: the older ones keep v3's scores, and
+    # each trend marks the night from which its figures are on v4.
+    manager = get_user_model().objects.get(username="manager")
+    query = Query.objects.filter(golden_set=demo).order_by("query_id").first()
+    unjudged = Page.objects.filter(corpus=demo.corpus).exclude(judgments__query=query).order_by("doc_id").first()
+    judgment_record(query=query, page=unjudged, grade=0, annotator=manager, note="checked: not about it")
+    version_publish(golden_set=demo, user=manager, note="one more label")
+    page.goto(f"{live_server.url}/sets/{demo.slug}/monitoring/")
+    rescored = evaluation_settings(demo).series_rescore_nights
+    for trend in (page.locator("section.series").nth(0), page.locator("section.series").nth(1)):
+        mark = trend.locator("g.rule.boundary")
+        assert mark.count() == 1 and mark.locator("text").text_content() == "v4"
+        assert mark.locator("title").text_content().endswith("the nights are scored on v4")
+    assert page.locator("section.series").first.locator("circle title").nth(NIGHTS - rescored).text_content().endswith("on v4")
+    assert page.locator("section.series").first.locator("circle title").nth(NIGHTS - rescored - 1).text_content().endswith("on v3")
+    page.locator("section.series").first.screenshot(path=str(ARTIFACTS / "monitoring-demo-version-mark.png"))
     # Nothing the Content-Security-Policy refused, no script that failed.
     assert refused == [] and missing == []

@@ -5,6 +5,7 @@ one run per night whatever asks for it. The engine is a real server on 127.0.0.1
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.models import Alert, Evaluation, Run, Score
@@ -60,6 +61,39 @@ def test_a_reranked_endpoint_is_asked_at_k_final(watched_set, engines, django_ca
     assert night.run.entry_count == 30
 
 
+def test_a_reranked_night_that_loses_over_10_points_of_its_first_stage_that_night_raises_rerank_loss(
+    endpoint, engines, django_capture_on_commit_callbacks,
+):
+    reranked = endpoint_add(golden_set=endpoint.golden_set, name="prod-rerank", system="prod", stage="reranked",
+                            preset="goldset", url=engines.base + "/reranked")
+    first_night, second_night = datetime(2026, 12, 1, 2, tzinfo=UTC), datetime(2026, 12, 2, 2, tzinfo=UTC)
+    for one in (endpoint, reranked):
+        run_night(one, django_capture_on_commit_callbacks, slot=first_night)
+    assert not Alert.objects.filter(kind=Alert.Kind.RERANK_LOSS).exists()
+    engines.demoted = {text_of(query_id) for query_id in ("q1", "q2", "q3")}  # 3 of 10 queries lose both relevant pages
+    nights = [run_night(one, django_capture_on_commit_callbacks, slot=second_night) for one in (endpoint, reranked)]
+    [loss] = Alert.objects.filter(kind=Alert.Kind.RERANK_LOSS)
+    assert loss.run == nights[1].run and (loss.reference, loss.value) == (1.0, pytest.approx(0.7))
+    assert "rerank loss of prod" in loss.message and "30.0 points (over 10)" in loss.message
+    assert f'first_stage run "{nights[0].run.name}"' in loss.message  # the first stage of the same night
+
+
+def test_a_drop_after_the_index_grew_says_so_with_the_sizes_its_count_url_answered(
+    watched_set, engines, django_capture_on_commit_callbacks,
+):
+    searched = endpoint_add(golden_set=watched_set, name="os-first", system="os", stage="first_stage", preset="opensearch",
+                            url=engines.base + "/wiki/_search", count_url=engines.base + "/wiki/_count")
+    engines.index_size = 1_200_000
+    first = run_night(searched, django_capture_on_commit_callbacks, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))
+    engines.index_size = 1_500_000
+    engines.demoted = {text_of(query_id) for query_id in ("q1", "q2", "q3")}
+    second = run_night(searched, django_capture_on_commit_callbacks, slot=datetime(2026, 12, 2, 2, tzinfo=UTC))
+    assert (first.run.index_size, second.run.index_size) == (1_200_000, 1_500_000)
+    drop = Alert.objects.get(kind=Alert.Kind.DROP_VS_PREVIOUS_NIGHT, run=second.run, metric="recall@10", slice="")
+    assert "dropped 30.0 points overnight" in drop.message
+    assert drop.message.endswith("after the index grew from 1.2M to 1.5M documents")
+
+
 def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagged(
     endpoint, engines, django_capture_on_commit_callbacks,
 ):
@@ -79,6 +113,23 @@ def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagge
     assert "failed 2 of 10 queries (20%)" in failing.message
     # The failed queries are unanswered in the scores: recall 0.8, and said so.
     assert Evaluation.objects.get(run=run).unanswered_count == 2
+
+
+def test_a_night_with_failed_queries_says_so_on_the_run_list_the_run_page_and_the_results(
+    endpoint, engines, client, make_user, django_capture_on_commit_callbacks,
+):
+    engines.faults = {text_of("q3"): "500", text_of("q7"): "malformed"}
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    client.force_login(make_user("staff", is_staff=True))
+    slug = endpoint.golden_set.slug
+    pages = {
+        "runs": client.get(reverse("runs", args=[slug])).content.decode(),
+        "results": client.get(reverse("results", args=[slug])).content.decode(),
+        "run": client.get(reverse("run", args=[slug, night.run.pk])).content.decode(),
+    }
+    for name, html in pages.items():
+        assert "2 queries failed" in html or "2 queries got no answer from the endpoint" in html, name
+    assert "<code>q3</code>: HTTP 500" in pages["run"] and "<code>q7</code>: answer is not JSON" in pages["run"]
 
 
 def test_an_endpoint_that_is_down_raises_endpoint_failing_and_no_recall_alert(watched_set, django_capture_on_commit_callbacks):
@@ -110,6 +161,38 @@ def test_one_slot_makes_one_run_however_often_it_is_asked(endpoint, django_captu
         again = nightly_run_execute(night_id=first.pk)  # a redelivered task
     assert done.status == again.status == NightlyRun.Status.DONE and again.run_id == done.run_id
     assert Run.objects.filter(series=endpoint.series).count() == 1
+
+
+def test_a_night_whose_store_hits_a_database_error_is_retried_to_one_complete_run(endpoint, engines, monkeypatch,
+                                                                                    django_capture_on_commit_callbacks):
+    """The task's retry (autoretry on OperationalError) claims the night again: the failed
+    attempt handed it back to pending instead of leaving it held by its own worker."""
+    from celery.exceptions import Retry
+    from django.db import OperationalError
+
+    from monitoring.nightly import services
+    from monitoring.tasks import nightly_run_task
+
+    real_store, calls = services.run_from_entries, []
+
+    def store_once_lost(**kwargs):
+        calls.append(kwargs["name"])
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_store(**kwargs)
+
+    monkeypatch.setattr(services, "run_from_entries", store_once_lost)
+    night = nightly_run_request(endpoint=endpoint, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))
+    with pytest.raises(Retry):  # the task asks for its retry...
+        nightly_run_task.apply(args=[night.pk], throw=True)
+    night.refresh_from_db()
+    assert (night.status, night.worker, night.run) == (NightlyRun.Status.PENDING, "", None)  # ...and left the night to it
+    with django_capture_on_commit_callbacks(execute=True):
+        nightly_run_task.apply(args=[night.pk], retries=1)  # the retry's delivery
+    night.refresh_from_db()
+    assert (night.status, night.attempts, len(calls)) == (NightlyRun.Status.DONE, 2, 2)
+    assert Run.objects.filter(series=endpoint.series).count() == 1 and night.run.query_count == 10
+    assert len(engines.seen) == 20  # asked twice over: the first attempt's answers were never stored
 
 
 def test_the_tick_makes_the_due_slots_once_and_only_after_the_endpoint_was_registered(endpoint):

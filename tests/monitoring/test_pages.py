@@ -7,6 +7,7 @@ Goldset contract, `endpoint_add`, and nights stored as a nightly run stores them
 (tests/monitoring/conftest.py).
 """
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,9 @@ from django.utils import timezone
 
 from evaluation.canaries import canary_add
 from evaluation.models import Alert, Run
+from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Page, Query
+from goldenset.services import judgment_record, version_publish
 from monitoring.models import Endpoint, NightlyRun, ProbeRound
 from monitoring.nightly.services import nightly_run_execute, nightly_run_request
 from monitoring.probes.services import probe_now
@@ -208,6 +211,42 @@ def test_the_slice_chooser_suggests_the_age_slice_first_and_draws_the_slice_agai
     assert "stroke-dasharray" in html
     html = client.get(reverse("monitoring", args=[watched.slug]), {"slice": "no-such-slice"}).content.decode()
     assert "has no score for this slice" in html
+
+
+def test_the_alerts_of_the_weeks_nights_are_listed_above_the_trends(
+    client, endpoints, watched, people, django_capture_on_commit_callbacks,
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        nights_store(endpoints, 4, stale_last=1)  # the new pages lost on the last night
+    _login(client, people["adjudicator"])
+    html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
+    listed = html[html.index('id="night-alerts"'):html.index('id="latest"')]
+    assert "on each series' last 7 nights" in listed
+    rows = re.findall(r'<tr title="([^"]*)"><td>[^<]*</td><td><code>([^<]*)</code></td><td>([^<]*)</td>\s*<td[^>]*>(?:<code>|<span class="muted">)?([^<]*)', listed)
+    overall = [(series, kind) for _, series, kind, where in rows if where == "overall"]
+    assert ("hybrid-first nightly", "drop against the series&#x27; previous night") in overall
+    assert any(kind == "slice under the recall floor" and where == "page:age=0-30d" for _, _, kind, where in rows)
+    assert rows.index(next(r for r in rows if r[3] != "overall")) == len(overall)  # the overall figures first
+    assert all("dropped" in message or "under the floor" in message or "rerank" in message for message, *_ in rows)
+    assert "0.500 (−50.0 points)" in listed  # the first stage found 6 of 12 pages the night before: 1.000 → 0.500
+
+
+def test_a_mark_on_each_trend_shows_the_night_from_which_the_nights_are_scored_on_a_new_version(
+    client, nights, watched, people, django_capture_on_commit_callbacks,
+):
+    """A publish re-scores the latest nights only (here 2): the older ones keep v1's scores,
+    so the trend changes version between them, and says where."""
+    evaluation_settings_update(golden_set=watched, user=None, series_rescore_nights=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        judgment_record(query=Query.objects.get(golden_set=watched, query_id="q1"), page=Page.objects.get(doc_id="x1"),
+                        grade=0, annotator=people["manager"])
+        version_publish(golden_set=watched, note="one more label")
+    _login(client, people["adjudicator"])
+    html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
+    fourth_night = nights[3].strftime("%m-%d")
+    marks = re.findall(r'<g class="rule boundary"><title>([^<]*)</title>.*?<text[^>]*>([^<]*)</text>', html, re.S)
+    assert marks == [(f"from {fourth_night} the nights are scored on v2", "v2")] * 2  # one on each series' trend
+    assert "on v1" in html and "on v2" in html  # each night's dot says the version it is shown on
 
 
 def test_the_page_reads_a_constant_number_of_queries_however_many_nights(

@@ -73,6 +73,14 @@ def test_canary_probe_prints_the_rank_or_missed_per_canary_and_endpoint(endpoint
     assert "missed" in out and "1 canary probe(s) missed" in out
 
 
+def test_canary_add_marks_a_canary_that_the_next_probe_asks_for(endpoint, capsys):
+    fifth = ranking_for(text_of("q2"), 5)[-1][0]
+    call_command("canary_add", "watched", "--query", "q2", "--page", fifth, "--note", "runbook of 2026-11-20")
+    assert f"page {fifth} for query q2 in watched" in capsys.readouterr().out
+    call_command("canary_probe", "watched")
+    assert f"prod-first: query q2 page {fifth}: rank 5" in capsys.readouterr().out
+
+
 def test_canary_add_refuses_a_page_outside_the_corpus(watched_set):
     from django.core.management.base import CommandError
 

@@ -6,15 +6,18 @@ typical deployment:
 | preset | request | answer |
 | --- | --- | --- |
 | goldset | POST /goldset {"query", "query_id", "k"} | {"results": [{"doc_id", "score"}], "index_size"} |
+| (a reranked stage) | POST /reranked, the same | the same |
 | opensearch / elasticsearch | POST /wiki/_search {"size", "query": {"multi_match": {"query"}}} | {"hits": {"hits": [{"_id", "_score"}]}} |
 | (their count) | GET /wiki/_count | {"count": n} |
 | solr | GET /solr/wiki/select?q=&rows=&fl=id,score&wt=json | {"response": {"numFound", "docs": [{"id", "score"}]}} |
-| vespa | POST /search/ {"yql", "query", "hits"} | {"root": {"fields": {"totalCount"}, "children": [{"relevance", "fields": {"doc_id"}}]}} |
+| generic (a house API) | GET /house/v2/find?text=&limit=&qid= | {"data": {"matches": [{"doc": {"key"}, "relevance": {"value"}}]}} |
+| vespa | POST /search/ {"yql", "query", "hits"} | {"root": {"fields": {"totalCount"}, "children": [{"id": "id:wiki:doc::d7", "relevance", "fields"}]}} |
 
 The ranking of a query is a pure function of its text (`ranking_for`), so a test knows
 what the engine sent. `faults` maps a query text to a fault: "500", "malformed",
 "slow" (sleeps past the client's timeout), "429" (Retry-After: 1, then answers),
-"duplicates", "no-doc-id", "not-a-list". Every request is recorded in `seen`, and
+"duplicates", "no-doc-id", "not-a-list"; the texts in `demoted` lose their top two pages
+at /reranked and /wiki/_search, and /wiki/_count answers `index_size`. Every request is recorded in `seen`, and
 `max_in_flight` is the most requests the server held open at once.
 """
 
@@ -49,6 +52,8 @@ class Engines(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.answered_429: set[str] = set()
+        self.demoted: set[str] = set()  # query texts whose top two /reranked and /wiki/_search lose
+        self.index_size = INDEX_SIZE  # what /wiki/_count answers
 
     @property
     def base(self) -> str:
@@ -75,13 +80,22 @@ class _Handler(BaseHTTPRequestHandler):
         with engines.lock:
             engines.in_flight += 1
             engines.max_in_flight = max(engines.max_in_flight, engines.in_flight)
+        self._in_flight = True
         try:
             self._answer(engines)
         finally:
-            with engines.lock:
-                engines.in_flight -= 1
+            self._answered()
+
+    def _answered(self):
+        """The request leaves the count before its answer is sent: once the client has the
+        answer it may send its next request, which must not meet this one still counted."""
+        if self._in_flight:
+            self._in_flight = False
+            with self.server.lock:
+                self.server.in_flight -= 1
 
     def _send(self, status: int, body: bytes | str, headers: dict | None = None):
+        self._answered()
         body = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -101,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else {}
         route = parts.path
         if route == "/wiki/_count":
-            return self._send(200, json.dumps({"count": INDEX_SIZE, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}))
+            return self._send(200, json.dumps({"count": engines.index_size, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}))
         if route == "/search/" and params.get("hits") == "0":
             return self._send(200, json.dumps({"root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}}}))
         text, size = self._query(route, params, body)
@@ -121,13 +135,15 @@ class _Handler(BaseHTTPRequestHandler):
             engines.answered_429.add(text)
             return self._send(429, json.dumps({"error": "too many requests"}), {"Retry-After": "1"})
         ranking = ranking_for(text, size)
+        if route in ("/reranked", "/wiki/_search") and text in engines.demoted:
+            ranking = ranking_for(text, size + 2)[2:]  # the reranker pushed the engine's top two out
         if fault == "duplicates":
             ranking = ranking[:2] + ranking[:2] + ranking[2:]
         self._send(200, json.dumps(self._shape(route, ranking, fault)))
 
     @staticmethod
     def _query(route: str, params: dict, body: dict) -> tuple[str | None, int]:
-        if route == "/goldset":
+        if route in ("/goldset", "/reranked"):
             return body["query"], int(body["k"])
         if route == "/wiki/_search":
             return body["query"]["multi_match"]["query"], int(body["size"])
@@ -135,11 +151,13 @@ class _Handler(BaseHTTPRequestHandler):
             return params["q"], int(params["rows"])
         if route == "/search/":
             return body["query"], int(body["hits"])
+        if route == "/house/v2/find":
+            return params["text"], int(params["limit"])
         return None, 0
 
     @staticmethod
     def _shape(route: str, ranking: list[tuple[str, float]], fault: str | None) -> dict:
-        if route == "/goldset":
+        if route in ("/goldset", "/reranked"):
             results = [{"doc_id": doc, "score": score} for doc, score in ranking]
             if fault == "no-doc-id":
                 del results[2]["doc_id"]
@@ -148,14 +166,20 @@ class _Handler(BaseHTTPRequestHandler):
             hits = [{"_index": "wiki", "_id": doc, "_score": score} for doc, score in ranking]
             top = ranking[0][1] if ranking else None
             return {"took": 3, "timed_out": False, "hits": {"total": {"value": INDEX_SIZE, "relation": "eq"}, "max_score": top, "hits": hits}}
+        if route == "/house/v2/find":
+            return {"data": {"matches": [{"doc": {"key": doc}, "relevance": {"value": score}} for doc, score in ranking]}}
         if route == "/solr/wiki/select":
             docs = [{"id": doc, "score": score} for doc, score in ranking]
             return {"responseHeader": {"status": 0, "QTime": 1}, "response": {"numFound": INDEX_SIZE, "start": 0, "docs": docs}}
+        # Vespa's hit: "id" is the document id (id:<namespace>:<type>::<id fed>), the
+        # default summary repeats it in fields.documentid.
         children = [
-            {"id": f"id:wiki:doc::{doc}", "relevance": score, "source": "wiki", "fields": {"sddocname": "doc", "doc_id": doc}} for doc, score in ranking
+            {"id": f"id:wiki:doc::{doc}", "relevance": score, "source": "wiki",
+             "fields": {"sddocname": "doc", "documentid": f"id:wiki:doc::{doc}", "title": f"page {doc}"}}
+            for doc, score in ranking
         ]
         if fault == "no-doc-id":
-            del children[2]["fields"]["doc_id"]
+            del children[2]["id"]
         coverage = {"coverage": 100, "documents": INDEX_SIZE, "full": True, "nodes": 1, "results": 1, "resultsFull": 1}
         return {"root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}, "coverage": coverage, "children": children}}
 

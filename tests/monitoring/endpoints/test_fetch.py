@@ -41,6 +41,22 @@ def test_each_preset_reads_its_engines_documented_answer(engines, preset):
     assert report.index_size == (INDEX_SIZE if preset == "goldset" else None)
 
 
+def test_a_generic_endpoint_is_asked_and_read_as_its_form_says(engines, monkeypatch):
+    """A house API: GET with the query, its id and k in the query string, a header naming
+    an environment variable, the hits two levels down, the id and score nested in each."""
+    monkeypatch.setenv("SEARCH_HOUSE_KEY", "k-123")
+    spec = spec_from_preset(
+        "generic", engines.base + "/house/v2/find", method="GET", body_template="",
+        params_template="text={{query}}&limit={{k}}&qid={{query_id}}", headers=(("X-Api-Key", "${SEARCH_HOUSE_KEY}"),),
+        hits_path="data.matches", doc_id_path="doc.key", score_path="relevance.value", max_per_second=1000.0,
+    )
+    report = fetch(spec, [("q/1#a", "what & why?")], k=4)
+    assert report.answers[0].ranking == ranking_for("what & why?", 4)
+    [request] = engines.seen
+    assert request["method"] == "GET" and request["headers"]["X-Api-Key"] == "k-123"
+    assert "qid=q%2F1%23a" in request["path"] and "limit=4" in request["path"]
+
+
 def test_a_query_text_with_quotes_stays_valid_json(engines):
     text = 'the "best" \\ query\nwith {{k}} & é'
     for preset in ("goldset", "opensearch", "vespa", "solr"):
@@ -111,7 +127,7 @@ def test_an_answer_that_is_not_json_is_that_querys_error(engines):
 def test_a_hit_without_a_doc_id_is_that_querys_error(engines):
     engines.faults["holed"] = "no-doc-id"
     report = fetch(spec_for(engines, "vespa"), [("q1", "holed"), ("q2", "fine")])
-    assert report.answers[0].error == "hit 3 has no doc id at 'fields.doc_id'"
+    assert report.answers[0].error == "hit 3 has no doc id at 'id'"
     assert report.answers[1].ok
 
 

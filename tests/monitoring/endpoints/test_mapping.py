@@ -5,7 +5,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from monitoring.endpoints.mapping import PathSyntaxError, parse_path, read_ranking, render_json, render_url
+from monitoring.endpoints.mapping import PathSyntaxError, parse_path, read_ranking, render_json, render_url, vespa_user_id
 
 NASTY = 'say "hi" \\ & = # ? %20 é\n'
 
@@ -71,3 +71,17 @@ def test_a_digit_segment_indexes_a_list():
 def test_an_index_size_is_read_when_its_path_holds_a_count():
     assert read({"results": [], "total": {"docs": 1234}}, index_size_path="total.docs").index_size == 1234
     assert read({"results": [], "total": "many"}, index_size_path="total").index_size is None
+
+
+def test_a_vespa_document_id_is_read_as_the_id_it_was_fed_with_colons_kept():
+    assert vespa_user_id("id:wiki:doc::CR93E-3103#37") == "CR93E-3103#37"
+    assert vespa_user_id("id:wiki:doc:g=team-a:runbooks/kafka:rotate") == "runbooks/kafka:rotate"
+    assert vespa_user_id("index:content/0/a5fc3bd2c1a0") == "index:content/0/a5fc3bd2c1a0"  # no document id: as it is
+    hits = {"root": {"children": [
+        {"id": "id:wiki:doc::a:1", "relevance": 2.5}, {"id": "id:wiki:doc::b", "relevance": 1.5},
+        {"id": "id:other:doc::a:1", "relevance": 1.0},  # the same id fed in another namespace: a duplicate
+    ]}}
+    read = read_ranking(hits, 10, hits_path="root.children", doc_id_path="id", score_path="relevance", vespa_ids=True)
+    assert (read.ranking, read.duplicates) == ([("a:1", 2.5), ("b", 1.5)], 1)
+    plain = read_ranking(hits, 10, hits_path="root.children", doc_id_path="id", score_path="relevance")
+    assert [doc for doc, _ in plain.ranking][0] == "id:wiki:doc::a:1"  # other presets read ids as they are

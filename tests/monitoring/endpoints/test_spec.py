@@ -41,7 +41,7 @@ def test_the_presets_follow_each_engines_documented_shape():
     assert (solr["method"], solr["hits_path"], solr["count_path"]) == ("GET", "response.docs", "response.numFound")
     assert "fl=id,score" in solr["params_template"] and "wt=json" in solr["params_template"]
     vespa = preset_defaults("vespa")
-    assert (vespa["hits_path"], vespa["doc_id_path"], vespa["score_path"]) == ("root.children", "fields.doc_id", "relevance")
+    assert (vespa["hits_path"], vespa["doc_id_path"], vespa["score_path"]) == ("root.children", "id", "relevance")
     body = json.loads(mapping.render_json(vespa["body_template"], mapping.SAMPLE_VALUES))
     assert set(body) == {"yql", "query", "hits"} and "userQuery()" in body["yql"]
     goldset = json.loads(mapping.render_json(preset_defaults("goldset")["body_template"], mapping.SAMPLE_VALUES))
