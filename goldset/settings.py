@@ -290,7 +290,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
-    "ENUM_NAME_OVERRIDES": {"RunStage": "evaluation.models.Run.Stage", "ApiTokenScope": "api.models.ApiToken.Scope"},
+    "ENUM_NAME_OVERRIDES": {
+        "RunStage": "evaluation.models.Run.Stage", "ApiTokenScope": "api.models.ApiToken.Scope",
+        # Two job statuses share the name "status": an evaluation's (and a night's) and a publish job's.
+        # The API's serializers name their values (no labels), so the overrides do too.
+        "EvaluationStatus": ["pending", "running", "done", "failed"], "PublishJobStatus": ["queued", "running", "done", "failed"],
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses", "api.schema.forbid_nul_in_strings",
     ],
