@@ -66,6 +66,10 @@ class Agreement:
         return self.human_relevant_model_not / self.human_relevant if self.human_relevant else None
 
     @property
+    def confusion_counts(self) -> list[list[int]]:
+        return self.confusion.tolist()
+
+    @property
     def confusion_rows(self) -> list[tuple[int, list[int]]]:
         return list(zip(self.values, self.confusion.tolist()))
 
