@@ -69,19 +69,22 @@ def _checked_prompt(prompt_text: str | None, prompt_hash: str | None) -> str:
 def model_labels_import(
     *, golden_set: GoldenSet, model: str, records: Iterable[ModelLabelLine], prompt_text: str | None = None,
     prompt_hash: str | None = None, source_name: str = "records", progress: Progress = no_progress,
+    problems: ProblemCollector | None = None,
 ) -> ModelLabelImportSummary:
     """Store `records` as the labels of `model` under one prompt (its text, stored once and
     hashed, or its hash alone) in `golden_set`. All or nothing.
 
     Refused, every fault named by line: an unknown query or doc id, a grade not on the set's
-    scale, a pair given twice, a pair this model and prompt already labelled. Returns a summary.
+    scale, a pair given twice, a pair this model and prompt already labelled. `problems` may
+    hold what reading the file found already (lib.formats' readers): they are refused together
+    with these, so one attempt names every bad line. Returns a summary.
     """
     model = model.strip() if isinstance(model, str) else ""
     if not model or len(model) > MAX_MODEL_NAME:
         raise GoldsetError(f"the model's name must be 1 to {MAX_MODEL_NAME} characters", field="model")
     digest = _checked_prompt(prompt_text, prompt_hash)
     scale = set(golden_set.grade_values())
-    problems = ProblemCollector()
+    problems = problems if problems is not None else ProblemCollector()
     with gc_paused():
         query_pks = dict(Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"))
         page_pks = dict(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("doc_id", "id"))

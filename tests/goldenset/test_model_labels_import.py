@@ -96,7 +96,8 @@ def test_it_names_every_bad_line_and_writes_nothing(tiny, tmp_path):
 def test_it_names_lines_it_cannot_read_and_writes_nothing(tiny, tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text('{"query_id": "q1", "doc_id": "d1", "grade": 2}\n{"query_id": "q 1", "doc_id": "d1", "grade": 2}\n'
-                    '{"query_id": "q1", "doc_id": "d2"}\n{"query_id": "q1", "doc_id": "d3", "grade": 1, "score": "high"}\nnot json\n')
+                    '{"query_id": "q1", "doc_id": "d2"}\n{"query_id": "q1", "doc_id": "d3", "grade": 1, "score": "high"}\nnot json\n'
+                    '{"query_id": "q9", "doc_id": "d1", "grade": 1}\n')
     with pytest.raises(CommandError) as refused:
         run_command(path, "--format", "jsonl", "--prompt-hash", "c" * 64)
     message = str(refused.value)
@@ -104,6 +105,18 @@ def test_it_names_lines_it_cannot_read_and_writes_nothing(tiny, tmp_path):
     assert "labels.jsonl:3: field 'grade' is missing" in message
     assert "labels.jsonl:4: field 'score' 'high' is not a number" in message
     assert "labels.jsonl:5: not valid JSON" in message
+    # Faults of meaning are named in the same attempt as faults of form.
+    assert "labels.jsonl:6: query id 'q9' is not in golden set 'tiny'" in message
+    assert not ModelJudgment.objects.exists()
+
+
+def test_the_command_names_an_unknown_golden_set_and_wants_the_prompt(tiny, tmp_path, prompt_file):
+    path = tmp_path / "labels.qrels"
+    path.write_text("q1 0 d1 3\n")
+    with pytest.raises(CommandError, match="no golden set 'nope'"):
+        run_command(path, "--prompt-file", prompt_file, slug="nope")
+    with pytest.raises(CommandError, match="--prompt-file"):
+        run_command(path)
     assert not ModelJudgment.objects.exists()
 
 

@@ -44,14 +44,13 @@ class Command(BaseCommand):
         problems = ProblemCollector()
         try:
             with input_bytes(file) as handle:
-                # Read every line before writing: problems of parsing and of meaning are
-                # reported together, and nothing is stored when any line is bad.
-                records = list(MODEL_LABEL_READERS[fmt](ungzipped_lines(handle, name, "model labels"), name, problems))
-            problems.raise_if_any(f"cannot import model labels from {name}: {len(problems.problems)} problem(s); nothing was stored")
-            summary = model_labels_import(
-                golden_set=found, model=model, records=records, prompt_text=prompt_text, prompt_hash=prompt_hash,
-                source_name=name, progress=tqdm_progress(verbosity),
-            )
+                # The lines that read well are checked for meaning too, and the faults of
+                # both kinds refused together: one attempt names every bad line.
+                records = MODEL_LABEL_READERS[fmt](ungzipped_lines(handle, name, "model labels"), name, problems)
+                summary = model_labels_import(
+                    golden_set=found, model=model, records=records, prompt_text=prompt_text, prompt_hash=prompt_hash,
+                    source_name=name, progress=tqdm_progress(verbosity), problems=problems,
+                )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc
         for line in summary.lines():
