@@ -13,7 +13,7 @@ model's labels filling the pairs the version left unjudged, computed by the proj
 engine (evaluation.engine), as the results pages compute scores.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,15 +170,17 @@ def _ranks(scores: list[float], names: list[str]) -> list[int]:
     return ranks
 
 
-def _ranked_runs(golden_set: GoldenSet) -> list[tuple[Run, RankedRun]]:
+def _ranked_runs(golden_set: GoldenSet) -> Iterator[tuple[Run, RankedRun]]:
     """The set's runs that are not archived (each series by its latest night, as leaderboards
-    show them), with their ranked entries: two queries."""
-    runs = list(
-        Run.objects.filter(run_not_archived(), golden_set=golden_set).exclude(later_night())
-        .only("pk", "name", "stage").order_by("name", "pk")
-    )
-    data = dict(RunData.objects.filter(run__in=runs).values_list("run_id", "ranked").iterator(chunk_size=20))
-    return [(run, RankedRun.from_bytes(bytes(data[run.pk]))) for run in runs if run.pk in data]
+    show them), with their ranked entries, one run at a time: two queries, and one run's
+    entries in memory at once (a run may hold a million)."""
+    runs = {
+        run.pk: run
+        for run in Run.objects.filter(run_not_archived(), golden_set=golden_set).exclude(later_night()).only("pk", "name", "stage")
+    }
+    rows = RunData.objects.filter(run__in=list(runs)).values_list("run_id", "ranked")
+    for run_pk, ranked in rows.iterator(chunk_size=1):
+        yield runs[run_pk], RankedRun.from_bytes(bytes(ranked))
 
 
 def _rankings(
@@ -187,14 +189,12 @@ def _rankings(
 ) -> list[RunRanking]:
     human = QrelsArrays.from_rows(human_rows, query_ids=query_ids)
     filled = QrelsArrays.from_rows([*human_rows, *fill], query_ids=query_ids)
-    runs = _ranked_runs(golden_set)
-    if not runs:
-        return []
     scores = []
-    for run, ranked in runs:
+    for run, ranked in _ranked_runs(golden_set):
         on_human = evaluate_run(human, ranked, [metric], relevance_threshold=version.relevance_threshold).means[metric]
         on_filled = evaluate_run(filled, ranked, [metric], relevance_threshold=version.relevance_threshold).means[metric]
         scores.append((run, on_human, on_filled))
+    scores.sort(key=lambda item: (natural_key(item[0].name), item[0].pk))
     names = [run.name for run, _, _ in scores]
     human_ranks = _ranks([h or 0.0 for _, h, _ in scores], names)
     filled_ranks = _ranks([f or 0.0 for _, _, f in scores], names)
