@@ -12,13 +12,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query
 from lib.bulk import bulk_insert, gc_paused
-from lib.errors import GoldsetError, ProblemCollector
+from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import ModelLabelLine
 from lib.progress import Progress, no_progress
 
@@ -118,19 +118,26 @@ def model_labels_import(
         summary.grades = Counter(record.grade for record in rows.values())
         low, high = min(scale), max(scale)
         now = timezone.now()
-        with transaction.atomic():
-            if prompt_text is not None:
-                _, summary.prompt_created = ModelPrompt.objects.get_or_create(prompt_hash=digest, defaults={"text": prompt_text})
-            table_rows = (
-                (golden_set.pk, query_pk, page_pk, model, digest, record.raw, record.score, record.grade, low, high, now)
-                for (query_pk, page_pk), record in progress(rows.items(), "writing model labels")
-            )
-            summary.labels_created = bulk_insert(
-                ModelJudgment._meta.db_table,
-                ["golden_set_id", "query_id", "page_id", "model", "prompt_hash", "raw_answer", "score", "grade",
-                 "scale_low", "scale_high", "created_at"],
-                table_rows,
-            )
+        try:
+            with transaction.atomic():
+                if prompt_text is not None:
+                    _, summary.prompt_created = ModelPrompt.objects.get_or_create(prompt_hash=digest, defaults={"text": prompt_text})
+                table_rows = (
+                    (golden_set.pk, query_pk, page_pk, model, digest, record.raw, record.score, record.grade, low, high, now)
+                    for (query_pk, page_pk), record in progress(rows.items(), "writing model labels")
+                )
+                summary.labels_created = bulk_insert(
+                    ModelJudgment._meta.db_table,
+                    ["golden_set_id", "query_id", "page_id", "model", "prompt_hash", "raw_answer", "score", "grade",
+                     "scale_low", "scale_high", "created_at"],
+                    table_rows,
+                )
+        except IntegrityError as exc:
+            # Another import of this model and prompt wrote some of these pairs after they were
+            # checked: model_judgment_unique_per_prompt refused the write, all of it.
+            raise ConflictError(
+                f"another import of {model}'s labels with this prompt wrote some of these pairs meanwhile; nothing was stored"
+            ) from exc
     return summary
 
 
