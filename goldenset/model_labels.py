@@ -80,8 +80,8 @@ def model_labels_import(
     with these, so one attempt names every bad line. Returns a summary.
     """
     model = model.strip() if isinstance(model, str) else ""
-    if not model or len(model) > MAX_MODEL_NAME:
-        raise GoldsetError(f"the model's name must be 1 to {MAX_MODEL_NAME} characters", field="model")
+    if not model or len(model) > MAX_MODEL_NAME or not model.isprintable():
+        raise GoldsetError(f"the model's name must be 1 to {MAX_MODEL_NAME} printable characters", field="model")
     digest = _checked_prompt(prompt_text, prompt_hash)
     scale = set(golden_set.grade_values())
     problems = problems if problems is not None else ProblemCollector()

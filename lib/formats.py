@@ -297,6 +297,10 @@ def read_model_labels_jsonl(lines: Iterable[str], source: str, problems: Problem
         if not isinstance(raw, str):
             problems.add(f"{source}:{number}: field 'raw' must be a string")
             continue
+        if "\x00" in raw:
+            # No database text column can hold NUL (PostgreSQL refuses it outright).
+            problems.add(f"{source}:{number}: field 'raw' holds a NUL character")
+            continue
         yield ModelLabelLine(number, obj["query_id"], obj["doc_id"], grade, None if score is None else float(score), raw)
 
 

@@ -97,7 +97,7 @@ def test_it_names_lines_it_cannot_read_and_writes_nothing(tiny, tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text('{"query_id": "q1", "doc_id": "d1", "grade": 2}\n{"query_id": "q 1", "doc_id": "d1", "grade": 2}\n'
                     '{"query_id": "q1", "doc_id": "d2"}\n{"query_id": "q1", "doc_id": "d3", "grade": 1, "score": "high"}\nnot json\n'
-                    '{"query_id": "q9", "doc_id": "d1", "grade": 1}\n')
+                    '{"query_id": "q9", "doc_id": "d1", "grade": 1}\n{"query_id": "q2", "doc_id": "d1", "grade": 1, "raw": "a\\u0000b"}\n')
     with pytest.raises(CommandError) as refused:
         run_command(path, "--format", "jsonl", "--prompt-hash", "c" * 64)
     message = str(refused.value)
@@ -107,6 +107,7 @@ def test_it_names_lines_it_cannot_read_and_writes_nothing(tiny, tmp_path):
     assert "labels.jsonl:5: not valid JSON" in message
     # Faults of meaning are named in the same attempt as faults of form.
     assert "labels.jsonl:6: query id 'q9' is not in golden set 'tiny'" in message
+    assert "labels.jsonl:7: field 'raw' holds a NUL character" in message
     assert not ModelJudgment.objects.exists()
 
 
@@ -131,11 +132,14 @@ def test_a_pair_this_model_and_prompt_already_labelled_is_refused(tiny):
     assert ModelJudgment.objects.count() == 2
 
 
-def test_the_prompt_is_named_by_its_text_or_its_hash_exactly_once(tiny):
+def test_the_prompt_is_named_by_its_text_or_its_hash_exactly_once_and_the_model_by_a_printable_name(tiny):
     records = [ModelLabelLine(1, "q1", "d1", 2)]
     for prompt in ({}, {"prompt_text": PROMPT, "prompt_hash": "a" * 64}, {"prompt_hash": "not-a-hash"}):
         with pytest.raises(GoldsetError):
             model_labels_import(golden_set=tiny, model="m", records=records, **prompt)
+    for model in ("", "m\x00", "x" * 201):
+        with pytest.raises(GoldsetError, match="the model's name"):
+            model_labels_import(golden_set=tiny, model=model, records=records, prompt_hash="a" * 64)
     assert not ModelJudgment.objects.exists()
 
 
