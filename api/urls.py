@@ -11,7 +11,7 @@ from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNumberConverter
-from api.views import endpoints, evaluations, golden_sets, judgments, monitoring, runs, series, tokens, versions
+from api.views import endpoints, evaluations, golden_sets, judgments, model_labels, monitoring, runs, series, tokens, versions
 from api.views.not_found import ApiNotFound
 
 register_converter(VersionNumberConverter, "version")
@@ -55,6 +55,7 @@ urlpatterns = [
     path(ENDPOINT + "runs/", endpoints.EndpointRunNowApi.as_view(), name="api_endpoint_runs"),
     path(ENDPOINT + "runs/<int:night_id>/", endpoints.EndpointNightDetailApi.as_view(), name="api_endpoint_night"),
     path(SET + "monitoring/", monitoring.MonitoringApi.as_view(), name="api_monitoring"),
+    path(SET + "model-labels/calibration/", model_labels.ModelLabelCalibrationApi.as_view(), name="api_model_label_calibration"),
     re_path(r"^api/", ApiNotFound.as_view()),
     # Pages (HTML) where managers make and revoke tokens.
     path("sets/<slug:slug>/tokens/", tokens.golden_set_tokens, name="api_tokens"),

@@ -17,7 +17,8 @@ from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
 from goldenset.models import (
-    Corpus, GoldenSet, Judgment, Membership, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery,
+    Corpus, GoldenSet, Judgment, Membership, ModelJudgment, ModelPrompt, Page, PublishJob, Query, Version, VersionLabel,
+    VersionPage, VersionQuery,
 )
 
 
@@ -148,6 +149,30 @@ class JudgmentAdmin(ReadOnlyAdmin):
     def stale(self, judgment: Judgment) -> bool | None:
         """The page changed after it was judged (None: no hash was recorded)."""
         return judgment.page_hash != judgment.page.content_hash if judgment.page_hash else None
+
+
+@admin.register(ModelJudgment)
+class ModelJudgmentAdmin(ReadOnlyAdmin):
+    """Model labels come in through their import only (goldenset.model_labels), so that each
+    row names the model and prompt that made it."""
+
+    list_display = ["golden_set", "query", "page", "model", "short_prompt", "grade", "score", "created_at"]
+    list_filter = ["golden_set", "model", "grade"]
+    search_fields = ["query__query_id", "page__doc_id", "model", "prompt_hash"]
+    list_select_related = ["golden_set", "query", "page"]
+    show_full_result_count = False
+
+    @admin.display(description="prompt")
+    def short_prompt(self, label: ModelJudgment) -> str:
+        return label.prompt_hash[:12]
+
+
+@admin.register(ModelPrompt)
+class ModelPromptAdmin(ReadOnlyAdmin):
+    """A prompt's text is what its hash names: changing it would make the hash lie."""
+
+    list_display = ["prompt_hash", "created_at"]
+    search_fields = ["prompt_hash", "text"]
 
 
 @admin.register(Version)

@@ -381,3 +381,58 @@ class PublishJob(models.Model):
     @property
     def active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class ModelPrompt(models.Model):
+    """The exact text of a prompt (or a model's configuration) that made model labels, kept
+    once and named by its sha256 (`ModelJudgment.prompt_hash`): an edited prompt is a new
+    hash, so labels made under two wordings are never mixed up."""
+
+    prompt_hash = models.CharField(max_length=64, unique=True, help_text="sha256 hex of the exact text")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.prompt_hash[:12]
+
+
+class ModelJudgment(models.Model):
+    """A grade a model gave a (query, page) pair: a source of its own, kept apart.
+
+    Never read by human resolution (`goldenset.selectors.resolved_labels` reads Judgment
+    only), so it enters no version, export, score, agreement or adjudication; every use of
+    it is opted into and says so (labeling.model_labels reads it for calibration).
+    `scale_low`/`scale_high` are the bounds of the set's grade scale when the label was
+    written, copied so that the database itself can hold the grade within the scale.
+    """
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="model_judgments")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="model_judgments")
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="model_judgments")
+    model = models.CharField(max_length=200, help_text="the model's name, e.g. gpt-4o-2024-08-06 or umbrela/llama3")
+    prompt_hash = models.CharField(max_length=64, help_text="sha256 hex of the prompt or configuration (ModelPrompt)")
+    raw_answer = models.TextField(blank=True, help_text="what the model answered, as it answered it")
+    score = models.FloatField(null=True, blank=True, help_text="the model's own score, if it gave one (any scale)")
+    grade = models.SmallIntegerField(help_text="the grade read from the answer, on the set's scale")
+    scale_low = models.SmallIntegerField()
+    scale_high = models.SmallIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # Calibration reads one (set, model, prompt) source at a time.
+            models.Index(fields=["golden_set", "model", "prompt_hash"], name="model_judgment_source"),
+        ]
+        constraints = [
+            # The import refuses a second label of a pair from one model and prompt, and
+            # calibration counts each pair once per source: one row per (pair, model, prompt).
+            models.UniqueConstraint(fields=["query", "page", "model", "prompt_hash"], name="model_judgment_unique_per_prompt"),
+            # Kappa and the confusion matrix compare grades on the set's scale.
+            models.CheckConstraint(
+                condition=Q(grade__gte=models.F("scale_low")) & Q(grade__lte=models.F("scale_high")),
+                name="model_judgment_grade_in_scale",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} grades {self.query_id}/{self.page_id}: {self.grade}"

@@ -13,6 +13,7 @@ from goldenset.selectors import READ_ROLES
 from goldenset.views import MEMBER_ROLES, PUBLISH_ROLES
 from labeling.coverage.views import COVERAGE_ROLES
 from labeling.judging.views import JUDGING_ROLES, PREVIEW_ROLES
+from labeling.model_labels.views import MODEL_LABEL_ROLES
 from labeling.quality.views import ADJUDICATE_ROLES, AGREEMENT_ROLES, QUALITY_ROLES
 from monitoring.endpoints.views import ENDPOINT_ROLES
 from evaluation.alerts.views import SETTINGS_ROLES
@@ -40,6 +41,7 @@ SET_PAGES: tuple[SetPage, ...] = (
     SetPage("Agreement", "agreement", AGREEMENT_ROLES),
     SetPage("Adjudicate", "adjudicate", ADJUDICATE_ROLES, also=("adjudicate_pair",)),
     SetPage("Annotator quality", "quality", QUALITY_ROLES),
+    SetPage("Model labels", "model_labels", MODEL_LABEL_ROLES),
     SetPage("Judging screen", "judging_screen", JUDGING_ROLES + PREVIEW_ROLES),  # a preview for non-annotators
     SetPage("Publish", "publish", PUBLISH_ROLES),
     SetPage("Settings", "evaluation_settings", SETTINGS_ROLES),

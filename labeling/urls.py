@@ -7,4 +7,5 @@ urlpatterns = [
     path("", include("labeling.quality.urls")),
     path("", include("labeling.completeness.urls")),
     path("", include("labeling.coverage.urls")),
+    path("", include("labeling.model_labels.urls")),
 ]

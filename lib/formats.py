@@ -237,6 +237,76 @@ def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) ->
             yield record
 
 
+@dataclass(frozen=True)
+class ModelLabelLine:
+    """One model label of an import: the pair, the grade read from the answer, and the
+    model's own score and raw answer when the file gives them."""
+
+    line: int
+    query_id: str
+    doc_id: str
+    grade: int
+    score: float | None = None
+    raw: str = ""
+
+
+def read_model_labels_trec(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[ModelLabelLine]:
+    """Model labels as TREC qrels (`query_id 0 doc_id grade`): read_trec_qrels, no score."""
+    for qrel in read_trec_qrels(lines, source, problems):
+        yield ModelLabelLine(qrel.line, qrel.query_id, qrel.doc_id, qrel.grade)
+
+
+def read_model_labels_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[ModelLabelLine]:
+    """Model labels as JSON lines: `{"query_id", "doc_id", "grade", "score"?, "raw"?}`.
+
+    `grade` is an integer (2 or 2.0, not "2"); `score` a number or null; `raw` the model's
+    answer as text. Every problem names its line and field.
+    """
+    for number, raw_line in enumerate(lines, start=1):
+        if not raw_line.strip():
+            continue
+        try:
+            obj = json.loads(raw_line)
+        except json.JSONDecodeError as exc:
+            problems.add(f"{source}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict):
+            problems.add(f"{source}:{number}: expected a JSON object, found {type(obj).__name__}")
+            continue
+        missing = [name for name in ("query_id", "doc_id", "grade") if name not in obj]
+        if missing:
+            problems.add(f"{source}:{number}: field {missing[0]!r} is missing")
+            continue
+        bad = id_problem(obj["query_id"], "query_id") or id_problem(obj["doc_id"], "doc_id")
+        if bad:
+            problems.add(f"{source}:{number}: {bad}")
+            continue
+        grade = obj["grade"]
+        if isinstance(grade, float) and grade.is_integer():
+            grade = int(grade)
+        if type(grade) is not int or not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+            problems.add(f"{source}:{number}: field 'grade' {grade!r} is not an integer grade")
+            continue
+        score = obj.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or score != score):
+            problems.add(f"{source}:{number}: field 'score' {score!r} is not a number")
+            continue
+        raw = obj.get("raw", "")
+        if raw is None:
+            raw = ""
+        if not isinstance(raw, str):
+            problems.add(f"{source}:{number}: field 'raw' must be a string")
+            continue
+        if "\x00" in raw:
+            # No database text column can hold NUL (PostgreSQL refuses it outright).
+            problems.add(f"{source}:{number}: field 'raw' holds a NUL character")
+            continue
+        yield ModelLabelLine(number, obj["query_id"], obj["doc_id"], grade, None if score is None else float(score), raw)
+
+
+MODEL_LABEL_READERS = {"trec": read_model_labels_trec, "jsonl": read_model_labels_jsonl}
+
+
 # --- writers -------------------------------------------------------------------------
 
 CHUNK_ROWS = 10_000

@@ -24,7 +24,8 @@ from evaluation.canaries import canary_add
 from evaluation.models import Evaluation
 from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
-from goldenset.models import GoldenSet, Judgment, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.models import GoldenSet, Judgment, ModelJudgment, ModelPrompt, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.model_labels import model_labels_import
 from goldenset.services import judgment_record
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
 from monitoring.endpoints.services import endpoint_add
@@ -32,13 +33,14 @@ from monitoring.nightly.services import nightly_run_request
 from monitoring.probes.services import probe_round_request
 from labeling.judging.services import queue_settings_of
 from labeling.pools.services import pool_build
+from lib.formats import ModelLabelLine
 from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 
 LIST_QUERY_BOUND = 12
 # History and computed figures: shown, never added, changed or deleted in the admin.
-READ_ONLY = [Version, VersionLabel, VersionQuery, VersionPage, Judgment, Evaluation, GoldAnswer]
+READ_ONLY = [Version, VersionLabel, VersionQuery, VersionPage, Judgment, Evaluation, GoldAnswer, ModelJudgment, ModelPrompt]
 
 
 @pytest.fixture
@@ -70,6 +72,8 @@ def data(owner, superuser):
                                arguments={"runs": [], "depth": 3, "strategy": "depth", "budget": None}, lines=["a pool"])
         judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"),
                         page=Page.objects.get(corpus=golden_set.corpus, doc_id="d1b"), grade=1, annotator=owner)
+        model_labels_import(golden_set=golden_set, model="judge", prompt_text=f"grade for {slug}",
+                            records=[ModelLabelLine(1, "q1", "d1a", 2), ModelLabelLine(2, "q2", "d2a", 1)])
         api_token_create(owner=owner, scope="read", golden_set=golden_set, name=f"{slug} job")
         endpoint = endpoint_add(golden_set=golden_set, name="prod-first", system="prod", stage="first_stage", preset="goldset",
                                 url="http://127.0.0.1:9/search")

@@ -27,6 +27,7 @@ OPERATIONS = {
     ("post", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/"),
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/{night_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/monitoring/"),
+    ("get", "/api/v1/golden-sets/{slug}/model-labels/calibration/"),
 }
 
 

@@ -9,12 +9,14 @@ import pytest
 
 from evaluation.models import Run
 from evaluation.services import run_archive
+from goldenset.model_labels import model_labels_import
 from goldenset.models import Membership, Page, PublishJob, Query
 from goldenset.publishing import publish_job_run, version_publish_request
 from goldenset.services import judgment_record, membership_grant
 from goldenset.tasks import publish_job_task
 from labeling.models import QueueSettings
 from labeling.pools.services import pool_build
+from lib.formats import ModelLabelLine
 from tests import factories
 
 PAGE_LIMIT = 400  # a runaway crawl (a link that makes new links) fails instead of running on
@@ -73,6 +75,12 @@ def team(make_user):
     membership_grant(user=people["annotator"], golden_set=golden_set, role=Membership.Role.ANNOTATOR)
     QueueSettings.objects.create(golden_set=golden_set)
     pool_build(golden_set=golden_set, runs=list(Run.objects.filter(golden_set=golden_set)), depth=2, strategy="depth")
+    # A model's labels, so that the model labels page is crawled with its figures: it agrees
+    # on every pair but two, which its worst disagreements list (and link to).
+    model_grades = {(f"q{n}", f"d{n}{side}"): grade for n in range(1, 31) for side, grade in (("a", 2), ("b", 0))}
+    model_grades.update({("q1", "d1a"): 0, ("q2", "d2b"): 3})
+    records = [ModelLabelLine(line, q, d, g) for line, ((q, d), g) in enumerate(model_grades.items(), start=1)]
+    model_labels_import(golden_set=golden_set, model="judge-7b", prompt_text="Grade the page for the query, 0-3.", records=records)
     people["staff"] = make_user("staff", is_staff=True, is_superuser=True)
     # An archived run (its page, and the runs list's "show archived" view) and a published
     # job (the publish page lists it; its page shows how it ended) are pages too.

@@ -1,0 +1,247 @@
+"""Calibration of model labels against people's, per query slice: the reads of the model
+labels page.
+
+The human label of a pair is its label in the set's LATEST VERSION (VersionLabel), the
+labels every score is computed on, so "how far to trust the model" is measured against
+what the numbers rest on. Pairs judged by both are the pairs that carry both a version
+label and a label of the chosen model and prompt. Model labels are read here and only
+here (and by their import): human resolution, versions and scores never see them.
+
+The ranking of systems compares each run's recall@k_final (the set's k_final as frozen
+in the version) on the version's labels with the same metric on those labels plus the
+model's labels filling the pairs the version left unjudged, computed by the project's
+engine (evaluation.engine), as the results pages compute scores.
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evaluation.engine import QrelsArrays, evaluate_run
+from evaluation.models import Run, RunData
+from evaluation.selectors import later_night, run_not_archived, slice_label, version_labels, version_query_ids, version_slices
+from goldenset.model_labels import ModelSource, model_sources
+from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
+from labeling.model_labels.stats import cohen_kappa, kendall_tau_b
+from labeling.quality.agreement import confusion_matrix
+from lib.ids import natural_key
+from lib.runs import RankedRun
+
+WORST_LIMIT = 50
+
+Pair = tuple[str, int]  # (query_id, page pk)
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else value
+
+
+@dataclass
+class Agreement:
+    """Model against people on the pairs both judged, over all queries or one query slice.
+
+    `confusion[i][j]` counts pairs people graded values[i] and the model values[j]. The
+    shares are fractions in [0, 1], None when nothing is counted under them."""
+
+    name: str
+    values: list[int]
+    pairs: int
+    kappa_quadratic: float | None
+    kappa_unweighted: float | None
+    confusion: np.ndarray
+    model_relevant: int
+    model_relevant_humans_not: int
+    human_relevant: int
+    human_relevant_model_not: int
+
+    @property
+    def model_only_share(self) -> float | None:
+        """Of the pairs the model calls relevant, the share people do not."""
+        return self.model_relevant_humans_not / self.model_relevant if self.model_relevant else None
+
+    @property
+    def human_only_share(self) -> float | None:
+        """Of the pairs people call relevant, the share the model does not."""
+        return self.human_relevant_model_not / self.human_relevant if self.human_relevant else None
+
+    @property
+    def confusion_counts(self) -> list[list[int]]:
+        return self.confusion.tolist()
+
+    @property
+    def confusion_rows(self) -> list[tuple[int, list[int]]]:
+        return list(zip(self.values, self.confusion.tolist()))
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    query_pk: int
+    page_pk: int
+    query_id: str
+    query_text: str
+    doc_id: str
+    page_title: str
+    human: int
+    model: int
+    flip: bool  # one side calls the page relevant, the other does not
+
+    @property
+    def difference(self) -> int:
+        return abs(self.human - self.model)
+
+
+@dataclass(frozen=True)
+class RunRanking:
+    """One run's score on human labels and on human labels filled with the model's, and
+    its rank (1 = best) under each. Scores are fractions in [0, 1], None when no query of
+    the version has a relevant page."""
+
+    run_pk: int
+    name: str
+    stage: str
+    human: float | None
+    filled: float | None
+    human_rank: int
+    filled_rank: int
+
+
+@dataclass
+class Calibration:
+    golden_set: GoldenSet
+    source: ModelSource
+    version: Version | None
+    metric: str = ""
+    model_labels: int = 0
+    overall: Agreement | None = None
+    slices: list[Agreement] = field(default_factory=list)
+    worst: list[Disagreement] = field(default_factory=list)
+    runs: list[RunRanking] = field(default_factory=list)
+    filled_pairs: int = 0  # model labels that fill pairs the version left unjudged
+    tau: float | None = None
+
+    @property
+    def runs_by_filled(self) -> list[RunRanking]:
+        return sorted(self.runs, key=lambda run: run.filled_rank)
+
+
+def _agreement(name: str, pairs: list[tuple[int, int]], values: list[int], threshold: int) -> Agreement:
+    human = np.asarray([h for h, _ in pairs], dtype=np.int64)
+    model = np.asarray([m for _, m in pairs], dtype=np.int64)
+    human_rel, model_rel = human >= threshold, model >= threshold
+    return Agreement(
+        name=name, values=values, pairs=len(pairs),
+        kappa_quadratic=_finite(cohen_kappa(human, model, values=values, weights="quadratic")),
+        kappa_unweighted=_finite(cohen_kappa(human, model, values=values)),
+        confusion=confusion_matrix(human, model, values=values),
+        model_relevant=int(model_rel.sum()), model_relevant_humans_not=int((model_rel & ~human_rel).sum()),
+        human_relevant=int(human_rel.sum()), human_relevant_model_not=int((human_rel & ~model_rel).sum()),
+    )
+
+
+def _worst(golden_set: GoldenSet, both: dict[Pair, tuple[int, int]], threshold: int) -> list[Disagreement]:
+    """The pairs where people and model differ most, then flips of relevance first, then
+    in the natural order of query id and page: two queries in all."""
+    differing = [(pair, h, m) for pair, (h, m) in both.items() if h != m]
+    differing.sort(key=lambda item: (
+        -abs(item[1] - item[2]), (item[1] >= threshold) == (item[2] >= threshold), natural_key(item[0][0]), item[0][1],
+    ))
+    chosen = differing[:WORST_LIMIT]
+    if not chosen:
+        return []
+    queries = {q.query_id: q for q in Query.objects.filter(golden_set=golden_set, query_id__in={p[0] for p, _, _ in chosen}).only("pk", "query_id", "text")}
+    pages = {p.pk: p for p in Page.objects.filter(pk__in={p[1] for p, _, _ in chosen}).only("pk", "doc_id", "title")}
+    return [
+        Disagreement(
+            query_pk=queries[query_id].pk, page_pk=page_pk, query_id=query_id, query_text=queries[query_id].text,
+            doc_id=pages[page_pk].doc_id, page_title=pages[page_pk].title, human=h, model=m,
+            flip=(h >= threshold) != (m >= threshold),
+        )
+        for (query_id, page_pk), h, m in chosen
+    ]
+
+
+def _ranks(scores: list[float], names: list[str]) -> list[int]:
+    """1-based rank of each score, best first; ties in the order of the names."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], natural_key(names[i])))
+    ranks = [0] * len(scores)
+    for rank, i in enumerate(order, start=1):
+        ranks[i] = rank
+    return ranks
+
+
+def _ranked_runs(golden_set: GoldenSet) -> Iterator[tuple[Run, RankedRun]]:
+    """The set's runs that are not archived (each series by its latest night, as leaderboards
+    show them), with their ranked entries, one run at a time: two queries, and one run's
+    entries in memory at once (a run may hold a million)."""
+    runs = {
+        run.pk: run
+        for run in Run.objects.filter(run_not_archived(), golden_set=golden_set).exclude(later_night()).only("pk", "name", "stage")
+    }
+    rows = RunData.objects.filter(run__in=list(runs)).values_list("run_id", "ranked")
+    for run_pk, ranked in rows.iterator(chunk_size=1):
+        yield runs[run_pk], RankedRun.from_bytes(bytes(ranked))
+
+
+def _rankings(
+    golden_set: GoldenSet, version: Version, query_ids: list[str], human_rows: list[tuple[str, int, int]],
+    fill: Iterable[tuple[str, int, int]], metric: str,
+) -> list[RunRanking]:
+    human = QrelsArrays.from_rows(human_rows, query_ids=query_ids)
+    filled = QrelsArrays.from_rows([*human_rows, *fill], query_ids=query_ids)
+    scores = []
+    for run, ranked in _ranked_runs(golden_set):
+        on_human = evaluate_run(human, ranked, [metric], relevance_threshold=version.relevance_threshold).means[metric]
+        on_filled = evaluate_run(filled, ranked, [metric], relevance_threshold=version.relevance_threshold).means[metric]
+        scores.append((run, on_human, on_filled))
+    scores.sort(key=lambda item: (natural_key(item[0].name), item[0].pk))
+    names = [run.name for run, _, _ in scores]
+    human_ranks = _ranks([h or 0.0 for _, h, _ in scores], names)
+    filled_ranks = _ranks([f or 0.0 for _, _, f in scores], names)
+    return [
+        RunRanking(run.pk, run.name, run.stage, h, f, hr, fr)
+        for (run, h, f), hr, fr in zip(scores, human_ranks, filled_ranks)
+    ]
+
+
+def source_find(golden_set: GoldenSet, model: str | None, prompt_hash: str | None) -> tuple[list[ModelSource], ModelSource | None]:
+    """The set's model-label sources, and the one asked for (the first, most labels, when
+    none is named; None when the one named has no label in the set)."""
+    sources = model_sources(golden_set)
+    if not model:
+        return sources, sources[0] if sources else None
+    for source in sources:
+        if source.model == model and (not prompt_hash or source.prompt_hash == prompt_hash):
+            return sources, source
+    return sources, None
+
+
+def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibration:
+    """How the labels of `source` compare with the latest version's, overall and per query
+    slice of that version, with the worst disagreements and the runs ranked both ways."""
+    version = golden_set.latest_version()
+    report = Calibration(golden_set=golden_set, source=source, version=version)
+    model_rows = ModelJudgment.objects.filter(golden_set=golden_set, model=source.model, prompt_hash=source.prompt_hash)
+    model = {(q, p): g for q, p, g in model_rows.values_list("query__query_id", "page_id", "grade").iterator(chunk_size=20_000)}
+    report.model_labels = len(model)
+    if version is None:
+        return report
+    threshold = version.relevance_threshold
+    report.metric = f"recall@{version.k_final}"
+    human_rows = version_labels(version)
+    human = {(q, p): g for q, p, g in human_rows}
+    both = {pair: (grade, model[pair]) for pair, grade in human.items() if pair in model}
+    values = sorted(set(golden_set.grade_values()) | {h for h, _ in both.values()})
+    report.overall = _agreement("all queries", list(both.values()), values, threshold)
+    for name, query_ids in version_slices(version).query.items():
+        pairs = [grades for (query_id, _), grades in both.items() if query_id in query_ids]
+        report.slices.append(_agreement(slice_label(name), pairs, values, threshold))
+    report.worst = _worst(golden_set, both, threshold)
+    query_ids = version_query_ids(version)
+    in_version = set(query_ids)
+    fill = [(q, p, g) for (q, p), g in model.items() if (q, p) not in human and q in in_version]
+    report.filled_pairs = len(fill)
+    report.runs = _rankings(golden_set, version, query_ids, human_rows, fill, report.metric)
+    if len(report.runs) >= 2:
+        report.tau = _finite(kendall_tau_b([r.human or 0.0 for r in report.runs], [r.filled or 0.0 for r in report.runs]))
+    return report
