@@ -24,8 +24,10 @@ from evaluation.selectors import later_night, run_not_archived, slice_label, ver
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
 from labeling.model_labels.stats import cohen_kappa, kendall_tau_b
+from labeling.models import JudgeJob
 from labeling.quality.agreement import confusion_matrix
 from lib.ids import natural_key
+from lib.llm_judging import cost
 from lib.runs import RankedRun
 
 WORST_LIMIT = 50
@@ -245,3 +247,16 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     if len(report.runs) >= 2:
         report.tau = _finite(kendall_tau_b([r.human or 0.0 for r in report.runs], [r.filled or 0.0 for r in report.runs]))
     return report
+
+
+RECENT_JUDGE_JOBS = 10
+
+
+def recent_judge_jobs(golden_set: GoldenSet, limit: int = RECENT_JUDGE_JOBS) -> list[JudgeJob]:
+    """The set's latest judge jobs, newest first, each with `money` (at the manager's prices,
+    None without them) and `short_hash`. One query."""
+    jobs = list(JudgeJob.objects.filter(golden_set=golden_set).select_related("created_by")[:limit])
+    for job in jobs:
+        job.money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
+        job.short_hash = job.prompt_hash[:12]
+    return jobs
