@@ -128,4 +128,4 @@ def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal | None, p
     if price_in is None and price_out is None:
         return None
     total = Decimal(prompt_tokens) * (price_in or 0) + Decimal(completion_tokens) * (price_out or 0)
-    return (total / Decimal(1_000_000)).quantize(Decimal("0.0001"))
+    return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
