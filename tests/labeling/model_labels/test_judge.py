@@ -6,6 +6,7 @@ an aiohttp server in a thread): the judge cannot tell it from vLLM, Ollama or a 
 and the test decides what it answers: grades, malformed answers, slow answers, 429 and 500.
 """
 
+from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 
@@ -13,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
+from django.utils import timezone
 
 from goldenset.models import Judgment, Membership, ModelJudgment, ModelPrompt
 from goldenset.services import membership_grant
@@ -358,3 +360,21 @@ def test_the_command_names_what_is_wrong(pooled, server):
     with pytest.raises(CommandError, match="api_key_env: 'HOME' is not a variable Goldset reads"):
         call_command("model_judge", golden_set.slug, "--pool", str(pool.pk), "--base-url", server.base_url, "--model", "m",
                      "--api-key-env", "HOME")
+
+
+def test_the_sweeper_sends_a_lost_job_again_and_fails_one_whose_worker_vanished(pooled, server):
+    golden_set, pool = pooled
+    lost, stuck = (judge_job_submit(golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m",
+                                    prompt_text=DEFAULT_PROMPT, job_task=None) for _ in range(2))
+    now = timezone.now()
+    JudgeJob.objects.filter(pk=stuck.pk).update(status="running", started_at=now - timedelta(hours=7))
+    sent = []
+
+    class Task:
+        @staticmethod
+        def delay(job_id):
+            sent.append(job_id)
+
+    assert judge_jobs.judge_jobs_sweep(job_task=Task, now=now) == (1, 1)
+    stuck.refresh_from_db()
+    assert sent == [lost.pk] and stuck.status == "failed" and "run it again to continue" in stuck.error
