@@ -92,12 +92,25 @@ def completions_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/chat/completions"
 
 
+async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
+    """The body, whole, or its first MAX_ANSWER_BYTES and one more byte when it is longer
+    (the caller cuts it): a chat answer of a grade is kilobytes, a server gone wrong may
+    stream without end."""
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            break
+    return b"".join(chunks)
+
+
 async def _attempt(session: aiohttp.ClientSession, url: str, body: bytes, headers: dict, timeout: float, out: PairGrade, scale):
     """One request. Returns (retryable, retry_after); fills `out` when the pair is settled."""
     out.requests += 1
     try:
         async with session.post(url, data=body, headers=headers, allow_redirects=False) as response:
-            data = await response.content.read(MAX_ANSWER_BYTES + 1)
+            data = await _read_limited(response)
             status, retry_after = response.status, retry_after_seconds(response.headers.get("Retry-After"))
     except TimeoutError:
         out.error = f"no answer within {timeout:g} s"
