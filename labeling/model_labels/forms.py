@@ -28,3 +28,8 @@ class JudgeForm(forms.Form):
     def __init__(self, *args, pools=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["pool"].choices = [(pool.pk, f"pool {pool.pk} · {pool.pair_count} pairs · {pool.get_strategy_display()}") for pool in pools]
+
+    def clean_prompt(self) -> str:
+        # Browsers send a textarea's lines ended by CRLF: the prefilled prompt sent back
+        # unchanged must hash as the command's default does, not as a new wording.
+        return self.cleaned_data["prompt"].replace("\r\n", "\n")

@@ -257,7 +257,9 @@ def test_a_base_url_on_a_cloud_metadata_address_is_never_sent_to(pooled, server)
 # The page: managers start jobs, managers and adjudicators follow them.
 
 def form_data(pool, server, **changes):
-    data = {"pool": pool.pk, "base_url": server.base_url, "model": "judge-8b", "api_key_env": "", "prompt": DEFAULT_PROMPT,
+    # The prompt's lines end in CRLF, as a browser sends a textarea's.
+    data = {"pool": pool.pk, "base_url": server.base_url, "model": "judge-8b", "api_key_env": "",
+            "prompt": DEFAULT_PROMPT.replace("\n", "\r\n"),
             "sample": "3", "max_in_flight": "2", "price_in": "1.5", "price_out": ""}
     return {**data, **changes}
 
@@ -273,6 +275,7 @@ def test_a_manager_starts_a_job_from_the_page_and_finds_it_listed_with_its_count
     assert response.status_code == 302 and response["Location"].endswith("#judge-jobs")
     job = JudgeJob.objects.get()
     assert job.status == "done" and job.created_by == owner and job.pairs_done == 3
+    assert ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text == DEFAULT_PROMPT
     listed = client.get(reverse("judge_jobs", args=[golden_set.slug])).content.decode()
     assert "3 of 3 pairs settled: 3 graded, 0 failed, 0 labelled already" in listed
     assert "3 requests · 300 prompt tokens · 30 completion tokens · 0.000450 at the manager's prices" in listed
