@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
@@ -24,7 +26,7 @@ from evaluation.selectors import later_night, run_not_archived, slice_label, ver
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
 from labeling.model_labels.stats import cohen_kappa, kendall_tau_b
-from labeling.models import JudgeJob
+from labeling.models import JudgeFailure, JudgeJob
 from labeling.quality.agreement import confusion_matrix
 from lib.ids import natural_key
 from lib.llm_judging import cost
@@ -252,11 +254,27 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
 RECENT_JUDGE_JOBS = 10
 
 
+FAILURES_SHOWN = 3
+
+
 def recent_judge_jobs(golden_set: GoldenSet, limit: int = RECENT_JUDGE_JOBS) -> list[JudgeJob]:
     """The set's latest judge jobs, newest first, each with `money` (at the manager's prices,
-    None without them) and `short_hash`. One query."""
+    None without them), `short_hash` and `first_failures`: its first FAILURES_SHOWN failed
+    pairs with the raw answers, to see what the model answered. One query, and one more
+    when a job has failures."""
     jobs = list(JudgeJob.objects.filter(golden_set=golden_set).select_related("created_by")[:limit])
+    failed = [job.pk for job in jobs if job.pairs_failed]
+    shown: dict[int, list[JudgeFailure]] = {}
+    if failed:
+        rows = (
+            JudgeFailure.objects.filter(job_id__in=failed)
+            .annotate(n=Window(RowNumber(), partition_by=[F("job_id")], order_by=F("id").asc()))
+            .filter(n__lte=FAILURES_SHOWN).select_related("query", "page").order_by("job_id", "id")
+        )
+        for row in rows:
+            shown.setdefault(row.job_id, []).append(row)
     for job in jobs:
         job.money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
         job.short_hash = job.prompt_hash[:12]
+        job.first_failures = shown.get(job.pk, [])
     return jobs

@@ -129,6 +129,16 @@ def test_a_malformed_answer_is_a_failure_kept_with_its_raw_text_never_a_guess(po
     assert not {doc for _, doc in labels(golden_set)} & {"d2", "d4", "d5"}
 
 
+def test_the_jobs_list_shows_a_jobs_first_failures_with_what_the_model_answered(client, owner, pooled, server):
+    golden_set, pool = pooled
+    server.reply = lambda seen, attempt: Reply(content="Hard to say." if "text of d4" in seen.prompt else "1")
+    run_job(golden_set, pool, server)
+    client.force_login(owner)
+    listed = client.get(reverse("judge_jobs", args=[golden_set.slug])).content.decode()
+    assert "2 pairs not graded</summary>" in listed and listed.count("Hard to say.") == 2
+    assert "<code>q1</code> · <code>d4</code>: no score found in the answer" in listed
+
+
 def test_an_answer_that_does_not_come_in_time_is_a_failure_after_its_retries(pooled, server, settings):
     golden_set, pool = pooled
     settings.JUDGE_TIMEOUT_SECONDS = 0.2
