@@ -25,7 +25,7 @@ import numpy as np
 from celery import Task
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -44,6 +44,8 @@ SEND_AGAIN_AFTER = timedelta(minutes=10)
 GIVE_UP_AFTER = timedelta(hours=6)
 MAX_IN_FLIGHT = 64
 CHUNK_PER_WORKER = 8  # pairs graded between two writes, per request in flight
+# Errors of a database that went away for a moment: worth running the job again.
+TRANSIENT = (OperationalError, InterfaceError)
 
 
 def judge_job_check(
@@ -134,6 +136,14 @@ def judge_job_run(job_id: int, *, waiting: Waiting | None = None, on_chunk=None)
         _grade(job, waiting, on_chunk)
     except GoldsetError as exc:
         _finish(job, JudgeJob.Status.FAILED, exc.message)
+    except TRANSIENT:
+        # The database went away for a moment: back in the queue for the task's retry, which
+        # skips what was written already.
+        try:
+            JudgeJob.objects.filter(pk=job.pk).update(status=JudgeJob.Status.QUEUED, started_at=None)
+        except TRANSIENT:
+            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
+        raise
     except Exception as exc:
         _finish(job, JudgeJob.Status.FAILED,
                 f"the job stopped on an internal error ({type(exc).__name__}); what it graded is kept: run it again to continue")

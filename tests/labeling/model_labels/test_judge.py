@@ -13,6 +13,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import OperationalError
 from django.urls import reverse
 from django.utils import timezone
 
@@ -211,6 +212,21 @@ def test_a_job_that_stopped_keeps_what_it_graded_and_a_run_again_continues_witho
     assert (again.pairs_total, again.pairs_skipped, again.pairs_done) == (10, 3, 7)
     assert ModelJudgment.objects.filter(query__golden_set=golden_set).count() == 10 == len(labels(golden_set))
     assert len(server.seen) == 10  # no pair was asked twice
+
+
+def test_a_database_gone_for_a_moment_puts_the_job_back_in_the_queue_for_its_retry(pooled, server, monkeypatch):
+    golden_set, pool = pooled
+    job = judge_job_submit(golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m",
+                           prompt_text=DEFAULT_PROMPT, job_task=None)
+
+    def gone(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(judge_jobs, "model_labels_record", gone)
+    with pytest.raises(OperationalError):
+        judge_job_run(job.pk, waiting=NoWait())
+    job.refresh_from_db()
+    assert job.status == "queued" and job.started_at is None
 
 
 def test_a_sample_draws_the_same_pairs_when_run_again(pooled, server):
