@@ -15,6 +15,7 @@ engine (evaluation.engine), as the results pages compute scores.
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import numpy as np
 from django.db.models import F, Window
@@ -276,5 +277,7 @@ def recent_judge_jobs(golden_set: GoldenSet, limit: int = RECENT_JUDGE_JOBS) -> 
     for job in jobs:
         job.money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
         job.short_hash = job.prompt_hash[:12]
+        # 1.5, not 1.5000 as stored
+        job.price_in_shown, job.price_out_shown = (format((price or Decimal(0)).normalize(), "f") for price in (job.price_in, job.price_out))
         job.first_failures = shown.get(job.pk, [])
     return jobs

@@ -304,7 +304,7 @@ def test_a_manager_starts_a_job_from_the_page_and_finds_it_listed_with_its_count
     assert ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text == DEFAULT_PROMPT
     listed = client.get(reverse("judge_jobs", args=[golden_set.slug])).content.decode()
     assert "3 of 3 pairs settled: 3 graded, 0 failed, 0 labelled already" in listed
-    assert "3 requests · 300 prompt tokens · 30 completion tokens · 0.000450 at the manager's prices" in listed
+    assert "3 requests · 300 prompt tokens · 30 completion tokens · 0.000450 at the manager's prices (1.5 in, 0 out per million tokens)" in listed
     assert "hx-trigger" not in listed  # nothing going: no polling
 
 
