@@ -407,3 +407,10 @@ def test_the_sweeper_sends_a_lost_job_again_and_fails_one_whose_worker_vanished(
     assert judge_jobs.judge_jobs_sweep(job_task=Task, now=now) == (1, 1)
     stuck.refresh_from_db()
     assert sent == [lost.pk] and stuck.status == "failed" and "run it again to continue" in stuck.error
+
+
+def test_the_beat_runs_the_judge_job_sweeper(settings):
+    from labeling import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-judge-jobs"]
+    assert entry["task"] == tasks.sweep_judge_jobs_task.name
