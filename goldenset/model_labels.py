@@ -161,3 +161,47 @@ def model_sources(golden_set: GoldenSet) -> list[ModelSource]:
         .annotate(n=Count("id")).order_by("-n", "model", "prompt_hash")
     )
     return [ModelSource(row["model"], row["prompt_hash"], row["n"]) for row in rows]
+
+
+def model_prompt_store(*, text: str) -> str:
+    """Keep `text` as a prompt (once: its hash names it) and return the hash. An edited
+    prompt is another text, so another hash: labels of two wordings never mix."""
+    digest = _checked_prompt(text, None)
+    ModelPrompt.objects.get_or_create(prompt_hash=digest, defaults={"text": text})
+    return digest
+
+
+@dataclass(frozen=True)
+class ModelLabel:
+    """One grade a judge read, by primary keys (the judge has the rows already)."""
+
+    query_pk: int
+    page_pk: int
+    grade: int
+    raw: str
+    score: float | None = None
+
+
+def model_labels_record(*, golden_set: GoldenSet, model: str, prompt_hash: str, labels: Iterable[ModelLabel]) -> int:
+    """Store grades a judge job read (labeling.model_labels.jobs), in one transaction; the
+    number stored. The prompt must be stored already (model_prompt_store). A pair this
+    model and prompt labelled already is left as it is, not refused: a job run again after
+    a crash, or two jobs racing, skip what the other wrote (model_judgment_unique_per_prompt)."""
+    if not ModelPrompt.objects.filter(prompt_hash=prompt_hash).exists():
+        raise GoldsetError(f"no prompt {prompt_hash[:12]} is stored", field="prompt")
+    low, high = min(golden_set.grade_values()), max(golden_set.grade_values())
+    rows = [
+        ModelJudgment(
+            golden_set=golden_set, query_id=label.query_pk, page_id=label.page_pk, model=model, prompt_hash=prompt_hash,
+            raw_answer=label.raw.replace("\x00", ""), score=label.score, grade=label.grade, scale_low=low, scale_high=high,
+        )
+        for label in labels
+    ]
+    for row in rows:
+        if not low <= row.grade <= high:
+            raise GoldsetError(f"grade {row.grade} is not on the set's scale {low}-{high}", field="grade")
+    with transaction.atomic():
+        before = ModelJudgment.objects.filter(golden_set=golden_set, model=model, prompt_hash=prompt_hash).count()
+        ModelJudgment.objects.bulk_create(rows, ignore_conflicts=True)
+        after = ModelJudgment.objects.filter(golden_set=golden_set, model=model, prompt_hash=prompt_hash).count()
+    return after - before

@@ -231,6 +231,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": 300},
     "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": 300},
+    "sweep-judge-jobs": {"task": "labeling.tasks.sweep_judge_jobs_task", "schedule": 300},
     # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
     # due (their cron lines are per endpoint) and sends again what a dead worker left.
     "monitoring-tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": env_int("MONITORING_TICK_SECONDS", 60)},
@@ -240,6 +241,11 @@ CELERY_BEAT_SCHEDULE = {
 # are allowed, but only within these networks (comma-separated CIDRs; loopback by default,
 # where the demo's search service runs). Link-local and cloud metadata addresses never are.
 RETRIEVAL_ALLOWED_NETWORKS = env_networks("RETRIEVAL_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+# Model judges (labeling.model_labels): a local vLLM, Ollama or llama.cpp server is the
+# common case, so loopback is allowed by default, and other internal addresses only within
+# these networks; link-local and cloud metadata addresses never are.
+JUDGE_ALLOWED_NETWORKS = env_networks("JUDGE_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+JUDGE_TIMEOUT_SECONDS = env_int("JUDGE_TIMEOUT_SECONDS", 120)
 # An endpoint's header may name environment variables with this prefix only
 # (`Bearer ${SEARCH_TOKEN}`): otherwise a manager could have the worker send
 # ${SECRET_KEY} to a server of their own.

@@ -16,7 +16,7 @@ from goldenset.admin import GoldenSetAdmin
 from goldenset.models import GoldenSet
 from labeling.coverage.services import DEFAULT_FLAGGED_POOL_DEPTH
 from labeling.jobs.services import pool_job_submit
-from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob, PoolRun, QueueSettings
+from labeling.models import CompletenessSample, GoldAnswer, JudgeJob, JudgingTask, Pool, PoolJob, PoolRun, QueueSettings
 from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 
@@ -115,6 +115,23 @@ class CompletenessSampleAdmin(admin.ModelAdmin):
     list_filter = ["golden_set"]
     search_fields = ["golden_set__slug"]
     list_select_related = ["golden_set", "pool__golden_set", "created_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(JudgeJob)
+class JudgeJobAdmin(admin.ModelAdmin):
+    """Judge jobs are records of what a model was asked and what it cost (labeling.model_labels):
+    read-only. The API key is not among the fields: only the variable's name is stored."""
+
+    list_display = ["id", "golden_set", "model", "status", "pairs_total", "pairs_done", "pairs_failed", "requests", "created_at"]
+    list_filter = ["status", "golden_set"]
+    search_fields = ["golden_set__slug", "model", "prompt_hash"]
+    list_select_related = ["golden_set"]
 
     def has_add_permission(self, request):
         return False

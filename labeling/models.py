@@ -415,3 +415,79 @@ class PoolJob(models.Model):
         if seconds < 1:
             return f"{seconds:.2f} s"
         return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+class JudgeJob(models.Model):
+    """A model grading the pairs of a pool (or a sample of them) through an OpenAI-compatible
+    chat endpoint, run by a Celery worker (labeling.model_labels.jobs).
+
+    Grades are written as model labels (goldenset.model_labels.model_labels_record) chunk by
+    chunk, so a job that stops keeps what it wrote, and another run of the same model and
+    prompt skips those pairs. The API key is not here: `api_key_env` names the variable the
+    worker reads it from. Prices are the manager's figures, per million tokens.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="judge_jobs")
+    pool = models.ForeignKey(Pool, null=True, on_delete=models.SET_NULL, related_name="judge_jobs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    base_url = models.URLField(max_length=500)
+    model = models.CharField(max_length=200)
+    api_key_env = models.CharField(max_length=100, blank=True, help_text="the variable holding the API key, never the key")
+    prompt_hash = models.CharField(max_length=64)
+    sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="grade this many pairs of the pool, drawn at random")
+    max_in_flight = models.PositiveSmallIntegerField(default=4)
+    price_in = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million input tokens")
+    price_out = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million output tokens")
+    pairs_total = models.PositiveIntegerField(default=0)
+    pairs_skipped = models.PositiveIntegerField(default=0, help_text="labelled by this model and prompt before the job")
+    pairs_done = models.PositiveIntegerField(default=0)
+    pairs_failed = models.PositiveIntegerField(default=0)
+    requests = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["golden_set", "-created_at"], name="judge_job_recent")]
+        constraints = [
+            # A worker pool of 0 would send nothing; past 64 it is a denial of someone's service.
+            models.CheckConstraint(condition=Q(max_in_flight__gte=1) & Q(max_in_flight__lte=64), name="judge_job_in_flight_bounded"),
+            models.CheckConstraint(condition=Q(sample_size__isnull=True) | Q(sample_size__gte=1), name="judge_job_sample_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} judging {self.golden_set_id} ({self.status})"
+
+    @property
+    def active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def settled(self) -> int:
+        return self.pairs_skipped + self.pairs_done + self.pairs_failed
+
+
+class JudgeFailure(models.Model):
+    """A pair a judge job could not grade: why, and what the model answered if it did (a
+    malformed answer is kept as it came, never read as a guess)."""
+
+    job = models.ForeignKey(JudgeJob, on_delete=models.CASCADE, related_name="failures")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="+")
+    error = models.TextField()
+    raw_answer = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"job {self.job_id}: {self.query_id}/{self.page_id} {self.error}"

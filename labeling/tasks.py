@@ -5,6 +5,7 @@ pool_job_task."""
 from celery import shared_task
 
 from labeling.jobs.services import TRANSIENT, pool_job_run, pool_jobs_sweep
+from labeling.model_labels.jobs import judge_job_run, judge_jobs_sweep
 
 
 # acks_late: a worker lost mid-job leaves the message for another; the job's claim
@@ -19,3 +20,14 @@ def pool_job_task(job_id: int) -> str:
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
 def sweep_pool_jobs_task() -> list[int]:
     return list(pool_jobs_sweep(job_task=pool_job_task))
+
+
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+def judge_job_task(job_id: int) -> str:
+    job = judge_job_run(job_id)
+    return "claimed already" if job is None else job.status
+
+
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+def sweep_judge_jobs_task() -> list[int]:
+    return list(judge_jobs_sweep(job_task=judge_job_task))

@@ -27,7 +27,7 @@ from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import GoldenSet, Judgment, ModelJudgment, ModelPrompt, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.model_labels import model_labels_import
 from goldenset.services import judgment_record
-from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolJob
+from labeling.models import CompletenessSample, GoldAnswer, JudgeJob, JudgingTask, Pool, PoolJob
 from monitoring.endpoints.services import endpoint_add
 from monitoring.nightly.services import nightly_run_request
 from monitoring.probes.services import probe_round_request
@@ -70,6 +70,8 @@ def data(owner, superuser):
         CompletenessSample.objects.create(golden_set=golden_set, pool=pool, depth_from=3, depth_to=10, population=10, size=2, seed=1)
         PoolJob.objects.create(golden_set=golden_set, kind="build", status="done", created_by=owner,
                                arguments={"runs": [], "depth": 3, "strategy": "depth", "budget": None}, lines=["a pool"])
+        JudgeJob.objects.create(golden_set=golden_set, pool=pool, base_url="http://127.0.0.1:9/v1", model="judge",
+                                prompt_hash="0" * 64, created_by=owner, status="done", pairs_total=2, pairs_done=2)
         judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"),
                         page=Page.objects.get(corpus=golden_set.corpus, doc_id="d1b"), grade=1, annotator=owner)
         model_labels_import(golden_set=golden_set, model="judge", prompt_text=f"grade for {slug}",

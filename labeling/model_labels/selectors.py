@@ -15,8 +15,11 @@ engine (evaluation.engine), as the results pages compute scores.
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import numpy as np
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
@@ -24,8 +27,10 @@ from evaluation.selectors import later_night, run_not_archived, slice_label, ver
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
 from labeling.model_labels.stats import cohen_kappa, kendall_tau_b
+from labeling.models import JudgeFailure, JudgeJob
 from labeling.quality.agreement import confusion_matrix
 from lib.ids import natural_key
+from lib.llm_judging import cost
 from lib.runs import RankedRun
 
 WORST_LIMIT = 50
@@ -245,3 +250,34 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     if len(report.runs) >= 2:
         report.tau = _finite(kendall_tau_b([r.human or 0.0 for r in report.runs], [r.filled or 0.0 for r in report.runs]))
     return report
+
+
+RECENT_JUDGE_JOBS = 10
+
+
+FAILURES_SHOWN = 3
+
+
+def recent_judge_jobs(golden_set: GoldenSet, limit: int = RECENT_JUDGE_JOBS) -> list[JudgeJob]:
+    """The set's latest judge jobs, newest first, each with `money` (at the manager's prices,
+    None without them), `short_hash` and `first_failures`: its first FAILURES_SHOWN failed
+    pairs with the raw answers, to see what the model answered. One query, and one more
+    when a job has failures."""
+    jobs = list(JudgeJob.objects.filter(golden_set=golden_set).select_related("created_by")[:limit])
+    failed = [job.pk for job in jobs if job.pairs_failed]
+    shown: dict[int, list[JudgeFailure]] = {}
+    if failed:
+        rows = (
+            JudgeFailure.objects.filter(job_id__in=failed)
+            .annotate(n=Window(RowNumber(), partition_by=[F("job_id")], order_by=F("id").asc()))
+            .filter(n__lte=FAILURES_SHOWN).select_related("query", "page").order_by("job_id", "id")
+        )
+        for row in rows:
+            shown.setdefault(row.job_id, []).append(row)
+    for job in jobs:
+        job.money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
+        job.short_hash = job.prompt_hash[:12]
+        # 1.5, not 1.5000 as stored
+        job.price_in_shown, job.price_out_shown = (format((price or Decimal(0)).normalize(), "f") for price in (job.price_in, job.price_out))
+        job.first_failures = shown.get(job.pk, [])
+    return jobs

@@ -2,6 +2,7 @@
 pool and one member per role) and a crawl that follows every link. Shared by the link test
 (test_navigation.py) and the page-by-page browser test (test_every_page_browser.py)."""
 
+from decimal import Decimal
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
@@ -14,7 +15,7 @@ from goldenset.models import Membership, Page, PublishJob, Query
 from goldenset.publishing import publish_job_run, version_publish_request
 from goldenset.services import judgment_record, membership_grant
 from goldenset.tasks import publish_job_task
-from labeling.models import QueueSettings
+from labeling.models import JudgeFailure, JudgeJob, QueueSettings
 from labeling.pools.services import pool_build
 from lib.formats import ModelLabelLine
 from tests import factories
@@ -74,13 +75,24 @@ def team(make_user):
     membership_grant(user=people["adjudicator"], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
     membership_grant(user=people["annotator"], golden_set=golden_set, role=Membership.Role.ANNOTATOR)
     QueueSettings.objects.create(golden_set=golden_set)
-    pool_build(golden_set=golden_set, runs=list(Run.objects.filter(golden_set=golden_set)), depth=2, strategy="depth")
+    pool = pool_build(golden_set=golden_set, runs=list(Run.objects.filter(golden_set=golden_set)), depth=2, strategy="depth").pool
     # A model's labels, so that the model labels page is crawled with its figures: it agrees
     # on every pair but two, which its worst disagreements list (and link to).
     model_grades = {(f"q{n}", f"d{n}{side}"): grade for n in range(1, 31) for side, grade in (("a", 2), ("b", 0))}
     model_grades.update({("q1", "d1a"): 0, ("q2", "d2b"): 3})
     records = [ModelLabelLine(line, q, d, g) for line, ((q, d), g) in enumerate(model_grades.items(), start=1)]
     model_labels_import(golden_set=golden_set, model="judge-7b", prompt_text="Grade the page for the query, 0-3.", records=records)
+    # A judge job that could not read one answer, so the jobs list is crawled with its counts
+    # and a failure's raw answer.
+    job = JudgeJob.objects.create(
+        golden_set=golden_set, pool=pool, base_url="http://127.0.0.1:9/v1", model="judge-8b", prompt_hash="0" * 64,
+        status="done", pairs_total=3, pairs_done=2, pairs_failed=1, requests=3, prompt_tokens=300, completion_tokens=30,
+        price_in=Decimal("0.15"), price_out=Decimal("0.60"), created_by=people["manager"],
+    )
+    JudgeFailure.objects.create(
+        job=job, query=golden_set.queries.get(query_id="q3"), page=Page.objects.get(corpus=golden_set.corpus, doc_id="d3a"),
+        error="no score found in the answer", raw_answer="A long, hesitant answer that names no grade at all.",
+    )
     people["staff"] = make_user("staff", is_staff=True, is_superuser=True)
     # An archived run (its page, and the runs list's "show archived" view) and a published
     # job (the publish page lists it; its page shows how it ended) are pages too.
@@ -88,7 +100,7 @@ def team(make_user):
     run_archive(run=archived, user=people["manager"])
     query = Query.objects.get(golden_set=golden_set, query_id="q1")
     judgment_record(query=query, page=Page.objects.get(corpus=golden_set.corpus, doc_id="d2a"), grade=1, annotator=people["manager"])
-    job = version_publish_request(golden_set=golden_set, user=people["manager"], note="one more label", job_task=publish_job_task)
-    if PublishJob.objects.get(pk=job.pk).status == PublishJob.Status.QUEUED:  # on_commit never fires inside a test transaction
-        publish_job_run(job.pk)
+    publishing = version_publish_request(golden_set=golden_set, user=people["manager"], note="one more label", job_task=publish_job_task)
+    if PublishJob.objects.get(pk=publishing.pk).status == PublishJob.Status.QUEUED:  # on_commit never fires inside a test transaction
+        publish_job_run(publishing.pk)
     return golden_set, people

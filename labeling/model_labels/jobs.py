@@ -1,0 +1,233 @@
+"""Judge jobs: a model grading a pool's pairs (or a sample of them) in the background.
+
+`judge_job_submit` checks the form's fields (every fault names its field), keeps the
+prompt by its hash (goldenset.model_labels.model_prompt_store: an edit is a new hash),
+records a JudgeJob and sends the task the caller hands in (labeling.tasks.judge_job_task;
+this module never imports the tasks) once the transaction commits. `judge_job_run` claims
+the job once (queued -> running) and grades the pairs chunk after chunk: each chunk's
+grades are written as model labels (model_labels_record), its failures kept with the raw
+answer, and the job's counts moved on, in one transaction. So a job that stops keeps what
+it wrote, and a second run of the same model and prompt skips the pairs labelled already:
+it continues where the first stopped, and writes no pair twice.
+
+A sample of n pairs is drawn with a seed made of the pool, model, prompt and n, so a run
+again after a crash draws the same pairs. The sweeper sends again a job whose message was
+lost and fails one whose worker vanished (a run again continues it).
+"""
+
+import hashlib
+import logging
+import os
+from datetime import timedelta
+from decimal import Decimal
+
+import numpy as np
+from celery import Task
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from goldenset.model_labels import MAX_MODEL_NAME, ModelLabel, model_labels_record, model_prompt_store
+from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query
+from labeling.model_labels.judges import JudgeSettings, PairText, Waiting, grade_pairs_sync
+from labeling.models import JudgeFailure, JudgeJob, Pool
+from labeling.pools.selectors import pool_pairs
+from lib.errors import GoldsetError, ProblemCollector
+from lib.llm_judging import api_key_env_problem, cost, prompt_problem
+from lib.outbound import url_problem
+
+logger = logging.getLogger(__name__)
+
+SEND_AGAIN_AFTER = timedelta(minutes=10)
+GIVE_UP_AFTER = timedelta(hours=6)
+MAX_IN_FLIGHT = 64
+CHUNK_PER_WORKER = 8  # pairs graded between two writes, per request in flight
+# Errors of a database that went away for a moment: worth running the job again.
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+def judge_job_check(
+    *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, api_key_env: str, prompt_text: str,
+    sample_size: int | None, max_in_flight: int, price_in: Decimal | None, price_out: Decimal | None,
+) -> Pool:
+    """Every fault of the fields at once (GoldsetError with problems "field: why"); the pool."""
+    problems = ProblemCollector()
+    pool = Pool.objects.filter(golden_set=golden_set, pk=pool_id).first() if pool_id is not None else None
+    if pool is None:
+        problems.add(f"pool: golden set {golden_set.slug!r} has no pool {pool_id}")
+    problem = url_problem(base_url or "", what="a judge's base URL")
+    if problem:
+        problems.add(f"base_url: {problem}")
+    model = (model or "").strip()
+    if not model or len(model) > MAX_MODEL_NAME or not model.isprintable():
+        problems.add(f"model: the model's name must be 1 to {MAX_MODEL_NAME} printable characters")
+    problem = api_key_env_problem(api_key_env or "")
+    if problem:
+        problems.add(f"api_key_env: {problem}")
+    problem = prompt_problem(prompt_text or "")
+    if problem:
+        problems.add(f"prompt: {problem}")
+    if sample_size is not None and sample_size < 1:
+        problems.add("sample: a sample holds at least 1 pair (leave it empty for the whole pool)")
+    if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
+        problems.add(f"max_in_flight: from 1 to {MAX_IN_FLIGHT} requests in flight")
+    for name, price in (("price_in", price_in), ("price_out", price_out)):
+        if price is not None and price < 0:
+            problems.add(f"{name}: a price is not negative")
+    problems.raise_if_any("the judge job cannot start")
+    return pool
+
+
+def judge_job_submit(
+    *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, prompt_text: str, job_task: Task | None,
+    api_key_env: str = "", sample_size: int | None = None, max_in_flight: int = 4, price_in: Decimal | None = None,
+    price_out: Decimal | None = None, user: AbstractBaseUser | None = None,
+) -> JudgeJob:
+    """Record a judge job (and its prompt) and send it through `job_task` once the caller's
+    transaction commits (None: the caller runs it, as the command does)."""
+    pool = judge_job_check(
+        golden_set=golden_set, pool_id=pool_id, base_url=base_url, model=model, api_key_env=api_key_env,
+        prompt_text=prompt_text, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in, price_out=price_out,
+    )
+    with transaction.atomic():
+        digest = model_prompt_store(text=prompt_text)
+        job = JudgeJob.objects.create(
+            golden_set=golden_set, pool=pool, base_url=base_url, model=model.strip(), api_key_env=api_key_env or "",
+            prompt_hash=digest, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in,
+            price_out=price_out, created_by=user,
+        )
+        if job_task is not None:
+            transaction.on_commit(lambda: JudgeJob.objects.filter(pk=job.pk).update(enqueued_at=timezone.now()))
+            job_task.delay_on_commit(job.pk)
+    return job
+
+
+def _pairs_of(job: JudgeJob) -> list[tuple[int, int]]:
+    pairs = pool_pairs(job.pool)
+    keys = list(zip(pairs.query_pks.tolist(), pairs.page_pks.tolist()))
+    if job.sample_size is not None and job.sample_size < len(keys):
+        seed_text = f"{job.pool_id}\n{job.model}\n{job.prompt_hash}\n{job.sample_size}"
+        seed = int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little")
+        chosen = np.sort(np.random.default_rng(seed).choice(len(keys), size=job.sample_size, replace=False))
+        keys = [keys[i] for i in chosen.tolist()]
+    return keys
+
+
+def _texts(keys: list[tuple[int, int]]) -> list[PairText]:
+    queries = dict(Query.objects.filter(pk__in={q for q, _ in keys}).values_list("pk", "text"))
+    pages = {pk: (title, text) for pk, title, text in Page.objects.filter(pk__in={p for _, p in keys}).values_list("pk", "title", "text")}
+    return [
+        PairText((q, p), queries.get(q, ""), "\n".join(part for part in pages.get(p, ("", "")) if part)) for q, p in keys
+    ]
+
+
+def judge_job_run(job_id: int, *, waiting: Waiting | None = None, on_chunk=None) -> JudgeJob | None:
+    """Claim the job and grade its pairs; None when there is no such job or it was claimed
+    already. `on_chunk(job)` runs after each chunk is written (the command prints progress)."""
+    claimed = JudgeJob.objects.filter(pk=job_id, status=JudgeJob.Status.QUEUED).update(
+        status=JudgeJob.Status.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    job = JudgeJob.objects.select_related("golden_set", "pool").get(pk=job_id)
+    try:
+        _grade(job, waiting, on_chunk)
+    except GoldsetError as exc:
+        _finish(job, JudgeJob.Status.FAILED, exc.message)
+    except TRANSIENT:
+        # The database went away for a moment: back in the queue for the task's retry, which
+        # skips what was written already.
+        try:
+            JudgeJob.objects.filter(pk=job.pk).update(status=JudgeJob.Status.QUEUED, started_at=None)
+        except TRANSIENT:
+            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
+        raise
+    except Exception as exc:
+        _finish(job, JudgeJob.Status.FAILED,
+                f"the job stopped on an internal error ({type(exc).__name__}); what it graded is kept: run it again to continue")
+        raise
+    else:
+        _finish(job, JudgeJob.Status.DONE, "")
+    return job
+
+
+def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
+    if job.pool is None:
+        raise GoldsetError("the pool was deleted")
+    api_key = None
+    if job.api_key_env:
+        api_key = os.environ.get(job.api_key_env)
+        if not api_key:
+            raise GoldsetError(f"the variable {job.api_key_env} is not set where the worker runs; nothing was sent")
+    prompt = ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text
+    keys = _pairs_of(job)
+    taken = set(
+        ModelJudgment.objects.filter(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash)
+        .values_list("query_id", "page_id")
+    )
+    todo = [key for key in keys if key not in taken]
+    job.pairs_total, job.pairs_skipped = len(keys), len(keys) - len(todo)
+    JudgeJob.objects.filter(pk=job.pk).update(pairs_total=job.pairs_total, pairs_skipped=job.pairs_skipped)
+    grades = job.golden_set.grade_values()
+    scale = (min(grades), max(grades))
+    judge = JudgeSettings(
+        base_url=job.base_url, model=job.model, api_key=api_key, max_in_flight=job.max_in_flight,
+        timeout_seconds=settings.JUDGE_TIMEOUT_SECONDS, allowed_networks=tuple(settings.JUDGE_ALLOWED_NETWORKS),
+    )
+    chunk = job.max_in_flight * CHUNK_PER_WORKER
+    for start in range(0, len(todo), chunk):
+        results = grade_pairs_sync(judge, prompt, _texts(todo[start:start + chunk]), scale, waiting)
+        _write_chunk(job, results)
+        if on_chunk is not None:
+            job.refresh_from_db()
+            on_chunk(job)
+
+
+def _write_chunk(job: JudgeJob, results) -> None:
+    labels = [ModelLabel(r.key[0], r.key[1], r.grade, r.raw) for r in results if r.error is None]
+    failures = [JudgeFailure(job=job, query_id=r.key[0], page_id=r.key[1], error=r.error, raw_answer=r.raw.replace("\x00", ""))
+                for r in results if r.error is not None]
+    with transaction.atomic():
+        written = model_labels_record(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash, labels=labels) if labels else 0
+        JudgeFailure.objects.bulk_create(failures)
+        JudgeJob.objects.filter(pk=job.pk).update(
+            pairs_done=F("pairs_done") + written,
+            # A pair another run wrote meanwhile was graded for nothing, but is labelled.
+            pairs_skipped=F("pairs_skipped") + len(labels) - written,
+            pairs_failed=F("pairs_failed") + len(failures),
+            requests=F("requests") + sum(r.requests for r in results),
+            prompt_tokens=F("prompt_tokens") + sum(r.prompt_tokens for r in results),
+            completion_tokens=F("completion_tokens") + sum(r.completion_tokens for r in results),
+        )
+
+
+def _finish(job: JudgeJob, status: str, error: str) -> None:
+    JudgeJob.objects.filter(pk=job.pk).update(status=status, error=error, finished_at=timezone.now())
+    job.refresh_from_db()
+
+
+def job_money(job: JudgeJob) -> Decimal | None:
+    """What the job's tokens cost at the manager's prices (None when none were given)."""
+    return cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
+
+
+def judge_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
+    """Send again the jobs whose message was lost, fail those whose worker vanished (their
+    written labels stay; a run again continues). Returns (sent again, failed)."""
+    now = now or timezone.now()
+    lost = list(
+        JudgeJob.objects.filter(status=JudgeJob.Status.QUEUED).exclude(enqueued_at__gt=now - SEND_AGAIN_AFTER)
+        .values_list("pk", flat=True)
+    )
+    for job_id in lost:
+        JudgeJob.objects.filter(pk=job_id).update(enqueued_at=now)
+        job_task.delay(job_id)
+    failed = JudgeJob.objects.filter(status=JudgeJob.Status.RUNNING, started_at__lt=now - GIVE_UP_AFTER).update(
+        status=JudgeJob.Status.FAILED, finished_at=now,
+        error=f"the worker running it stopped (no result after {GIVE_UP_AFTER}); what it graded is kept: run it again to continue",
+    )
+    if lost or failed:
+        logger.info("judge job sweeper: %d sent again, %d failed", len(lost), failed)
+    return len(lost), failed

@@ -1,0 +1,131 @@
+"""Pure helpers of a model that grades (query, page) pairs through a chat-completions API:
+the default prompt, the messages sent, the grade read from an answer, the backoff between
+attempts and the money a run cost. No I/O here: labeling.model_labels.judges sends.
+
+The prompt follows the structure of UMBRELA (castorini/umbrela; Upadhyay et al., arXiv
+2411.08275): the query, the passage, a 0-3 scale with what each grade means, and an answer
+asked for as the score alone after "##final score:". The wording is Goldset's own.
+"""
+
+import re
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from email.utils import parsedate_to_datetime
+
+QUERY_SLOT = "{query}"
+PASSAGE_SLOT = "{passage}"
+# An API key is named, never typed: the variable must start with this, so that a manager
+# cannot have the worker send DATABASE_URL or SECRET_KEY to a server of their choice.
+API_KEY_ENV_PREFIX = "JUDGE_"
+API_KEY_ENV_NAME = re.compile(r"^JUDGE_[A-Z0-9_]+$")
+PASSAGE_CHARS = 4000  # a page's text is cut here: a grade needs the gist, tokens cost money
+RETRY_AFTER_CAP = 60.0  # seconds: hosted APIs ask for up to a minute when rate limited
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 20.0
+
+DEFAULT_PROMPT = """You judge how well a passage answers a search query, as a careful human assessor would.
+
+Grade the passage on this scale:
+0 = the passage has nothing to do with the query.
+1 = the passage is on the query's topic but does not answer it.
+2 = the passage answers part of the query, or answers it among much unrelated text.
+3 = the passage is dedicated to the query and holds its exact answer.
+
+Grade 1 when the passage only touches the query's subject without answering it.
+
+Query: {query}
+Passage: {passage}
+
+Think it through privately: what the query asks, whether the passage says it, and how much of it.
+Then answer with the score only, on one line, in this form:
+##final score: N"""
+
+# "##final score: 2", "## Final Score = 2", "final score: **2**"
+_FINAL = re.compile(r"#*\s*final\s+score\s*[:=]?\s*\**\s*(-?\d+)\b", re.IGNORECASE)
+_BARE = re.compile(r"^\s*\**\s*(-?\d+)\s*\**\s*\.?\s*$")
+
+
+def prompt_problem(text: str) -> str | None:
+    """Why `text` cannot be a judge's prompt, or None: it must name both slots."""
+    if not text or not text.strip():
+        return "the prompt is empty"
+    missing = [slot for slot in (QUERY_SLOT, PASSAGE_SLOT) if slot not in text]
+    if missing:
+        return f"the prompt must hold {' and '.join(missing)}, where the pair's text goes"
+    return None
+
+
+def api_key_env_problem(name: str) -> str | None:
+    """Why `name` cannot name the API key's variable, or None ("" means no key is sent)."""
+    if name and not API_KEY_ENV_NAME.match(name):
+        return f"{name!r} is not a variable Goldset reads: name one starting with {API_KEY_ENV_PREFIX} (capitals, digits, _)"
+    return None
+
+
+def messages_for(prompt: str, query: str, passage: str) -> list[dict[str, str]]:
+    """The chat messages for one pair: the prompt with its slots filled, as the user's turn.
+    str.replace, not str.format: braces elsewhere in an edited prompt stay as written."""
+    text = prompt.replace(QUERY_SLOT, query.strip()).replace(PASSAGE_SLOT, passage.strip()[:PASSAGE_CHARS])
+    return [{"role": "user", "content": text}]
+
+
+@dataclass(frozen=True)
+class GradeRead:
+    grade: int | None
+    error: str | None
+
+
+def read_grade(answer: str, scale: tuple[int, int]) -> GradeRead:
+    """The grade in a model's answer: the number after "final score", or the answer when it
+    is a number alone. Never a guess: no such number, two different ones, or one off the
+    scale is an error naming what was wrong."""
+    low, high = scale
+    found = {int(value) for value in _FINAL.findall(answer)}
+    if not found:
+        bare = _BARE.match(answer)
+        found = {int(bare.group(1))} if bare else set()
+    if not found:
+        return GradeRead(None, "no score found in the answer (expected “##final score: N” or a number alone)")
+    if len(found) > 1:
+        return GradeRead(None, f"the answer gives several scores ({', '.join(map(str, sorted(found)))})")
+    grade = found.pop()
+    if not low <= grade <= high:
+        return GradeRead(None, f"score {grade} is not on the set's scale {low}-{high}")
+    return GradeRead(grade, None)
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header in seconds (delta-seconds or an HTTP date), None if unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_delay(retry: int, random_part: float, retry_after: float | None = None) -> float:
+    """Seconds before retry number `retry` (1 for the first): half of BACKOFF_BASE * 2**(retry-1)
+    (capped) plus `random_part` (0-1) of the other half, so workers do not retry in step; the
+    server's Retry-After instead when longer, capped at RETRY_AFTER_CAP."""
+    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (retry - 1))
+    delay = ceiling / 2 + random_part * ceiling / 2
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return min(delay, RETRY_AFTER_CAP)
+
+
+def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal | None, price_out: Decimal | None) -> Decimal | None:
+    """The money of the tokens at the given prices per million (input, output), or None when
+    no price was given."""
+    if price_in is None and price_out is None:
+        return None
+    total = Decimal(prompt_tokens) * (price_in or 0) + Decimal(completion_tokens) * (price_out or 0)
+    return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
