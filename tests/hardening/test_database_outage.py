@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,9 +34,12 @@ def app_without_database():
         "DATABASE_URL": f"postgres://postgres@127.0.0.1:{dead_database}/goldset", "ALLOWED_HOSTS": "127.0.0.1",
         "CELERY_BROKER_URL": "",
     }
+    # The server's log goes to a file: a pipe nobody reads fills up with the failing
+    # sweepers' tracebacks (64 kB) and then blocks the worker in the middle of a request.
+    log = tempfile.TemporaryFile()
     server = subprocess.Popen(
         [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -45,12 +49,15 @@ def app_without_database():
                 requests.get(base + "/accounts/login/", timeout=30)  # the first request loads the app
                 break
             except (requests.ConnectionError, requests.Timeout):
-                assert server.poll() is None, server.stdout.read().decode()
+                if server.poll() is not None:
+                    log.seek(0)
+                    raise AssertionError(log.read().decode(errors='replace')[-5000:])
                 time.sleep(0.2)
         yield base
     finally:
         server.terminate()
         server.wait(timeout=20)
+        log.close()
 
 
 def test_a_page_that_needs_the_database_answers_503_with_retry_after(app_without_database):
