@@ -191,12 +191,9 @@ def read_json_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
                 yield QrelLine(number, query_id, doc_id, grade)
 
 
-def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[JsonRecord]:
-    """BEIR corpus or queries: one JSON object a line with `_id` and `text` (and `title`).
-
-    Keys other than `_id`, `title`, `text`, `url` and `metadata` are folded into
-    `metadata`, so fields such as `lang` or `doc_type` become slice candidates.
-    """
+def _json_objects(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-blank line that holds a JSON object; a line that
+    does not is reported in `problems`, naming it, and passed over."""
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -208,6 +205,16 @@ def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) ->
         if not isinstance(obj, dict):
             problems.add(f"{source}:{number}: expected a JSON object, found {type(obj).__name__}")
             continue
+        yield number, obj
+
+
+def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) -> Iterator[JsonRecord]:
+    """BEIR corpus or queries: one JSON object a line with `_id` and `text` (and `title`).
+
+    Keys other than `_id`, `title`, `text`, `url` and `metadata` are folded into
+    `metadata`, so fields such as `lang` or `doc_type` become slice candidates.
+    """
+    for number, obj in _json_objects(lines, source, problems):
         if "_id" not in obj:
             problems.add(f"{source}:{number}: field '_id' is missing")
             continue
@@ -262,17 +269,7 @@ def read_model_labels_jsonl(lines: Iterable[str], source: str, problems: Problem
     `grade` is an integer (2 or 2.0, not "2"); `score` a number or null; `raw` the model's
     answer as text. Every problem names its line and field.
     """
-    for number, raw_line in enumerate(lines, start=1):
-        if not raw_line.strip():
-            continue
-        try:
-            obj = json.loads(raw_line)
-        except json.JSONDecodeError as exc:
-            problems.add(f"{source}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            problems.add(f"{source}:{number}: expected a JSON object, found {type(obj).__name__}")
-            continue
+    for number, obj in _json_objects(lines, source, problems):
         missing = [name for name in ("query_id", "doc_id", "grade") if name not in obj]
         if missing:
             problems.add(f"{source}:{number}: field {missing[0]!r} is missing")

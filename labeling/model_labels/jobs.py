@@ -167,8 +167,8 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
         ModelJudgment.objects.filter(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash)
         .values_list("query_id", "page_id")
     )
-    todo = [key for key in keys if key not in taken]
-    job.pairs_total, job.pairs_skipped = len(keys), len(keys) - len(todo)
+    ungraded = [key for key in keys if key not in taken]
+    job.pairs_total, job.pairs_skipped = len(keys), len(keys) - len(ungraded)
     JudgeJob.objects.filter(pk=job.pk).update(pairs_total=job.pairs_total, pairs_skipped=job.pairs_skipped)
     grades = job.golden_set.grade_values()
     scale = (min(grades), max(grades))
@@ -177,8 +177,8 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
         timeout_seconds=settings.JUDGE_TIMEOUT_SECONDS, allowed_networks=tuple(settings.JUDGE_ALLOWED_NETWORKS),
     )
     chunk = job.max_in_flight * CHUNK_PER_WORKER
-    for start in range(0, len(todo), chunk):
-        results = grade_pairs_sync(judge, prompt, _texts(todo[start:start + chunk]), scale, waiting)
+    for start in range(0, len(ungraded), chunk):
+        results = grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting)
         _write_chunk(job, results)
         if on_chunk is not None:
             job.refresh_from_db()
