@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -118,10 +119,15 @@ def start_app(database_url: str, broker_url: str):
         **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
         "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url,
     }
-    server = subprocess.Popen(
-        [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    # A file, not a pipe nobody reads: with the database cut, the tracebacks would fill a pipe
+    # and block the server mid-request.
+    log = tempfile.NamedTemporaryFile(prefix="goldset-health-", suffix=".log", delete=False)
+    with log:
+        server = subprocess.Popen(
+            [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    server.log_path = log.name
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -129,7 +135,7 @@ def start_app(database_url: str, broker_url: str):
             requests.get(base + "/healthz", timeout=30)
             return server, base
         except (requests.ConnectionError, requests.Timeout):
-            assert server.poll() is None, server.stdout.read().decode()
+            assert server.poll() is None, Path(server.log_path).read_text()
             time.sleep(0.2)
     server.terminate()
     raise AssertionError("gunicorn did not answer within 60 s")
@@ -138,6 +144,7 @@ def start_app(database_url: str, broker_url: str):
 def stop_app(server) -> None:
     server.terminate()
     server.wait(timeout=20)
+    os.unlink(server.log_path)
 
 
 @pytest.fixture(scope="module")
