@@ -205,16 +205,24 @@ def golden_set_source(data: Dataset):
 # --- the database and the worker ------------------------------------------------------------
 
 @contextmanager
-def celery_worker(*, database_url: str, broker_url: str, queue: str, concurrency: int, log_path: Path):
+def celery_worker(
+    *, database_url: str, broker_url: str, queue: str, concurrency: int, log_path: Path, cpu: int | None = None,
+    name: str = "%h",
+):
     """A `celery worker` in a process group of its own, ready when this yields its Popen;
-    stopped (warm shutdown, then SIGKILL) on the way out."""
+    stopped (warm shutdown, then SIGKILL) on the way out. With `cpu`, the worker and its pool
+    run on that one core only (taskset), numba with one thread: a worker of one core."""
     env = {
         **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DATABASE_URL": database_url,
         "CELERY_BROKER_URL": broker_url, "CELERY_TASK_DEFAULT_QUEUE": queue, "LOG_LEVEL": "INFO",
     }
+    pinned = []
+    if cpu is not None:
+        env["NUMBA_NUM_THREADS"] = "1"
+        pinned = ["taskset", "--cpu-list", str(cpu)]
     command = [
-        str(Path(sys.executable).with_name("celery")), "-A", "goldset", "worker", "--pool", "prefork",
-        "--concurrency", str(concurrency), "-Q", queue, "--loglevel", "INFO", "--hostname", f"{queue}@%h",
+        *pinned, str(Path(sys.executable).with_name("celery")), "-A", "goldset", "worker", "--pool", "prefork",
+        "--concurrency", str(concurrency), "-Q", queue, "--loglevel", "INFO", "--hostname", f"{queue}@{name}",
         "--without-mingle", "--without-gossip",
     ]
     with process_started(
