@@ -8,10 +8,11 @@ asked for as the score alone after "##final score:". The wording is Goldset's ow
 """
 
 import re
-import time
 from dataclasses import dataclass
 from decimal import Decimal
-from email.utils import parsedate_to_datetime
+
+from lib import retrying
+from lib.retrying import retry_after_seconds  # noqa: F401  (the judge reads Retry-After through this module)
 
 QUERY_SLOT = "{query}"
 PASSAGE_SLOT = "{passage}"
@@ -95,31 +96,12 @@ def read_grade(answer: str, scale: tuple[int, int]) -> GradeRead:
     return GradeRead(grade, None)
 
 
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """A Retry-After header in seconds (delta-seconds or an HTTP date), None if unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
-
-
 def backoff_delay(retry: int, random_part: float, retry_after: float | None = None) -> float:
-    """Seconds before retry number `retry` (1 for the first): half of BACKOFF_BASE * 2**(retry-1)
-    (capped) plus `random_part` (0-1) of the other half, so workers do not retry in step; the
-    server's Retry-After instead when longer, capped at RETRY_AFTER_CAP."""
-    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (retry - 1))
-    delay = ceiling / 2 + random_part * ceiling / 2
-    if retry_after is not None:
-        delay = max(delay, retry_after)
-    return min(delay, RETRY_AFTER_CAP)
+    """Seconds before retry number `retry` of a judge's request (lib.retrying's rule with the
+    judge's caps)."""
+    return retrying.backoff_delay(
+        retry, random_part, retry_after, base=BACKOFF_BASE, cap=BACKOFF_CAP, retry_after_cap=RETRY_AFTER_CAP,
+    )
 
 
 def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal | None, price_out: Decimal | None) -> Decimal | None:

@@ -29,12 +29,14 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 
 import aiohttp
 import orjson
 from multidict import CIMultiDict
 from yarl import URL
+
+from lib import retrying
+from lib.retrying import retry_after_seconds
 
 from . import mapping
 from .addresses import CheckedResolver, check_url, refused_cause
@@ -161,28 +163,11 @@ class TokenBucket:
 
 
 def backoff_delay(retry: int, pacing: Pacing, retry_after: float | None = None) -> float:
-    """Seconds to wait before retry number `retry` (1 for the first): half of
-    BACKOFF_BASE * 2**(retry-1) (capped at BACKOFF_CAP) plus a random part up to the other
-    half, or the server's Retry-After when longer, capped at RETRY_AFTER_CAP."""
-    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (retry - 1))
-    delay = ceiling / 2 + pacing.random() * ceiling / 2
-    if retry_after is not None:
-        delay = max(delay, retry_after)
-    return min(delay, RETRY_AFTER_CAP)
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """A Retry-After header in seconds (delta-seconds or an HTTP date), None if unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, moment.timestamp() - time.time())
+    """Seconds to wait before retry number `retry` (lib.retrying's rule with the endpoint
+    client's caps and the pacing's random source)."""
+    return retrying.backoff_delay(
+        retry, pacing.random(), retry_after, base=BACKOFF_BASE, cap=BACKOFF_CAP, retry_after_cap=RETRY_AFTER_CAP,
+    )
 
 
 @dataclass(frozen=True)
