@@ -34,6 +34,7 @@ from django.utils import timezone
 from goldenset.models import GoldenSet, Judgment, Page, PublishJob, Query, Version, VersionPage, VersionQuery
 from goldenset.selectors import version_settings
 from goldenset.services import PUBLISH_STEPS, no_queries, nothing_changed, version_publish
+from lib.background_jobs import job_send_on_commit, jobs_sweep
 from lib.errors import ConflictError, GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -116,10 +117,7 @@ def version_publish_request(
     except IntegrityError as exc:  # publish_job_one_active_per_set: another request got there first
         other = PublishJob.objects.filter(golden_set=golden_set, status__in=PublishJob.ACTIVE).values_list("pk", flat=True).first()
         raise _under_way(golden_set, other) from exc
-    # enqueued_at is when the message left, which the sweeper goes by: written on commit,
-    # just before the message is sent (on_commit callbacks run in the order given).
-    transaction.on_commit(lambda: _mark_sent(job.pk))
-    job_task.delay_on_commit(job.pk)
+    job_send_on_commit(PublishJob, job.pk, job_task)
     return job
 
 
@@ -129,10 +127,6 @@ def _under_way(golden_set: GoldenSet, job_id: int | None) -> ConflictError:
         f"a publish of {golden_set.slug!r} is already under way{which}; wait for it to finish, then publish again if "
         f"anything changed since"
     )
-
-
-def _mark_sent(job_id: int) -> None:
-    PublishJob.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
 
 
 def publish_job_progress(job: PublishJob) -> dict:
@@ -213,23 +207,9 @@ def _finish(job: PublishJob, **fields) -> None:
 
 
 def publish_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
-    """Send again, through `job_task`, the jobs whose message was lost (queued, sent
-    SEND_AGAIN_AFTER ago or never), and fail those whose worker vanished (running for
-    GIVE_UP_AFTER). Returns (sent again, failed)."""
-    now = now or timezone.now()
-    lost = list(
-        PublishJob.objects.filter(status=PublishJob.Status.QUEUED)
-        .exclude(enqueued_at__gt=now - SEND_AGAIN_AFTER).values_list("pk", flat=True)
+    """Send again, through `job_task`, the jobs whose message was lost and fail those whose
+    worker vanished (lib.background_jobs). Returns (sent again, failed)."""
+    return jobs_sweep(
+        PublishJob, job_task=job_task, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER, now=now,
+        stopped="no version was made, as a publish is all or nothing: publish again",
     )
-    # Rows the sweeper reads are committed already: their messages go at once.
-    for job_id in lost:
-        _mark_sent(job_id)
-        job_task.delay(job_id)
-    failed = PublishJob.objects.filter(status=PublishJob.Status.RUNNING, started_at__lt=now - GIVE_UP_AFTER).update(
-        status=PublishJob.Status.FAILED, finished_at=now,
-        error=f"the worker running it stopped (no result after {GIVE_UP_AFTER}); no version was made, as a publish "
-              f"is all or nothing: publish again",
-    )
-    if lost or failed:
-        logger.info("publish job sweeper: %d sent again, %d failed", len(lost), failed)
-    return len(lost), failed

@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from celery import Task
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from evaluation.models import Run
@@ -31,6 +31,7 @@ from labeling.completeness.services import completeness_sample_check, completene
 from labeling.coverage.services import flagged_slices_check, flagged_slices_pool_build
 from labeling.models import Pool, PoolJob
 from labeling.pools.services import pool_build, pool_build_check, pool_extend, pool_extend_check
+from lib.background_jobs import job_send_on_commit, jobs_sweep
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -104,15 +105,8 @@ def pool_job_submit(
     """
     _check(golden_set, kind, arguments)
     job = PoolJob.objects.create(golden_set=golden_set, kind=kind, arguments=arguments, created_by=user)
-    # enqueued_at is when the message left, which the sweeper goes by: written on commit,
-    # just before the message is sent (on_commit callbacks run in the order given).
-    transaction.on_commit(lambda: _mark_sent(job.pk))
-    job_task.delay_on_commit(job.pk)
+    job_send_on_commit(PoolJob, job.pk, job_task)
     return job
-
-
-def _mark_sent(job_id: int) -> None:
-    PoolJob.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
 
 
 def _work(job: PoolJob) -> list[str]:
@@ -186,22 +180,8 @@ def _finish(job: PoolJob, **fields) -> None:
 
 def pool_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
     """Send again, through `job_task` (as pool_job_submit), the jobs whose message was lost
-    (queued, sent SEND_AGAIN_AFTER ago or never), and fail those whose worker vanished
-    (running for GIVE_UP_AFTER). Returns (sent again, failed)."""
-    now = now or timezone.now()
-    lost = list(
-        PoolJob.objects.filter(status=PoolJob.Status.QUEUED)
-        .exclude(enqueued_at__gt=now - SEND_AGAIN_AFTER).values_list("pk", flat=True)
+    and fail those whose worker vanished (lib.background_jobs). Returns (sent again, failed)."""
+    return jobs_sweep(
+        PoolJob, job_task=job_task, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER, now=now,
+        stopped="nothing was written, as the job is all or nothing: submit it again",
     )
-    # Rows the sweeper reads are committed already: their messages go at once.
-    for job_id in lost:
-        _mark_sent(job_id)
-        job_task.delay(job_id)
-    failed = PoolJob.objects.filter(status=PoolJob.Status.RUNNING, started_at__lt=now - GIVE_UP_AFTER).update(
-        status=PoolJob.Status.FAILED, finished_at=now,
-        error=f"the worker running it stopped (no result after {GIVE_UP_AFTER}); nothing was written, as the job "
-              f"is all or nothing: submit it again",
-    )
-    if lost or failed:
-        logger.info("pool job sweeper: %d sent again, %d failed", len(lost), failed)
-    return len(lost), failed

@@ -34,6 +34,7 @@ from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query
 from labeling.model_labels.judges import JudgeSettings, PairText, Waiting, grade_pairs_sync
 from labeling.models import JudgeFailure, JudgeJob, Pool
 from labeling.pools.selectors import pool_pairs
+from lib.background_jobs import job_send_on_commit, jobs_sweep
 from lib.errors import GoldsetError, ProblemCollector
 from lib.llm_judging import api_key_env_problem, cost, prompt_problem
 from lib.outbound import url_problem
@@ -99,8 +100,7 @@ def judge_job_submit(
             price_out=price_out, created_by=user,
         )
         if job_task is not None:
-            transaction.on_commit(lambda: JudgeJob.objects.filter(pk=job.pk).update(enqueued_at=timezone.now()))
-            job_task.delay_on_commit(job.pk)
+            job_send_on_commit(JudgeJob, job.pk, job_task)
     return job
 
 
@@ -214,20 +214,9 @@ def job_money(job: JudgeJob) -> Decimal | None:
 
 
 def judge_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
-    """Send again the jobs whose message was lost, fail those whose worker vanished (their
-    written labels stay; a run again continues). Returns (sent again, failed)."""
-    now = now or timezone.now()
-    lost = list(
-        JudgeJob.objects.filter(status=JudgeJob.Status.QUEUED).exclude(enqueued_at__gt=now - SEND_AGAIN_AFTER)
-        .values_list("pk", flat=True)
+    """Send again the jobs whose message was lost, fail those whose worker vanished
+    (lib.background_jobs); their written labels stay. Returns (sent again, failed)."""
+    return jobs_sweep(
+        JudgeJob, job_task=job_task, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER, now=now,
+        stopped="what it graded is kept: run it again to continue",
     )
-    for job_id in lost:
-        JudgeJob.objects.filter(pk=job_id).update(enqueued_at=now)
-        job_task.delay(job_id)
-    failed = JudgeJob.objects.filter(status=JudgeJob.Status.RUNNING, started_at__lt=now - GIVE_UP_AFTER).update(
-        status=JudgeJob.Status.FAILED, finished_at=now,
-        error=f"the worker running it stopped (no result after {GIVE_UP_AFTER}); what it graded is kept: run it again to continue",
-    )
-    if lost or failed:
-        logger.info("judge job sweeper: %d sent again, %d failed", len(lost), failed)
-    return len(lost), failed
