@@ -91,3 +91,15 @@ def test_the_installed_goldset_command_pulls_to_standard_output(cli_env, version
     assert done.returncode == 0, done.stderr.decode()
     pulled = json.loads(done.stdout)
     assert {(q, d): g for q, docs in pulled.items() for d, g in docs.items()} == QRELS
+
+
+def test_publish_prints_the_new_versions_number_and_hash(cli_env, golden_set, version, capsys):
+    from goldenset.models import Version
+    from goldenset.services import qrels_import
+
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 2\n"], source_name="more")
+    assert main(["publish", SLUG, "--note", "nightly labels"]) == 0
+    stored = Version.objects.get(golden_set=golden_set, number=2)
+    assert capsys.readouterr().out == f"{SLUG} version 2\t{stored.content_hash}\t{stored.label_count} labels\n"
+    assert main(["publish", SLUG]) == 1
+    assert "409 conflict: nothing changed since version 2" in capsys.readouterr().err

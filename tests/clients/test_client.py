@@ -167,3 +167,70 @@ def test_the_apis_refusals_of_access_and_unknown_names_are_raised_as_sent(make_c
     with pytest.raises(GoldsetAPIError) as raised:
         make_client("gs_not-a-token").golden_sets()
     assert (raised.value.status, raised.value.code, raised.value.message) == (401, "authentication_failed", "unknown API token")
+
+
+# --- publishing --------------------------------------------------------------------------------
+
+
+def test_publish_waits_for_the_job_and_returns_the_version_to_pin(client, golden_set, version):
+    from goldenset.models import Version
+
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 2\n"], source_name="more")
+    job = client.publish(SLUG, note="from the eval job")
+    stored = Version.objects.get(golden_set=golden_set, number=2)
+    assert (job["status"], job["error"], job["version"]["number"]) == ("done", "", 2)
+    assert (job["version"]["content_hash"], job["version"]["note"]) == (stored.content_hash, "from the eval job")
+
+
+def test_publish_polls_a_queued_job_until_its_worker_is_done(client, golden_set, version, monkeypatch):
+    """The server's answer leaves the job queued (its message goes nowhere here); the worker's
+    own function runs it while the client waits between two polls of the live server."""
+    from api.views import versions as version_views
+    from goldenset.models import PublishJob
+    from goldenset.publishing import publish_job_run
+
+    class Nowhere:
+        def delay_on_commit(self, job_id):
+            pass
+
+    monkeypatch.setattr(version_views, "publish_job_task", Nowhere())
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 2\n"], source_name="more")
+    pauses = []
+
+    def worker_runs_meanwhile(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            publish_job_run(PublishJob.objects.get().pk)
+
+    job = client.publish(SLUG, note="queued first", poll_first=0.5, sleep=worker_runs_meanwhile)
+    assert pauses == [0.5, 0.75] and (job["status"], job["version"]["number"]) == ("done", 2)
+
+
+def test_publish_says_why_a_job_failed_and_refuses_an_unchanged_set_at_once(client, golden_set, version):
+    from goldenset.models import Page, Query
+    from goldenset.services import judgment_record
+    from goldset_client import PublishFailed
+
+    with pytest.raises(GoldsetAPIError) as refused:
+        client.publish(SLUG, note="again")
+    assert (refused.value.status, refused.value.code) == (409, "conflict")
+    assert "nothing changed since version 1" in refused.value.message
+    # A judgment that changes no label: the request cannot tell, the job can.
+    judgment_record(query=Query.objects.get(query_id="q1"), page=Page.objects.get(doc_id="d1"), grade=2, annotator=None, source="imported")
+    with pytest.raises(PublishFailed) as failed:
+        client.publish(SLUG, note="same")
+    assert failed.value.error == "nothing changed since version 1 of 'tiny'; not published"
+
+
+def test_publish_gives_up_waiting_after_the_timeout_and_names_the_job_to_follow(client, golden_set, version, monkeypatch):
+    from api.views import versions as version_views
+
+    class Nowhere:
+        def delay_on_commit(self, job_id):
+            pass
+
+    monkeypatch.setattr(version_views, "publish_job_task", Nowhere())
+    qrels_import(golden_set_slug=SLUG, lines=["q3 0 d1 2\n"], source_name="more")
+    with pytest.raises(WaitTimeout) as timed_out:
+        client.publish(SLUG, timeout=0.0, sleep=lambda seconds: None)
+    assert timed_out.value.last_status == "queued" and "publish-jobs/" in str(timed_out.value)

@@ -36,6 +36,12 @@ def parser() -> argparse.ArgumentParser:
     versions = commands.add_parser("versions", help="list a set's versions, newest first, with their content hashes")
     versions.add_argument("slug", metavar="SLUG")
 
+    publish = commands.add_parser("publish", help="publish the set's resolved labels as its next version, and wait for it")
+    publish.add_argument("slug", metavar="SLUG")
+    publish.add_argument("--note", default="", help="what changed, shown with the version")
+    publish.add_argument("--no-wait", dest="wait", action="store_false", help="print the job and return at once")
+    publish.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait at most (default 1800)")
+
     pull = commands.add_parser("pull", help="download a version's qrels (cached; checked against its content hash)")
     pull.add_argument("slug", metavar="SLUG")
     pull.add_argument("--version", type=int, default=None, help="the version number (default: the latest; pin it in jobs)")
@@ -83,6 +89,16 @@ def cmd_sets(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> in
 def cmd_versions(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> int:
     for version in client.versions(args.slug):
         out.write(f"{version['number']}\t{version['content_hash']}\t{version['label_count']} labels\t{version['note']}\n")
+    return 0
+
+
+def cmd_publish(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> int:
+    job = client.publish(args.slug, note=args.note, wait=args.wait, timeout=args.timeout)
+    version = job["version"]
+    if version is None:
+        out.write(f"publish job {job['id']} {job['status']}: follow it at {job['url']}\n")
+    else:
+        out.write(f"{args.slug} version {version['number']}\t{version['content_hash']}\t{version['label_count']} labels\n")
     return 0
 
 
@@ -150,4 +166,7 @@ def write_scores(out: TextIO, evaluations: list[Evaluation]) -> None:
         out.write("\t".join([run["name"], run["system"], run["stage"], str(evaluation["version"]), evaluation["status"], *values]) + "\n")
 
 
-COMMANDS = {"sets": cmd_sets, "versions": cmd_versions, "pull": cmd_pull, "push": cmd_push, "scores": cmd_scores}
+COMMANDS = {
+    "sets": cmd_sets, "versions": cmd_versions, "publish": cmd_publish, "pull": cmd_pull, "push": cmd_push,
+    "scores": cmd_scores,
+}

@@ -32,9 +32,11 @@ from typing import IO, Any, BinaryIO, Union
 from urllib.parse import quote
 
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
-from goldset_client.errors import EvaluationFailed, GoldsetClientError, QrelsIntegrityError, WaitTimeout
+from goldset_client.errors import EvaluationFailed, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
 from goldset_client.http import RetryPolicy, Transport
-from goldset_client.types import Evaluation, GoldenSet, QrelsFormat, Run, Series, SeriesNights, Stage, Version
+from goldset_client.types import (
+    Evaluation, GoldenSet, PublishJob, QrelsFormat, Run, Series, SeriesNights, Stage, Version,
+)
 
 RunSource = Union[str, os.PathLike, bytes, BinaryIO]
 QREL_FORMATS = ("trec", "json", "beir", "csv")
@@ -42,6 +44,23 @@ QREL_FORMATS = ("trec", "json", "beir", "csv")
 CSV_GUARDED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 DOWNLOAD_CHUNK = 1 << 16
 log = logging.getLogger("goldset_client")
+
+
+class _Waiting:
+    """The pauses of a poll: `poll_first` seconds, then 1.5 times longer each time up to
+    `poll_max`, until `timeout` seconds have gone by; `status` is the last one seen."""
+
+    def __init__(self, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]) -> None:
+        self.deadline = time.monotonic() + timeout
+        self.next, self.poll_max, self.sleep = poll_first, poll_max, sleep
+        self.status: str | None = None
+
+    def pause(self, timed_out: Callable[[str | None], Exception]) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise timed_out(self.status)
+        self.sleep(min(self.next, left))
+        self.next = min(self.poll_max, self.next * 1.5)
 
 
 def set_path(slug: str) -> str:
@@ -253,24 +272,25 @@ class GoldsetClient:
         if number is None:
             raise GoldsetClientError(f"{slug} has no published version yet, so run {run_id} is not scored")
         self._check_scorable(slug, run_id, number)
-        deadline = time.monotonic() + timeout
-        pause, status = poll_first, None
-        while True:
+
+        def scored() -> Evaluation | None:
             found = self.run_evaluations(slug, run_id, version=number)
             status = found[0]["status"] if found else None
-            if status == "done":
-                return found[0]
             if status == "failed":
                 raise EvaluationFailed(f"run {run_id} of {slug} could not be scored on version {number}: {found[0]['error']}",
                                        error=found[0]["error"])
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(
-                    f"run {run_id} of {slug} not scored on version {number} within {timeout:g} s "
-                    f"(status {status or 'not scheduled yet'})", last_status=status,
-                )
-            sleep(min(pause, left))
-            pause = min(poll_max, pause * 1.5)
+            if status != "done":
+                waiting.status = status
+                return None
+            return found[0]
+
+        waiting = _Waiting(timeout, poll_first, poll_max, sleep)
+        while (evaluation := scored()) is None:
+            waiting.pause(lambda status: WaitTimeout(
+                f"run {run_id} of {slug} not scored on version {number} within {timeout:g} s "
+                f"(status {status or 'not scheduled yet'})", last_status=status,
+            ))
+        return evaluation
 
     def _check_scorable(self, slug: str, run_id: int, number: int) -> None:
         run = self.run(slug, run_id)
@@ -281,6 +301,37 @@ class GoldsetClient:
                     f"run {run_id} of {slug} was uploaded after version {later['number']} was published, so it is "
                     f"never scored on version {number}; wait for version {later['number']} or later instead"
                 )
+
+    # --- versions -----------------------------------------------------------------------
+
+    def publish(self, slug: str, *, note: str = "", wait: bool = True, timeout: float = 1800.0, poll_first: float = 0.5,
+                poll_max: float = 10.0, sleep: Callable[[float], None] = time.sleep) -> PublishJob:
+        """Publish the set's resolved labels as its next version (a write token of a manager).
+
+        Goldset publishes in a background job: the API answers 202 with the job at once. With
+        `wait` (the default) this polls the job, `poll_first` seconds then 1.5 times longer
+        each time up to `poll_max`, until it is done, and returns it: its `version` holds the
+        number and content hash to pin. Raises PublishFailed when the job ended without a
+        version, WaitTimeout after `timeout` seconds (the job goes on: poll its `url` later),
+        and GoldsetAPIError 409 at once when nothing changed since the latest version or a
+        publish of the set is under way. Without `wait`, returns the job as the API answered.
+        """
+        job: PublishJob = self.http.request(
+            "POST", set_path(slug) + "versions/", body=lambda: {"json": {"note": note}}, ok=(202,),
+        ).json()
+        if not wait:
+            return job
+        waiting = _Waiting(timeout, poll_first, poll_max, sleep)
+        while job["status"] not in ("done", "failed"):
+            waiting.status = job["status"]
+            waiting.pause(lambda status: WaitTimeout(
+                f"the publish of {slug} (job {job['id']}) was not done within {timeout:g} s (status {status}); "
+                f"it goes on: GET {job['url']} later", last_status=status,
+            ))
+            job = self.http.get_json(job["url"])
+        if job["status"] == "failed":
+            raise PublishFailed(f"{slug} was not published: {job['error']}", error=job["error"])
+        return job
 
     # --- monitoring ---------------------------------------------------------------------
 

@@ -56,3 +56,12 @@ class WaitTimeout(GoldsetClientError):
     def __init__(self, message: str, *, last_status: str | None = None) -> None:
         self.last_status = last_status
         super().__init__(message)
+
+
+class PublishFailed(GoldsetClientError):
+    """The publish job ended without a version; `error` is the reason Goldset stored (for
+    example nothing changed since the latest version)."""
+
+    def __init__(self, message: str, *, error: str = "") -> None:
+        self.error = error
+        super().__init__(message)

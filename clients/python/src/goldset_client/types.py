@@ -120,6 +120,30 @@ class Evaluation(TypedDict):
     unreliable: bool
 
 
+PublishStatus = Literal["queued", "running", "done", "failed"]
+
+
+class PublishProgress(TypedDict):
+    step: str
+    number: int
+    steps: int
+    done: int
+    total: int | None
+
+
+class PublishJob(TypedDict):
+    id: int
+    status: PublishStatus
+    note: str
+    progress: PublishProgress | None
+    version: Version | None
+    error: str
+    url: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
 class Night(TypedDict):
     run_id: int
     name: str
