@@ -3,7 +3,6 @@ found-against-judged curve, completeness samples and their estimate, Judged@k pe
 slice."""
 
 import itertools
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from evaluation.selectors import evaluation_settings, slice_label
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.selectors import label_of
 from lib.ids import natural_key
+from lib.ppi import wilson_interval
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.pools.selectors import PoolProgress, left_out_by_budget, pools_of
 
@@ -135,32 +135,6 @@ def pools_found_curves(pools: Sequence[Pool], *, points: int = CURVE_POINTS) -> 
         for pool_id, n, found in cursor.fetchall():
             curves.setdefault(pool_id, [(0, 0)]).append((int(n), int(found)))
     return curves
-
-
-# The normal quantile of a two-sided 95% interval (scipy.stats.norm.ppf(0.975)).
-Z_95 = 1.959963984540054
-
-
-def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson's score interval for a binomial proportion (fractions in [0, 1]).
-
-    Chosen over the normal (Wald) interval because completeness samples find few
-    relevant pages: with r = 0 the Wald interval is [0, 0], claiming certainty from no
-    evidence, and for small r it runs below 0; Wilson's stays inside [0, 1], is not empty
-    at r = 0 and keeps close to its nominal coverage for small n and r (Brown, Cai and
-    DasGupta, "Interval estimation for a binomial proportion", 2001). It is scipy's
-    binomtest(...).proportion_ci(method="wilson").
-    """
-    if trials < 1:
-        raise ValueError("a proportion needs at least one trial")
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes must be within 0..{trials}, got {successes}")
-    p = successes / trials
-    z2 = z * z
-    denominator = 1 + z2 / trials
-    centre = (p + z2 / (2 * trials)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials))
-    return max(centre - half, 0.0), min(centre + half, 1.0)
 
 
 @dataclass(frozen=True)
