@@ -197,14 +197,15 @@ def samples_of(golden_set: GoldenSet) -> QuerySet[CompletenessSample]:
     )
 
 
-def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, CompletenessEstimate]:
-    """{sample id: CompletenessEstimate} in one query however many samples: their tasks
-    (the partial index judging_task_sample) joined to the judgments of their pairs (the
-    index judgment_pair_latest), resolved into labels by the rules of
-    goldenset.selectors.resolved_labels. A pair is a SAMPLE task at most once
-    (judging_task_unique_pair), so no pair is counted twice."""
+def sample_pair_labels(samples: Sequence[CompletenessSample]) -> dict[int, dict[tuple[int, int], int]]:
+    """{sample id: {(query pk, page pk): label}} of the samples' pairs that have a label now,
+    in one query however many samples: their tasks (the partial index judging_task_sample)
+    joined to the judgments of their pairs (the index judgment_pair_latest), resolved into
+    labels by the rules of goldenset.selectors.resolved_labels. A pair is a SAMPLE task at
+    most once (judging_task_unique_pair), so no pair is counted twice."""
+    found: dict[int, dict[tuple[int, int], int]] = {sample.pk: {} for sample in samples}
     if not samples:
-        return {}
+        return found
     tasks = connection.ops.quote_name(JudgingTask._meta.db_table)
     judgments = connection.ops.quote_name(Judgment._meta.db_table)
     ids = ", ".join(str(int(sample.pk)) for sample in samples)
@@ -216,17 +217,24 @@ def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, C
     with connection.cursor() as cursor:
         cursor.execute(sql)
         rows = cursor.fetchall()
-    counts: dict[int, list[int]] = {sample.pk: [0, 0] for sample in samples}
-    thresholds = {sample.pk: sample.golden_set.relevance_threshold for sample in samples}
-    for (sample_id, _, _), judged in itertools.groupby(rows, key=lambda row: row[:3]):
+    for (sample_id, query_pk, page_pk), judged in itertools.groupby(rows, key=lambda row: row[:3]):
         label = label_of(row[3:] for row in judged if row[3] is not None)
         if label is not None:
-            counts[sample_id][0] += 1
-            counts[sample_id][1] += label >= thresholds[sample_id]
-    return {
-        sample.pk: CompletenessEstimate(sample=sample, judged=counts[sample.pk][0], relevant=counts[sample.pk][1])
-        for sample in samples
-    }
+            found[sample_id][(query_pk, page_pk)] = label
+    return found
+
+
+def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, CompletenessEstimate]:
+    """{sample id: CompletenessEstimate} in one query however many samples (sample_pair_labels)."""
+    labels = sample_pair_labels(samples)
+    estimates = {}
+    for sample in samples:
+        grades = labels[sample.pk].values()
+        threshold = sample.golden_set.relevance_threshold
+        estimates[sample.pk] = CompletenessEstimate(
+            sample=sample, judged=len(grades), relevant=sum(grade >= threshold for grade in grades),
+        )
+    return estimates
 
 
 def completeness_estimate(sample: CompletenessSample) -> CompletenessEstimate:
