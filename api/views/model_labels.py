@@ -127,7 +127,7 @@ class _CalibrationSerializer(serializers.Serializer):
     runs = _RankingSerializer(many=True, help_text="runs not archived, each series by its latest night")
     tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b of the two rankings")
     model_fill = serializers.SerializerMethodField(help_text='names the fill: "with model fill: model X, prompt hash Y"')
-    recalls = _SampleRecallSerializer(many=True, help_text="the newest completeness samples' recall of the labels")
+    recalls = _SampleRecallSerializer(many=True, help_text="the recall of the labels from the newest completeness sample (a list: empty without one)")
 
     def get_model_fill(self, calibration: Calibration) -> str:
         return f"with model fill: {calibration.source.model}, prompt hash {calibration.source.prompt_hash}"

@@ -43,9 +43,10 @@ from labeling.pools.union import RunSpec, classify, copy_pairs, dense_queries, m
 from lib.ppi import RecallEstimate, human_share, ppi_share, recall_estimate
 from lib.progress import no_progress
 
-# The newest samples the page and the API estimate from: each draws its population up
-# again from the pool's runs.
-SAMPLES_ESTIMATED = 3
+# The newest samples the page and the API estimate from. Each draws its population up
+# again from its pool's runs, which costs what a sample draw's union costs (every pooled
+# run read to depth_to: seconds at 10,000 queries and 20 runs), so only the newest one.
+SAMPLES_ESTIMATED = 1
 # The share of the population (as drawn up now) the model must have labelled.
 MIN_POPULATION_SHARE = 0.9
 
