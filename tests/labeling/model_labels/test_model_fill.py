@@ -6,6 +6,8 @@ prediction-powered."""
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluation.models import Score
@@ -156,3 +158,17 @@ def test_the_page_and_the_api_show_both_recall_intervals_labelled(client, sample
     membership_grant(user=teammate, golden_set=sampled, role=Membership.Role.ANNOTATOR)
     client.force_login(teammate)
     assert client.get(reverse("model_labels", args=["sampled"])).status_code == 404
+
+
+def test_the_page_with_a_sample_makes_as_many_queries_however_many_runs_and_labels(client, sampled, owner):
+    client.force_login(owner)
+    url = reverse("model_labels", args=["sampled"])
+    client.get(url)  # the session and the menu's first reads
+    with CaptureQueriesContext(connection) as before:
+        assert client.get(url).status_code == 200
+    factories.run(sampled, "c", {"q1": ["d1", "d12"], "q3": ["d2"]})
+    model_labels_import(golden_set=sampled, model="judge-7b", prompt_text="grade it",
+                        records=[ModelLabelLine(1, "q1", "d12", 1), ModelLabelLine(2, "q3", "d2", 0)])
+    with CaptureQueriesContext(connection) as after:
+        assert client.get(url).status_code == 200
+    assert len(after) == len(before) <= 40
