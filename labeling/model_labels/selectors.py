@@ -176,7 +176,7 @@ class Calibration:
     tau: float | None = None
     filled_metrics: list[str] = field(default_factory=list)
     recalls: list[SampleRecall] = field(default_factory=list)
-    minimum_slice_pairs: int = MIN_SLICE_PAIRS
+    minimum_slice_pairs: int = 0
 
     @property
     def runs_by_filled(self) -> list[RunRanking]:
@@ -294,7 +294,9 @@ def source_find(golden_set: GoldenSet, model: str | None, prompt_hash: str | Non
 
 def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibration:
     """How the labels of `source` compare with the latest version's, overall and per query
-    slice of that version, with the worst disagreements and the runs ranked both ways."""
+    and page slice of that version, with the worst disagreements, the runs ranked and
+    scored both ways, and the recall of the labels from the newest completeness sample,
+    human only and prediction-powered (labeling.model_labels.estimates)."""
     version = golden_set.latest_version()
     report = Calibration(golden_set=golden_set, source=source, version=version)
     model_rows = ModelJudgment.objects.filter(golden_set=golden_set, model=source.model, prompt_hash=source.prompt_hash)
@@ -309,6 +311,7 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     both = {pair: (grade, model[pair]) for pair, grade in human.items() if pair in model}
     values = sorted(set(golden_set.grade_values()) | {h for h, _ in both.values()})
     report.overall = _agreement("all queries", list(both.values()), values, threshold)
+    report.minimum_slice_pairs = MIN_SLICE_PAIRS
     slices = version_slices(version)
     for name, query_ids in slices.query.items():
         pairs = [grades for (query_id, _), grades in both.items() if query_id in query_ids]
