@@ -1,8 +1,12 @@
 """The calibration of a golden set's model labels, as the model labels page shows it
 (labeling.model_labels.selectors.calibration_report): agreement of one model and prompt
-with the latest version's labels, overall and per query slice, its worst disagreements and
-the runs ranked on human labels and on human labels filled with the model's. Kappa and tau
-are unitless in [-1, 1] (null where undefined); shares and scores are fractions in [0, 1]."""
+with the latest version's labels, overall and per slice, its worst disagreements, the runs
+ranked and scored on human labels and on human labels filled with the model's, and the
+recall of the labels from the completeness samples, human only and prediction-powered
+(labeling.model_labels.estimates). Kappa and tau are unitless in [-1, 1] (null where
+undefined); shares, scores and recalls are fractions in [0, 1]. Every figure that uses
+the model's labels sits under a name that says so (`filled`, `with_model_fill`,
+`prediction_powered`)."""
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers
@@ -24,8 +28,14 @@ class _SourceSerializer(serializers.Serializer):
 
 @extend_schema_serializer(component_name="ModelAgreement")
 class _AgreementSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text='"all queries" or a query slice ("queries lang = de")')
+    name = serializers.CharField(help_text='"all queries", a query slice ("queries lang = de") or a page slice ("pages type = faq")')
     pairs = serializers.IntegerField(help_text="pairs both the model and the version judged")
+    too_few_pairs = serializers.BooleanField(
+        source="too_few", help_text="under minimum_pairs: kappa and shares are null, the counts are given",
+    )
+    minimum_pairs = serializers.IntegerField()
+    model_only_share = serializers.FloatField(allow_null=True, help_text="of the pairs the model calls relevant, the share people do not")
+    human_only_share = serializers.FloatField(allow_null=True, help_text="of the pairs people call relevant, the share the model does not")
     kappa_quadratic = serializers.FloatField(allow_null=True)
     kappa_unweighted = serializers.FloatField(allow_null=True)
     values = serializers.ListField(child=serializers.IntegerField(), help_text="the grades of the matrix's rows and columns")
@@ -48,6 +58,21 @@ class _DisagreementSerializer(serializers.Serializer):
     flip = serializers.BooleanField(help_text="one side calls the page relevant, the other not")
 
 
+@extend_schema_serializer(component_name="ModelFilledScore")
+class _FilledScoreSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    human = serializers.FloatField(allow_null=True, help_text="on the version's labels, as the stored score")
+    with_model_fill = serializers.FloatField(source="filled", allow_null=True, help_text="with the model's labels filling unjudged pairs")
+
+
+@extend_schema_serializer(component_name="ModelShareOfTopK")
+class _ModelShareSerializer(serializers.Serializer):
+    k = serializers.IntegerField()
+    model = serializers.IntegerField(help_text="labelled pages of the run's top k whose label is the model's")
+    labelled = serializers.IntegerField(help_text="labelled pages of the run's top k once the model fills the gaps")
+    share = serializers.FloatField(allow_null=True)
+
+
 @extend_schema_serializer(component_name="ModelRunRanking")
 class _RankingSerializer(serializers.Serializer):
     run_id = serializers.IntegerField(source="run_pk")
@@ -57,6 +82,34 @@ class _RankingSerializer(serializers.Serializer):
     filled = serializers.FloatField(allow_null=True, help_text="the metric with the model's labels filling unjudged pairs")
     human_rank = serializers.IntegerField()
     filled_rank = serializers.IntegerField()
+    scores = _FilledScoreSerializer(many=True, help_text="the results page's leading metrics, human only and with model fill")
+    model_shares = _ModelShareSerializer(many=True, source="shares")
+
+
+@extend_schema_serializer(component_name="RecallInterval")
+class _RecallSerializer(serializers.Serializer):
+    recall = serializers.FloatField(allow_null=True, help_text="found / (found + population x share relevant)")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    share_relevant = serializers.FloatField(source="share.share", help_text="estimated share of the population that is relevant")
+    human_labels = serializers.IntegerField(source="share.human")
+    model_labels = serializers.IntegerField(source="share.model")
+
+
+@extend_schema_serializer(component_name="ModelSampleRecall")
+class _SampleRecallSerializer(serializers.Serializer):
+    sample_id = serializers.IntegerField(source="sample.pk")
+    k = serializers.IntegerField(help_text="the sample's depth_to: recall within the pooled runs' top k")
+    found = serializers.IntegerField(help_text="relevant pages labelled, outside the sample")
+    population = serializers.IntegerField(help_text="unjudged pairs the sample was drawn from")
+    population_now = serializers.IntegerField(help_text="of those, the pairs found again now")
+    model_called = serializers.IntegerField(help_text="pairs of the population the model labelled")
+    judged = serializers.IntegerField()
+    relevant = serializers.IntegerField()
+    human_only = _RecallSerializer(source="human", allow_null=True, help_text="Wilson's 95% interval from the sample alone")
+    prediction_powered = _RecallSerializer(source="ppi", allow_null=True, help_text="95% interval with the model's labels (PPI)")
+    prediction_powered_label = serializers.CharField(source="label")
+    why_not = serializers.CharField(allow_blank=True, help_text="why there is no prediction-powered estimate")
 
 
 @extend_schema_serializer(component_name="ModelCalibration")
@@ -73,6 +126,11 @@ class _CalibrationSerializer(serializers.Serializer):
     filled_pairs = serializers.IntegerField(help_text="model labels filling pairs the version left unjudged")
     runs = _RankingSerializer(many=True, help_text="runs not archived, each series by its latest night")
     tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b of the two rankings")
+    model_fill = serializers.SerializerMethodField(help_text='names the fill: "with model fill: model X, prompt hash Y"')
+    recalls = _SampleRecallSerializer(many=True, help_text="the recall of the labels from the newest completeness sample (a list: empty without one)")
+
+    def get_model_fill(self, calibration: Calibration) -> str:
+        return f"with model fill: {calibration.source.model}, prompt hash {calibration.source.prompt_hash}"
 
 
 class ModelLabelCalibrationApi(APIView):

@@ -3,7 +3,6 @@ found-against-judged curve, completeness samples and their estimate, Judged@k pe
 slice."""
 
 import itertools
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from evaluation.selectors import evaluation_settings, slice_label
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.selectors import label_of
 from lib.ids import natural_key
+from lib.ppi import wilson_interval
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.pools.selectors import PoolProgress, left_out_by_budget, pools_of
 
@@ -137,32 +137,6 @@ def pools_found_curves(pools: Sequence[Pool], *, points: int = CURVE_POINTS) -> 
     return curves
 
 
-# The normal quantile of a two-sided 95% interval (scipy.stats.norm.ppf(0.975)).
-Z_95 = 1.959963984540054
-
-
-def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson's score interval for a binomial proportion (fractions in [0, 1]).
-
-    Chosen over the normal (Wald) interval because completeness samples find few
-    relevant pages: with r = 0 the Wald interval is [0, 0], claiming certainty from no
-    evidence, and for small r it runs below 0; Wilson's stays inside [0, 1], is not empty
-    at r = 0 and keeps close to its nominal coverage for small n and r (Brown, Cai and
-    DasGupta, "Interval estimation for a binomial proportion", 2001). It is scipy's
-    binomtest(...).proportion_ci(method="wilson").
-    """
-    if trials < 1:
-        raise ValueError("a proportion needs at least one trial")
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes must be within 0..{trials}, got {successes}")
-    p = successes / trials
-    z2 = z * z
-    denominator = 1 + z2 / trials
-    centre = (p + z2 / (2 * trials)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials))
-    return max(centre - half, 0.0), min(centre + half, 1.0)
-
-
 @dataclass(frozen=True)
 class CompletenessEstimate:
     """What a completeness sample says about the relevant pages nobody judged.
@@ -223,14 +197,15 @@ def samples_of(golden_set: GoldenSet) -> QuerySet[CompletenessSample]:
     )
 
 
-def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, CompletenessEstimate]:
-    """{sample id: CompletenessEstimate} in one query however many samples: their tasks
-    (the partial index judging_task_sample) joined to the judgments of their pairs (the
-    index judgment_pair_latest), resolved into labels by the rules of
-    goldenset.selectors.resolved_labels. A pair is a SAMPLE task at most once
-    (judging_task_unique_pair), so no pair is counted twice."""
+def sample_pair_labels(samples: Sequence[CompletenessSample]) -> dict[int, dict[tuple[int, int], int]]:
+    """{sample id: {(query pk, page pk): label}} of the samples' pairs that have a label now,
+    in one query however many samples: their tasks (the partial index judging_task_sample)
+    joined to the judgments of their pairs (the index judgment_pair_latest), resolved into
+    labels by the rules of goldenset.selectors.resolved_labels. A pair is a SAMPLE task at
+    most once (judging_task_unique_pair), so no pair is counted twice."""
+    found: dict[int, dict[tuple[int, int], int]] = {sample.pk: {} for sample in samples}
     if not samples:
-        return {}
+        return found
     tasks = connection.ops.quote_name(JudgingTask._meta.db_table)
     judgments = connection.ops.quote_name(Judgment._meta.db_table)
     ids = ", ".join(str(int(sample.pk)) for sample in samples)
@@ -242,17 +217,24 @@ def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, C
     with connection.cursor() as cursor:
         cursor.execute(sql)
         rows = cursor.fetchall()
-    counts: dict[int, list[int]] = {sample.pk: [0, 0] for sample in samples}
-    thresholds = {sample.pk: sample.golden_set.relevance_threshold for sample in samples}
-    for (sample_id, _, _), judged in itertools.groupby(rows, key=lambda row: row[:3]):
+    for (sample_id, query_pk, page_pk), judged in itertools.groupby(rows, key=lambda row: row[:3]):
         label = label_of(row[3:] for row in judged if row[3] is not None)
         if label is not None:
-            counts[sample_id][0] += 1
-            counts[sample_id][1] += label >= thresholds[sample_id]
-    return {
-        sample.pk: CompletenessEstimate(sample=sample, judged=counts[sample.pk][0], relevant=counts[sample.pk][1])
-        for sample in samples
-    }
+            found[sample_id][(query_pk, page_pk)] = label
+    return found
+
+
+def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, CompletenessEstimate]:
+    """{sample id: CompletenessEstimate} in one query however many samples (sample_pair_labels)."""
+    labels = sample_pair_labels(samples)
+    estimates = {}
+    for sample in samples:
+        grades = labels[sample.pk].values()
+        threshold = sample.golden_set.relevance_threshold
+        estimates[sample.pk] = CompletenessEstimate(
+            sample=sample, judged=len(grades), relevant=sum(grade >= threshold for grade in grades),
+        )
+    return estimates
 
 
 def completeness_estimate(sample: CompletenessSample) -> CompletenessEstimate:

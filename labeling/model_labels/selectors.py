@@ -1,5 +1,6 @@
-"""Calibration of model labels against people's, per query slice: the reads of the model
-labels page.
+"""Calibration of model labels against people's, overall and per slice (query slices and
+page slices of the latest version), and what the model's labels would change: the reads of
+the model labels page.
 
 The human label of a pair is its label in the set's LATEST VERSION (VersionLabel), the
 labels every score is computed on, so "how far to trust the model" is measured against
@@ -10,10 +11,17 @@ here (and by their import): human resolution, versions and scores never see them
 The ranking of systems compares each run's recall@k_final (the set's k_final as frozen
 in the version) on the version's labels with the same metric on those labels plus the
 model's labels filling the pairs the version left unjudged, computed by the project's
-engine (evaluation.engine), as the results pages compute scores.
+engine (evaluation.engine), as the results pages compute scores. The same two scorings
+give the filled scores shown beside the human-only ones (recall@k_final, recall@k_first,
+ndcg@10, mrr), with the share of the model's labels among the labelled pages of each run's
+top k: stored scores never read model labels, these are computed here and only shown,
+labelled with the model and the prompt's hash.
+
+The recall of the labels from the completeness samples, human only and prediction-powered
+with the model's labels, is labeling.model_labels.estimates'.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -21,11 +29,13 @@ import numpy as np
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
+from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
 from evaluation.selectors import later_night, run_not_archived, slice_label, version_labels, version_query_ids, version_slices
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
+from labeling.model_labels.estimates import SampleRecall, sample_recalls
 from labeling.model_labels.stats import cohen_kappa, kendall_tau_b
 from labeling.models import JudgeFailure, JudgeJob
 from labeling.quality.agreement import confusion_matrix
@@ -34,6 +44,9 @@ from lib.llm_judging import cost
 from lib.runs import RankedRun
 
 WORST_LIMIT = 50
+# A slice with fewer pairs judged by both shows its count and no figure: kappa over a
+# dozen pairs swings by tenths with one pair.
+MIN_SLICE_PAIRS = 20
 
 Pair = tuple[str, int]  # (query_id, page pk)
 
@@ -59,16 +72,21 @@ class Agreement:
     model_relevant_humans_not: int
     human_relevant: int
     human_relevant_model_not: int
+    minimum_pairs: int = 0
+
+    @property
+    def too_few(self) -> bool:
+        return self.pairs < self.minimum_pairs
 
     @property
     def model_only_share(self) -> float | None:
         """Of the pairs the model calls relevant, the share people do not."""
-        return self.model_relevant_humans_not / self.model_relevant if self.model_relevant else None
+        return self.model_relevant_humans_not / self.model_relevant if self.model_relevant and not self.too_few else None
 
     @property
     def human_only_share(self) -> float | None:
         """Of the pairs people call relevant, the share the model does not."""
-        return self.human_relevant_model_not / self.human_relevant if self.human_relevant else None
+        return self.human_relevant_model_not / self.human_relevant if self.human_relevant and not self.too_few else None
 
     @property
     def confusion_counts(self) -> list[list[int]]:
@@ -97,10 +115,40 @@ class Disagreement:
 
 
 @dataclass(frozen=True)
+class FilledScore:
+    """One metric of one run on the version's labels (`human`, the stored score's labels)
+    and on them with the model's filling the unjudged pairs (`filled`): fractions in
+    [0, 1], None when no query of the version has a relevant page."""
+
+    metric: str
+    human: float | None
+    filled: float | None
+
+    @property
+    def change_points(self) -> float | None:
+        return None if self.human is None or self.filled is None else (self.filled - self.human) * 100
+
+
+@dataclass(frozen=True)
+class ModelShare:
+    """Of the labelled pages in a run's top `k` (over the version's queries) once the model
+    fills the gaps, how many carry the model's label: `model` of `labelled`."""
+
+    k: int
+    model: int
+    labelled: int
+
+    @property
+    def share(self) -> float | None:
+        return self.model / self.labelled if self.labelled else None
+
+
+@dataclass(frozen=True)
 class RunRanking:
     """One run's score on human labels and on human labels filled with the model's, and
-    its rank (1 = best) under each. Scores are fractions in [0, 1], None when no query of
-    the version has a relevant page."""
+    its rank (1 = best) under each, by the ranking metric; `scores` the metrics the results
+    page leads with, both ways, and `shares` the model's part of the labels in its top k.
+    Scores are fractions in [0, 1], None when no query of the version has a relevant page."""
 
     run_pk: int
     name: str
@@ -109,6 +157,8 @@ class RunRanking:
     filled: float | None
     human_rank: int
     filled_rank: int
+    scores: tuple[FilledScore, ...] = ()
+    shares: tuple[ModelShare, ...] = ()
 
 
 @dataclass
@@ -124,20 +174,24 @@ class Calibration:
     runs: list[RunRanking] = field(default_factory=list)
     filled_pairs: int = 0  # model labels that fill pairs the version left unjudged
     tau: float | None = None
+    filled_metrics: list[str] = field(default_factory=list)
+    recalls: list[SampleRecall] = field(default_factory=list)
+    minimum_slice_pairs: int = 0
 
     @property
     def runs_by_filled(self) -> list[RunRanking]:
         return sorted(self.runs, key=lambda run: run.filled_rank)
 
 
-def _agreement(name: str, pairs: list[tuple[int, int]], values: list[int], threshold: int) -> Agreement:
+def _agreement(name: str, pairs: list[tuple[int, int]], values: list[int], threshold: int, minimum: int = 0) -> Agreement:
     human = np.asarray([h for h, _ in pairs], dtype=np.int64)
     model = np.asarray([m for _, m in pairs], dtype=np.int64)
     human_rel, model_rel = human >= threshold, model >= threshold
+    enough = len(pairs) >= minimum
     return Agreement(
-        name=name, values=values, pairs=len(pairs),
-        kappa_quadratic=_finite(cohen_kappa(human, model, values=values, weights="quadratic")),
-        kappa_unweighted=_finite(cohen_kappa(human, model, values=values)),
+        name=name, values=values, pairs=len(pairs), minimum_pairs=minimum,
+        kappa_quadratic=_finite(cohen_kappa(human, model, values=values, weights="quadratic")) if enough else None,
+        kappa_unweighted=_finite(cohen_kappa(human, model, values=values)) if enough else None,
         confusion=confusion_matrix(human, model, values=values),
         model_relevant=int(model_rel.sum()), model_relevant_humans_not=int((model_rel & ~human_rel).sum()),
         human_relevant=int(human_rel.sum()), human_relevant_model_not=int((human_rel & ~model_rel).sum()),
@@ -188,24 +242,41 @@ def _ranked_runs(golden_set: GoldenSet) -> Iterator[tuple[Run, RankedRun]]:
         yield runs[run_pk], RankedRun.from_bytes(bytes(ranked))
 
 
+def filled_metrics(version: Version) -> list[str]:
+    """The metrics scored both ways, in the results page's order of the defaults:
+    recall@k_final (what the prompt sees, the ranking metric), recall@k_first, ndcg@10, mrr."""
+    return list(dict.fromkeys([f"recall@{version.k_final}", f"recall@{version.k_first}", "ndcg@10", "mrr"]))
+
+
 def _rankings(
     golden_set: GoldenSet, version: Version, query_ids: list[str], human_rows: list[tuple[str, int, int]],
-    fill: Iterable[tuple[str, int, int]], metric: str,
+    fill: list[tuple[str, int, int]], metric: str,
 ) -> list[RunRanking]:
+    """Every run scored on the version's labels and on them filled with the model's, by
+    the project's engine (trec_eval's ties), one run's entries in memory at a time."""
     human = QrelsArrays.from_rows(human_rows, query_ids=query_ids)
     filled = QrelsArrays.from_rows([*human_rows, *fill], query_ids=query_ids)
-    scores = []
+    model_only = QrelsArrays.from_rows(fill, query_ids=query_ids)
+    metrics = filled_metrics(version)
+    depths = sorted({version.k_final, version.k_first})
+    threshold = version.relevance_threshold
+    scored = []
     for run, ranked in _ranked_runs(golden_set):
-        on_human = evaluate_run(human, ranked, [metric], relevance_threshold=version.relevance_threshold).means[metric]
-        on_filled = evaluate_run(filled, ranked, [metric], relevance_threshold=version.relevance_threshold).means[metric]
-        scores.append((run, on_human, on_filled))
-    scores.sort(key=lambda item: (natural_key(item[0].name), item[0].pk))
-    names = [run.name for run, _, _ in scores]
-    human_ranks = _ranks([h or 0.0 for _, h, _ in scores], names)
-    filled_ranks = _ranks([f or 0.0 for _, _, f in scores], names)
+        on_human = evaluate_run(human, ranked, metrics, relevance_threshold=threshold).means
+        on_filled = evaluate_run(filled, ranked, metrics, relevance_threshold=threshold).means
+        shares = []
+        for k in depths:
+            model_hits = len(pooled_labels(model_only, ranked, k)) if fill else 0
+            shares.append(ModelShare(k=k, model=model_hits, labelled=model_hits + len(pooled_labels(human, ranked, k))))
+        scores = tuple(FilledScore(name, on_human[name], on_filled[name]) for name in metrics)
+        scored.append((run, on_human[metric], on_filled[metric], scores, tuple(shares)))
+    scored.sort(key=lambda item: (natural_key(item[0].name), item[0].pk))
+    names = [item[0].name for item in scored]
+    human_ranks = _ranks([item[1] or 0.0 for item in scored], names)
+    filled_ranks = _ranks([item[2] or 0.0 for item in scored], names)
     return [
-        RunRanking(run.pk, run.name, run.stage, h, f, hr, fr)
-        for (run, h, f), hr, fr in zip(scores, human_ranks, filled_ranks)
+        RunRanking(run.pk, run.name, run.stage, h, f, hr, fr, scores, shares)
+        for (run, h, f, scores, shares), hr, fr in zip(scored, human_ranks, filled_ranks)
     ]
 
 
@@ -223,7 +294,9 @@ def source_find(golden_set: GoldenSet, model: str | None, prompt_hash: str | Non
 
 def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibration:
     """How the labels of `source` compare with the latest version's, overall and per query
-    slice of that version, with the worst disagreements and the runs ranked both ways."""
+    and page slice of that version, with the worst disagreements, the runs ranked and
+    scored both ways, and the recall of the labels from the newest completeness sample,
+    human only and prediction-powered (labeling.model_labels.estimates)."""
     version = golden_set.latest_version()
     report = Calibration(golden_set=golden_set, source=source, version=version)
     model_rows = ModelJudgment.objects.filter(golden_set=golden_set, model=source.model, prompt_hash=source.prompt_hash)
@@ -238,15 +311,25 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     both = {pair: (grade, model[pair]) for pair, grade in human.items() if pair in model}
     values = sorted(set(golden_set.grade_values()) | {h for h, _ in both.values()})
     report.overall = _agreement("all queries", list(both.values()), values, threshold)
-    for name, query_ids in version_slices(version).query.items():
+    report.minimum_slice_pairs = MIN_SLICE_PAIRS
+    slices = version_slices(version)
+    for name, query_ids in slices.query.items():
         pairs = [grades for (query_id, _), grades in both.items() if query_id in query_ids]
-        report.slices.append(_agreement(slice_label(name), pairs, values, threshold))
+        report.slices.append(_agreement(slice_label(name), pairs, values, threshold, MIN_SLICE_PAIRS))
+    # A page slice holds the pairs whose page is in it (the version's snapshot of the
+    # page's metadata, and its age at publish time), over every query.
+    for name, page_keys in slices.page.items():
+        in_slice = set(page_keys.tolist())
+        pairs = [grades for (_, page_pk), grades in both.items() if page_pk in in_slice]
+        report.slices.append(_agreement(slice_label(name), pairs, values, threshold, MIN_SLICE_PAIRS))
     report.worst = _worst(golden_set, both, threshold)
     query_ids = version_query_ids(version)
     in_version = set(query_ids)
     fill = [(q, p, g) for (q, p), g in model.items() if (q, p) not in human and q in in_version]
     report.filled_pairs = len(fill)
+    report.filled_metrics = filled_metrics(version)
     report.runs = _rankings(golden_set, version, query_ids, human_rows, fill, report.metric)
+    report.recalls = sample_recalls(golden_set, source)
     if len(report.runs) >= 2:
         report.tau = _finite(kendall_tau_b([r.human or 0.0 for r in report.runs], [r.filled or 0.0 for r in report.runs]))
     return report

@@ -56,3 +56,14 @@ def test_annotators_other_sets_tokens_and_anonymous_callers_get_nothing(labelled
 
 def test_it_only_reads(labelled, token, golden_set):
     assert_error(client_for(token("write", golden_set)).post(URL, {}), 405)
+
+
+def test_the_calibration_gives_scores_with_model_fill_and_recall_estimates_named_as_such(labelled, token, golden_set, run):
+    calibration = client_for(token("read", golden_set)).get(URL).json()["calibration"]
+    assert calibration["model_fill"] == f"with model fill: judge, prompt hash {prompt_hash_of('grade')}"
+    [ranked] = calibration["runs"]
+    assert [score["metric"] for score in ranked["scores"]] == ["recall@2", "recall@10", "ndcg@10", "mrr"]
+    assert set(ranked["scores"][0]) == {"metric", "human", "with_model_fill"}
+    assert [share["k"] for share in ranked["model_shares"]] == [2, 10]
+    assert calibration["recalls"] == []  # no completeness sample in this set
+    assert calibration["overall"]["too_few_pairs"] is False and calibration["overall"]["model_only_share"] == 0.5

@@ -10,7 +10,8 @@ from django.db import transaction
 
 from goldenset.models import Judgment, Membership
 from goldenset.services import judgment_record, membership_grant, query_retire
-from labeling.completeness.selectors import completeness_estimate, wilson_interval
+from labeling.completeness.selectors import completeness_estimate
+from lib.ppi import wilson_interval
 from labeling.completeness.services import completeness_sample_draw
 from labeling.models import CompletenessSample, JudgingTask
 from labeling.pools import services

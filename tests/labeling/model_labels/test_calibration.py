@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from goldenset.model_labels import model_labels_import, model_sources
 from goldenset.models import Membership
 from goldenset.services import membership_grant
+from labeling.model_labels import selectors
 from labeling.model_labels.selectors import calibration_report
 from lib.formats import ModelLabelLine
 from tests import factories
@@ -40,7 +41,8 @@ def test_the_relevance_flips_are_shares_of_what_each_side_calls_relevant(golden_
     assert overall.model_only_share == pytest.approx(0.2)
 
 
-def test_agreement_is_given_per_query_slice(golden_set):
+def test_agreement_is_given_per_query_slice(golden_set, monkeypatch):
+    monkeypatch.setattr(selectors, "MIN_SLICE_PAIRS", 1)  # the hand-made set's slices hold three and four pairs
     slices = {a.name: a for a in report(golden_set).slices}
     assert set(slices) == {"queries lang = de", "queries lang = en"}
     english, german = slices["queries lang = en"], slices["queries lang = de"]

@@ -31,3 +31,22 @@ def test_the_page_shows_agreement_disagreements_and_both_rankings_at_any_width(b
     # Side by side on a wide screen: the filled ranking starts to the right of the human one, at its height.
     left, right = human.bounding_box(), filled.bounding_box()
     assert right["x"] > left["x"] + left["width"] - 1 and abs(right["y"] - left["y"]) < 5
+
+
+def _axe_source() -> str:
+    import axe_playwright_python
+
+    return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text()
+
+
+def test_the_filled_scores_and_both_recall_intervals_fit_a_phone_and_pass_axe(browser_page, live_server, sampled, owner):
+    login(browser_page, live_server, "owner", "pw-owner")
+    browser_page.goto(reverse("model_labels", args=[sampled.slug]))
+    for width in (390, 1440):
+        browser_page.set_viewport_size({"width": width, "height": 900})
+        assert browser_page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    assert "prediction-powered (judge-7b + 10 human labels)" in browser_page.locator(".model-recall").inner_text()
+    assert browser_page.locator(".model-filled tbody tr").count() == 2
+    browser_page.evaluate(_axe_source())
+    found = browser_page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
+    assert [v for v in found if v[0] in ("serious", "critical")] == []
