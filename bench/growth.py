@@ -4,7 +4,7 @@ queries, per item, beside its reference, in one run.
     .venv/bin/python bench/growth.py [--sizes 10000 30000 100000] [--runs 20 --depth 100]
         [--pages-per-query 10] [--pool-depth 20] [--nights 8 --night-depth 10] [--repeat 3]
         [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_growth]
-        [--broker-url redis://127.0.0.1:6379/0] [--seed 20240601]
+        [--broker-url redis://127.0.0.1:6379/0] [--seed 20240601] [--profile]
 
 Each size runs in a process of its own (so that one size's caches and peak memory do not
 carry into the next), on a database of its own (--database-url with `_<size>` appended,
@@ -41,15 +41,18 @@ Then it prints each per-item cost at each size and the targets of issue #15 with
 MISS: every page under 1 s at the largest size; publish seconds per thousand labels,
 recompute seconds per million run entries, pool_build per pair and the export per label
 each within 1.3x at the largest size of its cost at the smallest; the worker's peak memory
-under 3 GiB at the largest size. Setup (generation, imports, fixtures) is untimed but its
-seconds are printed, with the database's size, to tell what a larger run will need.
+under 3 GiB at the largest size. The wall seconds of each step of each size (setup
+included) and the database's size at its end are printed too: what a larger run will need.
 """
 
 import argparse
+import cProfile
 import dataclasses
 import json
+import logging
 import os
 import platform
+import pstats
 import statistics
 import subprocess
 import sys
@@ -77,6 +80,12 @@ MEMORY_TARGET_BYTES = 3 * 1024**3
 DONE_SHARE = 0.1
 SAMPLE = 1000
 PAGES = ("results", "coverage", "completeness", "monitoring")
+# The steps of a size, as the report names their wall seconds.
+PHASES = {
+    "data": "generating the data", "recompute": "migrate, set, runs' imports, recompute, ranx",
+    "pool": "pool_build and the numpy union", "sample, nights": "pool judged, sample, nights scored",
+    "pages": "pages (warm-up and cold renders)", "export": "export (gunicorn start, API, COPY)",
+}
 
 
 # --- one size, in a process of its own -------------------------------------------------------
@@ -91,6 +100,7 @@ def nights_scored(data: recompute.Dataset, golden_set, version, *, nights: int, 
     from evaluation.services import run_import
     from evaluation.tasks import evaluate_run_task
 
+    logging.getLogger("celery.app.trace").setLevel(logging.WARNING)  # a line a task run here: noise in the bench's output
     shallow = dataclasses.replace(data, depth=depth)
     now = timezone.now()
     entries = 0
@@ -107,8 +117,9 @@ def nights_scored(data: recompute.Dataset, golden_set, version, *, nights: int, 
     return entries
 
 
-def pages_timed(slug: str, repeat: int) -> dict[str, dict]:
-    """{page: {"worst": s, "median": s, "sql": queries of one render}}, as staff, cold."""
+def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict]:
+    """{page: {"worst": s, "median": s, "sql": queries of one render}}, as staff, cold. With
+    `profile`, one more cold render of each page runs under cProfile (printed to stderr)."""
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test import Client
@@ -136,6 +147,12 @@ def pages_timed(slug: str, repeat: int) -> dict[str, dict]:
             queries = len(captured.captured_queries)
         figures[page] = {"worst": max(times), "median": statistics.median(times), "sql": queries}
         print(f"  {page} page: worst {max(times):.3f}s, {queries} SQL queries", file=sys.stderr)
+        if profile:
+            selectors._SCORING_INPUTS.clear()
+            profiler = cProfile.Profile()
+            profiler.runcall(client.get, url)
+            print(f"--- cProfile of a cold render of the {page} page (slower under it), top 25 by cumulative time", file=sys.stderr)
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
     return figures
 
 
@@ -161,22 +178,22 @@ def measure_size(args: argparse.Namespace, queries: int, work: Path) -> dict:
     database_url = f"{args.database_url}_{queries}"
     queue = f"goldset-bench-growth-{os.getpid()}"
     django_setup(database_url, CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=queue)
-    setup: dict[str, float] = {}
+    phases: dict[str, float] = {}  # wall seconds of each step, timed or not: what a larger run will take
     started = time.perf_counter()
     print(f"[{queries} queries] generating data (seed {args.seed}) ...", file=sys.stderr)
     data = recompute.generate_dataset(pages=queries * args.pages_per_query, queries=queries, depth=args.depth, seed=args.seed)
-    setup["generating the data"] = time.perf_counter() - started
+    phases["data"] = time.perf_counter() - started
     purge_queue(args.broker_url, queue)
     try:
         with scratch_database(database_url):
-            out = measure_in_database(args, data, database_url, queue, work, setup)
+            out = measure_in_database(args, data, database_url, queue, work, phases)
     finally:
         purge_queue(args.broker_url, queue)
-    out["setup"] = setup
+    out["phases"] = phases
     return out
 
 
-def measure_in_database(args, data: recompute.Dataset, database_url: str, queue: str, work: Path, setup: dict) -> dict:
+def measure_in_database(args, data: recompute.Dataset, database_url: str, queue: str, work: Path, phases: dict) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
@@ -198,8 +215,8 @@ def measure_in_database(args, data: recompute.Dataset, database_url: str, queue:
         recompute=result.seconds, reference=result.reference_seconds, difference=result.max_difference,
         memory=sum(result.peaks.values()), evaluations=result.evaluations,
     )
-    # Everything but version_publish and the recompute: imports, the worker's start, ranx.
-    setup["recompute's imports and reference"] = time.perf_counter() - started - result.seconds
+    # Migrating, the set, the runs' imports, the worker, the recompute and ranx's reference.
+    phases["recompute"] = time.perf_counter() - started
     golden_set = GoldenSet.objects.get(slug=recompute.SLUG)
     version = golden_set.latest_version()
     runs = list(Run.objects.filter(golden_set=golden_set).order_by("id"))
@@ -208,7 +225,7 @@ def measure_in_database(args, data: recompute.Dataset, database_url: str, queue:
     connection.close()
 
     print(f"[{data.queries} queries] pool_build against the numpy union ...", file=sys.stderr)
-    started = time.perf_counter()
+    pool_started = started = time.perf_counter()
     out["pool_reference_pairs"] = reference_union(golden_set.pk, args.pool_depth)
     out["pool_reference"] = time.perf_counter() - started
     connection.close()
@@ -218,6 +235,7 @@ def measure_in_database(args, data: recompute.Dataset, database_url: str, queue:
     out["pool_pairs"] = built.candidate_pairs
     if out["pool_pairs"] != out["pool_reference_pairs"]:
         raise SystemExit(f"pool_build found {built.candidate_pairs} pairs, the numpy union {out['pool_reference_pairs']}")
+    phases["pool"] = time.perf_counter() - pool_started
 
     started = time.perf_counter()
     owner = get_user_model().objects.create_user("bench-owner")
@@ -228,13 +246,17 @@ def measure_in_database(args, data: recompute.Dataset, database_url: str, queue:
     out["night_entries"] = nights_scored(data, golden_set, version, nights=args.nights, depth=args.night_depth)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
-    setup["pool judged, sample, nights"] = time.perf_counter() - started
+    phases["sample, nights"] = time.perf_counter() - started
 
     print(f"[{data.queries} queries] pages ...", file=sys.stderr)
-    out["pages_timed"] = pages_timed(recompute.SLUG, args.repeat)
+    started = time.perf_counter()
+    out["pages_timed"] = pages_timed(recompute.SLUG, args.repeat, args.profile)
+    phases["pages"] = time.perf_counter() - started
     print(f"[{data.queries} queries] qrels through the API against COPY ...", file=sys.stderr)
     connection.close()
+    started = time.perf_counter()
     out["export"] = export_timed(database_url, version, owner, args.repeat, work)
+    phases["export"] = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_database_size(current_database())")
         out["database_bytes"] = cursor.fetchone()[0]
@@ -252,7 +274,7 @@ def size_in_child(args: argparse.Namespace, queries: int, work: Path) -> dict:
         "--runs", str(args.runs), "--depth", str(args.depth), "--pages-per-query", str(args.pages_per_query),
         "--pool-depth", str(args.pool_depth), "--nights", str(args.nights), "--night-depth", str(args.night_depth),
         "--repeat", str(args.repeat), "--concurrency", str(args.concurrency), "--seed", str(args.seed),
-        "--database-url", args.database_url, "--broker-url", args.broker_url,
+        "--database-url", args.database_url, "--broker-url", args.broker_url, *(["--profile"] if args.profile else []),
     ]
     started = time.perf_counter()
     subprocess.run(command, check=True)
@@ -287,9 +309,11 @@ def report(args: argparse.Namespace, figures: list[dict], load_before: tuple, lo
     row("labels (published)", [f"{f['labels']:,}" for f in figures])
     row("run entries (the runs)", [f"{f['entries']:,}" for f in figures])
     row("pool candidate pairs", [f"{f['pool_pairs']:,}" for f in figures])
+    row("monitoring nights' run entries", [f"{f['night_entries']:,}" for f in figures])
     row("database size (MiB)", [f"{f['database_bytes'] / mib:,.0f}" for f in figures])
-    row("setup, untimed (s)", [f"{sum(f['setup'].values()):,.0f}" for f in figures])
     row("wall time of the size (s)", [f"{f['wall']:,.0f}" for f in figures])
+    for phase in figures[0]["phases"]:
+        row(f"  {PHASES[phase]}", [f"{f['phases'][phase]:,.0f}" for f in figures])
     print()
 
     verdicts = []
@@ -338,9 +362,6 @@ def report(args: argparse.Namespace, figures: list[dict], load_before: tuple, lo
           "qrels equal COPY's TREC lines byte for byte, at every size")
     print("recompute: version_publish to the last score a real Celery worker stores (bench/recompute.py); publish: the "
           "version_publish call alone; export: median of the API's and COPY's times")
-    print("setup seconds per size: " + "; ".join(
-        f"{f['queries']:,}: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in f["setup"].items()) for f in figures
-    ))
     missed = [name for name, verdict in verdicts if verdict == "MISS"]
     print(f"targets: {len(verdicts) - len(missed)} of {len(verdicts)} PASS" + (f"; MISS: {', '.join(missed)}" if missed else ""))
 
@@ -362,6 +383,7 @@ def main() -> None:
         help="PostgreSQL database to create for each size with _<size> appended, and drop; none may exist beforehand",
     )
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/0", help="Redis for the worker (a queue of the run's own)")
+    parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of a cold render of each page")
     parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # a child process: one size
     parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
