@@ -112,7 +112,9 @@ def nights_scored(data: recompute.Dataset, golden_set, version, *, nights: int, 
                 name=f"nightly {stage} night {night + 1}", series=f"nightly {stage}",
                 measured_at=now - timedelta(days=nights - 1 - night),
             )
-            evaluate_run_task.apply(args=(run.pk, version.pk), throw=True)
+            outcome = evaluate_run_task.apply(args=(run.pk, version.pk), throw=True).get()
+            if outcome != "done":
+                raise SystemExit(f"the evaluation of {run.name} on version {version.number} ended {outcome!r}")
             entries += run.entry_count
     return entries
 
@@ -371,7 +373,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000], help="queries of each set, smallest first")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--depth", type=int, default=100, help="pages each run ranks a query")
-    parser.add_argument("--pages-per-query", type=int, default=10, help="corpus pages a query (default 10)")
+    parser.add_argument("--pages-per-query", type=int, default=10, help="corpus pages a query (default 10: recompute.py's 100,000 pages for 10,000 queries)")
     parser.add_argument("--pool-depth", type=int, default=20, help="depth of the pool built (default 20)")
     parser.add_argument("--nights", type=int, default=8, help="nights of each of the monitoring page's two series")
     parser.add_argument("--night-depth", type=int, default=10, help="pages a night ranks a query")
