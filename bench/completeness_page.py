@@ -47,6 +47,41 @@ def timed(function, *args, **kwargs):
     return value, time.perf_counter() - start
 
 
+def pool_partly_judged(pool, *, done_share: float, sample: int, depth_to: int, user, profiler=None) -> dict:
+    """A pool part-way through judging, as the completeness page sees one: `done_share` of its
+    pairs marked judged (done_at spread over the last three days), a completeness sample of
+    `sample` pairs drawn from the ranks below the pool's depth down to `depth_to` (timed),
+    half of it judged. Planner statistics gathered. Returns {"done": pairs marked judged,
+    "draw": SampleDrawResult, "draw_seconds": seconds of the draw, "judged": sample pairs
+    judged}. `profiler` (a cProfile.Profile) watches the draw alone. bench/growth.py builds
+    the same for its page figures."""
+    from django.db import connection
+
+    from goldenset.models import Judgment
+    from labeling.models import JudgingTask
+    from labeling.completeness.services import completeness_sample_draw
+
+    # Grades 0-3, done_at spread over the last 72 hours.
+    done = pool_judged_earlier(pool, done_share, spread_seconds=259200)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE labeling_judgingtask")
+    print("drawing a sample ...", file=sys.stderr)
+    if profiler:
+        profiler.enable()
+    draw, draw_seconds = timed(completeness_sample_draw, pool=pool, size=sample, depth_to=depth_to, seed=1, user=user)
+    if profiler:
+        profiler.disable()
+    judged = list(JudgingTask.objects.filter(sample=draw.sample).order_by("id").values_list("query_id", "page_id")[: sample // 2])
+    rng = np.random.default_rng(2)
+    Judgment.objects.bulk_create([
+        Judgment(query_id=q, page_id=p, grade=int(rng.integers(0, 2)), annotator=user, source=Judgment.Source.HUMAN)
+        for q, p in judged
+    ])
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    return {"done": done, "draw": draw, "draw_seconds": draw_seconds, "judged": len(judged)}
+
+
 def run(args: argparse.Namespace) -> None:
     django_setup(args.database_url)
     from django.contrib.auth import get_user_model
@@ -58,10 +93,8 @@ def run(args: argparse.Namespace) -> None:
     from django.utils import timezone
 
     from evaluation.models import Run
-    from goldenset.models import GoldenSet, Judgment
-    from labeling.models import JudgingTask
+    from goldenset.models import GoldenSet
     from labeling.completeness.selectors import completeness_estimates, pools_found_curves, pools_judging
-    from labeling.completeness.services import completeness_sample_draw
     from labeling.pools.selectors import pools_of
     from labeling.pools.services import pool_build
 
@@ -79,27 +112,12 @@ def run(args: argparse.Namespace) -> None:
         result, build_seconds = timed(pool_build, golden_set=golden_set, runs=runs, depth=args.pool_depth, strategy="depth")
         pool = result.pool
         print("judging a share of it ...", file=sys.stderr)
-        # Grades 0-3, done_at spread over the last 72 hours.
-        done = pool_judged_earlier(pool, args.done_share, spread_seconds=259200)
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE labeling_judgingtask")
-
-        print("drawing a sample ...", file=sys.stderr)
         profiler = cProfile.Profile() if args.profile else None
-        if profiler:
-            profiler.enable()
-        draw, draw_seconds = timed(completeness_sample_draw, pool=pool, size=args.sample, depth_to=args.run_depth, seed=1, user=staff)
-        if profiler:
-            profiler.disable()
-        sample = draw.sample
-        judged = list(JudgingTask.objects.filter(sample=sample).order_by("id").values_list("query_id", "page_id")[: args.sample // 2])
-        rng = np.random.default_rng(2)
-        Judgment.objects.bulk_create([
-            Judgment(query_id=q, page_id=p, grade=int(rng.integers(0, 2)), annotator=staff, source=Judgment.Source.HUMAN)
-            for q, p in judged
-        ])
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE")
+        judging = pool_partly_judged(
+            pool, done_share=args.done_share, sample=args.sample, depth_to=args.run_depth, user=staff, profiler=profiler,
+        )
+        done, draw_seconds, judged = judging["done"], judging["draw_seconds"], judging["judged"]
+        sample = judging["draw"].sample
         server = server_version()
 
         client = Client()
@@ -130,7 +148,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"pool: depth {args.pool_depth}, {pool.pair_count:,} pairs (built in {build_seconds:.1f}s, untimed), "
           f"{done:,} marked judged ({args.done_share:.0%})")
     print(f"sample: {args.sample:,} of a population of {sample.population:,} pairs at ranks {args.pool_depth + 1}..{args.run_depth}, "
-          f"{len(judged):,} of them judged")
+          f"{judged:,} of them judged")
     print()
     print(f"{'step':<44}{'seconds':>9}")
     print("-" * 53)
