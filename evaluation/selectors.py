@@ -6,8 +6,9 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, TextField
@@ -77,6 +78,11 @@ class VersionSlices:
 
     query: dict[str, set[str]]
     page: dict[str, np.ndarray]
+    # The labelled pages that have a publication date, and that date (UTC, microseconds),
+    # as two aligned arrays: what the coverage page's canary suggestions pick the newest
+    # from without sending the database a list of every relevant page.
+    dated_pages: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    published_at: np.ndarray = field(default_factory=lambda: np.empty(0, dtype="datetime64[us]"))
 
 
 def version_numbers(golden_set: GoldenSet) -> list[int]:
@@ -117,6 +123,8 @@ def version_slices(version: Version) -> VersionSlices:
             query.setdefault(name, set()).add(query_id)
 
     pages: dict[str, list[int]] = {}
+    dated_pages: list[int] = []
+    published: list[datetime] = []
     buckets = age_bucket_names(evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS)
     page_slices = _slice_names("page", version.page_slice_fields)
     rows = VersionPage.objects.filter(version=version).values_list("page_id", _as_text("metadata"), "published_at")
@@ -124,6 +132,8 @@ def version_slices(version: Version) -> VersionSlices:
         for name in page_slices(metadata):
             pages.setdefault(name, []).append(page_id)
         if published_at is not None:
+            dated_pages.append(page_id)
+            published.append(published_at.astimezone(dt_timezone.utc).replace(tzinfo=None))
             age = version.created_at - published_at
             for name, bound in buckets:
                 if bound is None or age <= timedelta(days=bound):
@@ -133,7 +143,10 @@ def version_slices(version: Version) -> VersionSlices:
     ordered_pages = {
         name: np.asarray(keys, dtype=np.int64) for name, keys in sorted(pages.items(), key=lambda item: natural_key(item[0]))
     }
-    return VersionSlices(query=ordered_query, page=ordered_pages)
+    return VersionSlices(
+        query=ordered_query, page=ordered_pages, dated_pages=np.asarray(dated_pages, dtype=np.int64),
+        published_at=np.asarray(published, dtype="datetime64[us]"),
+    )
 
 
 def slice_label(name: str) -> str:

@@ -124,6 +124,31 @@ def test_it_suggests_the_newest_relevant_pages_of_each_page_slice_as_canaries_an
     assert Canary.objects.count() == 1
 
 
+@pytest.mark.parametrize("per_slice", [1, 2, 5])
+def test_the_suggestions_are_those_a_plain_reading_of_every_relevant_page_gives(golden_set, per_slice):
+    """The numpy pick over the slices' dates against the plainest reading: every relevant
+    dated page from the database, newest first (then doc id), a page once across slices."""
+    from goldenset.models import VersionPage
+    from labeling.coverage.selectors import canary_suggestions
+
+    version = golden_set.latest_version()
+    qrels, slices = evaluation_selectors.version_scoring_inputs(version)
+    relevant = set(qrels.doc_keys[qrels.grades >= version.relevance_threshold].tolist())
+    dated = {
+        page_id: (published_at, doc_id)
+        for page_id, published_at, doc_id in VersionPage.objects.filter(version=version, published_at__isnull=False)
+        .values_list("page_id", "published_at", "page__doc_id") if page_id in relevant
+    }
+    expected, taken = [], set()
+    for name in sorted(slices.page, key=lambda name: (not name.startswith("page:age="), name)):
+        ranked = sorted((k for k in slices.page[name].tolist() if k in dated and k not in taken), key=dated.get, reverse=True)
+        for key in ranked[:per_slice]:
+            taken.add(key)
+            expected.append((name, dated[key][1]))
+    found = canary_suggestions(version, qrels, slices, per_slice=per_slice)
+    assert [(s.slice, s.doc_id) for s in found] == expected and len(expected) > per_slice
+
+
 def test_it_flags_the_new_pages_slice_with_the_figures_the_evaluation_stored(client, golden_set, owner):
     client.force_login(owner)
     response = client.get(url("coverage"))
