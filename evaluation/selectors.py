@@ -8,7 +8,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, TextField
@@ -78,11 +77,12 @@ class VersionSlices:
 
     query: dict[str, set[str]]
     page: dict[str, np.ndarray]
-    # The labelled pages that have a publication date, and that date (UTC, microseconds),
-    # as two aligned arrays: what the coverage page's canary suggestions pick the newest
-    # from without sending the database a list of every relevant page.
+    # The labelled pages that have a publication date, and that date (the aware datetimes
+    # the age slices were computed from, unconverted: an object array), aligned: what the
+    # coverage page's canary suggestions pick the newest from without sending the database
+    # a list of every relevant page.
     dated_pages: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    published_at: np.ndarray = field(default_factory=lambda: np.empty(0, dtype="datetime64[us]"))
+    published_at: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
 
 
 def version_numbers(golden_set: GoldenSet) -> list[int]:
@@ -133,7 +133,7 @@ def version_slices(version: Version) -> VersionSlices:
             pages.setdefault(name, []).append(page_id)
         if published_at is not None:
             dated_pages.append(page_id)
-            published.append(published_at.astimezone(dt_timezone.utc).replace(tzinfo=None))
+            published.append(published_at)
             age = version.created_at - published_at
             for name, bound in buckets:
                 if bound is None or age <= timedelta(days=bound):
@@ -145,7 +145,7 @@ def version_slices(version: Version) -> VersionSlices:
     }
     return VersionSlices(
         query=ordered_query, page=ordered_pages, dated_pages=np.asarray(dated_pages, dtype=np.int64),
-        published_at=np.asarray(published, dtype="datetime64[us]"),
+        published_at=np.asarray(published, dtype=object),
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 
@@ -21,6 +22,8 @@ from lib.ids import natural_key
 from lib.ppi import wilson_interval
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.pools.selectors import PoolProgress, left_out_by_budget, pools_of
+from labeling.pools.union import RunSpec, Union, classify, copy_pairs, dense_queries, pool_union, set_pool_pairs
+from lib.progress import Progress, no_progress
 
 
 # --- completeness: pools judged over time, samples and their estimate ---------------------
@@ -135,6 +138,36 @@ def pools_found_curves(pools: Sequence[Pool], *, points: int = CURVE_POINTS) -> 
         for pool_id, n, found in cursor.fetchall():
             curves.setdefault(pool_id, [(0, 0)]).append((int(n), int(found)))
     return curves
+
+
+def sampled_union(
+    golden_set: GoldenSet, runs: Sequence[PoolRun], depth_from: int, depth_to: int, progress: Progress = no_progress,
+) -> tuple[Union, np.ndarray]:
+    """The union of `runs` read to `depth_to`, and the mask of its candidates some run ranks
+    in depth_from + 1 .. depth_to: where a completeness sample of a pool of depth
+    `depth_from` draws from (labeling.completeness.services)."""
+    specs = [RunSpec(run=pool_run.run, ordinal=pool_run.ordinal, depth=depth_to) for pool_run in runs]
+    union = pool_union(golden_set, specs, max(pool_run.ordinal for pool_run in runs) + 1, progress)
+    return union, (union.ranks > depth_from).any(axis=1)
+
+
+def sample_classes(
+    golden_set: GoldenSet, union: Union, in_range: np.ndarray, *, but_sample: CompletenessSample | None = None,
+) -> dict[str, np.ndarray]:
+    """labeling.pools.union.classify's masks over the sampled range: a pair is claimed
+    when it is a task of the set (of any kind; `but_sample`'s tasks aside) or a pair of one
+    of its pools, so "new_tasks" is the unjudged population a sample draws from."""
+    tasks = JudgingTask.objects.filter(golden_set=golden_set)
+    sql = f"SELECT query_id, page_id FROM {JudgingTask._meta.db_table} WHERE golden_set_id = {int(golden_set.pk)}"
+    if but_sample is not None:
+        tasks = tasks.exclude(sample=but_sample)
+        sql += f" AND (sample_id IS NULL OR sample_id <> {int(but_sample.pk)})"
+    task_query_pks, task_page_pks = copy_pairs(tasks.values_list("query_id", "page_id"), sql)
+    pool_query_pks, pool_page_pks = set_pool_pairs(golden_set)
+    claimed = union.pair_keys(
+        dense_queries(union, np.concatenate([task_query_pks, pool_query_pks])), np.concatenate([task_page_pks, pool_page_pks]),
+    )
+    return {name: mask & in_range for name, mask in classify(golden_set, union, claimed[claimed >= 0]).items()}
 
 
 @dataclass(frozen=True)

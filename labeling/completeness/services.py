@@ -43,7 +43,7 @@ from lib.progress import Progress, no_progress
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.pools import strategies
 from labeling.pools.selectors import left_out_by_budget, pool_queue, pool_runs, task_counts
-from labeling.pools.union import RunSpec, classify, copy_pairs, dense_queries, pool_union, set_pool_pairs
+from labeling.completeness.selectors import sample_classes, sampled_union
 from lib.errors import GoldsetError
 
 # Seeds are stored in a signed 64-bit column.
@@ -138,26 +138,13 @@ def completeness_sample_draw(
     seed = secrets.randbits(63) if seed is None else seed
     runs = pool_runs(pool)
 
-    columns = max(pool_run.ordinal for pool_run in runs) + 1
-    specs = [RunSpec(run=pool_run.run, ordinal=pool_run.ordinal, depth=depth_to) for pool_run in runs]
-    union = pool_union(golden_set, specs, columns, progress)
-    # Read to depth_to, so a rank above depth_from is in the sampled range.
-    in_range = (union.ranks > depth_from).any(axis=1)
+    union, in_range = sampled_union(golden_set, runs, depth_from, depth_to, progress)
 
     with transaction.atomic():
         # The same lock as pool_build: no pool or sample can claim a pair between the
         # read of the set's tasks and the write of these.
         GoldenSet.objects.select_for_update().filter(pk=golden_set.pk).exists()
-        task_query_pks, task_page_pks = copy_pairs(
-            JudgingTask.objects.filter(golden_set=golden_set).values_list("query_id", "page_id"),
-            f"SELECT query_id, page_id FROM labeling_judgingtask WHERE golden_set_id = {int(golden_set.pk)}",
-        )
-        # Tasks of every kind, and the pools' pairs that are not tasks yet.
-        pool_query_pks, pool_page_pks = set_pool_pairs(golden_set)
-        query_pks = np.concatenate([task_query_pks, pool_query_pks])
-        page_pks = np.concatenate([task_page_pks, pool_page_pks])
-        task_keys = union.pair_keys(dense_queries(union, query_pks), page_pks)
-        masks = {name: mask & in_range for name, mask in classify(golden_set, union, task_keys[task_keys >= 0]).items()}
+        masks = sample_classes(golden_set, union, in_range)
         eligible = np.flatnonzero(masks["new_tasks"])
         population = len(eligible)
         where = f"ranks {depth_from + 1}..{depth_to} of the runs of pool {pool.pk}"

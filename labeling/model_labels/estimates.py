@@ -31,17 +31,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from goldenset.model_labels import ModelSource
 from django.db.models import Max
 
+from goldenset.model_labels import ModelSource
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query
 from goldenset.selectors import resolved_labels
-from labeling.completeness.selectors import sample_pair_labels, samples_of
+from labeling.completeness.selectors import sample_classes, sample_pair_labels, sampled_union, samples_of
 from labeling.models import CompletenessSample, JudgingTask
 from labeling.pools.selectors import pool_runs
-from labeling.pools.union import RunSpec, classify, copy_pairs, dense_queries, member, pool_union, set_pool_pairs
+from labeling.pools.union import dense_queries, member
 from lib.ppi import RecallEstimate, human_share, ppi_share, recall_estimate
-from lib.progress import no_progress
 
 # The newest samples the page and the API estimate from. Each draws its population up
 # again from its pool's runs, which costs what a sample draw's union costs (every pooled
@@ -90,33 +89,23 @@ class SampleRecall:
         return f"prediction-powered ({self.model} + {self.judged} human labels)"
 
 
-def sample_population(sample: CompletenessSample) -> tuple[np.ndarray, np.ndarray]:
-    """(query pks, page pks) of the sample's population as drawn up now (module docstring),
-    this sample's pairs included. Empty when the sample's pool was deleted."""
-    if sample.pool_id is None:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    golden_set = sample.golden_set
-    runs = pool_runs(sample.pool)
+def sample_own_pairs(sample: CompletenessSample) -> np.ndarray:
+    """The sample's own pairs, (query pk, page pk) rows."""
+    rows = JudgingTask.objects.filter(sample=sample).values_list("query_id", "page_id")
+    return np.asarray(list(rows), dtype=np.int64).reshape(-1, 2)
+
+
+def sample_population(sample: CompletenessSample, own_pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(query pks, page pks) of the sample's population as drawn up now (module docstring):
+    what its draw would count as unjudged today, plus `own_pairs` (the sample's own
+    (query pk, page pk) rows, judged since). Empty when the sample's pool was deleted."""
+    runs = pool_runs(sample.pool) if sample.pool_id is not None else []
     if not runs:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    specs = [RunSpec(run=pool_run.run, ordinal=pool_run.ordinal, depth=sample.depth_to) for pool_run in runs]
-    union = pool_union(golden_set, specs, max(pool_run.ordinal for pool_run in runs) + 1, no_progress)
-    in_range = (union.ranks > sample.depth_from).any(axis=1)
-    other_tasks = JudgingTask.objects.filter(golden_set=golden_set).exclude(sample=sample)
-    task_query_pks, task_page_pks = copy_pairs(
-        other_tasks.values_list("query_id", "page_id"),
-        f"SELECT query_id, page_id FROM {JudgingTask._meta.db_table} WHERE golden_set_id = {int(golden_set.pk)} "
-        f"AND (sample_id IS NULL OR sample_id <> {int(sample.pk)})",
-    )
-    pool_query_pks, pool_page_pks = set_pool_pairs(golden_set)
-    query_pks = np.concatenate([task_query_pks, pool_query_pks])
-    page_pks = np.concatenate([task_page_pks, pool_page_pks])
-    task_keys = union.pair_keys(dense_queries(union, query_pks), page_pks)
-    masks = classify(golden_set, union, task_keys[task_keys >= 0])
-    own = np.asarray(list(JudgingTask.objects.filter(sample=sample).values_list("query_id", "page_id")), dtype=np.int64).reshape(-1, 2)
-    own_query_pks, own_page_pks = own[:, 0], own[:, 1]
-    own_keys = union.pair_keys(dense_queries(union, own_query_pks), own_page_pks)
-    chosen = in_range & (masks["new_tasks"] | member(union.keys, own_keys[own_keys >= 0]))
+    union, in_range = sampled_union(sample.golden_set, runs, sample.depth_from, sample.depth_to)
+    masks = sample_classes(sample.golden_set, union, in_range, but_sample=sample)
+    own_keys = union.pair_keys(dense_queries(union, own_pairs[:, 0]), own_pairs[:, 1])
+    chosen = masks["new_tasks"] | (in_range & member(union.keys, own_keys[own_keys >= 0]))
     return union.query_pks[union.query_dense[chosen]], union.page_keys[chosen]
 
 
@@ -138,22 +127,20 @@ def sample_recalls(golden_set: GoldenSet, source: ModelSource, limit: int = SAMP
     model = {(q, p): grade for q, p, grade in model_rows.values_list("query_id", "page_id", "grade").iterator(chunk_size=20_000)}
     # Pair codes query * span + page, span above every page key of the corpus.
     span = (Page.objects.filter(corpus_id=golden_set.corpus_id).aggregate(top=Max("pk"))["top"] or 0) + 1
-    model_pairs = list(model)
-    model_codes = _pair_codes(
-        np.asarray([q for q, _ in model_pairs], dtype=np.int64), np.asarray([p for _, p in model_pairs], dtype=np.int64), span,
-    )
+    model_array = np.asarray([(q, p, grade) for (q, p), grade in model.items()], dtype=np.int64).reshape(-1, 3)
+    model_codes = _pair_codes(model_array[:, 0], model_array[:, 1], span)
     found = []
     for sample in samples:
         labels = pair_labels[sample.pk]
-        sample_pairs = set(JudgingTask.objects.filter(sample=sample).values_list("query_id", "page_id"))
-        found_relevant = len(relevant_labelled - sample_pairs)
+        own_pairs = sample_own_pairs(sample)
+        found_relevant = len(relevant_labelled - set(map(tuple, own_pairs.tolist())))
         judged = len(labels)
         relevant = sum(grade >= threshold for grade in labels.values())
         human = recall_estimate(found_relevant, sample.population, human_share(relevant, judged)) if judged else None
 
-        query_pks, page_pks = sample_population(sample)
+        query_pks, page_pks = sample_population(sample, own_pairs)
         in_population = member(model_codes, _pair_codes(query_pks, page_pks, span))
-        population_calls = np.asarray([model[pair] >= threshold for pair, inside in zip(model_pairs, in_population.tolist()) if inside], dtype=bool)
+        population_calls = model_array[in_population, 2] >= threshold
         judged_model = [pair for pair in labels if pair in model]
 
         why_not = ""

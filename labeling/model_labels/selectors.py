@@ -32,7 +32,9 @@ from django.db.models.functions import RowNumber
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
-from evaluation.selectors import later_night, run_not_archived, slice_label, version_labels, version_query_ids, version_slices
+from evaluation.selectors import (
+    later_night, run_not_archived, slice_label, version_labels, version_query_ids, version_scoring_inputs,
+)
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
 from labeling.model_labels.estimates import SampleRecall, sample_recalls
@@ -174,13 +176,17 @@ class Calibration:
     runs: list[RunRanking] = field(default_factory=list)
     filled_pairs: int = 0  # model labels that fill pairs the version left unjudged
     tau: float | None = None
-    filled_metrics: list[str] = field(default_factory=list)
     recalls: list[SampleRecall] = field(default_factory=list)
-    minimum_slice_pairs: int = 0
+    minimum_slice_pairs: int = MIN_SLICE_PAIRS
 
     @property
     def runs_by_filled(self) -> list[RunRanking]:
         return sorted(self.runs, key=lambda run: run.filled_rank)
+
+    @property
+    def filled_metrics(self) -> list[str]:
+        """The metrics each run's `scores` hold, in order (none before a first version)."""
+        return filled_metrics(self.version) if self.version is not None else []
 
 
 def _agreement(name: str, pairs: list[tuple[int, int]], values: list[int], threshold: int, minimum: int = 0) -> Agreement:
@@ -250,11 +256,11 @@ def filled_metrics(version: Version) -> list[str]:
 
 def _rankings(
     golden_set: GoldenSet, version: Version, query_ids: list[str], human_rows: list[tuple[str, int, int]],
-    fill: list[tuple[str, int, int]], metric: str,
+    human: QrelsArrays, fill: list[tuple[str, int, int]], metric: str,
 ) -> list[RunRanking]:
-    """Every run scored on the version's labels and on them filled with the model's, by
-    the project's engine (trec_eval's ties), one run's entries in memory at a time."""
-    human = QrelsArrays.from_rows(human_rows, query_ids=query_ids)
+    """Every run scored on the version's labels (`human`, the arrays scoring reads, made of
+    `human_rows`) and on them filled with the model's, by the project's engine (trec_eval's
+    ties), one run's entries in memory at a time."""
     filled = QrelsArrays.from_rows([*human_rows, *fill], query_ids=query_ids)
     model_only = QrelsArrays.from_rows(fill, query_ids=query_ids)
     metrics = filled_metrics(version)
@@ -311,8 +317,8 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     both = {pair: (grade, model[pair]) for pair, grade in human.items() if pair in model}
     values = sorted(set(golden_set.grade_values()) | {h for h, _ in both.values()})
     report.overall = _agreement("all queries", list(both.values()), values, threshold)
-    report.minimum_slice_pairs = MIN_SLICE_PAIRS
-    slices = version_slices(version)
+    # What scoring reads of the version, shared with the process's evaluations (cached).
+    human_qrels, slices = version_scoring_inputs(version)
     for name, query_ids in slices.query.items():
         pairs = [grades for (query_id, _), grades in both.items() if query_id in query_ids]
         report.slices.append(_agreement(slice_label(name), pairs, values, threshold, MIN_SLICE_PAIRS))
@@ -327,8 +333,7 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     in_version = set(query_ids)
     fill = [(q, p, g) for (q, p), g in model.items() if (q, p) not in human and q in in_version]
     report.filled_pairs = len(fill)
-    report.filled_metrics = filled_metrics(version)
-    report.runs = _rankings(golden_set, version, query_ids, human_rows, fill, report.metric)
+    report.runs = _rankings(golden_set, version, query_ids, human_rows, human_qrels, fill, report.metric)
     report.recalls = sample_recalls(golden_set, source)
     if len(report.runs) >= 2:
         report.tau = _finite(kendall_tau_b([r.human or 0.0 for r in report.runs], [r.filled or 0.0 for r in report.runs]))

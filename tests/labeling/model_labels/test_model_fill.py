@@ -15,7 +15,7 @@ from goldenset.model_labels import model_labels_import, model_sources
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from labeling.model_labels import selectors
-from labeling.model_labels.estimates import sample_population, sample_recalls
+from labeling.model_labels.estimates import sample_own_pairs, sample_population, sample_recalls
 from labeling.model_labels.selectors import calibration_report
 from lib.formats import ModelLabelLine
 from lib.ppi import human_share, ppi_share
@@ -119,7 +119,7 @@ def test_the_page_labels_the_filled_scores_with_the_model_and_prompt(client, gol
 
 def test_the_population_of_a_sample_is_drawn_up_again_with_its_judged_pairs(sampled):
     sample = sampled.completeness_samples.get()
-    query_pks, page_pks = sample_population(sample)
+    query_pks, page_pks = sample_population(sample, sample_own_pairs(sample))
     names = dict(sampled.queries.values_list("pk", "query_id")), dict(sampled.corpus.pages.values_list("pk", "doc_id"))
     assert {(names[0][q], names[1][p]) for q, p in zip(query_pks.tolist(), page_pks.tolist())} == POPULATION
 
