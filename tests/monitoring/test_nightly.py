@@ -196,17 +196,20 @@ def test_a_night_whose_store_hits_a_database_error_is_retried_to_one_complete_ru
 
 
 def test_the_tick_makes_the_due_slots_once_and_only_after_the_endpoint_was_registered(endpoint):
-    now = timezone.now()
-    nights, rounds = schedules_due(now=now)
-    # Registered just now: last night's 02:00 is before it, the current 5-minute probe slot may be too.
-    assert nights == []
-    later = endpoint.created_at + timedelta(days=1, hours=3)
+    # A fixed registration time: the expected slots must not depend on the hour the suite runs at
+    # (registered at 22:xx, "a day and 3 hours later" is 01:xx, before that night's 02:00).
+    registered = datetime(2026, 12, 1, 12, 7, tzinfo=UTC)
+    type(endpoint).objects.filter(pk=endpoint.pk).update(created_at=registered)
+    nights, rounds = schedules_due(now=registered + timedelta(minutes=1))
+    # Registered at noon: that morning's 02:00 is before it and is not run.
+    assert nights == [] and rounds == []
+    later = registered + timedelta(days=1, hours=3)  # 2 December, 15:07
     nights, rounds = schedules_due(now=later)
-    assert [n.slot for n in nights] == [later.replace(hour=2, minute=0, second=0, microsecond=0)]
-    assert len(rounds) == 1 and rounds[0].slot.minute % 5 == 0
+    assert [n.slot for n in nights] == [datetime(2026, 12, 2, 2, tzinfo=UTC)]
+    assert [r.slot for r in rounds] == [datetime(2026, 12, 2, 15, 5, tzinfo=UTC)]
     assert schedules_due(now=later) == ([], [])
     nights, next_rounds = schedules_due(now=later + timedelta(minutes=5))
-    assert nights == [] and [r.slot for r in next_rounds] == [rounds[0].slot + timedelta(minutes=5)]
+    assert nights == [] and [r.slot for r in next_rounds] == [datetime(2026, 12, 2, 15, 10, tzinfo=UTC)]
 
 
 def test_the_tick_task_starts_what_fell_due(endpoint, django_capture_on_commit_callbacks):
