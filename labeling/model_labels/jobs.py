@@ -1,4 +1,8 @@
-"""Judge jobs: a model grading a pool's pairs (or a sample of them) in the background.
+"""Judge jobs: a model grading a pool's pairs (or a sample of them) in the background, of
+two kinds: `chat`, a model behind an OpenAI-compatible API (labeling.model_labels.judges),
+and `local`, the packaged all-MiniLM-L6-v2 run on the worker (labeling.model_labels.local_judge),
+whose "prompt" is its thresholds' text. Both run the same machinery below; a local job's
+requests count forward passes, its prompt tokens word pieces, and it costs nothing.
 
 `judge_job_submit` checks the form's fields (every fault names its field), keeps the
 prompt by its hash (goldenset.model_labels.model_prompt_store: an edit is a new hash),
@@ -32,8 +36,10 @@ from django.utils import timezone
 from goldenset.model_labels import MAX_MODEL_NAME, ModelLabel, model_labels_record, model_prompt_store
 from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query
 from labeling.model_labels.judges import JudgeSettings, PairText, Waiting, grade_pairs_sync
+from labeling.model_labels.local_judge import LocalJudge, config_problem
 from labeling.models import JudgeFailure, JudgeJob, Pool
 from labeling.pools.selectors import pool_pairs
+from lib import minilm
 from lib.background_jobs import job_send_on_commit, jobs_sweep
 from lib.errors import GoldsetError, ProblemCollector
 from lib.llm_judging import api_key_env_problem, cost, prompt_problem
@@ -45,6 +51,9 @@ SEND_AGAIN_AFTER = timedelta(minutes=10)
 GIVE_UP_AFTER = timedelta(hours=6)
 MAX_IN_FLIGHT = 64
 CHUNK_PER_WORKER = 8  # pairs graded between two writes, per request in flight
+# A local job's pairs between two writes: eight forward passes of pages (minutes at most on
+# two cores), so its progress moves and a stop loses little.
+LOCAL_CHUNK = 8 * minilm.BATCH_SIZE
 # Errors of a database that went away for a moment: worth running the job again.
 TRANSIENT = (OperationalError, InterfaceError)
 
@@ -52,12 +61,19 @@ TRANSIENT = (OperationalError, InterfaceError)
 def judge_job_check(
     *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, api_key_env: str, prompt_text: str,
     sample_size: int | None, max_in_flight: int, price_in: Decimal | None, price_out: Decimal | None,
+    kind: str = JudgeJob.Kind.CHAT,
 ) -> Pool:
     """Every fault of the fields at once (GoldsetError with problems "field: why"); the pool."""
     problems = ProblemCollector()
     pool = Pool.objects.filter(golden_set=golden_set, pk=pool_id).first() if pool_id is not None else None
     if pool is None:
         problems.add(f"pool: golden set {golden_set.slug!r} has no pool {pool_id}")
+    if kind == JudgeJob.Kind.LOCAL:
+        _local_check(problems, golden_set, prompt_text, sample_size)
+        problems.raise_if_any("the judge job cannot start")
+        return pool
+    if kind != JudgeJob.Kind.CHAT:
+        problems.add(f"kind: {kind!r} is not a judge Goldset has (chat or local)")
     problem = url_problem(base_url or "", what="a judge's base URL")
     if problem:
         problems.add(f"base_url: {problem}")
@@ -81,21 +97,39 @@ def judge_job_check(
     return pool
 
 
+def _local_check(problems: ProblemCollector, golden_set: GoldenSet, config: str, sample_size: int | None) -> None:
+    # Refused here too, not only on the worker: the web process and the worker share the
+    # set-up, so a manager learns at once that the extra is missing and how to install it.
+    problem = minilm.install_problem()
+    if problem:
+        problems.add(f"kind: {problem}")
+    problem = config_problem(config, golden_set.grade_values())
+    if problem:
+        problems.add(f"config: {problem}")
+    if sample_size is not None and sample_size < 1:
+        problems.add("sample: a sample holds at least 1 pair (leave it empty for the whole pool)")
+
+
 def judge_job_submit(
     *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, prompt_text: str, job_task: Task | None,
     api_key_env: str = "", sample_size: int | None = None, max_in_flight: int = 4, price_in: Decimal | None = None,
-    price_out: Decimal | None = None, user: AbstractBaseUser | None = None,
+    price_out: Decimal | None = None, user: AbstractBaseUser | None = None, kind: str = JudgeJob.Kind.CHAT,
 ) -> JudgeJob:
     """Record a judge job (and its prompt) and send it through `job_task` once the caller's
-    transaction commits (None: the caller runs it, as the command does)."""
+    transaction commits (None: the caller runs it, as the command does). A local job takes
+    its thresholds' text as `prompt_text`; its URL, model, key, in-flight bound and prices
+    are not asked for and are stored empty (its model is the packaged one)."""
     pool = judge_job_check(
         golden_set=golden_set, pool_id=pool_id, base_url=base_url, model=model, api_key_env=api_key_env,
         prompt_text=prompt_text, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in, price_out=price_out,
+        kind=kind,
     )
+    if kind == JudgeJob.Kind.LOCAL:
+        base_url, model, api_key_env, max_in_flight, price_in, price_out = "", minilm.MODEL_NAME, "", 1, None, None
     with transaction.atomic():
         digest = model_prompt_store(text=prompt_text)
         job = JudgeJob.objects.create(
-            golden_set=golden_set, pool=pool, base_url=base_url, model=model.strip(), api_key_env=api_key_env or "",
+            golden_set=golden_set, pool=pool, kind=kind, base_url=base_url, model=model.strip(), api_key_env=api_key_env or "",
             prompt_hash=digest, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in,
             price_out=price_out, created_by=user,
         )
@@ -153,15 +187,8 @@ def judge_job_run(job_id: int, *, waiting: Waiting | None = None, on_chunk=None)
     return job
 
 
-def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
-    if job.pool is None:
-        raise GoldsetError("the pool was deleted")
-    api_key = None
-    if job.api_key_env:
-        api_key = os.environ.get(job.api_key_env)
-        if not api_key:
-            raise GoldsetError(f"the variable {job.api_key_env} is not set where the worker runs; nothing was sent")
-    prompt = ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text
+def _ungraded(job: JudgeJob) -> list[tuple[int, int]]:
+    """The job's pairs this model and prompt have not labelled; the counts saved."""
     keys = _pairs_of(job)
     taken = set(
         ModelJudgment.objects.filter(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash)
@@ -170,6 +197,22 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
     ungraded = [key for key in keys if key not in taken]
     job.pairs_total, job.pairs_skipped = len(keys), len(keys) - len(ungraded)
     JudgeJob.objects.filter(pk=job.pk).update(pairs_total=job.pairs_total, pairs_skipped=job.pairs_skipped)
+    return ungraded
+
+
+def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
+    if job.pool is None:
+        raise GoldsetError("the pool was deleted")
+    if job.kind == JudgeJob.Kind.LOCAL:
+        _grade_locally(job, on_chunk)
+        return
+    api_key = None
+    if job.api_key_env:
+        api_key = os.environ.get(job.api_key_env)
+        if not api_key:
+            raise GoldsetError(f"the variable {job.api_key_env} is not set where the worker runs; nothing was sent")
+    prompt = ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text
+    ungraded = _ungraded(job)
     grades = job.golden_set.grade_values()
     scale = (min(grades), max(grades))
     judge = JudgeSettings(
@@ -179,14 +222,34 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
     chunk = job.max_in_flight * CHUNK_PER_WORKER
     for start in range(0, len(ungraded), chunk):
         results = grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting)
-        _write_chunk(job, results)
+        _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),
+                     sum(r.completion_tokens for r in results))
         if on_chunk is not None:
             job.refresh_from_db()
             on_chunk(job)
 
 
-def _write_chunk(job: JudgeJob, results) -> None:
-    labels = [ModelLabel(r.key[0], r.key[1], r.grade, r.raw) for r in results if r.error is None]
+def _grade_locally(job: JudgeJob, on_chunk) -> None:
+    problem = minilm.install_problem()
+    if problem:
+        raise GoldsetError(f"{problem}; nothing was graded")
+    try:
+        judge = LocalJudge(ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text, job.golden_set.grade_values())
+    except ValueError as exc:
+        raise GoldsetError(f"the local judge's configuration cannot be read: {exc}") from exc
+    ungraded = _ungraded(job)
+    for start in range(0, len(ungraded), LOCAL_CHUNK):
+        graded = judge.grade(_texts(ungraded[start:start + LOCAL_CHUNK]))
+        # Forward passes stand for requests and word pieces for prompt tokens: what the
+        # model did, counted where the chat judge counts what it asked for.
+        _write_chunk(job, graded.results, graded.batches, graded.word_pieces, 0)
+        if on_chunk is not None:
+            job.refresh_from_db()
+            on_chunk(job)
+
+
+def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int) -> None:
+    labels = [ModelLabel(r.key[0], r.key[1], r.grade, r.raw, getattr(r, "score", None)) for r in results if r.error is None]
     failures = [JudgeFailure(job=job, query_id=r.key[0], page_id=r.key[1], error=r.error, raw_answer=r.raw.replace("\x00", ""))
                 for r in results if r.error is not None]
     with transaction.atomic():
@@ -197,9 +260,9 @@ def _write_chunk(job: JudgeJob, results) -> None:
             # A pair another run wrote meanwhile was graded for nothing, but is labelled.
             pairs_skipped=F("pairs_skipped") + len(labels) - written,
             pairs_failed=F("pairs_failed") + len(failures),
-            requests=F("requests") + sum(r.requests for r in results),
-            prompt_tokens=F("prompt_tokens") + sum(r.prompt_tokens for r in results),
-            completion_tokens=F("completion_tokens") + sum(r.completion_tokens for r in results),
+            requests=F("requests") + requests,
+            prompt_tokens=F("prompt_tokens") + prompt_tokens,
+            completion_tokens=F("completion_tokens") + completion_tokens,
         )
 
 

@@ -3,7 +3,7 @@ chosen (model and prompt hash), how far its labels agree with people's, per quer
 the worst disagreements to look at, and the runs ranked on human labels beside human labels
 with the model's filling the gaps (labeling.model_labels.selectors.calibration_report).
 Managers also start judge jobs there (a model grading a pool's pairs through an
-OpenAI-compatible API, labeling.model_labels.jobs) and follow them.
+OpenAI-compatible API, or the packaged local model; labeling.model_labels.jobs) and follow them.
 
 Managers and adjudicators read it (staff too); annotators judge blind and must not see a
 model's grades, so the page is a 404 to them, as to a stranger. Only managers start jobs.
@@ -20,8 +20,9 @@ from goldenset.selectors import access_golden_set, user_roles
 from labeling.model_labels.forms import JudgeForm
 from labeling.model_labels.jobs import judge_job_submit
 from labeling.model_labels.selectors import calibration_report, recent_judge_jobs, source_find
-from labeling.models import Pool
+from labeling.models import JudgeJob, Pool
 from labeling.tasks import judge_job_task
+from lib import minilm
 from lib.errors import GoldsetError
 
 MODEL_LABEL_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
@@ -37,7 +38,10 @@ def _page(request: HttpRequest, golden_set, form: JudgeForm | None, status: int 
     if source is None and request.GET.get("model"):
         raise Http404("no labels of that model and prompt in this golden set")
     report = calibration_report(golden_set, source) if source is not None else None
-    context = {"golden_set": golden_set, "sources": sources, "report": report, "judge_form": form, **_jobs(golden_set)}
+    context = {
+        "golden_set": golden_set, "sources": sources, "report": report, "judge_form": form,
+        "local_problem": minilm.install_problem() if form is not None else None, **_jobs(golden_set),
+    }
     return render(request, "labeling/model_labels/page.html", context, status=status)
 
 
@@ -47,7 +51,7 @@ def _jobs(golden_set) -> dict:
 
 
 def _form(golden_set, data=None) -> JudgeForm:
-    return JudgeForm(data, pools=Pool.objects.filter(golden_set=golden_set).order_by("-created_at"))
+    return JudgeForm(data, pools=Pool.objects.filter(golden_set=golden_set).order_by("-created_at"), scale=golden_set.grade_values())
 
 
 @login_required
@@ -66,8 +70,9 @@ def judge_job_start(request: HttpRequest, slug: str) -> HttpResponse:
         data = form.cleaned_data
         try:
             judge_job_submit(
-                golden_set=golden_set, pool_id=data["pool"], base_url=data["base_url"].strip(), model=data["model"],
-                api_key_env=data["api_key_env"].strip(), prompt_text=data["prompt"], sample_size=data["sample"],
+                golden_set=golden_set, pool_id=data["pool"], kind=data["kind"], base_url=data["base_url"].strip(),
+                model=data["model"], api_key_env=data["api_key_env"].strip(),
+                prompt_text=data["config"] if data["kind"] == JudgeJob.Kind.LOCAL else data["prompt"], sample_size=data["sample"],
                 max_in_flight=data["max_in_flight"], price_in=data["price_in"], price_out=data["price_out"],
                 user=request.user, job_task=judge_job_task,
             )

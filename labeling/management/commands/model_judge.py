@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from goldenset.management.progress import user_by_name
 from goldenset.models import GoldenSet
 from labeling.model_labels.jobs import judge_job_run, judge_job_submit
+from labeling.model_labels.local_judge import default_config
+from labeling.models import JudgeJob
 from lib.errors import GoldsetError
 from lib.llm_judging import DEFAULT_PROMPT, cost
 
@@ -26,14 +28,20 @@ class Command(BaseCommand):
         "graded with this prompt are skipped, so a run stopped half way continues when run again. The API key is read "
         "from the environment variable --api-key-env names (JUDGE_...), never from the command line. "
         "Example: JUDGE_OPENAI_KEY=... manage.py model_judge wiki-demo --pool 3 --base-url https://api.openai.com/v1 "
-        "--model gpt-4o-mini --api-key-env JUDGE_OPENAI_KEY --sample 500"
+        "--model gpt-4o-mini --api-key-env JUDGE_OPENAI_KEY --sample 500. "
+        "With --local, the packaged all-MiniLM-L6-v2 grades offline on this machine instead (the optional model extra, "
+        "requirements-model.txt): the cosine of query and page mapped to grades by thresholds (--config-file, default "
+        "chosen on the demo). Example: manage.py model_judge wiki-demo --pool 3 --local"
     )
 
     def add_arguments(self, parser):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
         parser.add_argument("--pool", type=int, required=True, metavar="ID", help="the pool whose pairs are graded")
-        parser.add_argument("--base-url", required=True, metavar="URL", help="the API's base URL (…/chat/completions is added)")
-        parser.add_argument("--model", required=True, metavar="NAME", help="the model's name as the API knows it")
+        parser.add_argument("--local", action="store_true", help="grade with the packaged local model instead of a chat API")
+        parser.add_argument("--config-file", type=Path, metavar="F",
+                            help="--local: the thresholds, lines 'grade G from cosine C' (default: the ones chosen on the demo)")
+        parser.add_argument("--base-url", default="", metavar="URL", help="chat: the API's base URL (…/chat/completions is added)")
+        parser.add_argument("--model", default="", metavar="NAME", help="chat: the model's name as the API knows it")
         parser.add_argument("--api-key-env", default="", metavar="VAR", help="the environment variable holding the API key")
         parser.add_argument("--sample", type=int, metavar="N", help="grade N pairs of the pool drawn at random")
         parser.add_argument("--prompt-file", type=Path, metavar="F", help="the prompt, with {query} and {passage} (default: Goldset's UMBRELA-style prompt)")
@@ -42,34 +50,42 @@ class Command(BaseCommand):
         parser.add_argument("--price-out", metavar="P", help="your price per million output tokens")
         parser.add_argument("--user", help="username recorded as the job's creator")
 
-    def handle(self, *args, golden_set, pool, base_url, model, api_key_env, sample, prompt_file, in_flight, price_in,
-               price_out, user, **options):
+    def handle(self, *args, golden_set, pool, local, config_file, base_url, model, api_key_env, sample, prompt_file, in_flight,
+               price_in, price_out, user, **options):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
             raise CommandError(f"no golden set {golden_set!r}")
+        if not local and (not base_url or not model):
+            raise CommandError("a chat judge needs --base-url and --model (or give --local for the packaged local model)")
+        read = config_file if local else prompt_file
         try:
-            prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else DEFAULT_PROMPT
+            prompt = read.read_text(encoding="utf-8") if read else (default_config(found.grade_values()) if local else DEFAULT_PROMPT)
         except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"cannot read the prompt file {prompt_file}: {exc}") from exc
+            raise CommandError(f"cannot read the {'configuration' if local else 'prompt'} file {read}: {exc}") from exc
         try:
             job = judge_job_submit(
-                golden_set=found, pool_id=pool, base_url=base_url, model=model, prompt_text=prompt, job_task=None,
+                golden_set=found, pool_id=pool, kind=JudgeJob.Kind.LOCAL if local else JudgeJob.Kind.CHAT,
+                base_url=base_url, model=model, prompt_text=prompt, job_task=None,
                 api_key_env=api_key_env, sample_size=sample, max_in_flight=in_flight, price_in=_price(price_in),
                 price_out=_price(price_out), user=user_by_name(user),
             )
         except GoldsetError as exc:
             raise CommandError("\n".join([exc.message, *exc.problems])) from exc
-        self.stdout.write(f"judge job {job.pk}: {job.model}, prompt {job.prompt_hash[:12]}, pool {pool}")
+        self.stdout.write(f"judge job {job.pk}: {job.model}, {'thresholds' if local else 'prompt'} {job.prompt_hash[:12]}, pool {pool}")
 
         def progress(current):
             self.stdout.write(f"  {current.settled} of {current.pairs_total} pairs settled")
 
         job = judge_job_run(job.pk, on_chunk=progress)
         money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
+        usage = (
+            f"forward passes: {job.requests}, word pieces: {job.prompt_tokens} (offline, free)" if local else
+            f"requests: {job.requests}, prompt tokens: {job.prompt_tokens}, completion tokens: {job.completion_tokens}"
+            + (f", cost at your prices: {money}" if money is not None else "")
+        )
         lines = [
             f"pairs: {job.pairs_total} ({job.pairs_done} graded, {job.pairs_failed} failed, {job.pairs_skipped} labelled already)",
-            f"requests: {job.requests}, prompt tokens: {job.prompt_tokens}, completion tokens: {job.completion_tokens}"
-            + (f", cost at your prices: {money}" if money is not None else ""),
+            usage,
             "model labels are kept apart: no version, export or score reads them",
         ]
         for line in lines:
