@@ -26,6 +26,7 @@ class Pool(models.Model):
         DEPTH = "depth", "depth (rank order)"
         MTF = "mtf", "move-to-front"
         BANDIT = "bandit", "bandit over runs"
+        MODEL_FIRST = "model_first", "model first (uses model labels)"
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="pools")
     depth = models.PositiveIntegerField(help_text="pages taken from the top of each run, per query (runs added later may differ)")
@@ -42,7 +43,8 @@ class Pool(models.Model):
     # Written by pool_build and pool_extend, the only writers of pool pairs, so that
     # counts need not read them: open pairs are this less the closed tasks.
     pair_count = models.PositiveIntegerField(default=0)
-    # Options of the adaptive strategy (e.g. {"discount": 0.9} for the bandit). Its
+    # Options of the strategy (e.g. {"discount": 0.9} for the bandit; {"model": ...,
+    # "prompt_hash": ...} for model first, the model labels it orders by). Its
     # per-query state is not stored: it is replayed from the pool's done tasks, so it
     # cannot drift from the judgments and no large blob is rewritten per judgment.
     strategy_state = models.JSONField(default=dict, blank=True)
