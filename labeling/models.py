@@ -444,6 +444,9 @@ class JudgeJob(models.Model):
     prompt_hash = models.CharField(max_length=64)
     sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="grade this many pairs of the pool, drawn at random")
     max_in_flight = models.PositiveSmallIntegerField(default=4)
+    batch_size = models.PositiveSmallIntegerField(
+        default=1, help_text="passages of one query graded in one request (1: a request per pair)",
+    )
     price_in = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million input tokens")
     price_out = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million output tokens")
     pairs_total = models.PositiveIntegerField(default=0)
@@ -467,6 +470,8 @@ class JudgeJob(models.Model):
             # A worker pool of 0 would send nothing; past 64 it is a denial of someone's service.
             models.CheckConstraint(condition=Q(max_in_flight__gte=1) & Q(max_in_flight__lte=64), name="judge_job_in_flight_bounded"),
             models.CheckConstraint(condition=Q(sample_size__isnull=True) | Q(sample_size__gte=1), name="judge_job_sample_positive"),
+            # The judge refuses other sizes (lib.llm_judging.MAX_BATCH); a prompt of more passages outgrows small models.
+            models.CheckConstraint(condition=Q(batch_size__gte=1) & Q(batch_size__lte=20), name="judge_job_batch_bounded"),
         ]
 
     def __str__(self) -> str:

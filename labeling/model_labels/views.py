@@ -68,7 +68,7 @@ def judge_job_start(request: HttpRequest, slug: str) -> HttpResponse:
             judge_job_submit(
                 golden_set=golden_set, pool_id=data["pool"], base_url=data["base_url"].strip(), model=data["model"],
                 api_key_env=data["api_key_env"].strip(), prompt_text=data["prompt"], sample_size=data["sample"],
-                max_in_flight=data["max_in_flight"], price_in=data["price_in"], price_out=data["price_out"],
+                max_in_flight=data["max_in_flight"], batch_size=data["batch_size"], price_in=data["price_in"], price_out=data["price_out"],
                 user=request.user, job_task=judge_job_task,
             )
         except GoldsetError as exc:
