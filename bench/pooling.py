@@ -14,9 +14,10 @@ same turns: each query's relevant pages first.
 "model first" uses model labels: it judges the pairs a model scores highest first. Its
 scores come from `--model-labels FILE` (model labels as import_model_labels reads them,
 TREC qrels or JSONL; the score where given, else the grade), or else from lib.minilm when
-it can be imported: the cosine of the query's and the page's all-MiniLM-L6-v2 embeddings
-(title and text), computed offline with the packaged weights. Without either it is left
-out, and the bench says so.
+the packaged model is installed (the optional model extra, requirements-model.txt): the
+cosine of the query's and the page's all-MiniLM-L6-v2 embeddings (title and text, cut at
+the model's 256 word pieces), computed offline. Without either it is left out, and the
+bench says why.
 tests/labeling/pools/test_pooling.py keeps the adaptive strategies at least as good as depth
 on this replay. The turns are the interleaved query order's; a set judging one query at a
 time (the default) takes each query's pairs in the same order, query after query, so each
@@ -69,13 +70,16 @@ def model_scores_from_file(path: Path, fmt: str) -> dict[tuple[str, str], float]
     return scores
 
 
-def model_scores_from_minilm(data: Path, runs) -> dict[tuple[str, str], float] | None:
-    """{(query id, doc id): cosine of the all-MiniLM-L6-v2 embeddings} for every pair the
-    runs name, or None when lib.minilm (the packaged model) cannot be imported."""
+def model_scores_from_minilm(data: Path, runs) -> tuple[dict[tuple[str, str], float] | None, str]:
+    """({(query id, doc id): cosine of the all-MiniLM-L6-v2 embeddings} for every pair the
+    runs name, or None when the packaged model cannot run here; and why not, or "")."""
     try:
         from lib import minilm
     except ImportError:
-        return None
+        return None, "lib.minilm is not in this checkout"
+    problem = minilm.install_problem()
+    if problem:
+        return None, problem
 
     def read(name: str) -> dict[str, str]:
         with (data / name).open(encoding="utf-8") as lines:
@@ -94,7 +98,7 @@ def model_scores_from_minilm(data: Path, runs) -> dict[tuple[str, str], float] |
             for doc_id in ranked:
                 if query_id in query_row and doc_id in page_row and (query_id, doc_id) not in scores:
                     scores[(query_id, doc_id)] = float(query_vectors[query_row[query_id]] @ page_vectors[page_row[doc_id]])
-    return scores
+    return scores, ""
 
 
 def main() -> None:
@@ -112,14 +116,17 @@ def main() -> None:
     relevant = pooling.relevant_from_beir_qrels(args.data / "qrels" / "test.tsv")
     if args.model_labels is not None:
         fmt = args.model_labels_format or ("jsonl" if args.model_labels.suffix == ".jsonl" else "trec")
-        model_scores, model_source = model_scores_from_file(args.model_labels, fmt), f"model labels from {args.model_labels}"
+        model_scores, model_source, missing = model_scores_from_file(args.model_labels, fmt), f"model labels from {args.model_labels}", ""
     else:
-        model_scores, model_source = model_scores_from_minilm(args.data, runs), "all-MiniLM-L6-v2 cosine (lib.minilm, offline)"
+        started = time.perf_counter()
+        (model_scores, missing), model_source = model_scores_from_minilm(args.data, runs), "all-MiniLM-L6-v2 cosine of query and page (lib.minilm, offline)"
+        if model_scores is not None:
+            print(f"embedded the queries and pages with all-MiniLM-L6-v2 in {time.perf_counter() - started:.0f} s (a shared machine)")
 
     print(f"Cranfield replay: {len(runs)} runs ({', '.join(path.stem for path in run_paths)})")
     print(f"qrels: {sum(map(len, relevant.values()))} relevant pairs (grade >= 1) over {len(relevant)} queries")
     if model_scores is None:
-        print("model first: left out (lib.minilm cannot be imported and no --model-labels file was given)")
+        print(f"model first: left out ({missing}; no --model-labels file was given)")
     else:
         print(f"model first uses model labels: {len(model_scores)} pairs scored by {model_source}")
     for depth in args.depth:
