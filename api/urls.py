@@ -11,7 +11,7 @@ from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNumberConverter
-from api.views import endpoints, evaluations, golden_sets, judgments, model_labels, monitoring, runs, series, tokens, versions
+from api.views import endpoints, evaluations, golden_sets, judgments, model_fills, model_labels, monitoring, runs, series, tokens, versions
 from api.views.not_found import ApiNotFound
 
 register_converter(VersionNumberConverter, "version")
@@ -37,6 +37,8 @@ urlpatterns = [
     path(SET + "publish-jobs/<int:job_id>/", versions.PublishJobDetailApi.as_view(), name="api_publish_job"),
     path(VERSION + "qrels", versions.VersionQrelsApi.as_view(), name="api_version_qrels"),
     path(VERSION + "queries", versions.VersionQueriesApi.as_view(), name="api_version_queries"),
+    path(VERSION + "model-fills/", model_fills.VersionModelFillsApi.as_view(), name="api_version_model_fills"),
+    path(VERSION + "model-fills/<int:fill_id>/qrels", model_fills.VersionModelFillQrelsApi.as_view(), name="api_version_model_fill_qrels"),
     path(VERSION + "diff/<version:other>", versions.VersionDiffApi.as_view(), name="api_version_diff"),
     path(SET + "runs/", runs.RunsApi.as_view(), name="api_runs"),
     path(SET + "runs/<int:run_id>/", runs.RunDetailApi.as_view(), name="api_run"),

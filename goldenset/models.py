@@ -436,3 +436,64 @@ class ModelJudgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} grades {self.query_id}/{self.page_id}: {self.grade}"
+
+
+class VersionModelFill(AppendOnlyModel):
+    """An opt-in variant of a published version "with model labels": the version's human
+    labels, with one model's labels (model and prompt) filling the pairs of its queries
+    that no person labelled (goldenset.model_fill).
+
+    The version itself is untouched: its labels, hash and default export stay human-only.
+    The variant has a content hash of its own, which covers the version's hash, the model,
+    the prompt hash and every model-filled label, and an export of its own.
+    """
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="model_fills")
+    model = models.CharField(max_length=200)
+    prompt_hash = models.CharField(max_length=64)
+    content_hash = models.CharField(max_length=64)
+    # Counts, so the version page need not count rows: the share of model labels is
+    # model_label_count / (human_label_count + model_label_count).
+    human_label_count = models.PositiveIntegerField()
+    model_label_count = models.PositiveIntegerField()
+    model_relevant_count = models.PositiveIntegerField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["version", "id"]
+        constraints = [
+            # One variant per (version, model, prompt): its hash names exactly that source.
+            models.UniqueConstraint(fields=["version", "model", "prompt_hash"], name="version_model_fill_unique_source"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} with model labels of {self.model} ({self.prompt_hash[:12]})"
+
+    @property
+    def short_hash(self) -> str:
+        return self.content_hash[:12]
+
+    @property
+    def model_share(self) -> float:
+        """The fraction (0-1) of the variant's labels that are the model's."""
+        total = self.human_label_count + self.model_label_count
+        return self.model_label_count / total if total else 0.0
+
+
+class VersionModelLabel(AppendOnlyModel):
+    """A model's grade filling an unlabelled pair in a VersionModelFill."""
+
+    fill = models.ForeignKey(VersionModelFill, on_delete=models.PROTECT, related_name="labels")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+    grade = models.SmallIntegerField()
+    # Natural order of (query_id, doc_id), as VersionLabel.position: the export merges the
+    # two streams in that order.
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["fill", "query", "page"], name="version_model_label_unique_pair"),
+            models.UniqueConstraint(fields=["fill", "position"], name="version_model_label_unique_position"),
+        ]

@@ -5,12 +5,15 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from goldenset.diffs import KIND_LABELS, KINDS, publish_preview, version_changes
 from goldenset.forms import PublishForm
+from goldenset.model_fill import model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
+from goldenset.model_labels import model_sources
 from goldenset.models import Membership, PublishJob
 from goldenset.selectors import (
     VersionIntegrityError, access_golden_set, golden_sets_for, publish_jobs_recent, user_roles, version_get, version_label_rows,
@@ -64,8 +67,50 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "shown": changes.changes[:CHANGES_ON_VERSION_PAGE] if changes else [],
         "can_publish": _can_publish(request.user, golden_set),
         "is_latest": not golden_set.versions.filter(number__gt=version.number).exists(),
+        "model_fills": list(model_fills_of(version)),
     }
+    if ctx["can_publish"]:
+        ctx["model_sources"] = model_sources(golden_set)
     return render(request, "goldenset/version.html", ctx)
+
+
+@login_required
+@require_POST
+def version_model_fill_start(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """A manager adds the variant "with model labels" of a version (the model and prompt
+    chosen as "PROMPT_HASH MODEL", as the form's choices give them)."""
+    golden_set = access_golden_set(request.user, slug, roles=PUBLISH_ROLES)
+    version = version_get(golden_set, number)
+    chosen = request.POST.get("source", "")
+    try:
+        fill = version_model_fill_create(version=version, model=chosen[65:], prompt_hash=chosen[:64], user=request.user)
+    except GoldsetError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"variant {fill.short_hash} with model labels of {fill.model} made: {fill.model_label_count} model labels")
+    return redirect(reverse("version", args=[golden_set.slug, version.number]) + "#model-fills")
+
+
+@login_required
+@require_GET
+def version_model_fill_export(request: HttpRequest, slug: str, number: int, fill_id: int, fmt: str) -> HttpResponse:
+    """The qrels of a variant with model labels: its own URL, never the version's export."""
+    golden_set = access_golden_set(request.user, slug)
+    version = version_get(golden_set, number)
+    if fmt not in QREL_FORMATS:
+        return HttpResponse(f"unknown format {fmt!r}; choose one of {', '.join(QREL_FORMATS)}", status=400, content_type="text/plain")
+    try:
+        fill = model_fill_get(version, fill_id)
+        rows = model_fill_rows(fill)
+    except VersionIntegrityError as exc:
+        return HttpResponse(exc.message, status=exc.http_status, content_type="text/plain; charset=utf-8")
+    except GoldsetError:
+        raise Http404(f"version {version.number} has no variant {fill_id}") from None
+    response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=QREL_CONTENT_TYPES[fmt] + "; charset=utf-8")
+    name = f"{golden_set.slug}-v{version.number}-with-model-labels-{fill.short_hash}.{QREL_EXTENSIONS[fmt]}"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["ETag"] = f'"{fill.content_hash}"'
+    return response
 
 
 @login_required

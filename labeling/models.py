@@ -26,6 +26,7 @@ class Pool(models.Model):
         DEPTH = "depth", "depth (rank order)"
         MTF = "mtf", "move-to-front"
         BANDIT = "bandit", "bandit over runs"
+        MODEL_FIRST = "model_first", "model first (uses model labels)"
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="pools")
     depth = models.PositiveIntegerField(help_text="pages taken from the top of each run, per query (runs added later may differ)")
@@ -42,7 +43,8 @@ class Pool(models.Model):
     # Written by pool_build and pool_extend, the only writers of pool pairs, so that
     # counts need not read them: open pairs are this less the closed tasks.
     pair_count = models.PositiveIntegerField(default=0)
-    # Options of the adaptive strategy (e.g. {"discount": 0.9} for the bandit). Its
+    # Options of the strategy (e.g. {"discount": 0.9} for the bandit; {"model": ...,
+    # "prompt_hash": ...} for model first, the model labels it orders by). Its
     # per-query state is not stored: it is replayed from the pool's done tasks, so it
     # cannot drift from the judgments and no large blob is rewritten per judgment.
     strategy_state = models.JSONField(default=dict, blank=True)
@@ -449,6 +451,9 @@ class JudgeJob(models.Model):
     prompt_hash = models.CharField(max_length=64)
     sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="grade this many pairs of the pool, drawn at random")
     max_in_flight = models.PositiveSmallIntegerField(default=4)
+    batch_size = models.PositiveSmallIntegerField(
+        default=1, help_text="passages of one query graded in one request (1: a request per pair)",
+    )
     price_in = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million input tokens")
     price_out = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million output tokens")
     pairs_total = models.PositiveIntegerField(default=0)
@@ -474,6 +479,8 @@ class JudgeJob(models.Model):
             models.CheckConstraint(condition=Q(sample_size__isnull=True) | Q(sample_size__gte=1), name="judge_job_sample_positive"),
             # The worker picks the judge by kind: a chat job with no URL would fail only there.
             models.CheckConstraint(condition=Q(kind="local") | ~Q(base_url=""), name="judge_job_chat_has_url"),
+            # The judge refuses other sizes (lib.llm_judging.MAX_BATCH); a prompt of more passages outgrows small models.
+            models.CheckConstraint(condition=Q(batch_size__gte=1) & Q(batch_size__lte=20), name="judge_job_batch_bounded"),
         ]
 
     def __str__(self) -> str:

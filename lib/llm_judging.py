@@ -24,6 +24,9 @@ PASSAGE_CHARS = 4000  # a page's text is cut here: a grade needs the gist, token
 RETRY_AFTER_CAP = 60.0  # seconds: hosted APIs ask for up to a minute when rate limited
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 20.0
+# Passages of one query graded in one request at most: past a score of passages a model's
+# answers drift and the prompt grows past what small local models hold (20 x PASSAGE_CHARS).
+MAX_BATCH = 20
 
 DEFAULT_PROMPT = """You judge how well a passage answers a search query, as a careful human assessor would.
 
@@ -71,6 +74,27 @@ def messages_for(prompt: str, query: str, passage: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
+BATCH_INSTRUCTIONS = """
+
+There are {count} passages above, numbered [1] to [{count}]. Grade each passage on its own, against the query alone.
+Answer with one line per passage, in their order, each the passage's number and its score in this form:
+[1] ##final score: N
+and nothing else."""
+
+
+def batch_messages_for(prompt: str, query: str, passages: list[str]) -> list[dict[str, str]]:
+    """The chat messages grading several passages of one query in one request: the prompt
+    with the passages, numbered [1], [2], ..., where the passage goes, and the batch's
+    answer form after it (one "[i] ##final score: N" line per passage, read_batch_grades)."""
+    # Each passage starts a line of its own, after the prompt's "Passage:" label.
+    numbered = "".join(f"\n\n[{number}] {passage.strip()[:PASSAGE_CHARS]}" for number, passage in enumerate(passages, start=1))
+    text = prompt.replace(QUERY_SLOT, query.strip()).replace(PASSAGE_SLOT, numbered)
+    return [{"role": "user", "content": text + BATCH_INSTRUCTIONS.format(count=len(passages))}]
+
+
+NO_SCORE = "no score found in the answer (expected “##final score: N” or a number alone)"
+
+
 @dataclass(frozen=True)
 class GradeRead:
     grade: int | None
@@ -87,13 +111,42 @@ def read_grade(answer: str, scale: tuple[int, int]) -> GradeRead:
         bare = _BARE.match(answer)
         found = {int(bare.group(1))} if bare else set()
     if not found:
-        return GradeRead(None, "no score found in the answer (expected “##final score: N” or a number alone)")
+        return GradeRead(None, NO_SCORE)
     if len(found) > 1:
         return GradeRead(None, f"the answer gives several scores ({', '.join(map(str, sorted(found)))})")
     grade = found.pop()
     if not low <= grade <= high:
         return GradeRead(None, f"score {grade} is not on the set's scale {low}-{high}")
     return GradeRead(grade, None)
+
+
+# "[2] ##final score: 1", "2. final score: 1", "2: 1"
+_NUMBERED = re.compile(r"^\s*\**\s*\[?\s*(\d+)\s*\]?\s*[.):\-]?\s*(.*)$")
+
+
+def read_batch_grades(answer: str, count: int, scale: tuple[int, int]) -> list[GradeRead]:
+    """One grade per passage of a batch of `count`, read from the answer's numbered lines
+    (each by read_grade). A passage the answer does not number, numbers twice with different
+    scores, or grades off the scale fails alone, with the reason; the others keep theirs.
+    Lines that are not numbered, number a passage the batch does not have, or hold no
+    score (a numbered line of reasoning) are ignored."""
+    found: dict[int, list[GradeRead]] = {}
+    for line in answer.splitlines():
+        numbered = _NUMBERED.match(line)
+        if numbered and 1 <= int(numbered.group(1)) <= count:
+            read = read_grade(numbered.group(2), scale)
+            if read.error != NO_SCORE:
+                found.setdefault(int(numbered.group(1)), []).append(read)
+    out = []
+    for number in range(1, count + 1):
+        reads = found.get(number)
+        if not reads:
+            out.append(GradeRead(None, f"the batch answer gives no score for passage [{number}] of {count}"))
+        elif len({(read.grade, read.error) for read in reads}) > 1:
+            out.append(GradeRead(None, f"the batch answer grades passage [{number}] more than once, differently"))
+        else:
+            out.append(reads[0])
+    return out
 
 
 def backoff_delay(retry: int, random_part: float, retry_after: float | None = None) -> float:

@@ -2,6 +2,7 @@
 
 from django import forms
 
+from goldenset.model_labels import model_sources
 from labeling.completeness.selectors import CompletenessReport
 from labeling.completeness.services import MAX_SEED
 from labeling.models import Pool
@@ -33,9 +34,19 @@ class PoolForm(forms.Form):
         required=False, max_value=_MAX_INT, label="Budget",
         help_text="most pairs judged in a new pool; empty means no cap (an existing pool keeps its own)",
     )
+    # A choice's value is the prompt hash (64 characters), a space and the model's name,
+    # which may itself hold spaces or colons.
+    model_labels = forms.ChoiceField(
+        required=False, label="Model labels (model first only)",
+        help_text="the model and prompt whose labels order a model-first pool: the pairs it grades highest are judged first",
+    )
 
     def __init__(self, *args, report: CompletenessReport, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["model_labels"].choices = [("", "none")] + [
+            (f"{source.prompt_hash} {source.model}", f"{source.model}, prompt {source.short_hash} ({source.label_count} model labels)")
+            for source in model_sources(report.golden_set)
+        ]
         self.runs = {row.run.pk: row.run for row in report.runs}
         self.pools = {row.pool.pk: row.pool for row in report.pools}
         self.fields["runs"].choices = [(pk, run.name) for pk, run in self.runs.items()]
@@ -50,7 +61,14 @@ class PoolForm(forms.Form):
                 self.add_error("depth", "a new pool needs a depth")
         elif cleaned.get("budget") is not None:
             self.add_error("budget", f"a budget is set when a pool is built; pool {cleaned['pool']} keeps its own")
+        elif cleaned.get("model_labels"):
+            self.add_error("model_labels", f"model labels are chosen when a pool is built; pool {cleaned['pool']} keeps its own")
         return cleaned
+
+    def model_source(self) -> tuple[str | None, str | None]:
+        """(model, prompt hash) of the chosen model labels, or (None, None)."""
+        chosen = self.cleaned_data.get("model_labels")
+        return (chosen[65:], chosen[:64]) if chosen else (None, None)
 
 
 class SampleForm(forms.Form):

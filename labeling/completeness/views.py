@@ -53,6 +53,9 @@ def _pool_post(request: HttpRequest, form: PoolForm, golden_set: GoldenSet) -> t
     if data["pool"] is None:
         kind = PoolJob.Kind.BUILD
         arguments = {"runs": data["runs"], "depth": data["depth"], "strategy": data["strategy"], "budget": data["budget"]}
+        model, prompt_hash = form.model_source()
+        if model is not None:
+            arguments.update(model=model, prompt_hash=prompt_hash)
     else:
         kind, arguments = PoolJob.Kind.EXTEND, {"pool": data["pool"], "runs": data["runs"], "depth": data["depth"]}
     try:

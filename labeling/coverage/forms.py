@@ -15,7 +15,11 @@ class FlaggedPoolForm(forms.Form):
     )
     depth = forms.IntegerField(min_value=1, max_value=strategies.MAX_DEPTH, initial=DEFAULT_FLAGGED_POOL_DEPTH,
                                help_text="pages taken from the top of each run, per query")
-    strategy = forms.ChoiceField(choices=[(name, cls.description) for name, cls in strategies.STRATEGIES.items()], initial="depth")
+    # Model first needs a model's labels chosen: it is offered where a pool is built from
+    # the completeness page and build_pool, not here.
+    strategy = forms.ChoiceField(
+        choices=[(name, cls.description) for name, cls in strategies.STRATEGIES.items() if not cls.uses_model_labels], initial="depth",
+    )
     budget = forms.IntegerField(min_value=1, required=False, help_text="most pairs judged in a new pool; empty means no cap")
 
     def __init__(self, *args, golden_set: GoldenSet, **kwargs):

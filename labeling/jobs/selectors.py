@@ -31,4 +31,6 @@ def _asked(arguments: dict, run_names: dict[int, str]) -> str:
                         ("depth_to", "down to rank"), ("seed", "seed")]:
         if arguments.get(name) is not None:
             parts.append(f"{label} {arguments[name]}")
+    if arguments.get("model"):
+        parts.append(f"model labels of {arguments['model']}, prompt {str(arguments.get('prompt_hash', ''))[:12]}")
     return " · ".join(parts)

@@ -30,6 +30,7 @@ from goldenset.models import GoldenSet, Version
 from labeling.completeness.services import completeness_sample_check, completeness_sample_draw
 from labeling.coverage.services import flagged_slices_check, flagged_slices_pool_build
 from labeling.models import Pool, PoolJob
+from labeling.pools.model_first import pool_model_source_check
 from labeling.pools.services import pool_build, pool_build_check, pool_extend, pool_extend_check
 from lib.background_jobs import job_send_on_commit, jobs_sweep
 from lib.errors import GoldsetError
@@ -72,6 +73,9 @@ def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
             golden_set=golden_set, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments["depth"],
             strategy=arguments["strategy"], budget=arguments.get("budget"),
         )
+        pool_model_source_check(
+            golden_set=golden_set, strategy=arguments["strategy"], model=arguments.get("model"), prompt_hash=arguments.get("prompt_hash"),
+        )
     elif kind == PoolJob.Kind.EXTEND:
         pool = _pool_of(golden_set, arguments["pool"])
         pool_extend_check(pool=pool, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments.get("depth"))
@@ -96,7 +100,8 @@ def pool_job_submit(
 ) -> PoolJob:
     """Record a job and send it to a worker once the caller's transaction commits.
 
-    `arguments` by kind: build {runs: [run ids], depth, strategy, budget}; extend {pool,
+    `arguments` by kind: build {runs: [run ids], depth, strategy, budget, model?,
+    prompt_hash? (the model labels a model-first pool orders by)}; extend {pool,
     runs, depth}; sample {pool, size, depth_to, seed}; flagged {version: number, pool (to
     extend; none for a new pool), depth, strategy, budget} (None for a default). Refuses
     at once, with the service's own GoldsetError, what the service would refuse before
@@ -116,6 +121,7 @@ def _work(job: PoolJob) -> list[str]:
         result = pool_build(
             golden_set=golden_set, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments["depth"],
             strategy=arguments["strategy"], budget=arguments.get("budget"), user=user,
+            model=arguments.get("model"), prompt_hash=arguments.get("prompt_hash"),
         )
     elif job.kind == PoolJob.Kind.EXTEND:
         result = pool_extend(

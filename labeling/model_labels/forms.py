@@ -5,7 +5,7 @@ from django import forms
 from labeling.model_labels.local_judge import default_config
 from labeling.models import JudgeJob
 from lib import minilm
-from lib.llm_judging import API_KEY_ENV_PREFIX, DEFAULT_PROMPT
+from lib.llm_judging import API_KEY_ENV_PREFIX, DEFAULT_PROMPT, MAX_BATCH
 
 
 class JudgeForm(forms.Form):
@@ -36,6 +36,11 @@ class JudgeForm(forms.Form):
     )
     sample = forms.IntegerField(min_value=1, required=False, help_text="grade this many pairs drawn at random; empty: the whole pool")
     max_in_flight = forms.IntegerField(min_value=1, max_value=64, initial=4, label="Requests in flight")
+    batch_size = forms.IntegerField(
+        min_value=1, max_value=MAX_BATCH, initial=1, required=False, label="Passages per request",
+        help_text=f"grade up to {MAX_BATCH} passages of one query in one request, numbered in the prompt; 1 or empty: a request "
+                  "per pair. A passage the answer leaves out or garbles fails alone",
+    )
     price_in = forms.DecimalField(min_value=0, max_digits=12, decimal_places=4, required=False, label="Price per million input tokens")
     price_out = forms.DecimalField(min_value=0, max_digits=12, decimal_places=4, required=False, label="Price per million output tokens")
 
@@ -43,6 +48,9 @@ class JudgeForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["config"].initial = default_config(scale)
         self.fields["pool"].choices = [(pool.pk, f"pool {pool.pk} · {pool.pair_count} pairs · {pool.get_strategy_display()}") for pool in pools]
+
+    def clean_batch_size(self) -> int:
+        return self.cleaned_data["batch_size"] or 1
 
     def clean_prompt(self) -> str:
         # Browsers send a textarea's lines ended by CRLF: the prefilled prompt sent back

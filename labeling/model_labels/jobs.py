@@ -42,7 +42,7 @@ from labeling.pools.selectors import pool_pairs
 from lib import minilm
 from lib.background_jobs import job_send_on_commit, jobs_sweep
 from lib.errors import GoldsetError, ProblemCollector
-from lib.llm_judging import api_key_env_problem, cost, prompt_problem
+from lib.llm_judging import MAX_BATCH, api_key_env_problem, cost, prompt_problem
 from lib.outbound import url_problem
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ TRANSIENT = (OperationalError, InterfaceError)
 def judge_job_check(
     *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, api_key_env: str, prompt_text: str,
     sample_size: int | None, max_in_flight: int, price_in: Decimal | None, price_out: Decimal | None,
-    kind: str = JudgeJob.Kind.CHAT,
+    kind: str = JudgeJob.Kind.CHAT, batch_size: int = 1,
 ) -> Pool:
     """Every fault of the fields at once (GoldsetError with problems "field: why"); the pool."""
     problems = ProblemCollector()
@@ -90,6 +90,8 @@ def judge_job_check(
         problems.add("sample: a sample holds at least 1 pair (leave it empty for the whole pool)")
     if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
         problems.add(f"max_in_flight: from 1 to {MAX_IN_FLIGHT} requests in flight")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
+        problems.add(f"batch_size: from 1 to {MAX_BATCH} passages of a query in one request, got {batch_size!r}")
     for name, price in (("price_in", price_in), ("price_out", price_out)):
         if price is not None and price < 0:
             problems.add(f"{name}: a price is not negative")
@@ -114,23 +116,25 @@ def judge_job_submit(
     *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, prompt_text: str, job_task: Task | None,
     api_key_env: str = "", sample_size: int | None = None, max_in_flight: int = 4, price_in: Decimal | None = None,
     price_out: Decimal | None = None, user: AbstractBaseUser | None = None, kind: str = JudgeJob.Kind.CHAT,
+    batch_size: int = 1,
 ) -> JudgeJob:
     """Record a judge job (and its prompt) and send it through `job_task` once the caller's
     transaction commits (None: the caller runs it, as the command does). A local job takes
-    its thresholds' text as `prompt_text`; its URL, model, key, in-flight bound and prices
-    are not asked for and are stored empty (its model is the packaged one)."""
+    its thresholds' text as `prompt_text`; its URL, model, key, in-flight bound, batch and
+    prices are not asked for and are stored empty (its model is the packaged one). A chat
+    job sends `batch_size` passages of a query in one request (1: one request per pair)."""
     pool = judge_job_check(
         golden_set=golden_set, pool_id=pool_id, base_url=base_url, model=model, api_key_env=api_key_env,
         prompt_text=prompt_text, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in, price_out=price_out,
-        kind=kind,
+        kind=kind, batch_size=batch_size,
     )
     if kind == JudgeJob.Kind.LOCAL:
-        base_url, model, api_key_env, max_in_flight, price_in, price_out = "", minilm.MODEL_NAME, "", 1, None, None
+        base_url, model, api_key_env, max_in_flight, batch_size, price_in, price_out = "", minilm.MODEL_NAME, "", 1, 1, None, None
     with transaction.atomic():
         digest = model_prompt_store(text=prompt_text)
         job = JudgeJob.objects.create(
             golden_set=golden_set, pool=pool, kind=kind, base_url=base_url, model=model.strip(), api_key_env=api_key_env or "",
-            prompt_hash=digest, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in,
+            prompt_hash=digest, sample_size=sample_size, max_in_flight=max_in_flight, batch_size=batch_size, price_in=price_in,
             price_out=price_out, created_by=user,
         )
         if job_task is not None:
@@ -218,8 +222,10 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
     judge = JudgeSettings(
         base_url=job.base_url, model=job.model, api_key=api_key, max_in_flight=job.max_in_flight,
         timeout_seconds=settings.JUDGE_TIMEOUT_SECONDS, allowed_networks=tuple(settings.JUDGE_ALLOWED_NETWORKS),
+        batch_size=job.batch_size,
     )
-    chunk = job.max_in_flight * CHUNK_PER_WORKER
+    # Pairs come sorted by query, so a chunk holds whole batches but where a query straddles two chunks.
+    chunk = job.max_in_flight * CHUNK_PER_WORKER * job.batch_size
     for start in range(0, len(ungraded), chunk):
         results = grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting)
         _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),

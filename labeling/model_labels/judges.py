@@ -2,7 +2,11 @@
 llama.cpp's server, hosted APIs) that grades (query, page) pairs.
 
 `grade_pairs_sync` sends `POST {base_url}/chat/completions` with {"model", "messages",
-"temperature": 0} for each pair and reads `choices[0].message.content` and `usage`.
+"temperature": 0} for each pair and reads `choices[0].message.content` and `usage`. With
+`batch_size` above 1 it sends the passages of one query together instead, up to that many
+in a request, numbered in the prompt (lib.llm_judging.batch_messages_for), and reads one
+grade per passage from the answer (read_batch_grades): a passage the answer leaves out or
+garbles fails alone, with the whole raw answer kept; fewer requests, fewer prompt tokens.
 Bounds, as the endpoint may be someone's paid quota:
 - at most `max_in_flight` requests open at once (workers pulling from one queue, and the
   session's connection limit the same number);
@@ -28,7 +32,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 
 from lib import outbound
-from lib.llm_judging import backoff_delay, messages_for, read_grade, retry_after_seconds
+from lib.llm_judging import MAX_BATCH, backoff_delay, batch_messages_for, messages_for, read_batch_grades, read_grade, retry_after_seconds
 
 USER_AGENT = "Goldset model judge"
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -44,6 +48,7 @@ class JudgeSettings:
     timeout_seconds: float = 60.0
     retries: int = 3
     allowed_networks: Sequence[str] = ()
+    batch_size: int = 1  # passages of one query per request, 1 to MAX_BATCH
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,9 @@ class PairText:
 
 @dataclass
 class PairGrade:
+    """A pair's grade or error. A batch's request and tokens are counted on its first pair
+    (the others count 0), so that sums over pairs count each request once."""
+
     key: tuple[int, int]
     grade: int | None = None
     raw: str = ""
@@ -105,8 +113,20 @@ async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
     return b"".join(chunks)
 
 
-async def _attempt(session: aiohttp.ClientSession, url: str, body: bytes, headers: dict, timeout: float, out: PairGrade, scale):
-    """One request. Returns (retryable, retry_after); fills `out` when the pair is settled."""
+@dataclass
+class _Call:
+    """One request's outcome, over its attempts: the answer's content, or the error and raw text."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    content: str | None = None
+    raw: str = ""
+    error: str | None = None
+
+
+async def _attempt(session: aiohttp.ClientSession, url: str, body: bytes, headers: dict, timeout: float, out: _Call):
+    """One attempt. Returns (retryable, retry_after); fills `out` (content, or error and raw)."""
     out.requests += 1
     try:
         async with session.post(url, data=body, headers=headers, allow_redirects=False) as response:
@@ -136,16 +156,44 @@ async def _attempt(session: aiohttp.ClientSession, url: str, body: bytes, header
     usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
     out.prompt_tokens += int(usage.get("prompt_tokens") or 0)
     out.completion_tokens += int(usage.get("completion_tokens") or 0)
-    out.raw = content[:RAW_KEPT_CHARS].replace("\x00", "")
-    read = read_grade(content, scale)
-    out.grade, out.error = read.grade, read.error
+    out.content, out.raw = content, content[:RAW_KEPT_CHARS].replace("\x00", "")
     return False, None
+
+
+def _units(pairs: Sequence[PairText], batch_size: int) -> list[list[int]]:
+    """The requests to send, each a list of indexes into `pairs`: one pair each, or up to
+    `batch_size` pairs of one query, in the order the query is first met."""
+    if batch_size <= 1:
+        return [[index] for index in range(len(pairs))]
+    by_query: dict[int, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        by_query.setdefault(pair.key[0], []).append(index)
+    return [indexes[start:start + batch_size] for indexes in by_query.values() for start in range(0, len(indexes), batch_size)]
+
+
+def _settle(call: _Call, unit: list[int], results: list[PairGrade], scale: tuple[int, int]) -> None:
+    """Each pair of the request graded from its answer, or failed with the request's error."""
+    first = results[unit[0]]
+    first.requests, first.prompt_tokens, first.completion_tokens = call.requests, call.prompt_tokens, call.completion_tokens
+    if call.content is None:
+        reads = [None] * len(unit)
+    elif len(unit) == 1:
+        reads = [read_grade(call.content, scale)]
+    else:
+        reads = read_batch_grades(call.content, len(unit), scale)
+    for index, read in zip(unit, reads):
+        out = results[index]
+        out.raw = call.raw
+        out.grade, out.error = (None, call.error) if read is None else (read.grade, read.error)
 
 
 async def grade_pairs(
     settings: JudgeSettings, prompt: str, pairs: Sequence[PairText], scale: tuple[int, int], waiting: Waiting | None = None,
 ) -> list[PairGrade]:
-    """Grade `pairs`, in their order. A URL Goldset does not send to fails every pair alike."""
+    """Grade `pairs`, in their order (settings.batch_size passages of a query per request).
+    A URL Goldset does not send to fails every pair alike."""
+    if not 1 <= settings.batch_size <= MAX_BATCH:
+        raise ValueError(f"batch_size must be from 1 to {MAX_BATCH}, got {settings.batch_size}")
     waiting = waiting or Waiting()
     url = completions_url(settings.base_url)
     results = [PairGrade(pair.key) for pair in pairs]
@@ -158,9 +206,10 @@ async def grade_pairs(
     headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json", "Accept": "application/json"}
     if settings.api_key:
         headers["Authorization"] = f"Bearer {settings.api_key}"
+    units = _units(pairs, settings.batch_size)
     queue: asyncio.Queue = asyncio.Queue()
-    for index in range(len(pairs)):
-        queue.put_nowait(index)
+    for unit in units:
+        queue.put_nowait(unit)
     connector = aiohttp.TCPConnector(limit=settings.max_in_flight, resolver=_PinnedResolver(address))
     async with aiohttp.ClientSession(
         connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
@@ -169,23 +218,27 @@ async def grade_pairs(
 
         async def worker() -> None:
             while not queue.empty():
-                index = queue.get_nowait()
-                pair, out = pairs[index], results[index]
-                body = json.dumps({
-                    "model": settings.model, "messages": messages_for(prompt, pair.query, pair.passage), "temperature": 0,
-                }).encode()
+                unit = queue.get_nowait()
+                first = pairs[unit[0]]
+                messages = (
+                    messages_for(prompt, first.query, first.passage) if len(unit) == 1
+                    else batch_messages_for(prompt, first.query, [pairs[index].passage for index in unit])
+                )
+                body = json.dumps({"model": settings.model, "messages": messages, "temperature": 0}).encode()
+                call = _Call()
                 for attempt in range(settings.retries + 1):
-                    out.error, out.raw = None, ""
-                    retryable, retry_after = await _attempt(session, url, body, headers, settings.timeout_seconds, out, scale)
+                    call.error, call.raw, call.content = None, "", None
+                    retryable, retry_after = await _attempt(session, url, body, headers, settings.timeout_seconds, call)
                     if not retryable or attempt == settings.retries:
                         break
                     delay = backoff_delay(attempt + 1, waiting.random(), retry_after)
                     waiting.delays.append(delay)
                     await waiting.sleep(delay)
-                if out.error and retryable:
-                    out.error = f"{out.error} after {out.requests} attempt{'s' if out.requests > 1 else ''}"
+                if call.error and retryable:
+                    call.error = f"{call.error} after {call.requests} attempt{'s' if call.requests > 1 else ''}"
+                _settle(call, unit, results, scale)
 
-        await asyncio.gather(*(worker() for _ in range(min(settings.max_in_flight, len(pairs)) or 1)))
+        await asyncio.gather(*(worker() for _ in range(min(settings.max_in_flight, len(units)) or 1)))
     return results
 
 

@@ -73,7 +73,7 @@ def judge_job_start(request: HttpRequest, slug: str) -> HttpResponse:
                 golden_set=golden_set, pool_id=data["pool"], kind=data["kind"], base_url=data["base_url"].strip(),
                 model=data["model"], api_key_env=data["api_key_env"].strip(),
                 prompt_text=data["config"] if data["kind"] == JudgeJob.Kind.LOCAL else data["prompt"], sample_size=data["sample"],
-                max_in_flight=data["max_in_flight"], price_in=data["price_in"], price_out=data["price_out"],
+                max_in_flight=data["max_in_flight"], batch_size=data["batch_size"], price_in=data["price_in"], price_out=data["price_out"],
                 user=request.user, job_task=judge_job_task,
             )
         except GoldsetError as exc:

@@ -171,3 +171,4 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     for i, row in zip(at.tolist(), tasks):
         pairs.done_at[i] = row[5]
     return pairs
+

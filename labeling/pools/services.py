@@ -40,9 +40,10 @@ from goldenset.models import GoldenSet, Query
 from lib.progress import Progress, no_progress
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
+from labeling.pools.model_first import pool_model_source_check
 from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
 from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
-from labeling.pools.windows import PairTable, forecast, judging_order, window_positions
+from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import GoldsetError
 
@@ -121,6 +122,9 @@ class PoolBuildResult:
             )
         out.append(f"queued at a time: the next {self.pool.window} pair(s) of each query, each a judging task once queued")
         out.append(f"judging order: {strategies.strategy_class(self.strategy).description}")
+        if strategies.strategy_class(self.strategy).uses_model_labels:
+            state = self.pool.strategy_state
+            out.append(f"model labels ordering the queue: {state.get('model')}, prompt {str(state.get('prompt_hash', ''))[:12]}")
         return out
 
     def to_dict(self) -> dict:
@@ -296,10 +300,14 @@ def _budget_spent(pool: Pool) -> bool:
 
 # --- services ----------------------------------------------------------------------
 
-def _strategy_state(strategy: str) -> dict:
+def _strategy_state(strategy: str, model_source: tuple[str, str] | None) -> dict:
     # Stored with the pool so that a later change of a default cannot change how the
-    # pool's judgments replay.
-    return {"discount": strategies.DEFAULT_DISCOUNT} if strategy == strategies.MaxMeanBandit.name else {}
+    # pool's judgments replay; model first keeps the model labels it orders by.
+    if strategy == strategies.MaxMeanBandit.name:
+        return {"discount": strategies.DEFAULT_DISCOUNT}
+    if model_source is not None:
+        return {"model": model_source[0], "prompt_hash": model_source[1]}
+    return {}
 
 
 def _account(result: PoolBuildResult, union: Union, masks: dict[str, np.ndarray]) -> None:
@@ -352,11 +360,14 @@ def pool_build_check(
 def pool_build(
     *, golden_set: GoldenSet, runs: Sequence[Run], depth: int, strategy: str, budget: int | None = None,
     queries: Sequence[Query] | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+    model: str | None = None, prompt_hash: str | None = None,
 ) -> PoolBuildResult:
     """Pool the top `depth` pages of `runs`, per query, into judging tasks of a new pool.
 
     `queries` restricts the pool to those queries of the set (a slice that needs labels,
     say); their pairs only become tasks, and the others' are counted as unchosen.
+    `model` and `prompt_hash` name the model labels a model-first pool orders by
+    (pool_model_source_check); other strategies take none.
 
     All or nothing. Refuses (GoldsetError) a depth under 1, an unknown strategy, a budget
     under 1, no runs, a run twice or a run of another set. Pairs already labelled or
@@ -366,6 +377,7 @@ def pool_build(
     query id.
     """
     runs, depth, strategy, budget = pool_build_check(golden_set=golden_set, runs=runs, depth=depth, strategy=strategy, budget=budget)
+    model_source = pool_model_source_check(golden_set=golden_set, strategy=strategy, model=model, prompt_hash=prompt_hash)
     specs = [RunSpec(run=run, ordinal=ordinal, depth=depth) for ordinal, run in enumerate(runs)]
     union = pool_union(golden_set, specs, len(specs), progress)
     _choose_queries(golden_set, union, queries)
@@ -377,16 +389,17 @@ def pool_build(
         new = masks["new_tasks"]
         query_dense, ranks = union.query_dense[new], union.ranks[new]
         pool = Pool.objects.create(
-            golden_set=golden_set, depth=depth, strategy=strategy, budget=budget, strategy_state=_strategy_state(strategy),
+            golden_set=golden_set, depth=depth, strategy=strategy, budget=budget, strategy_state=_strategy_state(strategy, model_source),
             window=window_size(int(np.count_nonzero(np.bincount(query_dense)))), created_by=user,
         )
         PoolRun.objects.bulk_create([PoolRun(pool=pool, run=spec.run, depth=spec.depth, ordinal=spec.ordinal) for spec in specs])
+        query_pks, page_pks = union.query_pks[query_dense], union.page_keys[new]
         table = PairTable(
             query=query_dense, ranks=ranks, status=np.full(len(query_dense), JudgingTask.Status.OPEN, dtype=object),
             grade=np.zeros(len(query_dense), dtype=np.int64), done_order=np.full(len(query_dense), -1, dtype=np.int64),
+            page=page_pks,
         )
-        ahead, closed = forecast(pool, table, golden_set.relevance_threshold, progress)
-        query_pks, page_pks = union.query_pks[query_dense], union.page_keys[new]
+        ahead, closed = forecast(pool, with_model_scores(pool, table, query_pks), golden_set.relevance_threshold, progress)
         positions = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         _write_pool_queries(pool, query_pks, page_pks, ranks)
         queued = positions >= 0
@@ -507,7 +520,7 @@ def pool_extend(
             position=np.concatenate([old.position[kept], np.full(fresh, -1, dtype=np.int64)])[sort],
         )
         query_pks = union.query_pks[table.query]
-        ahead, closed = forecast(pool, table, threshold, progress)
+        ahead, closed = forecast(pool, with_model_scores(pool, table, query_pks), threshold, progress)
         positions = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         if _budget_spent(pool):
             positions[:] = -1
@@ -672,7 +685,7 @@ def pool_task_judged(
             return result
 
         query_pks, table = _pool_pairs(pool, [task.query_id])
-        ahead, closed = forecast(pool, table, golden_set.relevance_threshold, no_progress)
+        ahead, closed = forecast(pool, with_model_scores(pool, table, query_pks), golden_set.relevance_threshold, no_progress)
         fresh = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         # Closed tasks keep the position they were judged at; open ones move, and pairs
         # that join the window become tasks.

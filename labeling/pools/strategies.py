@@ -48,6 +48,13 @@ Strategies:
   by a sample (Thompson sampling), so it is deterministic with no seed, and its
   forecast moves only when a judgment changes which run leads, which keeps the queue's
   reorders small.
+- `model_first`: uses model labels. The pairs a model graded highest first (its score per
+  candidate, higher first; equal scores in depth order), then the pairs it did not label,
+  in depth order. Not adaptive: a human judgment does not change the model's opinion of
+  the other pages, and a fixed order keeps every reorder of the queue empty. The scores
+  come with the query (`scores`, NaN where the model gave none): the queue reads them from
+  the pool's chosen model and prompt (labeling.pools.selectors.pool_model_scores), the
+  replay from a mapping of (query id, doc id) to score.
 
 The run a judgment is credited to (MTF's miss, the bandit's reward) is the run the
 forecast drew the page from: the first run in priority order that holds it. With one
@@ -91,6 +98,9 @@ class Strategy(ABC):
     name: ClassVar[str]
     adaptive: ClassVar[bool]
     description: ClassVar[str]
+    # A strategy that orders by a model's labels takes them as `scores` (one per
+    # candidate); every number or page that shows it says it uses model labels.
+    uses_model_labels: ClassVar[bool] = False
 
     def __init__(self, ranks: np.ndarray):
         ranks = np.asarray(ranks)
@@ -119,10 +129,11 @@ class Strategy(ABC):
 
     @staticmethod
     @abstractmethod
-    def initial_keys(ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+    def initial_keys(ranks: np.ndarray, scores: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """np.lexsort keys (most significant last) that sort candidates into the order
         `order()` gives before any judgment. Works on the candidates of many queries at
-        once: the caller adds the query as the most significant key."""
+        once: the caller adds the query as the most significant key. `scores` (model
+        scores, one per candidate) is read only by strategies that use model labels."""
 
 
 def best_rank_and_run(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +178,7 @@ class DepthOrder(Strategy):
         return self._order[~self.judged[self._order]]
 
     @staticmethod
-    def initial_keys(ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+    def initial_keys(ranks: np.ndarray, scores: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         best_rank, best_run = best_rank_and_run(ranks)
         return best_run, best_rank
 
@@ -221,7 +232,7 @@ class _RunQueue(Strategy):
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
     @staticmethod
-    def initial_keys(ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+    def initial_keys(ranks: np.ndarray, scores: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         first_run, rank = _first_run_and_rank(ranks)
         return rank, first_run
 
@@ -276,7 +287,52 @@ class MaxMeanBandit(_RunQueue):
             self.misses[source] = self.discount * self.misses[source] + (0.0 if relevant else 1.0)
 
 
-STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (DepthOrder, MoveToFront, MaxMeanBandit)}
+def model_score_keys(scores: np.ndarray | None, candidates: int) -> tuple[np.ndarray, np.ndarray]:
+    """(unlabelled, place) lexsort keys of model scores: `unlabelled` is 1 where the score
+    is NaN (the model gave none), `place` numbers the distinct scores highest first (0 for
+    the best), so that the keys are small non-negative integers like every other key."""
+    if scores is None:
+        return np.ones(candidates, dtype=np.int64), np.zeros(candidates, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (candidates,):
+        raise ValueError(f"scores must give one value per candidate ({candidates}), got shape {scores.shape}")
+    labelled = ~np.isnan(scores)
+    place = np.zeros(candidates, dtype=np.int64)
+    if labelled.any():
+        place[labelled] = np.unique(-scores[labelled], return_inverse=True)[1].reshape(-1)
+    return (~labelled).astype(np.int64), place
+
+
+class ModelFirst(Strategy):
+    name = "model_first"
+    adaptive = False
+    uses_model_labels = True
+    description = "model first (uses model labels): the pairs a model grades highest first, then the unlabelled ones in rank order; not adaptive"
+
+    def __init__(self, ranks: np.ndarray, scores: np.ndarray | None = None, model: str = "", prompt_hash: str = ""):
+        """`scores`: the model's score of each candidate, higher first, NaN where it gave
+        none. `model` and `prompt_hash` name the labels' source (a pool's stored options)."""
+        super().__init__(ranks)
+        self.model, self.prompt_hash = model, prompt_hash
+        self.scores = np.full(len(self.ranks), np.nan) if scores is None else np.asarray(scores, dtype=np.float64)
+        self._order = np.lexsort(self.initial_keys(self.ranks, self.scores))
+
+    def observe(self, candidate: int, relevant: bool) -> None:
+        self.judged[candidate] = True
+
+    def order(self) -> np.ndarray:
+        return self._order[~self.judged[self._order]]
+
+    @staticmethod
+    def initial_keys(ranks: np.ndarray, scores: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        # Ties (equal scores, and the unlabelled pairs) go in depth order, so the order is
+        # deterministic and falls back to classic pooling where the model is silent.
+        best_rank, best_run = best_rank_and_run(ranks)
+        unlabelled, place = model_score_keys(scores, len(ranks))
+        return best_run, best_rank, place, unlabelled
+
+
+STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (DepthOrder, MoveToFront, MaxMeanBandit, ModelFirst)}
 
 
 def strategy_class(name: str) -> type[Strategy]:
@@ -287,18 +343,25 @@ def strategy_class(name: str) -> type[Strategy]:
         raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}") from None
 
 
-def make_strategy(name: str, ranks: np.ndarray, params: Mapping | None = None) -> Strategy:
-    """A fresh strategy for one query; `params` are the strategy's keyword options."""
-    return strategy_class(name)(ranks, **dict(params or {}))
+def make_strategy(name: str, ranks: np.ndarray, params: Mapping | None = None, scores: np.ndarray | None = None) -> Strategy:
+    """A fresh strategy for one query; `params` are the strategy's keyword options,
+    `scores` the model's score of each candidate (read only by one that uses model labels)."""
+    cls = strategy_class(name)
+    if cls.uses_model_labels:
+        return cls(ranks, scores=scores, **dict(params or {}))
+    return cls(ranks, **dict(params or {}))
 
 
-def replay(name: str, ranks: np.ndarray, history: Sequence[tuple[int, bool]], params: Mapping | None = None) -> Strategy:
+def replay(
+    name: str, ranks: np.ndarray, history: Sequence[tuple[int, bool]], params: Mapping | None = None,
+    scores: np.ndarray | None = None,
+) -> Strategy:
     """The strategy after observing `history`, (candidate, relevant) in judging order.
 
     The queue keeps no per-query state between judgments: it replays the query's
     judged tasks, so the state can never drift from what was judged.
     """
-    strategy = make_strategy(name, ranks, params)
+    strategy = make_strategy(name, ranks, params, scores)
     for candidate, relevant in history:
         strategy.observe(candidate, relevant)
     return strategy
@@ -306,15 +369,16 @@ def replay(name: str, ranks: np.ndarray, history: Sequence[tuple[int, bool]], pa
 
 # --- many queries at once --------------------------------------------------------------
 
-def initial_slots(name: str, query_index: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+def initial_slots(name: str, query_index: np.ndarray, ranks: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
     """Each candidate's slot (0 = judged first) within its query, before any judgment.
 
     `query_index` (int64, one per candidate) groups the candidates of many queries;
-    `ranks` is their stacked ranks matrix. Equal to the order `order()` gives query by
-    query, computed in one vectorised sort.
+    `ranks` is their stacked ranks matrix, `scores` their model scores (NaN: none; read
+    only by a strategy that uses model labels). Equal to the order `order()` gives query
+    by query, computed in one vectorised sort.
     """
     query_index = np.asarray(query_index, dtype=np.int64)
-    keys = (*strategy_class(name).initial_keys(ranks), query_index)
+    keys = (*strategy_class(name).initial_keys(ranks, scores), query_index)
     order = _packed_order(keys)
     if order is None:
         order = np.lexsort(keys)
@@ -428,6 +492,7 @@ def simulate(
     depth: int,
     params: Mapping | None = None,
     on_query: Callable[[str], None] | None = None,
+    model_scores: Mapping[tuple[str, str], float] | None = None,
 ) -> SimulationResult:
     """Judge the depth-`depth` pool of `runs` one page at a time, as one annotator
     working through the queue would, answering each from `qrels`.
@@ -435,7 +500,9 @@ def simulate(
     `runs` maps query id to doc ids best first, one mapping per run, in pool order;
     `qrels` maps query id to its relevant doc ids (pairs absent from it are not
     relevant). Queries take turns as the queue's positions make them take turns (within
-    a turn in natural id order, where the queue goes by query key).
+    a turn in natural id order, where the queue goes by query key). `model_scores` maps
+    (query id, doc id) to a model's score, for a strategy that uses model labels (a pair
+    absent from it is unlabelled).
     """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
@@ -448,7 +515,10 @@ def simulate(
         relevant = np.fromiter((doc_id in relevant_docs for doc_id in doc_ids), dtype=bool, count=len(doc_ids))
         pool_size += len(doc_ids)
         relevant_total += int(relevant.sum())
-        states.append((make_strategy(strategy, ranks, params), relevant))
+        scores = None
+        if model_scores is not None:
+            scores = np.fromiter((model_scores.get((query_id, doc_id), np.nan) for doc_id in doc_ids), dtype=np.float64, count=len(doc_ids))
+        states.append((make_strategy(strategy, ranks, params, scores), relevant))
         if on_query is not None:
             on_query(query_id)
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from labeling.models import JudgingTask, Pool
 from labeling.pools import strategies
+from labeling.pools.model_first import pool_model_scores
 from lib.progress import Progress
 
 
@@ -18,7 +19,9 @@ class PairTable:
     `status` is the pair's task's, open for a pair without a task; `done_order` ranks
     done tasks in judging order (done_at, then id) and is -1 for the others; `grade` is
     meaningful where a task is done. `page`, `task_id` (0: no task yet) and `position`
-    (-1: not queued) are filled where the pairs are read back from the pool.
+    (-1: not queued) are filled where the pairs are read back from the pool;
+    `model_score` (NaN: no label) where the pool's strategy orders by model labels
+    (with_model_scores).
     """
 
     query: np.ndarray  # dense query index
@@ -29,6 +32,15 @@ class PairTable:
     page: np.ndarray | None = None
     task_id: np.ndarray | None = None
     position: np.ndarray | None = None
+    model_score: np.ndarray | None = None
+
+
+def with_model_scores(pool: Pool, table: PairTable, query_pks: np.ndarray) -> PairTable:
+    """Fill the table's model scores (its pairs are `query_pks` and table.page) when the
+    pool's strategy orders by model labels; a table of any other pool is left as it is."""
+    if strategies.strategy_class(pool.strategy).uses_model_labels:
+        table.model_score = pool_model_scores(pool, query_pks, table.page)
+    return table
 
 
 def forecast(pool: Pool, table: PairTable, threshold: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
@@ -47,12 +59,18 @@ def forecast(pool: Pool, table: PairTable, threshold: int, progress: Progress) -
     closed = np.bincount(table.query[~is_open], minlength=queries)[table.query] if len(table.query) else np.zeros(0, dtype=np.int64)
     ahead = np.full(len(table.query), -1, dtype=np.int64)
 
+    cls = strategies.strategy_class(pool.strategy)
+    if cls.uses_model_labels and table.model_score is None:
+        raise ValueError(f"pool {pool.pk} orders by model labels: fill the table's model scores first (with_model_scores)")
+    scores = table.model_score
     replayed = np.zeros(queries, dtype=bool)
-    if strategies.strategy_class(pool.strategy).adaptive:
+    if cls.adaptive:
         replayed[table.query[is_done]] = True
     plain = is_open & ~replayed[table.query]
     if plain.any():
-        ahead[plain] = strategies.initial_slots(pool.strategy, table.query[plain], table.ranks[plain])
+        ahead[plain] = strategies.initial_slots(
+            pool.strategy, table.query[plain], table.ranks[plain], None if scores is None else scores[plain],
+        )
 
     replay_queries = np.flatnonzero(replayed)
     if len(replay_queries):
@@ -64,7 +82,10 @@ def forecast(pool: Pool, table: PairTable, threshold: int, progress: Progress) -
             done = np.flatnonzero(status == JudgingTask.Status.DONE)
             done = done[np.argsort(done_order[done], kind="stable")]
             relevant = table.grade[rows][done] >= threshold
-            strategy = strategies.replay(pool.strategy, table.ranks[rows], list(zip(done.tolist(), relevant.tolist())), pool.strategy_state)
+            strategy = strategies.replay(
+                pool.strategy, table.ranks[rows], list(zip(done.tolist(), relevant.tolist())), pool.strategy_state,
+                None if scores is None else scores[rows],
+            )
             for i in np.flatnonzero(status == JudgingTask.Status.SKIPPED).tolist():
                 strategy.discard(i)
             ahead[start + strategy.order()] = np.arange(int(is_open[rows].sum()))

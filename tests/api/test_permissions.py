@@ -7,8 +7,11 @@ from datetime import timedelta
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from goldenset.models import Membership
+from goldenset.model_fill import version_model_fill_create
+from goldenset.model_labels import model_labels_import, prompt_hash_of
+from goldenset.models import Membership, VersionModelFill
 from goldenset.services import qrels_import
+from lib.formats import ModelLabelLine
 from tests.api import RUN, SLUG, assert_error, client_for
 
 pytestmark = pytest.mark.django_db
@@ -19,6 +22,7 @@ BASE = f"/api/v1/golden-sets/{SLUG}/"
 def endpoints(run_id: int) -> list[tuple[str, str, dict, int]]:
     """(method, url, request options, status on success) of every operation, reads first."""
     run_file = SimpleUploadedFile("run2.txt", RUN.encode())
+    fill_id = VersionModelFill.objects.values_list("pk", flat=True).first()
     return [
         ("get", "/api/v1/golden-sets/", {}, 200),
         ("get", BASE, {}, 200),
@@ -32,22 +36,29 @@ def endpoints(run_id: int) -> list[tuple[str, str, dict, int]]:
         ("get", BASE + f"runs/{run_id}/", {}, 200),
         ("get", BASE + f"runs/{run_id}/evaluations/", {}, 200),
         ("get", BASE + "evaluations/", {}, 200),
+        ("get", BASE + "versions/1/model-fills/", {}, 200),
+        ("get", BASE + f"versions/1/model-fills/{fill_id}/qrels", {}, 200),
         ("post", BASE + "judgments/", {"data": {"labels": [{"query_id": "q3", "doc_id": "d2", "grade": 1}]}, "format": "json"}, 201),
         ("post", BASE + "versions/", {"data": {"note": "more labels"}, "format": "json"}, 202),
         ("post", BASE + "runs/", {"data": {"file": run_file, "system": "dense", "stage": "reranked"}, "format": "multipart"}, 201),
         ("post", BASE + f"runs/{run_id}/archive/", {}, 200),
         ("post", BASE + f"runs/{run_id}/unarchive/", {}, 200),
+        ("post", BASE + "versions/1/model-fills/", {"data": {"model": "judge", "prompt_hash": prompt_hash_of("strict")}, "format": "json"}, 201),
     ]
 
 
-READS = 12  # the first twelve endpoints only read
-WRITES = 5  # the rest write
+READS = 14  # the first fourteen endpoints only read
+WRITES = 6  # the rest write
 
 
 @pytest.fixture
 def pending_change(golden_set, version):
-    """A label added after version 1, so that a publish has something to publish."""
+    """A label added after version 1, so that a publish has something to publish; model
+    labels of two prompts, the first of which fills a variant of version 1."""
     qrels_import(golden_set_slug=golden_set.slug, lines=["q3 0 d1 1\n"], source_name="extra")
+    for prompt in ("grade", "strict"):
+        model_labels_import(golden_set=golden_set, model="judge", prompt_text=prompt, records=[ModelLabelLine(1, "q1", "d5", 2)])
+    version_model_fill_create(version=version, model="judge", prompt_hash=prompt_hash_of("grade"))
 
 
 def outcomes(client, run_id: int) -> list[tuple[str, str, int]]:

@@ -10,7 +10,8 @@ import pytest
 
 from evaluation.models import Run
 from evaluation.services import run_archive
-from goldenset.model_labels import model_labels_import
+from goldenset.model_fill import version_model_fill_create
+from goldenset.model_labels import model_labels_import, prompt_hash_of
 from goldenset.models import Membership, Page, PublishJob, Query
 from goldenset.publishing import publish_job_run, version_publish_request
 from goldenset.services import judgment_record, membership_grant
@@ -103,4 +104,8 @@ def team(make_user):
     publishing = version_publish_request(golden_set=golden_set, user=people["manager"], note="one more label", job_task=publish_job_task)
     if PublishJob.objects.get(pk=publishing.pk).status == PublishJob.Status.QUEUED:  # on_commit never fires inside a test transaction
         publish_job_run(publishing.pk)
+    # A variant of v1 with the model's labels, so the version page is crawled with it listed.
+    version_model_fill_create(
+        version=golden_set.versions.get(number=1), model="judge-7b", prompt_hash=prompt_hash_of("Grade the page for the query, 0-3."),
+    )
     return golden_set, people

@@ -65,3 +65,32 @@ def test_backoff_doubles_takes_a_longer_retry_after_and_is_capped():
 def test_money_is_counted_at_the_prices_per_million_tokens_and_is_none_without_prices():
     assert cost(2_000_000, 500_000, Decimal("0.15"), Decimal("0.60")) == Decimal("0.600000")
     assert cost(10, 10, None, None) is None
+
+
+def test_a_batch_answer_gives_one_grade_per_numbered_passage_each_read_alone():
+    from lib.llm_judging import read_batch_grades
+
+    answer = "1. The query asks for x.\n[1] ##final score: 2\n2: 0\n[3] ##final score: 7\nSome closing words."
+    reads = read_batch_grades(answer, 4, (0, 3))
+    assert [(read.grade, read.error) for read in reads] == [
+        (2, None), (0, None), (None, "score 7 is not on the set's scale 0-3"),
+        (None, "the batch answer gives no score for passage [4] of 4"),
+    ]
+
+
+def test_a_passage_graded_twice_differently_fails_and_a_number_beyond_the_batch_is_ignored():
+    from lib.llm_judging import read_batch_grades
+
+    reads = read_batch_grades("[1] ##final score: 1\n[1] ##final score: 3\n[2] 2\n[5] ##final score: 1", 2, (0, 3))
+    assert [(read.grade, read.error) for read in reads] == [
+        (None, "the batch answer grades passage [1] more than once, differently"), (2, None),
+    ]
+
+
+def test_the_batch_prompt_numbers_each_passage_on_a_line_of_its_own_and_cuts_long_ones():
+    from lib.llm_judging import PASSAGE_CHARS, batch_messages_for
+
+    (message,) = batch_messages_for("Q: {query}\nPassage: {passage}", " what ", ["first", "x" * (PASSAGE_CHARS + 50)])
+    text = message["content"]
+    assert text.startswith("Q: what\nPassage: \n\n[1] first\n\n[2] " + "x" * PASSAGE_CHARS + "\n\nThere are 2 passages above")
+    assert "x" * (PASSAGE_CHARS + 1) not in text and message["role"] == "user"

@@ -4,15 +4,19 @@ from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 from goldenset.management.files import STDIO, output_text
+from goldenset.model_fill import model_fill_get, model_fill_rows
 from goldenset.models import GoldenSet
 from goldenset.selectors import VersionIntegrityError, version_get, version_label_rows
+from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS, write_qrels
 
 
 class Command(BaseCommand):
     help = (
         "Write the labels of a published version (the latest unless --version) as TREC qrels, "
-        "JSON ({query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict), BEIR TSV or CSV."
+        "JSON ({query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict), BEIR TSV or CSV. "
+        "With --model-fill ID, write instead that variant of the version \"with model labels\" (human labels with a "
+        "model's labels filling the pairs no person labelled; its id is on the version page): never the default."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -24,8 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--version", type=int, dest="number", help="version number (default: the latest)")
         parser.add_argument("--format", choices=QREL_FORMATS, default="trec", dest="fmt")
         parser.add_argument("--output", help="file to write (default, or -: standard output)")
+        parser.add_argument("--model-fill", type=int, metavar="ID", help="the version's variant with model labels to write instead")
 
-    def handle(self, *args, slug, number, fmt, output, **options):
+    def handle(self, *args, slug, number, fmt, output, model_fill, **options):
         golden_set = GoldenSet.objects.filter(slug=slug).first()
         if golden_set is None:
             raise CommandError(f"no golden set {slug!r}")
@@ -33,11 +38,24 @@ class Command(BaseCommand):
             version = version_get(golden_set, number)
         except Http404 as exc:
             raise CommandError(f"{exc} (publish one with publish_version)") from exc
+        fill = None
         try:
-            rows = version_label_rows(version)
+            if model_fill is not None:
+                fill = model_fill_get(version, model_fill)
+                rows = model_fill_rows(fill)
+            else:
+                rows = version_label_rows(version)
         except VersionIntegrityError as exc:
+            raise CommandError(exc.message) from exc
+        except GoldsetError as exc:
             raise CommandError(exc.message) from exc
         with output_text(output, sys.stdout) as handle:
             write_qrels(rows, handle, fmt)
         if output not in (None, "", STDIO):
-            self.stderr.write(f"wrote {version.label_count} labels of {slug} v{version.number} ({version.short_hash}) to {output}")
+            if fill is not None:
+                self.stderr.write(
+                    f"wrote {fill.human_label_count + fill.model_label_count} labels of {slug} v{version.number} with model labels "
+                    f"({fill.model_label_count} of them {fill.model}'s, {fill.model_share:.1%}; variant {fill.short_hash}) to {output}"
+                )
+            else:
+                self.stderr.write(f"wrote {version.label_count} labels of {slug} v{version.number} ({version.short_hash}) to {output}")

@@ -46,11 +46,13 @@ class Command(BaseCommand):
         parser.add_argument("--sample", type=int, metavar="N", help="grade N pairs of the pool drawn at random")
         parser.add_argument("--prompt-file", type=Path, metavar="F", help="the prompt, with {query} and {passage} (default: Goldset's UMBRELA-style prompt)")
         parser.add_argument("--in-flight", type=int, default=4, metavar="N", help="requests open at once (default 4)")
+        parser.add_argument("--batch", type=int, default=1, metavar="N",
+                            help="grade up to N passages of one query in one request, numbered in the prompt (default 1: a request per pair; at most 20)")
         parser.add_argument("--price-in", metavar="P", help="your price per million input tokens, to count the cost")
         parser.add_argument("--price-out", metavar="P", help="your price per million output tokens")
         parser.add_argument("--user", help="username recorded as the job's creator")
 
-    def handle(self, *args, golden_set, pool, local, config_file, base_url, model, api_key_env, sample, prompt_file, in_flight,
+    def handle(self, *args, golden_set, pool, local, config_file, base_url, model, api_key_env, sample, prompt_file, in_flight, batch,
                price_in, price_out, user, **options):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
@@ -67,7 +69,7 @@ class Command(BaseCommand):
                 golden_set=found, pool_id=pool, kind=JudgeJob.Kind.LOCAL if local else JudgeJob.Kind.CHAT,
                 base_url=base_url, model=model, prompt_text=prompt, job_task=None,
                 api_key_env=api_key_env, sample_size=sample, max_in_flight=in_flight, price_in=_price(price_in),
-                price_out=_price(price_out), user=user_by_name(user),
+                price_out=_price(price_out), user=user_by_name(user), batch_size=batch,
             )
         except GoldsetError as exc:
             raise CommandError("\n".join([exc.message, *exc.problems])) from exc

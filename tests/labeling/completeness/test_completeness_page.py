@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from evaluation.models import Run
 from evaluation.services import evaluation_compute, run_import
+from goldenset.model_labels import model_labels_import, prompt_hash_of
 from goldenset.models import Membership
 from goldenset.services import judgment_record, membership_grant, version_publish
 from labeling.completeness.selectors import completeness_estimate, pools_judging
@@ -28,6 +29,7 @@ from labeling.completeness.services import completeness_sample_draw
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJob, PoolRun
 from labeling.pools.selectors import pool_progress, pool_queue
 from labeling.pools.services import pool_build, pool_task_judged
+from lib.formats import ModelLabelLine
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -232,6 +234,27 @@ def test_a_manager_builds_a_pool_from_the_form_and_sees_its_summary(client, pool
     assert f"pool {built.pk} of {SLUG}: strategy mtf, runs extra (depth 2)" in body
     assert "pairs to judge added to the pool: 4" in body and "already in a pool of the set (skipped): 4" in body
     assert "hx-trigger" not in body  # nothing left to follow
+
+
+def test_a_manager_builds_a_model_first_pool_from_the_form_with_the_model_labels_chosen(client, pool, owner):
+    records = [ModelLabelLine(1, "q1", "v1", 2, 0.8), ModelLabelLine(2, "q2", "u2", 1, None)]
+    model_labels_import(golden_set=pool.golden_set, model="judge 7b", records=records, prompt_text="grade it")
+    digest = prompt_hash_of("grade it")
+    client.force_login(owner)
+    assert f'<option value="{digest} judge 7b">judge 7b, prompt {digest[:12]} (2 model labels)</option>' in client.get(url()).content.decode()
+    extra = run_import(golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra")
+    response = post(client, form="pool", pool="", runs=[extra.pk], depth="2", strategy="model_first", model_labels=f"{digest} judge 7b")
+    assert response.status_code == 302
+    built = Pool.objects.exclude(pk=pool.pk).get()
+    assert (built.strategy, built.strategy_state) == ("model_first", {"model": "judge 7b", "prompt_hash": digest})
+    assert f"strategy model_first · model labels of judge 7b, prompt {digest[:12]}" in client.get(url()).content.decode()
+
+
+def test_the_pool_form_refuses_model_first_without_model_labels_and_writes_nothing(client, pool, owner):
+    client.force_login(owner)
+    response = post(client, form="pool", pool="", runs=[run_id("judged")], depth="3", strategy="model_first")
+    assert response.status_code == 400 and "orders by model labels: choose the model" in response.content.decode()
+    assert Pool.objects.count() == 1
 
 
 def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):

@@ -7,18 +7,24 @@ import time
 from django.db import connections
 from django.db.models import Exists, F, OuterRef, Q
 
+from goldenset.model_labels import model_labels_import
 from goldenset.models import GoldenSet, Judgment, Membership
 from goldenset.services import membership_grant
 from labeling.judging.services import task_next, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
 from labeling.pools.services import pool_build
+from lib.formats import ModelLabelLine
 from tests import factories
 
 
-def pooled_set(slug: str = "judged", *, queries: int = 3, pages: int = 8, depth: int = 4, overlap_share: float = 0.0, **options) -> Pool:
-    """A set of `queries` queries over `pages` pages, nothing labelled, and a depth pool of
-    one run that ranks pages d1.. for every query: queries x depth tasks. Overlap is off
-    unless asked for, so each task is judged once."""
+def pooled_set(
+    slug: str = "judged", *, queries: int = 3, pages: int = 8, depth: int = 4, overlap_share: float = 0.0, strategy: str = "depth",
+    **options,
+) -> Pool:
+    """A set of `queries` queries over `pages` pages, nothing labelled, and a pool of one
+    run that ranks pages d1.. for every query: queries x depth tasks, in depth order (or
+    `strategy`'s: a model_first pool follows model labels "judge" gives every page, d3,
+    d6, ... highest). Overlap is off unless asked for, so each task is judged once."""
     query_ids = [f"q{n}" for n in range(1, queries + 1)]
     golden_set = factories.golden_set(
         slug, pages=options.pop("page_records", None) or factories.pages(*(f"d{n}" for n in range(1, pages + 1))),
@@ -26,7 +32,15 @@ def pooled_set(slug: str = "judged", *, queries: int = 3, pages: int = 8, depth:
     )
     run = factories.run(golden_set, "bm25", {query_id: [f"d{n}" for n in range(1, pages + 1)] for query_id in query_ids})
     QueueSettings.objects.create(golden_set=golden_set, overlap_share=overlap_share)
-    return pool_build(golden_set=golden_set, runs=[run], depth=depth, strategy="depth").pool
+    model = None
+    if strategy == "model_first":
+        model = "judge"
+        records = [
+            ModelLabelLine(line, query_id, f"d{n}", 1 if n % 3 == 0 else 0, None)
+            for line, (query_id, n) in enumerate(((q, n) for q in query_ids for n in range(1, pages + 1)), start=1)
+        ]
+        model_labels_import(golden_set=golden_set, model=model, records=records, prompt_text="grade it")
+    return pool_build(golden_set=golden_set, runs=[run], depth=depth, strategy=strategy, model=model).pool
 
 
 def annotator_of(golden_set: GoldenSet, make_user, username: str):

@@ -358,12 +358,12 @@ def test_a_caller_that_knows_the_annotator_holds_nothing_skips_the_lease_look_up
 # --- concurrency ---------------------------------------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("overlap_share", [0.0, 0.3])
-def test_concurrent_annotators_never_share_a_task_and_lose_no_judgment(make_user, overlap_share, monkeypatch):
+@pytest.mark.parametrize(("overlap_share", "strategy"), [(0.0, "depth"), (0.3, "depth"), (0.3, "model_first")])
+def test_concurrent_annotators_never_share_a_task_and_lose_no_judgment(make_user, overlap_share, strategy, monkeypatch):
     if connection.vendor != "postgresql":
         pytest.skip("the suite runs on SQLite: test_queue_sqlite.py races the embedded default in a process of its own")
     monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two: judgments make most of the tasks as they go
-    pool = pooled_set("race", queries=10, pages=12, depth=10, overlap_share=overlap_share)
+    pool = pooled_set("race", queries=10, pages=12, depth=10, overlap_share=overlap_share, strategy=strategy)
     users = [annotator_of(pool.golden_set, make_user, f"a{n}") for n in range(6)]
     assert race(pool, users) == []
     overlapping = JudgingTask.objects.filter(pool=pool, judgments_required__gt=1).count()

@@ -4,8 +4,12 @@ No hosted LLM can run here (no network, no weights of a chat model), so this ser
 by the test in a thread, stands in for one: `POST /v1/chat/completions` with {"model",
 "messages", "temperature"} answered by {"choices": [{"message": {"content": ...}}], "usage":
 {...}}, as vLLM, Ollama and hosted APIs answer. What it answers is up to the test (`reply`),
-and it keeps every request and the most requests it held open at once.
+and it keeps every request and the most requests it held open at once. A prompt holding a
+batch of numbered passages ("[1] title d3 ...", as the judge sends with a batch size above
+1) is answered with one "[i] ##final score: N" line per passage by default.
 """
+
+import re
 
 import asyncio
 import json
@@ -33,14 +37,17 @@ class Seen:
 
 class ChatServer:
     """`reply(seen, attempt)` -> Reply, where `attempt` counts the requests for this prompt
-    (1 for the first). By default a pair's grade is its doc number modulo 4."""
+    (1 for the first). By default a pair's grade is its doc number modulo 4, and a batch
+    gets one numbered line per passage (batch_answer)."""
 
     def __init__(self):
         self.seen: list[Seen] = []
         self.open = 0
         self.most_open = 0
         self.hold = 0.0  # seconds each answer waits, so requests overlap
-        self.reply = lambda seen, attempt: Reply(content=f"The passage is fine.\n##final score: {grade_of(seen.prompt)}")
+        self.reply = lambda seen, attempt: Reply(
+            content=batch_answer(seen.prompt) if is_batch(seen.prompt) else f"The passage is fine.\n##final score: {grade_of(seen.prompt)}"
+        )
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -109,3 +116,22 @@ def grade_of(prompt: str) -> int:
         digits += prompt[marker]
         marker += 1
     return int(digits) % 4
+
+
+def is_batch(prompt: str) -> bool:
+    """Whether the prompt grades several numbered passages (lib.llm_judging.BATCH_INSTRUCTIONS)."""
+    return "passages above, numbered [1]" in prompt
+
+
+def batch_docs(prompt: str) -> list[int]:
+    """The doc numbers of a batch's passages ("[2] title d6 ... text of d6"), in their order."""
+    return [int(number) for number in re.findall(r"^\[\d+\] title d(\d+)", prompt, re.MULTILINE)]
+
+
+def batch_answer(prompt: str, grades: dict[int, str] | None = None) -> str:
+    """A batch's answer, one line per passage: "[i] ##final score: N" with N its doc number
+    modulo 4, or the line `grades` gives for passage i (a test's malformed one)."""
+    grades = grades or {}
+    return "\n".join(
+        grades.get(i, f"[{i}] ##final score: {doc % 4}") for i, doc in enumerate(batch_docs(prompt), start=1)
+    )

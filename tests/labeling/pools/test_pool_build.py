@@ -366,7 +366,7 @@ def test_pools_built_when_every_pair_was_a_task_get_their_pairs_from_their_tasks
     [
         ({"depth": 0}, "depth must be a whole number of at least 1, got 0"),
         ({"depth": 70_000}, "depth 70000 is over the most a pool stores (65535)"),
-        ({"strategy": "random"}, "unknown strategy 'random'; choose one of depth, mtf, bandit"),
+        ({"strategy": "random"}, "unknown strategy 'random'; choose one of depth, mtf, bandit, model_first"),
         ({"budget": 0}, "budget must be a whole number of at least 1 (or none), got 0"),
         ({"runs": []}, "a pool needs at least one run"),
     ],

@@ -46,3 +46,23 @@ def test_adaptive_strategies_find_relevant_pages_with_no_more_judgments_than_dep
     adaptive = pooling.simulate(name, runs, relevant, depth)
     for fraction in pooling.FRACTIONS:
         assert adaptive.judgments_to_find(fraction) <= baseline.judgments_to_find(fraction), fraction
+
+
+def test_model_first_with_a_model_that_knows_the_qrels_finds_pages_as_fast_as_the_oracle(cranfield):
+    """A deterministic score mapping stands in for a model (bench/pooling.py uses a real
+    one): 1 for every relevant pair, 0 for the rest. Model first then judges each query's
+    relevant pages first, as the oracle does, under the same turns."""
+    runs, relevant = cranfield
+    scores = {(query_id, doc_id): 1.0 for query_id, docs in relevant.items() for doc_id in docs}
+    for run in runs:
+        for query_id, doc_ids in run.items():
+            for doc_id in doc_ids[:10]:
+                scores.setdefault((query_id, doc_id), 0.0)
+    result = pooling.simulate("model_first", runs, relevant, 10, model_scores=scores)
+    assert [result.judgments_to_find(fraction) for fraction in pooling.FRACTIONS] == [409, 855, 1112]
+
+
+def test_model_first_with_no_model_labels_judges_in_depth_order(cranfield):
+    runs, relevant = cranfield
+    unlabelled = pooling.simulate("model_first", runs, relevant, 10, model_scores={})
+    assert unlabelled.found.tolist() == pooling.simulate("depth", runs, relevant, 10).found.tolist()

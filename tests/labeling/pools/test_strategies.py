@@ -83,6 +83,50 @@ def test_a_discount_outside_zero_to_one_is_refused():
         pooling.MaxMeanBandit(ranks_of([0]), discount=0)
 
 
+def test_model_first_takes_the_highest_model_scores_first_then_the_unlabelled_in_depth_order():
+    ranks = ranks_of([0, 1, 2], [3, 1, 4])  # depth order: 0, 3, 1, 2, 4
+    scores = np.array([0.2, np.nan, 0.9, np.nan, 0.2])
+    strategy = pooling.make_strategy("model_first", ranks, scores=scores)
+    # 2 (0.9), then the tie at 0.2 in depth order (0 before 4), then 3 and 1 unlabelled in depth order.
+    assert strategy.order().tolist() == [2, 0, 4, 3, 1]
+    assert judge_all(strategy, relevant={4}) == [2, 0, 4, 3, 1]  # not adaptive
+
+
+def test_model_first_without_any_model_label_is_depth_order():
+    ranks = ranks_of([0, 1, 2], [3, 1, 4])
+    assert pooling.make_strategy("model_first", ranks).order().tolist() == pooling.DepthOrder(ranks).order().tolist()
+
+
+def test_model_first_says_it_uses_model_labels_and_the_others_do_not():
+    assert [name for name, cls in pooling.STRATEGIES.items() if cls.uses_model_labels] == ["model_first"]
+    assert "uses model labels" in pooling.STRATEGIES["model_first"].description
+
+
+def test_model_scores_of_the_wrong_length_are_refused():
+    with pytest.raises(ValueError, match="one value per candidate"):
+        pooling.initial_slots("model_first", np.zeros(3, dtype=np.int64), ranks_of([0, 1, 2]), np.zeros(2))
+
+
+def test_initial_slots_of_model_first_over_many_queries_match_each_querys_own_order():
+    rng = np.random.default_rng(5)
+    matrices, scores = [], []
+    for _ in range(6):
+        runs = [rng.permutation(25)[: rng.integers(1, 10)].tolist() for _ in range(3)]
+        ranks = ranks_of(*runs, pages=25)
+        ranks = ranks[np.any(ranks, axis=1)]
+        matrices.append(ranks)
+        # Few distinct values (ties) and some pairs unlabelled.
+        score = rng.integers(0, 3, size=len(ranks)).astype(float)
+        score[rng.random(len(ranks)) < 0.3] = np.nan
+        scores.append(score)
+    query_index = np.concatenate([np.full(len(m), q) for q, m in enumerate(matrices)])
+    slots = pooling.initial_slots("model_first", query_index, np.concatenate(matrices), np.concatenate(scores))
+    for q, (ranks, score) in enumerate(zip(matrices, scores)):
+        expected = np.empty(len(ranks), dtype=np.int64)
+        expected[pooling.make_strategy("model_first", ranks, scores=score).order()] = np.arange(len(ranks))
+        assert slots[query_index == q].tolist() == expected.tolist()
+
+
 @pytest.mark.parametrize("name", list(pooling.STRATEGIES))
 def test_every_strategy_judges_each_candidate_once_and_next_is_the_head_of_its_order(name):
     rng = np.random.default_rng(7)
