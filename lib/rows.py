@@ -52,3 +52,17 @@ def model_from_row(model: type[Model], row: Sequence, start: int = 0) -> Model:
             value = converter(value, column, connection)
         values[position] = value
     return model.from_db(connection.alias, None, values)
+
+
+def converted(model: type[Model], name: str, values: Sequence) -> list:
+    """`values` of the field `name` of `model`, selected by hand, as the ORM reads them."""
+    field = model._meta.get_field(name)
+    column = field.get_col(model._meta.db_table)
+    converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+    out = list(values)
+    if converters:
+        for i, value in enumerate(out):
+            for converter in converters:
+                value = converter(value, column, connection)
+            out[i] = value
+    return out

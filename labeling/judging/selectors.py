@@ -74,6 +74,22 @@ def judging_access(
     return golden_set, held, queue_settings
 
 
+def judging_task(golden_set: GoldenSet, task_id: int) -> JudgingTask:
+    """Task `task_id` of the set (Http404 for another set's or none): the judge and skip
+    URLs' task, read by hand (lib.rows) since it is read on every judgment."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns(JudgingTask, 'task')} FROM {quote(JudgingTask._meta.db_table)} task "
+            f"WHERE task.id = %s AND task.golden_set_id = %s",
+            [task_id, golden_set.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Http404("no such judging task")
+    return model_from_row(JudgingTask, row)
+
+
 def leased_at(task: JudgingTask, queue_settings: QueueSettings) -> datetime | None:
     """When the task was handed to its current holder (the lease's end less its length)."""
     if task.lease_expires_at is None:

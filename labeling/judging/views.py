@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import READ_ROLES, golden_sets_for, user_roles
 from labeling.judging.selectors import (
-    SET_PROGRESS_SECONDS, judged_count, judging_access, judging_progress, leased_at, preview_task, query_place,
+    SET_PROGRESS_SECONDS, judged_count, judging_access, judging_progress, judging_task, leased_at, preview_task, query_place,
     sets_to_judge, task_is_correction,
 )
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
@@ -217,7 +217,7 @@ def _refused(request: HttpRequest, golden_set: GoldenSet, exc: GoldsetError) -> 
 
 
 def _task_of(golden_set: GoldenSet, task_id: int) -> JudgingTask:
-    return get_object_or_404(JudgingTask, pk=task_id, golden_set=golden_set)
+    return judging_task(golden_set, task_id)
 
 
 # --- judging -----------------------------------------------------------------------------
