@@ -137,7 +137,7 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
         params += query_pks
     # The pool's number of runs, when not given: one scalar subquery, run once for the
     # statement (one round trip fewer a judgment).
-    count = "" if runs is not None else f", (SELECT COUNT(*) FROM {quote(PoolRun._meta.db_table)} WHERE pool_id = %s)"
+    count = "" if runs is not None else f", (SELECT COUNT(*) FROM {quote(PoolRun._meta.db_table)} pool_run WHERE pool_run.pool_id = %s)"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT query_id, page_ids, run_ranks, runs{count} FROM {quote(PoolQuery._meta.db_table)} "

@@ -674,15 +674,17 @@ def pool_task_judged(
         task.leased_to, task.lease_expires_at = None, None
         # Written by hand: the statement runs on every judgment, and the ORM's update()
         # cost more to build than the database spends on it.
+        quote = connection.ops.quote_name
         counted, params = "", [task.status, grade, connection.ops.adapt_datetimefield_value(task.done_at)]
         if judgments_required is not None:
-            counted = ", judgments_done = judgments_done + 1, judgments_required = %s"
+            counted = f', {quote("judgments_done")} = {quote("judgments_done")} + 1, {quote("judgments_required")} = %s'
             params.append(judgments_required)
             task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {connection.ops.quote_name(JudgingTask._meta.db_table)} SET status = %s, grade = %s, done_at = %s, "
-                f"leased_to_id = NULL, lease_expires_at = NULL{counted} WHERE id = %s",
+                f'UPDATE {quote(JudgingTask._meta.db_table)} SET {quote("status")} = %s, {quote("grade")} = %s, '
+                f'{quote("done_at")} = %s, {quote("leased_to_id")} = NULL, {quote("lease_expires_at")} = NULL{counted} '
+                f"WHERE {quote('id')} = %s",
                 [*params, task.pk],
             )
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
