@@ -74,20 +74,25 @@ def judging_access(
     return golden_set, held, queue_settings
 
 
-def judging_task(golden_set: GoldenSet, task_id: int) -> JudgingTask:
+def judging_task(golden_set: GoldenSet, task_id: int, annotator: AbstractBaseUser) -> JudgingTask:
     """Task `task_id` of the set (Http404 for another set's or none): the judge and skip
-    URLs' task, read by hand (lib.rows) since it is read on every judgment."""
+    URLs' task, read by hand (lib.rows) since it is read on every judgment. Its
+    `judged_already` says whether `annotator` has a judgment of its pair (task_is_correction
+    needs nothing more to tell that a pair they never judged is no correction)."""
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {columns(JudgingTask, 'task')} FROM {quote(JudgingTask._meta.db_table)} task "
-            f"WHERE task.id = %s AND task.golden_set_id = %s",
-            [task_id, golden_set.pk],
+            f"SELECT {columns(JudgingTask, 'task')}, EXISTS (SELECT 1 FROM {quote(Judgment._meta.db_table)} judged "
+            f"WHERE judged.query_id = task.query_id AND judged.page_id = task.page_id AND judged.annotator_id = %s) "
+            f"FROM {quote(JudgingTask._meta.db_table)} task WHERE task.id = %s AND task.golden_set_id = %s",
+            [annotator.pk, task_id, golden_set.pk],
         )
         row = cursor.fetchone()
     if row is None:
         raise Http404("no such judging task")
-    return model_from_row(JudgingTask, row)
+    task = model_from_row(JudgingTask, row)
+    task.judged_already = bool(row[-1])
+    return task
 
 
 def leased_at(task: JudgingTask, queue_settings: QueueSettings) -> datetime | None:
@@ -154,6 +159,12 @@ def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int
     after an undo; None for a pair they have not judged."""
     if task.status == JudgingTask.Status.OPEN and task.kind != JudgingTask.Kind.GOLD:
         return None  # the first judgment of a pair closes its task
+    if getattr(task, "new_to_holder", False):
+        # Handed out by task_next's search, which passes over pairs they judged and gold
+        # checks they answered: nothing to look up.
+        return None
+    if task.kind != JudgingTask.Kind.GOLD and getattr(task, "judged_already", None) is False:
+        return None  # read with the pair's judgment by them looked up already (judging_task)
     if task.kind == JudgingTask.Kind.GOLD:
         return GoldAnswer.objects.filter(task=task, annotator=annotator).values_list("grade", flat=True).first()
     return (

@@ -339,6 +339,9 @@ def task_next(
             task = _queued_candidate(golden_set, annotator, now, skipped, queue_settings)
         if task is None:
             return None
+        # Every search above passes over pairs they judged and gold checks they answered,
+        # so the task is no correction (labeling.judging.selectors.task_is_correction).
+        task.new_to_holder = True
         # An expired lease left on another task of theirs (they walked away) is let go.
         stale = [lease.pk for lease in leases if lease.pk != task.pk]
         if stale:

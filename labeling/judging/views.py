@@ -216,8 +216,8 @@ def _refused(request: HttpRequest, golden_set: GoldenSet, exc: GoldsetError) -> 
     return _after_post(request, golden_set, error=exc.message)
 
 
-def _task_of(golden_set: GoldenSet, task_id: int) -> JudgingTask:
-    return judging_task(golden_set, task_id)
+def _task_of(request: HttpRequest, golden_set: GoldenSet, task_id: int) -> JudgingTask:
+    return judging_task(golden_set, task_id, request.user)
 
 
 # --- judging -----------------------------------------------------------------------------
@@ -284,7 +284,7 @@ def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> floa
 @require_POST
 def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     golden_set = _access(request, slug, JUDGING_ROLES)
-    task = _task_of(golden_set, task_id)
+    task = _task_of(request, golden_set, task_id)
     raw = request.POST.get("grade", "").strip()
     try:
         grade = int(raw)
@@ -323,7 +323,7 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
 @require_POST
 def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     golden_set = _access(request, slug, JUDGING_ROLES)
-    task = _task_of(golden_set, task_id)
+    task = _task_of(request, golden_set, task_id)
     try:
         task_skip(task=task, annotator=request.user)
     except GoldsetError as exc:

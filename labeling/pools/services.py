@@ -40,6 +40,7 @@ from lib.progress import Progress, no_progress
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
 from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
+from labeling.pools.task_rows import task_positions_set, task_row_close, task_rows_insert
 from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
@@ -256,23 +257,11 @@ def _insert_tasks(
         _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
         return len(query_pks)
     # The task or two a judgment brings into its query's window (and any write on SQLite):
-    # one INSERT costs less than a COPY's round trips, and written by hand it costs less
-    # than the ORM's bulk_create builds (it runs on every judgment). judgments_done and
-    # created_at take their database defaults.
-    rows = [
+    # one INSERT costs less than a COPY's round trips.
+    task_rows_insert([
         (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, position, best, bytes(blob), JudgingTask.Status.OPEN, 1)
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
-    ]
-    table = connection.ops.quote_name(JudgingTask._meta.db_table)
-    values = "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), 500):  # under SQLite's limit of variables a statement
-            batch = rows[start : start + 500]
-            cursor.execute(
-                f"INSERT INTO {table} (golden_set_id, pool_id, query_id, page_id, kind, position, best_rank, run_ranks, "
-                f"status, judgments_required) VALUES {', '.join([values] * len(batch))}",
-                [value for row in batch for value in row],
-            )
+    ])
     return len(query_pks)
 
 
@@ -294,18 +283,8 @@ def _update_tasks(column: str, values: list[tuple[int, object]]) -> int:
             )
             cursor.execute("DROP TABLE labeling_task_update")
         return len(values)
-    if column == "position":
-        # After each judgment: the few tasks of one query's window that move. One UPDATE
-        # with a CASE, as bulk_update writes it, without its cost of building it.
-        table = connection.ops.quote_name(JudgingTask._meta.db_table)
-        with connection.cursor() as cursor:
-            for start in range(0, len(values), 500):  # under SQLite's limit of variables a statement
-                batch = values[start : start + 500]
-                cases = " ".join(["WHEN %s THEN CAST(%s AS bigint)"] * len(batch))
-                cursor.execute(
-                    f"UPDATE {table} SET position = CASE id {cases} END WHERE id IN ({', '.join(['%s'] * len(batch))})",
-                    [value for row in batch for value in row] + [pk for pk, _ in batch],
-                )
+    if column == "position":  # after each judgment: the few tasks of one query's window that move
+        task_positions_set(values)
         return len(values)
     JudgingTask.objects.bulk_update([JudgingTask(pk=pk, **{column: value}) for pk, value in values], [column], batch_size=500)
     return len(values)
@@ -672,21 +651,9 @@ def pool_task_judged(
 
         task.status, task.grade, task.done_at = JudgingTask.Status.DONE, grade, timezone.now()
         task.leased_to, task.lease_expires_at = None, None
-        # Written by hand: the statement runs on every judgment, and the ORM's update()
-        # cost more to build than the database spends on it.
-        quote = connection.ops.quote_name
-        counted, params = "", [task.status, grade, connection.ops.adapt_datetimefield_value(task.done_at)]
         if judgments_required is not None:
-            counted = f', {quote("judgments_done")} = {quote("judgments_done")} + 1, {quote("judgments_required")} = %s'
-            params.append(judgments_required)
             task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f'UPDATE {quote(JudgingTask._meta.db_table)} SET {quote("status")} = %s, {quote("grade")} = %s, '
-                f'{quote("done_at")} = %s, {quote("leased_to_id")} = NULL, {quote("lease_expires_at")} = NULL{counted} '
-                f"WHERE {quote('id')} = %s",
-                [*params, task.pk],
-            )
+        task_row_close(task.pk, status=task.status, grade=grade, done_at=task.done_at, judgments_required=judgments_required)
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
 
         if pool.budget is not None:
