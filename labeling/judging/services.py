@@ -144,7 +144,7 @@ def _locked(tasks: QuerySet) -> QuerySet:
 # after a judgment), and through the ORM building and compiling them cost several times
 # the CPU the database spends on them. So they are SQL, executed with a cursor, and their
 # rows become the same model instances the ORM's select_related gave (lib.rows). What
-# they select is _TASK_SELECT: the task, its query and page, and `query_pairs`
+# they select is _task_select()'s: the task, its query and page, and `query_pairs`
 # (with_query_place's figure, "page i of n for this query": the pairs of the task's
 # query in its pool, the PoolQuery row's page ids at 8 bytes each; NULL outside a pool).
 
@@ -181,11 +181,11 @@ def _tasks_of(sql: str, params: list) -> list[JudgingTask]:
     return tasks
 
 
-def _not_judged_by() -> str:
-    """SQL: the task's pair has no judgment by the annotator given as its parameter
-    (index judgment_pair_latest); _judged_by's condition, negated."""
+def _judged_by_sql() -> str:
+    """SQL: the task's pair has a judgment by the annotator given as its parameter
+    (index judgment_pair_latest); _judged_by's condition."""
     return (
-        f"NOT EXISTS (SELECT 1 FROM {_quote(Judgment._meta.db_table)} judged WHERE judged.query_id = task.query_id "
+        f"EXISTS (SELECT 1 FROM {_quote(Judgment._meta.db_table)} judged WHERE judged.query_id = task.query_id "
         f"AND judged.page_id = task.page_id AND judged.annotator_id = %s)"
     )
 
@@ -264,7 +264,7 @@ def _query_candidate(
         + "OR (task.status = %s AND task.judgments_required > task.judgments_done)) "
         + "AND task.kind <> %s AND (task.leased_to_id IS NULL OR task.lease_expires_at <= %s) "
         # A retired query leaves every version from now on: judging it would be wasted.
-        + "AND query.retired_at IS NULL AND " + _not_judged_by() + not_skipped
+        + "AND query.retired_at IS NULL AND NOT " + _judged_by_sql() + not_skipped
         # An overlap task whose pool's budget emptied the queue may have no position: last.
         + " ORDER BY CASE WHEN task.position IS NULL THEN 1 ELSE 0 END, task.position, task.id LIMIT 1"
         + _lock_clause()
@@ -370,7 +370,7 @@ def _submitted_task(task_id: int, annotator: AbstractBaseUser) -> JudgingTask:
     lock = " FOR UPDATE OF task" if connection.features.has_select_for_update_of else ""
     sql = (
         f"SELECT {columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
-        f"{columns(GoldenSet, 'gs')}, " + _not_judged_by().replace("NOT EXISTS", "EXISTS", 1) + " "
+        f"{columns(GoldenSet, 'gs')}, {_judged_by_sql()} "
         f"FROM {_quote(JudgingTask._meta.db_table)} task "
         f"JOIN {_quote(Query._meta.db_table)} query ON query.id = task.query_id "
         f"JOIN {_quote(Page._meta.db_table)} page ON page.id = task.page_id "
