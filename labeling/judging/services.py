@@ -61,16 +61,17 @@ from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from goldenset.models import GoldenSet, Judgment
+from goldenset.models import GoldenSet, Judgment, Page, Query
 from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
 from labeling.judging.selectors import with_query_place
-from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, QueueSettings
+from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolQuery, QueueSettings
 from labeling.pools.services import pool_task_judged, pool_task_lock
 from lib.errors import ForbiddenError, GoldsetError
+from lib.rows import columns, model_from_row, width
 
 # Drawn once per hand-out to decide whether a gold check is due; tests replace it.
 gold_draw = random.random
@@ -137,11 +138,76 @@ def _locked(tasks: QuerySet) -> QuerySet:
     return with_query_place(tasks.select_related("query", "page")).select_for_update(skip_locked=True, of=("self",))
 
 
+# --- the hand-written statements of the hand-out ---------------------------------------
+#
+# Every judgment runs _leases (a reload, a next-pair) or _query_candidate (the hand-out
+# after a judgment), and through the ORM building and compiling them cost several times
+# the CPU the database spends on them. So they are SQL, executed with a cursor, and their
+# rows become the same model instances the ORM's select_related gave (lib.rows). What
+# they select is _task_select()'s: the task, its query and page, and `query_pairs`
+# (with_query_place's figure, "page i of n for this query": the pairs of the task's
+# query in its pool, the PoolQuery row's page ids at 8 bytes each; NULL outside a pool).
+
+
+def _quote(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _task_select() -> str:
+    return (
+        f"SELECT {columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
+        f"(SELECT length(pq.page_ids) / 8 FROM {_quote(PoolQuery._meta.db_table)} pq "
+        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id) "
+        f"FROM {_quote(JudgingTask._meta.db_table)} task "
+        f"JOIN {_quote(Query._meta.db_table)} query ON query.id = task.query_id "
+        f"JOIN {_quote(Page._meta.db_table)} page ON page.id = task.page_id "
+    )
+
+
+def _tasks_of(sql: str, params: list) -> list[JudgingTask]:
+    """The tasks a _task_select() statement returns, with query, page and query_pairs."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    tasks = []
+    query_at = width(JudgingTask)
+    page_at = query_at + width(Query)
+    for row in rows:
+        task = model_from_row(JudgingTask, row)
+        task.query = model_from_row(Query, row, query_at)
+        task.page = model_from_row(Page, row, page_at)
+        task.query_pairs = row[-1]
+        tasks.append(task)
+    return tasks
+
+
+def _judged_by_sql() -> str:
+    """SQL: the task's pair has a judgment by the annotator given as its parameter
+    (index judgment_pair_latest); _judged_by's condition."""
+    return (
+        f"EXISTS (SELECT 1 FROM {_quote(Judgment._meta.db_table)} judged WHERE judged.query_id = task.query_id "
+        f"AND judged.page_id = task.page_id AND judged.annotator_id = %s)"
+    )
+
+
+def _not_skipped(skipped: list[int]) -> tuple[str, list[int]]:
+    if not skipped:
+        return "", []
+    return f" AND task.id NOT IN ({', '.join(['%s'] * len(skipped))})", list(skipped)
+
+
+def _lock_clause() -> str:
+    # SKIP LOCKED: a row another annotator is being handed right now is passed over
+    # instead of waited for; OF task: the task row only, never the joined ones. SQLite
+    # has no row locks: its IMMEDIATE transactions run hand-outs one after the other.
+    return " FOR UPDATE OF task SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+
+
 def _leases(golden_set: GoldenSet, annotator: AbstractBaseUser) -> list[JudgingTask]:
     """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased)."""
-    return list(
-        with_query_place(JudgingTask.objects.filter(leased_to=annotator, golden_set=golden_set).select_related("query", "page"))
-        .order_by("lease_expires_at", "id")
+    return _tasks_of(
+        _task_select() + "WHERE task.leased_to_id = %s AND task.golden_set_id = %s ORDER BY task.lease_expires_at, task.id",
+        [annotator.pk, golden_set.pk],
     )
 
 
@@ -174,24 +240,39 @@ def _query_candidate(
 ) -> JudgingTask | None:
     """The free overlap or queued task of the query `annotator` is on (`on_query`, or else
     their latest judgment's query in the set), lowest position first."""
+    params: list = []
     if on_query is None:
-        latest = (
-            Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
-            .order_by("-id").values("query_id")[:1]
+        # Their latest judgment's query, evaluated once inside this statement: no round
+        # trip of its own.
+        query = (
+            f"(SELECT latest.query_id FROM {_quote(Judgment._meta.db_table)} latest "
+            f"JOIN {_quote(Query._meta.db_table)} of_set ON of_set.id = latest.query_id "
+            f"WHERE latest.annotator_id = %s AND latest.source = %s AND of_set.golden_set_id = %s "
+            f"ORDER BY latest.id DESC LIMIT 1)"
         )
-        query = Subquery(latest)  # evaluated once, inside this statement: no round trip of its own
+        params += [annotator.pk, Judgment.Source.HUMAN, golden_set.pk]
     else:
-        query = on_query
-    queued = Q(status=JudgingTask.Status.OPEN, position__isnull=False)
-    overlap = Q(status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
-    tasks = (
-        JudgingTask.objects.filter(golden_set=golden_set, query_id=query).filter(queued | overlap)
-        .exclude(kind=JudgingTask.Kind.GOLD).filter(_free(now), query__retired_at__isnull=True)
-        .exclude(_judged_by(annotator)).exclude(pk__in=skipped)
+        query = "%s"
+        params.append(on_query)
+    not_skipped, skipped_params = _not_skipped(skipped)
+    sql = (
+        _task_select()
+        # Through the unique index's (golden set, query) prefix: the query's few tasks.
+        + f"WHERE task.golden_set_id = %s AND task.query_id = {query} "
+        # Queued, or an overlap task still short of its judgments.
+        + "AND ((task.status = %s AND task.position IS NOT NULL) "
+        + "OR (task.status = %s AND task.judgments_required > task.judgments_done)) "
+        + "AND task.kind <> %s AND (task.leased_to_id IS NULL OR task.lease_expires_at <= %s) "
+        # A retired query leaves every version from now on: judging it would be wasted.
+        + "AND query.retired_at IS NULL AND NOT " + _judged_by_sql() + not_skipped
         # An overlap task whose pool's budget emptied the queue may have no position: last.
-        .order_by(F("position").asc(nulls_last=True), "id")
+        + " ORDER BY CASE WHEN task.position IS NULL THEN 1 ELSE 0 END, task.position, task.id LIMIT 1"
+        + _lock_clause()
     )
-    return _locked(tasks).first()
+    params = [golden_set.pk, *params, JudgingTask.Status.OPEN, JudgingTask.Status.DONE, JudgingTask.Kind.GOLD,
+              connection.ops.adapt_datetimefield_value(now), annotator.pk, *skipped_params]
+    tasks = _tasks_of(sql, params)
+    return tasks[0] if tasks else None
 
 
 def _queued_candidate(
@@ -258,13 +339,58 @@ def task_next(
             task = _queued_candidate(golden_set, annotator, now, skipped, queue_settings)
         if task is None:
             return None
+        # Every search above passes over pairs they judged and gold checks they answered,
+        # so the task is no correction (labeling.judging.selectors.task_is_correction).
+        task.new_to_holder = True
         # An expired lease left on another task of theirs (they walked away) is let go.
         stale = [lease.pk for lease in leases if lease.pk != task.pk]
         if stale:
             JudgingTask.objects.filter(pk__in=stale, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
         task.leased_to = annotator
         task.lease_expires_at = now + timedelta(seconds=queue_settings.lease_seconds)
-        task.save(update_fields=["leased_to", "lease_expires_at"])
+        _lease_write(task)
+    return task
+
+
+def _lease_write(task: JudgingTask) -> None:
+    """Store the task's lease (the row is locked by the hand-out): the statement of
+    task.save(update_fields=...), without its cost of building it each time."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_quote(JudgingTask._meta.db_table)} SET leased_to_id = %s, lease_expires_at = %s WHERE id = %s",
+            [task.leased_to_id, connection.ops.adapt_datetimefield_value(task.lease_expires_at), task.pk],
+        )
+
+
+def _submitted_task(task_id: int, annotator: AbstractBaseUser) -> JudgingTask:
+    """The task a grade was sent for, locked FOR UPDATE (the task row only), with its
+    golden set (also its query's), query and page loaded and `judged_already`, whether
+    `annotator` has judged its pair: the ORM's select_related read, hand written as the
+    statements of the hand-out are (see above)."""
+    lock = " FOR UPDATE OF task" if connection.features.has_select_for_update_of else ""
+    sql = (
+        f"SELECT {columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
+        f"{columns(GoldenSet, 'gs')}, {_judged_by_sql()} "
+        f"FROM {_quote(JudgingTask._meta.db_table)} task "
+        f"JOIN {_quote(Query._meta.db_table)} query ON query.id = task.query_id "
+        f"JOIN {_quote(Page._meta.db_table)} page ON page.id = task.page_id "
+        f"JOIN {_quote(GoldenSet._meta.db_table)} gs ON gs.id = task.golden_set_id "
+        f"WHERE task.id = %s" + lock
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [annotator.pk, task_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise JudgingTask.DoesNotExist(f"judging task {task_id} does not exist")
+    query_at = width(JudgingTask)
+    page_at = query_at + width(Query)
+    set_at = page_at + width(Page)
+    task = model_from_row(JudgingTask, row)
+    task.golden_set = model_from_row(GoldenSet, row, set_at)
+    task.query = model_from_row(Query, row, query_at)
+    task.query.golden_set = task.golden_set  # the same row: the triggers of migration 0002 hold a task to its set
+    task.page = model_from_row(Page, row, page_at)
+    task.judged_already = bool(row[-1])
     return task
 
 
@@ -339,11 +465,7 @@ def task_submit(
             # rows: take them first here too, or two submits could each hold what the
             # other waits for. They serialise judgments of one query only.
             pool = pool_task_lock(task=task)
-        task = (
-            JudgingTask.objects.select_for_update(of=("self",))
-            .select_related("golden_set", "query__golden_set", "page")
-            .annotate(judged_already=_judged_by(annotator)).get(pk=task.pk)
-        )
+        task = _submitted_task(task.pk, annotator)
         golden_set = task.golden_set
         grade = _check_grade(golden_set, grade)
         now = timezone.now()

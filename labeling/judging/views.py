@@ -2,7 +2,7 @@
 
 Judging is blind: these pages show a pair's query and page only, never system names,
 ranks, scores or anyone else's grades. Every judging URL needs the annotator role in the
-set (goldenset.selectors.access_golden_set raises 404 otherwise, so a stranger cannot
+set (labeling.judging.selectors.judging_access raises 404 otherwise, so a stranger cannot
 tell which sets exist). The queue itself is labeling.judging.services.
 """
 
@@ -14,17 +14,17 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from goldenset.models import GoldenSet, Membership
-from goldenset.selectors import READ_ROLES, access_golden_set, golden_sets_for, user_roles
+from goldenset.selectors import READ_ROLES, golden_sets_for, user_roles
 from labeling.judging.selectors import (
-    SET_PROGRESS_SECONDS, judged_count, judging_progress, leased_at, preview_task, query_place, sets_to_judge,
-    task_is_correction,
+    SET_PROGRESS_SECONDS, judged_count, judging_access, judging_progress, judging_task, leased_at, preview_task, query_place,
+    sets_to_judge, task_is_correction,
 )
 from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
@@ -91,6 +91,15 @@ def _remember_skip(request: HttpRequest, golden_set: GoldenSet, task_id: int) ->
     ids = [pk for pk in skipped.get(golden_set.slug, []) if pk != task_id] + [task_id]
     skipped[golden_set.slug] = ids[-SKIPPED_KEPT:]
     request.session["judging_skipped"] = skipped
+
+
+def _access(request: HttpRequest, slug: str, roles: tuple[str, ...]) -> GoldenSet:
+    """The set `slug` if the user may judge (or preview) it, Http404 otherwise
+    (labeling.judging.selectors.judging_access: one statement). Its queue settings,
+    read in the same statement, are kept for the request (_queue_settings)."""
+    golden_set, _, queue_settings = judging_access(request.user, slug, roles)
+    request._queue_settings = queue_settings
+    return golden_set
 
 
 def _queue_settings(request: HttpRequest, golden_set: GoldenSet) -> QueueSettings:
@@ -207,8 +216,8 @@ def _refused(request: HttpRequest, golden_set: GoldenSet, exc: GoldsetError) -> 
     return _after_post(request, golden_set, error=exc.message)
 
 
-def _task_of(golden_set: GoldenSet, task_id: int) -> JudgingTask:
-    return get_object_or_404(JudgingTask, pk=task_id, golden_set=golden_set)
+def _task_of(request: HttpRequest, golden_set: GoldenSet, task_id: int) -> JudgingTask:
+    return judging_task(golden_set, task_id, request.user)
 
 
 # --- judging -----------------------------------------------------------------------------
@@ -229,7 +238,7 @@ def judging_home(request: HttpRequest) -> HttpResponse:
 def judging_screen(request: HttpRequest, slug: str) -> HttpResponse:
     """The judging screen; a manager or adjudicator who does not judge the set gets a preview:
     the pair at the head of the queue as annotators see it, with grading turned off."""
-    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES + PREVIEW_ROLES)
+    golden_set = _access(request, slug, JUDGING_ROLES + PREVIEW_ROLES)
     if not user_roles(request.user, golden_set) & set(JUDGING_ROLES):
         return render(request, "labeling/judging/screen.html", _preview_context(golden_set))
     return render(request, "labeling/judging/screen.html", _pair_context(request, golden_set, fresh=True))
@@ -252,7 +261,7 @@ def _preview_context(golden_set: GoldenSet) -> dict:
 @login_required
 @require_GET
 def judging_next(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    golden_set = _access(request, slug, JUDGING_ROLES)
     return _pair_response(request, golden_set)
 
 
@@ -274,8 +283,8 @@ def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> floa
 @login_required
 @require_POST
 def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
-    task = _task_of(golden_set, task_id)
+    golden_set = _access(request, slug, JUDGING_ROLES)
+    task = _task_of(request, golden_set, task_id)
     raw = request.POST.get("grade", "").strip()
     try:
         grade = int(raw)
@@ -313,8 +322,8 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
 @login_required
 @require_POST
 def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
-    task = _task_of(golden_set, task_id)
+    golden_set = _access(request, slug, JUDGING_ROLES)
+    task = _task_of(request, golden_set, task_id)
     try:
         task_skip(task=task, annotator=request.user)
     except GoldsetError as exc:
@@ -326,7 +335,7 @@ def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=JUDGING_ROLES)
+    golden_set = _access(request, slug, JUDGING_ROLES)
     try:
         result = judgment_undo(annotator=request.user, golden_set=golden_set)
     except GoldsetError as exc:

@@ -5,11 +5,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, QuerySet, Subquery
+from django.db import connection
+from django.db.models import Count, QuerySet
 
 from goldenset.models import GoldenSet
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from lib.errors import GoldsetError
+from lib.rows import converted
 
 
 def pools_of(golden_set: GoldenSet) -> QuerySet[Pool]:
@@ -122,16 +124,33 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     the unique index's (golden set, query) prefix). `runs`, the pool's number of runs
     (the ranks' columns), is counted in the first statement when not given.
     """
-    rows = PoolQuery.objects.filter(pool_id=pool.pk)
+    # Hand-written, as are the judging screen's other statements run on every judgment
+    # (labeling.judging.services): building these two through the ORM cost more CPU than
+    # the database spent on them.
+    quote = connection.ops.quote_name
+    in_queries, params = "", [pool.pk]
     if query_pks is not None:
-        rows = rows.filter(query_id__in=list(query_pks))
+        query_pks = [int(pk) for pk in query_pks]
+        if not query_pks:
+            query_pks = [0]  # no query: a primary key none has
+        in_queries = f" AND query_id IN ({', '.join(['%s'] * len(query_pks))})"
+        params += query_pks
+    # The pool's number of runs, when not given: one scalar subquery, run once for the
+    # statement (one round trip fewer a judgment).
+    count = "" if runs is not None else f", (SELECT COUNT(*) FROM {quote(PoolRun._meta.db_table)} pool_run WHERE pool_run.pool_id = %s)"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT query_id, page_ids, run_ranks, runs{count} FROM {quote(PoolQuery._meta.db_table)} "
+            f"WHERE pool_id = %s{in_queries} ORDER BY query_id",
+            ([pool.pk] if runs is None else []) + params,
+        )
+        stored = [
+            (PoolQuery(pool_id=pool.pk, query_id=row[0], page_ids=row[1], run_ranks=row[2], runs=row[3]), row[4:])
+            for row in cursor.fetchall()
+        ]
     if runs is None:
-        # One scalar subquery, run once for the statement: one round trip fewer a judgment.
-        count = PoolRun.objects.filter(pool_id=pool.pk).order_by().values("pool_id").annotate(n=Count("id")).values("n")
-        rows = rows.annotate(pool_run_count=Subquery(count))
-    stored = list(rows.order_by("query_id"))
-    if runs is None:
-        runs = (stored[0].pool_run_count or 0) if stored else 0
+        runs = stored[0][1][0] if stored else 0
+    stored = [row for row, _ in stored]
     pages = [row.pages() for row in stored]
     lengths = np.array([len(page) for page in pages], dtype=np.int64)
     stored_query_pks = np.array([row.query_id for row in stored], dtype=np.int64)
@@ -146,13 +165,18 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     )
     if not n:
         return pairs
-    # No .iterator(): on PostgreSQL it declares a server-side cursor, three round trips
-    # more for what is, after each judgment, a query's few tasks.
-    tasks = list(
-        JudgingTask.objects.filter(
-            golden_set_id=pool.golden_set_id, query_id__in=stored_query_pks.tolist(), kind=JudgingTask.Kind.POOL, pool=pool,
-        ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position")
-    )
+    # Through the unique index's (golden set, query) prefix.
+    listed = stored_query_pks.tolist()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, query_id, page_id, status, grade, done_at, position FROM {quote(JudgingTask._meta.db_table)} "
+            f"WHERE golden_set_id = %s AND query_id IN ({', '.join(['%s'] * len(listed))}) AND kind = %s AND pool_id = %s",
+            [pool.golden_set_id, *listed, JudgingTask.Kind.POOL, pool.pk],
+        )
+        tasks = cursor.fetchall()
+    if tasks:
+        done_at = converted(JudgingTask, "done_at", [row[5] for row in tasks])
+        tasks = [(*row[:5], when, row[6]) for row, when in zip(tasks, done_at)]
     if not tasks:
         return pairs
     # Each task's pair: pairs are sorted by (query, page), and so are these keys.

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from evaluation.models import Run
@@ -42,6 +41,7 @@ from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
 from labeling.pools.model_first import pool_model_source_check
 from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
+from labeling.pools.task_rows import task_positions_set, task_row_close, task_rows_insert
 from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
@@ -261,12 +261,9 @@ def _insert_tasks(
         _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
         return len(query_pks)
     # The task or two a judgment brings into its query's window (and any write on SQLite):
-    # the ORM's one INSERT costs less than a COPY's round trips.
-    JudgingTask.objects.bulk_create([
-        JudgingTask(
-            golden_set_id=pool.golden_set_id, pool_id=pool.pk, query_id=q, page_id=p, kind=JudgingTask.Kind.POOL,
-            position=position, best_rank=best, run_ranks=bytes(blob), status=JudgingTask.Status.OPEN, judgments_required=1,
-        )
+    # one INSERT costs less than a COPY's round trips.
+    task_rows_insert([
+        (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, position, best, bytes(blob), JudgingTask.Status.OPEN, 1)
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
     ])
     return len(query_pks)
@@ -289,6 +286,9 @@ def _update_tasks(column: str, values: list[tuple[int, object]]) -> int:
                 f"FROM labeling_task_update AS u WHERE task.id = u.id"
             )
             cursor.execute("DROP TABLE labeling_task_update")
+        return len(values)
+    if column == "position":  # after each judgment: the few tasks of one query's window that move
+        task_positions_set(values)
         return len(values)
     JudgingTask.objects.bulk_update([JudgingTask(pk=pk, **{column: value}) for pk, value in values], [column], batch_size=500)
     return len(values)
@@ -664,11 +664,9 @@ def pool_task_judged(
 
         task.status, task.grade, task.done_at = JudgingTask.Status.DONE, grade, timezone.now()
         task.leased_to, task.lease_expires_at = None, None
-        changes = {"status": task.status, "grade": grade, "done_at": task.done_at, "leased_to": None, "lease_expires_at": None}
         if judgments_required is not None:
-            changes.update(judgments_done=F("judgments_done") + 1, judgments_required=judgments_required)
             task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
-        JudgingTask.objects.filter(pk=task.pk).update(**changes)
+        task_row_close(task.pk, status=task.status, grade=grade, done_at=task.done_at, judgments_required=judgments_required)
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
 
         if pool.budget is not None:
