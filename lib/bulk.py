@@ -1,4 +1,4 @@
-"""Bulk writes that suit the database in use.
+"""Bulk writes, and bulk reads of integer columns, that suit the database in use.
 
 On PostgreSQL rows go through COPY, the fastest way in (imports of 100,000 pages are
 judged against a plain COPY in bench/import_export.py). Elsewhere, executemany.
@@ -82,6 +82,42 @@ def copy_arrays(
                     block[name] = value[chunk] if isinstance(value, np.ndarray) else value
                 copy.write(block.tobytes())
             copy.write(b"\xff\xff")  # end of data
+
+
+# PostgreSQL's binary COPY: an 11-byte signature, 4 bytes of flags and 4 of header
+# extension length (0) before the rows, and a 2-byte -1 after them.
+_COPY_HEADER, _COPY_TRAILER = 19, 2
+
+
+def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarray:
+    """The rows of `sql`, a SELECT of `width` integer columns none of which is NULL, as an
+    int64 array of shape (rows, width), in the order the SELECT gives (none unless it says).
+
+    For reads of a million rows that are only numbers: on PostgreSQL the SELECT runs inside
+    a binary COPY, every value cast to bigint, so each row has the same layout and numpy
+    reads the whole stream at once, without a Python object per value; elsewhere
+    fetchall. `params` are bound as by cursor.execute (%s placeholders).
+    """
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, width)
+    names = [f"c{column}" for column in range(width)]
+    copy_sql = (
+        f"COPY (SELECT {', '.join(f'{name}::int8' for name in names)} FROM ({sql}) AS selected ({', '.join(names)})) "
+        f"TO STDOUT (FORMAT BINARY)"
+    )
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(copy_sql, params) as copy:
+            data = b"".join(bytes(block) for block in copy)
+    layout = [("count", ">i2")]
+    for name in names:
+        layout += [(f"{name}_length", ">i4"), (name, ">i8")]
+    rows = np.frombuffer(data, dtype=np.dtype(layout), offset=_COPY_HEADER, count=(len(data) - _COPY_HEADER - _COPY_TRAILER) // np.dtype(layout).itemsize)
+    result = np.empty((len(rows), width), dtype=np.int64)
+    for column, name in enumerate(names):
+        result[:, column] = rows[name]
+    return result
 
 
 @contextmanager
