@@ -150,3 +150,30 @@ def test_a_set_larger_than_one_block_of_labels_publishes_the_same(owner, monkeyp
     assert len(expected["labels"]) > 7 * 3
     with transaction.atomic():
         assert published_rows(version_publish(golden_set=golden_set)) == expected
+
+
+# --- the publish page's preview: counts and first changes, without a Change a label ---------
+
+
+@pytest.mark.parametrize("first", [1, 5, 40, 1000])
+def test_the_preview_summary_shows_the_full_previews_counts_slices_and_first_changes(mixed_set, first):
+    from goldenset.diffs import publish_preview, publish_preview_summary
+
+    def same(summary, preview):
+        assert summary.counts() == preview.counts()
+        assert summary.slice_counts() == preview.slice_counts()
+        assert summary.total == len(preview.changes) and summary.is_empty == preview.is_empty
+        assert summary.first == preview.changes[:first]
+
+    same(publish_preview_summary(mixed_set, first=first), publish_preview(mixed_set))  # against nothing
+    version_publish(golden_set=mixed_set)
+    assert publish_preview_summary(mixed_set, first=first).is_empty
+    # Regrades, new pairs, a query retired and one brought in: every kind against v1.
+    people = list(get_user_model().objects.filter(username__startswith="annotator"))
+    queries = list(Query.objects.filter(golden_set=mixed_set, retired_at__isnull=True).order_by("pk"))
+    pages = list(Page.objects.filter(corpus=mixed_set.corpus).order_by("pk"))
+    rng = random.Random(11)
+    for _ in range(40):
+        judgment_record(query=rng.choice(queries), page=rng.choice(pages), grade=rng.randrange(4), annotator=rng.choice(people))
+    query_retire(query=queries[3])
+    same(publish_preview_summary(mixed_set, first=first), publish_preview(mixed_set))
