@@ -17,7 +17,9 @@ the round so that the next round starts from the same database:
 - sqlite (the embedded default, WAL): 10,000 queries x 50 imported judgments = 500,000
   labels on 100,000 pages, loaded with sqlite3's executemany; run in a child process of
   this script with DATABASE_URL pointing at a temporary file. Target: within 3x of the
-  reference, which runs through Python's plain sqlite3 module on the same file.
+  reference, which runs through Python's plain sqlite3 module on the same file, with the
+  app's pragmas (WAL, synchronous NORMAL, foreign keys on, so every row's keys are
+  checked on both sides).
 
 The reference is the least a snapshot can do, in one transaction: a version row, then
 INSERT ... SELECT of the resolved labels (the latest judgment of each pair of an active
@@ -234,6 +236,9 @@ def reference_pg(golden_set_pk: int) -> tuple[float, tuple[int, int, int]]:
 def reference_sqlite(path: str, golden_set_pk: int) -> tuple[float, tuple[int, int, int]]:
     """The plain SQL snapshot with Python's sqlite3 module on the same file, rolled back."""
     conn = sqlite3.connect(path, isolation_level=None)
+    # The pragmas of the app's own connection (goldset.settings.sqlite_database): foreign
+    # keys checked on every row written, as they are for the publish.
+    conn.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
     try:
         started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")

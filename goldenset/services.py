@@ -34,7 +34,7 @@ from goldenset.models import (
 )
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
-from goldenset.version_rows import LABEL_BLOCK, natural_ranks, rank_of, resolved_label_columns, write_labels
+from goldenset.version_rows import LABEL_BLOCK, labelled_pages, natural_ranks, rank_of, resolved_label_columns, write_labels
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
@@ -531,14 +531,8 @@ def version_publish(
         )
         # The labels as int64 columns (goldenset.version_rows), a block the step's one item.
         [(label_query, label_page, label_grade)] = progress([resolved_label_columns(golden_set.pk)], PUBLISH_STEPS[0])
-        # The labelled pages: those judged on an active query, found by the database (a
-        # semi-join), not by sending it an IN list of 200,000 ids or reading the corpus.
-        judged = Judgment.objects.filter(query__golden_set=golden_set, query__retired_at__isnull=True).values("page_id")
-        page_rows = list(progress(
-            Page.objects.filter(corpus_id=golden_set.corpus_id, id__in=judged).values_list(
-                "id", "doc_id", "metadata", "published_at", "content_hash"
-            ).iterator(chunk_size=20_000), PUBLISH_STEPS[1],
-        ))
+        query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
+        page_rows = list(progress(labelled_pages(golden_set, page_fields), PUBLISH_STEPS[1]))
 
         # Canonical order: natural order of ids, independent of row ids and databases.
         query_order, query_pks, query_ranks = natural_ranks([row[0] for row in queries], [row[1] for row in queries])
@@ -551,7 +545,6 @@ def version_publish(
         label_query, label_page, label_grade = label_query[order], label_page[order], label_grade[order]
         label_query_rank, label_page_rank = label_query_rank[order], label_page_rank[order]
 
-        query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
         query_metadata = [_slice_values(metadata, query_fields) for _, _, metadata in queries]
         page_metadata = _page_slice_texts(page_rows, page_fields)
         # Ids by natural rank: a label's query id is query_ids[its query's rank].
