@@ -125,11 +125,12 @@ def heavy_modules(env: dict[str, str], settings: str) -> list[str]:
     """Which of HEAVY `manage.py check` left in sys.modules."""
     probe = (
         "import sys; from django.core.management import call_command; import django; django.setup(); "
-        f"call_command('check', verbosity=0); print(); print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+        f"call_command('check', verbosity=0); print('loaded:', *(m for m in {HEAVY!r} if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", probe], env={**env, "DJANGO_SETTINGS_MODULE": settings}, cwd=REPO,
                           capture_output=True, text=True, check=True)
-    return done.stdout.strip().splitlines()[-1].split() if done.stdout.strip() else []
+    [line] = [line for line in done.stdout.splitlines() if line.startswith('loaded:')]
+    return line.removeprefix('loaded:').split()
 
 
 def main() -> None:
