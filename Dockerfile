@@ -27,6 +27,11 @@ COPY api ./api
 COPY templates ./templates
 COPY static ./static
 
+# Bytecode of the project compiled once here: PYTHONDONTWRITEBYTECODE keeps processes from
+# writing it, so without this step every command, web and Celery worker compiled every
+# module of the project again at start (a second or more, bench/startup.py).
+RUN python -m compileall -q manage.py goldset lib goldenset evaluation labeling monitoring api
+
 # The hashed file names whitenoise serves come from the production storage, so
 # collectstatic runs under the production settings. Those refuse to load without a
 # SECRET_KEY and a DATABASE_URL; collectstatic uses neither, so it gets a throwaway key

@@ -32,28 +32,21 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit
-from numba.typed import List as TypedList
 
 from evaluation.metrics import Metric, parse_metric
 from lib.runs import RankedRun
 
 
 @functools.cache
-def _kernels() -> dict:
-    """ranx's metric kernels, by metric family. Each takes (qrels typed list, run typed list,
-    k, rel_lvl) and returns float64 per query; k = 0 means the whole ranking.
+def kernels():
+    """evaluation.kernels, imported when a score is first computed, not when the app loads:
+    numba and ranx (which brings scipy and pandas) cost a second or more of every process
+    start, which a management command or a web worker serving stored scores never needs (a
+    Celery worker warms them when it starts, evaluation.warmup)."""
+    from evaluation import kernels as compiled
 
-    Imported when a score is first computed, not when the app loads: the ranx package
-    brings scipy, pandas and matplotlib with it, some 150 MB that a web worker serving
-    pages from stored scores never needs (a worker warms them at start, evaluation.warmup).
-    """
-    from ranx.metrics import average_precision, hit_rate, ndcg, precision, recall, reciprocal_rank
+    return compiled
 
-    return {
-        "recall": recall, "precision": precision, "hit_rate": hit_rate, "mrr": reciprocal_rank,
-        "map": average_precision, "ndcg": ndcg,
-    }
 
 # The kernels are numba parallel=True functions. Numba's default threading layer
 # (workqueue) aborts the whole process, not just the call, when two Python threads enter
@@ -243,7 +236,7 @@ def evaluate_run(
         with _KERNEL_LOCK:
             for name, metric in chosen.items():
                 rel_lvl = relevance_threshold if metric.binary else 1
-                values[name][computed] = _kernels()[metric.family](qrels_list, run_list, metric.k or 0, rel_lvl)
+                values[name][computed] = kernels().metric_families()[metric.family](qrels_list, run_list, metric.k or 0, rel_lvl)
 
     return Evaluation(
         metrics=tuple(chosen.values()),
@@ -269,20 +262,6 @@ def _typed_lists(query_rows, run_rows, keys, grades, label_offsets, run: RankedR
     run_table[:, 0] = run.doc_keys
     run_table[:, 1] = -np.arange(len(run.doc_keys), dtype=np.float64)
 
-    qrels_list = _split_rows(label_table, label_offsets[query_rows], label_offsets[query_rows + 1])
-    run_list = _split_rows(run_table, run.offsets[run_rows], run.offsets[run_rows + 1])
+    qrels_list = kernels().split_rows(label_table, label_offsets[query_rows], label_offsets[query_rows + 1])
+    run_list = kernels().split_rows(run_table, run.offsets[run_rows], run.offsets[run_rows + 1])
     return qrels_list, run_list
-
-
-@njit(cache=True)
-def _split_rows(table, starts, ends):
-    """A typed list of the row ranges `table[starts[i]:ends[i]]` (views, not copies).
-
-    Built inside numba: filling a typed list from Python costs about 25 ms per 10,000
-    arrays and a second of compilation in every new process; this costs about 1 ms, and
-    its compiled code is cached in NUMBA_CACHE_DIR with ranx's.
-    """
-    out = TypedList()
-    for i in range(starts.shape[0]):
-        out.append(table[starts[i] : ends[i]])
-    return out

@@ -11,8 +11,12 @@ a published version (`version_side`), or what `version_publish` would snapshot n
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.selectors import resolved_labels
+from goldenset.version_rows import resolved_label_columns
+from lib.bulk import select_int_columns
 from lib.ids import natural_key
 
 QUERY_ADDED, QUERY_REMOVED = "query_added", "query_removed"
@@ -114,6 +118,23 @@ def changes_between(old: Side, new: Side) -> Changes:
             raw.append((REGRADED, pair[0], pair[1], before, grade))
     raw += [(REMOVED, q, p, grade, None) for (q, p), grade in old.labels.items() if (q, p) not in new.labels]
 
+    changes = _built(raw, old.queries, new.queries)
+    changes.sort(key=_reading_order)
+    return Changes(old.name, new.name, changes)
+
+
+_KIND_ORDER = {kind: n for n, kind in enumerate(KINDS)}
+
+
+def _reading_order(change: Change) -> tuple:
+    """Queries added and removed first, then pairs, each by natural query id, doc id, kind."""
+    return (change.kind not in (QUERY_ADDED, QUERY_REMOVED), natural_key(change.query_id), natural_key(change.doc_id),
+            _KIND_ORDER[change.kind])
+
+
+def _built(raw: list[tuple], old_queries: dict, new_queries: dict) -> list[Change]:
+    """Change objects of (kind, query pk, page pk or None, old grade, new grade) rows, with
+    their query's text and page's title read in one query each."""
     query_rows = {pk: (query_id, text) for pk, query_id, text in
                   Query.objects.filter(pk__in={row[1] for row in raw}).values_list("pk", "query_id", "text")}
     page_rows = {pk: (doc_id, title) for pk, doc_id, title in
@@ -122,11 +143,9 @@ def changes_between(old: Side, new: Side) -> Changes:
     for kind, q, p, before, after in raw:
         query_id, text = query_rows[q]
         doc_id, title = page_rows[p] if p is not None else ("", "")
-        slices = new.queries.get(q, old.queries.get(q, {}))
+        slices = new_queries.get(q, old_queries.get(q, {}))
         changes.append(Change(kind, query_id, text, doc_id, title, before, after, _slice_names(slices)))
-    order = {kind: n for n, kind in enumerate(KINDS)}
-    changes.sort(key=lambda c: (c.kind not in (QUERY_ADDED, QUERY_REMOVED), natural_key(c.query_id), natural_key(c.doc_id), order[c.kind]))
-    return Changes(old.name, new.name, changes)
+    return changes
 
 
 def version_changes(old: Version, new: Version) -> Changes:
@@ -141,6 +160,117 @@ def publish_preview(golden_set: GoldenSet) -> Changes:
     latest = golden_set.versions.order_by("-number").first()
     old = version_side(latest) if latest is not None else Side("nothing", {}, {})
     return changes_between(old, publish_side(golden_set))
+
+
+@dataclass(frozen=True)
+class PreviewSummary:
+    """What publishing now would change, as the publish page shows it: the counts of every
+    change by kind and by slice, and the first changes in reading order, without a Change
+    object per label (a first version of a million labels is a million pairs added)."""
+
+    old: str
+    new: str
+    kind_counts: dict[str, int]
+    per_slice: list[tuple[str, dict[str, int]]]
+    first: list[Change]  # the first changes of publish_preview(...).changes, as many as asked
+    total: int
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.total
+
+    def counts(self) -> dict[str, int]:
+        return self.kind_counts
+
+    def slice_counts(self) -> list[tuple[str, dict[str, int]]]:
+        return self.per_slice
+
+
+def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSummary:
+    """publish_preview's counts, slice counts and first `first` changes, computed on integer
+    columns: the labels resolved as version_publish resolves them (version_rows), the
+    latest version's read by a binary COPY, compared in numpy; text, titles and natural
+    keys are read only for the changes that can be among the first."""
+    latest = golden_set.versions.order_by("-number").first()
+    old_queries = dict(VersionQuery.objects.filter(version=latest).values_list("query_id", "metadata")) if latest else {}
+    fields = list(golden_set.query_slice_fields)
+    new_queries = {
+        pk: {name: metadata[name] for name in fields if name in metadata}
+        for pk, metadata in Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "metadata")
+    }
+    new_q, new_p, new_g = resolved_label_columns(golden_set.pk)
+    old = np.empty((0, 3), dtype=np.int64)
+    if latest is not None:
+        old = select_int_columns(
+            f"SELECT query_id, page_id, grade FROM {VersionLabel._meta.db_table} WHERE version_id = %s", 3, [latest.pk],
+        )
+    old_q, old_p, old_g = old[:, 0], old[:, 1], old[:, 2]
+    # One int64 key a pair: query pk * (largest page pk + 1) + page pk.
+    width = int(max(new_p.max(initial=0), old_p.max(initial=0))) + 1
+    new_key, old_key = new_q * width + new_p, old_q * width + old_p
+    by_old_key = np.argsort(old_key, kind="stable")
+    found = np.searchsorted(old_key[by_old_key], new_key)
+    found_clipped = np.minimum(found, max(len(old_key) - 1, 0))
+    in_old = (found < len(old_key)) & (old_key[by_old_key][found_clipped] == new_key) if len(old_key) else np.zeros(len(new_key), bool)
+    before = old_g[by_old_key][found_clipped] if len(old_key) else np.zeros(len(new_key), np.int64)
+    regraded = in_old & (before != new_g)
+    removed = ~np.isin(old_key, new_key)
+    # kind code (index in KINDS), query pk, page pk, old grade (-1 none), new grade (-1 none)
+    pairs = np.concatenate([
+        np.column_stack([np.full(n, code), q, p, o, g]) for code, n, q, p, o, g in (
+            (KINDS.index(ADDED), int((~in_old).sum()), new_q[~in_old], new_p[~in_old], np.full(int((~in_old).sum()), -1), new_g[~in_old]),
+            (KINDS.index(REGRADED), int(regraded.sum()), new_q[regraded], new_p[regraded], before[regraded], new_g[regraded]),
+            (KINDS.index(REMOVED), int(removed.sum()), old_q[removed], old_p[removed], old_g[removed], np.full(int(removed.sum()), -1)),
+        )
+    ]).astype(np.int64).reshape(-1, 5)
+    query_changes = [(QUERY_ADDED, q) for q in new_queries.keys() - old_queries.keys()]
+    query_changes += [(QUERY_REMOVED, q) for q in old_queries.keys() - new_queries.keys()]
+
+    counts = {kind: 0 for kind in KINDS}
+    per_slice: dict[str, dict[str, int]] = {}
+
+    def count(kind: str, query_pk: int, how_many: int) -> None:
+        counts[kind] += how_many
+        for name in _slice_names(new_queries.get(query_pk, old_queries.get(query_pk, {}))):
+            per_slice.setdefault(name, {k: 0 for k in KINDS})[kind] += how_many
+
+    for kind, q in query_changes:
+        count(kind, q, 1)
+    for code in (KINDS.index(ADDED), KINDS.index(REGRADED), KINDS.index(REMOVED)):
+        queries, how_many = np.unique(pairs[pairs[:, 0] == code, 1], return_counts=True)
+        for q, n in zip(queries.tolist(), how_many.tolist()):
+            count(KINDS[code], q, n)
+
+    return PreviewSummary(
+        old=f"v{latest.number}" if latest else "nothing", new="now", kind_counts=counts,
+        per_slice=[(name, per_slice[name]) for name in sorted(per_slice, key=natural_key)],
+        first=_first_changes(query_changes, pairs, old_queries, new_queries, first),
+        total=len(query_changes) + len(pairs),
+    )
+
+
+def _first_changes(query_changes: list[tuple[str, int]], pairs: np.ndarray, old_queries: dict, new_queries: dict, first: int) -> list[Change]:
+    """The first `first` changes in reading order (_reading_order): the query changes, then
+    the pair changes of the queries that come first, their natural keys read only for
+    those queries and, among them, the pages of the first queries' changes."""
+    if len(query_changes) > first:  # a first version: every query added
+        query_ids = dict(Query.objects.filter(pk__in=[q for _, q in query_changes]).values_list("pk", "query_id"))
+        query_changes = sorted(query_changes, key=lambda change: natural_key(query_ids[change[1]]))[:first]
+    raw = [(kind, q, None, None, None) for kind, q in query_changes]
+    wanted = first - len(raw)
+    if wanted > 0 and len(pairs):
+        query_ids = dict(Query.objects.filter(pk__in=np.unique(pairs[:, 1]).tolist()).values_list("pk", "query_id"))
+        ranked = sorted(query_ids, key=lambda pk: natural_key(query_ids[pk]))
+        pks, ranks = np.array(ranked, dtype=np.int64), np.arange(len(ranked))
+        by_pk = np.argsort(pks)
+        rank = ranks[by_pk][np.searchsorted(pks[by_pk], pairs[:, 1])]
+        # Every change of the queries up to the one holding the wanted-th change can be among the first.
+        cutoff = np.sort(rank)[min(wanted, len(rank)) - 1]
+        candidates = pairs[rank <= cutoff]
+        raw += [(KINDS[code], q, p, None if o < 0 else o, None if g < 0 else g) for code, q, p, o, g in candidates.tolist()]
+    changes = _built(raw, old_queries, new_queries)
+    changes.sort(key=_reading_order)
+    return changes[:first]
 
 
 @dataclass

@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -33,12 +32,13 @@ from goldenset.models import (
     VersionPage,
     VersionQuery,
 )
-from goldenset.selectors import ROLES_MEMO, resolved_labels, version_settings
+from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
-from lib.bulk import bulk_insert, copy_arrays, gc_paused
+from goldenset.version_rows import LABEL_BLOCK, labelled_pages, natural_ranks, rank_of, resolved_label_columns, write_labels
+from lib.bulk import bulk_insert, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
-from lib.hashing import text_hash, version_hash
+from lib.hashing import canonical_json, text_hash, version_hash_of_columns
 from lib.ids import id_problem, natural_key
 from lib.progress import Progress, no_progress
 
@@ -496,50 +496,6 @@ def _slice_values(metadata: dict, fields: list[str]) -> dict:
     return {name: metadata[name] for name in fields if name in metadata}
 
 
-def _dense_ranks(keys: dict[int, tuple]) -> dict[int, int]:
-    """pk -> rank of its key among the keys, equal keys sharing a rank."""
-    ranks: dict[int, int] = {}
-    previous, rank = None, -1
-    for pk in sorted(keys, key=keys.__getitem__):
-        if rank < 0 or keys[pk] != previous:
-            rank, previous = rank + 1, keys[pk]
-        ranks[pk] = rank
-    return ranks
-
-
-def _in_natural_order(labels: list[tuple[int, int, int]], query_keys: dict, doc_keys: dict) -> list[tuple[int, int, int]]:
-    """`labels` sorted stably by (query key, doc key): the order of
-    labels.sort(key=lambda row: (query_keys[row[0]], doc_keys[row[1]])), got by comparing
-    integer ranks in numpy rather than a million tuples of natural keys in Python."""
-    if not labels:
-        return labels
-    query_ranks, doc_ranks = _dense_ranks(query_keys), _dense_ranks(doc_keys)
-    by_query = np.fromiter((query_ranks[row[0]] for row in labels), dtype=np.int64, count=len(labels))
-    by_doc = np.fromiter((doc_ranks[row[1]] for row in labels), dtype=np.int64, count=len(labels))
-    return [labels[i] for i in np.lexsort((by_doc, by_query)).tolist()]  # lexsort is stable
-
-
-def _write_labels(version: Version, labels: list[tuple[int, int, int]], progress: Progress) -> None:
-    """The version's labels, `position` their index: on PostgreSQL as numpy columns through a
-    binary COPY (a million rows), elsewhere a row at a time."""
-    if connection.vendor != "postgresql":
-        bulk_insert(
-            VersionLabel._meta.db_table, ["version_id", "query_id", "page_id", "grade", "position"],
-            ((version.id, q, p, g, position) for position, (q, p, g) in enumerate(progress(labels, PUBLISH_STEPS[3]))),
-        )
-        return
-    count = len(labels)
-    # Without count=, fromiter reads the progress wrapper to its end, so the step's last report is made.
-    rows = np.fromiter(chain.from_iterable(progress(labels, PUBLISH_STEPS[3])), dtype=np.int64).reshape(count, 3)
-    copy_arrays(
-        VersionLabel._meta.db_table,
-        [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)],
-        {"version_id": version.id, "query_id": rows[:, 0], "page_id": rows[:, 1], "grade": rows[:, 2],
-         "position": np.arange(count, dtype=np.int64)},
-        count,
-    )
-
-
 def nothing_changed(golden_set: GoldenSet, previous: Version) -> ConflictError:
     """The refusal of a publish that would snapshot what `previous` holds already."""
     return ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
@@ -573,35 +529,37 @@ def version_publish(
         queries = list(
             Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata")
         )
-        query_ids = {pk: query_id for pk, query_id, _ in queries}
-        labels = [(q, p, g) for q, p, g in progress(resolved_labels(golden_set), PUBLISH_STEPS[0]) if q in query_ids]
-        labelled = {p for _, p, _ in labels}
-        # Read the corpus and keep the labelled pages, rather than send an IN list of
-        # 50,000 ids that takes longer to build and parse than the scan.
-        page_rows = [
-            row for row in progress(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list(
-                "id", "doc_id", "metadata", "published_at", "content_hash"
-            ).iterator(chunk_size=20_000), PUBLISH_STEPS[1])
-            if row[0] in labelled
-        ]
-        doc_ids = {pk: doc_id for pk, doc_id, *_ in page_rows}
+        # The labels as int64 columns (goldenset.version_rows), a block the step's one item.
+        [(label_query, label_page, label_grade)] = progress([resolved_label_columns(golden_set.pk)], PUBLISH_STEPS[0])
+        query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
+        page_rows = list(progress(labelled_pages(golden_set, page_fields), PUBLISH_STEPS[1]))
 
         # Canonical order: natural order of ids, independent of row ids and databases.
-        # Each id's key is computed once, not once per label.
-        query_keys = {pk: natural_key(query_id) for pk, query_id in query_ids.items()}
-        doc_keys = {pk: natural_key(doc_id) for pk, doc_id in doc_ids.items()}
-        labels = _in_natural_order(labels, query_keys, doc_keys)
-        queries.sort(key=lambda row: query_keys[row[0]])
-        page_rows.sort(key=lambda row: doc_keys[row[0]])
+        query_order, query_pks, query_ranks = natural_ranks([row[0] for row in queries], [row[1] for row in queries])
+        page_order, page_pks, page_ranks = natural_ranks([row[0] for row in page_rows], [row[1] for row in page_rows])
+        queries = [queries[i] for i in query_order]
+        page_rows = [page_rows[i] for i in page_order]
+        label_query_rank = rank_of(query_pks, query_ranks, label_query)
+        label_page_rank = rank_of(page_pks, page_ranks, label_page)
+        order = np.lexsort((label_page_rank, label_query_rank))
+        label_query, label_page, label_grade = label_query[order], label_page[order], label_grade[order]
+        label_query_rank, label_page_rank = label_query_rank[order], label_page_rank[order]
 
-        query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
-        query_metadata = {pk: _slice_values(metadata, query_fields) for pk, _, metadata in queries}
-        page_metadata = {pk: _slice_values(metadata, page_fields) for pk, _, metadata, _, _ in page_rows}
-        content_hash = version_hash(
-            version_settings(golden_set),
-            ((query_ids[q], doc_ids[p], g) for q, p, g in progress(labels, PUBLISH_STEPS[2])),
-            ((query_id, query_metadata[pk]) for pk, query_id, _ in queries),
-            ((doc_id, page_metadata[pk], published_at, page_hash) for pk, doc_id, _, published_at, page_hash in page_rows),
+        query_metadata = [_slice_values(metadata, query_fields) for _, _, metadata in queries]
+        page_metadata = _page_slice_texts(page_rows, page_fields)
+        # Ids by natural rank: a label's query id is query_ids[its query's rank].
+        query_ids = np.array([query_id for _, query_id, _ in queries] or [""], dtype=object)
+        doc_ids = np.array([doc_id for _, doc_id, *_ in page_rows] or [""], dtype=object)
+        label_count = len(label_grade)
+        blocks = (
+            (query_ids[label_query_rank[block]].tolist(), doc_ids[label_page_rank[block]].tolist(), label_grade[block].tolist())
+            for block in (slice(start, start + LABEL_BLOCK) for start in progress(range(0, label_count, LABEL_BLOCK), PUBLISH_STEPS[2]))
+        )
+        content_hash = version_hash_of_columns(
+            version_settings(golden_set), blocks,
+            ((query_id, metadata) for (_, query_id, _), metadata in zip(queries, query_metadata)),
+            ((doc_id, canonical, published_at, page_hash)
+             for (_, doc_id, _, published_at, page_hash), (canonical, _) in zip(page_rows, page_metadata)),
         )
 
         if previous is not None and previous.content_hash == content_hash:
@@ -610,30 +568,46 @@ def version_publish(
             raise no_queries(golden_set)
 
         threshold = golden_set.relevance_threshold
-        relevant_queries = {q for q, _, g in labels if g >= threshold}
+        relevant = label_grade >= threshold
         try:
             version = Version.objects.create(
                 golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
                 note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
                 query_slice_fields=query_fields, page_slice_fields=page_fields, query_count=len(queries),
-                label_count=len(labels), relevant_count=sum(1 for _, _, g in labels if g >= threshold),
-                queries_without_relevant=len(queries) - len(relevant_queries), judgment_count=judgment_count,
+                label_count=label_count, relevant_count=int(np.count_nonzero(relevant)),
+                queries_without_relevant=len(queries) - len(np.unique(label_query[relevant])), judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
             raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
 
-        _write_labels(version, labels, progress)
+        write_labels(version.id, label_query, label_page, label_grade, progress, PUBLISH_STEPS[3])
         bulk_insert(
             VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
-            ((version.id, pk, _metadata_json(query_metadata[pk])) for pk, *_ in progress(queries, PUBLISH_STEPS[4])),
+            ((version.id, pk, _metadata_json(metadata)) for (pk, _, _), metadata in zip(progress(queries, PUBLISH_STEPS[4]), query_metadata)),
         )
         bulk_insert(
             VersionPage._meta.db_table, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
-            ((version.id, pk, _metadata_json(page_metadata[pk]), published_at, content_hash)
-             for pk, _, _, published_at, content_hash in progress(page_rows, PUBLISH_STEPS[5])),
+            ((version.id, pk, text, published_at, page_hash)
+             for (pk, _, _, published_at, page_hash), (_, text) in zip(progress(page_rows, PUBLISH_STEPS[5]), page_metadata)),
         )
         version_published.send(sender=Version, version_id=version.id)
     return version
+
+
+def _page_slice_texts(page_rows: list[tuple], fields: list[str]) -> list[tuple[str, str]]:
+    """(canonical JSON for the hash, JSON to store) of each page's slice values, each made
+    once per distinct value: 200,000 pages have a handful of slice values between them."""
+    made: dict[str, tuple[str, str]] = {}
+    texts = []
+    for _, _, metadata, _, _ in page_rows:
+        values = _slice_values(metadata, fields)
+        # repr tells apart every two JSON values that differ (1, 1.0, True, "1").
+        key = repr(values)
+        pair = made.get(key)
+        if pair is None:
+            pair = made[key] = (canonical_json(values), _metadata_json(values))
+        texts.append(pair)
+    return texts
 
 
 # --- queries added to an existing set ------------------------------------------------

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from goldenset.diffs import KIND_LABELS, KINDS, publish_preview, version_changes
+from goldenset.diffs import KIND_LABELS, KINDS, publish_preview_summary, version_changes
 from goldenset.forms import PublishForm
 from goldenset.model_fill import model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from goldenset.model_labels import model_sources
@@ -178,10 +178,11 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("publish_job", slug=golden_set.slug, job_id=job.pk)
     elif request.method == "POST":
         status = 400
-    preview = publish_preview(golden_set)
+    # Counts and the first changes only: the full list of a large set is a Change object a label.
+    preview = publish_preview_summary(golden_set, first=CHANGES_ON_VERSION_PAGE)
     ctx = {
         "golden_set": golden_set, "form": form, "changes": preview, "slices": preview.slice_counts(),
-        "shown": preview.changes[:CHANGES_ON_VERSION_PAGE], "latest": golden_set.versions.order_by("-number").first(),
+        "shown": preview.first, "latest": golden_set.versions.order_by("-number").first(),
         "recent_jobs": publish_jobs_recent(golden_set),
     }
     return render(request, "goldenset/publish.html", ctx, status=status)

@@ -42,8 +42,16 @@ class StreamHash:
         if pending:
             self._digest.update(("\n".join(pending) + "\n").encode("utf-8"))
 
+    def add_block(self, lines: str) -> None:
+        """add() of each line of `lines` ("\\n"-joined, no final newline): the same digest."""
+        self._digest.update((lines + "\n").encode("utf-8"))
+
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
+
+
+# One label's line of a version's hash: query_id, doc_id, grade, tab-separated.
+LABEL_LINE = "L\t{}\t{}\t{}".format
 
 
 def version_hash(
@@ -57,14 +65,38 @@ def version_hash(
     `labels` are (query_id, doc_id, grade) in the version's canonical order; `queries`
     (query_id, slice metadata) and `pages` (doc_id, slice metadata, published_at, content
     hash) in the natural order of their ids. Publishing and the export's re-check both
-    hash through here, so the two can never disagree on what the hash covers.
+    hash through here (publishing through version_hash_of_columns, the same lines), so the
+    two can never disagree on what the hash covers.
     """
     digest = StreamHash()
     digest.add(canonical_json(settings))
-    digest.add_lines(f"L\t{query_id}\t{doc_id}\t{grade}" for query_id, doc_id, grade in labels)
+    digest.add_lines(LABEL_LINE(query_id, doc_id, grade) for query_id, doc_id, grade in labels)
+    return _queries_and_pages(digest, queries, pages)
+
+
+def version_hash_of_columns(
+    settings: dict,
+    label_blocks: Iterable[tuple[list[str], list[str], list[int]]],
+    queries: Iterable[tuple[str, dict]],
+    pages: Iterable[tuple[str, dict | str, datetime | None, str]],
+) -> str:
+    """version_hash with the labels given as blocks of three parallel lists (query_ids,
+    doc_ids, grades), each block's lines joined at once: a million labels without a
+    Python call per label. A page's metadata may come as its canonical_json text already
+    (publishing makes it once per distinct slice value)."""
+    digest = StreamHash()
+    digest.add(canonical_json(settings))
+    for query_ids, doc_ids, grades in label_blocks:
+        if query_ids:
+            digest.add_block("\n".join(map(LABEL_LINE, query_ids, doc_ids, grades)))
+    return _queries_and_pages(digest, queries, pages)
+
+
+def _queries_and_pages(digest: StreamHash, queries: Iterable[tuple[str, dict]], pages: Iterable[tuple]) -> str:
     for query_id, metadata in queries:
         digest.add(f"Q\t{query_id}\t{canonical_json(metadata)}")
     for doc_id, metadata, published_at, content_hash in pages:
         stamp = published_at.isoformat() if published_at else ""
-        digest.add(f"P\t{doc_id}\t{canonical_json(metadata)}\t{stamp}\t{content_hash}")
+        text = metadata if isinstance(metadata, str) else canonical_json(metadata)
+        digest.add(f"P\t{doc_id}\t{text}\t{stamp}\t{content_hash}")
     return digest.hexdigest()

@@ -21,18 +21,22 @@ exception: one bad answer must not lose the rest. The API key is read by the cal
 the environment and only ever put in the Authorization header.
 """
 
+from __future__ import annotations
+
 import asyncio
+import functools
 import json
 import random
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import aiohttp
-from aiohttp.abc import AbstractResolver
+from typing import TYPE_CHECKING
 
 from lib import outbound
 from lib.llm_judging import MAX_BATCH, backoff_delay, batch_messages_for, messages_for, read_batch_grades, read_grade, retry_after_seconds
+
+if TYPE_CHECKING:
+    import aiohttp
 
 USER_AGENT = "Goldset model judge"
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -81,19 +85,28 @@ class Waiting:
     delays: list[float] = field(default_factory=list)
 
 
-class _PinnedResolver(AbstractResolver):
-    """Answers every lookup with the address lib.outbound checked: no second lookup that a
-    DNS rebinding could answer differently."""
+@functools.cache
+def _pinned_resolver_class() -> type:
+    """_PinnedResolver, made at the first judging: aiohttp is imported where a judge is
+    asked, not when the app loads (it costs every process start, every management command
+    among them, about a third of a second)."""
+    from aiohttp.abc import AbstractResolver
 
-    def __init__(self, address: str):
-        self._address = address
+    class _PinnedResolver(AbstractResolver):
+        """Answers every lookup with the address lib.outbound checked: no second lookup that
+        a DNS rebinding could answer differently."""
 
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[dict]:
-        family = socket.AF_INET6 if ":" in self._address else socket.AF_INET
-        return [{"hostname": host, "host": self._address, "port": port, "family": family, "proto": 0, "flags": 0}]
+        def __init__(self, address: str):
+            self._address = address
 
-    async def close(self) -> None:
-        return None
+        async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[dict]:
+            family = socket.AF_INET6 if ":" in self._address else socket.AF_INET
+            return [{"hostname": host, "host": self._address, "port": port, "family": family, "proto": 0, "flags": 0}]
+
+        async def close(self) -> None:
+            return None
+
+    return _PinnedResolver
 
 
 def completions_url(base_url: str) -> str:
@@ -127,6 +140,8 @@ class _Call:
 
 async def _attempt(session: aiohttp.ClientSession, url: str, body: bytes, headers: dict, timeout: float, out: _Call):
     """One attempt. Returns (retryable, retry_after); fills `out` (content, or error and raw)."""
+    import aiohttp  # loaded already by grade_pairs, which made the session: a lookup
+
     out.requests += 1
     try:
         async with session.post(url, data=body, headers=headers, allow_redirects=False) as response:
@@ -210,7 +225,9 @@ async def grade_pairs(
     queue: asyncio.Queue = asyncio.Queue()
     for unit in units:
         queue.put_nowait(unit)
-    connector = aiohttp.TCPConnector(limit=settings.max_in_flight, resolver=_PinnedResolver(address))
+    import aiohttp  # here, not at the top: see _pinned_resolver_class
+
+    connector = aiohttp.TCPConnector(limit=settings.max_in_flight, resolver=_pinned_resolver_class()(address))
     async with aiohttp.ClientSession(
         connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
         timeout=aiohttp.ClientTimeout(total=settings.timeout_seconds),

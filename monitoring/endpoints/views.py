@@ -19,7 +19,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 from goldenset.models import Membership
 from goldenset.selectors import access_golden_set
 from lib.errors import GoldsetError
-from monitoring.endpoints.client import probe_sync
 from monitoring.endpoints.forms import EndpointAddForm, EndpointEditForm, EndpointTryForm, service_error_show
 from monitoring.endpoints.selectors import doc_ids_known, endpoint_get, endpoints_of
 from monitoring.endpoints.services import endpoint_add, endpoint_spec, endpoint_update
@@ -107,6 +106,10 @@ def endpoint_try_page(request: HttpRequest, slug: str, name: str) -> HttpRespons
     if request.method == "POST" and form.is_valid():
         values = form.cleaned_data
         k = values["k"] or default_k
+        # Here, not at the top: the client brings aiohttp, which loading the URLs (every
+        # command, every web worker at start) would pay otherwise.
+        from monitoring.endpoints.client import probe_sync
+
         answer = probe_sync(
             endpoint_spec(endpoint), values["query_id"] or "probe", values["query"], k,
             allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,

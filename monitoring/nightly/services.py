@@ -28,6 +28,7 @@ from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import uvloop
@@ -45,9 +46,11 @@ from goldenset.models import Version, VersionQuery
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.ids import natural_key
 from lib.runs import RunEntriesBuilder
-from monitoring.endpoints.client import QueryAnswer, fetch_index_size_sync, fetch_rankings
 from monitoring.endpoints.services import endpoint_spec
 from monitoring.models import Endpoint, NightlyRun
+
+if TYPE_CHECKING:
+    from monitoring.endpoints.client import QueryAnswer
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +134,7 @@ class _Answers:
         self.answered = 0
         self._written_at = time.monotonic()
 
-    def __call__(self, answer: QueryAnswer) -> None:
+    def __call__(self, answer: "QueryAnswer") -> None:
         self.done += 1
         if answer.error is not None:
             self.failures.append((answer.query_id, answer.error, answer.status))
@@ -149,6 +152,10 @@ def _fetch(night_id: int, spec, questions, k: int, answers_source: str, options:
     """Ask every question on an event loop in this thread, each answer taken by _Answers on
     the loop itself (pure work, no hop between threads, which cost as much as the answers),
     and the progress written by a thread of its own, where the ORM may run."""
+    # The client brings aiohttp, which no process needs at start (every command and web
+    # worker would pay its import): loaded by the night that asks an endpoint.
+    from monitoring.endpoints.client import fetch_rankings
+
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="goldset-night-progress")
 
     def write(done: int, failed: int) -> None:
@@ -229,6 +236,8 @@ def _execute(night_id: int) -> NightlyRun:
         return NightlyRun.objects.get(pk=night_id)
     index_size = report.index_size
     if index_size is None and spec.count_url:
+        from monitoring.endpoints.client import fetch_index_size_sync  # loaded by _fetch already
+
         try:
             index_size = fetch_index_size_sync(spec, **options)
         except Exception as exc:  # the count is a nicety: a night is not lost over it

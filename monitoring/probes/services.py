@@ -18,7 +18,6 @@ from django.utils import timezone
 from evaluation.alerts.services import probe_miss_raise, probe_miss_resolve
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Canary
-from monitoring.endpoints.client import fetch_rankings_sync
 from monitoring.endpoints.services import endpoint_spec
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
 from monitoring.nightly.services import latest_version
@@ -63,6 +62,9 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
         return []
     k = version.k_first
     questions = list({c.query.query_id: (c.query.query_id, c.query.text) for c in canaries}.values())
+    # Here, not at the top: the client brings aiohttp, which no process needs at start.
+    from monitoring.endpoints.client import fetch_rankings_sync
+
     report = fetch_rankings_sync(
         endpoint_spec(endpoint), questions, k, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
         env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX,

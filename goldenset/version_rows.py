@@ -1,0 +1,177 @@
+"""The rows of a version as columns: what version_publish reads, orders, hashes and writes.
+
+A version of a large set holds a million labels. Handled as a Python tuple each (resolved
+pair by pair, sorted by tuple keys, written row by row) they cost about 35 s; as numpy
+columns, read from the database without an object per value and written by COPY, they
+cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publish.py).
+
+- `resolved_label_columns`: every judgment of the set's active queries read as integer
+  columns (lib.bulk.select_int_columns), resolved in numpy by the rules written in
+  goldenset.selectors.resolved_labels (adjudication, else the lower median of each
+  person's latest grade, else the latest import). tests/goldenset/test_publish_speed.py
+  holds the two equal pair for pair on mixed judgments.
+- `natural_ranks`: the rank of each id in natural order (lib.ids.natural_key), the
+  canonical order of a version's rows, as an array indexed alongside the primary keys.
+- `write_labels`: the labels, `position` their index in that order: a binary COPY on
+  PostgreSQL, executemany in the caller's transaction elsewhere.
+"""
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from django.db import connection
+
+from goldenset.models import GoldenSet, Judgment, Page, Query, VersionLabel
+from lib.bulk import bulk_insert, copy_arrays, select_int_columns
+from lib.ids import natural_key
+from lib.progress import Progress
+
+# Source codes of the judgment columns read below.
+_IMPORTED, _HUMAN, _ADJUDICATED = 0, 1, 2
+
+# Rows per block of the label steps: a block is what a step's progress counts, so that a
+# million labels report a few dozen times, not a million.
+LABEL_BLOCK = 50_000
+
+
+def _judgment_columns_sql() -> str:
+    judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Judgment, Query))
+    return f"""
+        SELECT j.query_id, j.page_id, j.grade,
+               CASE j.source WHEN '{Judgment.Source.ADJUDICATED}' THEN {_ADJUDICATED}
+                             WHEN '{Judgment.Source.HUMAN}' THEN {_HUMAN} ELSE {_IMPORTED} END,
+               COALESCE(j.annotator_id, 0), j.id
+        FROM {judgment} j JOIN {query} q ON q.id = j.query_id
+        WHERE q.golden_set_id = %s AND q.retired_at IS NULL
+    """
+
+
+def resolved_label_columns(golden_set_pk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query pks, page pks, grades), int64, of every judged pair of the set's active
+    queries, labelled by resolved_labels' rules, sorted by (query pk, page pk): the rows
+    of resolved_labels(golden_set) whose query is active, as columns."""
+    rows = select_int_columns(_judgment_columns_sql(), 6, [golden_set_pk])
+    return resolve_columns(*(rows[:, column] for column in range(6)))
+
+
+def _first_of_runs(*keys: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows where any of `keys` (sorted together) differs from the row before."""
+    first = np.zeros(len(keys[0]), dtype=bool)
+    if len(first):
+        first[0] = True
+        for key in keys:
+            first[1:] |= key[1:] != key[:-1]
+    return first
+
+
+def resolve_columns(
+    query: np.ndarray, page: np.ndarray, grade: np.ndarray, source: np.ndarray, annotator: np.ndarray, ident: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The label of each pair from its judgments, given as parallel columns in any order
+    (source coded _IMPORTED/_HUMAN/_ADJUDICATED, annotator 0 for none, ident the
+    judgment's id: "latest" is the highest). Returns (query, page, label) by pair, sorted
+    by (query, page). The rules are resolved_labels'; see there."""
+    # Pair by pair, newest judgment first.
+    order = np.lexsort((-ident, page, query))
+    query, page, grade, source, annotator, ident = (column[order] for column in (query, page, grade, source, annotator, ident))
+    starts = _first_of_runs(query, page)
+    pair = np.cumsum(starts) - 1
+    firsts = np.flatnonzero(starts)
+    label = np.empty(len(firsts), dtype=np.int64)
+    decided = np.zeros(len(firsts), dtype=bool)
+
+    # 1. The latest adjudication of a pair overrides every other grade.
+    rows = np.flatnonzero(source == _ADJUDICATED)
+    rows = rows[_first_of_runs(pair[rows])]
+    label[pair[rows]] = grade[rows]
+    decided[pair[rows]] = True
+
+    # 2. Else the lower median of each person's latest grade.
+    rows = np.flatnonzero((source == _HUMAN) & ~decided[pair])
+    rows = rows[np.lexsort((-ident[rows], annotator[rows], pair[rows]))]
+    rows = rows[_first_of_runs(pair[rows], annotator[rows])]  # each person's latest
+    rows = rows[np.lexsort((grade[rows], pair[rows]))]
+    group_starts = np.flatnonzero(_first_of_runs(pair[rows]))
+    counts = np.diff(np.append(group_starts, len(rows)))
+    medians = rows[group_starts + (counts - 1) // 2]
+    label[pair[medians]] = grade[medians]
+    decided[pair[medians]] = True
+
+    # 3. Else the latest import: the pair's rows are all imports, its first row the newest.
+    label[~decided] = grade[firsts[~decided]]
+    return query[firsts], page[firsts], label
+
+
+def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
+    """(pk, doc_id, metadata, published_at, content_hash) of the pages judged on an active
+    query of the set, found by the database (a semi-join), not by sending it an IN list of
+    200,000 ids or reading the whole corpus. On PostgreSQL the metadata comes cut down to
+    `fields` by the server and each distinct text is decoded once (a corpus's slice values
+    are a handful; its whole metadata, a JSON decode a page); elsewhere whole, as the ORM
+    reads it. Either way the caller keeps `fields` of it."""
+    if connection.vendor != "postgresql":
+        judged = Judgment.objects.filter(query__golden_set=golden_set, query__retired_at__isnull=True).values("page_id")
+        return list(Page.objects.filter(corpus_id=golden_set.corpus_id, id__in=judged).values_list(
+            "id", "doc_id", "metadata", "published_at", "content_hash"
+        ).iterator(chunk_size=20_000))
+    page, judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Page, Judgment, Query))
+    sql = f"""
+        SELECT p.id, p.doc_id,
+               COALESCE((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(p.metadata) e WHERE e.key = ANY(%s)),
+                        '{{}}'::jsonb)::text,
+               p.published_at, p.content_hash
+        FROM {page} p
+        WHERE p.corpus_id = %s AND p.id IN (
+            SELECT j.page_id FROM {judgment} j JOIN {query} q ON q.id = j.query_id
+            WHERE q.golden_set_id = %s AND q.retired_at IS NULL
+        )
+    """
+    decoded: dict[str, dict] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [list(fields), golden_set.corpus_id, golden_set.pk])
+        rows = cursor.fetchall()
+    for text in {row[2] for row in rows}:
+        decoded[text] = json.loads(text)
+    return [(pk, doc_id, decoded[text], published_at, content_hash) for pk, doc_id, text, published_at, content_hash in rows]
+
+
+def natural_ranks(pks: Sequence[int], ids: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The canonical order of rows given by their `pks` and `ids` (parallel): (the row
+    indices in natural order of their ids, the pks sorted, the natural rank of each sorted
+    pk), so that rank_of(sorted_pks, ranks, any pks) gives each pk's rank. natural_key is
+    total, so no two ids share a rank."""
+    pk_array = np.asarray(pks, dtype=np.int64)
+    by_id = sorted(range(len(ids)), key=lambda i: natural_key(ids[i]))
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.asarray(by_id, dtype=np.int64)] = np.arange(len(ids), dtype=np.int64)
+    by_pk = np.argsort(pk_array, kind="stable")
+    return by_id, pk_array[by_pk], rank[by_pk]
+
+
+def rank_of(sorted_pks: np.ndarray, ranks: np.ndarray, pks: np.ndarray) -> np.ndarray:
+    return ranks[np.searchsorted(sorted_pks, pks)]
+
+
+def write_labels(version_id: int, query: np.ndarray, page: np.ndarray, grade: np.ndarray, progress: Progress, step: str) -> None:
+    """The version's labels, in the order given, `position` their index: on PostgreSQL as
+    numpy columns through a binary COPY, elsewhere executemany in the caller's transaction.
+    `progress` counts blocks of LABEL_BLOCK labels."""
+    count = len(query)
+    columns = ["version_id", "query_id", "page_id", "grade", "position"]
+    for start in progress(range(0, count, LABEL_BLOCK), step):
+        block = slice(start, min(start + LABEL_BLOCK, count))
+        if connection.vendor == "postgresql":
+            copy_arrays(
+                VersionLabel._meta.db_table,
+                [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)],
+                {"version_id": version_id, "query_id": query[block], "page_id": page[block], "grade": grade[block],
+                 "position": np.arange(block.start, block.stop, dtype=np.int64)},
+                block.stop - block.start,
+            )
+        else:
+            bulk_insert(
+                VersionLabel._meta.db_table, columns,
+                zip([version_id] * (block.stop - block.start), query[block].tolist(), page[block].tolist(),
+                    grade[block].tolist(), range(block.start, block.stop)),
+            )
