@@ -261,3 +261,60 @@ def test_the_command_asks_a_chat_judge_for_its_url_and_model(pooled):
     golden_set, pool = pooled
     with pytest.raises(CommandError, match="needs --base-url and --model"):
         call_command("model_judge", golden_set.slug, "--pool", str(pool.pk))
+
+
+# The demo, graded offline (issue #16's acceptance).
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Any connection to an address other than this machine's fails the test: the model is
+    read from its package, never fetched. The database and Redis are on 127.0.0.1."""
+    import socket
+
+    real_connect = socket.socket.connect
+    attempts = []
+
+    def connect(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+            attempts.append(address)
+            raise OSError(f"the test is offline: no connection to {address}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, "1")
+    yield attempts
+    assert attempts == [], f"the local judge tried to reach {attempts}"
+
+
+@needs_model
+def test_the_packaged_model_grades_the_demo_pool_offline(client, offline):
+    from goldenset.models import Version
+    from goldset.demo.services import demo_load
+
+    loaded = demo_load(monitoring=False)
+    golden_set, pool = loaded.golden_set, loaded.pool.pool
+    hashes = list(Version.objects.filter(golden_set=golden_set).order_by("number").values_list("content_hash", flat=True))
+    human_before = Judgment.objects.filter(query__golden_set=golden_set).count()
+
+    job = judge_job_run(local_job(golden_set, pool).pk)
+
+    assert job.status == "done", job.error
+    assert (job.pairs_total, job.pairs_done, job.pairs_failed) == (pool.pair_count, pool.pair_count, 0)
+    assert job.requests >= 2 and job.prompt_tokens > pool.pair_count and job.completion_tokens == 0
+    got = labels(golden_set)
+    assert len(got) == pool.pair_count
+    thresholds = config_read(default_config([0, 1, 2, 3]), [0, 1, 2, 3])
+    assert all(grade == thresholds.grade(score) and -1.0 <= score <= 1.0 for grade, score, _ in got.values())
+    # A real model, not a constant: the demo's pool (pages the first-stage runs put in their
+    # top 3 that nobody has judged yet) gets more than one grade, and varied cosines.
+    assert len({grade for grade, _, _ in got.values()}) >= 2
+    assert len({round(score, 3) for _, score, _ in got.values()}) > pool.pair_count // 4
+    # Model labels stay apart: people's judgments and the published versions are untouched.
+    assert Judgment.objects.filter(query__golden_set=golden_set).count() == human_before
+    assert list(Version.objects.filter(golden_set=golden_set).order_by("number").values_list("content_hash", flat=True)) == hashes
+    # The manager finds them on the model labels page, named by the model.
+    client.force_login(golden_set.memberships.filter(role=Membership.Role.MANAGER).first().user)
+    page = client.get(reverse("model_labels", args=[golden_set.slug]))
+    assert page.status_code == 200 and minilm.MODEL_NAME in page.content.decode()
