@@ -282,6 +282,9 @@ def test_the_command_prints_its_urls_and_serves_until_interrupted():
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve_demo_search", "--port", "0", "--stale-shards", "2"],
         cwd=REPOSITORY, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # Ctrl-C as at a terminal: a suite started in the background (`make test &`) ignores
+        # SIGINT, and its children would inherit that and never stop.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         lines = []
