@@ -7,6 +7,7 @@ installed; the tests of what happens without it run everywhere.
 
 from io import StringIO
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -288,6 +289,19 @@ def offline(monkeypatch):
     assert attempts == [], f"the local judge tried to reach {attempts}"
 
 
+DEMO_SAMPLE = 100
+
+
+def pool_pairs_of(pool) -> set[tuple[str, str]]:
+    from goldenset.models import Page, Query
+    from labeling.pools.selectors import pool_pairs
+
+    pairs = pool_pairs(pool)
+    queries = dict(Query.objects.filter(golden_set=pool.golden_set).values_list("pk", "query_id"))
+    pages = dict(Page.objects.filter(pk__in=set(pairs.page_pks.tolist())).values_list("pk", "doc_id"))
+    return {(queries[q], pages[p]) for q, p in zip(pairs.query_pks.tolist(), pairs.page_pks.tolist())}
+
+
 @needs_model
 def test_the_packaged_model_grades_the_demo_pool_offline(client, offline):
     from goldenset.models import Version
@@ -298,19 +312,21 @@ def test_the_packaged_model_grades_the_demo_pool_offline(client, offline):
     hashes = list(Version.objects.filter(golden_set=golden_set).order_by("number").values_list("content_hash", flat=True))
     human_before = Judgment.objects.filter(query__golden_set=golden_set).count()
 
-    job = judge_job_run(local_job(golden_set, pool).pk)
+    # A sample of the pool: a page of 256 word pieces is about 6 GFLOP (0.1 s of two cores),
+    # and the whole pool (2,132 pairs) took three minutes here, too long for the suite.
+    job = judge_job_run(local_job(golden_set, pool, sample_size=DEMO_SAMPLE).pk)
 
     assert job.status == "done", job.error
-    assert (job.pairs_total, job.pairs_done, job.pairs_failed) == (pool.pair_count, pool.pair_count, 0)
-    assert job.requests >= 2 and job.prompt_tokens > pool.pair_count and job.completion_tokens == 0
+    assert (job.pairs_total, job.pairs_done, job.pairs_failed) == (DEMO_SAMPLE, DEMO_SAMPLE, 0)
+    assert job.requests >= 2 and job.prompt_tokens > DEMO_SAMPLE and job.completion_tokens == 0
     got = labels(golden_set)
-    assert len(got) == pool.pair_count
+    assert len(got) == DEMO_SAMPLE and set(got) <= pool_pairs_of(pool)
     thresholds = config_read(default_config([0, 1, 2, 3]), [0, 1, 2, 3])
     assert all(grade == thresholds.grade(score) and -1.0 <= score <= 1.0 for grade, score, _ in got.values())
-    # A real model, not a constant: the demo's pool (pages the first-stage runs put in their
-    # top 3 that nobody has judged yet) gets more than one grade, and varied cosines.
-    assert len({grade for grade, _, _ in got.values()}) >= 2
-    assert len({round(score, 3) for _, score, _ in got.values()}) > pool.pair_count // 4
+    # A real model, not a constant: the pool's pages (the first-stage runs' top 3 that nobody
+    # has judged yet) get more than one grade and cosines spread over a range.
+    cosines = np.array([score for _, score, _ in got.values()])
+    assert len({grade for grade, _, _ in got.values()}) >= 2 and cosines.std() > 0.05
     # Model labels stay apart: people's judgments and the published versions are untouched.
     assert Judgment.objects.filter(query__golden_set=golden_set).count() == human_before
     assert list(Version.objects.filter(golden_set=golden_set).order_by("number").values_list("content_hash", flat=True)) == hashes
