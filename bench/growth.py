@@ -282,6 +282,8 @@ def size_in_child(args: argparse.Namespace, queries: int, work: Path) -> dict:
     subprocess.run(command, check=True)
     figures = json.loads(result_path.read_text())
     figures["wall"] = time.perf_counter() - started
+    # Kept in the log as they come: a later size that fails must not take these with it.
+    print(f"[{queries} queries] figures: {json.dumps(figures)}", file=sys.stderr)
     return figures
 
 

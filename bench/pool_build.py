@@ -95,9 +95,14 @@ def reference_union(golden_set_id: int, depth: int) -> int:
         top = ranked.ranks <= depth
         queries = np.array([query_index.setdefault(q, len(query_index)) for q in ranked.query_ids], dtype=np.int64)
         docs = ranked.doc_keys[top]
-        # A negative key (a page outside the corpus) is the run's own: tag it with the run
-        # so that two runs' "-1" stay apart (the generated runs never share such a doc id).
-        keys.append((queries[ranked.query_index[top]] << 32) | (docs & 0xFFFFFFFF) | ((docs < 0) * (len(keys) + 1) << 48))
+        # One int64 a pair: the doc key in bits 0-31, the query in bits 32-51 (up to 2**20
+        # queries), and, for a negative key (a page outside the corpus, which is the run's
+        # own), the run's number from bit 52, so that two runs' "-1" stay apart (the
+        # generated runs never share such a doc id). The fields must not overlap: with the
+        # tag at bit 48, queries from 65,536 on merged pairs of different runs.
+        if len(query_index) > 1 << 20 or len(keys) + 1 >= 1 << 11:
+            raise ValueError("the reference union packs at most 2**20 queries and 2**11 runs into a key")
+        keys.append((queries[ranked.query_index[top]] << 32) | (docs & 0xFFFFFFFF) | ((docs < 0) * (len(keys) + 1) << 52))
     pairs = np.sort(np.concatenate(keys))
     return int(len(pairs) and np.count_nonzero(pairs[1:] != pairs[:-1]) + 1)
 

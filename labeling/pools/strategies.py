@@ -162,20 +162,27 @@ def _run_lists(ranks: np.ndarray) -> list[np.ndarray]:
     return lists
 
 
-class DepthOrder(Strategy):
-    name = "depth"
-    adaptive = False
-    description = "rank order: rank 1 of every run, then rank 2, ...; not adaptive"
+class _FixedOrder(Strategy):
+    """An order set once, from the initial keys (`self._order`, made by the subclass), that
+    judging never changes: a judgment only takes its pair out."""
 
-    def __init__(self, ranks: np.ndarray):
-        super().__init__(ranks)
-        self._order = np.lexsort(self.initial_keys(self.ranks))
+    adaptive = False
+    _order: np.ndarray
 
     def observe(self, candidate: int, relevant: bool) -> None:
         self.judged[candidate] = True
 
     def order(self) -> np.ndarray:
         return self._order[~self.judged[self._order]]
+
+
+class DepthOrder(_FixedOrder):
+    name = "depth"
+    description = "rank order: rank 1 of every run, then rank 2, ...; not adaptive"
+
+    def __init__(self, ranks: np.ndarray):
+        super().__init__(ranks)
+        self._order = np.lexsort(self.initial_keys(self.ranks))
 
     @staticmethod
     def initial_keys(ranks: np.ndarray, scores: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
@@ -303,9 +310,8 @@ def model_score_keys(scores: np.ndarray | None, candidates: int) -> tuple[np.nda
     return (~labelled).astype(np.int64), place
 
 
-class ModelFirst(Strategy):
+class ModelFirst(_FixedOrder):
     name = "model_first"
-    adaptive = False
     uses_model_labels = True
     description = "model first (uses model labels): the pairs a model grades highest first, then the unlabelled ones in rank order; not adaptive"
 
@@ -316,12 +322,6 @@ class ModelFirst(Strategy):
         self.model, self.prompt_hash = model, prompt_hash
         self.scores = np.full(len(self.ranks), np.nan) if scores is None else np.asarray(scores, dtype=np.float64)
         self._order = np.lexsort(self.initial_keys(self.ranks, self.scores))
-
-    def observe(self, candidate: int, relevant: bool) -> None:
-        self.judged[candidate] = True
-
-    def order(self) -> np.ndarray:
-        return self._order[~self.judged[self._order]]
 
     @staticmethod
     def initial_keys(ranks: np.ndarray, scores: np.ndarray | None = None) -> tuple[np.ndarray, ...]:

@@ -16,32 +16,13 @@ from django.urls import reverse
 from goldenset.models import ModelJudgment
 from labeling.model_labels.jobs import judge_job_run, judge_job_submit
 from labeling.models import JudgeFailure, JudgeJob
-from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
 from lib.llm_judging import DEFAULT_PROMPT
-from tests import factories
-from tests.labeling.model_labels.chat_server import ChatServer, Reply, batch_answer, batch_docs, is_batch
-from tests.labeling.model_labels.test_judge import NoWait, form_data
+from tests.labeling.model_labels.chat_server import Reply, batch_answer, batch_docs, is_batch
+# The chat server and the pool of 10 unlabelled pairs (q1 d2-d4, q2 d3-d6, q3 d6-d8) are test_judge.py's.
+from tests.labeling.model_labels.test_judge import NoWait, form_data, pooled, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def server():
-    chat = ChatServer().start()
-    yield chat
-    chat.stop()
-
-
-@pytest.fixture
-def pooled(owner):
-    """A pool of 10 unlabelled pairs: q1 d2-d4, q2 d3-d6, q3 d6-d8."""
-    golden_set = factories.golden_set(
-        "judged", manager=owner, pages=factories.pages(*(f"d{n}" for n in range(1, 9))), qrels={("q1", "d1"): 2},
-    )
-    run = factories.run(golden_set, "bm25", {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d3", "d4", "d5", "d6"], "q3": ["d6", "d7", "d8"]})
-    pool = pool_build(golden_set=golden_set, runs=[run], depth=4, strategy="depth").pool
-    return golden_set, pool
 
 
 def run_job(golden_set, pool, server, **options):

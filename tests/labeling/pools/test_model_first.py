@@ -14,27 +14,10 @@ from labeling.pools.selectors import pool_queue
 from labeling.pools.services import pool_build, pool_extend, pool_task_judged
 from lib.errors import GoldsetError
 from lib.formats import ModelLabelLine
-from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def golden_set():
-    """Three queries over eight pages; q1-d1 is labelled relevant, q2-d3 not relevant."""
-    return factories.golden_set(
-        "tiny", pages=factories.pages(*(f"d{n}" for n in range(1, 9))), qrels={("q1", "d1"): 2, ("q2", "d3"): 0},
-    )
-
-
-@pytest.fixture
-def run_a(golden_set):
-    return factories.run(golden_set, "a", {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d3", "d4", "d5"], "q3": ["d6"]})
-
-
-@pytest.fixture
-def run_b(golden_set):
-    return factories.run(golden_set, "b", {"q1": ["d5", "d2", "d6"], "q2": ["d7", "d3"], "q3": ["d6", "d7", "d8"]})
+# golden_set, run_a and run_b: tests/labeling/pools/conftest.py.
 
 
 def import_labels(golden_set, model: str, prompt: str, labels: list[tuple[str, str, int, float | None]]) -> None:
