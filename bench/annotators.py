@@ -94,6 +94,11 @@ from bench.scratch import (  # noqa: E402
 )
 
 TARGET_P95_MS = 50.0
+# Issue #15's next targets, printed beside the first round's: CPU per judgment cycle (app +
+# database), submit p95 with people's pause, and the closed loop's capacity.
+NEXT_CYCLE_CPU_MS = 15.0
+NEXT_SUBMIT_P95_MS = 25.0
+NEXT_CAPACITY = 120.0
 SLUG = "bench-annotators"
 ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
 
@@ -468,6 +473,17 @@ def report(args: argparse.Namespace, info: dict) -> bool:
               f"{cpu['wall'] * cores:.0f} core-seconds; per judgment cycle (next-pair + submit): app "
               f"{cpu['app'] / cycles * 1000:.1f} ms + database {cpu['db'] / cycles * 1000:.1f} ms = {per_cycle:.1f} ms, "
               f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running")
+        print(f"issue #15: CPU per judgment cycle {per_cycle:.1f} ms, target {NEXT_CYCLE_CPU_MS:.0f} ms or less  "
+              f"{'PASS' if per_cycle <= NEXT_CYCLE_CPU_MS else 'MISS'}")
+    submits = [r[2] * 1000 for r in measured if r[0] == "submit" and r[3]]
+    if people:
+        p95 = percentile(submits, 95)
+        print(f"issue #15: submit p95 {p95:.1f} ms, target under {NEXT_SUBMIT_P95_MS:.0f} ms  "
+              f"{'PASS' if submits and p95 < NEXT_SUBMIT_P95_MS else 'MISS'}")
+    else:
+        rate = sum(1 for r in judged if r[1] == "measure") / window
+        print(f"issue #15: closed-loop capacity {rate:.1f} judgments/s, target {NEXT_CAPACITY:.0f} or more  "
+              f"{'PASS' if rate >= NEXT_CAPACITY else 'MISS'}")
     waits = args.waits
     if waits.get("samples"):
         active = sum(v for k, v in waits.items() if k != "samples")

@@ -55,6 +55,7 @@ from bench.scratch import django_setup, scratch_database, server_version, versio
 from lib.hashing import text_hash  # noqa: E402  (needs the repository on sys.path)
 
 IMPORT_TARGET = 3.0
+IMPORT_TARGET_NEXT = 1.5  # issue #15's next target for the same figure
 EXPORT_TARGET = 2.0
 SLUG = "bench"
 
@@ -337,6 +338,7 @@ def report(args: argparse.Namespace, rounds: list[Round], size_mb: float) -> Non
     print()
     rows = [
         ("import (golden_set_import_beir)", median["import"], median["reference import"], IMPORT_TARGET),
+        ("  the same, issue #15's target", median["import"], median["reference import"], IMPORT_TARGET_NEXT),
         ("publish (version_publish)", median["publish"], None, None),
         ("export TREC qrels to a file", median["export"], median["reference export"], EXPORT_TARGET),
     ]
