@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from lib import retrying
-from lib.retrying import retry_after_seconds  # noqa: F401  (the judge reads Retry-After through this module)
 
 QUERY_SLOT = "{query}"
 PASSAGE_SLOT = "{passage}"

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lib import outbound
-from lib.llm_judging import MAX_BATCH, backoff_delay, batch_messages_for, messages_for, read_batch_grades, read_grade, retry_after_seconds
+from lib.llm_judging import MAX_BATCH, backoff_delay, batch_messages_for, messages_for, read_batch_grades, read_grade
+from lib.retrying import retry_after_seconds
 
 if TYPE_CHECKING:
     import aiohttp
