@@ -5,9 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from lib.llm_judging import (
-    DEFAULT_PROMPT, api_key_env_problem, backoff_delay, cost, messages_for, prompt_problem, read_grade, retry_after_seconds,
-)
+from lib.llm_judging import DEFAULT_PROMPT, api_key_env_problem, backoff_delay, cost, messages_for, prompt_problem, read_grade
+from lib.retrying import retry_after_seconds
 
 
 @pytest.mark.parametrize("answer, grade", [
