@@ -92,7 +92,7 @@ def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarra
     row into 8-byte big-endian values (int8send) of ONE bytea, sent as one binary value
     and read by numpy at once, without a Python object per value (a binary COPY out hands
     its rows over one message, one Python call, a row); elsewhere fetchall. `params` are
-    bound as by cursor.execute (%s placeholders).
+    bound the way cursor.execute binds them, to the %s marks in `sql`.
     """
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
