@@ -4,7 +4,8 @@ queries, per item, beside its reference, in one run.
     .venv/bin/python bench/growth.py [--sizes 10000 30000 100000] [--runs 20 --depth 100]
         [--pages-per-query 10] [--pool-depth 20] [--nights 8 --night-depth 10] [--repeat 3]
         [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_growth]
-        [--broker-url redis://127.0.0.1:6379/0] [--seed 20240601] [--profile]
+        [--broker-url redis://127.0.0.1:6379/0] [--seed 20240601] [--profile] [--keep]
+    .venv/bin/python bench/growth.py --pages-only DATABASE_URL [--repeat 3] [--profile]
 
 Each size runs in a process of its own (so that one size's caches and peak memory do not
 carry into the next), on a database of its own (--database-url with `_<size>` appended,
@@ -43,6 +44,10 @@ recompute seconds per million run entries, pool_build per pair and the export pe
 each within 1.3x at the largest size of its cost at the smallest; the worker's peak memory
 under 3 GiB at the largest size. The wall seconds of each step of each size (setup
 included) and the database's size at its end are printed too: what a larger run will need.
+
+--keep leaves each size's database in place; --pages-only then renders step 4 alone on a
+kept database (migrated to the code's schema first), so that work on a page can be measured
+at 100,000 queries without building the data again.
 """
 
 import argparse
@@ -130,7 +135,7 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
 
     from evaluation import selectors
 
-    staff = get_user_model().objects.create_user("bench-staff", is_staff=True)
+    staff, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
     client = Client()
     client.force_login(staff)
     figures = {}
@@ -156,6 +161,17 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
             print(f"--- cProfile of a cold render of the {page} page (slower under it), top 25 by cumulative time", file=sys.stderr)
             pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
     return figures
+
+
+def pages_on_kept(args: argparse.Namespace) -> None:
+    """Step 4 alone, on a database a --keep run left (migrated first: the code may have moved on)."""
+    django_setup(args.pages_only, CELERY_BROKER_URL=args.broker_url)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    print(f"pages of {args.pages_only.rpartition('/')[2]}, worst of {args.repeat} cold renders:")
+    for page, figures in pages_timed(recompute.SLUG, args.repeat, args.profile).items():
+        print(f"  {page:<14} {figures['worst']:.3f}s  ({figures['sql']} SQL queries)")
 
 
 def export_timed(database_url: str, version, owner, repeat: int, work: Path) -> dict:
@@ -187,7 +203,7 @@ def measure_size(args: argparse.Namespace, queries: int, work: Path) -> dict:
     phases["data"] = time.perf_counter() - started
     purge_queue(args.broker_url, queue)
     try:
-        with scratch_database(database_url):
+        with scratch_database(database_url, keep=args.keep):
             out = measure_in_database(args, data, database_url, queue, work, phases)
     finally:
         purge_queue(args.broker_url, queue)
@@ -277,6 +293,7 @@ def size_in_child(args: argparse.Namespace, queries: int, work: Path) -> dict:
         "--pool-depth", str(args.pool_depth), "--nights", str(args.nights), "--night-depth", str(args.night_depth),
         "--repeat", str(args.repeat), "--concurrency", str(args.concurrency), "--seed", str(args.seed),
         "--database-url", args.database_url, "--broker-url", args.broker_url, *(["--profile"] if args.profile else []),
+        *(["--keep"] if args.keep else []),
     ]
     started = time.perf_counter()
     subprocess.run(command, check=True)
@@ -388,9 +405,14 @@ def main() -> None:
     )
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/0", help="Redis for the worker (a queue of the run's own)")
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of a cold render of each page")
+    parser.add_argument("--keep", action="store_true", help="leave each size's database in place (for --pages-only)")
+    parser.add_argument("--pages-only", metavar="DATABASE_URL", help="render the pages alone on a database a --keep run left")
     parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # a child process: one size
     parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pages_only:
+        pages_on_kept(args)
+        return
     if args.one_size:
         with tempfile.TemporaryDirectory(prefix="goldset-bench-growth-") as temp:
             figures = measure_size(args, args.one_size, Path(temp))
