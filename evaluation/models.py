@@ -240,6 +240,22 @@ class RunQueryFailure(models.Model):
         return f"{self.query_id}: {self.error}"
 
 
+class VersionScoringInputs(models.Model):
+    """A version's labels and slices as arrays (evaluation.selectors.version_scoring_inputs),
+    stored the first time they are built. A version never changes, and building them reads
+    every label and every labelled page's snapshot a row at a time (2.3 s at 100,000
+    queries, bench/growth.py); a worker or page that starts cold reads this one blob instead.
+    The age slices are not in it: they depend on the set's settings, and are cut from the
+    stored publication dates when read. `content_hash` and `version_created_at` repeat the
+    version's, so that a blob left by a version whose id SQLite gave out again is not taken."""
+
+    version = models.OneToOneField(Version, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    content_hash = models.CharField(max_length=64)
+    version_created_at = models.DateTimeField()
+    data = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
 class Evaluation(models.Model):
     """One run scored against one version: status while it runs, then its figures."""
 

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, TextField
@@ -17,7 +18,7 @@ from django.http import Http404
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays
 from evaluation.metrics import Metric, default_metrics, parse_metrics
-from evaluation.models import Evaluation, EvaluationSettings, Run, RunData
+from evaluation.models import Evaluation, EvaluationSettings, Run, RunData, VersionScoringInputs
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionPage, VersionQuery
 from lib.ids import natural_key
 from lib.runs import RankedRun
@@ -77,12 +78,12 @@ class VersionSlices:
 
     query: dict[str, set[str]]
     page: dict[str, np.ndarray]
-    # The labelled pages that have a publication date, and that date (the aware datetimes
-    # the age slices were computed from, unconverted: an object array), aligned: what the
+    # The labelled pages that have a publication date, and that date (datetime64[us], UTC:
+    # what the age slices were cut from), aligned: what the
     # coverage page's canary suggestions pick the newest from without sending the database
     # a list of every relevant page.
     dated_pages: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    published_at: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    published_at: np.ndarray = field(default_factory=lambda: np.empty(0, dtype="datetime64[us]"))
 
 
 def version_numbers(golden_set: GoldenSet) -> list[int]:
@@ -112,9 +113,28 @@ def age_bucket_names(bounds: list[int]) -> list[tuple[str, int | None]]:
     return names
 
 
-def version_slices(version: Version) -> VersionSlices:
-    """Query slices from the snapshotted query metadata; page slices from the snapshotted page
-    metadata, plus the age of each labelled page at the version's publish time."""
+@dataclass
+class _SliceParts:
+    """What a version's slices are cut from, whatever the set's age buckets: the query
+    and page slices of the snapshotted metadata, and the labelled pages with a publication
+    date and that date (microseconds since the epoch, UTC)."""
+
+    query: dict[str, set[str]]
+    page: dict[str, np.ndarray]
+    dated_pages: np.ndarray
+    published_us: np.ndarray
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _microseconds(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _slice_parts(version: Version) -> _SliceParts:
+    """The version's _SliceParts, from its query and page snapshots (two queries)."""
     query: dict[str, set[str]] = {}
     query_slices = _slice_names("query", version.query_slice_fields)
     rows = VersionQuery.objects.filter(version=version).values_list("query__query_id", _as_text("metadata"))
@@ -124,8 +144,7 @@ def version_slices(version: Version) -> VersionSlices:
 
     pages: dict[str, list[int]] = {}
     dated_pages: list[int] = []
-    published: list[datetime] = []
-    buckets = age_bucket_names(evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS)
+    published: list[int] = []
     page_slices = _slice_names("page", version.page_slice_fields)
     rows = VersionPage.objects.filter(version=version).values_list("page_id", _as_text("metadata"), "published_at")
     for page_id, metadata, published_at in rows:
@@ -133,20 +152,39 @@ def version_slices(version: Version) -> VersionSlices:
             pages.setdefault(name, []).append(page_id)
         if published_at is not None:
             dated_pages.append(page_id)
-            published.append(published_at)
-            age = version.created_at - published_at
-            for name, bound in buckets:
-                if bound is None or age <= timedelta(days=bound):
-                    pages.setdefault(f"page:age={name}", []).append(page_id)
-                    break
-    ordered_query = dict(sorted(query.items(), key=lambda item: natural_key(item[0])))
-    ordered_pages = {
-        name: np.asarray(keys, dtype=np.int64) for name, keys in sorted(pages.items(), key=lambda item: natural_key(item[0]))
-    }
-    return VersionSlices(
-        query=ordered_query, page=ordered_pages, dated_pages=np.asarray(dated_pages, dtype=np.int64),
-        published_at=np.asarray(published, dtype=object),
+            published.append(_microseconds(published_at))
+    return _SliceParts(
+        query=query, page={name: np.asarray(keys, dtype=np.int64) for name, keys in pages.items()},
+        dated_pages=np.asarray(dated_pages, dtype=np.int64), published_us=np.asarray(published, dtype=np.int64),
     )
+
+
+def _slices_of(parts: _SliceParts, version: Version, buckets: list[int]) -> VersionSlices:
+    """The version's slices: `parts` with the age slices cut by `buckets` (upper bounds in
+    days). A page is in the first bucket whose bound its age at the version's publish time
+    does not exceed (ages in whole microseconds, as the datetimes subtract)."""
+    pages = dict(parts.page)
+    if len(parts.dated_pages):
+        names = age_bucket_names(buckets)
+        bounds = np.asarray([bound * 86_400_000_000 for _, bound in names if bound is not None], dtype=np.int64)
+        ages = _microseconds(version.created_at) - parts.published_us
+        bucket = np.searchsorted(bounds, ages, side="left")
+        for i, (name, _) in enumerate(names):
+            keys = parts.dated_pages[bucket == i]
+            if len(keys):
+                pages[f"page:age={name}"] = keys
+    return VersionSlices(
+        query=dict(sorted(parts.query.items(), key=lambda item: natural_key(item[0]))),
+        page=dict(sorted(pages.items(), key=lambda item: natural_key(item[0]))),
+        dated_pages=parts.dated_pages, published_at=parts.published_us.astype("datetime64[us]"),
+    )
+
+
+def version_slices(version: Version) -> VersionSlices:
+    """Query slices from the snapshotted query metadata; page slices from the snapshotted page
+    metadata, plus the age of each labelled page at the version's publish time."""
+    buckets = evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS
+    return _slices_of(_slice_parts(version), version, buckets)
 
 
 def slice_label(name: str) -> str:
@@ -191,22 +229,91 @@ _SCORING_INPUTS_LOCK = threading.Lock()
 def version_scoring_inputs(version: Version) -> tuple[QrelsArrays, VersionSlices]:
     """The version's labels over all its queries (version_labels, version_query_ids) as
     QrelsArrays, and its slices (version_slices): what evaluation_compute scores a run
-    against. Shared by the evaluations of one process: callers must not modify them."""
-    age_buckets = tuple(evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS)
+    against. Shared by the evaluations of one process: callers must not modify them.
+
+    Kept per process, and stored once built (VersionScoringInputs): a process that starts
+    cold reads the stored arrays rather than every label and page snapshot."""
+    buckets = evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS
     # Hash and publish time as well as the id: SQLite gives a rolled-back version's id out
     # again, and the age slices depend on the settings' buckets, which may change.
-    key = (version.pk, version.content_hash, version.created_at, age_buckets)
+    key = (version.pk, version.content_hash, version.created_at, tuple(buckets))
     with _SCORING_INPUTS_LOCK:
         found = _SCORING_INPUTS.get(key)
         if found is not None:
             _SCORING_INPUTS.move_to_end(key)
             return found
-    found = (QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version)), version_slices(version))
+    stored = _stored_inputs(version)
+    if stored is None:
+        qrels = QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
+        parts = _slice_parts(version)
+        _store_inputs(version, qrels, parts)
+    else:
+        qrels, parts = stored
+    found = (qrels, _slices_of(parts, version, buckets))
     with _SCORING_INPUTS_LOCK:
         _SCORING_INPUTS[key] = found
         while len(_SCORING_INPUTS) > _SCORING_INPUTS_KEPT:
             _SCORING_INPUTS.popitem(last=False)
     return found
+
+
+def _text_array(values) -> np.ndarray:
+    return np.frombuffer(json.dumps(list(values)).encode(), dtype=np.uint8)
+
+
+def _text_list(array: np.ndarray) -> list:
+    return json.loads(array.tobytes().decode())
+
+
+def _store_inputs(version: Version, qrels: QrelsArrays, parts: _SliceParts) -> None:
+    """Store the version's inputs (VersionScoringInputs) unless another process did first.
+    Query slices are kept as positions in the version's query order; int32 and int8 where
+    the values fit, so that the blob is small to read."""
+    position = {query_id: i for i, query_id in enumerate(qrels.query_ids)}
+    query_names = list(parts.query)
+    query_members = [np.sort(np.fromiter((position[q] for q in parts.query[name]), dtype=np.int64)) for name in query_names]
+    page_names = list(parts.page)
+    fits_int8 = not len(qrels.grades) or (qrels.grades.min() >= -128 and qrels.grades.max() <= 127)
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer, query_ids=_text_array(qrels.query_ids), counts=np.diff(qrels.offsets).astype(np.int32),
+        doc_keys=qrels.doc_keys, grades=qrels.grades.astype(np.int8 if fits_int8 else np.int64),
+        query_slices=_text_array(query_names),
+        query_slice_sizes=np.asarray([len(m) for m in query_members], dtype=np.int64),
+        query_slice_members=np.concatenate(query_members).astype(np.int32) if query_members else np.empty(0, np.int32),
+        page_slices=_text_array(page_names),
+        page_slice_sizes=np.asarray([len(parts.page[name]) for name in page_names], dtype=np.int64),
+        page_slice_keys=np.concatenate([parts.page[name] for name in page_names]) if page_names else np.empty(0, np.int64),
+        dated_pages=parts.dated_pages, published_us=parts.published_us,
+    )
+    # A row of an earlier version with this id (see _stored_inputs) gives way.
+    VersionScoringInputs.objects.filter(version=version).exclude(
+        content_hash=version.content_hash, version_created_at=version.created_at,
+    ).delete()
+    VersionScoringInputs.objects.bulk_create([VersionScoringInputs(
+        version=version, content_hash=version.content_hash, version_created_at=version.created_at, data=buffer.getvalue(),
+    )], ignore_conflicts=True)
+
+
+def _stored_inputs(version: Version) -> tuple[QrelsArrays, _SliceParts] | None:
+    """The inputs _store_inputs stored for this very version (same hash and publish time), or None."""
+    row = VersionScoringInputs.objects.filter(
+        version=version, content_hash=version.content_hash, version_created_at=version.created_at,
+    ).values_list("data", flat=True).first()
+    if row is None:
+        return None
+    with np.load(io.BytesIO(bytes(row)), allow_pickle=False) as stored:
+        query_ids = tuple(_text_list(stored["query_ids"]))
+        offsets = np.concatenate(([0], np.cumsum(stored["counts"], dtype=np.int64)))
+        qrels = QrelsArrays(
+            query_ids=query_ids, offsets=offsets, doc_keys=stored["doc_keys"], grades=stored["grades"].astype(np.int64),
+        )
+        members = np.split(stored["query_slice_members"], np.cumsum(stored["query_slice_sizes"])[:-1])
+        query = {name: {query_ids[i] for i in m.tolist()} for name, m in zip(_text_list(stored["query_slices"]), members)}
+        keys = np.split(stored["page_slice_keys"], np.cumsum(stored["page_slice_sizes"])[:-1])
+        page = dict(zip(_text_list(stored["page_slices"]), keys))
+        parts = _SliceParts(query=query, page=page, dated_pages=stored["dated_pages"], published_us=stored["published_us"])
+    return qrels, parts
 
 
 @dataclass
