@@ -15,13 +15,18 @@ from django.db.models import Model
 
 # (model, vendor) -> [(position, converters, column expression)]
 _CONVERTERS: dict[tuple[type[Model], str], list] = {}
+# (model, alias, vendor) -> columns(): the hand-written statements run on every request.
+_COLUMNS: dict[tuple[type[Model], str, str], str] = {}
 
 
 def columns(model: type[Model], alias: str) -> str:
     """The SELECT list of every concrete field of `model`, table `alias`, in the order
     model_from_row reads them."""
-    quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(field.column)}" for field in model._meta.concrete_fields)
+    key = (model, alias, connection.vendor)
+    if key not in _COLUMNS:
+        quote = connection.ops.quote_name
+        _COLUMNS[key] = ", ".join(f"{alias}.{quote(field.column)}" for field in model._meta.concrete_fields)
+    return _COLUMNS[key]
 
 
 def width(model: type[Model]) -> int:
