@@ -153,19 +153,23 @@ def _quote(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def _task_select() -> str:
+def _task_select(judged: bool = False) -> str:
+    """`judged=True` also selects whether the annotator, the statement's first parameter,
+    has judged the task's pair (_judged_by_sql): the tasks' `judged_already`."""
     return (
         f"SELECT {columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
         f"(SELECT length(pq.page_ids) / 8 FROM {_quote(PoolQuery._meta.db_table)} pq "
-        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id) "
-        f"FROM {_quote(JudgingTask._meta.db_table)} task "
+        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id)"
+        + (f", {_judged_by_sql()} " if judged else " ")
+        + f"FROM {_quote(JudgingTask._meta.db_table)} task "
         f"JOIN {_quote(Query._meta.db_table)} query ON query.id = task.query_id "
         f"JOIN {_quote(Page._meta.db_table)} page ON page.id = task.page_id "
     )
 
 
-def _tasks_of(sql: str, params: list) -> list[JudgingTask]:
-    """The tasks a _task_select() statement returns, with query, page and query_pairs."""
+def _tasks_of(sql: str, params: list, judged: bool = False) -> list[JudgingTask]:
+    """The tasks a _task_select(judged) statement returns, with query, page and query_pairs
+    (and judged_already with `judged`)."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -176,7 +180,9 @@ def _tasks_of(sql: str, params: list) -> list[JudgingTask]:
         task = model_from_row(JudgingTask, row)
         task.query = model_from_row(Query, row, query_at)
         task.page = model_from_row(Page, row, page_at)
-        task.query_pairs = row[-1]
+        task.query_pairs = row[page_at + width(Page)]
+        if judged:
+            task.judged_already = bool(row[-1])
         tasks.append(task)
     return tasks
 
@@ -204,10 +210,12 @@ def _lock_clause() -> str:
 
 
 def _leases(golden_set: GoldenSet, annotator: AbstractBaseUser) -> list[JudgingTask]:
-    """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased)."""
+    """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased),
+    with `judged_already`: a held overlap task shown again then needs no statement to tell
+    it is no correction (labeling.judging.selectors.task_is_correction)."""
     return _tasks_of(
-        _task_select() + "WHERE task.leased_to_id = %s AND task.golden_set_id = %s ORDER BY task.lease_expires_at, task.id",
-        [annotator.pk, golden_set.pk],
+        _task_select(judged=True) + "WHERE task.leased_to_id = %s AND task.golden_set_id = %s ORDER BY task.lease_expires_at, task.id",
+        [annotator.pk, annotator.pk, golden_set.pk], judged=True,
     )
 
 
