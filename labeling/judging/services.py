@@ -153,13 +153,20 @@ def _quote(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
+def _task_columns() -> str:
+    """What _task_select() selects (a lease written by _query_candidate returns the same)."""
+    return (
+        f"{columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
+        f"(SELECT length(pq.page_ids) / 8 FROM {_quote(PoolQuery._meta.db_table)} pq "
+        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id)"
+    )
+
+
 def _task_select(judged: bool = False) -> str:
     """`judged=True` also selects whether the annotator, the statement's first parameter,
     has judged the task's pair (_judged_by_sql): the tasks' `judged_already`."""
     return (
-        f"SELECT {columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
-        f"(SELECT length(pq.page_ids) / 8 FROM {_quote(PoolQuery._meta.db_table)} pq "
-        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id)"
+        f"SELECT {_task_columns()}"
         + (f", {_judged_by_sql()} " if judged else " ")
         + f"FROM {_quote(JudgingTask._meta.db_table)} task "
         f"JOIN {_quote(Query._meta.db_table)} query ON query.id = task.query_id "
@@ -245,9 +252,17 @@ def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, 
 
 def _query_candidate(
     golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int], on_query: int | None,
+    lease_until=None,
 ) -> JudgingTask | None:
     """The free overlap or queued task of the query `annotator` is on (`on_query`, or else
-    their latest judgment's query in the set), lowest position first."""
+    their latest judgment's query in the set), lowest position first.
+
+    With `lease_until` (PostgreSQL only) the task found is also leased to `annotator`
+    until then, in the same statement: the row the search locks (FOR UPDATE SKIP LOCKED,
+    in a CTE) is updated and returned (UPDATE ... RETURNING), one round trip where the
+    search and _lease_write took two, on the hand-out that follows nearly every judgment.
+    SQLite cannot return the joined query and page from an UPDATE: it searches only.
+    """
     params: list = []
     if on_query is None:
         # Their latest judgment's query, evaluated once inside this statement: no round
@@ -263,10 +278,9 @@ def _query_candidate(
         query = "%s"
         params.append(on_query)
     not_skipped, skipped_params = _not_skipped(skipped)
-    sql = (
-        _task_select()
+    search = (
         # Through the unique index's (golden set, query) prefix: the query's few tasks.
-        + f"WHERE task.golden_set_id = %s AND task.query_id = {query} "
+        f"WHERE task.golden_set_id = %s AND task.query_id = {query} "
         # Queued, or an overlap task still short of its judgments.
         + "AND ((task.status = %s AND task.position IS NOT NULL) "
         + "OR (task.status = %s AND task.judgments_required > task.judgments_done)) "
@@ -279,7 +293,19 @@ def _query_candidate(
     )
     params = [golden_set.pk, *params, JudgingTask.Status.OPEN, JudgingTask.Status.DONE, JudgingTask.Kind.GOLD,
               connection.ops.adapt_datetimefield_value(now), annotator.pk, *skipped_params]
-    tasks = _tasks_of(sql, params)
+    if lease_until is None:
+        tasks = _tasks_of(_task_select() + search, params)
+    else:
+        table, query_table = _quote(JudgingTask._meta.db_table), _quote(Query._meta.db_table)
+        tasks = _tasks_of(
+            f"WITH picked AS MATERIALIZED (SELECT task.id FROM {table} task "
+            f"JOIN {query_table} query ON query.id = task.query_id {search}) "
+            f"UPDATE {table} AS task SET leased_to_id = %s, lease_expires_at = %s "
+            f"FROM picked, {query_table} query, {_quote(Page._meta.db_table)} page "
+            f"WHERE task.id = picked.id AND query.id = task.query_id AND page.id = task.page_id "
+            f"RETURNING {_task_columns()}",
+            [*params, annotator.pk, connection.ops.adapt_datetimefield_value(lease_until)],
+        )
     return tasks[0] if tasks else None
 
 
@@ -335,12 +361,16 @@ def task_next(
     if queue_settings is None:
         queue_settings = queue_settings_of(golden_set)
     skipped = list(skipped_ids or [])
+    lease_until = now + timedelta(seconds=queue_settings.lease_seconds)
     with transaction.atomic(savepoint=savepoint):
         task = None
+        leased = False  # the lease written already by the search that found the task
         if queue_settings.gold_share > 0 and gold_draw() < queue_settings.gold_share:
             task = _gold_candidate(golden_set, annotator, now, skipped)
         if task is None and queue_settings.query_order == QueueSettings.QueryOrder.ONE_AT_A_TIME:
-            task = _query_candidate(golden_set, annotator, now, skipped, on_query)
+            leased = connection.vendor == "postgresql"
+            task = _query_candidate(golden_set, annotator, now, skipped, on_query, lease_until=lease_until if leased else None)
+            leased = leased and task is not None
         if task is None:
             task = _overlap_candidate(golden_set, annotator, now, skipped)
         if task is None:
@@ -355,8 +385,9 @@ def task_next(
         if stale:
             JudgingTask.objects.filter(pk__in=stale, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
         task.leased_to = annotator
-        task.lease_expires_at = now + timedelta(seconds=queue_settings.lease_seconds)
-        _lease_write(task)
+        task.lease_expires_at = lease_until
+        if not leased:
+            _lease_write(task)
     return task
 
 
