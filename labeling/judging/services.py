@@ -241,13 +241,35 @@ def _gold_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, ski
     return _locked(tasks).first()
 
 
-def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
-    tasks = (
-        JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
-        .exclude(kind=JudgingTask.Kind.GOLD).filter(_free(now), query__retired_at__isnull=True)
-        .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("id")
+def _first_free(
+    where: str, params: list, annotator: AbstractBaseUser, now, skipped: list[int], order_by: str,
+) -> JudgingTask | None:
+    """The first task, by `order_by`, of those `where` (SQL on `task`, with `params`) that
+    is free, of a query still in use, of a pair `annotator` has not judged and not in
+    `skipped`: locked (SKIP LOCKED), with its query, page and query_pairs.
+
+    The searches a hand-out falls back on when the annotator's query has nothing left
+    for them (_overlap_candidate, _queued_candidate), written as SQL as _query_candidate
+    is: through the ORM, building them cost several milliseconds of CPU a hand-out, on
+    the judgments that end a query's window.
+    """
+    not_skipped, skipped_params = _not_skipped(skipped)
+    sql = (
+        _task_select() + f"WHERE {where} AND (task.leased_to_id IS NULL OR task.lease_expires_at <= %s) "
+        # A retired query leaves every version from now on: judging it would be wasted.
+        + "AND query.retired_at IS NULL AND NOT " + _judged_by_sql() + not_skipped
+        + f" ORDER BY {order_by} LIMIT 1" + _lock_clause()
     )
-    return _locked(tasks).first()
+    tasks = _tasks_of(sql, [*params, connection.ops.adapt_datetimefield_value(now), annotator.pk, *skipped_params])
+    return tasks[0] if tasks else None
+
+
+def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
+    # Through the partial index judging_task_overlap_open, in id order.
+    return _first_free(
+        "task.golden_set_id = %s AND task.status = %s AND task.judgments_required > task.judgments_done AND task.kind <> %s",
+        [golden_set.pk, JudgingTask.Status.DONE, JudgingTask.Kind.GOLD], annotator, now, skipped, "task.id",
+    )
 
 
 def _query_candidate(
@@ -317,19 +339,17 @@ def _queued_candidate(
     pool_ids = getattr(queue_settings, "pool_ids", None)
     if pool_ids is None:
         pool_ids = Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", flat=True)
-    # One look-up per pool walks that pool's queue index in position order; a single
-    # look-up over the whole set would sort every pool's queue on each request.
-    sources = [Q(pool_id=pool_id) for pool_id in pool_ids]
+    # One look-up per pool walks that pool's queue index (judging_task_pool_queue) in
+    # position order; a single look-up over the whole set would sort every pool's queue
+    # on each request.
+    sources = [("task.pool_id = %s", [pool_id]) for pool_id in pool_ids]
     if getattr(queue_settings, "has_samples", True):
-        sources.append(Q(pool__isnull=True, kind=JudgingTask.Kind.SAMPLE, golden_set=golden_set))
-    for source in sources:
-        tasks = (
-            JudgingTask.objects.filter(source, status=JudgingTask.Status.OPEN, position__isnull=False).filter(_free(now))
-            # A retired query leaves every version from now on: judging it would be wasted.
-            .filter(query__retired_at__isnull=True)
-            .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("position", "id")
+        sources.append(("task.pool_id IS NULL AND task.kind = %s AND task.golden_set_id = %s", [JudgingTask.Kind.SAMPLE, golden_set.pk]))
+    for source, params in sources:
+        task = _first_free(
+            f"{source} AND task.status = %s AND task.position IS NOT NULL", [*params, JudgingTask.Status.OPEN],
+            annotator, now, skipped, "task.position, task.id",
         )
-        task = _locked(tasks).first()
         if task is not None and (best is None or (task.position, task.pk) < (best.position, best.pk)):
             best = task
     return best
