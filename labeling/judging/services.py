@@ -388,9 +388,10 @@ def task_next(
         if queue_settings.gold_share > 0 and gold_draw() < queue_settings.gold_share:
             task = _gold_candidate(golden_set, annotator, now, skipped)
         if task is None and queue_settings.query_order == QueueSettings.QueryOrder.ONE_AT_A_TIME:
-            leased = connection.vendor == "postgresql"
-            task = _query_candidate(golden_set, annotator, now, skipped, on_query, lease_until=lease_until if leased else None)
-            leased = leased and task is not None
+            # On PostgreSQL this search writes the lease of what it finds (UPDATE ... RETURNING).
+            lease_in_search = lease_until if connection.vendor == "postgresql" else None
+            task = _query_candidate(golden_set, annotator, now, skipped, on_query, lease_until=lease_in_search)
+            leased = task is not None and lease_in_search is not None
         if task is None:
             task = _overlap_candidate(golden_set, annotator, now, skipped)
         if task is None:
