@@ -165,8 +165,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES, whatever password
 # comes next; a success before the limit clears the count. Keyed on the pair, so a
 # stranger guessing from elsewhere cannot lock a colleague out of their own desk.
-# goldset.auth_backends.ModelBackend is Django's, with the signed-in person's row read by hand.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "goldset.auth_backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
