@@ -1,5 +1,5 @@
-"""Signed-in requests read their session and their person by hand (goldset.sessions,
-goldset.auth_backends): they must sign people in and out exactly as Django's do."""
+"""Signed-in requests read their session by hand (goldset.sessions): they must sign people
+in and out exactly as Django's do."""
 
 from datetime import timedelta
 
@@ -9,7 +9,6 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from goldset.auth_backends import ModelBackend
 from goldset.sessions import SessionStore
 
 pytestmark = pytest.mark.django_db
@@ -51,11 +50,3 @@ def test_a_session_reads_back_what_was_saved_and_nothing_for_an_unknown_key():
     assert unknown.load() == {}
     assert unknown.session_key is None  # forgotten, so that a save makes a new one
 
-
-def test_the_backend_reads_the_same_person_as_the_orm(owner):
-    read = ModelBackend().get_user(owner.pk)
-    assert read is not None and read._state.adding is False
-    assert {f.attname: getattr(read, f.attname) for f in type(owner)._meta.concrete_fields} == {
-        f.attname: getattr(type(owner).objects.get(pk=owner.pk), f.attname) for f in type(owner)._meta.concrete_fields
-    }
-    assert ModelBackend().get_user(owner.pk + 1000) is None
