@@ -152,6 +152,9 @@ def sqlite_database(path: str) -> dict:
 DATABASES = {"default": _database_from_env()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's database sessions, read by one hand-written statement (goldset/sessions.py).
+SESSION_ENGINE = "goldset.sessions"
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

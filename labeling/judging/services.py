@@ -153,19 +153,30 @@ def _quote(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def _task_select() -> str:
+def _task_columns() -> str:
+    """What _task_select() selects (a lease written by _query_candidate returns the same)."""
     return (
-        f"SELECT {columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
+        f"{columns(JudgingTask, 'task')}, {columns(Query, 'query')}, {columns(Page, 'page')}, "
         f"(SELECT length(pq.page_ids) / 8 FROM {_quote(PoolQuery._meta.db_table)} pq "
-        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id) "
-        f"FROM {_quote(JudgingTask._meta.db_table)} task "
+        f"WHERE pq.pool_id = task.pool_id AND pq.query_id = task.query_id)"
+    )
+
+
+def _task_select(judged: bool = False) -> str:
+    """`judged=True` also selects whether the annotator, the statement's first parameter,
+    has judged the task's pair (_judged_by_sql): the tasks' `judged_already`."""
+    return (
+        f"SELECT {_task_columns()}"
+        + (f", {_judged_by_sql()} " if judged else " ")
+        + f"FROM {_quote(JudgingTask._meta.db_table)} task "
         f"JOIN {_quote(Query._meta.db_table)} query ON query.id = task.query_id "
         f"JOIN {_quote(Page._meta.db_table)} page ON page.id = task.page_id "
     )
 
 
-def _tasks_of(sql: str, params: list) -> list[JudgingTask]:
-    """The tasks a _task_select() statement returns, with query, page and query_pairs."""
+def _tasks_of(sql: str, params: list, judged: bool = False) -> list[JudgingTask]:
+    """The tasks a _task_select(judged) statement returns, with query, page and query_pairs
+    (and judged_already with `judged`)."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -176,7 +187,9 @@ def _tasks_of(sql: str, params: list) -> list[JudgingTask]:
         task = model_from_row(JudgingTask, row)
         task.query = model_from_row(Query, row, query_at)
         task.page = model_from_row(Page, row, page_at)
-        task.query_pairs = row[-1]
+        task.query_pairs = row[page_at + width(Page)]
+        if judged:
+            task.judged_already = bool(row[-1])
         tasks.append(task)
     return tasks
 
@@ -204,10 +217,12 @@ def _lock_clause() -> str:
 
 
 def _leases(golden_set: GoldenSet, annotator: AbstractBaseUser) -> list[JudgingTask]:
-    """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased)."""
+    """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased),
+    with `judged_already`: a held overlap task shown again then needs no statement to tell
+    it is no correction (labeling.judging.selectors.task_is_correction)."""
     return _tasks_of(
-        _task_select() + "WHERE task.leased_to_id = %s AND task.golden_set_id = %s ORDER BY task.lease_expires_at, task.id",
-        [annotator.pk, golden_set.pk],
+        _task_select(judged=True) + "WHERE task.leased_to_id = %s AND task.golden_set_id = %s ORDER BY task.lease_expires_at, task.id",
+        [annotator.pk, annotator.pk, golden_set.pk], judged=True,
     )
 
 
@@ -226,20 +241,50 @@ def _gold_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, ski
     return _locked(tasks).first()
 
 
-def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
-    tasks = (
-        JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
-        .exclude(kind=JudgingTask.Kind.GOLD).filter(_free(now), query__retired_at__isnull=True)
-        .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("id")
+def _first_free(
+    where: str, params: list, annotator: AbstractBaseUser, now, skipped: list[int], order_by: str,
+) -> JudgingTask | None:
+    """The first task, by `order_by`, of those `where` (SQL on `task`, with `params`) that
+    is free, of a query still in use, of a pair `annotator` has not judged and not in
+    `skipped`: locked (SKIP LOCKED), with its query, page and query_pairs.
+
+    The searches a hand-out falls back on when the annotator's query has nothing left
+    for them (_overlap_candidate, _queued_candidate), written as SQL as _query_candidate
+    is: through the ORM, building them cost several milliseconds of CPU a hand-out, on
+    the judgments that end a query's window.
+    """
+    not_skipped, skipped_params = _not_skipped(skipped)
+    sql = (
+        _task_select() + f"WHERE {where} AND (task.leased_to_id IS NULL OR task.lease_expires_at <= %s) "
+        # A retired query leaves every version from now on: judging it would be wasted.
+        + "AND query.retired_at IS NULL AND NOT " + _judged_by_sql() + not_skipped
+        + f" ORDER BY {order_by} LIMIT 1" + _lock_clause()
     )
-    return _locked(tasks).first()
+    tasks = _tasks_of(sql, [*params, connection.ops.adapt_datetimefield_value(now), annotator.pk, *skipped_params])
+    return tasks[0] if tasks else None
+
+
+def _overlap_candidate(golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int]) -> JudgingTask | None:
+    # Through the partial index judging_task_overlap_open, in id order.
+    return _first_free(
+        "task.golden_set_id = %s AND task.status = %s AND task.judgments_required > task.judgments_done AND task.kind <> %s",
+        [golden_set.pk, JudgingTask.Status.DONE, JudgingTask.Kind.GOLD], annotator, now, skipped, "task.id",
+    )
 
 
 def _query_candidate(
     golden_set: GoldenSet, annotator: AbstractBaseUser, now, skipped: list[int], on_query: int | None,
+    lease_until=None,
 ) -> JudgingTask | None:
     """The free overlap or queued task of the query `annotator` is on (`on_query`, or else
-    their latest judgment's query in the set), lowest position first."""
+    their latest judgment's query in the set), lowest position first.
+
+    With `lease_until` (PostgreSQL only) the task found is also leased to `annotator`
+    until then, in the same statement: the row the search locks (FOR UPDATE SKIP LOCKED,
+    in a CTE) is updated and returned (UPDATE ... RETURNING), one round trip where the
+    search and _lease_write took two, on the hand-out that follows nearly every judgment.
+    SQLite cannot return the joined query and page from an UPDATE: it searches only.
+    """
     params: list = []
     if on_query is None:
         # Their latest judgment's query, evaluated once inside this statement: no round
@@ -255,10 +300,9 @@ def _query_candidate(
         query = "%s"
         params.append(on_query)
     not_skipped, skipped_params = _not_skipped(skipped)
-    sql = (
-        _task_select()
+    search = (
         # Through the unique index's (golden set, query) prefix: the query's few tasks.
-        + f"WHERE task.golden_set_id = %s AND task.query_id = {query} "
+        f"WHERE task.golden_set_id = %s AND task.query_id = {query} "
         # Queued, or an overlap task still short of its judgments.
         + "AND ((task.status = %s AND task.position IS NOT NULL) "
         + "OR (task.status = %s AND task.judgments_required > task.judgments_done)) "
@@ -271,7 +315,19 @@ def _query_candidate(
     )
     params = [golden_set.pk, *params, JudgingTask.Status.OPEN, JudgingTask.Status.DONE, JudgingTask.Kind.GOLD,
               connection.ops.adapt_datetimefield_value(now), annotator.pk, *skipped_params]
-    tasks = _tasks_of(sql, params)
+    if lease_until is None:
+        tasks = _tasks_of(_task_select() + search, params)
+    else:
+        table, query_table = _quote(JudgingTask._meta.db_table), _quote(Query._meta.db_table)
+        tasks = _tasks_of(
+            f"WITH picked AS MATERIALIZED (SELECT task.id FROM {table} task "
+            f"JOIN {query_table} query ON query.id = task.query_id {search}) "
+            f"UPDATE {table} AS task SET leased_to_id = %s, lease_expires_at = %s "
+            f"FROM picked, {query_table} query, {_quote(Page._meta.db_table)} page "
+            f"WHERE task.id = picked.id AND query.id = task.query_id AND page.id = task.page_id "
+            f"RETURNING {_task_columns()}",
+            [*params, annotator.pk, connection.ops.adapt_datetimefield_value(lease_until)],
+        )
     return tasks[0] if tasks else None
 
 
@@ -283,19 +339,17 @@ def _queued_candidate(
     pool_ids = getattr(queue_settings, "pool_ids", None)
     if pool_ids is None:
         pool_ids = Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", flat=True)
-    # One look-up per pool walks that pool's queue index in position order; a single
-    # look-up over the whole set would sort every pool's queue on each request.
-    sources = [Q(pool_id=pool_id) for pool_id in pool_ids]
+    # One look-up per pool walks that pool's queue index (judging_task_pool_queue) in
+    # position order; a single look-up over the whole set would sort every pool's queue
+    # on each request.
+    sources = [("task.pool_id = %s", [pool_id]) for pool_id in pool_ids]
     if getattr(queue_settings, "has_samples", True):
-        sources.append(Q(pool__isnull=True, kind=JudgingTask.Kind.SAMPLE, golden_set=golden_set))
-    for source in sources:
-        tasks = (
-            JudgingTask.objects.filter(source, status=JudgingTask.Status.OPEN, position__isnull=False).filter(_free(now))
-            # A retired query leaves every version from now on: judging it would be wasted.
-            .filter(query__retired_at__isnull=True)
-            .exclude(_judged_by(annotator)).exclude(pk__in=skipped).order_by("position", "id")
+        sources.append(("task.pool_id IS NULL AND task.kind = %s AND task.golden_set_id = %s", [JudgingTask.Kind.SAMPLE, golden_set.pk]))
+    for source, params in sources:
+        task = _first_free(
+            f"{source} AND task.status = %s AND task.position IS NOT NULL", [*params, JudgingTask.Status.OPEN],
+            annotator, now, skipped, "task.position, task.id",
         )
-        task = _locked(tasks).first()
         if task is not None and (best is None or (task.position, task.pk) < (best.position, best.pk)):
             best = task
     return best
@@ -327,12 +381,17 @@ def task_next(
     if queue_settings is None:
         queue_settings = queue_settings_of(golden_set)
     skipped = list(skipped_ids or [])
+    lease_until = now + timedelta(seconds=queue_settings.lease_seconds)
     with transaction.atomic(savepoint=savepoint):
         task = None
+        leased = False  # the lease written already by the search that found the task
         if queue_settings.gold_share > 0 and gold_draw() < queue_settings.gold_share:
             task = _gold_candidate(golden_set, annotator, now, skipped)
         if task is None and queue_settings.query_order == QueueSettings.QueryOrder.ONE_AT_A_TIME:
-            task = _query_candidate(golden_set, annotator, now, skipped, on_query)
+            # On PostgreSQL this search writes the lease of what it finds (UPDATE ... RETURNING).
+            lease_in_search = lease_until if connection.vendor == "postgresql" else None
+            task = _query_candidate(golden_set, annotator, now, skipped, on_query, lease_until=lease_in_search)
+            leased = task is not None and lease_in_search is not None
         if task is None:
             task = _overlap_candidate(golden_set, annotator, now, skipped)
         if task is None:
@@ -347,8 +406,9 @@ def task_next(
         if stale:
             JudgingTask.objects.filter(pk__in=stale, leased_to=annotator).update(leased_to=None, lease_expires_at=None)
         task.leased_to = annotator
-        task.lease_expires_at = now + timedelta(seconds=queue_settings.lease_seconds)
-        _lease_write(task)
+        task.lease_expires_at = lease_until
+        if not leased:
+            _lease_write(task)
     return task
 
 

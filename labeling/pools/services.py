@@ -46,6 +46,8 @@ from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_u
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import GoldsetError
+from lib.rows import columns as model_columns
+from lib.rows import model_from_row
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
 # one UPDATE ... FROM, and new tasks through a binary COPY; below it, one UPDATE with a
@@ -607,14 +609,18 @@ def pool_task_lock(*, task: JudgingTask) -> Pool:
     pool_query = zlib.crc32(f"{int(task.pool_id)}:{int(task.query_id)}".encode()) - (1 << 31)
     # One round trip; the CTE locks the pool row before the outer SELECT takes the
     # advisory lock (two (pool, query) pairs that share a hash only wait for each other).
-    pools = list(Pool.objects.raw(
-        "WITH pool AS MATERIALIZED (SELECT * FROM labeling_pool WHERE id = %s FOR KEY SHARE) "
-        "SELECT pool.*, pg_advisory_xact_lock(%s, %s)::text AS locked FROM pool",
-        [task.pool_id, _POOL_QUERY_LOCK_SPACE, pool_query],
-    ))
-    if not pools:
+    # Run with a cursor (lib.rows): it runs on every judgment, and Pool.objects.raw cost
+    # more CPU than the statement.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH pool AS MATERIALIZED (SELECT * FROM {Pool._meta.db_table} WHERE id = %s FOR KEY SHARE) "
+            f"SELECT {model_columns(Pool, 'pool')}, pg_advisory_xact_lock(%s, %s)::text AS locked FROM pool",
+            [task.pool_id, _POOL_QUERY_LOCK_SPACE, pool_query],
+        )
+        row = cursor.fetchone()
+    if row is None:
         raise Pool.DoesNotExist(f"pool {task.pool_id} does not exist")
-    return pools[0]
+    return model_from_row(Pool, row)
 
 
 def _unqueue_if_budget_spent(pool_id: int) -> int:
