@@ -79,6 +79,19 @@ class Page(models.Model):
         return self.doc_id
 
 
+class PageChange(models.Model):
+    """A page whose content_hash changed after it was written, and when it last did.
+
+    Kept by a database trigger on goldenset_page (migration 0012), whatever the path of
+    the change, so that stale labels (a judgment's page_hash against its page's hash now)
+    are looked for among the judgments of changed pages only, rather than by comparing
+    every judgment of a set with its page: that comparison took 0.8 s at 600,000
+    judgments (bench/growth.py), and pages rarely change."""
+
+    page = models.OneToOneField(Page, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    changed_at = models.DateTimeField()
+
+
 class GoldenSet(models.Model):
     """One corpus, a set of queries, a grade scale and the settings every score depends on."""
 
