@@ -68,6 +68,24 @@ class Pool(models.Model):
         return f"pool {self.pk} of {self.golden_set.slug} ({self.strategy}, depth {self.depth})"
 
 
+class PoolJudgingSummary(models.Model):
+    """A large pool's judging figures as of `computed_at` (labeling.completeness.summaries):
+    its closed tasks counted, its pace over the `recent_hours` before computed_at, and its
+    found-against-judged curve, [[judgments made, relevant found], ...]. Each is an aggregate
+    over every closed task, which the completeness page cannot afford per view at millions."""
+
+    pool = models.OneToOneField(Pool, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    computed_at = models.DateTimeField()
+    recent_hours = models.PositiveIntegerField()
+    done = models.PositiveIntegerField()
+    skipped = models.PositiveIntegerField()
+    relevant = models.PositiveIntegerField()
+    recent = models.PositiveIntegerField()
+    first_done_at = models.DateTimeField(null=True)
+    last_done_at = models.DateTimeField(null=True)
+    curve = models.JSONField(default=list)
+
+
 class PoolRun(models.Model):
     """A run in a pool, the depth it was pooled at, and its column in the tasks' `run_ranks`."""
 

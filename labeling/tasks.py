@@ -4,6 +4,7 @@ pool_job_task."""
 
 from celery import shared_task
 
+from labeling.completeness.summaries import pool_summary_refresh
 from labeling.jobs.services import TRANSIENT, pool_job_run, pool_jobs_sweep
 from labeling.model_labels.jobs import judge_job_run, judge_jobs_sweep
 
@@ -31,3 +32,11 @@ def judge_job_task(job_id: int) -> str:
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
 def sweep_judge_jobs_task() -> list[int]:
     return list(judge_jobs_sweep(job_task=judge_job_task))
+
+
+# The completeness page asks for it when a large pool's summary is missing or old; a lost
+# one costs nothing but a later refresh, so no acks_late.
+@shared_task(autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+def pool_summary_task(pool_id: int) -> str:
+    summary = pool_summary_refresh(pool_id)
+    return "pool gone" if summary is None else f"{summary.done} done, {summary.relevant} relevant"

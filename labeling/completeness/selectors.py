@@ -4,11 +4,12 @@ slice."""
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
+from django.conf import settings as django_settings
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 
@@ -20,7 +21,7 @@ from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.selectors import label_of
 from lib.ids import natural_key
 from lib.ppi import wilson_interval
-from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
+from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJudgingSummary, PoolRun
 from labeling.pools.selectors import PoolProgress, left_out_by_budget, pools_of
 from labeling.pools.union import RunSpec, Union, classify, copy_pairs, dense_queries, pool_union, set_pool_pairs
 from lib.progress import Progress, no_progress
@@ -61,15 +62,26 @@ def judging_hours(first: datetime, last: datetime) -> float:
     return max((last - first).total_seconds() / 3600, 1.0)
 
 
-def pools_judging(pools: Sequence[Pool], *, now: datetime, recent_hours: int = 24) -> dict[int, PoolJudging]:
-    """{pool id: PoolJudging} for pools of one golden set, in two queries however many
-    pools and tasks: closed tasks grouped by pool and status (the partial index
-    judging_task_pool_closed), queued ones grouped by pool (judging_task_pool_queue).
-    Open tasks are Pool.pair_count less the closed, as in task_counts."""
+@dataclass(frozen=True)
+class ClosedFigures:
+    """A pool's closed tasks counted: done, skipped, done and relevant, done since a moment
+    (`recent`), and the first and last done_at (None before any judgment)."""
+
+    done: int = 0
+    skipped: int = 0
+    relevant: int = 0
+    recent: int = 0
+    first_done_at: datetime | None = None
+    last_done_at: datetime | None = None
+
+
+def pools_closed_figures(pools: Sequence[Pool], *, since: datetime) -> dict[int, ClosedFigures]:
+    """{pool id: ClosedFigures} of pools of one golden set, `recent` counting the tasks done
+    at or after `since`: one query over the closed tasks, grouped by pool and status (the
+    partial index judging_task_pool_closed)."""
     if not pools:
         return {}
     threshold = pools[0].golden_set.relevance_threshold
-    since = now - timedelta(hours=recent_hours)
     closed: dict[int, dict[str, dict]] = defaultdict(dict)
     rows = (
         JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools]).exclude(status=JudgingTask.Status.OPEN)
@@ -82,25 +94,46 @@ def pools_judging(pools: Sequence[Pool], *, now: datetime, recent_hours: int = 2
     )
     for row in rows:
         closed[row["pool_id"]][row["status"]] = row
-    queued = dict(
-        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools], status=JudgingTask.Status.OPEN, position__isnull=False)
-        .values("pool_id").annotate(n=Count("id")).values_list("pool_id", "n")
-    )
     found = {}
     for pool in pools:
         done = closed[pool.pk].get(JudgingTask.Status.DONE, {})
-        counts = {status: closed[pool.pk].get(status, {}).get("n", 0) for status in (JudgingTask.Status.DONE, JudgingTask.Status.SKIPPED)}
-        counts[JudgingTask.Status.OPEN] = pool.pair_count - sum(counts.values())
-        progress = PoolProgress(
-            open=counts[JudgingTask.Status.OPEN], queued=queued.get(pool.pk, 0), done=counts[JudgingTask.Status.DONE],
-            skipped=counts[JudgingTask.Status.SKIPPED], relevant_found=done.get("relevant", 0), budget=pool.budget,
-            left_out_by_budget=left_out_by_budget(pool, counts),
-        )
-        found[pool.pk] = PoolJudging(
-            progress=progress, recent=done.get("recent", 0), recent_hours=recent_hours,
+        found[pool.pk] = ClosedFigures(
+            done=done.get("n", 0), skipped=closed[pool.pk].get(JudgingTask.Status.SKIPPED, {}).get("n", 0),
+            relevant=done.get("relevant", 0), recent=done.get("recent", 0),
             first_done_at=done.get("first"), last_done_at=done.get("last"),
         )
     return found
+
+
+def pools_queued(pools: Sequence[Pool]) -> dict[int, int]:
+    """{pool id: open tasks in the queue} for the pools that have any (judging_task_pool_queue)."""
+    return dict(
+        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools], status=JudgingTask.Status.OPEN, position__isnull=False)
+        .values("pool_id").annotate(n=Count("id")).values_list("pool_id", "n")
+    ) if pools else {}
+
+
+def pool_judging(pool: Pool, closed: ClosedFigures, queued: int, recent_hours: int) -> PoolJudging:
+    """A pool's PoolJudging from its closed tasks counted. Open tasks are Pool.pair_count
+    less the closed, as in task_counts."""
+    counts = {JudgingTask.Status.DONE: closed.done, JudgingTask.Status.SKIPPED: closed.skipped}
+    counts[JudgingTask.Status.OPEN] = pool.pair_count - closed.done - closed.skipped
+    progress = PoolProgress(
+        open=counts[JudgingTask.Status.OPEN], queued=queued, done=closed.done, skipped=closed.skipped,
+        relevant_found=closed.relevant, budget=pool.budget, left_out_by_budget=left_out_by_budget(pool, counts),
+    )
+    return PoolJudging(
+        progress=progress, recent=closed.recent, recent_hours=recent_hours,
+        first_done_at=closed.first_done_at, last_done_at=closed.last_done_at,
+    )
+
+
+def pools_judging(pools: Sequence[Pool], *, now: datetime, recent_hours: int = 24) -> dict[int, PoolJudging]:
+    """{pool id: PoolJudging} for pools of one golden set, in two queries however many
+    pools and tasks: pools_closed_figures and pools_queued."""
+    closed = pools_closed_figures(pools, since=now - timedelta(hours=recent_hours))
+    queued = pools_queued(pools)
+    return {pool.pk: pool_judging(pool, closed[pool.pk], queued.get(pool.pk, 0), recent_hours) for pool in pools}
 
 
 # Points a found-against-judged curve keeps per pool, besides its first and last.
@@ -138,6 +171,57 @@ def pools_found_curves(pools: Sequence[Pool], *, points: int = CURVE_POINTS) -> 
         for pool_id, n, found in cursor.fetchall():
             curves.setdefault(pool_id, [(0, 0)]).append((int(n), int(found)))
     return curves
+
+
+# --- large pools: their judging figures summarised by a worker ------------------------------
+
+# Pools of up to this many pairs have their judging figures read live on every view, exact;
+# larger ones from a PoolJudgingSummary (settings.POOL_SUMMARY_PAIRS overrides it). At
+# 35 million pairs, 3.5 million of them judged (bench/growth.py, 100,000 queries), the
+# counts took 0.5 s and the curve 3.2 s of SQL: an aggregate over every closed task.
+POOL_SUMMARY_PAIRS = 200_000
+# A summary older than this is shown with its time and refreshed by a worker.
+POOL_SUMMARY_MAX_AGE = timedelta(seconds=60)
+
+
+def summarised(pool: Pool) -> bool:
+    """Whether the pool's judging figures come from a summary (see POOL_SUMMARY_PAIRS)."""
+    return pool.pair_count > getattr(django_settings, "POOL_SUMMARY_PAIRS", POOL_SUMMARY_PAIRS)
+
+
+def pools_judging_figures(
+    pools: Sequence[Pool], *, now: datetime, recent_hours: int = 24, refresh: Callable[[int], None] | None = None,
+) -> tuple[dict[int, PoolJudging], dict[int, list[tuple[int, int]]], dict[int, datetime]]:
+    """({pool id: PoolJudging}, {pool id: found-against-judged curve}, {pool id: as of}) of
+    pools of one golden set: small pools read live (pools_judging, pools_found_curves), exact;
+    large ones (summarised) from their PoolJudgingSummary, dated in the third dict. A large
+    pool without a summary for `recent_hours` is read live this once, and `refresh` is called
+    with its id, as for one whose summary is older than POOL_SUMMARY_MAX_AGE: the caller
+    hands the writing of a new summary to a worker (labeling.completeness.services.
+    pool_summary_refresh). The queue counts are always live (an index of open tasks)."""
+    stored = {
+        summary.pool_id: summary
+        for summary in PoolJudgingSummary.objects.filter(pool__in=[pool.pk for pool in pools if summarised(pool)], recent_hours=recent_hours)
+    }
+    live = [pool for pool in pools if pool.pk not in stored]
+    judging = pools_judging(live, now=now, recent_hours=recent_hours)
+    curves = pools_found_curves(live)
+    queued = pools_queued([pool for pool in pools if pool.pk in stored])
+    as_of = {}
+    for pool in pools:
+        summary = stored.get(pool.pk)
+        if summary is not None:
+            closed = ClosedFigures(
+                done=summary.done, skipped=summary.skipped, relevant=summary.relevant, recent=summary.recent,
+                first_done_at=summary.first_done_at, last_done_at=summary.last_done_at,
+            )
+            judging[pool.pk] = pool_judging(pool, closed, queued.get(pool.pk, 0), recent_hours)
+            if summary.curve:
+                curves[pool.pk] = [tuple(point) for point in summary.curve]
+            as_of[pool.pk] = summary.computed_at
+        if refresh is not None and summarised(pool) and (summary is None or now - summary.computed_at > POOL_SUMMARY_MAX_AGE):
+            refresh(pool.pk)
+    return judging, curves, as_of
 
 
 def sampled_union(
@@ -315,6 +399,9 @@ class PoolRow:
     pool_runs: tuple[PoolRun, ...]
     judging: PoolJudging
     color: str
+    # When the judging figures were summarised (a large pool: pools_judging_figures); None
+    # when they are read live.
+    as_of: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -438,9 +525,13 @@ def _found_chart(rows: Sequence[PoolRow], curves: dict[int, list[tuple[int, int]
     )
 
 
-def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: int = 24) -> CompletenessReport:
+def completeness_report(
+    golden_set: GoldenSet, *, now: datetime, recent_hours: int = 24, refresh: Callable[[int], None] | None = None,
+) -> CompletenessReport:
     """The completeness page of `golden_set` at `now`, in a fixed number of queries however
-    many runs, pools, tasks and samples (see the page test's query budget)."""
+    many runs, pools, tasks and samples (see the page test's query budget). `refresh` is
+    called with the id of each large pool whose judging summary is missing or old
+    (pools_judging_figures)."""
     version = golden_set.versions.order_by("-number").first()
     settings = evaluation_settings(golden_set)
     # Archived runs leave this page and its pool form (pool_build refuses them too).
@@ -456,7 +547,11 @@ def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: i
 
     by_run: dict[int, dict[str, Completeness]] = defaultdict(dict)
     if version is not None:
-        for row in Completeness.objects.filter(evaluation__version=version).select_related("evaluation"):
+        # Without the evaluations' blobs (per-query values of every query): 0.3 s at 100,000 queries.
+        rows = Completeness.objects.filter(evaluation__version=version).select_related("evaluation").defer(
+            "evaluation__per_query", "evaluation__recall_curve", "evaluation__canary_ranks",
+        )
+        for row in rows:
             by_run[row.evaluation.run_id][row.slice] = row
     rows = []
     for run in runs:
@@ -477,14 +572,15 @@ def completeness_report(golden_set: GoldenSet, *, now: datetime, recent_hours: i
         for name in names
     )
 
-    judging = pools_judging(pools, now=now, recent_hours=recent_hours)
+    judging, curves, as_of = pools_judging_figures(pools, now=now, recent_hours=recent_hours, refresh=refresh)
     pool_rows = tuple(
-        PoolRow(pool=pool, pool_runs=tuple(members[pool.pk]), judging=judging[pool.pk], color=color(i)) for i, pool in enumerate(pools)
+        PoolRow(pool=pool, pool_runs=tuple(members[pool.pk]), judging=judging[pool.pk], color=color(i), as_of=as_of.get(pool.pk))
+        for i, pool in enumerate(pools)
     )
     samples = list(samples_of(golden_set)[:SAMPLES_SHOWN])
     estimates = completeness_estimates(samples)
     return CompletenessReport(
         golden_set=golden_set, version=version, floor=floor, runs=tuple(rows), slices=slices, pools=pool_rows,
-        chart=_found_chart(pool_rows, pools_found_curves(pools)), estimates=tuple(estimates[s.pk] for s in samples),
+        chart=_found_chart(pool_rows, curves), estimates=tuple(estimates[s.pk] for s in samples),
         recent_hours=recent_hours,
     )

@@ -12,6 +12,8 @@ reloads the page.
 """
 
 from django import forms
+from django.core.cache import cache
+from django.db import transaction
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -22,11 +24,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
 from labeling.completeness.forms import PoolForm, SampleForm
-from labeling.completeness.selectors import completeness_report
+from labeling.completeness.selectors import POOL_SUMMARY_MAX_AGE, completeness_report
 from labeling.jobs.selectors import recent_pool_jobs
 from labeling.jobs.services import pool_job_submit
 from labeling.models import PoolJob
-from labeling.tasks import pool_job_task
+from labeling.tasks import pool_job_task, pool_summary_task
 from lib.errors import GoldsetError
 from lib.params import ids_param
 
@@ -79,6 +81,13 @@ def _sample_post(request: HttpRequest, form: SampleForm, golden_set: GoldenSet) 
         return None, _refused(form, exc)
 
 
+def _summary_refresh(pool_id: int) -> None:
+    """Hand the refresh of a large pool's judging summary to a worker, at most once a
+    POOL_SUMMARY_MAX_AGE per pool however many views ask (a cache key claimed first)."""
+    if cache.add(f"pool-summary-refresh:{pool_id}", 1, timeout=int(POOL_SUMMARY_MAX_AGE.total_seconds())):
+        transaction.on_commit(lambda: pool_summary_task.delay(pool_id))
+
+
 def _jobs_context(golden_set: GoldenSet) -> dict:
     jobs = recent_pool_jobs(golden_set)
     return {
@@ -99,7 +108,7 @@ def completeness(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         golden_set = access_golden_set(request.user, slug)
         can_manage = _can_manage(request.user, golden_set)
-    report = completeness_report(golden_set, now=timezone.now())
+    report = completeness_report(golden_set, now=timezone.now(), refresh=_summary_refresh)
     which = request.POST.get("form") if request.method == "POST" else None
     pool_form = PoolForm(request.POST if which == "pool" else None, report=report, initial=_pool_prefill(request))
     sample_form = SampleForm(request.POST if which == "sample" else None, report=report)
