@@ -31,9 +31,11 @@ created for it and dropped at its end, even when a step fails), and does, in ord
    on the version in this process through evaluate_run_task (alerts included). The 20
    runs stay out of any series, so the results and coverage pages show all of them.
 4. The results, coverage, completeness and monitoring pages, as staff, through Django's
-   test client: one render to load templates, then --repeat renders each with the
-   process's cached scoring inputs emptied first (a cold worker: the worst case), the
-   worst time and the SQL query count (CaptureQueriesContext).
+   test client, once the pool's judging summary is made (what a worker does when the
+   completeness page first asks: timed and printed): one render to load templates, then
+   --repeat renders each with the process's cached scoring inputs emptied first (a cold
+   process reads the version's stored arrays: the worst case), the worst time and the SQL
+   query count (CaptureQueriesContext).
 5. bench/export.py's comparison: the version's TREC qrels through the API (gunicorn, one
    sync worker, DEBUG off) against a PostgreSQL COPY of the same rows, median of --repeat,
    the API's body checked byte for byte against COPY's TREC lines.
@@ -135,7 +137,19 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
 
     from evaluation import selectors
 
+    from labeling.completeness.selectors import summarised
+    from labeling.completeness.summaries import pool_summary_refresh
+    from labeling.models import Pool
+
     staff, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
+    # A large pool's judging figures are a summary a worker refreshes when the completeness
+    # page asks (no worker runs here): made here first, timed, as the worker would.
+    for pool in Pool.objects.filter(golden_set__slug=slug).select_related("golden_set"):
+        if summarised(pool):
+            started = time.perf_counter()
+            pool_summary_refresh(pool.pk)
+            print(f"  pool {pool.pk} ({pool.pair_count:,} pairs): its judging summary took the worker "
+                  f"{time.perf_counter() - started:.3f}s", file=sys.stderr)
     client = Client()
     client.force_login(staff)
     figures = {}
