@@ -256,6 +256,27 @@ class VersionScoringInputs(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
 
+class RunPooledLabels(models.Model):
+    """The labels of a version that a run has in its top `depth`
+    (evaluation.completeness.pooled_labels): what leave-one-run-out pools the runs of the
+    run's rivals against. Stored once computed, so that the worker processes that re-score
+    a version share them: each process read and decoded every other system's run itself
+    (about half of the first evaluation of each process at 100,000 queries). `fingerprint`
+    is that of the version's labels as scored (evaluation.selectors.labels_pooled_by_others);
+    `labels` the label indices, ascending, as .npy bytes."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    version = models.ForeignKey(Version, on_delete=models.CASCADE, related_name="+")
+    depth = models.PositiveIntegerField()
+    fingerprint = models.CharField(max_length=32)
+    labels = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "depth", "fingerprint", "run"], name="run_pooled_labels_unique"),
+        ]
+
+
 class Evaluation(models.Model):
     """One run scored against one version: status while it runs, then its figures."""
 

@@ -3,6 +3,8 @@
 import hashlib
 import io
 import json
+import os
+import random
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from django.http import Http404
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays
 from evaluation.metrics import Metric, default_metrics, parse_metrics
-from evaluation.models import Evaluation, EvaluationSettings, Run, RunData, VersionScoringInputs
+from evaluation.models import Evaluation, EvaluationSettings, Run, RunData, RunPooledLabels, VersionScoringInputs
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionPage, VersionQuery
 from lib.ids import natural_key
 from lib.runs import RankedRun
@@ -357,9 +359,10 @@ def labels_pooled_by_others(
     `exclude_system` has the label's page in its top `depth`; how many such runs there are):
     the pool a run of `exclude_system` is left out of (evaluation.completeness).
 
-    `qrels` must be the version's labels as evaluation_compute builds them. Two queries at
-    most: the runs, then the data of those this process has not reduced yet for the
-    version (see _POOLED_CACHE).
+    `qrels` must be the version's labels as evaluation_compute builds them. What a run
+    pools is kept per process (_POOLED_CACHE) and stored for the other processes
+    (RunPooledLabels): the runs are read, then what is stored, and only a run found in
+    neither is decoded, one at a time, after one more look at what is stored.
     """
     fingerprint = hashlib.blake2b(qrels.doc_keys.tobytes() + qrels.offsets.tobytes(), digest_size=16).hexdigest()
     # Keyed by upload time as well as id: an id that a rolled-back transaction gave out
@@ -373,17 +376,48 @@ def labels_pooled_by_others(
         found = {run_id: _POOLED_CACHE[key] for run_id, key in keys.items() if key in _POOLED_CACHE}
     missing = [run_id for run_id in keys if run_id not in found]
     if missing:
-        rows = RunData.objects.filter(run_id__in=missing).values_list("run_id", "ranked")
-        for run_id, data in rows.iterator(chunk_size=4):  # one decoded run in memory at a time
-            found[run_id] = pooled_labels(qrels, RankedRun.from_bytes(bytes(data)), depth)
+        stored = _stored_pooled(version, depth, fingerprint)
+        found.update((run_id, stored.pop(run_id)) for run_id in missing if run_id in stored)
+        unread = [run_id for run_id in missing if run_id not in found]
+        # The worker's processes start a re-score at once and each needs every other
+        # system's runs: each goes through them in an order of its own, and takes what
+        # another has stored meanwhile, so that between them each run is decoded about once.
+        random.Random(os.getpid()).shuffle(unread)
+        for run_id in unread:
+            labels = _stored_pooled(version, depth, fingerprint, run_id=run_id).get(run_id)
+            if labels is None:
+                data = RunData.objects.filter(run_id=run_id).values_list("ranked", flat=True).first()
+                if data is None:  # a run whose data is not stored yet has nothing to pool
+                    continue
+                labels = pooled_labels(qrels, RankedRun.from_bytes(bytes(data)), depth)
+                _store_pooled(run_id, version, depth, fingerprint, labels)
+            found[run_id] = labels
         with _POOLED_LOCK:
             for run_id in missing:
-                if run_id in found:  # a run whose data is not stored yet has nothing to pool
+                if run_id in found:
                     _pooled_cache_put(keys[run_id], found[run_id])
     pooled = np.zeros(len(qrels.doc_keys), dtype=bool)
     for labels in found.values():
         pooled[labels] = True
     return pooled, len(found)
+
+
+def _stored_pooled(version: Version, depth: int, fingerprint: str, *, run_id: int | None = None) -> dict[int, np.ndarray]:
+    """{run id: labels} of RunPooledLabels stored for the version (or for one run of it)."""
+    rows = RunPooledLabels.objects.filter(version=version, depth=depth, fingerprint=fingerprint)
+    if run_id is not None:
+        rows = rows.filter(run_id=run_id)
+    return {
+        found_run: np.load(io.BytesIO(bytes(data)), allow_pickle=False) for found_run, data in rows.values_list("run_id", "labels")
+    }
+
+
+def _store_pooled(run_id: int, version: Version, depth: int, fingerprint: str, labels: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, labels.astype(np.int32 if len(labels) and labels[-1] < 2**31 else np.int64), allow_pickle=False)
+    RunPooledLabels.objects.bulk_create([RunPooledLabels(
+        run_id=run_id, version=version, depth=depth, fingerprint=fingerprint, labels=buffer.getvalue(),
+    )], ignore_conflicts=True)
 
 
 # What a run pooled on a version (pooled_labels) never changes: runs are immutable once

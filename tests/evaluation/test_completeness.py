@@ -19,7 +19,8 @@ from django.core.management import call_command
 
 from evaluation.completeness import judged_at_k, leave_one_run_out, pooled_labels
 from evaluation.engine import QrelsArrays
-from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, Score
+from evaluation import selectors as evaluation_selectors
+from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, RunPooledLabels, Score
 from evaluation.selectors import labels_pooled_by_others, version_labels, version_query_ids
 from evaluation.services import evaluation_compute, run_import
 from evaluation.settings_service import evaluation_settings_update
@@ -326,14 +327,23 @@ def test_the_runs_own_system_is_not_part_of_the_pool_it_is_left_out_of(synthetic
 def test_a_process_decodes_each_pooled_run_once_a_version(synthetic_set, django_assert_num_queries):
     golden_set, version, runs, qrels = synthetic_set
     labels = QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
-    with django_assert_num_queries(2):  # the runs, then the data of those not reduced yet
+    evaluation_selectors._POOLED_CACHE.clear()
+    RunPooledLabels.objects.all().delete()
+    # The runs, what is stored (nothing), then for each of the two others: stored meanwhile?
+    # its data, and what it pooled stored for the other processes.
+    with django_assert_num_queries(2 + 2 * 3):
         first, count = labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH)
-    with django_assert_num_queries(1):
+    assert RunPooledLabels.objects.filter(version=version, depth=DEPTH).count() == 2
+    with django_assert_num_queries(1):  # this process keeps them
         again, _ = labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH)
     assert count == 2 and again.tolist() == first.tolist()
     by_hand = {(q, doc) for system in ("beta", "gamma") for q, docs in runs[system].items() for doc in docs[:DEPTH] if (q, doc) in qrels}
     assert int(first.sum()) == len(by_hand)
-    with django_assert_num_queries(2):  # another depth is another pool
+    evaluation_selectors._POOLED_CACHE.clear()  # another process: reads what was stored, decodes no run
+    with django_assert_num_queries(2):
+        stored, _ = labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH)
+    assert stored.tolist() == first.tolist()
+    with django_assert_num_queries(2 + 2 * 3):  # another depth is another pool
         labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH - 1)
 
 
