@@ -249,6 +249,28 @@ def evaluate_run(
     )
 
 
+def restrict_to_queries(overall: Evaluation, query_slice: Collection[str]) -> Evaluation:
+    """What evaluate_run gives with `query_slice`, taken from `overall`, its evaluation of
+    the same run and labels over all queries (no query_slice, no page_slice, queries without
+    a relevant page left out of the averages): a query's values do not depend on which other
+    queries are scored, so a query slice is the overall's values of its queries, with no
+    kernel run again. That was three of the eight kernel passes of each evaluation of the
+    benches' sets (bench/recompute.py)."""
+    if isinstance(query_slice, str):
+        raise TypeError("query_slice is a collection of query ids, not one id")
+    wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+    inside = np.fromiter((q in wanted for q in overall.query_ids), dtype=bool, count=len(overall.query_ids))
+    return Evaluation(
+        metrics=overall.metrics,
+        query_ids=tuple(q for q, keep in zip(overall.query_ids, inside.tolist()) if keep),
+        values={name: values[inside] for name, values in overall.values.items()},
+        answered=overall.answered[inside],
+        relevant_counts=overall.relevant_counts[inside],
+        no_relevant_query_ids=tuple(q for q in overall.no_relevant_query_ids if q in wanted),
+        relevance_threshold=overall.relevance_threshold,
+    )
+
+
 def _typed_lists(query_rows, run_rows, keys, grades, label_offsets, run: RankedRun):
     """ranx's input: one [doc key, grade] and one [doc key, score] float64 array a query.
 

@@ -265,7 +265,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
     overall = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold)
     results = {"": overall}
     for name, query_ids in slices.query.items():
-        results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, query_slice=query_ids)
+        results[name] = engine.restrict_to_queries(overall, query_ids)
     for name, page_keys in slices.page.items():
         results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, page_slice=page_keys)
     recall_curve = _recall_curve(qrels, ranked, version) if overall.query_count else None

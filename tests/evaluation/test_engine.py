@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evaluation.engine import QrelsArrays, evaluate_run
+from evaluation.engine import QrelsArrays, evaluate_run, restrict_to_queries
 from evaluation.metrics import default_metrics, parse_metric, parse_metrics
 from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import rank_run, read_trec_run
@@ -302,6 +302,33 @@ def test_a_query_slice_restricts_the_queries_averaged():
     assert result.means["recall@5"] == 1.0
 
 
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_a_query_slice_taken_from_the_overall_evaluation_is_the_slice_scored_again(threshold):
+    """evaluation_compute takes query slices from the overall evaluation (restrict_to_queries):
+    the same values, counts and query ids as scoring the slice, to the bit."""
+    rng = np.random.default_rng(10 + threshold)
+    docs = [f"d{i}" for i in range(50)]
+    qrels, run = {}, {}
+    for q in range(60):
+        judged = rng.choice(docs, size=rng.integers(0, 12), replace=False)
+        qrels[f"q{q}"] = {d: int(rng.choice([0, 0, 1, 2, 3])) for d in judged}
+        if q % 5 != 2:
+            returned = rng.choice(docs, size=rng.integers(1, 25), replace=False)
+            run[f"q{q}"] = {d: float(rng.integers(0, 5)) for d in returned}
+    labels, ranked, _ = build(qrels, run)
+    names = list(TREC_NAMES)
+    overall = evaluate_run(labels, ranked, names, relevance_threshold=threshold)
+    for wanted in ({f"q{q}" for q in range(0, 60, 3)}, {"q7", "nowhere"}, set(), set(qrels)):
+        taken = restrict_to_queries(overall, wanted)
+        scored = evaluate_run(labels, ranked, names, relevance_threshold=threshold, query_slice=wanted)
+        assert taken.query_ids == scored.query_ids and taken.no_relevant_query_ids == scored.no_relevant_query_ids
+        assert taken.answered.tolist() == scored.answered.tolist()
+        assert taken.relevant_counts.tolist() == scored.relevant_counts.tolist()
+        for name in names:
+            assert taken.values[name].tolist() == scored.values[name].tolist(), name
+        assert taken.means == scored.means
+
+
 def test_an_empty_slice_has_no_mean_rather_than_a_zero():
     labels, ranked, _ = build(QRELS, RUN)
     result = evaluate_run(labels, ranked, ["recall@5"], query_slice=["q2"])
@@ -333,7 +360,7 @@ def test_every_value_is_a_fraction():
 THREADED_SCRIPT = """
 import threading
 import numpy as np
-from evaluation.engine import QrelsArrays, evaluate_run
+from evaluation.engine import QrelsArrays, evaluate_run, restrict_to_queries
 from lib.runs import RankedRun
 
 n, depth = 2000, 50
