@@ -195,13 +195,11 @@ def evaluate_run(
         metric = metric if isinstance(metric, Metric) else parse_metric(metric)
         chosen.setdefault(metric.name, metric)
 
-    if isinstance(query_slice, str):
-        raise TypeError("query_slice is a collection of query ids, not one id")
     n = len(qrels.query_ids)
     if query_slice is None:
         in_scope = np.ones(n, dtype=bool)
     else:
-        wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+        wanted = _query_set(query_slice)
         in_scope = np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
 
     owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
@@ -249,6 +247,13 @@ def evaluate_run(
     )
 
 
+def _query_set(query_slice: Collection[str]) -> Collection[str]:
+    """A query slice as a collection with fast membership; a lone id is refused."""
+    if isinstance(query_slice, str):
+        raise TypeError("query_slice is a collection of query ids, not one id")
+    return query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+
+
 def restrict_to_queries(overall: Evaluation, query_slice: Collection[str]) -> Evaluation:
     """What evaluate_run gives with `query_slice`, taken from `overall`, its evaluation of
     the same run and labels over all queries (no query_slice, no page_slice, queries without
@@ -256,9 +261,7 @@ def restrict_to_queries(overall: Evaluation, query_slice: Collection[str]) -> Ev
     queries are scored, so a query slice is the overall's values of its queries, with no
     kernel run again. That was three of the eight kernel passes of each evaluation of the
     benches' sets (bench/recompute.py)."""
-    if isinstance(query_slice, str):
-        raise TypeError("query_slice is a collection of query ids, not one id")
-    wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+    wanted = _query_set(query_slice)
     inside = np.fromiter((q in wanted for q in overall.query_ids), dtype=bool, count=len(overall.query_ids))
     return Evaluation(
         metrics=overall.metrics,

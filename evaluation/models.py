@@ -253,7 +253,6 @@ class VersionScoringInputs(models.Model):
     content_hash = models.CharField(max_length=64)
     version_created_at = models.DateTimeField()
     data = models.BinaryField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class RunPooledLabels(models.Model):

@@ -376,15 +376,14 @@ def labels_pooled_by_others(
         found = {run_id: _POOLED_CACHE[key] for run_id, key in keys.items() if key in _POOLED_CACHE}
     missing = [run_id for run_id in keys if run_id not in found]
     if missing:
-        stored = _stored_pooled(version, depth, fingerprint)
-        found.update((run_id, stored.pop(run_id)) for run_id in missing if run_id in stored)
+        found.update(_stored_pooled(version, depth, fingerprint, missing))
         unread = [run_id for run_id in missing if run_id not in found]
         # The worker's processes start a re-score at once and each needs every other
         # system's runs: each goes through them in an order of its own, and takes what
         # another has stored meanwhile, so that between them each run is decoded about once.
         random.Random(os.getpid()).shuffle(unread)
         for run_id in unread:
-            labels = _stored_pooled(version, depth, fingerprint, run_id=run_id).get(run_id)
+            labels = _stored_pooled(version, depth, fingerprint, [run_id]).get(run_id)
             if labels is None:
                 data = RunData.objects.filter(run_id=run_id).values_list("ranked", flat=True).first()
                 if data is None:  # a run whose data is not stored yet has nothing to pool
@@ -402,11 +401,9 @@ def labels_pooled_by_others(
     return pooled, len(found)
 
 
-def _stored_pooled(version: Version, depth: int, fingerprint: str, *, run_id: int | None = None) -> dict[int, np.ndarray]:
-    """{run id: labels} of RunPooledLabels stored for the version (or for one run of it)."""
-    rows = RunPooledLabels.objects.filter(version=version, depth=depth, fingerprint=fingerprint)
-    if run_id is not None:
-        rows = rows.filter(run_id=run_id)
+def _stored_pooled(version: Version, depth: int, fingerprint: str, run_ids: list[int]) -> dict[int, np.ndarray]:
+    """{run id: labels} of the RunPooledLabels stored for `run_ids` on the version."""
+    rows = RunPooledLabels.objects.filter(version=version, depth=depth, fingerprint=fingerprint, run_id__in=run_ids)
     return {
         found_run: np.load(io.BytesIO(bytes(data)), allow_pickle=False) for found_run, data in rows.values_list("run_id", "labels")
     }

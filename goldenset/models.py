@@ -80,7 +80,7 @@ class Page(models.Model):
 
 
 class PageChange(models.Model):
-    """A page whose content_hash changed after it was written, and when it last did.
+    """A page whose content_hash changed after it was written.
 
     Kept by a database trigger on goldenset_page (migration 0012), whatever the path of
     the change, so that stale labels (a judgment's page_hash against its page's hash now)
@@ -89,7 +89,6 @@ class PageChange(models.Model):
     judgments (bench/growth.py), and pages rarely change."""
 
     page = models.OneToOneField(Page, on_delete=models.CASCADE, primary_key=True, related_name="+")
-    changed_at = models.DateTimeField()
 
 
 class GoldenSet(models.Model):

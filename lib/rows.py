@@ -81,6 +81,8 @@ def row_insert(instance: Model) -> Model:
     ORM's cost of building the statement. Through save() instead when a pre_save or
     post_save receiver listens to the model, so that none is ever passed over."""
     model = type(instance)
+    if not instance._state.adding:
+        raise ValueError(f"row_insert writes a new row; this {model._meta.verbose_name} is stored already")
     if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
         instance.save(force_insert=True)
         return instance

@@ -19,7 +19,6 @@ class Migration(migrations.Migration):
                 ('content_hash', models.CharField(max_length=64)),
                 ('version_created_at', models.DateTimeField()),
                 ('data', models.BinaryField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
         ),
     ]

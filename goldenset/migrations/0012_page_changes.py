@@ -22,8 +22,7 @@ def create_trigger(apps, schema_editor):
             cursor.execute(f"""
                 CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger AS $$
                 BEGIN
-                    INSERT INTO goldenset_pagechange (page_id, changed_at) VALUES (NEW.id, now())
-                    ON CONFLICT (page_id) DO UPDATE SET changed_at = EXCLUDED.changed_at;
+                    INSERT INTO goldenset_pagechange (page_id) VALUES (NEW.id) ON CONFLICT (page_id) DO NOTHING;
                     RETURN NEW;
                 END;
                 $$ LANGUAGE plpgsql;
@@ -32,19 +31,17 @@ def create_trigger(apps, schema_editor):
                 f"CREATE TRIGGER {TRIGGER} AFTER UPDATE OF content_hash ON goldenset_page FOR EACH ROW "
                 f"WHEN (NEW.content_hash IS DISTINCT FROM OLD.content_hash) EXECUTE FUNCTION {TRIGGER}();"
             )
-            now = "now()"
         elif connection.vendor == "sqlite":
             cursor.execute(
                 f"CREATE TRIGGER {TRIGGER} AFTER UPDATE OF content_hash ON goldenset_page FOR EACH ROW "
                 "WHEN NEW.content_hash IS NOT OLD.content_hash BEGIN "
-                "INSERT OR REPLACE INTO goldenset_pagechange (page_id, changed_at) VALUES (NEW.id, strftime('%Y-%m-%d %H:%M:%f', 'now')); "
+                "INSERT OR IGNORE INTO goldenset_pagechange (page_id) VALUES (NEW.id); "
                 "END;"
             )
-            now = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
         else:
             return
         cursor.execute(
-            f"INSERT INTO goldenset_pagechange (page_id, changed_at) SELECT DISTINCT p.id, {now} FROM goldenset_page p "
+            "INSERT INTO goldenset_pagechange (page_id) SELECT DISTINCT p.id FROM goldenset_page p "
             "JOIN goldenset_judgment j ON j.page_id = p.id WHERE j.page_hash <> '' AND j.page_hash <> p.content_hash"
         )
 
@@ -70,7 +67,6 @@ class Migration(migrations.Migration):
             name="PageChange",
             fields=[
                 ("page", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name="+", serialize=False, to="goldenset.page")),
-                ("changed_at", models.DateTimeField()),
             ],
         ),
         migrations.RunPython(create_trigger, drop_trigger),

@@ -197,28 +197,29 @@ def pools_judging_figures(
     large ones (summarised) from their PoolJudgingSummary, dated in the third dict. A large
     pool without a summary for `recent_hours` is read live this once, and `refresh` is called
     with its id, as for one whose summary is older than POOL_SUMMARY_MAX_AGE: the caller
-    hands the writing of a new summary to a worker (labeling.completeness.services.
-    pool_summary_refresh). The queue counts are always live (an index of open tasks)."""
+    hands the writing of a new summary to a worker (labeling.completeness.summaries.
+    pool_summary_refresh). The queue counts are always live (an index of open tasks), in
+    one query for every pool."""
     stored = {
         summary.pool_id: summary
         for summary in PoolJudgingSummary.objects.filter(pool__in=[pool.pk for pool in pools if summarised(pool)], recent_hours=recent_hours)
     }
     live = [pool for pool in pools if pool.pk not in stored]
-    judging = pools_judging(live, now=now, recent_hours=recent_hours)
+    closed = pools_closed_figures(live, since=now - timedelta(hours=recent_hours))
     curves = pools_found_curves(live)
-    queued = pools_queued([pool for pool in pools if pool.pk in stored])
-    as_of = {}
+    queued = pools_queued(pools)
+    judging, as_of = {}, {}
     for pool in pools:
         summary = stored.get(pool.pk)
         if summary is not None:
-            closed = ClosedFigures(
+            closed[pool.pk] = ClosedFigures(
                 done=summary.done, skipped=summary.skipped, relevant=summary.relevant, recent=summary.recent,
                 first_done_at=summary.first_done_at, last_done_at=summary.last_done_at,
             )
-            judging[pool.pk] = pool_judging(pool, closed, queued.get(pool.pk, 0), recent_hours)
             if summary.curve:
                 curves[pool.pk] = [tuple(point) for point in summary.curve]
             as_of[pool.pk] = summary.computed_at
+        judging[pool.pk] = pool_judging(pool, closed[pool.pk], queued.get(pool.pk, 0), recent_hours)
         if refresh is not None and summarised(pool) and (summary is None or now - summary.computed_at > POOL_SUMMARY_MAX_AGE):
             refresh(pool.pk)
     return judging, curves, as_of

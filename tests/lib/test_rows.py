@@ -31,3 +31,11 @@ def test_row_insert_goes_through_save_when_a_receiver_listens():
     finally:
         post_save.disconnect(receiver, sender=Corpus)
     assert heard == [("heard", True)]
+
+
+def test_row_insert_refuses_a_row_stored_already():
+    """As AppendOnlyModel.save does for a judgment: a stored row is never written twice."""
+    corpus = row_insert(Corpus(slug="once", name="Once"))
+    with pytest.raises(ValueError, match="stored already"):
+        row_insert(corpus)
+    assert Corpus.objects.filter(slug="once").count() == 1
