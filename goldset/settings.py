@@ -124,14 +124,28 @@ def _database_from_env() -> dict:
             return sqlite_database(config["NAME"])
         if config["ENGINE"] == "django.db.backends.postgresql":
             config["CONN_HEALTH_CHECKS"] = True
-            # Django opens a server-side cursor only for QuerySet.iterator(), and every caller
-            # here reads it to the end (qrels exports, publishing, scoring). PostgreSQL plans a
-            # cursor for its first 10% of rows by default, which for a version's million labels
-            # chose nested loops of index look-ups, five times slower than the hash joins it
-            # picks for the whole result (bench/export.py).
-            config.setdefault("OPTIONS", {})["options"] = "-c cursor_tuple_fraction=1"
+            return postgresql_options(config)
         return config
     return sqlite_database(env_str("SQLITE_PATH", str(BASE_DIR / "db.sqlite3")))
+
+
+def postgresql_options(config: dict) -> dict:
+    """`config` (a PostgreSQL database setting) with the connection options the app relies
+    on; the test suite's database takes them too."""
+    options = config.setdefault("OPTIONS", {})
+    # Django opens a server-side cursor only for QuerySet.iterator(), and every caller
+    # here reads it to the end (qrels exports, publishing, scoring). PostgreSQL plans a
+    # cursor for its first 10% of rows by default, which for a version's million labels
+    # chose nested loops of index look-ups, five times slower than the hash joins it
+    # picks for the whole result (bench/export.py).
+    options["options"] = "-c cursor_tuple_fraction=1"
+    # psycopg prepares a statement a connection has run this many times, when it is bound
+    # on the server (the judging screen's: lib/prepared.py; Django binds the others on the
+    # client, which never prepares). Django turns preparing off unless asked; a pooler
+    # that cannot carry prepared statements needs it off.
+    if env_bool("DATABASE_PREPARED_STATEMENTS", True):
+        options["prepare_threshold"] = 5
+    return config
 
 
 def sqlite_database(path: str) -> dict:
@@ -150,6 +164,10 @@ def sqlite_database(path: str) -> dict:
 
 
 DATABASES = {"default": _database_from_env()}
+# The judging screen's statements are bound on the server and prepared on PostgreSQL
+# (lib/prepared.py). Off for a pooler that cannot carry prepared statements (PgBouncer
+# before 1.21, or without max_prepared_statements).
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's database sessions, read by one hand-written statement (goldset/sessions.py).

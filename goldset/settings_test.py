@@ -15,7 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from goldset.settings import *  # noqa: F403
-from goldset.settings import sqlite_database
+from goldset.settings import postgresql_options, sqlite_database
 
 TEST_DATABASE_URL = os.environ.get("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/goldset")
 TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -35,7 +35,7 @@ REDIS_AVAILABLE = _answers(TEST_REDIS_URL, 6379)
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 if POSTGRES_AVAILABLE:
-    DATABASES = {"default": dj_database_url.parse(TEST_DATABASE_URL)}
+    DATABASES = {"default": postgresql_options(dj_database_url.parse(TEST_DATABASE_URL))}
 else:
     if IN_CI:
         raise ImproperlyConfigured(f"CI=true but PostgreSQL does not answer at {TEST_DATABASE_URL}")
