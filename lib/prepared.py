@@ -36,13 +36,20 @@ def prepared_statements():
     # Imported here: the module needs psycopg, which an app on SQLite never loads.
     from django.db.backends.postgresql.base import ServerBindingCursor
 
+    previous_threshold = raw.prepare_threshold
     raw.cursor_factory = ServerBindingCursor
+    if connection.queries_logged:
+        # psycopg keeps no text of a statement it runs by name, and Django's query log
+        # (DEBUG, CaptureQueriesContext) would show None for it: bound on the server
+        # still, but not prepared, while queries are logged.
+        raw.prepare_threshold = None
     try:
         yield
     finally:
         # The connection may have been closed and replaced within (a failed health check):
-        # the new one has Django's default factory already.
+        # the new one has Django's defaults already.
         raw.cursor_factory = previous
+        raw.prepare_threshold = previous_threshold
 
 
 def with_prepared_statements(view):

@@ -81,3 +81,13 @@ def test_a_failing_statement_within_leaves_the_connection_binding_on_the_client(
             assert connection.connection.cursor_factory is not DjangoClientCursor
             raise ZeroDivisionError
     assert connection.connection.cursor_factory is DjangoClientCursor
+
+
+def test_while_queries_are_logged_the_log_shows_every_statements_text(judging):
+    from django.test.utils import CaptureQueriesContext
+
+    client, golden_set = judging
+    with CaptureQueriesContext(connection) as captured:
+        assert _judge_in_a_loop(client, golden_set, 8) == 8
+    assert all(query["sql"] for query in captured.captured_queries)
+    assert connection.connection.prepare_threshold == 5  # given back
