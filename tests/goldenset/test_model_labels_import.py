@@ -147,7 +147,9 @@ def test_the_database_holds_one_label_per_pair_model_and_prompt_and_grades_withi
     model_labels_import(golden_set=tiny, model="m", prompt_hash="d" * 64, records=[ModelLabelLine(1, "q1", "d1", 2)])
     first = ModelJudgment.objects.get()
     fields = {name: getattr(first, name) for name in ("golden_set_id", "query_id", "page_id", "model", "prompt_hash", "scale_low", "scale_high")}
-    with pytest.raises(IntegrityError, match="model_judgment_unique_per_prompt"), transaction.atomic():
+    # PostgreSQL names the constraint; SQLite names its columns.
+    unique = "model_judgment_unique_per_prompt|UNIQUE constraint failed: goldenset_modeljudgment.query_id"
+    with pytest.raises(IntegrityError, match=unique), transaction.atomic():
         ModelJudgment.objects.create(**fields, grade=1)
     with pytest.raises(IntegrityError, match="model_judgment_grade_in_scale"), transaction.atomic():
         ModelJudgment.objects.create(**{**fields, "model": "other"}, grade=9)
