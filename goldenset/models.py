@@ -301,7 +301,9 @@ class Version(AppendOnlyModel):
 class VersionQuery(AppendOnlyModel):
     """A query as it stood in a version, with its slice metadata."""
 
-    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_queries")
+    # No index of its own: the unique constraint below starts with version, and a third
+    # index on every row written made a publish slower (bench/publish.py).
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_queries", db_index=False)
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     metadata = models.JSONField(default=dict)
 
@@ -315,7 +317,9 @@ class VersionQuery(AppendOnlyModel):
 class VersionPage(AppendOnlyModel):
     """A labelled page as it stood in a version: slice metadata, publish date, content hash."""
 
-    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_pages")
+    # No index of its own: the unique constraint below starts with version, and a third
+    # index on every row written made a publish slower (bench/publish.py).
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_pages", db_index=False)
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
     metadata = models.JSONField(default=dict)
     published_at = models.DateTimeField(null=True)
@@ -330,7 +334,9 @@ class VersionPage(AppendOnlyModel):
 class VersionLabel(AppendOnlyModel):
     """The resolved grade of one (query, page) pair in a version."""
 
-    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="labels")
+    # No index of its own: the unique constraint below starts with version, and a third
+    # index on every row written made a publish slower (bench/publish.py).
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="labels", db_index=False)
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
     grade = models.SmallIntegerField()
