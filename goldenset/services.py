@@ -34,7 +34,10 @@ from goldenset.models import (
 )
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
-from goldenset.version_rows import LABEL_BLOCK, labelled_pages, natural_ranks, rank_of, resolved_label_columns, write_labels
+from goldenset.version_rows import (
+    LABEL_BLOCK, labelled_pages, labels_written_meanwhile, natural_ranks, rank_of, resolved_label_columns, version_id_taken,
+    write_labels,
+)
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
@@ -547,22 +550,27 @@ def version_publish(
         label_query, label_page, label_grade = label_query[order], label_page[order], label_grade[order]
         label_query_rank, label_page_rank = label_query_rank[order], label_page_rank[order]
 
-        query_metadata = [_slice_values(metadata, query_fields) for _, _, metadata in queries]
-        page_metadata = _page_slice_texts(page_rows, page_fields)
-        # Ids by natural rank: a label's query id is query_ids[its query's rank].
-        query_ids = np.array([query_id for _, query_id, _ in queries] or [""], dtype=object)
-        doc_ids = np.array([doc_id for _, doc_id, *_ in page_rows] or [""], dtype=object)
-        label_count = len(label_grade)
-        blocks = (
-            (query_ids[label_query_rank[block]].tolist(), doc_ids[label_page_rank[block]].tolist(), label_grade[block].tolist())
-            for block in (slice(start, start + LABEL_BLOCK) for start in progress(range(0, label_count, LABEL_BLOCK), PUBLISH_STEPS[2]))
-        )
-        content_hash = version_hash_of_columns(
-            version_settings(golden_set), blocks,
-            ((query_id, metadata) for (_, query_id, _), metadata in zip(queries, query_metadata)),
-            ((doc_id, canonical, published_at, page_hash)
-             for (_, doc_id, _, published_at, page_hash), (canonical, _) in zip(page_rows, page_metadata)),
-        )
+        # On PostgreSQL the labels go to the server before the hash is made, under an id
+        # taken ahead of the version's row, and are written while Python makes the slice
+        # values and the hash: the server's writing of the labels was a third of a publish.
+        version_id = version_id_taken()
+        with labels_written_meanwhile(version_id, label_query, label_page, label_grade, progress, PUBLISH_STEPS[3]):
+            query_metadata = [_slice_values(metadata, query_fields) for _, _, metadata in queries]
+            page_metadata = _page_slice_texts(page_rows, page_fields)
+            # Ids by natural rank: a label's query id is query_ids[its query's rank].
+            query_ids = np.array([query_id for _, query_id, _ in queries] or [""], dtype=object)
+            doc_ids = np.array([doc_id for _, doc_id, *_ in page_rows] or [""], dtype=object)
+            label_count = len(label_grade)
+            blocks = (
+                (query_ids[label_query_rank[block]].tolist(), doc_ids[label_page_rank[block]].tolist(), label_grade[block].tolist())
+                for block in (slice(start, start + LABEL_BLOCK) for start in progress(range(0, label_count, LABEL_BLOCK), PUBLISH_STEPS[2]))
+            )
+            content_hash = version_hash_of_columns(
+                version_settings(golden_set), blocks,
+                ((query_id, metadata) for (_, query_id, _), metadata in zip(queries, query_metadata)),
+                ((doc_id, canonical, published_at, page_hash)
+                 for (_, doc_id, _, published_at, page_hash), (canonical, _) in zip(page_rows, page_metadata)),
+            )
 
         if previous is not None and previous.content_hash == content_hash:
             raise nothing_changed(golden_set, previous)
@@ -573,7 +581,7 @@ def version_publish(
         relevant = label_grade >= threshold
         try:
             version = Version.objects.create(
-                golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
+                id=version_id, golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
                 note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
                 query_slice_fields=query_fields, page_slice_fields=page_fields, query_count=len(queries),
                 label_count=label_count, relevant_count=int(np.count_nonzero(relevant)),
@@ -582,7 +590,8 @@ def version_publish(
         except IntegrityError as exc:  # only if the row lock were bypassed
             raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
 
-        write_labels(version.id, label_query, label_page, label_grade, progress, PUBLISH_STEPS[3])
+        if version_id is None:  # no id to take ahead (SQLite): the labels follow the version's row
+            write_labels(version.id, label_query, label_page, label_grade, progress, PUBLISH_STEPS[3])
         bulk_insert(
             VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
             ((version.id, pk, _metadata_json(metadata)) for (pk, _, _), metadata in zip(progress(queries, PUBLISH_STEPS[4]), query_metadata)),

@@ -17,13 +17,14 @@ cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publi
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from django.db import connection
 
-from goldenset.models import GoldenSet, Judgment, Page, Query, VersionLabel
-from lib.bulk import bulk_insert, copy_arrays, select_int_columns
+from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel
+from lib.bulk import bulk_insert, copy_arrays, copy_arrays_meanwhile, select_int_columns
 from lib.ids import natural_key
 from lib.progress import Progress
 
@@ -116,11 +117,13 @@ def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
             "id", "doc_id", "metadata", "published_at", "content_hash"
         ).iterator(chunk_size=20_000))
     page, judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Page, Judgment, Query))
+    # One object of each field the page has, merged: the same jsonb as aggregating
+    # jsonb_each's entries of the fields, at a third of the cost (no set-returning
+    # function and aggregate a page: 0.15 s of 45,000 pages).
+    cut = "".join(" || CASE WHEN p.metadata ? %s THEN jsonb_build_object(%s::text, p.metadata -> %s) ELSE '{}'::jsonb END"
+                  for _ in fields)
     sql = f"""
-        SELECT p.id, p.doc_id,
-               COALESCE((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(p.metadata) e WHERE e.key = ANY(%s)),
-                        '{{}}'::jsonb)::text,
-               p.published_at, p.content_hash
+        SELECT p.id, p.doc_id, ('{{}}'::jsonb{cut})::text, p.published_at, p.content_hash
         FROM {page} p
         WHERE p.corpus_id = %s AND p.id IN (
             SELECT j.page_id FROM {judgment} j JOIN {query} q ON q.id = j.query_id
@@ -129,7 +132,7 @@ def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
     """
     decoded: dict[str, dict] = {}
     with connection.cursor() as cursor:
-        cursor.execute(sql, [list(fields), golden_set.corpus_id, golden_set.pk])
+        cursor.execute(sql, [name for name in fields for _ in range(3)] + [golden_set.corpus_id, golden_set.pk])
         rows = cursor.fetchall()
     for text in {row[2] for row in rows}:
         decoded[text] = json.loads(text)
@@ -153,6 +156,40 @@ def rank_of(sorted_pks: np.ndarray, ranks: np.ndarray, pks: np.ndarray) -> np.nd
     return ranks[np.searchsorted(sorted_pks, pks)]
 
 
+def version_id_taken() -> int | None:
+    """A new Version primary key taken from its sequence, so that the version's labels can
+    be written before its row (their foreign keys are checked at commit); None on a
+    database without sequences (SQLite), where they are written after it."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [Version._meta.db_table])
+        return cursor.fetchone()[0]
+
+
+_LABEL_COLUMNS = [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)]
+
+
+@contextmanager
+def labels_written_meanwhile(
+    version_id: int | None, query: np.ndarray, page: np.ndarray, grade: np.ndarray, progress: Progress, step: str,
+) -> Iterator[None]:
+    """write_labels under an id from version_id_taken, the server writing them while the
+    body runs: every label is sent on entering, and the step `step` (one item) is the wait
+    for the server at the end. The body must not use the connection. With no id (SQLite)
+    the body runs alone and the caller writes the labels after the version row."""
+    if version_id is None:
+        yield
+        return
+    count = len(query)
+    values = {"version_id": version_id, "query_id": query, "page_id": page, "grade": grade,
+              "position": np.arange(count, dtype=np.int64)}
+    with copy_arrays_meanwhile(VersionLabel._meta.db_table, _LABEL_COLUMNS, values, count) as end:
+        yield
+        for _ in progress([count], step):
+            end()
+
+
 def write_labels(version_id: int, query: np.ndarray, page: np.ndarray, grade: np.ndarray, progress: Progress, step: str) -> None:
     """The version's labels, in the order given, `position` their index: on PostgreSQL as
     numpy columns through a binary COPY, elsewhere executemany in the caller's transaction.
@@ -164,7 +201,7 @@ def write_labels(version_id: int, query: np.ndarray, page: np.ndarray, grade: np
         if connection.vendor == "postgresql":
             copy_arrays(
                 VersionLabel._meta.db_table,
-                [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)],
+                _LABEL_COLUMNS,
                 {"version_id": version_id, "query_id": query[block], "page_id": page[block], "grade": grade[block],
                  "position": np.arange(block.start, block.stop, dtype=np.int64)},
                 block.stop - block.start,

@@ -6,8 +6,8 @@ Callers pass plain tuples and must run inside a transaction they own.
 """
 
 import gc
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 from django.db import connection
@@ -65,23 +65,49 @@ def copy_arrays(
     ("pool_id", ">i8", 8) or ("status", "S4", 4); `values` maps each name to an array of
     `count` items or to one value for every row. No value may be NULL.
     """
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(_copy_arrays_sql(table, columns)) as copy:
+            _send_arrays(copy, columns, values, count, progress, chunk_rows)
+
+
+@contextmanager
+def copy_arrays_meanwhile(
+    table: str, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int,
+) -> Iterator[Callable[[], None]]:
+    """copy_arrays in two halves, for a caller with work of its own to do meanwhile: every
+    row is sent on entering (libpq buffers what the socket does not take yet), the server
+    writes them while the body computes, and the `end` given to the body, or leaving the
+    block, waits for the COPY to finish. The body must not use the connection before end().
+    An error in the body ends the COPY in error, so nothing of it is written.
+    """
+    with connection.cursor() as cursor, ExitStack() as copying:
+        copy = copying.enter_context(cursor.cursor.copy(_copy_arrays_sql(table, columns)))
+        _send_arrays(copy, columns, values, count, no_progress, COPY_CHUNK_ROWS)
+        yield copying.close
+
+
+def _copy_arrays_sql(table: str, columns: Sequence[tuple[str, str, int]]) -> str:
+    quoted_columns = ", ".join(connection.ops.quote_name(name) for name, _, _ in columns)
+    return f"COPY {connection.ops.quote_name(table)} ({quoted_columns}) FROM STDIN (FORMAT BINARY)"
+
+
+def _send_arrays(
+    copy, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int, progress: Progress, chunk_rows: int,
+) -> None:
     layout = [("count", ">i2")]
     for name, type_, _ in columns:
         layout += [(f"{name}_length", ">i4"), (name, type_)]
-    quoted_columns = ", ".join(connection.ops.quote_name(name) for name, _, _ in columns)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {connection.ops.quote_name(table)} ({quoted_columns}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8)  # signature, flags, no header extension
-            for start in progress(range(0, count, chunk_rows), f"writing {count} rows"):
-                chunk = slice(start, min(start + chunk_rows, count))
-                block = np.empty(chunk.stop - chunk.start, dtype=np.dtype(layout))
-                block["count"] = len(columns)
-                for name, _, length in columns:
-                    block[f"{name}_length"] = length
-                    value = values[name]
-                    block[name] = value[chunk] if isinstance(value, np.ndarray) else value
-                copy.write(block.tobytes())
-            copy.write(b"\xff\xff")  # end of data
+    copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8)  # signature, flags, no header extension
+    for start in progress(range(0, count, chunk_rows), f"writing {count} rows"):
+        chunk = slice(start, min(start + chunk_rows, count))
+        block = np.empty(chunk.stop - chunk.start, dtype=np.dtype(layout))
+        block["count"] = len(columns)
+        for name, _, length in columns:
+            block[f"{name}_length"] = length
+            value = values[name]
+            block[name] = value[chunk] if isinstance(value, np.ndarray) else value
+        copy.write(block.tobytes())
+    copy.write(b"\xff\xff")  # end of data
 
 
 def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarray:

@@ -4,6 +4,7 @@ steps, runs once, and leaves no version when it stops half way; two publishes at
 one version; the sweeper; and one publish on a real Celery worker."""
 
 import threading
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -86,23 +87,29 @@ def test_a_done_job_records_its_last_step_and_when_it_ran(golden_set, owner):
 
 def test_a_running_job_reports_each_step_as_it_goes(golden_set, owner, monkeypatch):
     seen = []
-    real_bulk_insert, real_copy_arrays = services.bulk_insert, version_rows.copy_arrays
+    real_bulk_insert, real_copy_arrays_meanwhile = services.bulk_insert, version_rows.copy_arrays_meanwhile
 
     def watching(table, columns, rows):
         rows = list(rows)  # the step's rows go by: its report is then complete
         seen.append((table, publish_job_progress(PublishJob.objects.get())))
         return real_bulk_insert(table, columns, rows)
 
-    def watching_arrays(table, columns, values, count, **options):  # the labels, on PostgreSQL
-        seen.append((table, publish_job_progress(PublishJob.objects.get())))
-        return real_copy_arrays(table, columns, values, count, **options)
+    @contextmanager
+    def watching_arrays(table, columns, values, count):  # the labels, on PostgreSQL: sent, written while hashing
+        job = PublishJob.objects.get()  # running: its progress is then read from the cache, not the busy connection
+        with real_copy_arrays_meanwhile(table, columns, values, count) as end:
+            def watched_end():
+                seen.append((table, publish_job_progress(job)))
+                end()
+            yield watched_end
 
     monkeypatch.setattr(services, "bulk_insert", watching)
     monkeypatch.setattr(version_rows, "bulk_insert", watching)  # the labels, on SQLite
-    monkeypatch.setattr(version_rows, "copy_arrays", watching_arrays)
+    monkeypatch.setattr(version_rows, "copy_arrays_meanwhile", watching_arrays)
     requested(golden_set, owner)
-    # The label steps count blocks of version_rows.LABEL_BLOCK labels (here one block of
-    # four, seen as it is written: none done yet); the query and page steps count rows.
+    # The label step counts blocks of version_rows.LABEL_BLOCK labels on SQLite and is one
+    # item on PostgreSQL, the wait for the labels sent before the hashing (here one either
+    # way, seen as it is written: none done yet); the query and page steps count rows.
     assert [(table, progress["step"], progress["number"], progress["done"], progress["total"]) for table, progress in seen] == [
         (VersionLabel._meta.db_table, "writing labels", 4, 0, 1),
         (VersionQuery._meta.db_table, "writing queries", 5, 3, 3),
