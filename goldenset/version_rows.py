@@ -10,13 +10,12 @@ cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publi
   goldenset.selectors.resolved_labels (adjudication, else the lower median of each
   person's latest grade, else the latest import). tests/goldenset/test_publish_speed.py
   holds the two equal pair for pair on mixed judgments.
-- `natural_ranks`: the rank of each id in natural order (lib.ids.natural_key), the
+- `natural_ranks`: the rank of each id in natural order (lib.ids.natural_order), the
   canonical order of a version's rows, as an array indexed alongside the primary keys.
 - `write_labels`: the labels, `position` their index in that order: a binary COPY on
   PostgreSQL, executemany in the caller's transaction elsewhere.
 """
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -25,7 +24,7 @@ from django.db import connection
 
 from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel
 from lib.bulk import bulk_insert, copy_arrays, copy_arrays_meanwhile, select_int_columns
-from lib.ids import natural_key
+from lib.ids import natural_order
 from lib.progress import Progress
 
 # Source codes of the judgment columns read below.
@@ -108,9 +107,9 @@ def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
     """(pk, doc_id, metadata, published_at, content_hash) of the pages judged on an active
     query of the set, found by the database (a semi-join), not by sending it an IN list of
     200,000 ids or reading the whole corpus. On PostgreSQL the metadata comes cut down to
-    `fields` by the server and each distinct text is decoded once (a corpus's slice values
-    are a handful; its whole metadata, a JSON decode a page); elsewhere whole, as the ORM
-    reads it. Either way the caller keeps `fields` of it."""
+    `fields` by the server, as its JSON text, for the caller to decode once per distinct
+    text (a corpus's slice values are a handful; its whole metadata, a JSON decode a page);
+    elsewhere whole, as the dict the ORM reads. Either way the caller keeps `fields` of it."""
     if connection.vendor != "postgresql":
         judged = Judgment.objects.filter(query__golden_set=golden_set, query__retired_at__isnull=True).values("page_id")
         return list(Page.objects.filter(corpus_id=golden_set.corpus_id, id__in=judged).values_list(
@@ -130,13 +129,9 @@ def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
             WHERE q.golden_set_id = %s AND q.retired_at IS NULL
         )
     """
-    decoded: dict[str, dict] = {}
     with connection.cursor() as cursor:
         cursor.execute(sql, [name for name in fields for _ in range(3)] + [golden_set.corpus_id, golden_set.pk])
-        rows = cursor.fetchall()
-    for text in {row[2] for row in rows}:
-        decoded[text] = json.loads(text)
-    return [(pk, doc_id, decoded[text], published_at, content_hash) for pk, doc_id, text, published_at, content_hash in rows]
+        return cursor.fetchall()
 
 
 def natural_ranks(pks: Sequence[int], ids: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -145,7 +140,7 @@ def natural_ranks(pks: Sequence[int], ids: Sequence[str]) -> tuple[list[int], np
     pk), so that rank_of(sorted_pks, ranks, any pks) gives each pk's rank. natural_key is
     total, so no two ids share a rank."""
     pk_array = np.asarray(pks, dtype=np.int64)
-    by_id = sorted(range(len(ids)), key=lambda i: natural_key(ids[i]))
+    by_id = natural_order(ids)
     rank = np.empty(len(ids), dtype=np.int64)
     rank[np.asarray(by_id, dtype=np.int64)] = np.arange(len(ids), dtype=np.int64)
     by_pk = np.argsort(pk_array, kind="stable")

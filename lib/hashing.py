@@ -77,13 +77,13 @@ def version_hash(
 def version_hash_of_columns(
     settings: dict,
     label_blocks: Iterable[tuple[list[str], list[str], list[int]]],
-    queries: Iterable[tuple[str, dict]],
+    queries: Iterable[tuple[str, dict | str]],
     pages: Iterable[tuple[str, dict | str, datetime | None, str]],
 ) -> str:
     """version_hash with the labels given as blocks of three parallel lists (query_ids,
     doc_ids, grades), each block's lines joined at once: a million labels without a
-    Python call per label. A page's metadata may come as its canonical_json text already
-    (publishing makes it once per distinct slice value)."""
+    Python call per label. A query's or page's metadata may come as its canonical_json
+    text already (publishing makes it once per distinct slice value)."""
     digest = StreamHash()
     digest.add(canonical_json(settings))
     for query_ids, doc_ids, grades in label_blocks:
@@ -94,7 +94,8 @@ def version_hash_of_columns(
 
 def _queries_and_pages(digest: StreamHash, queries: Iterable[tuple[str, dict]], pages: Iterable[tuple]) -> str:
     for query_id, metadata in queries:
-        digest.add(f"Q\t{query_id}\t{canonical_json(metadata)}")
+        text = metadata if isinstance(metadata, str) else canonical_json(metadata)
+        digest.add(f"Q\t{query_id}\t{text}")
     for doc_id, metadata, published_at, content_hash in pages:
         stamp = published_at.isoformat() if published_at else ""
         text = metadata if isinstance(metadata, str) else canonical_json(metadata)

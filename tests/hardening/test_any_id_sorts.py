@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from evaluation.services import run_import
 from goldenset.selectors import version_label_rows
 from goldenset.services import version_publish
-from lib.ids import id_problem, natural_key
+from lib.ids import id_problem, natural_key, natural_order
 from tests import factories
 from tests.api import SLUG, assert_error, client_for
 
@@ -79,6 +79,21 @@ def test_the_natural_key_orders_any_strings_totally(values):
     ordered = sorted(values, key=natural_key)  # never raises
     assert sorted(reversed(values), key=natural_key) == ordered  # the input's order does not matter
     assert len({natural_key(value) for value in values}) == len(set(values))  # distinct ids, distinct keys
+
+
+# Digits, leading zeros, text that sorts below and above them, a NUL, a superscript digit.
+ID_LIKE = st.text(alphabet="0012389aAq#/ \x00\x01é²", max_size=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(ID_LIKE | st.text(), max_size=12))
+def test_natural_order_gives_the_natural_keys_order_of_any_strings(values):
+    assert natural_order(values) == sorted(range(len(values)), key=lambda index: natural_key(values[index]))
+
+
+def test_natural_order_still_puts_q2_before_q10():
+    values = ["q10", "q2", "q1", "Q1", "q01", "q001", "q", "q0", "q00"]
+    assert [values[index] for index in natural_order(values)] == ["Q1", "q", "q0", "q00", "q001", "q01", "q1", "q2", "q10"]
 
 
 def test_the_natural_key_still_puts_q2_before_q10():
