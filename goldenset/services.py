@@ -524,7 +524,9 @@ def version_publish(
 
     Refuses (GoldsetError) when nothing changed since the latest version. Sends
     `version_published` inside the transaction; receivers act on commit. `progress`
-    wraps each step's rows, named as in PUBLISH_STEPS (a job reports them to the page).
+    wraps each step's rows, named as in PUBLISH_STEPS (a job reports them to the page),
+    and must not use the database: on PostgreSQL the hashing runs while the labels' COPY
+    holds the connection.
     """
     with transaction.atomic():
         # Lock the set so that two publishes cannot both take number N+1.
