@@ -21,7 +21,7 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-model.txt constrain
 
 setup: $(STAMP)
 
-# Compile ranx's numba kernels once into NUMBA_CACHE_DIR (about 80 s the first time on a machine).
+# Compile the scoring's numba kernels once into NUMBA_CACHE_DIR (a few seconds the first time on a machine).
 warm: setup
 	$(BIN)/python manage.py warm_metrics
 

@@ -99,21 +99,35 @@ def judged_at_k_by_slice(
     slices: Mapping[str, Collection[str] | None],
     *,
     relevance_threshold: int = 1,
+    match: engine.RunMatch | None = None,
 ) -> dict[str, Judged]:
     """`judged_at_k` for each of `slices` (name -> query ids, None for all queries), with
     the run's top k looked up once: a version with twenty query slices costs one lookup,
-    not twenty."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    not twenty. `match` is engine.match_run(qrels, ranked) when the caller has it."""
+    found = judged_at_ks_by_slice(qrels, ranked, [k], slices, relevance_threshold=relevance_threshold, match=match)
+    return found[k]
+
+
+def judged_at_ks_by_slice(
+    qrels: engine.QrelsArrays,
+    ranked: RankedRun,
+    ks: Iterable[int],
+    slices: Mapping[str, Collection[str] | None],
+    *,
+    relevance_threshold: int = 1,
+    match: engine.RunMatch | None = None,
+) -> dict[int, dict[str, Judged]]:
+    """judged_at_k_by_slice at each of `ks`: {k: {slice name: Judged}}, each slice's queries
+    found once for every k (an evaluation stores Judged@k_final and Judged@k_first)."""
+    ks = list(dict.fromkeys(ks))
+    for k in ks:
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
     n = len(qrels.query_ids)
     has_relevant = np.bincount(qrels.query_index[qrels.grades >= relevance_threshold], minlength=n) > 0
+    match = _matched(qrels, ranked, match)
 
-    judged_counts, returned, _ = _match(qrels, ranked, k)
-    fractions = np.zeros(n, dtype=np.float64)
-    answered = returned > 0
-    fractions[answered] = judged_counts[answered] / returned[answered]
-
-    found = {}
+    averaged_by_slice = {}
     for name, query_slice in slices.items():
         if isinstance(query_slice, str):
             raise TypeError("a query slice is a collection of query ids, not one id")
@@ -122,7 +136,20 @@ def judged_at_k_by_slice(
             wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
             averaged &= np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
         index = np.flatnonzero(averaged)
-        found[name] = Judged(k=k, query_ids=tuple(qrels.query_ids[i] for i in index.tolist()), values=fractions[index])
+        averaged_by_slice[name] = (index, tuple(qrels.query_ids[i] for i in index.tolist()))
+
+    found: dict[int, dict[str, Judged]] = {}
+    for k in ks:
+        judged_counts = np.zeros(n, dtype=np.int64)
+        engine.kernels().judged_within(match.starts, match.ends, match.entry_label, k, judged_counts)
+        returned = np.minimum(match.ends - match.starts, k)
+        fractions = np.zeros(n, dtype=np.float64)
+        answered = returned > 0
+        fractions[answered] = judged_counts[answered] / returned[answered]
+        found[k] = {
+            name: Judged(k=k, query_ids=query_ids, values=fractions[index])
+            for name, (index, query_ids) in averaged_by_slice.items()
+        }
     return found
 
 
@@ -196,6 +223,7 @@ def leave_one_run_out_of_pool(
     metrics: Iterable[str],
     relevance_threshold: int = 1,
     full: engine.Evaluation | None = None,
+    match: engine.RunMatch | None = None,
 ) -> LeaveOneRunOut:
     """`leave_one_run_out` with the other runs already reduced to what it needs of them:
     `pooled_elsewhere`, one bool per label of `qrels` (its rows), True where some other run
@@ -205,29 +233,30 @@ def leave_one_run_out_of_pool(
 
     `full` may be the run's evaluation against all of `qrels` over all its queries, at
     `relevance_threshold`, when the caller has it already (evaluation_compute does): it is
-    used for the metrics it holds instead of scoring them again.
+    used for the metrics it holds instead of scoring them again; `match` may be
+    engine.match_run(qrels, ranked), which every figure here is read from.
     """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     metrics = tuple(dict.fromkeys(metrics))
     n = len(qrels.query_ids)
     owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
+    match = _matched(qrels, ranked, match)
     unique = np.zeros(len(keys), dtype=bool)
-    unique[pooled_labels(qrels, ranked, depth)] = True
+    unique[pooled_labels(qrels, ranked, depth, match=match)] = True
     unique &= ~pooled_elsewhere
 
     if full is None or any(metric not in full.values for metric in metrics):
-        full = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=relevance_threshold)
+        full = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=relevance_threshold, match=match)
     kept = ~unique
-    reduced_qrels = engine.QrelsArrays.from_arrays(qrels.query_ids, owners[kept], keys[kept], grades[kept])
-    # Only the queries that lost a label can score differently: they are rescored and the
-    # others keep their full values. Over the same queries as the full figures: one that
-    # lost every relevant page stays in, as 0.
+    # Only the queries that lost a label can score differently: they are rescored against
+    # the labels kept and the others keep their full values. Over the same queries as the
+    # full figures: one that lost every relevant page stays in, as 0.
     position = {query_id: i for i, query_id in enumerate(full.query_ids)}
     affected = {qrels.query_ids[q] for q in np.unique(owners[unique]).tolist()} & position.keys()
     rescored = engine.evaluate_run(
-        reduced_qrels, ranked, metrics, relevance_threshold=relevance_threshold, query_slice=affected,
-        average_queries_without_relevant=True,
+        qrels, ranked, metrics, relevance_threshold=relevance_threshold, query_slice=affected,
+        average_queries_without_relevant=True, labels_kept=kept, match=match,
     )
     rows = np.fromiter((position[q] for q in rescored.query_ids), dtype=np.int64, count=rescored.query_count)
     reduced_means = {}
@@ -250,31 +279,23 @@ def leave_one_run_out_of_pool(
     )
 
 
-def pooled_labels(qrels: engine.QrelsArrays, ranked: RankedRun, depth: int) -> np.ndarray:
+def pooled_labels(
+    qrels: engine.QrelsArrays, ranked: RankedRun, depth: int, *, match: engine.RunMatch | None = None,
+) -> np.ndarray:
     """The labels of `qrels` (indices of its rows, ascending, int64) whose page `ranked`
-    has in its top `depth` for the label's query."""
+    has in its top `depth` for the label's query. `match` as for judged_at_k_by_slice."""
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-    _, _, label_hit = _match(qrels, ranked, depth)
+    match = _matched(qrels, ranked, match)
+    label_hit = np.zeros(len(qrels.doc_keys), dtype=np.bool_)
+    engine.kernels().labels_within(match.starts, match.ends, match.entry_label, depth, label_hit)
     return np.flatnonzero(label_hit)
 
 
-def _match(qrels: engine.QrelsArrays, ranked: RankedRun, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The run's top `depth` a query against the labels: (per query of `qrels`, how many of
-    those pages have a label; per query, how many pages the run returned there, at most
-    `depth`; per label row, whether its page is among them)."""
-    n = len(qrels.query_ids)
-    positions = ranked.query_positions
-    run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
-    answered = run_row >= 0
-    starts = np.zeros(n, dtype=np.int64)
-    starts[answered] = ranked.offsets[run_row[answered]]
-    ends = starts.copy()
-    ends[answered] = np.minimum(ranked.offsets[run_row[answered] + 1], starts[answered] + depth)
-    # Each query's labels sorted by key, so that a page is found by a binary search within
-    # the query's own few labels.
-    by_key = np.lexsort((qrels.doc_keys, qrels.query_index))
-    judged_counts = np.zeros(n, dtype=np.int64)
-    label_hit = np.zeros(len(qrels.doc_keys), dtype=np.bool_)
-    engine.kernels().match_labels(qrels.offsets, qrels.doc_keys[by_key], by_key, starts, ends, ranked.doc_keys, judged_counts, label_hit)
-    return judged_counts, ends - starts, label_hit
+def _matched(qrels: engine.QrelsArrays, ranked: RankedRun, match: engine.RunMatch | None) -> engine.RunMatch:
+    """`match` when it is the match of this run and these labels, else one made now."""
+    if match is None:
+        return engine.match_run(qrels, ranked)
+    if match.qrels is not qrels or match.run is not ranked:
+        raise ValueError("match is of another run or other labels")
+    return match

@@ -1,14 +1,17 @@
-"""Score a ranked run against labels: pure numpy and ranx's numba kernels, no Django.
+"""Score a ranked run against labels: pure numpy and numba kernels, no Django.
 
 The inputs are columnar (`QrelsArrays` here, `lib.runs.RankedRun` for the run), with doc ids
-already mapped to integer keys, and the per-query arrays go straight to ranx's metric
-kernels (`ranx.metrics.recall` and friends, which run over numba typed lists of
-`[doc key, value]` float64 arrays). Building `ranx.Qrels`/`ranx.Run` from Python dicts would
-cost about 1.5 s per million run entries; this path avoids it.
+already mapped to integer keys. The run is looked up among the labels once (`match_run`:
+each entry's label row, by a binary search within its query's labels), and one compiled
+pass (evaluation.kernels.score_queries) computes every metric of every query from that,
+to the bit what ranx 0.3.21's metric kernels give (tests/evaluation/test_engine.py holds
+them equal). ranx's own kernels make one pass over every query per metric and per slice,
+copying each query's labels each time: ten metrics and four label sets were forty passes,
+half of the CPU of each evaluation of bench/recompute.py. Building `ranx.Qrels`/`ranx.Run`
+from Python dicts would cost more still, about 1.5 s per million run entries.
 
-The run's entries are handed over already in trec_eval order (lib.runs), each query's with
-strictly decreasing synthetic scores, so nothing downstream can reorder tied scores. ranx's
-kernels read the rows in the order given.
+The run's entries are handed over already in trec_eval order (lib.runs), so nothing
+downstream can reorder tied scores: an entry's rank is its place in its query's rows.
 
 Semantics (DESIGN.md, "Semantics that must hold everywhere"):
 
@@ -26,7 +29,6 @@ Semantics (DESIGN.md, "Semantics that must hold everywhere"):
 """
 
 import functools
-import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -48,10 +50,8 @@ def kernels():
     return compiled
 
 
-# The kernels are numba parallel=True functions. Numba's default threading layer
-# (workqueue) aborts the whole process, not just the call, when two Python threads enter
-# one at the same time: threaded web servers and in-process tasks must take turns.
-_KERNEL_LOCK = threading.Lock()
+# The metric families as evaluation.kernels.score_queries numbers them (kernels.RECALL ...).
+FAMILY_CODES = {"recall": 0, "precision": 1, "hit_rate": 2, "mrr": 3, "map": 4, "ndcg": 5}
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +126,13 @@ class QrelsArrays:
         """int64 array: for each label, the index of its query in `query_ids`."""
         return np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
 
+    @cached_property
+    def key_order(self) -> np.ndarray:
+        """The label rows sorted by query, then doc key: each query's labels in the order a
+        binary search over their keys needs (match_run). Kept: a version's labels are
+        matched against every run of a re-score."""
+        return np.lexsort((self.doc_keys, self.query_index))
+
 
 @dataclass(frozen=True, eq=False)
 class Evaluation:
@@ -173,6 +180,50 @@ class Evaluation:
         return dict(zip(self.query_ids, self.values[name].tolist()))
 
 
+@dataclass(frozen=True, eq=False)
+class RunMatch:
+    """A run's entries looked up among a set of labels once: what every figure of the run
+    against those labels (scores of any slice, Judged@k, the pages it pools) is read from.
+
+    Per query of `qrels`: `starts[q]:ends[q]` are its rows in the run (empty when the run
+    does not answer it), `run_row[q]` its position in the run (-1 when unanswered). Per run
+    entry: `entry_label[e]`, the row in `qrels` of the label of its page for its query, -1
+    for an unlabelled page (pages outside the corpus included) or a query outside `qrels`.
+    """
+
+    qrels: QrelsArrays
+    run: RankedRun
+    run_row: np.ndarray  # int64 per query of qrels
+    starts: np.ndarray  # int64 per query of qrels
+    ends: np.ndarray  # int64 per query of qrels
+    entry_label: np.ndarray  # int64 per run entry
+
+    @cached_property
+    def discounts(self) -> np.ndarray:
+        """nDCG's log2(rank + 1) for every rank a query's entries or labels can reach."""
+        longest = max(int(np.max(self.ends - self.starts, initial=0)), int(np.max(np.diff(self.qrels.offsets), initial=0)), 1)
+        return kernels().discounts(longest)
+
+
+def match_run(qrels: QrelsArrays, run: RankedRun) -> RunMatch:
+    """`run` matched against `qrels` (RunMatch). The doc keys of both must come from the same
+    mapping (lib.runs.rank_run's `doc_keys`)."""
+    n = len(qrels.query_ids)
+    positions = run.query_positions
+    run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
+    answered = run_row >= 0
+    starts = np.zeros(n, dtype=np.int64)
+    starts[answered] = run.offsets[run_row[answered]]
+    ends = starts.copy()
+    ends[answered] = run.offsets[run_row[answered] + 1]
+    # Each query's labels sorted by key, so that a page is found by a binary search within
+    # the query's own few labels.
+    by_key = qrels.key_order
+    entry_label = np.full(len(run.doc_keys), -1, dtype=np.int64)
+    kernels().entry_labels(qrels.offsets, qrels.doc_keys[by_key], by_key, starts, ends, run.doc_keys, entry_label)
+    return RunMatch(qrels=qrels, run=run, run_row=run_row, starts=starts, ends=ends, entry_label=entry_label)
+
+
 def evaluate_run(
     qrels: QrelsArrays,
     run: RankedRun,
@@ -182,18 +233,26 @@ def evaluate_run(
     query_slice: Collection[str] | None = None,
     page_slice: Collection[int] | np.ndarray | None = None,
     average_queries_without_relevant: bool = False,
+    labels_kept: np.ndarray | None = None,
+    match: RunMatch | None = None,
 ) -> Evaluation:
     """Score `run` against `qrels` with each of `metrics` (Metric objects or ranx names).
 
     `query_slice` restricts the queries to those ids (ids outside `qrels` are ignored);
-    `page_slice` (doc keys) restricts the labels that count to those pages. Run queries
-    outside `qrels` are ignored. The run's doc keys and the labels' doc keys must come from
-    the same mapping (lib.runs.rank_run's `doc_keys`).
+    `page_slice` (doc keys) restricts the labels that count to those pages, and
+    `labels_kept` (one bool per label row of `qrels`) to those rows. Run queries outside
+    `qrels` are ignored. The run's doc keys and the labels' doc keys must come from the same
+    mapping (lib.runs.rank_run's `doc_keys`). `match`, match_run(qrels, run) when the caller
+    scores the run more than once (several slices), spares looking the run up again.
     """
     chosen: dict[str, Metric] = {}
     for metric in metrics:
         metric = metric if isinstance(metric, Metric) else parse_metric(metric)
         chosen.setdefault(metric.name, metric)
+    if match is None:
+        match = match_run(qrels, run)
+    elif match.qrels is not qrels or match.run is not run:
+        raise ValueError("match is of another run or other labels")
 
     n = len(qrels.query_ids)
     if query_slice is None:
@@ -203,38 +262,38 @@ def evaluate_run(
         in_scope = np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
 
     owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
+    kept = np.ones(len(keys), dtype=bool) if labels_kept is None else np.asarray(labels_kept, dtype=bool).copy()
     if page_slice is not None:
         if isinstance(page_slice, np.ndarray):
             slice_keys = page_slice.astype(np.int64, copy=False)
         else:
             slice_keys = np.fromiter(page_slice, dtype=np.int64)
-        kept = np.isin(keys, slice_keys)
-        owners, keys, grades = owners[kept], keys[kept], grades[kept]
-    label_counts = np.bincount(owners, minlength=n)
-    label_offsets = np.concatenate(([0], np.cumsum(label_counts)))
-    relevant_counts = np.bincount(owners[grades >= relevance_threshold], minlength=n)
+        kept &= np.isin(keys, slice_keys)
+    label_counts = np.bincount(owners[kept], minlength=n)
+    relevant_counts = np.bincount(owners[kept & (grades >= relevance_threshold)], minlength=n)
 
     has_relevant = relevant_counts > 0
     no_relevant = in_scope & ~has_relevant
     averaged = in_scope if average_queries_without_relevant else in_scope & has_relevant
     averaged_index = np.flatnonzero(averaged)
 
-    positions = run.query_positions
-    run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
-    answered = run_row[averaged_index] >= 0
-    # A query with no label at all scores 0 everywhere; leaving it out of the kernels spares
-    # them empty arrays.
+    answered = match.run_row[averaged_index] >= 0
+    # A query with no label at all scores 0 everywhere; the kernel need not look at it.
     computed = np.flatnonzero(answered & (label_counts[averaged_index] > 0))
 
     values = {name: np.zeros(len(averaged_index), dtype=np.float64) for name in chosen}
-    if len(computed):
-        qrels_list, run_list = _typed_lists(
-            averaged_index[computed], run_row[averaged_index[computed]], keys, grades, label_offsets, run
+    if len(computed) and chosen:
+        metric_list = list(chosen.values())
+        families = np.asarray([FAMILY_CODES[m.family] for m in metric_list], dtype=np.int64)
+        ks = np.asarray([m.k or 0 for m in metric_list], dtype=np.int64)
+        rel_lvls = np.asarray([relevance_threshold if m.binary else 1 for m in metric_list], dtype=np.int64)
+        out = np.empty((len(metric_list), len(computed)), dtype=np.float64)
+        kernels().score_queries(
+            averaged_index[computed], match.starts, match.ends, match.entry_label, qrels.offsets, grades, kept,
+            families, ks, rel_lvls, match.discounts, out,
         )
-        with _KERNEL_LOCK:
-            for name, metric in chosen.items():
-                rel_lvl = relevance_threshold if metric.binary else 1
-                values[name][computed] = kernels().metric_families()[metric.family](qrels_list, run_list, metric.k or 0, rel_lvl)
+        for m, name in enumerate(chosen):
+            values[name][computed] = out[m]
 
     return Evaluation(
         metrics=tuple(chosen.values()),
@@ -272,21 +331,3 @@ def restrict_to_queries(overall: Evaluation, query_slice: Collection[str]) -> Ev
         no_relevant_query_ids=tuple(q for q in overall.no_relevant_query_ids if q in wanted),
         relevance_threshold=overall.relevance_threshold,
     )
-
-
-def _typed_lists(query_rows, run_rows, keys, grades, label_offsets, run: RankedRun):
-    """ranx's input: one [doc key, grade] and one [doc key, score] float64 array a query.
-
-    Keys become float64, exact below 2**53. The run's scores are replaced by minus the row
-    number, strictly decreasing, so the arrays carry trec_eval's order whatever reads them.
-    """
-    label_table = np.empty((len(keys), 2), dtype=np.float64)
-    label_table[:, 0] = keys
-    label_table[:, 1] = grades
-    run_table = np.empty((len(run.doc_keys), 2), dtype=np.float64)
-    run_table[:, 0] = run.doc_keys
-    run_table[:, 1] = -np.arange(len(run.doc_keys), dtype=np.float64)
-
-    qrels_list = kernels().split_rows(label_table, label_offsets[query_rows], label_offsets[query_rows + 1])
-    run_list = kernels().split_rows(run_table, run.offsets[run_rows], run.offsets[run_rows + 1])
-    return qrels_list, run_list

@@ -262,13 +262,18 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
     ranked = ranked or run_ranked(run)
     qrels, slices = version_scoring_inputs(version)
     threshold = version.relevance_threshold
-    overall = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold)
+    # The run looked up among the labels once: every score, Judged@k, the pages it pools
+    # and the recall curve below are read from it.
+    match = engine.match_run(qrels, ranked)
+    overall = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, match=match)
     results = {"": overall}
     for name, query_ids in slices.query.items():
         results[name] = engine.restrict_to_queries(overall, query_ids)
     for name, page_keys in slices.page.items():
-        results[name] = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, page_slice=page_keys)
-    recall_curve = _recall_curve(qrels, ranked, version) if overall.query_count else None
+        results[name] = engine.evaluate_run(
+            qrels, ranked, metrics, relevance_threshold=threshold, page_slice=page_keys, match=match,
+        )
+    recall_curve = _recall_curve(match, version) if overall.query_count else None
 
     scores = [
         Score(evaluation=evaluation, slice=slice_name, metric=metric, value=min(max(value, 0.0), 1.0),
@@ -277,7 +282,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         for metric, value in result.means.items()
         if value is not None  # a slice with no relevant page has nothing to average
     ]
-    completeness_rows = _completeness_rows(evaluation, run, qrels, ranked, version, slices.query, overall)
+    completeness_rows = _completeness_rows(evaluation, run, match, version, slices.query, overall)
     # The run is in hand: where it put each canary page is stored now, so that alerts and
     # the coverage page never read its entries again.
     canary_ranks = canary_ranks_stored(canaries_in_version(version), ranked, k=version.k_first)
@@ -302,8 +307,8 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
 
 
 def _completeness_rows(
-    evaluation: Evaluation, run: Run, qrels: engine.QrelsArrays, ranked: RankedRun, version: Version,
-    query_slices: dict[str, set[str]], overall: engine.Evaluation,
+    evaluation: Evaluation, run: Run, match: engine.RunMatch, version: Version, query_slices: dict[str, set[str]],
+    overall: engine.Evaluation,
 ) -> list[Completeness]:
     """Judged@k_final and Judged@k_first overall and per query slice, and leave-one-run-out
     on the overall row, for the queries the scores average. A slice with no such query
@@ -315,10 +320,12 @@ def _completeness_rows(
     a new system that was never pooled has neither stage in the pool. With no other
     system there is nothing to leave the run out of, and the figures stay null.
     """
-    threshold = version.relevance_threshold
+    qrels, ranked, threshold = match.qrels, match.run, version.relevance_threshold
     slices = {"": None, **query_slices}
-    finals = completeness.judged_at_k_by_slice(qrels, ranked, version.k_final, slices, relevance_threshold=threshold)
-    firsts = completeness.judged_at_k_by_slice(qrels, ranked, version.k_first, slices, relevance_threshold=threshold)
+    judged = completeness.judged_at_ks_by_slice(
+        qrels, ranked, (version.k_final, version.k_first), slices, relevance_threshold=threshold, match=match,
+    )
+    finals, firsts = judged[version.k_final], judged[version.k_first]
     rows = []
     for slice_name in slices:
         final, first = finals[slice_name], firsts[slice_name]
@@ -331,12 +338,14 @@ def _completeness_rows(
     if not rows:
         return rows
     depth = evaluation_settings(version.golden_set).completeness_depth
-    pooled_elsewhere, other_runs = labels_pooled_by_others(version, qrels, exclude_system=run.system, depth=depth)
+    pooled_elsewhere, other_runs = labels_pooled_by_others(
+        version, qrels, exclude_system=run.system, depth=depth, own_run_id=run.pk,
+    )
     if other_runs:
         recall = f"recall@{version.k_first}"
         loro = completeness.leave_one_run_out_of_pool(
             qrels, ranked, pooled_elsewhere, other_run_count=other_runs, depth=depth, metrics=(recall, "ndcg@10"),
-            relevance_threshold=threshold, full=overall,
+            relevance_threshold=threshold, full=overall, match=match,
         )
         overall = rows[0]
         overall.loro_depth, overall.loro_other_runs = depth, loro.other_run_count
@@ -371,32 +380,28 @@ def recall_curve_cutoffs(k_first: int) -> list[int]:
     return head + [k for k in tail if k > 100]
 
 
-def _recall_curve(qrels: engine.QrelsArrays, ranked: RankedRun, version: Version) -> list[list[float]]:
+def _recall_curve(match: engine.RunMatch, version: Version) -> list[list[float]]:
     """[[k, mean recall@k], ...] at recall_curve_cutoffs(k_first), over the queries the
     stored scores average (those with a relevant page; unanswered ones count 0).
 
-    Computed in one pass with numpy rather than one ranx call per k: each relevant page the
-    run found at rank r adds 1/|relevant of its query| to every k >= r. That is recall@k's
-    definition, so the curve agrees with the stored recall@k scores (a test checks it), at
-    a hundredth of the cost of a hundred kernel calls on 10,000 queries.
+    Computed in one pass with numpy rather than one kernel call per k: each relevant page
+    the run found at rank r adds 1/|relevant of its query| to every k >= r. That is
+    recall@k's definition, so the curve agrees with the stored recall@k scores (a test
+    checks it), at a hundredth of the cost of a hundred kernel calls on 10,000 queries.
+    The pages found are the run's entries with a label (match.entry_label), in entry order.
     """
+    qrels = match.qrels
     n = len(qrels.query_ids)
     relevant = qrels.grades >= version.relevance_threshold
-    owners, keys = qrels.query_index[relevant], qrels.doc_keys[relevant]
-    relevant_counts = np.bincount(owners, minlength=n)
+    relevant_counts = np.bincount(qrels.query_index[relevant], minlength=n)
     averaged = int(np.count_nonzero(relevant_counts))
     k_first = version.k_first
-    # The qrels position of each run entry's query (-1 for a query outside the version).
-    qrels_position = {query_id: i for i, query_id in enumerate(qrels.query_ids)}
-    of_run_query = np.fromiter((qrels_position.get(q, -1) for q in ranked.query_ids), dtype=np.int64, count=len(ranked.query_ids))
-    entry_query = of_run_query[ranked.query_index]
-    entry_keys = ranked.doc_keys
-    inside = (entry_query >= 0) & (entry_keys > 0)  # pages outside the corpus are never relevant
-    span = int(max(entry_keys.max(initial=0), keys.max(initial=0))) + 1
-    hit = np.zeros(len(entry_keys), dtype=bool)
-    hit[inside] = np.isin(entry_query[inside] * span + entry_keys[inside], owners * span + keys)
-    ranks = ranked.ranks[hit]
-    weights = 1.0 / relevant_counts[entry_query[hit]]
+    found = np.flatnonzero(match.entry_label >= 0)
+    rows = match.entry_label[found]
+    found, rows = found[relevant[rows]], rows[relevant[rows]]
+    owners = qrels.query_index[rows]
+    ranks = found - match.starts[owners] + 1
+    weights = 1.0 / relevant_counts[owners]
     within = ranks <= k_first
     per_rank = np.bincount(ranks[within], weights=weights[within], minlength=k_first + 1)[1 : k_first + 1]
     curve = np.cumsum(per_rank) / averaged

@@ -43,7 +43,7 @@ TRANSIENT = (OperationalError, InterfaceError)
 
 @worker_process_init.connect
 def warm_kernels_in_worker(**kwargs) -> None:
-    """Compile (or load from NUMBA_CACHE_DIR) ranx's kernels before the first task, in the
+    """Compile (or load from NUMBA_CACHE_DIR) the scoring's kernels before the first task, in the
     child process: numba's thread pool must not be started before a fork."""
     from evaluation.warmup import warm_kernels
 

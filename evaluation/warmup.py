@@ -1,8 +1,8 @@
-"""Warm ranx's numba kernels, and completeness's, so that no user request or task pays
+"""Warm the scoring's numba kernels (evaluation.kernels), so that no user request or task pays
 their compilation.
 
-With NUMBA_CACHE_DIR on a persistent disk the first warm-up of a machine compiles (about
-80 s on 2 cores) and every later one loads from the cache (well under a second).
+With NUMBA_CACHE_DIR on a persistent disk the first warm-up of a machine compiles (a few
+seconds on 2 cores) and every later one loads from the cache (well under a second).
 """
 
 import time
@@ -26,4 +26,5 @@ def warm_kernels() -> float:
     engine.evaluate_run(qrels, run, names)
     engine.evaluate_run(qrels, run, names, page_slice=np.array([1], dtype=np.int64))
     completeness.judged_at_k(qrels, run, 2)
+    completeness.pooled_labels(qrels, run, 2)
     return time.perf_counter() - started

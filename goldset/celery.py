@@ -1,4 +1,4 @@
-"""The Celery app. Workers warm ranx's numba kernels at start (see evaluation.warmup).
+"""The Celery app. Workers warm the scoring's numba kernels at start (see evaluation.warmup).
 
 Without a broker (the embedded default) tasks run in-process. The web process runs them
 on one background thread (`tasks_off_request_thread`, called by goldset/wsgi.py) so that

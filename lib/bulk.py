@@ -139,6 +139,31 @@ def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarra
     return np.frombuffer(data, dtype=">i8").reshape(-1, width).astype(np.int64)
 
 
+def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:
+    """The rows of `sql`, fetched in PostgreSQL's binary format there (fetchall elsewhere).
+
+    For reads of large bytea values: Django's client-side cursors receive a bytea as hex
+    text that the driver then parses, 28 ms for a stored run of 3 MB where the binary
+    format hands the bytes over in 5 ms (bench/recompute.py reads some forty a re-score).
+    A bytea comes back as bytes on PostgreSQL, as the database driver gives it elsewhere.
+    """
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
+
+    connection.ensure_connection()
+    # As in select_int_columns, a server-side-binding cursor on Django's own connection,
+    # here asking for binary results by default, and wrapped as Django wraps its own, so
+    # that the query is logged and counted like any other.
+    raw = psycopg.Cursor(connection.connection)
+    raw.format = psycopg.pq.Format.BINARY
+    with (connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 @contextmanager
 def gc_paused():
     """Pause Python's cyclic garbage collector for a bulk job; usable as a decorator.

@@ -408,14 +408,7 @@ class RankedRun:
             "scores": self.scores,
             "external_doc_ids": _pack_ids(self.external_doc_ids),
         }
-        # np.savez_compressed's archive, written at deflate level 1: a million entries in
-        # 0.1 s instead of 0.7 s for 8% more bytes (a nightly run stores one a night).
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-            for name, values in arrays.items():
-                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, np.asanyarray(values), allow_pickle=False)
-        return buffer.getvalue()
+        return npz_bytes(arrays)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "RankedRun":
@@ -439,6 +432,18 @@ class RankedRun:
         if len(run.offsets) != len(run.query_ids) + 1 or run.offsets[-1] != len(run.doc_keys) or len(run.scores) != len(run.doc_keys):
             raise ValueError("stored run is inconsistent: offsets, keys and scores disagree")
         return run
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """np.savez_compressed's archive of `arrays` (np.load reads it), written at deflate
+    level 1: a million entries in 0.1 s instead of 0.7 s for 8% more bytes (a nightly run
+    stores one a night; a re-score stores each evaluation's per-query values)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, values in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(values), allow_pickle=False)
+    return buffer.getvalue()
 
 
 def _pack_ids(ids: Iterable[str]) -> np.ndarray:

@@ -27,8 +27,9 @@ from lib.ids import natural_key
 # Significance of a difference between two runs: ranx's two-sided paired Student's t-test
 # on the stored per-query values (what ranx.compare runs inside), significant when p <= this
 # (ranx's own rule). Not ranx's default Fisher randomization test: that one is a numba
-# parallel kernel with a random state, so it would have to queue behind the scoring kernels
-# (engine._KERNEL_LOCK) in a web request and could differ between two loads of a page.
+# parallel kernel with a random state, so two threads of a web server could not run it at
+# once (numba's workqueue layer aborts the process) and it could differ between two loads
+# of a page.
 SIGNIFICANCE_LEVEL = 0.05
 
 

@@ -17,7 +17,7 @@ import pytest
 import ranx
 from django.core.management import call_command
 
-from evaluation.completeness import judged_at_k, leave_one_run_out, pooled_labels
+from evaluation.completeness import judged_at_k, judged_at_k_by_slice, judged_at_ks_by_slice, leave_one_run_out, pooled_labels
 from evaluation.engine import QrelsArrays
 from evaluation import selectors as evaluation_selectors
 from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, RunPooledLabels, Score
@@ -465,3 +465,16 @@ def test_the_settings_service_keeps_a_depth_and_a_floor_and_refuses_bad_ones(syn
         evaluation_settings_update(golden_set=golden_set, user=None, completeness_depth=0, judged_floor=90)
     assert any("pool depth from 1" in p for p in caught.value.problems)
     assert any("0.9, not 90" in p for p in caught.value.problems)
+
+
+def test_judged_at_several_k_is_judged_at_each_k():
+    labels = QrelsArrays.from_rows([("q1", 1, 1), ("q1", 2, 0), ("q2", 3, 2)], query_ids=["q1", "q2", "q3"])
+    ranked = RankedRun(("q1", "q2"), np.array([0, 3, 4]), np.array([2, 9, 1, 3]), np.zeros(4), (), 10, 0)
+    slices = {"": None, "query:lang=de": {"q2"}}
+    both = judged_at_ks_by_slice(labels, ranked, [1, 3], slices)
+    for k in (1, 3):
+        alone = judged_at_k_by_slice(labels, ranked, k, slices)
+        for name in slices:
+            assert both[k][name].query_ids == alone[name].query_ids
+            assert both[k][name].values.tolist() == alone[name].values.tolist()
+    assert both[3][""].values.tolist() == [2 / 3, 1.0]

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evaluation.engine import QrelsArrays, evaluate_run, restrict_to_queries
+from evaluation.engine import QrelsArrays, evaluate_run, match_run, restrict_to_queries
 from evaluation.metrics import default_metrics, parse_metric, parse_metrics
 from lib.errors import GoldsetError, ProblemCollector
-from lib.runs import rank_run, read_trec_run
+from lib.runs import RankedRun, rank_run, read_trec_run
 
 # our name -> (pytrec_eval measure, the key it reports)
 TREC_NAMES = {
@@ -329,6 +329,86 @@ def test_a_query_slice_taken_from_the_overall_evaluation_is_the_slice_scored_aga
         assert taken.means == scored.means
 
 
+RANX_NAMES = [
+    "recall@5", "recall@8", "recall@100", "recall", "precision@8", "precision", "precision@200", "hit_rate@8",
+    "hit_rate", "mrr", "mrr@3", "map", "map@10", "ndcg@10", "ndcg", "ndcg@3", "ndcg@500",
+]
+
+
+def ranx_per_query(labels: QrelsArrays, ranked: RankedRun, names, threshold: int, kept: np.ndarray) -> dict[str, np.ndarray]:
+    """ranx's own kernels, query by query, on the kept labels: the values the engine's
+    one-pass kernel must give to the bit (0 where ranx is not asked, as the engine does)."""
+    from numba.typed import List as TypedList
+    from ranx.metrics import average_precision, hit_rate, ndcg, precision, recall, reciprocal_rank
+
+    kernels = {"recall": recall, "precision": precision, "hit_rate": hit_rate, "mrr": reciprocal_rank,
+               "map": average_precision, "ndcg": ndcg}
+    found = {name: np.zeros(len(labels.query_ids)) for name in names}
+    for q, query_id in enumerate(labels.query_ids):
+        rows = np.arange(labels.offsets[q], labels.offsets[q + 1])
+        rows = rows[kept[rows]]
+        entries = ranked.rows(query_id)
+        if not len(rows) or entries.stop == entries.start:
+            continue
+        label_table = np.column_stack([labels.doc_keys[rows], labels.grades[rows]]).astype(np.float64)
+        keys = ranked.doc_keys[entries]
+        run_table = np.column_stack([keys, -np.arange(len(keys))]).astype(np.float64)
+        for name in names:
+            metric = parse_metric(name)
+            kernel = kernels[metric.family]
+            level = threshold if metric.binary else 1
+            found[name][q] = kernel(TypedList([label_table]), TypedList([run_table]), metric.k or 0, level)[0]
+    return found
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_one_pass_kernel_gives_ranx_kernels_values_to_the_bit(seed):
+    """evaluation.kernels.score_queries replaces ranx's kernels: the same float for every
+    family and cut-off (past the ranking's end and the labels' too), threshold, kept labels
+    (a page slice, leave-one-run-out), grade (negative, 0, above 3), unanswered query and
+    query with no label."""
+    rng = np.random.default_rng(seed)
+    for trial in range(12):
+        query_ids = [f"q{i}" for i in range(30)]
+        rows = [
+            (query_id, int(doc) + 1, int(rng.choice([-1, 0, 0, 1, 2, 3, 5])))
+            for query_id in query_ids for doc in rng.choice(300, size=rng.integers(0, 30), replace=False)
+        ]
+        labels = QrelsArrays.from_rows(rows, query_ids=query_ids)
+        answered = [q for q in query_ids if rng.random() < 0.85]
+        offsets, keys = [0], []
+        for _ in answered:
+            returned = rng.choice(np.r_[np.arange(1, 301), -np.arange(1, 20)], size=int(rng.integers(0, 120)), replace=False)
+            keys.extend(returned.tolist())
+            offsets.append(len(keys))
+        ranked = RankedRun(
+            tuple(answered), np.array(offsets, dtype=np.int64), np.array(keys, dtype=np.int64), np.zeros(len(keys)),
+            tuple(f"x{i}" for i in range(19)), 1000, 0,
+        )
+        threshold = int(rng.choice([0, 1, 2, 3]))
+        kept = rng.random(len(labels.doc_keys)) < (0.5 if trial % 2 else 2)
+        result = evaluate_run(
+            labels, ranked, RANX_NAMES, relevance_threshold=threshold, labels_kept=kept,
+            average_queries_without_relevant=True,
+        )
+        expected = ranx_per_query(labels, ranked, RANX_NAMES, threshold, kept)
+        for name in RANX_NAMES:
+            assert result.values[name].tobytes() == expected[name].tobytes(), (trial, name, threshold)
+
+
+def test_one_match_serves_every_slice_and_belongs_to_its_run():
+    labels, ranked, keys = build(QRELS, RUN)
+    match = match_run(labels, ranked)
+    page_slice = [keys["a"], keys["e"]]
+    names = ["recall@5", "ndcg@10", "mrr"]
+    with_match = evaluate_run(labels, ranked, names, page_slice=page_slice, match=match)
+    without = evaluate_run(labels, ranked, names, page_slice=page_slice)
+    assert with_match.means == without.means and with_match.query_ids == without.query_ids
+    other, other_ranked, _ = build(QRELS, RUN)
+    with pytest.raises(ValueError, match="another run"):
+        evaluate_run(other, other_ranked, names, match=match)
+
+
 def test_an_empty_slice_has_no_mean_rather_than_a_zero():
     labels, ranked, _ = build(QRELS, RUN)
     result = evaluate_run(labels, ranked, ["recall@5"], query_slice=["q2"])
@@ -360,7 +440,7 @@ def test_every_value_is_a_fraction():
 THREADED_SCRIPT = """
 import threading
 import numpy as np
-from evaluation.engine import QrelsArrays, evaluate_run, restrict_to_queries
+from evaluation.engine import QrelsArrays, evaluate_run, match_run, restrict_to_queries
 from lib.runs import RankedRun
 
 n, depth = 2000, 50

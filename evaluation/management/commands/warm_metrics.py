@@ -5,8 +5,8 @@ from evaluation.warmup import warm_kernels
 
 class Command(BaseCommand):
     help = (
-        "Compile ranx's numba kernels into NUMBA_CACHE_DIR (about 80 s the first time on a 2-core machine, "
-        "under a second once cached), so no page or task pays it. Workers do this on their own at start."
+        "Compile the scoring's numba kernels into NUMBA_CACHE_DIR (a few seconds the first time on a 2-core "
+        "machine, under a second once cached), so no page or task pays it. Workers do this on their own at start."
     )
 
     def handle(self, *args, **options):
