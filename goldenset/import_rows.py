@@ -1,0 +1,114 @@
+"""The rows an import writes in bulk: pages, queries and imported judgments.
+
+golden_set_create and qrels_import (goldenset.services) validate first and call these inside
+their transaction. At 100,000 pages every per-row step shows (bench/import_export.py): rows
+go by COPY (lib.bulk.bulk_insert), primary keys come back in one fetch, each page's content
+hash is computed once for its row and its judgments, and check_imported_references stands
+in for the foreign keys' row-by-row checks where lib.bulk.row_triggers_skipped skips them.
+"""
+
+import json
+
+import numpy as np
+from django.db import IntegrityError, connection
+from django.utils import timezone
+
+from goldenset.models import Corpus, GoldenSet, Judgment, Page, Query
+from lib.bulk import bulk_insert, select_int_columns
+from lib.formats import JsonRecord
+from lib.hashing import text_hash
+from lib.progress import Progress
+
+# json.dumps(value, ensure_ascii=False) builds a new encoder on every call; one shared
+# encoder writes the same text in about half the time, which shows at 100,000 pages.
+metadata_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def insert_pages(
+    corpus: Corpus, records: list[JsonRecord], dates: list[tuple], has_text: bool, progress: Progress
+) -> tuple[dict[str, int], dict[str, str]]:
+    """Insert pages; return {doc_id: primary key} and {doc_id: content hash} of the new pages."""
+    now = timezone.now()
+    hashes = {record.id: text_hash(record.title, record.text, record.url) for record in records}
+    rows = (
+        (
+            corpus.id, record.id, record.title, record.text, record.url, has_text,
+            metadata_json(record.metadata), published_at, modified_at, hashes[record.id], now,
+        )
+        for record, (published_at, modified_at) in zip(progress(records, "writing pages"), dates, strict=True)
+    )
+    bulk_insert(
+        Page._meta.db_table,
+        ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"],
+        rows,
+    )
+    return {doc_id: pk for doc_id, pk in _column_pairs(Page, "doc_id", "id", corpus_id=corpus.id) if doc_id in hashes}, hashes
+
+
+def insert_queries(golden_set: GoldenSet, records: list[JsonRecord], has_text: bool) -> dict[str, int]:
+    now = timezone.now()
+    rows = (
+        (golden_set.id, record.id, record.text, has_text, metadata_json(record.metadata), now)
+        for record in records
+    )
+    bulk_insert(Query._meta.db_table, ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"], rows)
+    return dict(_column_pairs(Query, "query_id", "id", golden_set_id=golden_set.id))
+
+
+def _column_pairs(model: type[Page] | type[Query], key: str, value: str, **parent: int) -> list[tuple]:
+    """(key, value) columns of the rows of `model` of one parent (`corpus_id=...`), in one
+    fetch: the ORM's values_list fetches 100 rows a call, twice the time at 100,000 rows."""
+    [(column, pk)] = parent.items()
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {key}, {value} FROM {table} WHERE {column} = %s", [pk])
+        return cursor.fetchall()
+
+
+def insert_imported_judgments(
+    corpus: Corpus, pairs: dict[tuple[str, str], int], query_pks: dict[str, int], page_pks: dict[str, int], progress: Progress,
+    page_hashes: dict[str, str] | None = None,
+) -> int:
+    """Insert `pairs` as imported judgments of the pages of `corpus` named in `page_pks`;
+    `page_hashes` ({doc_id: content hash}) when the caller has just computed them, else
+    they are read."""
+    if page_hashes is None:
+        # Read the hashes by corpus rather than by a list of page ids: a filter on 100,000
+        # ids took seconds to build and parse (bench/import_export.py), a corpus scan does not.
+        page_hashes = dict(_column_pairs(Page, "doc_id", "content_hash", corpus_id=corpus.id))
+    now = timezone.now()
+    rows = [
+        (query_pks[query_id], page_pks[doc_id], grade, Judgment.Source.IMPORTED, "", page_hashes[doc_id], now)
+        for (query_id, doc_id), grade in progress(pairs.items(), "writing judgments")
+    ]
+    return bulk_insert(
+        Judgment._meta.db_table,
+        ["query_id", "page_id", "grade", "source", "note", "page_hash", "created_at"],
+        rows,
+    )
+
+
+def check_imported_references(golden_set: GoldenSet, page_pks: dict[str, int], judgments: int) -> None:
+    """Raise IntegrityError unless the judgments of the new `golden_set` are the `judgments`
+    written, each pointing to one of its queries and to one of its corpus's pages,
+    `page_pks` as read back in this transaction.
+
+    In place of the foreign keys' checks when lib.bulk.row_triggers_skipped skipped them:
+    the set and its queries are new to this transaction, so the judgments of its queries
+    are exactly the ones written, and one that points elsewhere is missing from them. Two
+    integer columns read and looked up in numpy take a fifth of a join's time, which looks
+    each judgment's page up in the index (0.1 s at 50,000). The pages and queries themselves
+    name the corpus and set created just before them.
+    """
+    judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Judgment, Query))
+    written = select_int_columns(
+        f"SELECT j.query_id, j.page_id FROM {judgment} AS j JOIN {query} AS q ON q.id = j.query_id WHERE q.golden_set_id = %s",
+        2, [golden_set.id],
+    )
+    pages = np.fromiter(page_pks.values(), dtype=np.int64, count=len(page_pks))
+    sound = int(np.isin(written[:, 1], pages).sum())
+    if sound != judgments or len(written) != judgments:
+        raise IntegrityError(
+            f"goldset: {judgments - sound} of the {judgments} judgments imported into {golden_set.slug!r} "
+            "point to a query or page outside it"
+        )
