@@ -56,7 +56,7 @@ def bulk_insert(table: str, columns: Sequence[str], rows: Iterable[Sequence], ty
 @contextmanager
 def row_triggers_skipped():
     """Skip PostgreSQL's row triggers, foreign-key checks above all, for the writes inside,
-    where this session may; yield whether they are skipped.
+    where this session may, inside the caller's transaction; yield whether they are skipped.
 
     A foreign key checks each new row at commit with a lookup of its own: 0.8 s of a
     100,000-page import (bench/import_export.py), more than the COPY of the rows. A caller
@@ -72,20 +72,15 @@ def row_triggers_skipped():
     tables written is skipped, not only foreign keys: a caller's tests should list the
     triggers its tables have, so that a new one is noticed.
     """
-    if connection.vendor != "postgresql":
-        yield False
+    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+        yield False  # outside a transaction SET LOCAL would not hold
         return
-    with connection.cursor() as cursor:
-        if connection.pg_version >= 150000:
-            cursor.execute("SELECT current_setting('session_replication_role'), has_parameter_privilege('session_replication_role', 'SET')")
-        else:
-            cursor.execute("SELECT current_setting('session_replication_role'), current_setting('is_superuser') = 'on'")
-        previous, allowed = cursor.fetchone()
-        if allowed and previous != "replica":
-            cursor.execute("SET LOCAL session_replication_role = replica")
+    previous, allowed = replication_role()
     if not allowed or previous == "replica":
         yield previous == "replica"
         return
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
     import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
 
     try:
@@ -96,6 +91,16 @@ def row_triggers_skipped():
         if not connection.needs_rollback and connection.connection.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config('session_replication_role', %s, true)", [previous])
+
+
+def replication_role() -> tuple[str, bool]:
+    """This PostgreSQL session's session_replication_role, and whether it may set it."""
+    with connection.cursor() as cursor:
+        if connection.pg_version >= 150000:
+            cursor.execute("SELECT current_setting('session_replication_role'), has_parameter_privilege('session_replication_role', 'SET')")
+        else:
+            cursor.execute("SELECT current_setting('session_replication_role'), current_setting('is_superuser') = 'on'")
+        return cursor.fetchone()
 
 
 def copy_arrays(

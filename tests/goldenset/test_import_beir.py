@@ -4,11 +4,14 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import IntegrityError, connection
 
+from goldenset import services
 from goldenset.models import Corpus, GoldenSet, Judgment, Page, Query
 from goldenset.selectors import version_label_rows
-from goldenset.services import golden_set_import_beir, version_publish
+from goldenset.services import GoldenSetSource, golden_set_create, golden_set_import_beir, version_publish
 from lib.errors import GoldsetError
+from lib.formats import JsonRecord
 
 pytestmark = pytest.mark.django_db
 
@@ -126,3 +129,42 @@ def test_cranfield_round_trips_its_1837_triples(shared_data, tmp_path):
     expected = {(q, "0", d, g) for q, d, g in (line.split("\t") for line in lines)}
     assert len(exported) == 1837 and exported == expected
     assert Query.objects.filter(golden_set=golden_set).count() == 225
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's triggers")
+def test_the_tables_an_import_writes_have_no_insert_trigger_but_their_foreign_keys():
+    # golden_set_create writes them with row triggers skipped (lib.bulk.row_triggers_skipped)
+    # and checks their references itself: a new INSERT trigger would be skipped as well.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal AND tgtype & 4 <> 0 "
+            "AND tgrelid::regclass::text IN ('goldenset_page', 'goldenset_query', 'goldenset_judgment')"
+        )
+        assert cursor.fetchall() == []
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the foreign keys are skipped on PostgreSQL only")
+def test_a_judgment_written_outside_its_set_is_refused_and_nothing_is_written(beir, monkeypatch):
+    real_insert_queries = services.insert_queries
+
+    def insert_queries_off_by_a_million(*args):
+        return {query_id: pk + 1_000_000 for query_id, pk in real_insert_queries(*args).items()}
+
+    monkeypatch.setattr(services, "insert_queries", insert_queries_off_by_a_million)
+    with pytest.raises(IntegrityError, match="2 of the 2 judgments imported into 'set' point to a query or page outside it"):
+        golden_set_import_beir(directory=beir, slug="set")
+    assert nothing_written()
+
+
+def test_golden_set_create_names_a_judgment_whose_ids_are_not_in_its_input():
+    source = GoldenSetSource(
+        pages=[JsonRecord(line=1, id="d1", text="x")], queries=[JsonRecord(line=1, id="q1", text="q")],
+        qrels={("q1", "d1"): 1, ("q1", "d9"): 2, ("q9", "d1"): 0}, source_name="generated",
+    )
+    with pytest.raises(GoldsetError) as caught:
+        golden_set_create(slug="made", name="Made", source=source)
+    assert caught.value.problems == [
+        "generated: judgment ('q1', 'd9') names doc id 'd9', which is not in the input",
+        "generated: judgment ('q9', 'd1') names query id 'q9', which is not in the input",
+    ]
+    assert nothing_written()

@@ -1,3 +1,7 @@
+import json
+
+import pytest
+
 from lib.errors import ProblemCollector
 from lib.formats import qrels_to_text, read_beir_qrels, read_jsonl, read_trec_qrels
 
@@ -46,6 +50,35 @@ def test_jsonl_reports_bad_json_and_missing_ids_by_line():
     assert problems[0].startswith("f:2: not valid JSON")
     assert problems[1] == "f:3: field '_id' is missing"
     assert problems[2] == "f:4: _id 'b c' contains whitespace, which TREC files cannot carry"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"_id": 123456789012345678901234567890, "n": 1}',  # past 64 bits: orjson would give a float
+        '{"_id": "a", "big": -9223372036854775809, "nested": {"deep": [18446744073709551616]}}',
+        '{"_id": "a", "score": 0.1, "inf": 1e400, "nan": NaN}',  # NaN and 1e400: json takes them, orjson does not
+        '{"_id": "a", "text": "lone \\ud800 surrogate", "lang": "de"}',
+        '{"_id": "a", "a": 1, "a": 2, "nested": {"list": [1, "two", null, true]}}',
+    ],
+)
+def test_jsonl_reads_each_value_as_json_loads_does(line):
+    rows, problems = read(read_jsonl, line + "\n")
+    expected = json.loads(line)
+    expected_id = str(expected.pop("_id"))
+    assert problems == []
+    assert rows[0].id == expected_id and rows[0].text == expected.pop("text", "")
+    assert repr(rows[0].metadata) == repr(expected)  # repr tells 1 from 1.0 and keeps NaN equal to itself
+
+
+def test_jsonl_words_bad_json_as_json_does():
+    line = '{"_id": "a", "text": "x",}'
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        expected = f"f:1: not valid JSON ({exc.msg} at column {exc.colno})"
+    _, problems = read(read_jsonl, line + "\n")
+    assert problems == [expected]
 
 
 ROWS = [("q1", "d,1", 2), ("q1", 'd"2', 0), ("q/ü:2", "CR93E-3103#37", -1)]
