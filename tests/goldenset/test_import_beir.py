@@ -5,6 +5,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, connection
+from django.utils import timezone
 
 from goldenset import services
 from goldenset.models import Corpus, GoldenSet, Judgment, Page, Query
@@ -168,3 +169,12 @@ def test_golden_set_create_names_a_judgment_whose_ids_are_not_in_its_input():
         "generated: judgment ('q9', 'd1') names query id 'q9', which is not in the input",
     ]
     assert nothing_written()
+
+
+def test_imported_judgments_hold_their_grade_their_page_s_hash_and_the_time_of_the_import(beir):
+    # On PostgreSQL they go as numpy columns in a binary COPY, elsewhere as rows: the same values.
+    before = timezone.now()
+    golden_set_import_beir(directory=beir, slug="set")
+    rows = Judgment.objects.order_by("id").values_list("query__query_id", "page__doc_id", "grade", "source", "note", "page_hash", "page__content_hash", "annotator", "created_at")
+    assert [row[:5] for row in rows] == [("q#1", "CR93E-3103#37", 2, "imported", ""), ("q2", "doc/2:ü", 0, "imported", "")]
+    assert all(row[5] == row[6] and row[7] is None and before <= row[8] <= timezone.now() for row in rows)
