@@ -43,34 +43,45 @@ def _stored_json(metadata: dict) -> str:
     return metadata_json(metadata)
 
 
+def _binary_jsonb(metadata: dict) -> bytes:
+    """A jsonb value in COPY's binary format: a version byte, 1, then the JSON text."""
+    return b"\x01" + _stored_json(metadata).encode()
+
+
+# On PostgreSQL pages and queries go in COPY's binary format, which the server stores without
+# parsing text: a page's two timestamps above all, 0.3 s of 100,000 pages. Types in column
+# order; metadata goes as bytea, which sends _binary_jsonb's bytes as they are.
+_PAGE_COLUMNS = ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"]
+_PAGE_TYPES = ["int8", "text", "text", "text", "text", "bool", "bytea", "timestamptz", "timestamptz", "text", "timestamptz"]
+_QUERY_COLUMNS = ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"]
+_QUERY_TYPES = ["int8", "text", "text", "bool", "bytea", "timestamptz"]
+
+
 def insert_pages(
     corpus: Corpus, records: list[JsonRecord], dates: list[tuple], has_text: bool, progress: Progress
 ) -> tuple[dict[str, int], dict[str, str]]:
     """Insert pages; return {doc_id: primary key} and {doc_id: content hash} of the new pages."""
     now = timezone.now()
+    binary = connection.vendor == "postgresql"
+    metadata_value = _binary_jsonb if binary else _stored_json
     hashes = {record.id: text_hash(record.title, record.text, record.url) for record in records}
     rows = (
         (
             corpus.id, record.id, record.title, record.text, record.url, has_text,
-            _stored_json(record.metadata), published_at, modified_at, hashes[record.id], now,
+            metadata_value(record.metadata), published_at, modified_at, hashes[record.id], now,
         )
         for record, (published_at, modified_at) in zip(progress(records, "writing pages"), dates, strict=True)
     )
-    bulk_insert(
-        Page._meta.db_table,
-        ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"],
-        rows,
-    )
+    bulk_insert(Page._meta.db_table, _PAGE_COLUMNS, rows, _PAGE_TYPES if binary else None)
     return {doc_id: pk for doc_id, pk in _column_pairs(Page, "doc_id", "id", corpus_id=corpus.id) if doc_id in hashes}, hashes
 
 
 def insert_queries(golden_set: GoldenSet, records: list[JsonRecord], has_text: bool) -> dict[str, int]:
     now = timezone.now()
-    rows = (
-        (golden_set.id, record.id, record.text, has_text, _stored_json(record.metadata), now)
-        for record in records
-    )
-    bulk_insert(Query._meta.db_table, ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"], rows)
+    binary = connection.vendor == "postgresql"
+    metadata_value = _binary_jsonb if binary else _stored_json
+    rows = ((golden_set.id, record.id, record.text, has_text, metadata_value(record.metadata), now) for record in records)
+    bulk_insert(Query._meta.db_table, _QUERY_COLUMNS, rows, _QUERY_TYPES if binary else None)
     return dict(_column_pairs(Query, "query_id", "id", golden_set_id=golden_set.id))
 
 

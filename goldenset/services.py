@@ -8,7 +8,7 @@ fault, then writes in one transaction, so bad input never leaves half a change b
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +129,7 @@ def _page_dates(record: JsonRecord, source: str, problems: ProblemCollector) -> 
             dates.append(None)
             continue
         if parsed.utcoffset() is None:
-            parsed = parsed.replace(tzinfo=timezone.UTC)
+            parsed = parsed.replace(tzinfo=dt_timezone.utc)  # a date without an offset is UTC
         dates.append(parsed)
     return dates[0], dates[1]
 

@@ -1,4 +1,5 @@
 import json
+from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,21 @@ def test_imported_judgments_hold_their_grade_their_page_s_hash_and_the_time_of_t
     rows = Judgment.objects.order_by("id").values_list("query__query_id", "page__doc_id", "grade", "source", "note", "page_hash", "page__content_hash", "annotator", "created_at")
     assert [row[:5] for row in rows] == [("q#1", "CR93E-3103#37", 2, "imported", ""), ("q2", "doc/2:ü", 0, "imported", "")]
     assert all(row[5] == row[6] and row[7] is None and before <= row[8] <= timezone.now() for row in rows)
+
+
+def test_pages_and_queries_keep_their_metadata_and_dates_as_the_files_give_them(tmp_path):
+    # On PostgreSQL they go in COPY's binary format, metadata written by orjson where it can.
+    metadata = {"lang": "de", "tags": ["a", 1, 2.5, None], "deep": {"x": "é\"\\\t"}, "big": 2**70, "ok": True}
+    corpus = [
+        {"_id": "d1", "text": "x", "metadata": dict(metadata), "published_at": "2026-01-02T03:04:05+02:00", "modified_at": "2026-02-03"},
+        {"_id": "d2", "text": "y", "lang": "fr"},
+    ]
+    folder = write_beir(tmp_path / "m", corpus, [{"_id": "q1", "text": "why?", "metadata": {"intent": "faq", "n": 3}}], "q1\td1\t1\n")
+    golden_set_import_beir(directory=folder, slug="m")
+    first, second = Page.objects.order_by("id")
+    assert first.metadata == metadata and second.metadata == {"lang": "fr"}
+    # The same instants (SQLite hands the offset back as written): a date without one is UTC.
+    assert first.published_at == datetime(2026, 1, 2, 1, 4, 5, tzinfo=dt_timezone.utc)
+    assert first.modified_at == datetime(2026, 2, 3, tzinfo=dt_timezone.utc)
+    assert second.published_at is None and second.modified_at is None
+    assert Query.objects.get().metadata == {"intent": "faq", "n": 3}
