@@ -250,7 +250,8 @@ def golden_set_create(
             guidelines=source.guidelines, k_first=source.k_first, k_final=source.k_final, created_by=user,
         )
         # Every row below points to the corpus, the set, or a page or query written here:
-        # their foreign keys' checks at commit (0.8 s at 100,000 pages) give way to one.
+        # their foreign keys' checks at commit (0.8 s at 100,000 pages) give way to one
+        # check of the judgments after, where the session may skip them.
         with row_triggers_skipped() as skipped:
             page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
             query_pks = insert_queries(golden_set, source.queries, True)

@@ -214,8 +214,8 @@ def _json_objects(
 
 
 def _loads_as_json(raw: str) -> object:
-    """json.loads(raw), read by orjson where that gives the same value: twice as fast on
-    the lines of a corpus, 0.35 s of a 100,000-page import (bench/import_export.py).
+    """json.loads(raw), read by orjson where that gives the same value: about twice as fast
+    on the lines of a corpus, 0.2 s or more of a 100,000-page import (bench/import_export.py).
 
     orjson refuses some text json takes (NaN, a lone surrogate, 1e400) and reads an
     integer past 64 bits as a float where json keeps it whole. So a line orjson refuses,
@@ -271,7 +271,7 @@ def read_jsonl(lines: Iterable[str], source: str, problems: ProblemCollector) ->
                 problems.add(f"{source}:{number}: field {wrong[0]!r} must be a string")
                 continue
         metadata.update(obj)
-        yield JsonRecord(number, raw_id, texts[0], texts[1], texts[2], metadata)
+        yield JsonRecord(line=number, id=raw_id, title=texts[0], text=texts[1], url=texts[2], metadata=metadata)
 
 
 @dataclass(frozen=True)
