@@ -52,7 +52,8 @@ class Corpus(models.Model):
 class Page(models.Model):
     """A document or chunk. `doc_id` is stable and opaque; `content_hash` flags stale labels."""
 
-    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="pages")
+    # No index of its own: page_doc_id_unique_in_corpus leads with corpus (migration 0013).
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="pages", db_index=False)
     doc_id = models.CharField(max_length=255, validators=[validate_id])
     title = models.TextField(blank=True)
     # May be HTML: it is sanitised when shown, never when stored.
@@ -164,7 +165,8 @@ class Membership(models.Model):
 class Query(models.Model):
     """A question of the golden set. Retired queries stay for history but leave new versions."""
 
-    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="queries")
+    # No index of its own: query_id_unique_in_golden_set leads with golden_set (migration 0013).
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.PROTECT, related_name="queries", db_index=False)
     query_id = models.CharField(max_length=255, validators=[validate_id])
     text = models.TextField(blank=True)
     # False for id-only queries made by `import_qrels --create-missing`.
@@ -225,7 +227,8 @@ class Judgment(AppendOnlyModel):
         # every other judgment of the pair in resolution.
         ADJUDICATED = "adjudicated"
 
-    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="judgments")
+    # No index of its own: judgment_pair_latest leads with query (migration 0013).
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="judgments", db_index=False)
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="judgments")
     grade = models.SmallIntegerField()
     annotator = models.ForeignKey(
