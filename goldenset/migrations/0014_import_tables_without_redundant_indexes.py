@@ -42,7 +42,7 @@ def create_indexes(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("goldenset", "0012_page_changes"),
+        ("goldenset", "0013_version_rows_without_version_index"),
     ]
 
     operations = [
