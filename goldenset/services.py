@@ -5,6 +5,7 @@ validates everything first and raises GoldsetError naming the line, field or id 
 fault, then writes in one transaction, so bad input never leaves half a change behind.
 """
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
