@@ -15,7 +15,8 @@ recompute twice, from sending `evaluate_version_task` to the last evaluation sto
 - two: two `celery worker` processes on one queue, each a pool of 1 pinned to its own core
   (0 and 1), numba with one thread each.
 
-Before each phase the version's evaluations are deleted, so both phases do the whole work;
+Before each phase the version's evaluations are deleted, with what the workers store for it
+(its scoring inputs, the labels each run pools), so both phases do the whole work;
 the workers are started and ready (kernels loaded from NUMBA_CACHE_DIR) before the clock
 starts. Each evaluation is one task, so the runs spread over whatever workers listen.
 PostgreSQL runs on the same two cores and does its part of each evaluation's writes in
@@ -47,10 +48,14 @@ def phase(args, version, work: Path, cpus: list[int]) -> tuple[float, dict]:
     worker a core of `cpus`; and the scores stored, {(run, slice, metric): value}."""
     from django.db import connection
 
-    from evaluation.models import Evaluation, Score
+    from evaluation.models import Evaluation, RunPooledLabels, Score, VersionScoringInputs
     from evaluation.tasks import evaluate_version_task
 
+    # What the first phase's workers stored for the version goes too (its scoring inputs, the
+    # labels each run pools), so that both phases start as after a publish.
     Evaluation.objects.filter(version=version).delete()
+    RunPooledLabels.objects.filter(version=version).delete()
+    VersionScoringInputs.objects.filter(version=version).delete()
     purge_queue(args.broker_url, args.queue)
     log_path = work / f"workers-{len(cpus)}.log"
     with ExitStack() as stack:
