@@ -125,16 +125,11 @@ def judged_at_ks_by_slice(
             raise ValueError(f"k must be at least 1, got {k}")
     n = len(qrels.query_ids)
     has_relevant = np.bincount(qrels.query_index[qrels.grades >= relevance_threshold], minlength=n) > 0
-    match = _matched(qrels, ranked, match)
+    match = engine.matched(qrels, ranked, match)
 
     averaged_by_slice = {}
     for name, query_slice in slices.items():
-        if isinstance(query_slice, str):
-            raise TypeError("a query slice is a collection of query ids, not one id")
-        averaged = has_relevant.copy()
-        if query_slice is not None:
-            wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
-            averaged &= np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
+        averaged = has_relevant if query_slice is None else has_relevant & engine.query_mask(qrels.query_ids, query_slice)
         index = np.flatnonzero(averaged)
         averaged_by_slice[name] = (index, tuple(qrels.query_ids[i] for i in index.tolist()))
 
@@ -241,7 +236,7 @@ def leave_one_run_out_of_pool(
     metrics = tuple(dict.fromkeys(metrics))
     n = len(qrels.query_ids)
     owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
-    match = _matched(qrels, ranked, match)
+    match = engine.matched(qrels, ranked, match)
     unique = np.zeros(len(keys), dtype=bool)
     unique[pooled_labels(qrels, ranked, depth, match=match)] = True
     unique &= ~pooled_elsewhere
@@ -286,16 +281,7 @@ def pooled_labels(
     has in its top `depth` for the label's query. `match` as for judged_at_k_by_slice."""
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-    match = _matched(qrels, ranked, match)
+    match = engine.matched(qrels, ranked, match)
     label_hit = np.zeros(len(qrels.doc_keys), dtype=np.bool_)
     engine.kernels().labels_within(match.starts, match.ends, match.entry_label, depth, label_hit)
     return np.flatnonzero(label_hit)
-
-
-def _matched(qrels: engine.QrelsArrays, ranked: RankedRun, match: engine.RunMatch | None) -> engine.RunMatch:
-    """`match` when it is the match of this run and these labels, else one made now."""
-    if match is None:
-        return engine.match_run(qrels, ranked)
-    if match.qrels is not qrels or match.run is not ranked:
-        raise ValueError("match is of another run or other labels")
-    return match

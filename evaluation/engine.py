@@ -42,16 +42,12 @@ from lib.runs import RankedRun
 @functools.cache
 def kernels():
     """evaluation.kernels, imported when a score is first computed, not when the app loads:
-    numba and ranx (which brings scipy and pandas) cost a second or more of every process
-    start, which a management command or a web worker serving stored scores never needs (a
-    Celery worker warms them when it starts, evaluation.warmup)."""
+    numba costs about half a second of every process start, which a management command or
+    a web worker serving stored scores never needs (a Celery worker warms the kernels when
+    it starts, evaluation.warmup)."""
     from evaluation import kernels as compiled
 
     return compiled
-
-
-# The metric families as evaluation.kernels.score_queries numbers them (kernels.RECALL ...).
-FAMILY_CODES = {"recall": 0, "precision": 1, "hit_rate": 2, "mrr": 3, "map": 4, "ndcg": 5}
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,6 +220,16 @@ def match_run(qrels: QrelsArrays, run: RankedRun) -> RunMatch:
     return RunMatch(qrels=qrels, run=run, run_row=run_row, starts=starts, ends=ends, entry_label=entry_label)
 
 
+def matched(qrels: QrelsArrays, run: RankedRun, match: RunMatch | None) -> RunMatch:
+    """`match` when it is the match of `run` against `qrels`, else match_run's now; a match
+    of another run or other labels is refused."""
+    if match is None:
+        return match_run(qrels, run)
+    if match.qrels is not qrels or match.run is not run:
+        raise ValueError("match is of another run or other labels")
+    return match
+
+
 def evaluate_run(
     qrels: QrelsArrays,
     run: RankedRun,
@@ -249,17 +255,10 @@ def evaluate_run(
     for metric in metrics:
         metric = metric if isinstance(metric, Metric) else parse_metric(metric)
         chosen.setdefault(metric.name, metric)
-    if match is None:
-        match = match_run(qrels, run)
-    elif match.qrels is not qrels or match.run is not run:
-        raise ValueError("match is of another run or other labels")
+    match = matched(qrels, run, match)
 
     n = len(qrels.query_ids)
-    if query_slice is None:
-        in_scope = np.ones(n, dtype=bool)
-    else:
-        wanted = _query_set(query_slice)
-        in_scope = np.fromiter((q in wanted for q in qrels.query_ids), dtype=bool, count=n)
+    in_scope = np.ones(n, dtype=bool) if query_slice is None else query_mask(qrels.query_ids, query_slice)
 
     owners, keys, grades = qrels.query_index, qrels.doc_keys, qrels.grades
     kept = np.ones(len(keys), dtype=bool) if labels_kept is None else np.asarray(labels_kept, dtype=bool).copy()
@@ -284,7 +283,7 @@ def evaluate_run(
     values = {name: np.zeros(len(averaged_index), dtype=np.float64) for name in chosen}
     if len(computed) and chosen:
         metric_list = list(chosen.values())
-        families = np.asarray([FAMILY_CODES[m.family] for m in metric_list], dtype=np.int64)
+        families = np.asarray([kernels().FAMILY_CODES[m.family] for m in metric_list], dtype=np.int64)
         ks = np.asarray([m.k or 0 for m in metric_list], dtype=np.int64)
         rel_lvls = np.asarray([relevance_threshold if m.binary else 1 for m in metric_list], dtype=np.int64)
         out = np.empty((len(metric_list), len(computed)), dtype=np.float64)
@@ -306,11 +305,13 @@ def evaluate_run(
     )
 
 
-def _query_set(query_slice: Collection[str]) -> Collection[str]:
-    """A query slice as a collection with fast membership; a lone id is refused."""
+def query_mask(query_ids: tuple[str, ...], query_slice: Collection[str]) -> np.ndarray:
+    """One bool per id of `query_ids`: whether it is in the query slice `query_slice` (a
+    collection of query ids; a lone id is refused)."""
     if isinstance(query_slice, str):
-        raise TypeError("query_slice is a collection of query ids, not one id")
-    return query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+        raise TypeError("a query slice is a collection of query ids, not one id")
+    wanted = query_slice if isinstance(query_slice, (set, frozenset, dict)) else set(query_slice)
+    return np.fromiter((q in wanted for q in query_ids), dtype=bool, count=len(query_ids))
 
 
 def restrict_to_queries(overall: Evaluation, query_slice: Collection[str]) -> Evaluation:
@@ -320,14 +321,14 @@ def restrict_to_queries(overall: Evaluation, query_slice: Collection[str]) -> Ev
     queries are scored, so a query slice is the overall's values of its queries, with no
     kernel run again. That was three of the eight kernel passes of each evaluation of the
     benches' sets (bench/recompute.py)."""
-    wanted = _query_set(query_slice)
-    inside = np.fromiter((q in wanted for q in overall.query_ids), dtype=bool, count=len(overall.query_ids))
+    inside = query_mask(overall.query_ids, query_slice)
+    no_relevant = overall.no_relevant_query_ids
     return Evaluation(
         metrics=overall.metrics,
         query_ids=tuple(q for q, keep in zip(overall.query_ids, inside.tolist()) if keep),
         values={name: values[inside] for name, values in overall.values.items()},
         answered=overall.answered[inside],
         relevant_counts=overall.relevant_counts[inside],
-        no_relevant_query_ids=tuple(q for q in overall.no_relevant_query_ids if q in wanted),
+        no_relevant_query_ids=tuple(q for q, keep in zip(no_relevant, query_mask(no_relevant, query_slice).tolist()) if keep),
         relevance_threshold=overall.relevance_threshold,
     )

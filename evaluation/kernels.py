@@ -15,8 +15,9 @@ import numpy as np
 from numba import njit
 
 
-# Metric families as the scoring kernel numbers them (evaluation.engine.FAMILY_CODES).
+# Metric families as score_queries numbers them; evaluation.engine passes FAMILY_CODES.
 RECALL, PRECISION, HIT_RATE, MRR, MAP, NDCG = 0, 1, 2, 3, 4, 5
+FAMILY_CODES = {"recall": RECALL, "precision": PRECISION, "hit_rate": HIT_RATE, "mrr": MRR, "map": MAP, "ndcg": NDCG}
 
 
 @njit(cache=True)

@@ -12,8 +12,9 @@ cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publi
   holds the two equal pair for pair on mixed judgments.
 - `natural_ranks`: the rank of each id in natural order (lib.ids.natural_order), the
   canonical order of a version's rows, as an array indexed alongside the primary keys.
-- `write_labels`: the labels, `position` their index in that order: a binary COPY on
-  PostgreSQL, executemany in the caller's transaction elsewhere.
+- `labels_written_meanwhile` (PostgreSQL: a binary COPY the server writes while the caller
+  hashes) and `write_labels` (elsewhere: executemany): the labels, `position` their index
+  in that order.
 """
 
 from collections.abc import Iterator, Sequence
@@ -23,7 +24,7 @@ import numpy as np
 from django.db import connection
 
 from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel
-from lib.bulk import bulk_insert, copy_arrays, copy_arrays_meanwhile, select_int_columns
+from lib.bulk import bulk_insert, copy_arrays_meanwhile, select_int_columns
 from lib.ids import natural_order
 from lib.progress import Progress
 
@@ -186,24 +187,16 @@ def labels_written_meanwhile(
 
 
 def write_labels(version_id: int, query: np.ndarray, page: np.ndarray, grade: np.ndarray, progress: Progress, step: str) -> None:
-    """The version's labels, in the order given, `position` their index: on PostgreSQL as
-    numpy columns through a binary COPY, elsewhere executemany in the caller's transaction.
-    `progress` counts blocks of LABEL_BLOCK labels."""
+    """The version's labels, in the order given, `position` their index, by executemany in
+    the caller's transaction, after the version's row: where version_id_taken has no id to
+    give (SQLite). PostgreSQL's go by labels_written_meanwhile. `progress` counts blocks of
+    LABEL_BLOCK labels."""
     count = len(query)
     columns = ["version_id", "query_id", "page_id", "grade", "position"]
     for start in progress(range(0, count, LABEL_BLOCK), step):
         block = slice(start, min(start + LABEL_BLOCK, count))
-        if connection.vendor == "postgresql":
-            copy_arrays(
-                VersionLabel._meta.db_table,
-                _LABEL_COLUMNS,
-                {"version_id": version_id, "query_id": query[block], "page_id": page[block], "grade": grade[block],
-                 "position": np.arange(block.start, block.stop, dtype=np.int64)},
-                block.stop - block.start,
-            )
-        else:
-            bulk_insert(
-                VersionLabel._meta.db_table, columns,
-                zip([version_id] * (block.stop - block.start), query[block].tolist(), page[block].tolist(),
-                    grade[block].tolist(), range(block.start, block.stop)),
-            )
+        bulk_insert(
+            VersionLabel._meta.db_table, columns,
+            zip([version_id] * (block.stop - block.start), query[block].tolist(), page[block].tolist(),
+                grade[block].tolist(), range(block.start, block.stop)),
+        )

@@ -114,6 +114,12 @@ TEMPLATES = [
 ]
 
 
+# The judging screen's statements are bound on the server and prepared on PostgreSQL
+# (lib/prepared.py). Off for a pooler that cannot carry prepared statements (PgBouncer
+# before 1.21, or without max_prepared_statements).
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
+
+
 def _database_from_env() -> dict:
     url = env_str("DATABASE_URL")
     if url:
@@ -143,7 +149,7 @@ def postgresql_options(config: dict) -> dict:
     # on the server (the judging screen's: lib/prepared.py; Django binds the others on the
     # client, which never prepares). Django turns preparing off unless asked; a pooler
     # that cannot carry prepared statements needs it off.
-    if env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    if DATABASE_PREPARED_STATEMENTS:
         options["prepare_threshold"] = 5
     return config
 
@@ -164,10 +170,6 @@ def sqlite_database(path: str) -> dict:
 
 
 DATABASES = {"default": _database_from_env()}
-# The judging screen's statements are bound on the server and prepared on PostgreSQL
-# (lib/prepared.py). Off for a pooler that cannot carry prepared statements (PgBouncer
-# before 1.21, or without max_prepared_statements).
-DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's database sessions, read by one hand-written statement (goldset/sessions.py).

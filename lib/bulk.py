@@ -5,6 +5,7 @@ judged against a plain COPY in bench/import_export.py). Elsewhere, executemany.
 Callers pass plain tuples and must run inside a transaction they own.
 """
 
+import functools
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -176,17 +177,8 @@ def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarra
             return np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, width)
     names = [f"c{column}" for column in range(width)]
     packed = " || ".join(f"int8send({name}::int8)" for name in names)
-    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
-
-    connection.ensure_connection()
-    # A server-side-binding cursor on Django's own connection (so inside the caller's
-    # transaction): Django's client-side cursors cannot ask for a binary result.
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(
-            f"SELECT string_agg({packed}, ''::bytea) FROM ({sql}) AS selected ({', '.join(names)})", params, binary=True,
-        )
-        data = cursor.fetchone()[0] or b""
-    return np.frombuffer(data, dtype=">i8").reshape(-1, width).astype(np.int64)
+    [(data,)] = select_binary(f"SELECT string_agg({packed}, ''::bytea) FROM ({sql}) AS selected ({', '.join(names)})", params)
+    return np.frombuffer(data or b"", dtype=">i8").reshape(-1, width).astype(np.int64)
 
 
 def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:
@@ -201,17 +193,30 @@ def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
-    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
-
     connection.ensure_connection()
-    # As in select_int_columns, a server-side-binding cursor on Django's own connection,
-    # here asking for binary results by default, and wrapped as Django wraps its own, so
-    # that the query is logged and counted like any other.
-    raw = psycopg.Cursor(connection.connection)
-    raw.format = psycopg.pq.Format.BINARY
+    # A server-side-binding cursor on Django's own connection (so inside the caller's
+    # transaction; Django's client-side cursors cannot ask for a binary result), wrapped as
+    # Django wraps its own, so that the query is logged and counted like any other.
+    raw = _binary_cursor_class()(connection.connection)
     with (connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+@functools.cache
+def _binary_cursor_class() -> type:
+    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
+
+    class BinaryCursor(psycopg.Cursor):
+        """Binary results, and never prepared (the connection prepares what a server-bound
+        cursor runs five times, lib/prepared.py): these are few large reads, whose planning
+        is nothing beside their transfer, and a statement run by name leaves Django's query
+        log no text."""
+
+        def execute(self, query, params=None, **kwargs):
+            return super().execute(query, params, binary=True, prepare=False)
+
+    return BinaryCursor
 
 
 @contextmanager

@@ -1,11 +1,12 @@
 """lib.bulk.copy_arrays_meanwhile writes what copy_arrays writes while the caller's body
-runs, and nothing when the body fails."""
+runs, and nothing when the body fails; select_binary and select_int_columns read through
+Django's query log, never as prepared statements."""
 
 import numpy as np
 import pytest
 from django.db import connection, transaction
 
-from lib.bulk import copy_arrays_meanwhile
+from lib.bulk import copy_arrays_meanwhile, select_binary, select_int_columns
 
 pytestmark = [
     pytest.mark.django_db,
@@ -42,3 +43,16 @@ def test_an_error_in_the_body_is_raised_as_it_is_and_writes_nothing(probe):
         with copy_arrays_meanwhile(probe, COLUMNS, {"n": np.arange(3, dtype=np.int64), "tag": b"xyz"}, 3):
             1 / 0
     assert stored() == []
+
+
+def test_binary_reads_are_logged_with_their_text_however_often_they_run():
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        for n in range(8):  # past psycopg's prepare_threshold of the connection
+            assert select_binary("SELECT %s::int8, '\\x0102'::bytea", [n]) == [(n, b"\x01\x02")]
+            assert select_int_columns("SELECT %s::int8, 7", 2, [n]).tolist() == [[n, 7]]
+    assert len(captured) == 16 and all(query["sql"] for query in captured.captured_queries)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%bytea%%'")
+        assert cursor.fetchone()[0] == 0
