@@ -8,6 +8,7 @@ network, and its error messages would tell open ports from closed ones. So, at s
   link-local (which holds the cloud metadata services), private, shared, multicast,
   reserved and unspecified addresses are refused, as are the metadata host names, unless
   an address falls in `allowed_networks` (a setting, for receivers inside the network);
+  link-local and metadata addresses are refused whatever that setting says;
 - the connection goes to the very address that was checked (no second lookup that a DNS
   rebinding could answer differently), with the URL's host name in Host and in TLS's SNI
   and certificate check;
@@ -106,6 +107,11 @@ def checked_address(url: str, allowed_networks: Sequence[str] = ()) -> tuple[str
     addresses = sorted({info[4][0].split("%")[0] for info in infos})
     for text in addresses:
         address = ipaddress.ip_address(text)
+        # No allowed network opens a link-local or metadata address: they answer with the
+        # machine's own credentials, and a range written for a local model server (say
+        # 169.254.0.0/16 on a host whose model listens there) must not reach them.
+        if address_kind(address) == "metadata":
+            raise OutboundRefused(f"{host} resolves to {address}, a link-local/metadata address no setting allows")
         if _is_refused(address) and not any(address in network for network in networks):
             raise OutboundRefused(f"{host} resolves to {address}, an internal address (allow it in ALERT_WEBHOOK_ALLOWED_NETWORKS)")
     return host, port, addresses[0]

@@ -1,4 +1,5 @@
-"""Which addresses the endpoint client may connect to, checked where aiohttp resolves them.
+"""Which addresses the endpoint client may connect to, checked where aiohttp resolves them
+and again on every connection.
 
 Endpoint URLs are typed by managers, so the worker must not become their way into the
 network behind it (lib/outbound.py says the same for webhooks). Every address a host
@@ -38,11 +39,29 @@ def refusal(shown: str, address: str, networks) -> str | None:
     """Why `address` (that `shown`, a URL or host, resolves to) is not queried, or None."""
     parsed = ipaddress.ip_address(address.split("%")[0])
     kind = outbound.address_kind(parsed)
+    where = f"{shown} resolves to {parsed}," if shown != address else f"{parsed} is"
     if kind == "metadata":
-        return f"{shown} resolves to {parsed}, a link-local/metadata address Goldset never queries"
+        return f"{where} a link-local/metadata address Goldset never queries"
     if kind == "internal" and not any(parsed in network for network in networks):
-        return f"{shown} resolves to {parsed}, an internal address; allow its network in RETRIEVAL_ALLOWED_NETWORKS"
+        return f"{where} an internal address; allow its network in RETRIEVAL_ALLOWED_NETWORKS"
     return None
+
+
+def checked_socket_factory(allowed_networks: Sequence[str] = ()):
+    """A socket factory for aiohttp's connector that checks the very address each
+    connection is about to open: the last word, after the resolver's, since aiohttp does
+    not ask the resolver for an IP literal (a URL rendered as http://127.0.0.1/ would
+    otherwise go where no check looked)."""
+    networks = networks_of(allowed_networks)
+
+    def open_checked(addr_info) -> socket.socket:
+        family, type_, proto, _, sockaddr = addr_info
+        reason = refusal(sockaddr[0], sockaddr[0], networks)
+        if reason:
+            raise AddressRefused(reason)
+        return socket.socket(family=family, type=type_, proto=proto)
+
+    return open_checked
 
 
 class CheckedResolver(AbstractResolver):

@@ -39,7 +39,7 @@ from lib import retrying
 from lib.retrying import retry_after_seconds
 
 from . import mapping
-from .addresses import CheckedResolver, check_url, refused_cause
+from .addresses import CheckedResolver, check_url, checked_socket_factory, refused_cause
 from .spec import ENV_PREFIX, EndpointSpec, MissingVariable, headers_shown, resolve_headers, spec_problems
 
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a search answer of k ids and scores is kilobytes
@@ -213,7 +213,9 @@ def _session(spec: EndpointSpec, allowed_networks: Sequence[str]) -> aiohttp.Cli
     # queries and no proxy from the environment (a proxy would connect where we did not check).
     # The endpoint's timeout is the session's total timeout (connect, send and the whole
     # answer): aiohttp times every request anyway, a second timer of our own cost as much.
-    connector = aiohttp.TCPConnector(limit=spec.max_in_flight, resolver=CheckedResolver(allowed_networks))
+    connector = aiohttp.TCPConnector(
+        limit=spec.max_in_flight, resolver=CheckedResolver(allowed_networks), socket_factory=checked_socket_factory(allowed_networks),
+    )
     return aiohttp.ClientSession(
         connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
         timeout=aiohttp.ClientTimeout(total=spec.timeout_seconds),

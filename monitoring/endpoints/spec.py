@@ -267,7 +267,24 @@ def _template_problems(spec: EndpointSpec) -> list[str]:
     return problems
 
 
+def _origin(url: str) -> str:
+    """The scheme, host and port of `url` as typed (everything before its path, query or
+    fragment), placeholders left in."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    return scheme + separator + re.split(r"[/?#]", rest, maxsplit=1)[0]
+
+
 def _url_problems(field_name: str, url: str) -> list[str]:
+    # A placeholder in the host would send each query where its own id or text names (the
+    # sample value checked here says nothing of the address a real query id gives), so
+    # placeholders belong in the path, the query string and the body, never in the origin.
+    if "{{" in _origin(url):
+        return [
+            f"{field_name}: placeholders may go in the path, the parameters and the body, not in the scheme, "
+            f"host or port ({_origin(url)!r}); name the host itself"
+        ]
     problem = outbound.url_problem(mapping.render_url(url, mapping.SAMPLE_VALUES), what="an endpoint URL")
     if problem:
         return [f"{field_name}: {problem}"]
