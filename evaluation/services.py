@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef
@@ -27,7 +28,7 @@ from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
 from lib.progress import Progress, no_progress
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
-from lib.run_formats import read_run
+from lib.run_formats import ExpansionLimit, read_run
 from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
 
 logger = logging.getLogger(__name__)
@@ -108,7 +109,8 @@ def run_import(
     problems = ProblemCollector()
     known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
     if data is not None:
-        entries = read_run(data, source_name, problems, fmt=fmt, known_query_ids=known_queries, progress=progress)
+        limit = ExpansionLimit(ratio=settings.RUN_MAX_EXPANSION_RATIO, ceiling_bytes=settings.RUN_MAX_EXPANDED_MB << 20)
+        entries = read_run(data, source_name, problems, fmt=fmt, known_query_ids=known_queries, progress=progress, limit=limit)
     elif lines is not None:
         entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
     else:

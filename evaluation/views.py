@@ -138,12 +138,14 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
                 else:
                     form.add_error(None, exc.message)
                 problems = exc.problems
+                status = exc.http_status if exc.http_status == 413 else 400
             else:
                 messages.success(request, f"Run {run.name!r} was uploaded: {run.entry_count} entries for {run.query_count} queries.")
                 if run.partial:
                     messages.warning(request, f"Run {run.name!r} {run.partial_note}.")
                 return redirect("run", slug=golden_set.slug, run_id=run.id)
-        status = 400
+        else:
+            status = 400
     report = runs_report(golden_set, show_archived=request.GET.get("archived") == "1")
     ctx = {"golden_set": golden_set, "report": report, "form": form, "problems": problems, "can_upload": can_upload}
     return render(request, "evaluation/runs.html", ctx, status=status)

@@ -73,6 +73,11 @@ MIDDLEWARE = [
 # The largest request body taken in, in MB (uploads of runs and qrels, API imports): a run of
 # 10,000 queries at depth 100 is about 40 MB. Over it, 413 before the body is read.
 MAX_REQUEST_MB = env_int("MAX_REQUEST_MB", 100)
+# What a compressed run (gzip, LZ4, parquet) may expand to once decompressed, in MB, and at
+# most RUN_MAX_EXPANSION_RATIO times its compressed size (past the first 8 MB): the request
+# cap counts compressed bytes, and a 19 KB LZ4 file can expand to 2 GB. Over either, 413.
+RUN_MAX_EXPANDED_MB = env_int("RUN_MAX_EXPANDED_MB", 1024)
+RUN_MAX_EXPANSION_RATIO = env_int("RUN_MAX_EXPANSION_RATIO", 100)
 
 # Content-Security-Policy (django-csp) on every response: scripts and style sheets come from
 # the app's own static files only (no inline script anywhere: the judging and adjudication

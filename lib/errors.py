@@ -42,6 +42,14 @@ class ConflictError(GoldsetError):
     http_status = 409
 
 
+class TooLargeError(GoldsetError):
+    """The input is past a size limit (what a compressed file expands to, a parquet file's
+    rows): 413. The message names the limit and the setting that raises it."""
+
+    code = "too_large"
+    http_status = 413
+
+
 class ForbiddenError(GoldsetError):
     """The action is not this person's to take (a pair that was not handed to them): 403.
     Sending it again unchanged gets the same answer."""

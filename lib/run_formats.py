@@ -14,6 +14,13 @@ The form is named (`fmt`) or found from the content by `detect_run_format`:
 | `lz4` | ranx's `Run.save("run.lz4")`: LZ4 frame around an LZ4 frame of CBOR `{q: {d: score}}` | LZ4 frame magic bytes |
 
 gzip of any text form is undone first, whatever `fmt` says (its magic bytes are checked).
+
+Compressed forms (gzip, LZ4, parquet) are held to an `ExpansionLimit`: what decompression
+produces is counted as it comes out and refused (TooLargeError, 413) past `ratio` times the
+compressed bytes read so far (a floor lets small files expand freely) or past `ceiling_bytes`
+whatever the ratio, so a 19 KB file cannot become 2 GB in the worker. A parquet file's rows
+are priced from its footer before any page is read, since its reader allocates every row
+the footer announces.
 MS MARCO ranks become scores as `score = -rank`, so trec_eval's order (score descending)
 is the rank order; a rank given twice for one query would be a tie and is refused.
 
@@ -29,12 +36,13 @@ import json
 import math
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
 import orjson
 
-from lib.errors import GoldsetError, ProblemCollector
+from lib.errors import GoldsetError, ProblemCollector, TooLargeError
 from lib.ids import id_problem
 from lib.runs import RunEntries, check_duplicates, read_trec_run
 
@@ -50,12 +58,38 @@ _HEAD = 64 * 1024
 _CHUNK = 1 << 20
 
 
+@dataclass(frozen=True)
+class ExpansionLimit:
+    """How far decompression may go: past `ratio` times the compressed bytes read (but for
+    the first `floor_bytes`) or past `ceiling_bytes`, reading stops with TooLargeError.
+    Real runs compress 3-20 times; 100 is Apache POI's default bound on zip entries."""
+
+    ratio: int = 100
+    floor_bytes: int = 8 << 20
+    ceiling_bytes: int = 1 << 30
+    setting: str = "RUN_MAX_EXPANDED_MB"  # named in the refusal, for whoever may raise the ceiling
+
+    def check(self, source: str, compressed: int, expanded: int) -> None:
+        if expanded > self.ceiling_bytes:
+            raise TooLargeError(
+                f"cannot import run {source}: it expands past {self.ceiling_bytes // (1 << 20):,} MB once decompressed "
+                f"(the limit, {self.setting}); nothing was stored", field="file",
+            )
+        if expanded > max(self.floor_bytes, self.ratio * compressed):
+            raise TooLargeError(
+                f"cannot import run {source}: it expands more than {self.ratio} times its compressed size "
+                f"({compressed:,} bytes to over {expanded:,}), the limit for compressed runs; nothing was stored", field="file",
+            )
+
+
 class _ChunkReader(io.RawIOBase):
-    """An iterable of bytes chunks as a readable raw stream (for io.BufferedReader)."""
+    """An iterable of bytes chunks as a readable raw stream (for io.BufferedReader);
+    `consumed` counts the bytes handed out."""
 
     def __init__(self, chunks: Iterable[bytes]):
         self._chunks: Iterator[bytes] = iter(chunks)
         self._pending = memoryview(b"")
+        self.consumed = 0
 
     def readable(self) -> bool:
         return True
@@ -69,16 +103,48 @@ class _ChunkReader(io.RawIOBase):
         count = min(len(buffer), len(self._pending))
         buffer[:count] = self._pending[:count]
         self._pending = self._pending[count:]
+        self.consumed += count
         return count
 
 
-def _buffered(data: BinaryIO | Iterable[bytes]) -> io.BufferedReader:
+class _CountingReader:
+    """What a decompressor reads from `inner`, counted (`consumed`): the compressed side of
+    the ratio, read by gzip 128 KB at a time, so a bomb stops within a few MB of its start."""
+
+    def __init__(self, inner: io.BufferedReader):
+        self._inner = inner
+        self.consumed = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size)
+        self.consumed += len(data)
+        return data
+
+
+class _ExpansionGuard(io.RawIOBase):
+    """A decompressing stream whose output is checked against an ExpansionLimit as it is read."""
+
+    def __init__(self, inner: BinaryIO, source: str, compressed: _CountingReader, limit: ExpansionLimit):
+        self._inner, self._source, self._compressed, self._limit = inner, source, compressed, limit
+        self.expanded = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self._inner.readinto(buffer)
+        self.expanded += count
+        self._limit.check(self._source, self._compressed.consumed, self.expanded)
+        return count
+
+
+def _chunk_reader(data: BinaryIO | Iterable[bytes]) -> _ChunkReader:
     if hasattr(data, "chunks"):  # a Django UploadedFile: its chunks() stream a temporary file or memory
         data = data.chunks(_CHUNK)
     elif hasattr(data, "read"):
         reader = data
         data = iter(lambda: reader.read(_CHUNK), b"")
-    return io.BufferedReader(_ChunkReader(data), _CHUNK)
+    return _ChunkReader(data)
 
 
 def _head(stream: io.BufferedReader) -> bytes:
@@ -114,18 +180,22 @@ def detect_run_format(head: bytes) -> str:
 def read_run(
     data: BinaryIO | Iterable[bytes], source: str, problems: ProblemCollector, *, fmt: str = "auto",
     known_query_ids: Collection[str] | None = None, progress: Callable[[Iterable, str], Iterable] | None = None,
+    limit: ExpansionLimit = ExpansionLimit(),
 ) -> RunEntries:
     """Read a run in any form of the module docstring, adding every fault to `problems`.
 
     Raises GoldsetError (field "format") for an unknown `fmt`, and for a file that cannot be
     read at all (bytes that are not UTF-8 naming the line, a broken gzip, parquet or LZ4
-    stream). `progress(lines, label)` wraps the lines of text forms, for a progress bar.
+    stream); TooLargeError for a compressed file past `limit`. `progress(lines, label)`
+    wraps the lines of text forms, for a progress bar.
     """
     if fmt not in RUN_FORMATS:
         raise GoldsetError(f"unknown run format {fmt!r}; choose one of {', '.join(RUN_FORMATS)}", field="format")
-    stream = _buffered(data)
+    raw = _chunk_reader(data)
+    stream = io.BufferedReader(raw, _CHUNK)
     if _head(stream).startswith(_GZIP_MAGIC):
-        stream = io.BufferedReader(gzip.GzipFile(fileobj=stream, mode="rb"), _CHUNK)
+        compressed = _CountingReader(stream)
+        stream = io.BufferedReader(_ExpansionGuard(gzip.GzipFile(fileobj=compressed, mode="rb"), source, compressed, limit), _CHUNK)
     try:
         if fmt == "auto":
             fmt = detect_run_format(_head(stream))
@@ -144,8 +214,8 @@ def read_run(
         if fmt in ("json", "beir"):
             return _read_json_object(content, source, problems, known_query_ids)
         if fmt == "lz4":
-            return _read_lz4(content, source, problems, known_query_ids)
-        return _read_parquet(content, source, problems, known_query_ids)
+            return _read_lz4(content, source, problems, known_query_ids, lambda expanded: limit.check(source, raw.consumed, expanded))
+        return _read_parquet(content, source, problems, known_query_ids, lambda expanded: limit.check(source, raw.consumed, expanded))
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise GoldsetError(f"cannot read run {source}: {exc}; nothing was stored", problems=[f"{source}: {exc}"], field="file") from exc
 
@@ -351,14 +421,34 @@ def _read_json_object(content: bytes, source: str, problems: ProblemCollector, k
     return _read_mapping(run, source, problems, known)
 
 
-def _read_lz4(content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None) -> RunEntries:
-    import cbor2
+def _lz4_decompress(content: bytes, check: Callable[[int], None]) -> bytes:
+    """An LZ4 frame's content, decompressed a chunk at a time so that `check(bytes so far)`
+    can stop a bomb before it is held whole."""
     import lz4.frame
 
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    parts, expanded = [], 0
+    pending = content
+    while not decompressor.eof:
+        part = decompressor.decompress(pending, max_length=_CHUNK)
+        pending = b""
+        if not part and decompressor.needs_input:
+            raise RuntimeError("the LZ4 frame ends early")
+        expanded += len(part)
+        check(expanded)
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _read_lz4(
+    content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None, check: Callable[[int], None],
+) -> RunEntries:
+    import cbor2
+
     try:
-        inner = lz4.frame.decompress(content)
+        inner = _lz4_decompress(content, check)
         if inner.startswith(_LZ4_FRAME_MAGIC):  # ranx compresses twice: a frame inside lz4.frame.open's frame
-            inner = lz4.frame.decompress(inner)
+            inner = _lz4_decompress(inner, check)
         run = cbor2.loads(inner)
     except (RuntimeError, ValueError, cbor2.CBORDecodeError) as exc:
         problems.add(f"{source}: not a ranx LZ4 run ({exc})")
@@ -366,18 +456,40 @@ def _read_lz4(content: bytes, source: str, problems: ProblemCollector, known: Co
     return _read_mapping(run, source, problems, known)
 
 
-def _read_parquet(content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None) -> RunEntries:
+# What a parquet row costs once read, per column: an 8-byte value or reference in pandas
+# and a Python object in the lists the records are made from.
+_PARQUET_ROW_COLUMN_BYTES = 40
+
+
+def _read_parquet(
+    content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None, check: Callable[[int], None],
+) -> RunEntries:
     import fastparquet
 
     try:
-        frame = fastparquet.ParquetFile(io.BytesIO(content)).to_pandas()
+        parquet = fastparquet.ParquetFile(io.BytesIO(content))
+        names = list(parquet.columns)
     except Exception as exc:  # fastparquet raises many kinds for a damaged file
         problems.add(f"{source}: not a parquet file ({exc})")
         return _collect((), source, problems, known, lambda n: source)
-    query_column = next((name for name in ("q_id", "query_id") if name in frame.columns), None)
-    missing = [name for name, present in (("q_id or query_id", query_column), ("doc_id", "doc_id" in frame.columns), ("score", "score" in frame.columns)) if not present]
+    query_column = next((name for name in ("q_id", "query_id") if name in names), None)
+    missing = [name for name, present in (("q_id or query_id", query_column), ("doc_id", "doc_id" in names), ("score", "score" in names)) if not present]
     if missing:
-        problems.add(f"{source}: the parquet file has no column {', '.join(missing)} (it has {', '.join(map(str, frame.columns))})")
+        shown = ", ".join(map(str, names[:20])) + (f" and {len(names) - 20:,} more" if len(names) > 20 else "")
+        problems.add(f"{source}: the parquet file has no column {', '.join(missing)} (it has {shown})")
+        return _collect((), source, problems, known, lambda n: source)
+    wanted = [query_column, "doc_id", "score"]
+    # Priced from the footer before a page is read: the reader allocates every row the
+    # footer announces, and pages may expand (dictionaries, run lengths) far past their bytes.
+    uncompressed = sum(
+        column.meta_data.total_uncompressed_size
+        for group in parquet.row_groups for column in group.columns if column.meta_data.path_in_schema[0] in wanted
+    )
+    check(uncompressed + parquet.count() * len(wanted) * _PARQUET_ROW_COLUMN_BYTES)
+    try:
+        frame = parquet.to_pandas(columns=wanted)
+    except Exception as exc:  # fastparquet raises many kinds for a damaged file
+        problems.add(f"{source}: not a parquet file ({exc})")
         return _collect((), source, problems, known, lambda n: source)
     columns = [_column_values(frame[query_column]), _column_values(frame["doc_id"]), frame["score"].tolist()]
     records = zip(range(1, len(frame) + 1), *columns)
