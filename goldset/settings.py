@@ -252,14 +252,17 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # left undone. The evaluation sweeper runs often (a pass is two queries and a ping of the
 # workers) because it is what brings back an evaluation whose worker died: within one
 # interval, against the hour of CELERY_BROKER_VISIBILITY_TIMEOUT.
+# The job sweepers send a job whose message the broker refused (enqueued_at left empty) at
+# their next pass: within a minute of a broker's return.
+JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     "sweep-missing-evaluations": {
         "task": "evaluation.tasks.sweep_missing_evaluations_task",
         "schedule": env_int("EVALUATION_SWEEP_SECONDS", 30),
     },
-    "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": 300},
-    "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": 300},
-    "sweep-judge-jobs": {"task": "labeling.tasks.sweep_judge_jobs_task", "schedule": 300},
+    "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": JOB_SWEEP_SECONDS},
+    "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": JOB_SWEEP_SECONDS},
+    "sweep-judge-jobs": {"task": "labeling.tasks.sweep_judge_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
     # due (their cron lines are per endpoint) and sends again what a dead worker left.
     "monitoring-tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": env_int("MONITORING_TICK_SECONDS", 60)},
@@ -381,11 +384,12 @@ PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR")
 
 # What the web servers cache (a version found intact, the judging counts, the API's rate
 # limits) must be the same for all of them: in Redis when CACHE_URL is set, else in the
-# process's memory (one process, the embedded default).
+# process's memory (one process, the embedded default). While Redis is away each process
+# caches in its own memory (goldset.cache), so an outage never answers 500.
 CACHE_URL = env_str("CACHE_URL")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "goldset"}
+        {"BACKEND": "goldset.cache.FailoverRedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "goldset"}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     ),

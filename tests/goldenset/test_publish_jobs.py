@@ -200,11 +200,33 @@ def test_a_job_is_sent_only_when_the_request_commits(golden_set, monkeypatch):
     monkeypatch.setattr("goldenset.tasks.publish_job_task.delay", sent.append)
     with TestCase.captureOnCommitCallbacks(execute=False) as callbacks:
         job = version_publish_request(golden_set=golden_set, user=None, note="", job_task=publish_job_task)
-    assert sent == [] and len(callbacks) == 2
+    assert sent == [] and len(callbacks) == 1
     for callback in callbacks:
         callback()
     job.refresh_from_db()
     assert sent == [job.pk] and job.enqueued_at is not None and job.status == PublishJob.Status.QUEUED
+
+
+def test_a_job_the_broker_refused_is_sent_by_the_next_sweep_not_ten_minutes_later(golden_set, monkeypatch):
+    """Hardening #31 item 2: a publish confirmed while Redis was away ran 13 minutes after it
+    came back, because enqueued_at was written before a send that failed."""
+    from kombu.exceptions import OperationalError
+
+    def refuse(job_id):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr("goldenset.tasks.publish_job_task.delay", refuse)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        job = version_publish_request(golden_set=golden_set, user=None, note="", job_task=publish_job_task)
+    job.refresh_from_db()
+    assert job.enqueued_at is None and job.status == PublishJob.Status.QUEUED
+    assert publish_jobs_sweep(job_task=publish_job_task) == (0, 0)  # still away: nothing counted as sent
+    sent = []
+    monkeypatch.setattr("goldenset.tasks.publish_job_task.delay", sent.append)
+    assert publish_jobs_sweep(job_task=publish_job_task) == (1, 0)  # the broker is back: the very next pass
+    job.refresh_from_db()
+    assert sent == [job.pk] and job.enqueued_at is not None
+    assert settings.CELERY_BEAT_SCHEDULE["sweep-publish-jobs"]["schedule"] <= 60
 
 
 def test_a_job_delivered_twice_publishes_once(golden_set, monkeypatch):

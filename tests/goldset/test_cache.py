@@ -40,7 +40,7 @@ def redis_url() -> str:
 
 
 def test_with_cache_url_the_settings_pick_redis(redis_url):
-    assert in_fresh_process(BACKEND, CACHE_URL=redis_url) == "django.core.cache.backends.redis.RedisCache"
+    assert in_fresh_process(BACKEND, CACHE_URL=redis_url) == "goldset.cache.FailoverRedisCache"
 
 
 def test_what_one_process_caches_another_reads(redis_url):
