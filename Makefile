@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
 
-.PHONY: setup warm run test clean-db
+.PHONY: setup warm run test test-fast lint clean-db
 
 # Reinstall only when a requirements file changed, so `make test` starts fast.
 # requirements-dev.txt installs the client (clients/python) too: its pyproject names the `goldset` command.
@@ -37,6 +37,16 @@ run: warm
 test: warm
 	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored).
 	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: the suite on two processes (pytest-xdist), without the browser tests and the
+# tests that start real Celery workers (marked browser and worker); `make test` runs them all.
+test-fast: warm
+	$(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
+
+# The linter and formatter (ruff.toml), as .ci/run checks them.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 clean-db:
 	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm
