@@ -1,6 +1,6 @@
 """How far a run's scores can be trusted: pure numpy, no Django.
 
-Unjudged pages count as non-relevant (DESIGN.md), so a score is only as good as the labels
+Unjudged pages count as non-relevant (SEMANTICS.md), so a score is only as good as the labels
 under the run's top k. Two figures say how good that is:
 
 - Judged@k (`judged_at_k`): the share of a run's top k that has a label. It is

@@ -13,7 +13,7 @@ from Python dicts would cost more still, about 1.5 s per million run entries.
 The run's entries are handed over already in trec_eval order (lib.runs), so nothing
 downstream can reorder tied scores: an entry's rank is its place in its query's rows.
 
-Semantics (DESIGN.md, "Semantics that must hold everywhere"):
+Semantics (SEMANTICS.md, "Scores"):
 
 - Binary metrics count a page relevant when its grade >= the relevance threshold; nDCG uses
   the grades as gains whatever the threshold (negative grades give 0), as trec_eval does

@@ -31,7 +31,7 @@ from django.utils.functional import SimpleLazyObject, empty
 CONTEXT_FIELDS = ("request_id", "user", "golden_set", "version", "run", "version_id", "night", "job", "alert", "task")
 # URL keyword -> log field, for the routes' own names (goldset/urls.py and the apps' urls).
 URL_FIELDS = {"slug": "golden_set", "number": "version", "run_id": "run", "night_id": "night"}
-# Task argument -> log field (tasks take ids, STYLE.md).
+# Task argument -> log field (tasks take ids, never model objects).
 TASK_FIELDS = {"run_id": "run", "version_id": "version_id", "night_id": "night", "job_id": "job", "alert_id": "alert"}
 # A client's request id is kept only when it cannot forge a line or bloat one.
 SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")

@@ -1,1 +1,1 @@
-"""Floor 4: pools, judging queues, agreement and adjudication (see DESIGN.md)."""
+"""Floor 4: pools, judging queues, agreement and adjudication (see ARCHITECTURE.md)."""

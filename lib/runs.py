@@ -14,7 +14,7 @@ Choices that follow trec_eval 10 (get_trec_results.c, form_res_rels.c):
   str by code point, which for UTF-8 text is the same order as comparing the bytes.
 - A line has exactly six columns. trec_eval ignores text after the sixth (its own test file
   `results.trunc` carries such junk), but that is also how `q1 Q0 has space 2 8.5 sys`
-  would be stored as doc `has`: an id with whitespace is refused (DESIGN.md), so a line of
+  would be stored as doc `has`: an id with whitespace is refused (SEMANTICS.md), so a line of
   seven or more columns is refused, naming it. `RunEntries.extra_column_lines` stays in
   the shape (and on stored runs from before) and is 0 for every run read now.
 - The first line holding data may be a header (`query_id Q0 doc_id rank score tag`,

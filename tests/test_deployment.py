@@ -384,7 +384,7 @@ def test_production_settings_refuse_to_start_without_a_database_url():
 
 @pytest.mark.parametrize("env", [{"SQLITE_PATH": "/tmp/goldset-settings.sqlite3"}, {"DATABASE_URL": "sqlite:////tmp/goldset-settings.sqlite3"}])
 def test_a_sqlite_database_always_gets_wal_and_immediate_transactions(env):
-    """The queue relies on them (DESIGN.md): the embedded default and a SQLite file named by URL alike."""
+    """The queue relies on them (SEMANTICS.md, "Judging"): the embedded default and a SQLite file named by URL alike."""
     script = "from django.conf import settings; import json; print(json.dumps(settings.DATABASES['default']))"
     result = run_manage("shell", "-c", script, **{SETTINGS_SELECTOR: "goldset.settings", **env})
     assert result.returncode == 0, result.stderr

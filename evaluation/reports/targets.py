@@ -1,9 +1,9 @@
-"""The seed's targets for a retrieval funnel and the diagnosis they give: which stage to fix
+"""The targets of a retrieval funnel and the diagnosis they give: which stage to fix
 first. Pure: recalls (fractions) and a rerank loss (points) in, advice out; no database."""
 
 from dataclasses import dataclass
 
-# The seed's decision table (seeds/recall-at-k.txt, "Numbers worth knowing").
+# The funnel's decision table (SEMANTICS.md, "The funnel's targets").
 FIRST_STAGE_TARGET = 0.90  # recall@k_first to reach before investing in reranking or prompts
 FIRST_STAGE_FLOOR = 0.85  # under this, fix the first stage
 FINAL_TARGET = 0.80  # recall@k_final, what the prompt sees

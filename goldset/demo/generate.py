@@ -2,7 +2,7 @@
 imported grades and the annotation rounds after them (no database: goldset.demo.services
 loads them).
 
-It tells the story of seeds/recall-at-k.txt: the engineering wiki of a made-up parcel
+It tells the story of SEMANTICS.md's incident: the engineering wiki of a made-up parcel
 company, Larkspur Logistics, with about 3,000 pages in five languages and six doc
 types written over two years, and a burst of new runbooks in the last 30 days. The
 support team's spreadsheet (version 1) predates those runbooks, so questions about

@@ -1,5 +1,5 @@
 """A real search engine over the demo wiki, so that Goldset can be pointed at a live system
-that replays the seed's incident (seeds/recall-at-k.txt, "When it goes wrong"): answers
+that replays a typical incident (SEMANTICS.md, "The funnel's targets"): answers
 about recently added runbooks were "not found" because two of six shards were not
 refreshed after incremental indexing.
 

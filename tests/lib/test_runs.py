@@ -40,7 +40,7 @@ def test_it_reads_the_six_columns_of_a_run_line():
 
 def test_it_refuses_a_line_with_text_after_the_run_tag_naming_it():
     # trec_eval ignores everything after the sixth column, which stored `has space` as doc
-    # `has`: an id with whitespace is refused (DESIGN.md), so the seventh column is too.
+    # `has`: an id with whitespace is refused (SEMANTICS.md), so the seventh column is too.
     entries, problems = read("q1 Q0 d1 1 1.0 t\nq1 Q0 has space 2 8.5 sys\n")
     assert problems == [
         "f:2: expected 6 columns 'query_id Q0 doc_id rank score tag', found 7 (an id cannot hold whitespace): "

@@ -1,5 +1,5 @@
 """A judging task goes to one annotator at a time on the embedded SQLite default too
-(DESIGN.md): six annotators race through a pool in a process of its own on a SQLite file
+(SEMANTICS.md, "Judging"): six annotators race through a pool in a process of its own on a SQLite file
 (tests/labeling/judging/sqlite_race.py), whatever database the suite itself runs on."""
 
 import json
