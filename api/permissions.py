@@ -44,6 +44,13 @@ class HasApiAccess(BasePermission):
         return True
 
 
+def manages(request, golden_set: GoldenSet) -> bool:
+    """Whether the caller holds the set's manager role (or is staff): what the pages ask
+    before showing an endpoint's request or a set's settings. A read token of a manager
+    counts, as the manager's own session does on the pages."""
+    return request.user.is_staff or bool(user_roles(request.user, golden_set) & set(WRITE_ROLES))
+
+
 def api_golden_set(request, slug: str, *, write: bool = False) -> GoldenSet:
     """The golden set `slug` if the request may read it (or, with `write`, change it).
 

@@ -266,7 +266,8 @@ class HeaderSerializer(serializers.Serializer):
 
 class EndpointOutputSerializer(serializers.Serializer):
     """A live endpoint as registered, without secrets: header values are shown as typed
-    (`Bearer ${SEARCH_TOKEN}`), never resolved. Reads the attributes that
+    (`Bearer ${SEARCH_TOKEN}`), never resolved; the request itself (REQUEST_FIELDS) only
+    with `shows_request` in the context, for the set's managers. Reads the attributes that
     api.selectors.endpoints_with_nights sets (last_night, running, next_run_at, next_probe_at).
     Needs `slug` in the serializer's context."""
 
@@ -274,16 +275,20 @@ class EndpointOutputSerializer(serializers.Serializer):
     system = serializers.CharField()
     stage = serializers.ChoiceField(choices=Endpoint.Stage.choices)
     preset = serializers.ChoiceField(choices=Endpoint.Preset.choices)
-    url = serializers.CharField()
-    method = serializers.CharField()
-    body_template = serializers.CharField(allow_blank=True, help_text="holds {{query}}, {{query_id}} and {{k}}")
-    params_template = serializers.CharField(allow_blank=True)
+    url = serializers.CharField(allow_null=True, help_text="null unless the caller manages the set (as on the pages)")
+    method = serializers.CharField(allow_null=True, help_text="null unless the caller manages the set")
+    body_template = serializers.CharField(
+        allow_blank=True, allow_null=True, help_text="holds {{query}}, {{query_id}} and {{k}}; null unless the caller manages the set",
+    )
+    params_template = serializers.CharField(allow_blank=True, allow_null=True, help_text="null unless the caller manages the set")
     headers = serializers.SerializerMethodField()
     hits_path = serializers.CharField(allow_blank=True, help_text="dotted path to the hits in an answer")
     doc_id_path = serializers.CharField(allow_blank=True, help_text="in a hit, the doc id")
     score_path = serializers.CharField(allow_blank=True, help_text="in a hit, the score")
     index_size_path = serializers.CharField(allow_blank=True, help_text="in an answer, the documents searched")
-    count_url = serializers.CharField(allow_blank=True, help_text="a GET URL answering the index size")
+    count_url = serializers.CharField(
+        allow_blank=True, allow_null=True, help_text="a GET URL answering the index size; null unless the caller manages the set",
+    )
     count_path = serializers.CharField(allow_blank=True)
     timeout_seconds = serializers.FloatField()
     retries = serializers.IntegerField()
@@ -299,6 +304,16 @@ class EndpointOutputSerializer(serializers.Serializer):
     next_run_at = serializers.DateTimeField(allow_null=True, help_text="the next scheduled night; null when disabled")
     next_probe_at = serializers.DateTimeField(allow_null=True, help_text="the next canary probe; null when disabled or reranked")
 
-    @extend_schema_field(HeaderSerializer(many=True))
+    @extend_schema_field(HeaderSerializer(many=True, allow_null=True))
     def get_headers(self, endpoint: Endpoint) -> list[dict]:
         return [{"name": str(name), "value": str(value)} for name, value in endpoint.headers]
+
+    # How the endpoint is asked: what the monitoring pages show the set's managers only
+    # (an adjudicator sees the nights, not where and with what they are sent).
+    REQUEST_FIELDS = ("url", "method", "body_template", "params_template", "headers", "count_url")
+
+    def to_representation(self, endpoint: Endpoint) -> dict:
+        data = super().to_representation(endpoint)
+        if not self.context.get("shows_request", False):
+            data.update(dict.fromkeys(self.REQUEST_FIELDS))
+        return data

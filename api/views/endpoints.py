@@ -1,7 +1,9 @@
 """A golden set's live endpoints: list, one endpoint, its canary probes, run now and poll a night.
 
 Endpoints are shown as registered and never with a secret: header values keep the
-`${ENV_VAR}` they were typed with, resolved only by the worker at send time. "Run now"
+`${ENV_VAR}` they were typed with, resolved only by the worker at send time. How an
+endpoint is asked (URL, method, body, parameters, headers, count URL) is shown to the
+set's managers only, as on the pages; other readers get null there. "Run now"
 (write scope, manager) makes a night and answers 202 at once; the night runs in a worker
 and is polled at the URL the answer gives.
 """
@@ -14,7 +16,7 @@ from rest_framework.views import APIView
 
 from api.converters import EndpointNameConverter
 from api.pagination import PaginatedMixin
-from api.permissions import api_golden_set
+from api.permissions import api_golden_set, manages
 from api.selectors import endpoint_get, endpoint_night_get, endpoints_with_nights, probe_history
 from api.serializers import EndpointOutputSerializer, NightlyRunSerializer, validated
 from monitoring.models import Endpoint, NightlyRun
@@ -35,7 +37,7 @@ class EndpointListApi(PaginatedMixin, APIView):
     def get(self, request, slug: str):
         golden_set = api_golden_set(request, slug)
         endpoints = Endpoint.objects.filter(golden_set=golden_set).select_related("series").order_by("name", "id")
-        context = {"slug": golden_set.slug}
+        context = {"slug": golden_set.slug, "shows_request": manages(request, golden_set)}
         return self.paginated(endpoints, lambda page: EndpointOutputSerializer(
             endpoints_with_nights(page, now=timezone.now()), many=True, context=context,
         ).data)
@@ -48,7 +50,8 @@ class EndpointDetailApi(APIView):
     def get(self, request, slug: str, endpoint: str):
         golden_set = api_golden_set(request, slug)
         [found] = endpoints_with_nights([endpoint_get(golden_set, endpoint)], now=timezone.now())
-        return Response(EndpointOutputSerializer(found, context={"slug": golden_set.slug}).data)
+        context = {"slug": golden_set.slug, "shows_request": manages(request, golden_set)}
+        return Response(EndpointOutputSerializer(found, context=context).data)
 
 
 @extend_schema_serializer(component_name="Probe")

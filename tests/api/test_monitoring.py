@@ -318,6 +318,18 @@ def test_an_endpoint_is_shown_as_registered_with_its_last_night_and_next_run(rea
     assert reader.get(BASE + "endpoints/").json()["results"] == [body]
 
 
+def test_an_adjudicator_reads_an_endpoint_without_its_request_as_the_pages_show_it(token, adjudicator, nights, answering):
+    """Hardening #31 item 8: adjudicators read URLs, headers and bodies through the API while
+    the monitoring pages, managers' only for an endpoint's request, hide them."""
+    client = client_for(token("read", owner=adjudicator))
+    body = client.get(BASE + "endpoints/bm25/").json()
+    hidden = ("url", "method", "body_template", "params_template", "headers", "count_url")
+    assert {name: body[name] for name in hidden} == dict.fromkeys(hidden)
+    assert (body["name"], body["system"], body["last_night"]["id"]) == ("bm25", "bm25", nights[1].pk)  # the nights stay
+    assert client.get(BASE + "endpoints/").json()["results"] == [body]
+    assert answering["url"].encode() not in client.get(BASE + "endpoints/").content
+
+
 def test_no_answer_holds_a_secret_from_the_environment(reader, nights, probed, writer, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         answers = [writer.post(BASE + "endpoints/bm25/runs/")] + [
