@@ -21,9 +21,9 @@ workers, Celery workers in other containers, beat) and a scrape reaches one of t
   in the same way: they cover the tasks this process ran (in-process tasks, the embedded
   default); a worker's are in the database figures above.
 
-Who may read it: a request from METRICS_ALLOWED_NETWORKS (loopback by default, where a
-sidecar or the host's Prometheus scrapes), or one carrying `Authorization: Bearer
-<METRICS_TOKEN>` when a token is set. Anything else is 403. Behind a reverse proxy the
+Who may read it: a request from METRICS_ALLOWED_NETWORKS (loopback on the embedded
+default; none in production, where a proxy on the same host makes every request loopback's),
+or one carrying `Authorization: Bearer <METRICS_TOKEN>` when a token is set. Anything else is 403. Behind a reverse proxy the
 address seen is the proxy's: use the token there.
 """
 

@@ -4,6 +4,8 @@ Refuses to start without a real SECRET_KEY and a DATABASE_URL; passes
 `manage.py check --deploy` (a test runs it).
 """
 
+import os
+
 from django.core.exceptions import ImproperlyConfigured
 
 from goldset.env import env_bool, env_int, env_str
@@ -26,6 +28,11 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
+# /metrics needs METRICS_TOKEN unless networks are named: behind a reverse proxy on the
+# same host every request comes from loopback, so the embedded default's loopback would
+# make the metrics public.
+if "METRICS_ALLOWED_NETWORKS" not in os.environ:
+    METRICS_ALLOWED_NETWORKS = []
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 STORAGES = {

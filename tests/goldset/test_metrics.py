@@ -175,3 +175,16 @@ def test_with_a_multiprocess_folder_metrics_sum_the_requests_of_every_gunicorn_w
     assert value(samples, "goldset_request_duration_seconds_count", view="healthz", method="GET", status="200") == sent
     assert len(workers) >= 2, f"the requests reached one worker only ({workers}): the sum proves nothing"
     assert value(samples, "goldset_database_up") == 0  # this database has no tables: said, not a 500
+
+
+def test_production_settings_require_the_token_unless_networks_are_named():
+    """Hardening #31 item 10: /metrics was open to loopback, so public behind a reverse proxy
+    on the same host."""
+    from tests.goldset.test_cache import in_fresh_process
+
+    script = "from django.conf import settings; print(settings.METRICS_ALLOWED_NETWORKS)"
+    production = {"DJANGO_SETTINGS_MODULE": "goldset.settings_production", "SECRET_KEY": "k" * 64,
+                  "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/goldset"}
+    assert in_fresh_process(script, **production) == "[]"
+    assert in_fresh_process(script, **production, METRICS_ALLOWED_NETWORKS="10.1.0.0/16") == "['10.1.0.0/16']"
+    assert in_fresh_process(script) == "['127.0.0.0/8', '::1/128']"  # the embedded default, on a laptop
