@@ -309,6 +309,9 @@ REST_FRAMEWORK = {
         "user": env_str("API_USER_RATE", "1200/minute"),
     },
 }
+# Unknown Bearer tokens one address may present before its Bearer requests answer 429 for
+# the rest of the window (api.authentication.UnknownTokenLimit).
+API_TOKEN_GUESS_RATE = env_str("API_TOKEN_GUESS_RATE", "20/minute")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Goldset API",
     "DESCRIPTION": (

@@ -60,6 +60,9 @@ EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # The fuzzing and load tests send thousands of API requests a minute: the throttle's own
 # test sets the deployment's rates back (tests/hardening/test_throttling.py).
 REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"anon": "100000/minute", "user": "100000/minute"}}  # noqa: F405
+# The permission and fuzzing tests present unknown tokens by the hundred from one address;
+# the guessing limit's own test sets the deployment's rate back.
+API_TOKEN_GUESS_RATE = "100000/minute"
 # The alert tests' webhook receivers are real servers on 127.0.0.1, allowed as a deployment
 # would allow its own internal receiver; the SSRF tests take the allowance away.
 ALERT_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]

@@ -5,8 +5,10 @@ import io
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -172,3 +174,20 @@ def test_the_admin_lists_and_revokes_tokens_but_never_makes_them(client, make_us
     assert client.get("/admin/api/apitoken/add/").status_code == 403
     client.post("/admin/api/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
     assert ApiToken.objects.get().revoked_at is not None
+
+
+@override_settings(API_TOKEN_GUESS_RATE="5/minute")
+def test_guessing_tokens_from_one_address_is_answered_429_after_a_handful(token, golden_set, version):
+    """Hardening #31 item 10: API token guessing was not rate-limited."""
+    cache.clear()
+    good = token("read", golden_set)
+    url = reverse("api_golden_set", kwargs={"slug": SLUG})
+    guesser = client_for("gs_" + "x" * 40)
+    assert [guesser.get(url, REMOTE_ADDR="10.9.9.9").status_code for _ in range(5)] == [401] * 5
+    refused = guesser.get(url, REMOTE_ADDR="10.9.9.9")
+    assert refused.status_code == 429 and refused["Retry-After"] == "60"
+    assert_error(refused, 429)
+    assert client_for(good).get(url, REMOTE_ADDR="10.9.9.9").status_code == 429  # the window is closed to that address
+    assert client_for(good).get(url, REMOTE_ADDR="10.9.9.10").status_code == 200  # not to others
+    assert guesser.get(url, REMOTE_ADDR="10.9.9.10").status_code == 401
+    cache.clear()
