@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
 
-.PHONY: setup warm run test test-fast lint clean-db
+.PHONY: setup warm run test test-fast test-sqlite lint clean-db
 
 # Reinstall only when a requirements file changed, so `make test` starts fast.
 # requirements-dev.txt installs the client (clients/python) too: its pyproject names the `goldset` command.
@@ -42,6 +42,12 @@ test: warm
 # tests that start real Celery workers (marked browser and worker); `make test` runs them all.
 test-fast: warm
 	$(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
+
+# The suite on the embedded default (SQLite, tasks in-process), as `make run` serves it: every
+# test but the browser's and those that start Celery workers (they need PostgreSQL), on two
+# processes. .ci/run runs it after `make test`.
+test-sqlite: warm
+	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
 
 # The linter and formatter (ruff.toml), as .ci/run checks them.
 lint: setup

@@ -30,21 +30,24 @@ def _answers(url: str, default_port: int) -> bool:
         return False
 
 
-POSTGRES_AVAILABLE = _answers(TEST_DATABASE_URL, 5432)
+# TEST_DATABASE_URL=sqlite asks for the embedded default on purpose (make test-sqlite, the
+# second leg of .ci/run): SQLite is then chosen, not fallen back to.
+ON_SQLITE = TEST_DATABASE_URL == "sqlite"
+POSTGRES_AVAILABLE = not ON_SQLITE and _answers(TEST_DATABASE_URL, 5432)
 REDIS_AVAILABLE = _answers(TEST_REDIS_URL, 6379)
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 if POSTGRES_AVAILABLE:
     DATABASES = {"default": postgresql_options(dj_database_url.parse(TEST_DATABASE_URL))}
 else:
-    if IN_CI:
+    if IN_CI and not ON_SQLITE:
         raise ImproperlyConfigured(f"CI=true but PostgreSQL does not answer at {TEST_DATABASE_URL}")
     DATABASES = {"default": sqlite_database(os.path.join(tempfile.gettempdir(), "goldset-test.sqlite3"))}
 if IN_CI and not REDIS_AVAILABLE:
     raise ImproperlyConfigured(f"CI=true but Redis does not answer at {TEST_REDIS_URL}")
 
 SERVICES_LINE = (
-    f"services: database {'PostgreSQL ' + TEST_DATABASE_URL if POSTGRES_AVAILABLE else 'SQLite (PostgreSQL not answering: fallback)'}; "
+    f"services: database {'PostgreSQL ' + TEST_DATABASE_URL if POSTGRES_AVAILABLE else 'SQLite (the embedded default, as asked)' if ON_SQLITE else 'SQLite (PostgreSQL not answering: fallback)'}; "
     f"task broker {'Redis ' + TEST_REDIS_URL if REDIS_AVAILABLE else 'none (Redis not answering: tasks run in-process)'}"
 )
 

@@ -190,7 +190,11 @@ def test_publish_polls_a_queued_job_until_its_worker_is_done(client, golden_set,
     from goldenset.publishing import publish_job_run
 
     class Nowhere:
-        def delay_on_commit(self, job_id):
+        """A publish task whose messages go nowhere (sent on commit by job_send_on_commit)."""
+
+        name = "nowhere"
+
+        def delay(self, job_id):
             pass
 
     monkeypatch.setattr(version_views, "publish_job_task", Nowhere())
@@ -226,7 +230,11 @@ def test_publish_gives_up_waiting_after_the_timeout_and_names_the_job_to_follow(
     from api.views import versions as version_views
 
     class Nowhere:
-        def delay_on_commit(self, job_id):
+        """A publish task whose messages go nowhere (sent on commit by job_send_on_commit)."""
+
+        name = "nowhere"
+
+        def delay(self, job_id):
             pass
 
     monkeypatch.setattr(version_views, "publish_job_task", Nowhere())
