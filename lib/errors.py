@@ -1,6 +1,14 @@
 """The one application error type, shared by services, commands and the API."""
 
 
+def _encodable(text: str) -> str:
+    """`text` with any lone surrogate written as its escape (\\ud800): a message quoting a
+    refused id read from JSON must still encode as UTF-8 when it is answered."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class GoldsetError(Exception):
     """Bad input or a forbidden action, with a message a person can act on.
 
@@ -15,9 +23,10 @@ class GoldsetError(Exception):
     http_status = 422
 
     def __init__(self, message: str, *, problems: list[str] | None = None, field: str | None = None):
+        message = _encodable(message)
         super().__init__(message)
         self.message = message
-        self.problems = problems or []
+        self.problems = [_encodable(problem) for problem in problems or []]
         self.field = field
 
     def __str__(self) -> str:

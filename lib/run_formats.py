@@ -166,7 +166,7 @@ def detect_run_format(head: bytes) -> str:
         if stripped.startswith("{"):
             try:
                 record = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past Python's stack: reported by the reader
                 record = None
             if isinstance(record, dict) and ("query_id" in record or "doc_id" in record):
                 return "jsonl"
