@@ -60,6 +60,22 @@ class Cron:
             day -= timedelta(days=1)
         return None
 
+    def shortest_gap(self, start: datetime, *, fires: int = 400) -> timedelta | None:
+        """The shortest time between two of the next `fires` fire times after `start`, or
+        None when it fires at most once in SEARCH_DAYS."""
+        shortest = None
+        previous = self.next_fire(start)
+        for _ in range(fires):
+            following = self.next_fire(previous) if previous else None
+            if following is None:
+                break
+            gap = following - previous
+            shortest = gap if shortest is None else min(shortest, gap)
+            if shortest <= timedelta(minutes=1):
+                break  # no gap is shorter than a minute
+            previous = following
+        return shortest
+
     def next_fire(self, moment: datetime) -> datetime | None:
         """The first fire time strictly after `moment`, None if none in SEARCH_DAYS."""
         start = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)

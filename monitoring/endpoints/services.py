@@ -8,6 +8,7 @@ its nightly runs join.
 
 import re
 from dataclasses import fields
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -27,6 +28,9 @@ RESERVED_NAMES = frozenset({"add"})
 SPEC_FIELDS = tuple(f.name for f in fields(EndpointSpec))
 # What else a manager may change after registering it.
 SETTING_FIELDS = ("system", "run_schedule", "probe_schedule", "enabled")
+# A nightly run asks every query of the version (ten thousand requests, minutes of a
+# worker): more often than this it would be load on the endpoint, not monitoring.
+MIN_RUN_INTERVAL = timedelta(hours=1)
 
 
 def endpoint_spec(endpoint: Endpoint) -> EndpointSpec:
@@ -64,9 +68,16 @@ def _check(values: dict) -> None:
     problems += spec_problems(spec, env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX)
     for field in ("run_schedule", "probe_schedule"):
         try:
-            cron_parse(values[field])
+            cron = cron_parse(values[field])
         except CronError as exc:
             problems.append(f"{field}: {exc}")
+            continue
+        gap = cron.shortest_gap(datetime(2026, 1, 1, tzinfo=UTC)) if field == "run_schedule" else None
+        if gap is not None and gap < MIN_RUN_INTERVAL:
+            problems.append(
+                f"run_schedule: {cron.line!r} runs every {int(gap.total_seconds() // 60)} minute(s); a nightly run asks every "
+                f"query of the version, so it may run at most once an hour (say '0 2 * * *')"
+            )
     if problems:
         first_field = problems[0].split(":", 1)[0].strip()
         raise GoldsetError(

@@ -36,6 +36,23 @@ def test_endpoint_add_refuses_a_literal_secret_and_a_bad_cron_line_naming_the_fi
     assert not Endpoint.objects.filter(name="x").exists()
 
 
+@pytest.mark.parametrize(("schedule", "every"), [("* * * * *", 1), ("*/30 * * * *", 30), ("0,15 3 * * *", 15)])
+def test_a_run_schedule_more_often_than_hourly_is_refused_naming_its_interval(watched_set, engines, schedule, every):
+    """Hardening #31 item 10: `* * * * *` (a full nightly run every minute) was accepted."""
+    with pytest.raises(CommandError) as refused:
+        call_command(
+            "endpoint_add", "watched", "--name", "x", "--system", "prod", "--stage", "first_stage", "--preset", "goldset",
+            "--url", engines.base + "/goldset", "--run-schedule", schedule,
+        )
+    assert f"run_schedule: {schedule!r} runs every {every} minute(s)" in str(refused.value) and "at most once an hour" in str(refused.value)
+    assert not Endpoint.objects.filter(name="x").exists()
+    for hourly in ("0 * * * *", "0 2 * * 1-5"):
+        call_command(
+            "endpoint_add", "watched", "--name", f"ok{len(hourly)}", "--system", "prod", "--stage", "first_stage",
+            "--preset", "goldset", "--url", engines.base + "/goldset", "--run-schedule", hourly,
+        )
+
+
 def test_endpoint_probe_prints_the_request_the_raw_answer_and_the_ranking_read(endpoint, capsys):
     call_command("endpoint_probe", "watched", "prod-first", "--query", 'a "quoted" question', "--k", "3")
     out = capsys.readouterr().out
