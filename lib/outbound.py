@@ -21,7 +21,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -30,6 +30,49 @@ UNREACHABLE = "the receiver could not be reached (no answer, or an address Golds
 METADATA_HOSTS = {"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
 # Metadata addresses outside the link-local range (Alibaba Cloud; AWS over IPv6).
 METADATA_ADDRESSES = {ipaddress.ip_address("100.100.100.200"), ipaddress.ip_address("fd00:ec2::254")}
+
+
+def secret_hosts_setting(variable: str) -> str:
+    """The environment variable that names the hosts `variable`'s secret may be sent to."""
+    return f"{variable}_HOSTS"
+
+
+def secret_host_problem(variable: str, host: str, environ: Mapping[str, str]) -> str | None:
+    """Why the secret in `variable` may not be sent to `host`, or None when it may.
+
+    A secret goes only where the operator said it may: `<VARIABLE>_HOSTS`, a comma-separated
+    list of host names (`search.internal`), of `.example.com` for a domain and its
+    subdomains, or of networks (`10.2.0.0/16`) for a host written as an address. Without
+    it the secret is sent nowhere: a manager types URLs, the operator holds the secrets.
+    """
+    setting = secret_hosts_setting(variable)
+    allowed = [entry.strip().lower() for entry in environ.get(setting, "").split(",") if entry.strip()]
+    if not allowed:
+        return f"${{{variable}}} is sent only to the hosts in {setting}, which is not set in the worker's environment"
+    host = host.rstrip(".").lower().strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in allowed:
+        if entry == host or (entry.startswith(".") and (host.endswith(entry) or host == entry[1:])):
+            return None
+        if address is not None and "/" in entry:
+            try:
+                if address in ipaddress.ip_network(entry, strict=False):
+                    return None
+            except ValueError:
+                continue
+    return f"${{{variable}}} may be sent only to the hosts in {setting} ({', '.join(allowed)}), and {host} is not one of them"
+
+
+def scrub(text: str, secrets: Mapping[str, str]) -> str:
+    """`text` with every secret value in `secrets` ({variable: value}) written as `${variable}`:
+    for errors and answers that are stored or shown (an endpoint may echo its headers)."""
+    for variable, value in secrets.items():
+        if value and len(value) >= 4 and value in text:
+            text = text.replace(value, f"${{{variable}}}")
+    return text
 
 
 class OutboundRefused(Exception):

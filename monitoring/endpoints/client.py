@@ -36,6 +36,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from lib import retrying
+from lib.outbound import scrub
 from lib.retrying import retry_after_seconds
 
 from . import mapping
@@ -222,12 +223,13 @@ def _session(spec: EndpointSpec, allowed_networks: Sequence[str]) -> aiohttp.Cli
     )
 
 
-def _headers(spec: EndpointSpec, env_prefix: str) -> CIMultiDict:
-    """Defaults, then the spec's headers resolved (MissingVariable when one cannot be)."""
+def _headers(spec: EndpointSpec, env_prefix: str, secrets: dict[str, str]) -> CIMultiDict:
+    """Defaults, then the spec's headers resolved (MissingVariable when one cannot be); the
+    secret values used go into `secrets`, so that nothing stored or shown repeats them."""
     headers = CIMultiDict({"User-Agent": USER_AGENT, "Accept": "application/json"})
     if spec.method == "POST":
         headers["Content-Type"] = "application/json"
-    for name, value in resolve_headers(spec, env_prefix=env_prefix).items():
+    for name, value in resolve_headers(spec, env_prefix=env_prefix, secrets=secrets).items():
         headers[name] = value
     return headers
 
@@ -252,8 +254,11 @@ async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
     return b"".join(chunks)
 
 
-async def _attempt(session: aiohttp.ClientSession, request: Request, headers: CIMultiDict, timeout: float) -> _Attempt:
-    """One request; whatever happens is told in the _Attempt, never raised."""
+async def _attempt(
+    session: aiohttp.ClientSession, request: Request, headers: CIMultiDict, timeout: float, secrets: dict[str, str],
+) -> _Attempt:
+    """One request; whatever happens is told in the _Attempt, never raised. An error quoting
+    the answer has the `secrets` written as their variables (an endpoint may echo headers)."""
     started = time.perf_counter()
     outcome = _Attempt()
     location = ""
@@ -285,7 +290,7 @@ async def _attempt(session: aiohttp.ClientSession, request: Request, headers: CI
     elif 300 <= outcome.status < 400:
         outcome.error = f"HTTP {outcome.status}: redirects are not followed; point the endpoint at {location or 'the final URL'}"
     elif not 200 <= outcome.status < 300:
-        began = (outcome.body or b"")[:160].decode("utf-8", "replace").strip()
+        began = scrub((outcome.body or b"")[:4096].decode("utf-8", "replace"), secrets)[:160].strip()
         outcome.error = f"HTTP {outcome.status} (not retried: a 4xx answer means the request is at fault)" + (f": {began}" if began else "")
     return outcome
 
@@ -325,8 +330,9 @@ def _read(spec: EndpointSpec, body: bytes, k: int) -> mapping.RankingRead:
 class _Sender:
     """Sends one query's request with retries under the fetch's shared bucket."""
 
-    def __init__(self, spec: EndpointSpec, session, headers, bucket: TokenBucket, pacing: Pacing, k: int):
+    def __init__(self, spec: EndpointSpec, session, headers, bucket: TokenBucket, pacing: Pacing, k: int, secrets: dict[str, str]):
         self.spec, self.session, self.headers, self.bucket, self.pacing, self.k = spec, session, headers, bucket, pacing, k
+        self.secrets = secrets
 
     async def send(self, query_id: str, text: str) -> QueryAnswer:
         request = build_request(self.spec, query_id, text, self.k)
@@ -334,16 +340,16 @@ class _Sender:
         while True:
             await self.bucket.take()
             attempts += 1
-            outcome = await _attempt(self.session, request, self.headers, self.spec.timeout_seconds)
+            outcome = await _attempt(self.session, request, self.headers, self.spec.timeout_seconds, self.secrets)
             if not outcome.retryable or attempts > self.spec.retries:
                 break
             await self.pacing.sleep(backoff_delay(attempts, self.pacing, outcome.retry_after if outcome.status == 429 else None))
         common = {"query_id": query_id, "status": outcome.status, "latency_ms": outcome.latency_ms, "attempts": attempts}
         if outcome.error:
-            return QueryAnswer(ranking=[], error=_final_error(outcome, attempts), **common)
+            return QueryAnswer(ranking=[], error=scrub(_final_error(outcome, attempts), self.secrets), **common)
         read = _read(self.spec, outcome.body, self.k)
         return QueryAnswer(
-            ranking=read.ranking, error=read.error, duplicates=read.duplicates, notes=tuple(read.notes), index_size=read.index_size,
+            ranking=read.ranking, error=scrub(read.error, self.secrets) if read.error else None, duplicates=read.duplicates, notes=tuple(read.notes), index_size=read.index_size,
             columns=read.columns, **common,
         )
 
@@ -362,9 +368,10 @@ async def _fetch(spec, queries, k, *, deliver, allowed_networks, env_prefix, pac
     report.refused = await check_url(mapping.render_url(spec.url, mapping.SAMPLE_VALUES), allowed_networks)
     blocker = report.refused
     headers = None
+    secrets: dict[str, str] = {}
     if not blocker:
         try:
-            headers = _headers(spec, env_prefix)
+            headers = _headers(spec, env_prefix, secrets)
         except MissingVariable as exc:
             blocker = str(exc)
 
@@ -392,7 +399,7 @@ async def _fetch(spec, queries, k, *, deliver, allowed_networks, env_prefix, pac
             # a rate of thousands a second would be held far under itself. At 100/s and
             # under the burst is 1, starts spaced exactly.
             bucket = TokenBucket(spec.max_per_second, capacity=max(1.0, spec.max_per_second / 100), pacing=pacing)
-            sender = _Sender(spec, session, headers, bucket, pacing, k)
+            sender = _Sender(spec, session, headers, bucket, pacing, k, secrets)
 
             async def worker() -> None:
                 # The workers share one iterator: next() runs between awaits, so each
@@ -464,26 +471,28 @@ async def probe(
     empty = {"status": None, "raw_text": "", "truncated": False, "latency_ms": 0.0, "ranking": []}
     problems = spec_problems(spec, env_prefix=env_prefix)
     blocker = "; ".join(problems) or await check_url(request.url, allowed_networks)
+    secrets: dict[str, str] = {}
     if not blocker:
         try:
-            headers = _headers(spec, env_prefix)
+            headers = _headers(spec, env_prefix, secrets)
         except MissingVariable as exc:
             blocker = str(exc)
     if blocker:
         return ProbeAnswer(**shown, **empty, error=blocker, problems=[blocker])
     async with _session(spec, allowed_networks) as session:
-        outcome = await _attempt(session, request, headers, spec.timeout_seconds)
-    raw = (outcome.body or b"").decode("utf-8", "replace")
+        outcome = await _attempt(session, request, headers, spec.timeout_seconds, secrets)
+    raw = scrub((outcome.body or b"").decode("utf-8", "replace"), secrets)
     truncated = len(raw) > RAW_SHOWN_CHARS
     if truncated:
         raw = raw[:RAW_SHOWN_CHARS] + f"\n… (truncated: the answer has {len(raw):,} characters, the first {RAW_SHOWN_CHARS:,} are shown)"
     common = {**shown, "status": outcome.status, "raw_text": raw, "truncated": truncated, "latency_ms": outcome.latency_ms}
     if outcome.error:
-        error = _final_error(outcome, 1)
+        error = scrub(_final_error(outcome, 1), secrets)
         return ProbeAnswer(**common, ranking=[], error=error, problems=[error])
     read = _read(spec, outcome.body, k)
-    problems = ([read.error] if read.error else []) + read.notes
-    return ProbeAnswer(**common, ranking=read.ranking, error=read.error, problems=problems, index_size=read.index_size)
+    error = scrub(read.error, secrets) if read.error else None
+    problems = ([error] if error else []) + [scrub(note, secrets) for note in read.notes]
+    return ProbeAnswer(**common, ranking=read.ranking, error=error, problems=problems, index_size=read.index_size)
 
 
 def probe_sync(spec: EndpointSpec, query_id: str, text: str, k: int, **options) -> ProbeAnswer:
@@ -507,8 +516,9 @@ async def fetch_index_size(
     refused = await check_url(spec.count_url, allowed_networks)
     if refused:
         raise IndexSizeError(refused)
+    secrets: dict[str, str] = {}
     try:
-        headers = _headers(spec, env_prefix)
+        headers = _headers(spec, env_prefix, secrets)
     except MissingVariable as exc:
         raise IndexSizeError(str(exc)) from None
     headers.pop("Content-Type", None)
@@ -517,15 +527,15 @@ async def fetch_index_size(
         attempts = 0
         while True:
             attempts += 1
-            outcome = await _attempt(session, request, headers, spec.timeout_seconds)
+            outcome = await _attempt(session, request, headers, spec.timeout_seconds, secrets)
             if not outcome.retryable or attempts > spec.retries:
                 break
             await pacing.sleep(backoff_delay(attempts, pacing, outcome.retry_after if outcome.status == 429 else None))
     if outcome.error:
-        raise IndexSizeError(f"count_url: {_final_error(outcome, attempts)}")
+        raise IndexSizeError(scrub(f"count_url: {_final_error(outcome, attempts)}", secrets))
     answer, error = _parse(outcome.body)
     if error:
-        raise IndexSizeError(f"count_url: {error}")
+        raise IndexSizeError(scrub(f"count_url: {error}", secrets))
     count = mapping.read_path(answer, mapping.parse_path(spec.count_path))
     if isinstance(count, bool) or not isinstance(count, int | float) or count < 0 or not float(count).is_integer():
         found = "nothing" if count is mapping.MISSING else mapping.kind_of(count)

@@ -188,11 +188,16 @@ class MissingVariable(LookupError):
     """A header names an environment variable the worker does not have (or may not read)."""
 
 
-def resolve_headers(spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX, environ=None) -> dict[str, str]:
+def resolve_headers(
+    spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX, environ=None, secrets: dict[str, str] | None = None,
+) -> dict[str, str]:
     """The headers to send, each `${VAR}` replaced by the variable's value from `environ`
-    (os.environ by default) at the time of the call. MissingVariable, naming the variable
-    and the header, when one is not set or not under `env_prefix`."""
+    (os.environ by default) at the time of the call; the values used are added to `secrets`
+    ({VAR: value}) for scrubbing what comes back. MissingVariable, naming the variable and
+    the header, when one is not set, not under `env_prefix`, or not allowed to the URL's host
+    (`VAR_HOSTS`, lib.outbound.secret_host_problem)."""
     environ = os.environ if environ is None else environ
+    host = urlsplit(spec.url).hostname or ""
     resolved = {}
     for name, value in spec.headers:
 
@@ -202,6 +207,11 @@ def resolve_headers(spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX, environ
                 raise MissingVariable(f"header {header!r} names ${{{variable}}}, but only variables starting with {env_prefix} may be read")
             if variable not in environ:
                 raise MissingVariable(f"header {header!r} names ${{{variable}}}, which is not set in the worker's environment")
+            problem = outbound.secret_host_problem(variable, host, environ)
+            if problem:
+                raise MissingVariable(f"header {header!r}: {problem}; nothing was sent")
+            if secrets is not None:
+                secrets[variable] = environ[variable]
             return environ[variable]
 
         resolved[name] = ENV_REFERENCE.sub(substitute, value)

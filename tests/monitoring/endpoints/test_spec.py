@@ -3,6 +3,8 @@
 import json
 from dataclasses import replace
 
+from urllib.parse import urlsplit
+
 import pytest
 
 from monitoring.endpoints import mapping
@@ -151,7 +153,7 @@ def test_an_invalid_variable_reference_is_a_problem(value):
 def test_headers_are_shown_as_typed_and_resolved_only_when_sent():
     spec = base(headers=(("Authorization", "Bearer ${SEARCH_TOKEN}"), ("X-Tenant", "wiki")))
     assert headers_shown(spec) == [("Authorization", "Bearer ${SEARCH_TOKEN}"), ("X-Tenant", "wiki")]
-    resolved = resolve_headers(spec, environ={"SEARCH_TOKEN": "s3cr3t"})
+    resolved = resolve_headers(spec, environ={"SEARCH_TOKEN": "s3cr3t", "SEARCH_TOKEN_HOSTS": urlsplit(spec.url).hostname})
     assert resolved == {"Authorization": "Bearer s3cr3t", "X-Tenant": "wiki"}
 
 
