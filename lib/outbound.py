@@ -107,21 +107,41 @@ def url_problem(url: str, *, what: str = "a webhook URL") -> str | None:
     return None
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address a gateway forwards to: NAT64's
+# well-known and local-use prefixes, and the deprecated IPv4-compatible form (::a.b.c.d).
+_IPV4_EMBEDDING = (
+    ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"), ipaddress.ip_network("::/96"),
+)
+
+
+def _spellings(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """`address` and every IPv4 address it carries: an IPv6 address may spell an IPv4 one
+    (mapped ::ffff:a.b.c.d, 6to4 2002:a.b.c.d::, Teredo, NAT64 64:ff9b::a.b.c.d, compatible
+    ::a.b.c.d), and a gateway on the way would deliver it there: 64:ff9b::a9fe:a9fe is the
+    metadata address to a NAT64 gateway."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return [address]
+    carried = [address.ipv4_mapped, address.sixtofour, address.teredo[1] if address.teredo else None]
+    if any(address in network for network in _IPV4_EMBEDDING) and int(address) > 1:
+        carried.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return [address, *(embedded for embedded in carried if embedded is not None)]
+
+
 def _is_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Anything but a public unicast address: loopback, link-local (the metadata services),
-    private, shared (100.64/10), reserved, unspecified and multicast addresses all fail."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return address in METADATA_ADDRESSES or not address.is_global or address.is_multicast
+    """Anything but a public unicast address, in any spelling: loopback, link-local (the
+    metadata services), private, shared (100.64/10), reserved, unspecified and multicast
+    addresses all fail."""
+    return any(
+        one in METADATA_ADDRESSES or not one.is_global or one.is_multicast for one in _spellings(address)
+    )
 
 
 def address_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    """"metadata" for link-local and cloud metadata addresses, which no allow-list may open
-    (they answer with the machine's own credentials), "internal" for any other address
-    `_is_refused` refuses (loopback, private, shared, reserved...), "global" otherwise."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    if address in METADATA_ADDRESSES or address.is_link_local:
+    """"metadata" for link-local and cloud metadata addresses in any spelling, which no
+    allow-list may open (they answer with the machine's own credentials), "internal" for
+    any other address `_is_refused` refuses (loopback, private, shared, reserved...),
+    "global" otherwise."""
+    if any(one in METADATA_ADDRESSES or one.is_link_local for one in _spellings(address)):
         return "metadata"
     return "internal" if _is_refused(address) else "global"
 

@@ -4,6 +4,7 @@ The receivers are real HTTP servers this test starts on 127.0.0.1; loopback is r
 unless allowed, so the tests that deliver allow 127.0.0.0/8 as a deployment would allow
 its own internal receiver."""
 
+import ipaddress
 import json
 import socket
 import threading
@@ -11,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lib.outbound import UNREACHABLE, OutboundRefused, checked_address, post, url_problem
+from lib.outbound import UNREACHABLE, OutboundRefused, address_kind, checked_address, post, url_problem
 
 LOOPBACK = ["127.0.0.0/8"]
 
@@ -62,6 +63,27 @@ def test_internal_and_metadata_targets_are_refused(url):
     with pytest.raises(OutboundRefused) as refused:
         checked_address(url)
     assert str(refused.value) == UNREACHABLE
+
+
+@pytest.mark.parametrize("spelling", [
+    "64:ff9b::a9fe:a9fe",  # NAT64's well-known prefix
+    "64:ff9b:1::a9fe:a9fe",  # NAT64's local-use prefix
+    "2002:a9fe:a9fe::1",  # 6to4
+    "::a9fe:a9fe",  # IPv4-compatible
+    "::ffff:a9fe:a9fe",  # IPv4-mapped
+    "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254 (bits inverted)
+])
+def test_every_ipv6_spelling_of_the_metadata_address_is_metadata_whatever_is_allowed(spelling):
+    """Issue 30 item 14: the NAT64, 6to4 and IPv4-compatible spellings of 169.254.169.254 passed."""
+    address = ipaddress.ip_address(spelling)
+    assert address_kind(address) == "metadata"
+    with pytest.raises(OutboundRefused) as refused:
+        checked_address(f"http://[{spelling}]/latest/meta-data/", ("::/0", "0.0.0.0/0"))
+    assert "link-local/metadata" in refused.value.detail
+
+
+def test_a_nat64_spelling_of_a_public_address_is_public():
+    assert address_kind(ipaddress.ip_address("64:ff9b::808:808")) == "global"
 
 
 def test_a_public_address_passes_and_is_the_one_connected_to():
