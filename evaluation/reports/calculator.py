@@ -59,18 +59,30 @@ class RecallGain:
     recall_from: float | None
     recall_to: float | None
     monthly_cost: float
+    returns_at_most_from_k: bool = False  # the run's rankings are no longer than from_k pages
 
     @property
     def gain_points(self) -> float | None:
+        """Points of recall gained, rounded to the hundredth of a point shown (recall@16
+        equal to recall@8 can differ in the last bits of a float: that is no gain)."""
         if self.recall_from is None or self.recall_to is None:
             return None
-        return (self.recall_to - self.recall_from) * 100
+        return round((self.recall_to - self.recall_from) * 100, 2)
 
     @property
     def cost_per_point(self) -> float | None:
         """Dollars a month for each point of recall gained; None when nothing is gained."""
         gain = self.gain_points
         return self.monthly_cost / gain if gain and gain > 0 else None
+
+    @property
+    def no_gain_reason(self) -> str:
+        """Why nothing is gained, when nothing is: what the page shows instead of a price."""
+        if self.cost_per_point is not None or self.gain_points is None:
+            return ""
+        if self.returns_at_most_from_k:
+            return f"the run returns only {self.from_k} pages a query"
+        return "no recall gained"
 
 
 @dataclass
@@ -95,5 +107,6 @@ def calculator_report(version: Version, cost: RerankCost, results: Sequence[RunR
             system=funnel.system, run_name=funnel.final.run.name, version_number=version.number, from_k=cost.from_k,
             to_k=cost.to_k, recall_from=funnel.final.recall_at(cost.from_k), recall_to=funnel.final.recall_at(cost.to_k),
             monthly_cost=cost.monthly_cost,
+            returns_at_most_from_k=funnel.final.run.entry_count <= funnel.final.run.query_count * cost.from_k,
         ))
     return CalculatorReport(cost=cost, gains=gains, version_number=version.number, k_first=version.k_first)

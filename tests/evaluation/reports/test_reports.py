@@ -197,3 +197,18 @@ def test_bars_under_the_target_are_marked():
     )
     low, high = chart.rows[0].bars
     assert low.under and not high.under and chart.target.x1 == pytest.approx(chart.left + 0.75 * (chart.right - chart.left), abs=0.01)
+
+
+def test_a_run_that_returns_only_k_final_pages_has_no_price_per_point_and_says_why():
+    """Issue 30 item 1: recall@16 equal to recall@8 but for a float's last bits priced a
+    point at $144,115,188,075,855,870 a month on the demo."""
+    from evaluation.reports.calculator import RecallGain
+
+    common = {"system": "wiki-search", "run_name": "reranked", "version_number": 3, "from_k": 8, "to_k": 16, "monthly_cost": 3600.0}
+    short = RecallGain(**common, recall_from=0.6, recall_to=0.6 + 2.5e-17, returns_at_most_from_k=True)
+    assert (short.gain_points, short.cost_per_point) == (0.0, None)
+    assert short.no_gain_reason == "the run returns only 8 pages a query"
+    flat = RecallGain(**common, recall_from=0.6, recall_to=0.6)
+    assert flat.no_gain_reason == "no recall gained"
+    gaining = RecallGain(**common, recall_from=0.6, recall_to=0.65)
+    assert gaining.gain_points == 5.0 and gaining.cost_per_point == 720.0 and gaining.no_gain_reason == ""
