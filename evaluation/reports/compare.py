@@ -128,6 +128,7 @@ class CompareReport:
     a_win_count: int = 0
     b_win_count: int = 0
     tie_count: int = 0
+    duels_shown: int = 0  # the most of each side listed
 
     @property
     def warnings(self) -> list[tuple[str, RunCompleteness]]:
@@ -196,6 +197,7 @@ def _duels(report: CompareReport, per_a: PerQuery, per_b: PerQuery, metric: str)
     texts = dict(Query.objects.filter(golden_set_id=report.version.golden_set_id, query_id__in=shown).values_list("query_id", "text"))
     report.duel_metric, report.tie_count = metric, ties
     report.a_win_count, report.b_win_count = len(wins_a), len(wins_b)
+    report.duels_shown = DUELS_SHOWN
     report.a_wins = [QueryDuel(q, texts.get(q, ""), a, b) for _, q, a, b in wins_a[:DUELS_SHOWN]]
     report.b_wins = [QueryDuel(q, texts.get(q, ""), a, b) for _, q, a, b in wins_b[:DUELS_SHOWN]]
 

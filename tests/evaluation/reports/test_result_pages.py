@@ -377,6 +377,20 @@ def test_compare_lists_the_queries_each_run_wins_largest_difference_first(client
     assert "Query by query: recall@10" in body and "a wins 0 queries, b wins 5, 3 tie" in body
 
 
+def test_compare_says_how_many_of_each_side_it_lists_when_it_cuts_them(client, golden_set, owner, monkeypatch):
+    """Issue 30 item 2: the summary always read "the first 0 of each" (a template took the
+    length of a number)."""
+    from evaluation.reports import compare
+
+    monkeypatch.setattr(compare, "DUELS_SHOWN", 2)
+    mixed = {q: [f"d{n}", f"f{n}"] for n, q in enumerate(QUERY_IDS[:3], start=1)}
+    run = upload(golden_set, mixed, name="mixed", system="mixed", stage="first_stage")
+    evaluation_compute(run=run, version=golden_set.versions.get())
+    client.force_login(owner)
+    body = client.get(reverse("compare", kwargs={"slug": SLUG}), {"a": run.id, "b": run_id("hybrid first"), "version": 1}).content.decode()
+    assert "a wins 3 queries, b wins 5, 0 tie; largest difference first, the first 2 of each." in body
+
+
 def test_compare_needs_two_different_runs(client, golden_set, owner):
     client.force_login(owner)
     first = run_id("hybrid first")
