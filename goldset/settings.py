@@ -21,7 +21,10 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # numba reads this when ranx is first imported, so it is set before any app loads.
 os.environ["NUMBA_CACHE_DIR"] = numba_cache_dir()
 
-DEBUG = env_bool("DEBUG", True)
+# Off by default, the embedded default included: a first run shows the site's own 404 and
+# 500 pages (a page a role may not open is the site's 404, not Django's list of every URL).
+# DEBUG=true is for a developer reading tracebacks in the browser.
+DEBUG = env_bool("DEBUG", False)
 # Only the embedded default may use this key; settings_production refuses to start with it.
 INSECURE_DEV_SECRET_KEY = "goldset-dev-only-not-secret"
 SECRET_KEY = env_str("SECRET_KEY", INSECURE_DEV_SECRET_KEY)
@@ -214,6 +217,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# WhiteNoise serves the static files from where they are found (no collectstatic), so that
+# `make run` serves them with DEBUG off; production collects them (settings_production).
+WHITENOISE_USE_FINDERS = True
 
 # Celery. Without a broker, tasks run in-process when they are sent (the embedded default).
 _BROKER_URL = env_str("CELERY_BROKER_URL")

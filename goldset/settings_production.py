@@ -21,6 +21,7 @@ if not env_str("DATABASE_URL"):
     raise ImproperlyConfigured("DATABASE_URL must be set in production (PostgreSQL)")
 
 DEBUG = False
+WHITENOISE_USE_FINDERS = False  # served from STATIC_ROOT, collected when the image is built
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # Probes and Prometheus reach the container itself over plain HTTP, not through the proxy.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

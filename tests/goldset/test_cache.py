@@ -74,3 +74,14 @@ def test_two_processes_share_the_api_rate_limit(redis_url):
         in_fresh_process(
             f"from django.core.cache import cache; cache.delete('throttle_anon_{address}'); print('gone')", CACHE_URL=redis_url,
         )
+
+
+def test_the_embedded_default_shows_the_sites_404_and_serves_static_files_without_debug():
+    """Issue 30 item 4: `make run` served Django's technical 404 (every URL pattern, 608 px
+    wide on a phone) for a page a role may not open."""
+    script = (
+        "from django.conf import settings; from django.test import Client; c = Client(); "
+        "missing = c.get('/no-such-page/'); css = c.get('/static/goldset/goldset.css'); "
+        "print(settings.DEBUG, missing.status_code, b'URLconf' in missing.content, css.status_code)"
+    )
+    assert in_fresh_process(script, ALLOWED_HOSTS="testserver") == "False 404 False 200"
