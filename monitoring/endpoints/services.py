@@ -18,7 +18,7 @@ from evaluation.services import series_for
 from goldenset.models import GoldenSet
 from lib.cron import CronError, cron_parse
 from lib.errors import ConflictError, GoldsetError
-from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_problems
+from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_problems, suggested_count_url
 from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -111,7 +111,18 @@ def endpoint_add(
     if unknown:
         raise GoldsetError(f"unknown endpoint option(s): {', '.join(unknown)}")
     values = {**preset_defaults(preset), "preset": preset, "url": (url or "").strip()}
-    values.update({key: value for key, value in options.items() if value is not None and value != ""})
+    given = {key: value for key, value in options.items() if value is not None and value != ""}
+    values.update(given)
+    # Defaults that follow from what was given: a GET sends no body whatever the preset's
+    # method is; the count URL is derived from the search URL where the engine has one
+    # (an OpenSearch index's _count, a Solr core's select with no rows), and without one
+    # there is nothing to read a count from.
+    if values.get("method") == "GET" and "body_template" not in given:
+        values["body_template"] = ""
+    if "count_url" not in given:
+        values["count_url"] = suggested_count_url(preset, values["url"])
+        if not values["count_url"] and "count_path" not in given:
+            values["count_path"] = ""
     values["headers"] = _headers(values.get("headers", []))
     values.setdefault("run_schedule", DEFAULT_RUN_SCHEDULE)
     values.setdefault("probe_schedule", DEFAULT_PROBE_SCHEDULE)

@@ -53,6 +53,39 @@ def test_a_run_schedule_more_often_than_hourly_is_refused_naming_its_interval(wa
         )
 
 
+@pytest.mark.parametrize(("preset", "path", "count_url"), [
+    ("opensearch", "/wiki/_search", "/wiki/_count"),
+    ("solr", "/solr/wiki/select", "/solr/wiki/select?q=*:*&rows=0&wt=json"),
+])
+def test_an_engine_endpoint_typed_with_its_search_url_alone_is_taken_and_counts_its_index(watched_set, engines, preset, path, count_url):
+    """Issue 30 item 3: `--preset opensearch --url .../_search` (and Solr's /select) was refused,
+    "count_path is set but there is no count URL", though the count URL follows from it."""
+    call_command("endpoint_add", "watched", "--name", preset, "--system", "prod", "--stage", "first_stage",
+                 "--preset", preset, "--url", engines.base + path)
+    endpoint = Endpoint.objects.get(name=preset)
+    assert endpoint.count_url == engines.base + count_url
+    from monitoring.endpoints.client import fetch_index_size_sync
+    from monitoring.endpoints.services import endpoint_spec
+
+    assert fetch_index_size_sync(endpoint_spec(endpoint), allowed_networks=("127.0.0.0/8",)) == engines.index_size
+
+
+def test_a_generic_get_endpoint_is_registered_as_a_new_user_types_it_and_answers(watched_set, engines, capsys):
+    """Issue 30 item 3: `--method GET --body-template ''` was refused ("a GET sends no body"):
+    the empty body was dropped and the preset's POST body kept."""
+    call_command(
+        "endpoint_add", "watched", "--name", "house", "--system", "prod", "--stage", "first_stage", "--preset", "generic",
+        "--url", engines.base + "/house/v2/find", "--method", "GET", "--body-template", "",
+        "--params-template", "text={{query}}&limit={{k}}&qid={{query_id}}", "--hits-path", "data.matches",
+        "--doc-id-path", "doc.key", "--score-path", "relevance.value",
+    )
+    endpoint = Endpoint.objects.get(name="house")
+    assert (endpoint.method, endpoint.body_template, endpoint.count_url) == ("GET", "", "")
+    call_command("endpoint_probe", "watched", "house", "--query", "question q1", "--k", "3")
+    assert "GET " + engines.base + "/house/v2/find?text=question%20q1&limit=3&qid=" in capsys.readouterr().out
+    assert engines.seen[-1]["method"] == "GET"
+
+
 def test_endpoint_probe_prints_the_request_the_raw_answer_and_the_ranking_read(endpoint, capsys):
     call_command("endpoint_probe", "watched", "prod-first", "--query", 'a "quoted" question', "--k", "3")
     out = capsys.readouterr().out
