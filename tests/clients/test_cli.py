@@ -103,3 +103,19 @@ def test_publish_prints_the_new_versions_number_and_hash(cli_env, golden_set, ve
     assert capsys.readouterr().out == f"{SLUG} version 2\t{stored.content_hash}\t{stored.label_count} labels\n"
     assert main(["publish", SLUG]) == 1
     assert "409 conflict: nothing changed since version 2" in capsys.readouterr().err
+
+
+def test_pull_to_a_folder_that_does_not_exist_says_so_without_a_traceback(cli_env, capsys):
+    """Issue 30 item 12: `goldset pull -o /missing/dir/x` printed a traceback."""
+    assert main(["pull", SLUG, "--version", "1", "-o", "/missing/dir/qrels.trec"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("goldset: cannot write /missing/dir/qrels.trec: the folder /missing/dir does not exist")
+    assert "Traceback" not in err
+
+
+def test_the_command_tells_its_version(capsys):
+    from goldset_client import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"goldset {__version__}"

@@ -242,3 +242,24 @@ def test_publish_gives_up_waiting_after_the_timeout_and_names_the_job_to_follow(
     with pytest.raises(WaitTimeout) as timed_out:
         client.publish(SLUG, timeout=0.0, sleep=lambda seconds: None)
     assert timed_out.value.last_status == "queued" and "publish-jobs/" in str(timed_out.value)
+
+
+def test_qrels_of_latest_resolve_the_number_and_a_bad_version_is_a_client_error(client, version):
+    """Issue 30 item 12: qrels(slug, "latest") raised a bare ValueError."""
+    from goldset_client.errors import GoldsetClientError
+
+    latest = client.qrels(SLUG, "latest")
+    assert latest.content_hash == version.content_hash and latest.to_dict() == client.qrels(SLUG, version.number).to_dict()
+    with pytest.raises(GoldsetClientError, match="version 'v3' is not a version number or 'latest'"):
+        client.qrels(SLUG, "v3")
+
+
+def test_the_clients_types_hold_every_field_the_api_sends():
+    """Issue 30 item 12: Run and EvaluationRun missed 11 fields the API sends."""
+    from typing import get_type_hints
+
+    from api.serializers import EvaluationRunSerializer, RunOutputSerializer
+    from goldset_client import types
+
+    assert set(get_type_hints(types.Run)) == set(RunOutputSerializer().fields)
+    assert set(get_type_hints(types.EvaluationRun)) == set(EvaluationRunSerializer().fields)

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from goldset_client import __version__
 from goldset_client.client import QREL_FORMATS, GoldsetClient
 from goldset_client.errors import GoldsetClientError
 from goldset_client.types import Evaluation
@@ -29,6 +30,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="goldset", description="Goldset's API from the shell, for eval jobs.")
     top.add_argument("--url", default=None, help="the Goldset server (default: $GOLDSET_URL)")
     top.add_argument("--token", default=None, help="an API token, gs_... (default: $GOLDSET_TOKEN)")
+    top.add_argument("--version", action="version", version=f"goldset {__version__}")
     top.add_argument("--cache-dir", default=None, help="where pulled qrels are cached (default: $GOLDSET_CACHE_DIR or ~/.cache/goldset-client)")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -103,6 +105,9 @@ def cmd_publish(client: GoldsetClient, args: argparse.Namespace, out: TextIO) ->
 
 
 def cmd_pull(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> int:
+    folder = os.path.dirname(os.path.abspath(args.output)) if args.output != "-" else None
+    if folder is not None and not os.path.isdir(folder):
+        raise GoldsetClientError(f"cannot write {args.output}: the folder {folder} does not exist")
     number = args.version
     if number is None:
         number = client.golden_set(args.slug)["latest_version"]
@@ -118,8 +123,11 @@ def cmd_pull(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> in
         else:
             out.write(qrels.text())
     else:
-        with open(args.output, "wb") as f:
-            f.write(qrels.read_bytes())
+        try:
+            with open(args.output, "wb") as f:
+                f.write(qrels.read_bytes())
+        except OSError as exc:
+            raise GoldsetClientError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     where = "cache, server said 304" if qrels.from_cache else "downloaded"
     print(f"{args.slug} version {number} ({qrels.content_hash[:12]}): {args.format} qrels, {where}", file=sys.stderr)
     return 0

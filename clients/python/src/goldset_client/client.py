@@ -158,19 +158,31 @@ class GoldsetClient:
 
     # --- qrels --------------------------------------------------------------------------
 
-    def qrels(self, slug: str, version: int, *, format: QrelsFormat = "trec", slice: str | None = None,
+    def qrels(self, slug: str, version: int | str, *, format: QrelsFormat = "trec", slice: str | None = None,
               expected_hash: str | None = None) -> Qrels:
         """Version `version`'s qrels, from the disk cache when the server says (304) it is current.
 
         The answer's ETag must be `expected_hash` when given (the hash the job pinned), else
         the version's content_hash as listed; QrelsIntegrityError otherwise. A cached body
         that no longer has the sha256 recorded at download is dropped and downloaded again.
-        `slice` keeps one query or page slice (`lang=de`, `page:kind=faq`).
+        `slice` keeps one query or page slice (`lang=de`, `page:kind=faq`). `version` may be
+        "latest" (resolved to its number first; a job should pin the number it got).
         """
         if format not in QREL_FORMATS:
             raise GoldsetClientError(f"unknown qrels format {format!r}; choose one of {', '.join(QREL_FORMATS)}")
-        number = int(version)
-        wanted = strip_etag(expected_hash) if expected_hash else self.version(slug, number)["content_hash"]
+        if version == "latest":
+            listed = self.version(slug, "latest")
+            number = listed["number"]
+        else:
+            try:
+                number = int(version)
+            except (TypeError, ValueError):
+                raise GoldsetClientError(f"version {version!r} is not a version number or 'latest'") from None
+            listed = None
+        if expected_hash:
+            wanted = strip_etag(expected_hash)
+        else:
+            wanted = (listed or self.version(slug, number))["content_hash"]
         key = json.dumps([self.http.base_url, slug, number, format, slice or ""])
         entry = self.cache.get(key)
         if entry is not None and not QrelsCache.intact(entry):

@@ -69,6 +69,15 @@ class Run(TypedDict):
     failed_query_count: int
     index_size: int | None
     entries_dropped: bool
+    archived: bool
+    archived_at: str | None
+    archived_by: str | None
+    expected_query_count: int | None
+    answered_query_count: int | None
+    partial: bool
+    completed_at: str | None
+    counted: bool
+    partial_note: str
 
 
 class EvaluationRun(TypedDict):
@@ -76,6 +85,8 @@ class EvaluationRun(TypedDict):
     name: str
     system: str
     stage: Stage
+    archived: bool
+    partial: bool
 
 
 class SliceScores(TypedDict):
