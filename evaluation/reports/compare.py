@@ -24,8 +24,9 @@ from evaluation.selectors import (
 from goldenset.models import Query, Version
 from lib.ids import natural_key
 
-# Significance of a difference between two runs: ranx's two-sided paired Student's t-test
-# on the stored per-query values (what ranx.compare runs inside), significant when p <= this
+# Significance of a difference between two runs: the two-sided paired Student's t-test on
+# the stored per-query values (scipy's ttest_rel, which is what ranx.compare runs inside, so
+# the p-values are ranx's without importing ranx on a page), significant when p <= this
 # (ranx's own rule). Not ranx's default Fisher randomization test: that one is a numba
 # parallel kernel with a random state, so two threads of a web server could not run it at
 # once (numba's workqueue layer aborts the process) and it could differ between two loads
@@ -34,7 +35,7 @@ SIGNIFICANCE_LEVEL = 0.05
 
 
 def paired_p_value(a: np.ndarray, b: np.ndarray) -> float | None:
-    """Two-sided paired t-test p-value of per-query values `a` and `b` (ranx's test), or
+    """Two-sided paired t-test p-value of per-query values `a` and `b` (ranx's test, run by scipy), or
     None with fewer than two queries. Identical values give 1; a constant non-zero
     difference, where t is infinite, gives 0."""
     if len(a) < 2:
@@ -45,9 +46,9 @@ def paired_p_value(a: np.ndarray, b: np.ndarray) -> float | None:
     with warnings.catch_warnings():
         # scipy warns of precision loss on nearly identical inputs; the p-value is still right.
         warnings.simplefilter("ignore", RuntimeWarning)
-        from ranx.statistical_tests import paired_student_t_test  # heavy: see evaluation.engine._kernels
+        from scipy.stats import ttest_rel  # imported by the compare page alone
 
-        p_value, _ = paired_student_t_test(a, b, SIGNIFICANCE_LEVEL)
+        _, p_value = ttest_rel(a, b, alternative="two-sided")
     p_value = float(p_value)
     return None if math.isnan(p_value) else p_value
 

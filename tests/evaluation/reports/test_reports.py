@@ -212,3 +212,22 @@ def test_a_run_that_returns_only_k_final_pages_has_no_price_per_point_and_says_w
     assert flat.no_gain_reason == "no recall gained"
     gaining = RecallGain(**common, recall_from=0.6, recall_to=0.65)
     assert gaining.gain_points == 5.0 and gaining.cost_per_point == 720.0 and gaining.no_gain_reason == ""
+
+
+def test_the_p_value_is_ranxs_to_the_bit_and_the_compare_page_does_not_import_ranx():
+    """Issue 30 item 13: ranx was imported at run time for one paired t-test."""
+    import subprocess
+    import sys
+
+    from ranx.statistical_tests import paired_student_t_test
+
+    rng = np.random.default_rng(3)
+    a, b = rng.random(50), rng.random(50)
+    assert paired_p_value(a, b) == float(paired_student_t_test(a, b, 0.05)[0])
+    script = (
+        "import sys, numpy as np; from evaluation.reports.compare import paired_p_value; "
+        "paired_p_value(np.array([0.1, 0.4, 0.3]), np.array([0.2, 0.6, 0.3])); print('ranx' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", f"import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'goldset.settings'); django.setup(); {script}"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
