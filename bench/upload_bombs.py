@@ -40,7 +40,7 @@ def child(path: str, name: str) -> None:
     import django
 
     django.setup()
-    import fastparquet  # noqa: F401  (loaded by a worker that has read a parquet run)
+    import pyarrow.parquet  # noqa: F401  (loaded by a worker that has read a parquet run)
     import lz4.frame  # noqa: F401
     from django.conf import settings
     from django.urls import get_resolver
@@ -88,7 +88,7 @@ def real_runs(folder: Path) -> dict[str, Path]:
     paths["run.lz4"].write_bytes(lz4.frame.compress(lz4.frame.compress(cbor2.dumps(run))))
     frame = pd.DataFrame({"q_id": [k for k, v in run.items() for _ in v], "doc_id": [x for v in run.values() for x in v],
                           "score": [x for v in run.values() for x in v.values()]})
-    frame.to_parquet(paths["run.parquet"], index=False, engine="fastparquet")
+    frame.to_parquet(paths["run.parquet"], index=False)
     lines = "".join(f"{query_id} Q0 {doc} {rank} {score} ref\n" for query_id, docs in run.items()
                     for rank, (doc, score) in enumerate(docs.items(), start=1))
     paths["run.trec.gz"].write_bytes(gzip.compress(lines.encode()))

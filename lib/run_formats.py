@@ -456,20 +456,21 @@ def _read_lz4(
     return _read_mapping(run, source, problems, known)
 
 
-# What a parquet row costs once read, per column: an 8-byte value or reference in pandas
-# and a Python object in the lists the records are made from.
+# What a parquet row costs once read, per column: a value in Arrow's buffers and a Python
+# object in the lists the records are made from.
 _PARQUET_ROW_COLUMN_BYTES = 40
 
 
 def _read_parquet(
     content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None, check: Callable[[int], None],
 ) -> RunEntries:
-    import fastparquet
+    import pyarrow
+    import pyarrow.parquet
 
     try:
-        parquet = fastparquet.ParquetFile(io.BytesIO(content))
-        names = list(parquet.columns)
-    except Exception as exc:  # fastparquet raises many kinds for a damaged file
+        parquet = pyarrow.parquet.ParquetFile(pyarrow.BufferReader(content))
+        names = list(parquet.schema_arrow.names)
+    except (pyarrow.ArrowException, OSError, ValueError) as exc:
         problems.add(f"{source}: not a parquet file ({exc})")
         return _collect((), source, problems, known, lambda n: source)
     query_column = next((name for name in ("q_id", "query_id") if name in names), None)
@@ -479,26 +480,37 @@ def _read_parquet(
         problems.add(f"{source}: the parquet file has no column {', '.join(missing)} (it has {shown})")
         return _collect((), source, problems, known, lambda n: source)
     wanted = [query_column, "doc_id", "score"]
-    # Priced from the footer before a page is read: the reader allocates every row the
-    # footer announces, and pages may expand (dictionaries, run lengths) far past their bytes.
+    # Priced from the footer before a page is read: a reader allocates every row the footer
+    # announces, and pages may expand (dictionaries, run lengths) far past their bytes.
+    metadata = parquet.metadata
     uncompressed = sum(
-        column.meta_data.total_uncompressed_size
-        for group in parquet.row_groups for column in group.columns if column.meta_data.path_in_schema[0] in wanted
+        group.column(index).total_uncompressed_size
+        for group in (metadata.row_group(number) for number in range(metadata.num_row_groups))
+        for index in range(group.num_columns) if group.column(index).path_in_schema.split(".")[0] in wanted
     )
-    check(uncompressed + parquet.count() * len(wanted) * _PARQUET_ROW_COLUMN_BYTES)
+    check(uncompressed + metadata.num_rows * len(wanted) * _PARQUET_ROW_COLUMN_BYTES)
     try:
-        frame = parquet.to_pandas(columns=wanted)
-    except Exception as exc:  # fastparquet raises many kinds for a damaged file
+        table = parquet.read(columns=wanted)
+    except (pyarrow.ArrowException, OSError, ValueError) as exc:
         problems.add(f"{source}: not a parquet file ({exc})")
         return _collect((), source, problems, known, lambda n: source)
-    columns = [_column_values(frame[query_column]), _column_values(frame["doc_id"]), frame["score"].tolist()]
-    records = zip(range(1, len(frame) + 1), *columns)
+    columns = [_column_values(table.column(query_column)), _column_values(table.column("doc_id")), _scores(table.column("score"))]
+    records = zip(range(1, table.num_rows + 1), *columns)
     return _collect(records, source, problems, known, lambda n: f"{source}: row {n}")
 
 
 def _column_values(column) -> list:
     """A parquet id column's values: strings as they are, integers as their exact decimal
     text (a column of numeric ids), anything else left for the id check to name."""
-    if column.dtype.kind in "iu":
-        return [str(value) for value in column.tolist()]
-    return column.tolist()
+    import pyarrow.types
+
+    values = column.to_pylist()
+    if pyarrow.types.is_integer(column.type):
+        return [None if value is None else str(value) for value in values]
+    return values
+
+
+def _scores(column) -> list:
+    """A parquet score column's values as Python numbers; a missing value is NaN, which the
+    score check names as not finite (as pandas read it)."""
+    return [math.nan if value is None else value for value in column.to_pylist()]

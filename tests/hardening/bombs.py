@@ -5,7 +5,6 @@ import gzip
 import io
 
 import numpy as np
-import pandas as pd
 
 _CHUNK = 16 << 20
 
@@ -46,27 +45,21 @@ def gzip_bomb(expanded_bytes: int) -> bytes:
 
 def parquet_bomb(rows: int) -> bytes:
     """A parquet run of `rows` rows of one query, doc and score: dictionary pages and run
-    lengths make it a few KB, while the reader allocates every row its footer announces."""
-    import fastparquet
+    lengths make it a few KB, while a reader allocates every row its footer announces."""
+    import pyarrow
+    import pyarrow.parquet
 
-    frame = pd.DataFrame({
-        "q_id": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), ["q1"]),
-        "doc_id": pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), ["d1"]),
-        "score": np.zeros(rows, dtype=np.float64),
-    })
-    out = io.BytesIO()
-    fastparquet.write(out, frame, compression="GZIP", write_index=False, open_with=lambda path, mode: _Keep(out))
-    return out.getvalue()
-
-
-class _Keep:
-    """The BytesIO a fastparquet write goes to, left open when the writer closes it."""
-
-    def __init__(self, buffer: io.BytesIO):
-        self._buffer = buffer
-
-    def __enter__(self):
-        return self._buffer
-
-    def __exit__(self, *exc):
-        return False
+    chunk = 1_000_000
+    schema = pyarrow.schema([("q_id", pyarrow.dictionary(pyarrow.int8(), pyarrow.string())),
+                             ("doc_id", pyarrow.dictionary(pyarrow.int8(), pyarrow.string())), ("score", pyarrow.float64())])
+    out = pyarrow.BufferOutputStream()
+    with pyarrow.parquet.ParquetWriter(out, schema, compression="gzip") as writer:
+        for start in range(0, rows, chunk):
+            size = min(chunk, rows - start)
+            codes = pyarrow.array(np.zeros(size, dtype=np.int8))
+            writer.write_table(pyarrow.table({
+                "q_id": pyarrow.DictionaryArray.from_arrays(codes, pyarrow.array(["q1"])),
+                "doc_id": pyarrow.DictionaryArray.from_arrays(codes, pyarrow.array(["d1"])),
+                "score": pyarrow.array(np.zeros(size)),
+            }, schema=schema), row_group_size=chunk)
+    return out.getvalue().to_pybytes()

@@ -138,10 +138,10 @@ def test_a_malformed_parquet_row_and_lz4_entry_are_named(tmp_path):
     import pandas as pd
 
     path = tmp_path / "bad.parquet"
-    pd.DataFrame({"q_id": ["q1", "q1"], "doc_id": ["d1", "d 2"], "score": [1.0, float("nan")]}).to_parquet(path, index=False, engine="fastparquet")
+    pd.DataFrame({"q_id": ["q1", "q1"], "doc_id": ["d1", "d 2"], "score": [1.0, float("nan")]}).to_parquet(path, index=False)
     _, problems = read(path.read_bytes())
     assert problems[0].startswith("f: row 2: doc id 'd 2'")
-    pd.DataFrame({"query": ["q1"], "doc_id": ["d1"], "score": [1.0]}).to_parquet(path, index=False, engine="fastparquet")
+    pd.DataFrame({"query": ["q1"], "doc_id": ["d1"], "score": [1.0]}).to_parquet(path, index=False)
     assert read(path.read_bytes())[1][0].startswith("f: the parquet file has no column q_id or query_id")
     Run.from_dict({"q1": {"d1": 1.0, "d 2": 2.0}}).save(str(tmp_path / "bad.lz4"))
     _, problems = read((tmp_path / "bad.lz4").read_bytes())
