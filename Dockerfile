@@ -61,4 +61,4 @@ ENV DJANGO_SETTINGS_MODULE=goldset.settings_production
 EXPOSE 8000
 # --timeout 120: the largest request the API takes (MAX_LABELS_PER_REQUEST labels) finishes
 # well inside it (bench/api_import.py), so no committed import is cut off and answered 500.
-CMD ["gunicorn", "goldset.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120", "--access-logfile", "-"]
+CMD ["gunicorn", "-c", "python:goldset.gunicorn_conf", "goldset.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]

@@ -378,6 +378,9 @@ LOGGING = {
         "celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"},
         # django-axes logs every login at INFO; its lockouts are WARNINGs.
         "axes": {"level": "WARNING"},
+        # Django's own console handler (DEBUG only) would print each request warning a
+        # second time beside the root's: its records go to the root alone.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
     },
 }
 

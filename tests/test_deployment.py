@@ -136,6 +136,9 @@ def test_web_migrates_then_serves_the_real_wsgi_application_with_gunicorn():
     assert steps[0][:3] == ["python", "manage.py", "migrate"], "web must migrate before it serves"
     server = steps[-1][1:] if steps[-1][0] == "exec" else steps[-1]
     assert server[0] == "gunicorn"
+    if server[1] == "-c":  # gunicorn's settings module (its log format), then the application
+        assert server[2] == "python:goldset.gunicorn_conf" and importlib.import_module("goldset.gunicorn_conf").logconfig_dict
+        server = [server[0], *server[3:]]
     module_name, _, attribute = server[1].partition(":")
     application = getattr(importlib.import_module(module_name), attribute)
     assert callable(application)

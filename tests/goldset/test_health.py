@@ -8,11 +8,9 @@ keep running. Reopening the forwarder on the same port is the service coming bac
 """
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -22,84 +20,12 @@ import pytest
 import requests
 from django.conf import settings
 
+from tests.support.forwarder import Forwarder, free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 # So that pytest-django creates and migrates the test database the app is pointed at.
 pytestmark = pytest.mark.django_db
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Forwarder:
-    """A TCP forwarder from 127.0.0.1:<port> to an upstream server, that can be cut and restored."""
-
-    def __init__(self, upstream: tuple[str, int]):
-        self.upstream = upstream
-        self.port = free_port()
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._listener: socket.socket | None = None
-
-    def open(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def close(self) -> None:
-        """The outage: no new connection is taken, and every open one is cut."""
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            try:
-                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked on it; close() alone would not
-            except OSError:
-                pass
-            listener.close()
-        with self._lock:
-            sockets, self._sockets = self._sockets, []
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return  # closed
-            try:
-                server = socket.create_connection(self.upstream, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            server.settimeout(None)
-            with self._lock:
-                self._sockets += [client, server]
-            for source, target in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, target: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                target.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (source, target):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 def upstream(url: str, default_port: int) -> tuple[str, int]:

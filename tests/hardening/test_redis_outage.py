@@ -27,7 +27,7 @@ from goldset import cache as failover
 from labeling.models import JudgingTask
 from tests import factories
 from tests.evaluation.test_worker import wait_until
-from tests.hardening.forwarder import Forwarder
+from tests.support.forwarder import Forwarder
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
 from tests.worker_harness import WorkerPool, purge_queue, sending_to, session_queue
 
@@ -40,7 +40,7 @@ RUN = b"q1 Q0 d1 1 3.0 bm25\nq1 Q0 d2 2 2.0 bm25\nq2 Q0 d3 1 1.0 bm25\n"
 
 @pytest.fixture
 def forwarder():
-    made = Forwarder((REDIS.hostname, REDIS.port or 6379)).start()
+    made = Forwarder((REDIS.hostname, REDIS.port or 6379)).open()
     try:
         yield made
     finally:
@@ -66,7 +66,7 @@ def test_the_read_api_and_the_judging_screen_answer_and_keep_every_grade_while_t
     annotator = annotator_of(golden_set, make_user, "ann")
     _, secret = api_token_create(owner=make_user("reader", is_staff=True), scope="read", golden_set=golden_set)
     bearer = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
-    with override_settings(CACHES=failover_cache(forwarder.url(DATABASE))):
+    with override_settings(CACHES=failover_cache(forwarder.url("redis", str(DATABASE)))):
         assert client.get("/api/v1/golden-sets/", **bearer).status_code == 200  # Redis answers: throttled in it
         monkeypatch.setattr(failover, "RETRY_SECONDS", 0.0)  # every call asks Redis again, and is refused
         forwarder.close()
@@ -86,7 +86,7 @@ def test_the_read_api_and_the_judging_screen_answer_and_keep_every_grade_while_t
         assert set(JudgingTask.objects.filter(pk__in=graded).values_list("status", flat=True)) == {"done"}
 
         # Back: the first call after the retry interval uses the shared cache again.
-        forwarder.reopen()
+        forwarder.open()
         cache.set("outage-probe", "shared", 30)
         direct = redis.Redis.from_url(settings.TEST_REDIS_URL)
         try:
@@ -102,7 +102,7 @@ def test_a_publish_and_an_upload_made_while_redis_is_away_are_done_once_soon_aft
 ):
     """The broker and the cache on one Redis, as compose runs them; beat's sweepers at a
     5-second interval here (60 s by default: the README's "within a minute" of the return)."""
-    broker, queue = forwarder.url(DATABASE), session_queue()
+    broker, queue = forwarder.url("redis", str(DATABASE)), session_queue()
     purge_queue(settings.TEST_REDIS_URL, queue)
     pool = WorkerPool(broker_url=broker, queue=queue, log_dir=tmp_path)
     manager = make_user("boss")
@@ -125,7 +125,7 @@ def test_a_publish_and_an_upload_made_while_redis_is_away_are_done_once_soon_aft
             assert published.status_code == 202, published.content
             job = PublishJob.objects.get(pk=published.json()["id"])
             assert job.enqueued_at is None  # refused by the broker: the sweeper's to send
-            forwarder.reopen()
+            forwarder.open()
             wait_until(lambda: Version.objects.filter(golden_set=golden_set).exists(), "the version published", pool, timeout=120)
             run = Run.objects.get(golden_set=golden_set)
             done = Evaluation.objects.filter(run=run, status=Evaluation.Status.DONE)

@@ -1,0 +1,1 @@
+"""What many test modules share: real-server helpers (forwarder.py)."""
