@@ -48,13 +48,58 @@ class PathSyntaxError(ValueError):
     pass
 
 
+def _lucene(text: str) -> str:
+    """`text` as literal words of Lucene's query syntax (Solr's q, OpenSearch's and
+    Elasticsearch's query_string): each special character behind a backslash, the
+    operator words written so they are words, and < and >, which query_string cannot escape
+    (its documentation says to remove them), left out."""
+    text = text.replace("<", " ").replace(">", " ")
+    text = _LUCENE_SPECIALS.sub(r"\\\g<0>", text)
+    return _LUCENE_OPERATORS.sub(lambda match: "\\" + match.group(0), text)
+
+
+def _groonga(text: str) -> str:
+    """`text` as literal words of Groonga's query syntax (select's --query, query()): each
+    special character behind a backslash, and the operator word OR written as a word."""
+    text = _GROONGA_SPECIALS.sub(r"\\\g<0>", text)
+    return _GROONGA_OPERATORS.sub(lambda match: "\\" + match.group(0), text)
+
+
+# Escapes a placeholder may name after a bar, `{{query|lucene}}`, for a template that puts
+# the value inside an engine's own query syntax; JSON and URL escaping follow as always.
+QUERY_SYNTAX_ESCAPES = {"lucene": _lucene, "groonga": _groonga}
+_LUCENE_SPECIALS = re.compile(r'[+\-=&|!(){}\[\]^"~*?:\\/]')
+_LUCENE_OPERATORS = re.compile(r"\b(?:AND|OR|NOT)\b")
+_GROONGA_SPECIALS = re.compile(r'[\\"'"'"'()+\-*<>=@~^:$!]')
+_GROONGA_OPERATORS = re.compile(r"\bOR\b")
+
+
 def placeholders_in(template: str) -> list[str]:
-    """The placeholder names `template` uses, in order (unknown names included)."""
+    """The placeholder names `template` uses, in order (unknown names included), with any
+    escape they name (`query|lucene`)."""
     return [match.group(1) for match in PLACEHOLDER.finditer(template)]
 
 
+def placeholder_base(name: str) -> str:
+    """The value a placeholder names, without its escape: `query` of `query|lucene`."""
+    return name.split("|", 1)[0]
+
+
 def unknown_placeholders(template: str) -> list[str]:
-    return [name for name in placeholders_in(template) if name not in PLACEHOLDERS]
+    """The placeholders of `template` that name an unknown value or escape."""
+    unknown = []
+    for name in placeholders_in(template):
+        base, _, escape = name.partition("|")
+        if base not in PLACEHOLDERS or (escape and escape not in QUERY_SYNTAX_ESCAPES):
+            unknown.append(name)
+    return unknown
+
+
+def _value(name: str, values: Mapping[str, Any]) -> Any:
+    """The value of placeholder `name`, with the query-syntax escape it names applied."""
+    base, _, escape = name.partition("|")
+    value = values[base]
+    return QUERY_SYNTAX_ESCAPES[escape](str(value)) if escape else value
 
 
 @functools.lru_cache(maxsize=64)
@@ -93,7 +138,7 @@ def render_json(template: str, values: Mapping[str, Any]) -> str:
     for literal, name, in_string in _json_template_parts(template):
         out.append(literal)
         if name is not None:
-            value = values[name]
+            value = _value(name, values)
             text = json.dumps(value if not in_string else str(value), ensure_ascii=False)
             out.append(text[1:-1] if in_string else text)
     return "".join(out)
@@ -106,7 +151,7 @@ def render_url(template: str, values: Mapping[str, Any]) -> str:
     last = 0
     for match in PLACEHOLDER.finditer(template):
         out.append(quote(template[last : match.start()], safe=_URL_TEXT_SAFE))
-        out.append(quote(str(values[match.group(1)]), safe=""))
+        out.append(quote(str(_value(match.group(1), values)), safe=""))
         last = match.end()
     out.append(quote(template[last:], safe=_URL_TEXT_SAFE))
     return "".join(out)

@@ -256,12 +256,16 @@ def _template_problems(spec: EndpointSpec) -> list[str]:
     for field_name in ("url", "params_template", "body_template"):
         template = getattr(spec, field_name)
         for name in mapping.unknown_placeholders(template):
-            problems.append(f"{field_name}: unknown placeholder {{{{{name}}}}} (the known ones are {{{{query}}}}, {{{{query_id}}}}, {{{{k}}}})")
+            problems.append(
+                f"{field_name}: unknown placeholder {{{{{name}}}}} (the known ones are {{{{query}}}}, {{{{query_id}}}}, {{{{k}}}}, "
+                f"and a query-syntax escape after a bar: {{{{query|lucene}}}}, {{{{query|groonga}}}})"
+            )
         if template.count("{{") != len(mapping.placeholders_in(template)):
             problems.append(f"{field_name}: a '{{{{' that is not a placeholder like {{{{query}}}}")
     if problems:
         return problems
-    if not any("query" in mapping.placeholders_in(getattr(spec, f)) for f in ("url", "params_template", "body_template")):
+    used = {mapping.placeholder_base(name) for f in ("url", "params_template", "body_template") for name in mapping.placeholders_in(getattr(spec, f))}
+    if "query" not in used:
         problems.append("body_template: no {{query}} placeholder in the URL, the parameters or the body, so every query would get the same answer")
     if spec.method == "POST" and not spec.body_template.strip():
         problems.append("body_template: a POST needs a JSON body template, like {\"query\": {{query}}, \"k\": {{k}}}")
