@@ -18,7 +18,7 @@ from goldenset.models import Membership, PublishJob
 from goldenset.selectors import (
     VersionIntegrityError, access_golden_set, golden_sets_for, publish_jobs_recent, user_roles, version_get, version_label_rows,
 )
-from goldenset.publishing import publish_job_progress, version_publish_request
+from goldenset.publishing import publish_job_progress, publish_unchanged, version_publish_request
 from goldenset.services import membership_grant, membership_revoke
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
@@ -184,6 +184,8 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
         "golden_set": golden_set, "form": form, "changes": preview, "slices": preview.slice_counts(),
         "shown": preview.first, "latest": golden_set.versions.order_by("-number").first(),
         "recent_jobs": publish_jobs_recent(golden_set),
+        # The publish itself would be refused as "nothing changed": no button then.
+        "unchanged": publish_unchanged(golden_set) is not None,
     }
     return render(request, "goldenset/publish.html", ctx, status=status)
 

@@ -92,6 +92,15 @@ def test_a_refusal_stays_on_the_publish_page_at_once(client, golden_set, owner):
     assert PublishJob.objects.count() == 1
 
 
+def test_with_nothing_to_publish_the_page_offers_no_publish_button(client, golden_set, owner):
+    """Issue 30 item 8: "Nothing to publish" still showed a "Publish v2" button."""
+    client.force_login(owner)
+    publish_job_run(publish(client).pk)
+    body = client.get(reverse("publish", args=["tiny"])).content.decode()
+    assert "Nothing to publish: the labels, queries, slice values and settings are those of v1." in body
+    assert "Publish v2</button>" not in body and 'class="card publish-form"' not in body
+
+
 @pytest.mark.parametrize("who, status", [
     ("manager", 200), ("staff", 200), ("adjudicator", 404), ("annotator", 404), ("stranger", 404), ("anonymous", 302),
 ])
