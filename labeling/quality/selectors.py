@@ -226,6 +226,8 @@ class Disagreement:
     doc_id: str
     grades: list[tuple[str, int]]
     label: int
+    query_text: str = ""
+    page_title: str = ""
 
     @property
     def spread(self) -> int:
@@ -242,7 +244,7 @@ class DisagreementList:
 def disagreements(golden_set: GoldenSet, *, limit: int | None = DISAGREEMENT_LIST_LIMIT) -> DisagreementList:
     """The set's pairs to adjudicate (see is_disagreement), not yet adjudicated, on active
     queries, in natural order of query id then doc id; the first `limit` of them with the
-    total count. Five queries."""
+    total count. Seven queries."""
     threshold = golden_set.relevance_threshold
     decided = _adjudicated_pairs(golden_set)
     multi, _ = _stream_people_grades(golden_set)
@@ -258,9 +260,12 @@ def disagreements(golden_set: GoldenSet, *, limit: int | None = DISAGREEMENT_LIS
     order = sorted(pending, key=lambda pair: (natural_key(query_ids[pair[0]]), natural_key(doc_ids[pair[1]])))
     shown = order if limit is None else order[:limit]
     names = _usernames(pk for pair in shown for pk in pending[pair])
+    # What the adjudicator reads to choose a pair: the question and the page's title.
+    texts = dict(Query.objects.filter(pk__in={q for q, _ in shown}).values_list("pk", "text"))
+    titles = dict(Page.objects.filter(pk__in={p for _, p in shown}).values_list("pk", "title"))
     items = [
         Disagreement(
-            query_pk=q, page_pk=p, query_id=query_ids[q], doc_id=doc_ids[p],
+            query_pk=q, page_pk=p, query_id=query_ids[q], doc_id=doc_ids[p], query_text=texts.get(q, ""), page_title=titles.get(p, ""),
             grades=sorted(((names[a], g) for a, g in pending[(q, p)].items()), key=lambda item: item[0]),
             label=label_resolve(list(pending[(q, p)].values())),
         )

@@ -154,6 +154,8 @@ def test_the_adjudication_list_shows_the_disagreements(client, judged, people):
     # d4 (3 against 1), d5 (3 against 0); d2 (ann 1, bob 1, cid 2) and d3 agree enough.
     assert "2 pairs to decide" in text
     assert text.count(">Decide</a>") == 2
+    # Issue 30 item 8: ids only; the adjudicator reads the question and the page's title too.
+    assert "question q3" in text and "title d4" in text and "title d5" in text
 
 
 def test_the_adjudication_list_reads_a_fixed_number_of_queries(client, judged, people):
