@@ -6,10 +6,8 @@ columns, read from the database without an object per value and written by COPY,
 cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publish.py).
 
 - `resolved_label_columns`: every judgment of the set's active queries read as integer
-  columns (lib.bulk.select_int_columns), resolved in numpy by the rules written in
-  goldenset.selectors.resolved_labels (adjudication, else the lower median of each
-  person's latest grade, else the latest import). tests/goldenset/test_publish_speed.py
-  holds the two equal pair for pair on mixed judgments.
+  columns (lib.bulk.select_int_columns), resolved by the one rule,
+  goldenset.resolution.resolve_columns.
 - `natural_ranks`: the rank of each id in natural order (lib.ids.natural_order), the
   canonical order of a version's rows, as an array indexed alongside the primary keys.
 - `labels_written_meanwhile` (PostgreSQL: a binary COPY the server writes while the caller
@@ -24,7 +22,7 @@ import numpy as np
 from django.db import connection
 
 from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel
-from goldenset.resolution import _ADJUDICATED, _HUMAN, _IMPORTED, resolve_columns
+from goldenset.resolution import ADJUDICATED, HUMAN, IMPORTED, resolve_columns
 from lib.bulk import bulk_insert, copy_arrays_meanwhile, select_int_columns
 from lib.ids import natural_order
 from lib.progress import Progress
@@ -38,8 +36,8 @@ def _judgment_columns_sql() -> str:
     judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Judgment, Query))
     return f"""
         SELECT j.query_id, j.page_id, j.grade,
-               CASE j.source WHEN '{Judgment.Source.ADJUDICATED}' THEN {_ADJUDICATED}
-                             WHEN '{Judgment.Source.HUMAN}' THEN {_HUMAN} ELSE {_IMPORTED} END,
+               CASE j.source WHEN '{Judgment.Source.ADJUDICATED}' THEN {ADJUDICATED}
+                             WHEN '{Judgment.Source.HUMAN}' THEN {HUMAN} ELSE {IMPORTED} END,
                COALESCE(j.annotator_id, 0), j.id
         FROM {judgment} j JOIN {query} q ON q.id = j.query_id
         WHERE q.golden_set_id = %s AND q.retired_at IS NULL
@@ -48,8 +46,8 @@ def _judgment_columns_sql() -> str:
 
 def resolved_label_columns(golden_set_pk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query pks, page pks, grades), int64, of every judged pair of the set's active
-    queries, labelled by resolved_labels' rules, sorted by (query pk, page pk): the rows
-    of resolved_labels(golden_set) whose query is active, as columns."""
+    queries, labelled by goldenset.resolution's rule, sorted by (query pk, page pk): the
+    rows of resolved_labels(golden_set) whose query is active, as columns."""
     rows = select_int_columns(_judgment_columns_sql(), 6, [golden_set_pk])
     return resolve_columns(*(rows[:, column] for column in range(6)))
 
