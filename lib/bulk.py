@@ -16,8 +16,8 @@ import functools
 import gc
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -226,22 +226,6 @@ def copy_arrays(
     with connection.cursor() as cursor:
         with cursor.cursor.copy(_copy_arrays_sql(table, columns)) as copy:
             _send_arrays(copy, columns, values, count, progress(range(0, count, chunk_rows), f"writing {count} rows"), chunk_rows)
-
-
-@contextmanager
-def copy_arrays_meanwhile(
-    table: str, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int,
-) -> Iterator[Callable[[], None]]:
-    """copy_arrays in two halves, for a caller with work of its own to do meanwhile: every
-    row is sent on entering (libpq buffers what the socket does not take yet), the server
-    writes them while the body computes, and the `end` given to the body, or leaving the
-    block, waits for the COPY to finish. The body must not use the connection before end().
-    An error in the body ends the COPY in error, so nothing of it is written.
-    """
-    with connection.cursor() as cursor, ExitStack() as copying:
-        copy = copying.enter_context(cursor.cursor.copy(_copy_arrays_sql(table, columns)))
-        _send_arrays(copy, columns, values, count, range(0, count, COPY_CHUNK_ROWS), COPY_CHUNK_ROWS)
-        yield copying.close
 
 
 def _copy_arrays_sql(table: str, columns: Sequence[tuple[str, str, int]]) -> str:

@@ -1,17 +1,16 @@
 """lib.bulk: model_rows_insert and model_arrays_insert write a model's rows as its fields
 say, on PostgreSQL (binary COPY, laid out by copy_columns) and elsewhere alike;
-copy_arrays_meanwhile writes what copy_arrays writes while the caller's body runs, and
-nothing when the body fails; select_binary and select_int_columns read through Django's
-query log, never as prepared statements."""
+select_binary and select_int_columns read through Django's query log, never as prepared
+statements."""
 
 from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from goldenset.models import Corpus, Judgment, Page, Query
-from lib.bulk import copy_arrays_meanwhile, copy_columns, model_arrays_insert, model_rows_insert, select_binary, select_int_columns
+from lib.bulk import copy_columns, model_arrays_insert, model_rows_insert, select_binary, select_int_columns
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -65,40 +64,6 @@ def test_model_arrays_insert_writes_columns_and_values_shared_by_every_row():
 def test_a_text_column_whose_values_are_not_all_as_wide_is_refused():
     with pytest.raises(ValueError, match="page_hash must all be 2 bytes long"):
         model_arrays_insert(Judgment, {"page_hash": np.array([b"ab", b"c"])}, 2)
-
-COLUMNS = [("n", ">i8", 8), ("tag", "S3", 3)]
-
-
-@pytest.fixture
-def probe():
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE TEMP TABLE bulk_probe (n bigint NOT NULL, tag text NOT NULL)")
-    return "bulk_probe"
-
-
-def stored() -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT n, tag FROM bulk_probe ORDER BY n")
-        return cursor.fetchall()
-
-
-@postgres_only
-def test_the_rows_are_written_by_end_and_the_body_runs_in_between(probe):
-    ran = []
-    with copy_arrays_meanwhile(probe, COLUMNS, {"n": np.arange(5, dtype=np.int64) * 10, "tag": b"abc"}, 5) as end:
-        ran.append(sum(range(1000)))  # the caller's own work, while the server writes
-        end()
-        assert stored() == [(0, "abc"), (10, "abc"), (20, "abc"), (30, "abc"), (40, "abc")]  # the connection is free again
-    assert ran == [499500]
-
-
-@postgres_only
-def test_an_error_in_the_body_is_raised_as_it_is_and_writes_nothing(probe):
-    with pytest.raises(ZeroDivisionError), transaction.atomic():
-        with copy_arrays_meanwhile(probe, COLUMNS, {"n": np.arange(3, dtype=np.int64), "tag": b"xyz"}, 3):
-            1 / 0
-    assert stored() == []
-
 
 @postgres_only
 def test_binary_reads_are_logged_with_their_text_however_often_they_run():
