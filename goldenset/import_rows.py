@@ -3,18 +3,18 @@
 golden_set_create and qrels_import (goldenset.services) validate first and call these inside
 their transaction. At 100,000 pages every per-row step shows (bench/import_export.py): rows
 go by COPY (lib.bulk.model_rows_insert, model_arrays_insert), primary keys come back in one fetch, each page's content
-hash is computed once for its row and its judgments, and check_imported_references stands
-in for the foreign keys' row-by-row checks where lib.bulk.row_triggers_skipped skips them.
+hash is computed once for its row and its judgments. The foreign keys check every row's
+references at commit, as for any other write.
 """
 
 import json
 import numpy as np
 import orjson
-from django.db import IntegrityError, connection
+from django.db import connection
 from django.utils import timezone
 
 from goldenset.models import Corpus, GoldenSet, Judgment, Page, Query
-from lib.bulk import model_arrays_insert, model_rows_insert, select_int_columns
+from lib.bulk import model_arrays_insert, model_rows_insert
 from lib.formats import JsonRecord
 from lib.hashing import text_hash
 from lib.progress import Progress
@@ -114,29 +114,3 @@ def insert_imported_judgments(
         Judgment.Source.IMPORTED.value, "", np.array(hashes, dtype=f"S{width}"), now,
     ]
     return model_arrays_insert(Judgment, dict(zip(fields, columns)), count)
-
-
-def check_imported_references(golden_set: GoldenSet, page_pks: dict[str, int], judgments: int) -> None:
-    """Raise IntegrityError unless the judgments of the new `golden_set` are the `judgments`
-    written, each pointing to one of its queries and to one of its corpus's pages,
-    `page_pks` as read back in this transaction.
-
-    In place of the foreign keys' checks when lib.bulk.row_triggers_skipped skipped them:
-    the set and its queries are new to this transaction, so the judgments of its queries
-    are exactly the ones written, and one that points elsewhere is missing from them. Two
-    integer columns read and looked up in numpy take a fifth of a join's time, which looks
-    each judgment's page up in the index (0.1 s at 50,000). The pages and queries themselves
-    name the corpus and set created just before them.
-    """
-    judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Judgment, Query))
-    written = select_int_columns(
-        f"SELECT j.query_id, j.page_id FROM {judgment} AS j JOIN {query} AS q ON q.id = j.query_id WHERE q.golden_set_id = %s",
-        2, [golden_set.id],
-    )
-    pages = np.fromiter(page_pks.values(), dtype=np.int64, count=len(page_pks))
-    sound = int(np.isin(written[:, 1], pages).sum())
-    if sound != judgments or len(written) != judgments:
-        raise IntegrityError(
-            f"goldset: {judgments - sound} of the {judgments} judgments imported into {golden_set.slug!r} "
-            "point to a query or page outside it"
-        )

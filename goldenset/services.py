@@ -28,11 +28,11 @@ from goldenset.models import (
     Query,
     Version,
 )
-from goldenset.import_rows import check_imported_references, insert_imported_judgments, insert_pages, insert_queries
+from goldenset.import_rows import insert_imported_judgments, insert_pages, insert_queries
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
 from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
-from lib.bulk import gc_paused, row_triggers_skipped
+from lib.bulk import gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import version_hash_of_columns
@@ -243,17 +243,11 @@ def golden_set_create(
             query_slice_fields=query_slice_fields, page_slice_fields=page_slice_fields,
             guidelines=source.guidelines, k_first=source.k_first, k_final=source.k_final, created_by=user,
         )
-        # Every row below points to the corpus, the set, or a page or query written here:
-        # their foreign keys' checks at commit (0.8 s at 100,000 pages) give way to one
-        # check of the judgments after, where the session may skip them.
-        with row_triggers_skipped() as skipped:
-            page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
-            query_pks = insert_queries(golden_set, source.queries, True)
-            summary.judgments_created = insert_imported_judgments(
-                corpus, source.qrels, query_pks, page_pks, progress, page_hashes=page_hashes,
-            )
-        if skipped:
-            check_imported_references(golden_set, page_pks, summary.judgments_created)
+        page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
+        query_pks = insert_queries(golden_set, source.queries, True)
+        summary.judgments_created = insert_imported_judgments(
+            corpus, source.qrels, query_pks, page_pks, progress, page_hashes=page_hashes,
+        )
         summary.pages_created = len(page_pks)
         summary.queries_created = len(query_pks)
         if user is not None:

@@ -68,56 +68,6 @@ def bulk_insert(table: str, columns: Sequence[str], rows: Iterable[Sequence], ty
     return count
 
 
-@contextmanager
-def row_triggers_skipped():
-    """Skip PostgreSQL's row triggers, foreign-key checks above all, for the writes inside,
-    where this session may, inside the caller's transaction; yield whether they are skipped.
-
-    A foreign key checks each new row at commit with a lookup of its own: 0.8 s of a
-    100,000-page import (bench/import_export.py), more than the COPY of the rows. A caller
-    whose rows point only to rows it wrote in the same transaction (which no other
-    session can see, so none can delete them) knows their references are sound; when the
-    triggers are skipped it checks them once, set-based, afterwards, as ALTER TABLE checks a
-    new foreign key. Unique indexes and check constraints hold as ever.
-
-    Skipping means session_replication_role = replica, which a superuser may set, or a role
-    granted SET ON PARAMETER session_replication_role (PostgreSQL 15+); any other session,
-    and SQLite, write with the triggers as usual and yield False. The previous role is set
-    back on the way out; on an error the caller's rollback undoes it. Every trigger of the
-    tables written is skipped, not only foreign keys: a caller's tests should list the
-    triggers its tables have, so that a new one is noticed.
-    """
-    if connection.vendor != "postgresql" or not connection.in_atomic_block:
-        yield False  # outside a transaction SET LOCAL would not hold
-        return
-    previous, allowed = replication_role()
-    if not allowed or previous == "replica":
-        yield previous == "replica"
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL session_replication_role = replica")
-    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
-
-    try:
-        yield True
-    finally:
-        # After a database error the transaction is aborted, or marked to be rolled back, and
-        # the rollback sets the role back.
-        if not connection.needs_rollback and connection.connection.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('session_replication_role', %s, true)", [previous])
-
-
-def replication_role() -> tuple[str, bool]:
-    """This PostgreSQL session's session_replication_role, and whether it may set it."""
-    with connection.cursor() as cursor:
-        if connection.pg_version >= 150000:
-            cursor.execute("SELECT current_setting('session_replication_role'), has_parameter_privilege('session_replication_role', 'SET')")
-        else:
-            cursor.execute("SELECT current_setting('session_replication_role'), current_setting('is_superuser') = 'on'")
-        return cursor.fetchone()
-
-
 class CopyColumn(NamedTuple):
     name: str  # the column's name in the table
     type: str  # its PostgreSQL type, as psycopg names it: "bigint", "varchar", "jsonb"
