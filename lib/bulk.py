@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 from django.db import connection
+from django.db.models import Model
 
 from lib.progress import Progress, no_progress
 
@@ -81,7 +82,7 @@ _BYTES_TYPES = {"text", "varchar", "bytea"}
 _POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
-def copy_columns(model, fields: Sequence[str]) -> list[CopyColumn]:
+def copy_columns(model: type[Model], fields: Sequence[str]) -> list[CopyColumn]:
     """The column and PostgreSQL type of each of `fields` of `model` (names or attnames,
     "query" or "query_id"), as the model's migrations create them: the one source of a
     binary COPY's layout. Only where the database is PostgreSQL."""
@@ -93,7 +94,7 @@ def copy_columns(model, fields: Sequence[str]) -> list[CopyColumn]:
     return columns
 
 
-def model_rows_insert(model, fields: Sequence[str], rows: Iterable[Sequence]) -> int:
+def model_rows_insert(model: type[Model], fields: Sequence[str], rows: Iterable[Sequence]) -> int:
     """Insert rows (tuples in `fields` order) into `model`'s table; return how many. On
     PostgreSQL in COPY's binary format typed by copy_columns (a jsonb value given as its
     JSON text), elsewhere by executemany."""
@@ -102,10 +103,7 @@ def model_rows_insert(model, fields: Sequence[str], rows: Iterable[Sequence]) ->
     return bulk_insert(model._meta.db_table, columns, rows, types)
 
 
-def model_arrays_insert(
-    model, values: Mapping[str, object], count: int, *, progress: Progress = no_progress, chunk_rows: int = 250_000,
-    step: str = "",
-) -> int:
+def model_arrays_insert(model: type[Model], values: Mapping[str, object], count: int, *, chunk_rows: int = COPY_CHUNK_ROWS) -> int:
     """Insert `count` rows into `model`'s table from columns: `values` maps each field to an
     array of `count` items or to one value for every row; return `count`.
 
@@ -115,11 +113,10 @@ def model_arrays_insert(
     booleans as arrays or Python values, a text or bytea column as one str or bytes or as
     a numpy "S" (or "V") array whose every item fills its width (so that every row's
     length is the same), a timestamp as one aware datetime. Elsewhere the same rows go by
-    executemany. No value may be NULL. `progress` counts blocks of `chunk_rows` rows, the
-    step named `step`.
+    executemany. No value may be NULL. `chunk_rows` rows at a time bound the memory.
     """
     fields = list(values)
-    blocks = progress(range(0, count, chunk_rows), step or f"writing {count} rows")
+    blocks = range(0, count, chunk_rows)
     if connection.vendor != "postgresql":
         columns = [model._meta.get_field(name).column for name in fields]
         for start in blocks:
