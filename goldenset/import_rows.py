@@ -2,21 +2,19 @@
 
 golden_set_create and qrels_import (goldenset.services) validate first and call these inside
 their transaction. At 100,000 pages every per-row step shows (bench/import_export.py): rows
-go by COPY (lib.bulk.bulk_insert), primary keys come back in one fetch, each page's content
-hash is computed once for its row and its judgments, and check_imported_references stands
-in for the foreign keys' row-by-row checks where lib.bulk.row_triggers_skipped skips them.
+go by COPY (lib.bulk.model_rows_insert, model_arrays_insert), primary keys come back in one fetch, each page's content
+hash is computed once for its row and its judgments. The foreign keys check every row's
+references at commit, as for any other write.
 """
 
 import json
-from datetime import datetime, timedelta, timezone as dt_timezone
-
 import numpy as np
 import orjson
-from django.db import IntegrityError, connection
+from django.db import connection
 from django.utils import timezone
 
 from goldenset.models import Corpus, GoldenSet, Judgment, Page, Query
-from lib.bulk import bulk_insert, copy_arrays, select_int_columns
+from lib.bulk import model_arrays_insert, model_rows_insert
 from lib.formats import JsonRecord
 from lib.hashing import text_hash
 from lib.progress import Progress
@@ -43,18 +41,11 @@ def _stored_json(metadata: dict) -> str:
     return metadata_json(metadata)
 
 
-def _binary_jsonb(metadata: dict) -> bytes:
-    """A jsonb value in COPY's binary format: a version byte, 1, then the JSON text."""
-    return b"\x01" + _stored_json(metadata).encode()
-
-
-# On PostgreSQL pages and queries go in COPY's binary format, which the server stores without
-# parsing text: a page's two timestamps above all, 0.3 s of 100,000 pages. Types in column
-# order; metadata goes as bytea, which sends _binary_jsonb's bytes as they are.
-_PAGE_COLUMNS = ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"]
-_PAGE_TYPES = ["int8", "text", "text", "text", "text", "bool", "bytea", "timestamptz", "timestamptz", "text", "timestamptz"]
-_QUERY_COLUMNS = ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"]
-_QUERY_TYPES = ["int8", "text", "text", "bool", "bytea", "timestamptz"]
+# Pages and queries go by lib.bulk.model_rows_insert: on PostgreSQL in COPY's binary
+# format, laid out from the models' fields, which the server stores without parsing text
+# (a page's two timestamps above all, 0.3 s of 100,000 pages); the metadata as its JSON text.
+_PAGE_FIELDS = ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"]
+_QUERY_FIELDS = ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"]
 
 
 def insert_pages(
@@ -62,26 +53,22 @@ def insert_pages(
 ) -> tuple[dict[str, int], dict[str, str]]:
     """Insert pages; return {doc_id: primary key} and {doc_id: content hash} of the new pages."""
     now = timezone.now()
-    binary = connection.vendor == "postgresql"
-    metadata_value = _binary_jsonb if binary else _stored_json
     hashes = {record.id: text_hash(record.title, record.text, record.url) for record in records}
     rows = (
         (
             corpus.id, record.id, record.title, record.text, record.url, has_text,
-            metadata_value(record.metadata), published_at, modified_at, hashes[record.id], now,
+            _stored_json(record.metadata), published_at, modified_at, hashes[record.id], now,
         )
         for record, (published_at, modified_at) in zip(progress(records, "writing pages"), dates, strict=True)
     )
-    bulk_insert(Page._meta.db_table, _PAGE_COLUMNS, rows, _PAGE_TYPES if binary else None)
+    model_rows_insert(Page, _PAGE_FIELDS, rows)
     return {doc_id: pk for doc_id, pk in _column_pairs(Page, "doc_id", "id", corpus_id=corpus.id) if doc_id in hashes}, hashes
 
 
 def insert_queries(golden_set: GoldenSet, records: list[JsonRecord], has_text: bool) -> dict[str, int]:
     now = timezone.now()
-    binary = connection.vendor == "postgresql"
-    metadata_value = _binary_jsonb if binary else _stored_json
-    rows = ((golden_set.id, record.id, record.text, has_text, metadata_value(record.metadata), now) for record in records)
-    bulk_insert(Query._meta.db_table, _QUERY_COLUMNS, rows, _QUERY_TYPES if binary else None)
+    rows = ((golden_set.id, record.id, record.text, has_text, _stored_json(record.metadata), now) for record in records)
+    model_rows_insert(Query, _QUERY_FIELDS, rows)
     return dict(_column_pairs(Query, "query_id", "id", golden_set_id=golden_set.id))
 
 
@@ -109,69 +96,21 @@ def insert_imported_judgments(
     now = timezone.now()
     hashes = [page_hashes[doc_id] for _, doc_id in progress(pairs, "writing judgments")]
     width = len(hashes[0]) if hashes else 0
-    if connection.vendor == "postgresql" and all(len(value) == width and value.isascii() for value in hashes):
-        return _copy_judgment_arrays(pairs, query_pks, page_pks, hashes, width, now)
-    rows = [
-        (query_pks[query_id], page_pks[doc_id], grade, Judgment.Source.IMPORTED, "", page_hash, now)
-        for ((query_id, doc_id), grade), page_hash in zip(pairs.items(), hashes)
-    ]
-    return bulk_insert(
-        Judgment._meta.db_table,
-        ["query_id", "page_id", "grade", "source", "note", "page_hash", "created_at"],
-        rows,
-    )
-
-
-# PostgreSQL's binary timestamps count microseconds from here.
-_POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=dt_timezone.utc)
-
-
-def _copy_judgment_arrays(
-    pairs: dict[tuple[str, str], int], query_pks: dict[str, int], page_pks: dict[str, int], hashes: list[str], width: int,
-    now: datetime,
-) -> int:
-    """insert_imported_judgments' rows as numpy columns in one binary COPY (lib.bulk.copy_arrays),
-    the hashes all `width` ASCII characters: a tuple a row, written by psycopg, and the
-    server's parsing of their text took 0.15 s more at 50,000 judgments."""
-    count = len(pairs)
-    source = Judgment.Source.IMPORTED.encode()
-    columns = [
-        ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("source", f"S{len(source)}", len(source)),
-        ("note", "S0", 0), ("page_hash", f"S{width}", width), ("created_at", ">i8", 8),
-    ]
-    values = {
-        "query_id": np.fromiter((query_pks[query_id] for query_id, _ in pairs), dtype=np.int64, count=count),
-        "page_id": np.fromiter((page_pks[doc_id] for _, doc_id in pairs), dtype=np.int64, count=count),
-        # Grades are in the 16-bit range: the readers refuse others (lib.formats.GRADE_RANGE).
-        "grade": np.fromiter(pairs.values(), dtype=np.int16, count=count),
-        "source": source, "note": b"", "page_hash": np.array(hashes, dtype=f"S{width}"),
-        "created_at": (now - _POSTGRES_EPOCH) // timedelta(microseconds=1),
-    }
-    copy_arrays(Judgment._meta.db_table, columns, values, count)
-    return count
-
-
-def check_imported_references(golden_set: GoldenSet, page_pks: dict[str, int], judgments: int) -> None:
-    """Raise IntegrityError unless the judgments of the new `golden_set` are the `judgments`
-    written, each pointing to one of its queries and to one of its corpus's pages,
-    `page_pks` as read back in this transaction.
-
-    In place of the foreign keys' checks when lib.bulk.row_triggers_skipped skipped them:
-    the set and its queries are new to this transaction, so the judgments of its queries
-    are exactly the ones written, and one that points elsewhere is missing from them. Two
-    integer columns read and looked up in numpy take a fifth of a join's time, which looks
-    each judgment's page up in the index (0.1 s at 50,000). The pages and queries themselves
-    name the corpus and set created just before them.
-    """
-    judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Judgment, Query))
-    written = select_int_columns(
-        f"SELECT j.query_id, j.page_id FROM {judgment} AS j JOIN {query} AS q ON q.id = j.query_id WHERE q.golden_set_id = %s",
-        2, [golden_set.id],
-    )
-    pages = np.fromiter(page_pks.values(), dtype=np.int64, count=len(page_pks))
-    sound = int(np.isin(written[:, 1], pages).sum())
-    if sound != judgments or len(written) != judgments:
-        raise IntegrityError(
-            f"goldset: {judgments - sound} of the {judgments} judgments imported into {golden_set.slug!r} "
-            "point to a query or page outside it"
+    fields = ["query_id", "page_id", "grade", "source", "note", "page_hash", "created_at"]
+    if not all(len(value) == width and value.isascii() for value in hashes):  # hashes of another form, kept by older pages
+        rows = (
+            (query_pks[query_id], page_pks[doc_id], grade, Judgment.Source.IMPORTED, "", page_hash, now)
+            for ((query_id, doc_id), grade), page_hash in zip(pairs.items(), hashes)
         )
+        return model_rows_insert(Judgment, fields, rows)
+    # As numpy columns: a tuple a row, written by psycopg, and the server's parsing of
+    # their text took 0.15 s more at 50,000 judgments.
+    count = len(pairs)
+    columns = [
+        np.fromiter((query_pks[query_id] for query_id, _ in pairs), dtype=np.int64, count=count),
+        np.fromiter((page_pks[doc_id] for _, doc_id in pairs), dtype=np.int64, count=count),
+        # Grades are in the 16-bit range: the readers refuse others (lib.formats.GRADE_RANGE).
+        np.fromiter(pairs.values(), dtype=np.int16, count=count),
+        Judgment.Source.IMPORTED.value, "", np.array(hashes, dtype=f"S{width}"), now,
+    ]
+    return model_arrays_insert(Judgment, dict(zip(fields, columns)), count)

@@ -1,8 +1,6 @@
 """Reads of golden sets: access checks, resolved labels, version exports and diffs."""
 
 from collections.abc import Iterable, Iterator
-from itertools import groupby
-from operator import itemgetter
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
@@ -12,6 +10,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 
 from goldenset.models import GoldenSet, Judgment, Membership, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.resolution import labels_of_rows
 from lib.errors import ConflictError
 from lib.hashing import version_hash
 from lib.ids import natural_key
@@ -63,70 +62,37 @@ def golden_sets_for(user: AbstractBaseUser, roles: tuple[str, ...] = READ_ROLES)
 
 
 def resolved_labels(golden_set: GoldenSet) -> list[tuple[int, int, int]]:
-    """(query pk, page pk, grade) for every judged pair of the set, in (query pk, page pk) order.
-
-    A pair's label, from its judgments:
-
-    1. the latest adjudicated judgment, if there is one: an adjudicator's decision
-       overrides every other grade of the pair;
-    2. else, if people judged it, the median of each person's latest grade (a person's
-       later judgment supersedes their earlier one). For an even count it is the LOWER
-       median: a tie between 1 and 2 resolves to 1, never an invented 1.5 and never the
-       more generous grade. The lower median is the highest grade that a strict majority
-       of the judges gave or exceeded, so "label >= relevance threshold" is exactly the
-       majority vote on "relevant", a tie counting as not relevant (a pair becomes
-       relevant in a version only when most of its judges say so);
-    3. else the latest imported grade. An import is what the set knew before anyone judged
-       the pair in Goldset: once a person has, the people's grades decide, so that an
-       annotator can correct an imported grade up as well as down (with the import
-       counted as a judge, the lower median of {imported 1, person 3} would keep the 1).
-
-    "Latest" is the highest id, not the latest timestamp, so two judgments written in the
-    same microsecond still resolve the same way every time. One ordered query, streamed:
-    no per-pair query, memory for one pair's judgments at a time besides the result.
-    """
-    rows = (
-        Judgment.objects.filter(query__golden_set=golden_set)
-        .order_by("query_id", "page_id", "-id")
-        .values_list("query_id", "page_id", "grade", "source", "annotator_id")
+    """(query pk, page pk, grade) for every judged pair of the set, in (query pk, page pk)
+    order, each pair's label by the rule of goldenset.resolution (the latest adjudication,
+    else the lower median of each person's latest grade, else the latest import). One query."""
+    rows = Judgment.objects.filter(query__golden_set=golden_set).values_list(
+        "query_id", "page_id", "grade", "source", "annotator_id", "id"
     )
-    # groupby over the ordered stream: one pair's judgments at a time, newest first.
-    return [
-        (query_pk, page_pk, label_of(row[2:] for row in judgments))
-        for (query_pk, page_pk), judgments in groupby(rows.iterator(chunk_size=20_000), key=itemgetter(0, 1))
-    ]
+    query, page, label = labels_of_rows(rows.iterator(chunk_size=20_000))
+    return list(zip(query.tolist(), page.tolist(), label.tolist()))
 
 
 def label_resolve(grades: list[int]) -> int:
-    """The label of a pair whose people's latest grades are `grades`: the lower median
-    (see resolved_labels). Raises ValueError for no grade."""
+    """The label of a pair whose people's latest grades are `grades`, one grade a person:
+    the lower median (goldenset.resolution). Raises ValueError for no grade."""
     if not grades:
         raise ValueError("a label needs at least one grade")
-    if len(grades) == 1:
-        return grades[0]
-    ordered = sorted(grades)
-    return ordered[(len(ordered) - 1) // 2]
+    _, _, label = labels_of_rows((0, 0, grade, Judgment.Source.HUMAN, person, person) for person, grade in enumerate(grades, 1))
+    return int(label[0])
 
 
 def label_of(judgments: Iterable[tuple[int, str, int | None]]) -> int | None:
     """The label of one pair from its (grade, source, annotator pk) judgments, NEWEST
-    FIRST, by the rules of resolved_labels; None for no judgment. The one place those
-    rules are written: resolved_labels, pair_label and labeling's sample estimates use it."""
-    people: dict[int, int] = {}
-    imported = None
-    for grade, source, annotator_pk in judgments:
-        if source == Judgment.Source.ADJUDICATED:
-            return grade  # the latest adjudication wins over every grade, older or newer
-        if source == Judgment.Source.HUMAN:
-            people.setdefault(annotator_pk, grade)  # a person's latest grade supersedes their earlier ones
-        elif imported is None:
-            imported = grade
-    return label_resolve(list(people.values())) if people else imported
+    FIRST, by the rule of goldenset.resolution; None for no judgment."""
+    _, _, label = labels_of_rows(
+        (0, 0, grade, source, annotator_pk, -age) for age, (grade, source, annotator_pk) in enumerate(judgments)
+    )
+    return int(label[0]) if len(label) else None
 
 
 def pair_label(*, query_pk: int, page_pk: int) -> int | None:
-    """The resolved label of one pair by the rules of resolved_labels, or None if nobody
-    judged it. One query."""
+    """The resolved label of one pair (goldenset.resolution), or None if nobody judged it.
+    One query."""
     return label_of(
         Judgment.objects.filter(query_id=query_pk, page_id=page_pk).order_by("-id").values_list("grade", "source", "annotator_id")
     )

@@ -5,7 +5,6 @@ validates everything first and raises GoldsetError naming the line, field or id 
 fault, then writes in one transaction, so bad input never leaves half a change behind.
 """
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,21 +27,15 @@ from goldenset.models import (
     Page,
     Query,
     Version,
-    VersionLabel,
-    VersionPage,
-    VersionQuery,
 )
-from goldenset.import_rows import check_imported_references, insert_imported_judgments, insert_pages, insert_queries, metadata_json
+from goldenset.import_rows import insert_imported_judgments, insert_pages, insert_queries
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
-from goldenset.version_rows import (
-    LABEL_BLOCK, labelled_pages, labels_written_meanwhile, natural_ranks, rank_of, resolved_label_columns, version_id_taken,
-    write_labels,
-)
-from lib.bulk import bulk_insert, gc_paused, row_triggers_skipped
+from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
+from lib.bulk import gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
-from lib.hashing import canonical_json, version_hash_of_columns
+from lib.hashing import version_hash_of_columns
 from lib.ids import id_problem, natural_key
 from lib.progress import Progress, no_progress
 from lib.rows import row_insert
@@ -250,17 +243,11 @@ def golden_set_create(
             query_slice_fields=query_slice_fields, page_slice_fields=page_slice_fields,
             guidelines=source.guidelines, k_first=source.k_first, k_final=source.k_final, created_by=user,
         )
-        # Every row below points to the corpus, the set, or a page or query written here:
-        # their foreign keys' checks at commit (0.8 s at 100,000 pages) give way to one
-        # check of the judgments after, where the session may skip them.
-        with row_triggers_skipped() as skipped:
-            page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
-            query_pks = insert_queries(golden_set, source.queries, True)
-            summary.judgments_created = insert_imported_judgments(
-                corpus, source.qrels, query_pks, page_pks, progress, page_hashes=page_hashes,
-            )
-        if skipped:
-            check_imported_references(golden_set, page_pks, summary.judgments_created)
+        page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
+        query_pks = insert_queries(golden_set, source.queries, True)
+        summary.judgments_created = insert_imported_judgments(
+            corpus, source.qrels, query_pks, page_pks, progress, page_hashes=page_hashes,
+        )
         summary.pages_created = len(page_pks)
         summary.queries_created = len(query_pks)
         if user is not None:
@@ -463,10 +450,6 @@ def judgment_record(
 
 # --- versions ------------------------------------------------------------------------
 
-def _slice_values(metadata: dict, fields: list[str]) -> dict:
-    return {name: metadata[name] for name in fields if name in metadata}
-
-
 def nothing_changed(golden_set: GoldenSet, previous: Version) -> ConflictError:
     """The refusal of a publish that would snapshot what `previous` holds already."""
     return ConflictError(f"nothing changed since version {previous.number} of {golden_set.slug!r}; not published")
@@ -490,9 +473,9 @@ def version_publish(
 
     Refuses (GoldsetError) when nothing changed since the latest version. Sends
     `version_published` inside the transaction; receivers act on commit. `progress`
-    wraps each step's rows, named as in PUBLISH_STEPS (a job reports them to the page),
-    and must not use the database: on PostgreSQL the hashing runs while the labels' COPY
-    holds the connection.
+    wraps each step's rows, named as in PUBLISH_STEPS (a job reports them to the page).
+    The steps: read the labels and what they name, order them, hash them, write them
+    (goldenset.version_rows).
     """
     with transaction.atomic():
         # Lock the set so that two publishes cannot both take number N+1.
@@ -502,95 +485,46 @@ def version_publish(
         # count too low, never too high, so a later "unchanged" check errs toward publishing.
         judgment_count = Judgment.objects.filter(query__golden_set=golden_set).count()
 
-        queries = list(
-            Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata")
-        )
-        # The labels as int64 columns (goldenset.version_rows), a block the step's one item.
-        [(label_query, label_page, label_grade)] = progress([resolved_label_columns(golden_set.pk)], PUBLISH_STEPS[0])
-        query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
-        page_rows = list(progress(labelled_pages(golden_set, page_fields), PUBLISH_STEPS[1]))
-
-        # Canonical order: natural order of ids, independent of row ids and databases.
-        query_order, query_pks, query_ranks = natural_ranks([row[0] for row in queries], [row[1] for row in queries])
-        page_order, page_pks, page_ranks = natural_ranks([row[0] for row in page_rows], [row[1] for row in page_rows])
-        queries = [queries[i] for i in query_order]
-        page_rows = [page_rows[i] for i in page_order]
-        label_query_rank = rank_of(query_pks, query_ranks, label_query)
-        label_page_rank = rank_of(page_pks, page_ranks, label_page)
-        order = np.lexsort((label_page_rank, label_query_rank))
-        label_query, label_page, label_grade = label_query[order], label_page[order], label_grade[order]
-        label_query_rank, label_page_rank = label_query_rank[order], label_page_rank[order]
-
-        # On PostgreSQL the labels go to the server before the hash is made, under an id
-        # taken ahead of the version's row, and are written while Python makes the slice
-        # values and the hash: the server's writing of the labels was a third of a publish.
-        version_id = version_id_taken()
-        with labels_written_meanwhile(version_id, label_query, label_page, label_grade, progress, PUBLISH_STEPS[3]):
-            query_metadata = _slice_texts((metadata for _, _, metadata in queries), query_fields)
-            page_metadata = _slice_texts((metadata for _, _, metadata, _, _ in page_rows), page_fields)
-            # Ids by natural rank: a label's query id is query_ids[its query's rank].
-            query_ids = np.array([query_id for _, query_id, _ in queries] or [""], dtype=object)
-            doc_ids = np.array([doc_id for _, doc_id, *_ in page_rows] or [""], dtype=object)
-            label_count = len(label_grade)
-            blocks = (
-                (query_ids[label_query_rank[block]].tolist(), doc_ids[label_page_rank[block]].tolist(), label_grade[block].tolist())
-                for block in (slice(start, start + LABEL_BLOCK) for start in progress(range(0, label_count, LABEL_BLOCK), PUBLISH_STEPS[2]))
-            )
-            content_hash = version_hash_of_columns(
-                version_settings(golden_set), blocks,
-                ((query_id, canonical) for (_, query_id, _), (canonical, _) in zip(queries, query_metadata)),
-                ((doc_id, canonical, published_at, page_hash)
-                 for (_, doc_id, _, published_at, page_hash), (canonical, _) in zip(page_rows, page_metadata)),
-            )
-
+        rows = version_rows_read(golden_set, progress, PUBLISH_STEPS[:2]).ordered()
+        content_hash = _version_rows_hash(golden_set, rows, progress)
         if previous is not None and previous.content_hash == content_hash:
             raise nothing_changed(golden_set, previous)
-        if not queries:
+        if not rows.queries:
             raise no_queries(golden_set)
 
         threshold = golden_set.relevance_threshold
-        relevant = label_grade >= threshold
+        relevant = rows.label_grade >= threshold
         try:
             version = Version.objects.create(
-                id=version_id, golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
+                golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
                 note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
-                query_slice_fields=query_fields, page_slice_fields=page_fields, query_count=len(queries),
-                label_count=label_count, relevant_count=int(np.count_nonzero(relevant)),
-                queries_without_relevant=len(queries) - len(np.unique(label_query[relevant])), judgment_count=judgment_count,
+                query_slice_fields=list(golden_set.query_slice_fields), page_slice_fields=list(golden_set.page_slice_fields),
+                query_count=len(rows.queries), label_count=len(rows.label_grade), relevant_count=int(np.count_nonzero(relevant)),
+                queries_without_relevant=len(rows.queries) - len(np.unique(rows.label_query[relevant])), judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
             raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
-
-        if version_id is None:  # no id to take ahead (SQLite): the labels follow the version's row
-            write_labels(version.id, label_query, label_page, label_grade, progress, PUBLISH_STEPS[3])
-        bulk_insert(
-            VersionQuery._meta.db_table, ["version_id", "query_id", "metadata"],
-            ((version.id, pk, text) for (pk, _, _), (_, text) in zip(progress(queries, PUBLISH_STEPS[4]), query_metadata)),
-        )
-        bulk_insert(
-            VersionPage._meta.db_table, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
-            ((version.id, pk, text, published_at, page_hash)
-             for (pk, _, _, published_at, page_hash), (_, text) in zip(progress(page_rows, PUBLISH_STEPS[5]), page_metadata)),
-        )
+        version_rows_write(version.id, rows, progress, PUBLISH_STEPS[3:])
         version_published.send(sender=Version, version_id=version.id)
     return version
 
 
-def _slice_texts(metadatas: Iterable[dict | str], fields: list[str]) -> list[tuple[str, str]]:
-    """(canonical JSON for the hash, JSON to store) of the slice values of each metadata, a
-    dict or the JSON text of its slice values (labelled_pages on PostgreSQL), each made once
-    per distinct value: 200,000 pages or 10,000 queries have a handful between them."""
-    made: dict[str, tuple[str, str]] = {}
-    texts = []
-    for metadata in metadatas:
-        # The text itself, or repr, which tells apart every two JSON values that differ (1, 1.0, True, "1").
-        key = metadata if isinstance(metadata, str) else repr(_slice_values(metadata, fields))
-        pair = made.get(key)
-        if pair is None:
-            values = _slice_values(json.loads(metadata) if isinstance(metadata, str) else metadata, fields)
-            pair = made[key] = (canonical_json(values), metadata_json(values))
-        texts.append(pair)
-    return texts
+def _version_rows_hash(golden_set: GoldenSet, rows: VersionRows, progress: Progress) -> str:
+    """The content hash of ordered `rows` under the set's settings (lib.hashing), the labels
+    hashed in blocks of LABEL_BLOCK, each block an item of the step PUBLISH_STEPS[2]."""
+    # Ids by natural rank: a label's query id is query_ids[its query's rank].
+    query_ids = np.array([query_id for _, query_id, *_ in rows.queries] or [""], dtype=object)
+    doc_ids = np.array([doc_id for _, doc_id, *_ in rows.pages] or [""], dtype=object)
+    count = len(rows.label_grade)
+    blocks = (
+        (query_ids[rows.label_query_rank[block]].tolist(), doc_ids[rows.label_page_rank[block]].tolist(), rows.label_grade[block].tolist())
+        for block in (slice(start, start + LABEL_BLOCK) for start in progress(range(0, count, LABEL_BLOCK), PUBLISH_STEPS[2]))
+    )
+    return version_hash_of_columns(
+        version_settings(golden_set), blocks,
+        ((query_id, canonical) for _, query_id, canonical, _ in rows.queries),
+        ((doc_id, canonical, published_at, page_hash) for _, doc_id, canonical, _, published_at, page_hash in rows.pages),
+    )
 
 
 # --- queries added to an existing set ------------------------------------------------

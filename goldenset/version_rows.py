@@ -1,38 +1,41 @@
 """The rows of a version as columns: what version_publish reads, orders, hashes and writes.
 
 A version of a large set holds a million labels. Handled as a Python tuple each (resolved
-pair by pair, sorted by tuple keys, written row by row) they cost about 35 s; as numpy
-columns, read from the database without an object per value and written by COPY, they
-cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publish.py).
+pair by pair, sorted by tuple keys, written row by row) they cost tens of seconds; as
+numpy columns, read from the database without an object per value and written by COPY,
+they cost a small multiple of a plain INSERT ... SELECT of the same rows (bench/publish.py).
 
-- `resolved_label_columns`: every judgment of the set's active queries read as integer
-  columns (lib.bulk.select_int_columns), resolved in numpy by the rules written in
-  goldenset.selectors.resolved_labels (adjudication, else the lower median of each
-  person's latest grade, else the latest import). tests/goldenset/test_publish_speed.py
-  holds the two equal pair for pair on mixed judgments.
-- `natural_ranks`: the rank of each id in natural order (lib.ids.natural_order), the
-  canonical order of a version's rows, as an array indexed alongside the primary keys.
-- `labels_written_meanwhile` (PostgreSQL: a binary COPY the server writes while the caller
-  hashes) and `write_labels` (elsewhere: executemany): the labels, `position` their index
-  in that order.
+The steps, each a function here, in version_publish's order:
+
+1. `version_rows_read`: every judgment of the set's active queries read as integer columns
+   (lib.bulk.select_int_columns) and resolved by the one rule,
+   goldenset.resolution.resolve_columns; the active queries and the labelled pages, with
+   their slice values as the hash's canonical JSON and the stored JSON.
+2. `VersionRows.ordered`: the canonical order of a version's rows, the natural order of
+   their ids (lib.ids.natural_order), independent of row ids and databases.
+3. the hash, which version_publish makes from the ordered rows (lib.hashing);
+4. `version_rows_write`, after the version's row: the labels (`position` their index in
+   that order), the queries' and the pages' snapshots.
 """
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from django.db import connection
 
-from goldenset.models import GoldenSet, Judgment, Page, Query, Version, VersionLabel
-from lib.bulk import bulk_insert, copy_arrays_meanwhile, select_int_columns
+from goldenset.import_rows import metadata_json
+from goldenset.models import GoldenSet, Judgment, Page, Query, VersionLabel, VersionPage, VersionQuery
+from goldenset.resolution import ADJUDICATED, HUMAN, IMPORTED, resolve_columns
+from lib.bulk import model_arrays_insert, model_rows_insert, select_int_columns
+from lib.hashing import canonical_json
 from lib.ids import natural_order
 from lib.progress import Progress
 
-# Source codes of the judgment columns read below.
-_IMPORTED, _HUMAN, _ADJUDICATED = 0, 1, 2
-
-# Rows per block of the label steps: a block is what a step's progress counts, so that a
-# million labels report a few dozen times, not a million.
+# Labels per block of the hash and write steps: a block is what a step's progress counts,
+# so that a million labels report a few dozen times, not a million.
 LABEL_BLOCK = 50_000
 
 
@@ -40,8 +43,8 @@ def _judgment_columns_sql() -> str:
     judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Judgment, Query))
     return f"""
         SELECT j.query_id, j.page_id, j.grade,
-               CASE j.source WHEN '{Judgment.Source.ADJUDICATED}' THEN {_ADJUDICATED}
-                             WHEN '{Judgment.Source.HUMAN}' THEN {_HUMAN} ELSE {_IMPORTED} END,
+               CASE j.source WHEN '{Judgment.Source.ADJUDICATED}' THEN {ADJUDICATED}
+                             WHEN '{Judgment.Source.HUMAN}' THEN {HUMAN} ELSE {IMPORTED} END,
                COALESCE(j.annotator_id, 0), j.id
         FROM {judgment} j JOIN {query} q ON q.id = j.query_id
         WHERE q.golden_set_id = %s AND q.retired_at IS NULL
@@ -50,58 +53,10 @@ def _judgment_columns_sql() -> str:
 
 def resolved_label_columns(golden_set_pk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query pks, page pks, grades), int64, of every judged pair of the set's active
-    queries, labelled by resolved_labels' rules, sorted by (query pk, page pk): the rows
-    of resolved_labels(golden_set) whose query is active, as columns."""
+    queries, labelled by goldenset.resolution's rule, sorted by (query pk, page pk): the
+    rows of resolved_labels(golden_set) whose query is active, as columns."""
     rows = select_int_columns(_judgment_columns_sql(), 6, [golden_set_pk])
     return resolve_columns(*(rows[:, column] for column in range(6)))
-
-
-def _first_of_runs(*keys: np.ndarray) -> np.ndarray:
-    """Boolean mask of the rows where any of `keys` (sorted together) differs from the row before."""
-    first = np.zeros(len(keys[0]), dtype=bool)
-    if len(first):
-        first[0] = True
-        for key in keys:
-            first[1:] |= key[1:] != key[:-1]
-    return first
-
-
-def resolve_columns(
-    query: np.ndarray, page: np.ndarray, grade: np.ndarray, source: np.ndarray, annotator: np.ndarray, ident: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The label of each pair from its judgments, given as parallel columns in any order
-    (source coded _IMPORTED/_HUMAN/_ADJUDICATED, annotator 0 for none, ident the
-    judgment's id: "latest" is the highest). Returns (query, page, label) by pair, sorted
-    by (query, page). The rules are resolved_labels'; see there."""
-    # Pair by pair, newest judgment first.
-    order = np.lexsort((-ident, page, query))
-    query, page, grade, source, annotator, ident = (column[order] for column in (query, page, grade, source, annotator, ident))
-    starts = _first_of_runs(query, page)
-    pair = np.cumsum(starts) - 1
-    firsts = np.flatnonzero(starts)
-    label = np.empty(len(firsts), dtype=np.int64)
-    decided = np.zeros(len(firsts), dtype=bool)
-
-    # 1. The latest adjudication of a pair overrides every other grade.
-    rows = np.flatnonzero(source == _ADJUDICATED)
-    rows = rows[_first_of_runs(pair[rows])]
-    label[pair[rows]] = grade[rows]
-    decided[pair[rows]] = True
-
-    # 2. Else the lower median of each person's latest grade.
-    rows = np.flatnonzero((source == _HUMAN) & ~decided[pair])
-    rows = rows[np.lexsort((-ident[rows], annotator[rows], pair[rows]))]
-    rows = rows[_first_of_runs(pair[rows], annotator[rows])]  # each person's latest
-    rows = rows[np.lexsort((grade[rows], pair[rows]))]
-    group_starts = np.flatnonzero(_first_of_runs(pair[rows]))
-    counts = np.diff(np.append(group_starts, len(rows)))
-    medians = rows[group_starts + (counts - 1) // 2]
-    label[pair[medians]] = grade[medians]
-    decided[pair[medians]] = True
-
-    # 3. Else the latest import: the pair's rows are all imports, its first row the newest.
-    label[~decided] = grade[firsts[~decided]]
-    return query[firsts], page[firsts], label
 
 
 def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
@@ -152,51 +107,91 @@ def rank_of(sorted_pks: np.ndarray, ranks: np.ndarray, pks: np.ndarray) -> np.nd
     return ranks[np.searchsorted(sorted_pks, pks)]
 
 
-def version_id_taken() -> int | None:
-    """A new Version primary key taken from its sequence, so that the version's labels can
-    be written before its row (their foreign keys are checked at commit); None on a
-    database without sequences (SQLite), where they are written after it."""
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [Version._meta.db_table])
-        return cursor.fetchone()[0]
+@dataclass
+class VersionRows:
+    """What a version snapshots, read and resolved (version_rows_read)."""
 
+    # (pk, query_id, slice values as canonical JSON for the hash, as JSON to store)
+    queries: list[tuple[int, str, str, str]]
+    # (pk, doc_id, canonical JSON, JSON to store, published_at, content_hash)
+    pages: list[tuple[int, str, str, str, datetime | None, str]]
+    # The labels as parallel int64 columns: query pk, page pk, grade.
+    label_query: np.ndarray
+    label_page: np.ndarray
+    label_grade: np.ndarray
+    # After ordered(): each label's query's and page's index in `queries` and `pages`.
+    label_query_rank: np.ndarray | None = None
+    label_page_rank: np.ndarray | None = None
 
-_LABEL_COLUMNS = [("version_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8), ("grade", ">i2", 2), ("position", ">i4", 4)]
-
-
-@contextmanager
-def labels_written_meanwhile(
-    version_id: int | None, query: np.ndarray, page: np.ndarray, grade: np.ndarray, progress: Progress, step: str,
-) -> Iterator[None]:
-    """write_labels under an id from version_id_taken, the server writing them while the
-    body runs: every label is sent on entering, and the step `step` (one item) is the wait
-    for the server at the end. The body must not use the connection. With no id (SQLite)
-    the body runs alone and the caller writes the labels after the version row."""
-    if version_id is None:
-        yield
-        return
-    count = len(query)
-    values = {"version_id": version_id, "query_id": query, "page_id": page, "grade": grade,
-              "position": np.arange(count, dtype=np.int64)}
-    with copy_arrays_meanwhile(VersionLabel._meta.db_table, _LABEL_COLUMNS, values, count) as end:
-        yield
-        for _ in progress([count], step):
-            end()
-
-
-def write_labels(version_id: int, query: np.ndarray, page: np.ndarray, grade: np.ndarray, progress: Progress, step: str) -> None:
-    """The version's labels, in the order given, `position` their index, by executemany in
-    the caller's transaction, after the version's row: where version_id_taken has no id to
-    give (SQLite). PostgreSQL's go by labels_written_meanwhile. `progress` counts blocks of
-    LABEL_BLOCK labels."""
-    count = len(query)
-    columns = ["version_id", "query_id", "page_id", "grade", "position"]
-    for start in progress(range(0, count, LABEL_BLOCK), step):
-        block = slice(start, min(start + LABEL_BLOCK, count))
-        bulk_insert(
-            VersionLabel._meta.db_table, columns,
-            zip([version_id] * (block.stop - block.start), query[block].tolist(), page[block].tolist(),
-                grade[block].tolist(), range(block.start, block.stop)),
+    def ordered(self) -> "VersionRows":
+        """The same rows in the canonical order: queries and pages in natural order of
+        their ids, labels by (query id, doc id) in that order."""
+        query_order, query_pks, query_ranks = natural_ranks([row[0] for row in self.queries], [row[1] for row in self.queries])
+        page_order, page_pks, page_ranks = natural_ranks([row[0] for row in self.pages], [row[1] for row in self.pages])
+        query_rank = rank_of(query_pks, query_ranks, self.label_query)
+        page_rank = rank_of(page_pks, page_ranks, self.label_page)
+        order = np.lexsort((page_rank, query_rank))
+        return VersionRows(
+            queries=[self.queries[i] for i in query_order], pages=[self.pages[i] for i in page_order],
+            label_query=self.label_query[order], label_page=self.label_page[order], label_grade=self.label_grade[order],
+            label_query_rank=query_rank[order], label_page_rank=page_rank[order],
         )
+
+
+def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence[str]) -> VersionRows:
+    """The set's active queries, its labels (progress: one item, step steps[0]) and the
+    pages they name (a row each, step steps[1]), in no particular order."""
+    query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
+    queries = list(Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata"))
+    [(label_query, label_page, label_grade)] = progress([resolved_label_columns(golden_set.pk)], steps[0])
+    pages = list(progress(labelled_pages(golden_set, page_fields), steps[1]))
+    query_texts = slice_texts((metadata for _, _, metadata in queries), query_fields)
+    page_texts = slice_texts((metadata for _, _, metadata, _, _ in pages), page_fields)
+    return VersionRows(
+        queries=[(pk, query_id, *texts) for (pk, query_id, _), texts in zip(queries, query_texts)],
+        pages=[(pk, doc_id, *texts, published_at, page_hash) for (pk, doc_id, _, published_at, page_hash), texts in zip(pages, page_texts)],
+        label_query=label_query, label_page=label_page, label_grade=label_grade,
+    )
+
+
+def slice_texts(metadatas: Iterable[dict | str], fields: list[str]) -> list[tuple[str, str]]:
+    """(canonical JSON for the hash, JSON to store) of the slice values of each metadata, a
+    dict or the JSON text of its slice values (labelled_pages on PostgreSQL), each made once
+    per distinct value: 200,000 pages or 10,000 queries have a handful between them."""
+    made: dict[str, tuple[str, str]] = {}
+    texts = []
+    for metadata in metadatas:
+        # The text itself, or repr, which tells apart every two JSON values that differ (1, 1.0, True, "1").
+        key = metadata if isinstance(metadata, str) else repr(_slice_values(metadata, fields))
+        pair = made.get(key)
+        if pair is None:
+            values = _slice_values(json.loads(metadata) if isinstance(metadata, str) else metadata, fields)
+            pair = made[key] = (canonical_json(values), metadata_json(values))
+        texts.append(pair)
+    return texts
+
+
+def _slice_values(metadata: dict, fields: list[str]) -> dict:
+    return {name: metadata[name] for name in fields if name in metadata}
+
+
+def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, steps: Sequence[str]) -> None:
+    """Write ordered `rows` as version `version_id`'s labels (`position` their index; the
+    progress of step steps[0] counts blocks of LABEL_BLOCK labels, one write each), its
+    queries' snapshots (steps[1], a row each) and its pages' (steps[2]), in the caller's
+    transaction, after the version's row."""
+    count = len(rows.label_grade)
+    for start in progress(range(0, count, LABEL_BLOCK), steps[0]):
+        block = slice(start, min(start + LABEL_BLOCK, count))
+        model_arrays_insert(VersionLabel, {
+            "version_id": version_id, "query_id": rows.label_query[block], "page_id": rows.label_page[block],
+            "grade": rows.label_grade[block], "position": np.arange(block.start, block.stop, dtype=np.int64),
+        }, block.stop - block.start)
+    model_rows_insert(
+        VersionQuery, ["version_id", "query_id", "metadata"],
+        ((version_id, pk, stored) for pk, _, _, stored in progress(rows.queries, steps[1])),
+    )
+    model_rows_insert(
+        VersionPage, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
+        ((version_id, pk, stored, published_at, page_hash) for pk, _, _, stored, published_at, page_hash in progress(rows.pages, steps[2])),
+    )

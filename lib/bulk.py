@@ -2,16 +2,28 @@
 
 On PostgreSQL rows go through COPY, the fastest way in (imports of 100,000 pages are
 judged against a plain COPY in bench/import_export.py). Elsewhere, executemany.
-Callers pass plain tuples and must run inside a transaction they own.
+Callers must run inside a transaction they own.
+
+The binary COPY's layout of a model's rows (each column's PostgreSQL type and, for
+numpy's rows, its byte form) is derived from the model's fields in one place,
+copy_columns, so a migration that changes a field changes the COPY with it:
+model_rows_insert writes tuples, model_arrays_insert numpy columns. bulk_insert's
+`types` and copy_arrays' `columns` are the older hand-typed forms, kept for
+labeling.pools until it moves to these.
 """
 
 import functools
 import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import numpy as np
 from django.db import connection
+from django.db.models import Model
 
 from lib.progress import Progress, no_progress
 
@@ -23,7 +35,8 @@ def bulk_insert(table: str, columns: Sequence[str], rows: Iterable[Sequence], ty
     """Insert rows (tuples in `columns` order) into `table`; return how many were written.
 
     `types` (PostgreSQL type names, one per column) sends the rows in COPY's binary
-    format: large bytea values then go as they are, not as hex text twice their size.
+    format: large bytea values then go as they are, not as hex text twice their size; a
+    jsonb value is then given as its JSON text, as executemany takes it.
     """
     count = 0
     quoted_columns = ", ".join(connection.ops.quote_name(c) for c in columns)
@@ -31,6 +44,8 @@ def bulk_insert(table: str, columns: Sequence[str], rows: Iterable[Sequence], ty
     if connection.vendor == "postgresql":
         binary = " (FORMAT BINARY)" if types else ""
         with connection.cursor() as cursor:
+            if types and "jsonb" in types:
+                cursor.cursor.adapters.register_dumper(None, _jsonb_text_dumper())
             with cursor.cursor.copy(f"COPY {quoted_table} ({quoted_columns}) FROM STDIN{binary}") as copy:
                 if types:
                     copy.set_types(list(types))
@@ -54,87 +69,110 @@ def bulk_insert(table: str, columns: Sequence[str], rows: Iterable[Sequence], ty
     return count
 
 
-@contextmanager
-def row_triggers_skipped():
-    """Skip PostgreSQL's row triggers, foreign-key checks above all, for the writes inside,
-    where this session may, inside the caller's transaction; yield whether they are skipped.
+class CopyColumn(NamedTuple):
+    name: str  # the column's name in the table
+    type: str  # its PostgreSQL type, as psycopg names it: "bigint", "varchar", "jsonb"
 
-    A foreign key checks each new row at commit with a lookup of its own: 0.8 s of a
-    100,000-page import (bench/import_export.py), more than the COPY of the rows. A caller
-    whose rows point only to rows it wrote in the same transaction (which no other
-    session can see, so none can delete them) knows their references are sound; when the
-    triggers are skipped it checks them once, set-based, afterwards, as ALTER TABLE checks a
-    new foreign key. Unique indexes and check constraints hold as ever.
 
-    Skipping means session_replication_role = replica, which a superuser may set, or a role
-    granted SET ON PARAMETER session_replication_role (PostgreSQL 15+); any other session,
-    and SQLite, write with the triggers as usual and yield False. The previous role is set
-    back on the way out; on an error the caller's rollback undoes it. Every trigger of the
-    tables written is skipped, not only foreign keys: a caller's tests should list the
-    triggers its tables have, so that a new one is noticed.
+# PostgreSQL types whose binary value numpy writes as a big-endian number of this dtype.
+_NUMBER_DTYPES = {"bigint": ">i8", "integer": ">i4", "smallint": ">i2", "boolean": "?", "timestamp with time zone": ">i8"}
+# Types whose binary value is the bytes themselves (a text's in UTF-8).
+_BYTES_TYPES = {"text", "varchar", "bytea"}
+# PostgreSQL's binary timestamps count microseconds from here.
+_POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def copy_columns(model: type[Model], fields: Sequence[str]) -> list[CopyColumn]:
+    """The column and PostgreSQL type of each of `fields` of `model` (names or attnames,
+    "query" or "query_id"), as the model's migrations create them: the one source of a
+    binary COPY's layout. Only where the database is PostgreSQL."""
+    columns = []
+    for name in fields:
+        field = model._meta.get_field(name)
+        # "varchar(64)" -> "varchar": the length is the server's to check, not the wire's.
+        columns.append(CopyColumn(field.column, re.sub(r"\(.*\)$", "", field.db_type(connection))))
+    return columns
+
+
+def model_rows_insert(model: type[Model], fields: Sequence[str], rows: Iterable[Sequence]) -> int:
+    """Insert rows (tuples in `fields` order) into `model`'s table; return how many. On
+    PostgreSQL in COPY's binary format typed by copy_columns (a jsonb value given as its
+    JSON text), elsewhere by executemany."""
+    columns = [model._meta.get_field(name).column for name in fields]
+    types = [column.type for column in copy_columns(model, fields)] if connection.vendor == "postgresql" else None
+    return bulk_insert(model._meta.db_table, columns, rows, types)
+
+
+def model_arrays_insert(model: type[Model], values: Mapping[str, object], count: int, *, chunk_rows: int = COPY_CHUNK_ROWS) -> int:
+    """Insert `count` rows into `model`'s table from columns: `values` maps each field to an
+    array of `count` items or to one value for every row; return `count`.
+
+    For writes of hundreds of thousands of rows whose columns are already arrays, where a
+    Python tuple a row would cost more than the server's side of the write. On PostgreSQL
+    numpy builds the rows in COPY's binary format, laid out by copy_columns: integers and
+    booleans as arrays or Python values, a text or bytea column as one str or bytes or as
+    a numpy "S" (or "V") array whose every item fills its width (so that every row's
+    length is the same), a timestamp as one aware datetime. Elsewhere the same rows go by
+    executemany. No value may be NULL. `chunk_rows` rows at a time bound the memory.
     """
-    if connection.vendor != "postgresql" or not connection.in_atomic_block:
-        yield False  # outside a transaction SET LOCAL would not hold
-        return
-    previous, allowed = replication_role()
-    if not allowed or previous == "replica":
-        yield previous == "replica"
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL session_replication_role = replica")
-    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
-
-    try:
-        yield True
-    finally:
-        # After a database error the transaction is aborted, or marked to be rolled back, and
-        # the rollback sets the role back.
-        if not connection.needs_rollback and connection.connection.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('session_replication_role', %s, true)", [previous])
+    fields = list(values)
+    blocks = range(0, count, chunk_rows)
+    if connection.vendor != "postgresql":
+        columns = [model._meta.get_field(name).column for name in fields]
+        for start in blocks:
+            block = slice(start, min(start + chunk_rows, count))
+            bulk_insert(model._meta.db_table, columns, zip(*(_python_values(values[name], block) for name in fields)))
+        return count
+    layout = [(column.name, *_binary_form(column, values[name])) for column, name in zip(copy_columns(model, fields), fields)]
+    values = {column: _binary_value(values[name]) for (column, _, _), name in zip(layout, fields)}
+    with connection.cursor() as cursor, cursor.cursor.copy(_copy_arrays_sql(model._meta.db_table, layout)) as copy:
+        _send_arrays(copy, layout, values, count, blocks, chunk_rows)
+    return count
 
 
-def replication_role() -> tuple[str, bool]:
-    """This PostgreSQL session's session_replication_role, and whether it may set it."""
-    with connection.cursor() as cursor:
-        if connection.pg_version >= 150000:
-            cursor.execute("SELECT current_setting('session_replication_role'), has_parameter_privilege('session_replication_role', 'SET')")
-        else:
-            cursor.execute("SELECT current_setting('session_replication_role'), current_setting('is_superuser') = 'on'")
-        return cursor.fetchone()
+def _binary_form(column: CopyColumn, value: object) -> tuple[str, int]:
+    """(numpy dtype, byte width) of `column`'s binary COPY value, given what is written."""
+    if column.type in _NUMBER_DTYPES:
+        dtype = np.dtype(_NUMBER_DTYPES[column.type])
+        return dtype.str, dtype.itemsize
+    if column.type not in _BYTES_TYPES:
+        raise TypeError(f"model_arrays_insert writes no {column.type} column ({column.name})")
+    if isinstance(value, np.ndarray):
+        width = value.dtype.itemsize
+        if value.dtype.kind == "S" and len(value) and not (np.char.str_len(value) == width).all():
+            raise ValueError(f"the values of {column.name} must all be {width} bytes long")
+        return f"V{width}" if value.dtype.kind == "V" else f"S{width}", width
+    width = len(_binary_value(value))
+    return f"S{width}", width
+
+
+def _binary_value(value: object) -> object:
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, datetime):
+        return (value - _POSTGRES_EPOCH) // timedelta(microseconds=1)
+    return value
+
+
+def _python_values(value: object, block: slice) -> Iterable:
+    """The values of one block of a model_arrays_insert column, as executemany takes them."""
+    if not isinstance(value, np.ndarray):
+        return itertools.repeat(value)
+    part = value[block]
+    return np.char.decode(part).tolist() if part.dtype.kind == "S" else part.tolist()
 
 
 def copy_arrays(
     table: str, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int,
     *, progress: Progress = no_progress, chunk_rows: int = COPY_CHUNK_ROWS,
 ) -> None:
-    """COPY `count` rows into `table` in PostgreSQL's binary format, rows built by numpy.
-
-    For writes of hundreds of thousands of rows whose columns are already arrays:
-    bulk_insert's Python tuple and write_row per row would cost more than the server's
-    side of the COPY. `columns` are (name, numpy big-endian type, byte width), e.g.
-    ("pool_id", ">i8", 8) or ("status", "S4", 4); `values` maps each name to an array of
-    `count` items or to one value for every row. No value may be NULL.
-    """
+    """COPY `count` rows into `table` in PostgreSQL's binary format, rows built by numpy,
+    the layout given by hand: `columns` are (name, numpy big-endian type, byte width), e.g.
+    ("pool_id", ">i8", 8) or ("status", "S4", 4). model_arrays_insert derives it from the
+    model instead; see there."""
     with connection.cursor() as cursor:
         with cursor.cursor.copy(_copy_arrays_sql(table, columns)) as copy:
-            _send_arrays(copy, columns, values, count, progress, chunk_rows)
-
-
-@contextmanager
-def copy_arrays_meanwhile(
-    table: str, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int,
-) -> Iterator[Callable[[], None]]:
-    """copy_arrays in two halves, for a caller with work of its own to do meanwhile: every
-    row is sent on entering (libpq buffers what the socket does not take yet), the server
-    writes them while the body computes, and the `end` given to the body, or leaving the
-    block, waits for the COPY to finish. The body must not use the connection before end().
-    An error in the body ends the COPY in error, so nothing of it is written.
-    """
-    with connection.cursor() as cursor, ExitStack() as copying:
-        copy = copying.enter_context(cursor.cursor.copy(_copy_arrays_sql(table, columns)))
-        _send_arrays(copy, columns, values, count, no_progress, COPY_CHUNK_ROWS)
-        yield copying.close
+            _send_arrays(copy, columns, values, count, progress(range(0, count, chunk_rows), f"writing {count} rows"), chunk_rows)
 
 
 def _copy_arrays_sql(table: str, columns: Sequence[tuple[str, str, int]]) -> str:
@@ -143,13 +181,13 @@ def _copy_arrays_sql(table: str, columns: Sequence[tuple[str, str, int]]) -> str
 
 
 def _send_arrays(
-    copy, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int, progress: Progress, chunk_rows: int,
+    copy, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int, starts: Iterable[int], chunk_rows: int,
 ) -> None:
     layout = [("count", ">i2")]
     for name, type_, _ in columns:
         layout += [(f"{name}_length", ">i4"), (name, type_)]
     copy.write(b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8)  # signature, flags, no header extension
-    for start in progress(range(0, count, chunk_rows), f"writing {count} rows"):
+    for start in starts:
         chunk = slice(start, min(start + chunk_rows, count))
         block = np.empty(chunk.stop - chunk.start, dtype=np.dtype(layout))
         block["count"] = len(columns)
@@ -201,6 +239,23 @@ def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:
     with (connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+@functools.cache
+def _jsonb_text_dumper() -> type:
+    import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
+
+    class JsonbTextDumper(psycopg.adapt.Dumper):
+        """A jsonb value in COPY's binary format from its JSON text: a version byte, 1, then
+        the text, which the server parses as it would the text format's."""
+
+        format = psycopg.pq.Format.BINARY
+        oid = psycopg.postgres.types["jsonb"].oid
+
+        def dump(self, obj: str) -> bytes:
+            return b"\x01" + obj.encode()
+
+    return JsonbTextDumper
 
 
 @functools.cache

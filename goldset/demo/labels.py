@@ -4,6 +4,7 @@ a database: what demo_load publishes as version 3, for measuring the demo search
 
 from dataclasses import dataclass
 
+from goldenset.resolution import labels_of_rows
 from goldset.demo.generate import DemoContent
 
 
@@ -20,34 +21,30 @@ class DemoLatest:
 
 
 def demo_latest_labels(content: DemoContent) -> DemoLatest:
-    """Each pair's label by goldenset.selectors.resolved_labels' rules: the latest
-    adjudication, else the lower median of each person's latest grade, else the import.
+    """Each pair's label by the rule of goldenset.resolution, the one a publish applies: the
+    imports first, then every round's judgments in order, each later than the one before.
     Retired queries are left out, added ones included."""
-    adjudicated: dict[tuple[str, str], int] = {}
-    people: dict[tuple[str, str], dict[str, int]] = {}
-    for demo_round in content.rounds:  # rounds in order, so a later grade replaces an earlier one
-        for judgment in demo_round.judgments:
-            pair = (judgment.query_id, judgment.doc_id)
-            if judgment.source == "adjudicated":
-                adjudicated[pair] = judgment.grade
-            else:
-                people.setdefault(pair, {})[judgment.annotator] = judgment.grade
     retired = {query_id for demo_round in content.rounds for query_id in demo_round.retire}
     texts = {record.id: record.text for record in content.queries}
     for demo_round in content.rounds:
         texts |= {record.id: record.text for record in demo_round.new_queries}
     queries = {query_id: texts[query_id] for query_id in sorted(texts) if query_id not in retired}
 
+    # The rule reads integers: each id and annotator is numbered as it is first seen.
+    numbers: dict[str, int] = {}
+
+    def number(name: str) -> int:
+        return numbers.setdefault(name, len(numbers) + 1)
+
+    rows = [(number(query_id), number(doc_id), grade, "imported", None) for (query_id, doc_id), grade in content.qrels.items()]
+    rows += [
+        (number(judgment.query_id), number(judgment.doc_id), judgment.grade, judgment.source, number(judgment.annotator))
+        for demo_round in content.rounds for judgment in demo_round.judgments
+    ]
+    query, page, grade = labels_of_rows((*row, ident) for ident, row in enumerate(rows, 1))
+    names = {value: name for name, value in numbers.items()}
     labels: dict[str, dict[str, int]] = {}
-    for pair in sorted(set(content.qrels) | set(people) | set(adjudicated)):
-        if pair[0] not in queries:
-            continue
-        if pair in adjudicated:
-            grade = adjudicated[pair]
-        elif pair in people:
-            grades = sorted(people[pair].values())
-            grade = grades[(len(grades) - 1) // 2]
-        else:
-            grade = content.qrels[pair]
-        labels.setdefault(pair[0], {})[pair[1]] = grade
+    for query_id, doc_id, label in sorted(zip(map(names.get, query.tolist()), map(names.get, page.tolist()), grade.tolist())):
+        if query_id in queries:
+            labels.setdefault(query_id, {})[doc_id] = label
     return DemoLatest(queries=queries, labels=labels)

@@ -2,7 +2,6 @@
 found-against-judged curve, completeness samples and their estimate, Judged@k per run and
 slice."""
 
-import itertools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from evaluation.models import Completeness, Run
 from evaluation.reports.completeness import RunCompleteness, run_completeness
 from evaluation.selectors import evaluation_settings, slice_label
 from goldenset.models import GoldenSet, Judgment, Version
-from goldenset.selectors import label_of
+from goldenset.resolution import labels_of_rows
 from lib.ids import natural_key
 from lib.ppi import wilson_interval
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJudgingSummary, PoolRun
@@ -319,7 +318,7 @@ def sample_pair_labels(samples: Sequence[CompletenessSample]) -> dict[int, dict[
     """{sample id: {(query pk, page pk): label}} of the samples' pairs that have a label now,
     in one query however many samples: their tasks (the partial index judging_task_sample)
     joined to the judgments of their pairs (the index judgment_pair_latest), resolved into
-    labels by the rules of goldenset.selectors.resolved_labels. A pair is a SAMPLE task at
+    labels at once by the one rule, goldenset.resolution. A pair is a SAMPLE task at
     most once (judging_task_unique_pair), so no pair is counted twice."""
     found: dict[int, dict[tuple[int, int], int]] = {sample.pk: {} for sample in samples}
     if not samples:
@@ -328,17 +327,17 @@ def sample_pair_labels(samples: Sequence[CompletenessSample]) -> dict[int, dict[
     judgments = connection.ops.quote_name(Judgment._meta.db_table)
     ids = ", ".join(str(int(sample.pk)) for sample in samples)
     sql = (
-        "SELECT t.sample_id, t.query_id, t.page_id, j.grade, j.source, j.annotator_id "
-        f"FROM {tasks} AS t LEFT JOIN {judgments} AS j ON j.query_id = t.query_id AND j.page_id = t.page_id "
-        f"WHERE t.sample_id IN ({ids}) ORDER BY t.query_id, t.page_id, j.id DESC"
+        "SELECT t.sample_id, t.query_id, t.page_id, j.grade, j.source, j.annotator_id, j.id "
+        f"FROM {tasks} AS t JOIN {judgments} AS j ON j.query_id = t.query_id AND j.page_id = t.page_id "
+        f"WHERE t.sample_id IN ({ids})"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql)
         rows = cursor.fetchall()
-    for (sample_id, query_pk, page_pk), judged in itertools.groupby(rows, key=lambda row: row[:3]):
-        label = label_of(row[3:] for row in judged if row[3] is not None)
-        if label is not None:
-            found[sample_id][(query_pk, page_pk)] = label
+    sample_of = {(query_pk, page_pk): sample_id for sample_id, query_pk, page_pk, *_ in rows}
+    query, page, label = labels_of_rows(row[1:] for row in rows)
+    for query_pk, page_pk, grade in zip(query.tolist(), page.tolist(), label.tolist()):
+        found[sample_of[(query_pk, page_pk)]][(query_pk, page_pk)] = grade
     return found
 
 

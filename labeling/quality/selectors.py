@@ -7,7 +7,7 @@ What counts as a grade here:
   grades are not a person and adjudicated ones are the referee's, so neither counts.
 - A pair is a disagreement when two of its people's grades differ by 2 or more, or fall on
   both sides of the set's relevance threshold, and no adjudicator has decided it yet.
-- Labels resolve by goldenset.selectors.resolved_labels: an adjudication wins, else the
+- Labels resolve by the one rule of goldenset.resolution: an adjudication wins, else the
   lower median of the people's grades, else the import.
 
 Units: agreement figures are fractions in [0, 1] (kappa and alpha may be negative), NaN
@@ -27,7 +27,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from goldenset.models import GoldenSet, Judgment, Membership, Page, Query
-from goldenset.selectors import label_resolve
+from goldenset.selectors import label_of, label_resolve
 from labeling.models import GoldAnswer, JudgingTask, QueueSettings
 from labeling.quality import agreement
 from lib.ids import natural_key
@@ -330,14 +330,9 @@ def pair_review(golden_set: GoldenSet, *, query_pk: int, page_pk: int) -> PairRe
         who = row.annotator.get_username() if row.annotator else "import"
         judgments.append(PairJudgment(who, row.source, row.grade, row.note, row.seconds_spent, row.created_at, current))
     latest_people = [j.grade for j in judgments if j.source == Judgment.Source.HUMAN and j.current]
-    if adjudication is not None:
-        label = adjudication
-    elif latest_people:
-        label = label_resolve(latest_people)
-    else:
-        label = next(j.grade for j in judgments if j.current)
     return PairReview(
-        query=query, page=page, judgments=judgments, label=label, adjudicated=adjudication is not None,
+        query=query, page=page, judgments=judgments, label=label_of((row.grade, row.source, row.annotator_id) for row in rows),
+        adjudicated=adjudication is not None,
         disagreement=is_disagreement(latest_people, golden_set.relevance_threshold),
     )
 

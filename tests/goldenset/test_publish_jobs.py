@@ -4,7 +4,6 @@ steps, runs once, and leaves no version when it stops half way; two publishes at
 one version; the sweeper; and one publish on a real Celery worker."""
 
 import threading
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -13,7 +12,7 @@ from django.db import connection, transaction
 from django.test import TestCase
 from django.utils import timezone
 
-from goldenset import services, version_rows
+from goldenset import version_rows
 from goldenset.models import GoldenSet, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.publishing import (
     GIVE_UP_AFTER, SEND_AGAIN_AFTER, publish_job_progress, publish_job_run, publish_jobs_sweep, version_publish_request,
@@ -87,29 +86,22 @@ def test_a_done_job_records_its_last_step_and_when_it_ran(golden_set, owner):
 
 def test_a_running_job_reports_each_step_as_it_goes(golden_set, owner, monkeypatch):
     seen = []
-    real_bulk_insert, real_copy_arrays_meanwhile = services.bulk_insert, version_rows.copy_arrays_meanwhile
+    real_rows_insert, real_arrays_insert = version_rows.model_rows_insert, version_rows.model_arrays_insert
 
-    def watching(table, columns, rows):
+    def watching(model, fields, rows):
         rows = list(rows)  # the step's rows go by: its report is then complete
-        seen.append((table, publish_job_progress(PublishJob.objects.get())))
-        return real_bulk_insert(table, columns, rows)
+        seen.append((model._meta.db_table, publish_job_progress(PublishJob.objects.get())))
+        return real_rows_insert(model, fields, rows)
 
-    @contextmanager
-    def watching_arrays(table, columns, values, count):  # the labels, on PostgreSQL: sent, written while hashing
-        job = PublishJob.objects.get()  # running: its progress is then read from the cache, not the busy connection
-        with real_copy_arrays_meanwhile(table, columns, values, count) as end:
-            def watched_end():
-                seen.append((table, publish_job_progress(job)))
-                end()
-            yield watched_end
+    def watching_arrays(model, values, count):  # the labels, a block of version_rows.LABEL_BLOCK at a time
+        seen.append((model._meta.db_table, publish_job_progress(PublishJob.objects.get())))
+        return real_arrays_insert(model, values, count)
 
-    monkeypatch.setattr(services, "bulk_insert", watching)
-    monkeypatch.setattr(version_rows, "bulk_insert", watching)  # the labels, on SQLite
-    monkeypatch.setattr(version_rows, "copy_arrays_meanwhile", watching_arrays)
+    monkeypatch.setattr(version_rows, "model_rows_insert", watching)
+    monkeypatch.setattr(version_rows, "model_arrays_insert", watching_arrays)
     requested(golden_set, owner)
-    # The label step counts blocks of version_rows.LABEL_BLOCK labels on SQLite and is one
-    # item on PostgreSQL, the wait for the labels sent before the hashing (here one either
-    # way, seen as it is written: none done yet); the query and page steps count rows.
+    # The label step counts blocks of version_rows.LABEL_BLOCK labels (here one, seen as it
+    # is written: none done yet); the query and page steps count rows.
     assert [(table, progress["step"], progress["number"], progress["done"], progress["total"]) for table, progress in seen] == [
         (VersionLabel._meta.db_table, "writing labels", 4, 0, 1),
         (VersionQuery._meta.db_table, "writing queries", 5, 3, 3),
@@ -238,14 +230,14 @@ def test_a_job_delivered_twice_publishes_once(golden_set, monkeypatch):
 
 
 def test_a_crash_half_way_leaves_no_version_and_the_job_failed_with_a_readable_error(golden_set, owner, monkeypatch):
-    real_bulk_insert = services.bulk_insert
+    real_rows_insert = version_rows.model_rows_insert
 
-    def disk_full_after_the_labels(table, columns, rows):
-        if table == VersionQuery._meta.db_table:
+    def disk_full_after_the_labels(model, fields, rows):
+        if model is VersionQuery:
             raise OSError("disk full")
-        return real_bulk_insert(table, columns, rows)
+        return real_rows_insert(model, fields, rows)
 
-    monkeypatch.setattr(services, "bulk_insert", disk_full_after_the_labels)
+    monkeypatch.setattr(version_rows, "model_rows_insert", disk_full_after_the_labels)
     with pytest.raises(OSError, match="disk full"):  # raised again, for the worker's log
         requested(golden_set, owner)
     job = PublishJob.objects.get()

@@ -14,7 +14,8 @@ from django.db import transaction
 from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage, VersionQuery
 from goldenset.selectors import resolved_labels, version_check_intact, version_settings
 from goldenset.services import judgment_record, membership_grant, query_retire, version_publish
-from goldenset.version_rows import resolve_columns, resolved_label_columns
+from goldenset.resolution import resolve_columns
+from goldenset.version_rows import resolved_label_columns
 from lib.hashing import version_hash
 from lib.ids import natural_key
 from tests import factories
