@@ -177,9 +177,6 @@ def sqlite_database(path: str) -> dict:
 DATABASES = {"default": _database_from_env()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Django's database sessions, read by one hand-written statement (goldset/sessions.py).
-SESSION_ENGINE = "goldset.sessions"
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -394,3 +391,7 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     ),
 }
+# Django's own session engines: sessions in the database, read through the shared cache
+# when there is one (a per-process memory cache would let one web process read a session
+# another has changed or ended).
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if CACHE_URL else "django.contrib.sessions.backends.db"
