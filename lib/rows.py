@@ -6,13 +6,12 @@ times what the database spends) is most of the request. Those are written as SQL
 executed with a cursor; this turns their rows back into model instances exactly as the
 ORM would: every concrete field, in `_meta.concrete_fields` order, through the same
 converters the ORM applies (SQLite's timestamps become aware datetimes, for one).
-row_insert is the same for the one row a judgment appends.
 """
 
 from collections.abc import Sequence
 
 from django.db import connection
-from django.db.models import Model, signals
+from django.db.models import Model
 
 # (model, vendor) -> [(position, converters, column expression)]
 _CONVERTERS: dict[tuple[type[Model], str], list] = {}
@@ -72,36 +71,3 @@ def converted(model: type[Model], name: str, values: Sequence) -> list:
                 value = converter(value, column, connection)
             out[i] = value
     return out
-
-
-def row_insert(instance: Model) -> Model:
-    """INSERT `instance`, a new row, with one hand-written statement, and set its primary
-    key: what instance.save() writes (every concrete field but the auto primary key, each
-    through its pre_save, so auto_now_add fills in, and get_db_prep_save), without the
-    ORM's cost of building the statement. Through save() instead when a pre_save or
-    post_save receiver listens to the model, so that none is ever passed over."""
-    model = type(instance)
-    if not instance._state.adding:
-        raise ValueError(f"row_insert writes a new row; this {model._meta.verbose_name} is stored already")
-    if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
-        instance.save(force_insert=True)
-        return instance
-    meta = model._meta
-    fields = [field for field in meta.local_concrete_fields if field is not meta.auto_field and not field.generated]
-    values = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
-    quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})"
-    )
-    with connection.cursor() as cursor:
-        if connection.features.can_return_columns_from_insert:
-            cursor.execute(f"{sql} RETURNING {quote(meta.pk.column)}", values)
-            pk = cursor.fetchone()[0]
-        else:
-            cursor.execute(sql, values)
-            pk = connection.ops.last_insert_id(cursor, meta.db_table, meta.pk.column)
-    instance.pk = pk
-    instance._state.adding = False
-    instance._state.db = connection.alias
-    return instance
