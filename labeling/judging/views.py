@@ -30,7 +30,6 @@ from labeling.judging.services import judgment_undo, queue_settings_of, task_nex
 from labeling.models import JudgingTask, Pool, QueueSettings
 from lib.errors import ForbiddenError, GoldsetError
 from lib.params import ParameterError, number_param
-from lib.prepared import with_prepared_statements
 from lib.sanitize import page_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
@@ -234,7 +233,6 @@ def judging_home(request: HttpRequest) -> HttpResponse:
     return render(request, "labeling/judging/home.html", {"rows": rows, "previews": previews})
 
 
-@with_prepared_statements
 @login_required
 @require_GET
 def judging_screen(request: HttpRequest, slug: str) -> HttpResponse:
@@ -260,7 +258,6 @@ def _preview_context(golden_set: GoldenSet) -> dict:
     return ctx
 
 
-@with_prepared_statements
 @login_required
 @require_GET
 def judging_next(request: HttpRequest, slug: str) -> HttpResponse:
@@ -283,7 +280,6 @@ def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> floa
     return None
 
 
-@with_prepared_statements
 @login_required
 @require_POST
 def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
@@ -323,7 +319,6 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
     return render(request, "labeling/judging/_pair.html", ctx)
 
 
-@with_prepared_statements
 @login_required
 @require_POST
 def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
@@ -337,7 +332,6 @@ def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.", on_query=_on_query(task))
 
 
-@with_prepared_statements
 @login_required
 @require_POST
 def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
