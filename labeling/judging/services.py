@@ -395,11 +395,15 @@ def judgment_submit(
         # A hidden gold check breaks into the query they are on: after one, their latest
         # judgment's query (a gold answer is not a judgment) is the one to go on with.
         on_query = None if task.kind == JudgingTask.Kind.GOLD else task.query_id
-        # The task they were handed was freed by the judgment: any lease left is stale.
-        leases = [lease for lease in _leases(task.golden_set, annotator) if lease.pk != task.pk]
-        held = next((lease for lease in leases if lease.lease_expires_at > timezone.now()), None)
-        if held is not None:
-            return held
+        leases = []
+        if not (task.leased_to_id == annotator.pk and task.lease_expires_at > timezone.now()):
+            # They judged a task they no longer held: they may hold another. One they held
+            # they held alone (task_next and judgment_undo lease one task to an annotator
+            # at a time), and the judgment freed it.
+            leases = [lease for lease in _leases(task.golden_set, annotator) if lease.pk != task.pk]
+            held = next((lease for lease in leases if lease.lease_expires_at > timezone.now()), None)
+            if held is not None:
+                return held
         return _hand_out(task.golden_set, annotator, leases, list(skipped_ids or []), on_query)
 
 
