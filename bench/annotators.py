@@ -59,7 +59,8 @@ the same server and data. The default, `--think 0 3`, runs the closed loop first
 3 s. The p95 target applies to the phases with a pause: it is a target for people judging,
 who read each pair (3 s is already fast for a relevance judgment). The closed loop prints
 its latencies without a target and is judged on capacity instead: the judgments/s it
-sustains must exceed what the annotators would ask at 3 s a pair. Every phase must also
+sustains must reach 50, and exceed what the annotators would ask at 3 s a pair. The CPU
+per judgment cycle is printed, without a target. Every phase must also
 make no error, lose no judgment and hand no task out twice; the run passes only if every
 phase does.
 """
@@ -94,11 +95,9 @@ from bench.scratch import (  # noqa: E402
 )
 
 TARGET_P95_MS = 50.0
-# Issue #15's next targets, printed beside the first round's: CPU per judgment cycle (app +
-# database), submit p95 with people's pause, and the closed loop's capacity.
-NEXT_CYCLE_CPU_MS = 15.0
-NEXT_SUBMIT_P95_MS = 25.0
-NEXT_CAPACITY = 120.0
+# The closed loop's capacity: judgments/s sustained with no pause (issue 24). CPU per
+# judgment cycle is printed, not a target: a person grades a pair every 5 to 30 s.
+TARGET_CAPACITY = 50.0
 SLUG = "bench-annotators"
 ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
 
@@ -472,18 +471,7 @@ def report(args: argparse.Namespace, info: dict) -> bool:
         print(f"CPU in the measured window: app workers {cpu['app']:.1f}s, PostgreSQL backends {cpu['db']:.1f}s of "
               f"{cpu['wall'] * cores:.0f} core-seconds; per judgment cycle (next-pair + submit): app "
               f"{cpu['app'] / cycles * 1000:.1f} ms + database {cpu['db'] / cycles * 1000:.1f} ms = {per_cycle:.1f} ms, "
-              f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running")
-        print(f"issue #15: CPU per judgment cycle {per_cycle:.1f} ms, target {NEXT_CYCLE_CPU_MS:.0f} ms or less  "
-              f"{'PASS' if per_cycle <= NEXT_CYCLE_CPU_MS else 'MISS'}")
-    if people:
-        submits = [r[2] * 1000 for r in measured if r[0] == "submit" and r[3]]
-        p95 = percentile(submits, 95)
-        print(f"issue #15: submit p95 {p95:.1f} ms, target under {NEXT_SUBMIT_P95_MS:.0f} ms  "
-              f"{'PASS' if submits and p95 < NEXT_SUBMIT_P95_MS else 'MISS'}")
-    else:
-        rate = measured_judged / window
-        print(f"issue #15: closed-loop capacity {rate:.1f} judgments/s, target {NEXT_CAPACITY:.0f} or more  "
-              f"{'PASS' if rate >= NEXT_CAPACITY else 'MISS'}")
+              f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running (no target)")
     waits = args.waits
     if waits.get("samples"):
         active = sum(v for k, v in waits.items() if k != "samples")
@@ -512,10 +500,11 @@ def report(args: argparse.Namespace, info: dict) -> bool:
               f"no double hand-out  {'PASS' if passed else 'MISS'}")
     else:
         demand = args.annotators / 3.0  # judgments/s of the annotators at 3 s a pair, faster than people judge
-        print(f"capacity: {measured_judged / window:.1f} judgments/s sustained against {demand:.1f}/s that "
-              f"{args.annotators} annotators at 3 s a pair would ask; no error, no judgment lost, no double hand-out  "
-              f"{'PASS' if passed and measured_judged / window >= demand else 'MISS'}")
-        passed = passed and measured_judged / window >= demand
+        needed = max(demand, TARGET_CAPACITY)
+        print(f"capacity: {measured_judged / window:.1f} judgments/s sustained, target {needed:.1f}/s or more "
+              f"({TARGET_CAPACITY:.0f}/s, and what {args.annotators} annotators at 3 s a pair would ask, {demand:.1f}/s); "
+              f"no error, no judgment lost, no double hand-out  {'PASS' if passed and measured_judged / window >= needed else 'MISS'}")
+        passed = passed and measured_judged / window >= needed
     return passed
 
 

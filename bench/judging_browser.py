@@ -157,6 +157,7 @@ def run(args: argparse.Namespace) -> bool:
           f"PostgreSQL {server}; gunicorn {gunicorn.__version__} ({args.workers} sync workers, DEBUG off)")
     print(f"data: the demo ({DEMO_SLUG}); {presses} grade keys pressed by the demo annotator, the first {args.warmup} not counted")
     print(f"grade key -> next pair painted   median {median:7.1f} ms   p90 {percentile(measured, 90) if measured else float('nan'):7.1f} ms   "
+          f"p95 {percentile(measured, 95) if measured else float('nan'):7.1f} ms   "
           f"max {max(measured) if measured else float('nan'):7.1f} ms   ({len(measured)} judgments)")
     print(f"reference: fetch() of next pair  median {reference_median:7.1f} ms   p90 {percentile(reference, 90) if reference else float('nan'):7.1f} ms   "
           f"(same page, same run: server + network + parsing, no swap or paint)")

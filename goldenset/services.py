@@ -38,7 +38,6 @@ from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, r
 from lib.hashing import version_hash_of_columns
 from lib.ids import id_problem, natural_key
 from lib.progress import Progress, no_progress
-from lib.rows import row_insert
 
 # Metadata keys that hold page dates rather than slice values.
 DATE_FIELDS = ("published_at", "modified_at")
@@ -441,11 +440,10 @@ def judgment_record(
             raise GoldsetError(f"grade {grade} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
     if seconds_spent is not None and seconds_spent < 0:
         raise GoldsetError("seconds_spent cannot be negative", field="seconds_spent")
-    # Appended on every judgment of the judging screen: one hand-written INSERT (lib.rows).
-    return row_insert(Judgment(
+    return Judgment.objects.create(
         query=query, page=page, grade=grade, annotator=annotator, source=source,
         note=note, seconds_spent=seconds_spent, page_hash=page.content_hash,
-    ))
+    )
 
 
 # --- versions ------------------------------------------------------------------------

@@ -122,12 +122,6 @@ TEMPLATES = [
 ]
 
 
-# The judging screen's statements are bound on the server and prepared on PostgreSQL
-# (lib/prepared.py). Off for a pooler that cannot carry prepared statements (PgBouncer
-# before 1.21, or without max_prepared_statements).
-DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
-
-
 def _database_from_env() -> dict:
     url = env_str("DATABASE_URL")
     if url:
@@ -153,12 +147,6 @@ def postgresql_options(config: dict) -> dict:
     # chose nested loops of index look-ups, five times slower than the hash joins it
     # picks for the whole result (bench/export.py).
     options["options"] = "-c cursor_tuple_fraction=1"
-    # psycopg prepares a statement a connection has run this many times, when it is bound
-    # on the server (the judging screen's: lib/prepared.py; Django binds the others on the
-    # client, which never prepares). Django turns preparing off unless asked; a pooler
-    # that cannot carry prepared statements needs it off.
-    if DATABASE_PREPARED_STATEMENTS:
-        options["prepare_threshold"] = 5
     return config
 
 
@@ -179,9 +167,6 @@ def sqlite_database(path: str) -> dict:
 
 DATABASES = {"default": _database_from_env()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-
-# Django's database sessions, read by one hand-written statement (goldset/sessions.py).
-SESSION_ENGINE = "goldset.sessions"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -406,3 +391,7 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     ),
 }
+# Django's own session engines: sessions in the database, read through the shared cache
+# when there is one (a per-process memory cache would let one web process read a session
+# another has changed or ended).
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if CACHE_URL else "django.contrib.sessions.backends.db"

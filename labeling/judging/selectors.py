@@ -7,91 +7,29 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Length
 from django.http import Http404
 from django.utils import timezone
 
-from goldenset.models import GoldenSet, Judgment, Membership
-from goldenset.selectors import ROLES_MEMO
-from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, PoolQuery, QueueSettings
+from goldenset.models import GoldenSet, Judgment
+from labeling.models import GoldAnswer, JudgingTask, Pool, PoolQuery, QueueSettings
 from labeling.pools.strategies import QUERY_STRIDE
-from lib.rows import columns, model_from_row, width
 
 
-def judging_access(
-    user: AbstractBaseUser, slug: str, roles: tuple[str, ...],
-) -> tuple[GoldenSet, frozenset[str], QueueSettings | None]:
-    """(golden set `slug`, `user`'s roles in it, its queue settings) if `user` holds one
-    of `roles` there (staff always do): goldenset.selectors.access_golden_set's check,
-    Http404 otherwise, so that a stranger cannot tell which slugs exist.
-
-    One statement for what every judging request reads first: the set, the roles (also
-    left in user_roles' memo, so asking again costs nothing) and the queue settings as
-    labeling.judging.services.queue_settings_of gives them (has_samples, and pool_ids on
-    PostgreSQL), or None when the set has none yet (queue_settings_of makes them). Hand
-    written: through the ORM these were three statements whose building cost the judging
-    screen more CPU than the database spent on them.
-    """
-    if not user.is_authenticated:
-        raise Http404("no such golden set")
-    quote = connection.ops.quote_name
-    pools = ""
-    if connection.vendor == "postgresql":
-        pools = f", ARRAY(SELECT pool.id FROM {quote(Pool._meta.db_table)} pool WHERE pool.golden_set_id = gs.id)"
-    sql = (
-        f"SELECT {columns(GoldenSet, 'gs')}, member.role, {columns(QueueSettings, 'qs')}, "
-        f"EXISTS (SELECT 1 FROM {quote(CompletenessSample._meta.db_table)} sample WHERE sample.golden_set_id = gs.id){pools} "
-        f"FROM {quote(GoldenSet._meta.db_table)} gs "
-        # One row per role the user holds in the set (a row of NULLs when none).
-        f"LEFT JOIN {quote(Membership._meta.db_table)} member ON member.golden_set_id = gs.id AND member.user_id = %s "
-        f"LEFT JOIN {quote(QueueSettings._meta.db_table)} qs ON qs.golden_set_id = gs.id "
-        f"WHERE gs.slug = %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, slug])
-        rows = cursor.fetchall()
-    if not rows:
-        raise Http404("no such golden set")
-    first = rows[0]
-    golden_set = model_from_row(GoldenSet, first)
-    held = frozenset(row[width(GoldenSet)] for row in rows if row[width(GoldenSet)] is not None)
-    memo = getattr(user, ROLES_MEMO, None)
-    if memo is None:
-        memo = {}
-        setattr(user, ROLES_MEMO, memo)
-    memo[golden_set.pk] = held
-    if not (user.is_staff or held & set(roles)):
-        raise Http404("no such golden set")
-    at = width(GoldenSet) + 1
-    queue_settings = None
-    if first[at] is not None:  # the settings' id: NULL when the set has none yet
-        queue_settings = model_from_row(QueueSettings, first, at)
-        queue_settings.has_samples = bool(first[at + width(QueueSettings)])
-        if pools:
-            queue_settings.pool_ids = list(first[at + width(QueueSettings) + 1])
-    return golden_set, held, queue_settings
+def judged_by(annotator: AbstractBaseUser) -> Exists:
+    """True for tasks whose pair `annotator` has a judgment of (index judgment_pair_latest)."""
+    return Exists(Judgment.objects.filter(query_id=OuterRef("query_id"), page_id=OuterRef("page_id"), annotator=annotator))
 
 
 def judging_task(golden_set: GoldenSet, task_id: int, annotator: AbstractBaseUser) -> JudgingTask:
     """Task `task_id` of the set (Http404 for another set's or none): the judge and skip
-    URLs' task, read by hand (lib.rows) since it is read on every judgment. Its
-    `judged_already` says whether `annotator` has a judgment of its pair (task_is_correction
-    needs nothing more to tell that a pair they never judged is no correction)."""
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns(JudgingTask, 'task')}, EXISTS (SELECT 1 FROM {quote(Judgment._meta.db_table)} judged "
-            f"WHERE judged.query_id = task.query_id AND judged.page_id = task.page_id AND judged.annotator_id = %s) "
-            f"FROM {quote(JudgingTask._meta.db_table)} task WHERE task.id = %s AND task.golden_set_id = %s",
-            [annotator.pk, task_id, golden_set.pk],
-        )
-        row = cursor.fetchone()
-    if row is None:
+    URLs' task. Its `judged_already` says whether `annotator` has a judgment of its pair
+    (task_is_correction needs nothing more to tell that a pair they never judged is no
+    correction)."""
+    task = JudgingTask.objects.filter(pk=task_id, golden_set=golden_set).annotate(judged_already=judged_by(annotator)).first()
+    if task is None:
         raise Http404("no such judging task")
-    task = model_from_row(JudgingTask, row)
-    task.judged_already = bool(row[-1])
     return task
 
 
@@ -164,7 +102,7 @@ def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int
         # checks they answered: nothing to look up.
         return None
     if task.kind != JudgingTask.Kind.GOLD and getattr(task, "judged_already", None) is False:
-        return None  # read with the pair's judgment by them looked up already (judging_task)
+        return None  # read with the pair's judgment by them looked up already (judged_by)
     if task.kind == JudgingTask.Kind.GOLD:
         return GoldAnswer.objects.filter(task=task, annotator=annotator).values_list("grade", flat=True).first()
     return (

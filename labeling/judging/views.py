@@ -2,7 +2,7 @@
 
 Judging is blind: these pages show a pair's query and page only, never system names,
 ranks, scores or anyone else's grades. Every judging URL needs the annotator role in the
-set (labeling.judging.selectors.judging_access raises 404 otherwise, so a stranger cannot
+set (goldenset.selectors.access_golden_set raises 404 otherwise, so a stranger cannot
 tell which sets exist). The queue itself is labeling.judging.services.
 """
 
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -21,16 +20,15 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from goldenset.models import GoldenSet, Membership
-from goldenset.selectors import READ_ROLES, golden_sets_for, user_roles
+from goldenset.selectors import READ_ROLES, access_golden_set, golden_sets_for, user_roles
 from labeling.judging.selectors import (
-    SET_PROGRESS_SECONDS, judged_count, judging_access, judging_progress, judging_task, leased_at, preview_task, query_place,
-    sets_to_judge, task_is_correction,
+    SET_PROGRESS_SECONDS, judged_count, judging_progress, judging_task, leased_at, preview_task, query_place, sets_to_judge,
+    task_is_correction,
 )
-from labeling.judging.services import judgment_undo, queue_settings_of, task_next, task_skip, task_submit
-from labeling.models import JudgingTask, Pool, QueueSettings
+from labeling.judging.services import judgment_submit, judgment_undo, queue_settings_of, task_next, task_skip
+from labeling.models import JudgingTask, Pool
 from lib.errors import ForbiddenError, GoldsetError
 from lib.params import ParameterError, number_param
-from lib.prepared import with_prepared_statements
 from lib.sanitize import page_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
@@ -94,22 +92,6 @@ def _remember_skip(request: HttpRequest, golden_set: GoldenSet, task_id: int) ->
     request.session["judging_skipped"] = skipped
 
 
-def _access(request: HttpRequest, slug: str, roles: tuple[str, ...]) -> GoldenSet:
-    """The set `slug` if the user may judge (or preview) it, Http404 otherwise
-    (labeling.judging.selectors.judging_access: one statement). Its queue settings,
-    read in the same statement, are kept for the request (_queue_settings)."""
-    golden_set, _, queue_settings = judging_access(request.user, slug, roles)
-    request._queue_settings = queue_settings
-    return golden_set
-
-
-def _queue_settings(request: HttpRequest, golden_set: GoldenSet) -> QueueSettings:
-    """The set's queue settings, read once a request (the queue needs them several times)."""
-    if getattr(request, "_queue_settings", None) is None:
-        request._queue_settings = queue_settings_of(golden_set)
-    return request._queue_settings
-
-
 def _posted_judged(request: HttpRequest) -> int | None:
     """The count the fragment carried (its forms' hidden `judged`, `?judged=` on a GET);
     None when it carried none, or one that is not a count: the figure only feeds the
@@ -146,17 +128,17 @@ def _judged(request: HttpRequest, golden_set: GoldenSet, *, fresh: bool = False,
     return counts[golden_set.slug]
 
 
+def _next_task(request: HttpRequest, golden_set: GoldenSet, on_query: int | None = None) -> JudgingTask | None:
+    """The pair the annotator holds, or the next one handed to them (task_next)."""
+    return task_next(golden_set=golden_set, annotator=request.user, skipped_ids=_skipped(request, golden_set), on_query=on_query)
+
+
 def _pair_context(
-    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", fresh: bool = False,
-    judged_add: int = 0, holds_none: bool = False, savepoint: bool = True, on_query: int | None = None,
+    request: HttpRequest, golden_set: GoldenSet, task: JudgingTask | None, *, error: str = "", notice: str = "",
+    fresh: bool = False, judged_add: int = 0,
 ) -> dict:
-    task = task_next(
-        golden_set=golden_set, annotator=request.user, skipped_ids=_skipped(request, golden_set),
-        # The settings when this request has read them already (a judgment's); task_next
-        # reads them itself only if it hands out a new task, not for the pair they hold.
-        queue_settings=getattr(request, "_queue_settings", None), holds_none=holds_none, savepoint=savepoint,
-        on_query=on_query,
-    )
+    """What the pair fragment shows of `task`, the pair handed to the annotator (None:
+    nothing is left for them)."""
     previous_grade = task_is_correction(task=task, annotator=request.user) if task is not None else None
     judged = _judged(request, golden_set, fresh=fresh, add=judged_add)
     ctx = {
@@ -189,16 +171,20 @@ def _on_query(task: JudgingTask) -> int | None:
     return None if task.kind == JudgingTask.Kind.GOLD else task.query_id
 
 
-def _pair_response(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
-    return render(request, "labeling/judging/_pair.html", _pair_context(request, golden_set, error=error, notice=notice, **more))
+def _pair_response(
+    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", on_query: int | None = None,
+) -> HttpResponse:
+    task = _next_task(request, golden_set, on_query)
+    return render(request, "labeling/judging/_pair.html", _pair_context(request, golden_set, task, error=error, notice=notice))
 
 
-def _after_post(request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", **more) -> HttpResponse:
+def _after_post(
+    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", on_query: int | None = None,
+) -> HttpResponse:
     """The next pair's fragment for htmx; a redirect to the screen (with the message) otherwise
-    (the screen counts what they judged afresh). `more`: _pair_context's judged_add, holds_none
-    and on_query."""
+    (the screen counts what they judged afresh). `on_query`: task_next's."""
     if request.htmx:
-        return _pair_response(request, golden_set, error=error, notice=notice, **more)
+        return _pair_response(request, golden_set, error=error, notice=notice, on_query=on_query)
     if error:
         messages.error(request, error)
     elif notice:
@@ -212,13 +198,9 @@ def _refused(request: HttpRequest, golden_set: GoldenSet, exc: GoldsetError) -> 
     do hold with the message above it (a 403 would not be swapped in). Anything else, as
     _after_post."""
     if isinstance(exc, ForbiddenError) and not request.htmx:
-        ctx = _pair_context(request, golden_set, error=exc.message, fresh=True)
+        ctx = _pair_context(request, golden_set, _next_task(request, golden_set), error=exc.message, fresh=True)
         return render(request, "labeling/judging/screen.html", ctx, status=403)
     return _after_post(request, golden_set, error=exc.message)
-
-
-def _task_of(request: HttpRequest, golden_set: GoldenSet, task_id: int) -> JudgingTask:
-    return judging_task(golden_set, task_id, request.user)
 
 
 # --- judging -----------------------------------------------------------------------------
@@ -234,16 +216,16 @@ def judging_home(request: HttpRequest) -> HttpResponse:
     return render(request, "labeling/judging/home.html", {"rows": rows, "previews": previews})
 
 
-@with_prepared_statements
 @login_required
 @require_GET
 def judging_screen(request: HttpRequest, slug: str) -> HttpResponse:
     """The judging screen; a manager or adjudicator who does not judge the set gets a preview:
     the pair at the head of the queue as annotators see it, with grading turned off."""
-    golden_set = _access(request, slug, JUDGING_ROLES + PREVIEW_ROLES)
+    golden_set = access_golden_set(request.user, slug, JUDGING_ROLES + PREVIEW_ROLES)
     if not user_roles(request.user, golden_set) & set(JUDGING_ROLES):
         return render(request, "labeling/judging/screen.html", _preview_context(golden_set))
-    return render(request, "labeling/judging/screen.html", _pair_context(request, golden_set, fresh=True))
+    ctx = _pair_context(request, golden_set, _next_task(request, golden_set), fresh=True)
+    return render(request, "labeling/judging/screen.html", ctx)
 
 
 def _preview_context(golden_set: GoldenSet) -> dict:
@@ -260,15 +242,14 @@ def _preview_context(golden_set: GoldenSet) -> dict:
     return ctx
 
 
-@with_prepared_statements
 @login_required
 @require_GET
 def judging_next(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = _access(request, slug, JUDGING_ROLES)
+    golden_set = access_golden_set(request.user, slug, JUDGING_ROLES)
     return _pair_response(request, golden_set)
 
 
-def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> float | None:
+def _seconds(raw: str, task: JudgingTask, golden_set: GoldenSet) -> float | None:
     """Seconds the annotator spent: what the page measured, or else the time since the
     pair was handed to them (less precise: it counts a reload's wait too)."""
     try:
@@ -278,57 +259,40 @@ def _seconds(raw: str, task: JudgingTask, queue_settings: QueueSettings) -> floa
     if seconds is not None and 0 <= seconds < 86_400:
         return round(seconds, 1)
     if task.leased_to_id is not None:
-        start = leased_at(task, queue_settings)
+        start = leased_at(task, queue_settings_of(golden_set))
         return round(max((timezone.now() - start).total_seconds(), 0.0), 1)
     return None
 
 
-@with_prepared_statements
 @login_required
 @require_POST
 def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
-    golden_set = _access(request, slug, JUDGING_ROLES)
-    task = _task_of(request, golden_set, task_id)
+    golden_set = access_golden_set(request.user, slug, JUDGING_ROLES)
+    task = judging_task(golden_set, task_id, request.user)
     raw = request.POST.get("grade", "").strip()
     try:
         grade = int(raw)
     except ValueError:
         return _after_post(request, golden_set, error=f"grade {raw!r} is not a number; press one of the grade keys")
     correction = task_is_correction(task=task, annotator=request.user) is not None
-    queue_settings = _queue_settings(request, golden_set)
-    # Held by them when read: a judgment it takes frees it, so they hold nothing after
-    # (undo and task_next leave one task with an annotator at a time).
-    held = task.leased_to_id == request.user.pk and task.lease_expires_at is not None and task.lease_expires_at > timezone.now()
-    submit = {
-        "task": task, "annotator": request.user, "grade": grade, "note": request.POST.get("note", ""),
-        "seconds_spent": _seconds(request.POST.get("seconds", ""), task, queue_settings), "queue_settings": queue_settings,
-    }
-    if not request.htmx:
-        try:
-            task_submit(**submit)
-        except GoldsetError as exc:
-            return _refused(request, golden_set, exc)
-        return _after_post(request, golden_set)
     try:
-        # The judgment and the hand-out of the next pair in one transaction: one COMMIT
-        # (one WAL flush) a judgment, and no savepoints. A refusal rolls both back.
-        with transaction.atomic():
-            task_submit(**submit, savepoint=False)
-            ctx = _pair_context(
-                request, golden_set, judged_add=0 if correction else 1, holds_none=held, savepoint=False,
-                on_query=_on_query(task),
-            )
+        next_task = judgment_submit(
+            task=task, annotator=request.user, grade=grade, note=request.POST.get("note", ""),
+            seconds=_seconds(request.POST.get("seconds", ""), task, golden_set), skipped_ids=_skipped(request, golden_set),
+        )
     except GoldsetError as exc:
         return _refused(request, golden_set, exc)
+    if not request.htmx:
+        return redirect("judging_screen", slug=golden_set.slug)  # the screen shows the pair handed out
+    ctx = _pair_context(request, golden_set, next_task, judged_add=0 if correction else 1)
     return render(request, "labeling/judging/_pair.html", ctx)
 
 
-@with_prepared_statements
 @login_required
 @require_POST
 def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
-    golden_set = _access(request, slug, JUDGING_ROLES)
-    task = _task_of(request, golden_set, task_id)
+    golden_set = access_golden_set(request.user, slug, JUDGING_ROLES)
+    task = judging_task(golden_set, task_id, request.user)
     try:
         task_skip(task=task, annotator=request.user)
     except GoldsetError as exc:
@@ -337,11 +301,10 @@ def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.", on_query=_on_query(task))
 
 
-@with_prepared_statements
 @login_required
 @require_POST
 def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = _access(request, slug, JUDGING_ROLES)
+    golden_set = access_golden_set(request.user, slug, JUDGING_ROLES)
     try:
         result = judgment_undo(annotator=request.user, golden_set=golden_set)
     except GoldsetError as exc:

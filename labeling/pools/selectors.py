@@ -5,13 +5,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import connection
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from goldenset.models import GoldenSet
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from lib.errors import GoldsetError
-from lib.rows import converted
 
 
 def pools_of(golden_set: GoldenSet) -> QuerySet[Pool]:
@@ -124,30 +123,19 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     the unique index's (golden set, query) prefix). `runs`, the pool's number of runs
     (the ranks' columns), is counted in the first statement when not given.
     """
-    # Hand-written, as are the judging screen's other statements run on every judgment
-    # (labeling.judging.services): building these two through the ORM cost more CPU than
-    # the database spent on them.
-    quote = connection.ops.quote_name
-    in_queries, params = "", [pool.pk]
+    rows = PoolQuery.objects.filter(pool_id=pool.pk).order_by("query_id")
     if query_pks is not None:
-        query_pks = [int(pk) for pk in query_pks]
-        if not query_pks:
-            query_pks = [0]  # no query: a primary key none has
-        in_queries = f" AND query_id IN ({', '.join(['%s'] * len(query_pks))})"
-        params += query_pks
-    # The pool's number of runs, when not given: one scalar subquery, run once for the
-    # statement (one round trip fewer a judgment).
-    count = "" if runs is not None else f", (SELECT COUNT(*) FROM {quote(PoolRun._meta.db_table)} pool_run WHERE pool_run.pool_id = %s)"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT query_id, page_ids, run_ranks, runs{count} FROM {quote(PoolQuery._meta.db_table)} "
-            f"WHERE pool_id = %s{in_queries} ORDER BY query_id",
-            ([pool.pk] if runs is None else []) + params,
-        )
-        stored = [
-            (PoolQuery(pool_id=pool.pk, query_id=row[0], page_ids=row[1], run_ranks=row[2], runs=row[3]), row[4:])
-            for row in cursor.fetchall()
-        ]
+        rows = rows.filter(query_id__in=[int(pk) for pk in query_pks])
+    fields = ["query_id", "page_ids", "run_ranks", "runs"]
+    if runs is None:
+        # The pool's number of runs, in the same statement.
+        count = PoolRun.objects.filter(pool_id=OuterRef("pool_id")).order_by().values("pool_id").annotate(n=Count("id")).values("n")
+        rows = rows.annotate(pool_runs=Coalesce(Subquery(count), 0))
+        fields.append("pool_runs")
+    stored = [
+        (PoolQuery(pool_id=pool.pk, query_id=row[0], page_ids=row[1], run_ranks=row[2], runs=row[3]), row[4:])
+        for row in rows.values_list(*fields)
+    ]
     if runs is None:
         runs = stored[0][1][0] if stored else 0
     stored = [row for row, _ in stored]
@@ -166,17 +154,11 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     if not n:
         return pairs
     # Through the unique index's (golden set, query) prefix.
-    listed = stored_query_pks.tolist()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, query_id, page_id, status, grade, done_at, position FROM {quote(JudgingTask._meta.db_table)} "
-            f"WHERE golden_set_id = %s AND query_id IN ({', '.join(['%s'] * len(listed))}) AND kind = %s AND pool_id = %s",
-            [pool.golden_set_id, *listed, JudgingTask.Kind.POOL, pool.pk],
-        )
-        tasks = cursor.fetchall()
-    if tasks:
-        done_at = converted(JudgingTask, "done_at", [row[5] for row in tasks])
-        tasks = [(*row[:5], when, row[6]) for row, when in zip(tasks, done_at)]
+    tasks = list(
+        JudgingTask.objects.filter(
+            golden_set_id=pool.golden_set_id, query_id__in=stored_query_pks.tolist(), kind=JudgingTask.Kind.POOL, pool_id=pool.pk,
+        ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position")
+    )
     if not tasks:
         return pairs
     # Each task's pair: pairs are sorted by (query, page), and so are these keys.

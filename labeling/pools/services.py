@@ -25,29 +25,27 @@ windows' tasks are written with one COPY each. See bench/pool_build.py for the
 cost against a plain numpy union of the same runs.
 """
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Query
 from lib.progress import Progress, no_progress
+from labeling.leases import pool_query_lock
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
 from labeling.pools.model_first import pool_model_source_check
 from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
-from labeling.pools.task_rows import task_positions_set, task_row_close, task_rows_insert
 from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import GoldsetError
-from lib.rows import columns as model_columns
-from lib.rows import model_from_row
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
 # one UPDATE ... FROM, and new tasks through a binary COPY; below it, one UPDATE with a
@@ -264,10 +262,13 @@ def _insert_tasks(
         return len(query_pks)
     # The task or two a judgment brings into its query's window (and any write on SQLite):
     # one INSERT costs less than a COPY's round trips.
-    task_rows_insert([
-        (pool.golden_set_id, pool.pk, q, p, JudgingTask.Kind.POOL, position, best, bytes(blob), JudgingTask.Status.OPEN, 1)
+    JudgingTask.objects.bulk_create([
+        JudgingTask(
+            golden_set_id=pool.golden_set_id, pool_id=pool.pk, query_id=q, page_id=p, kind=JudgingTask.Kind.POOL,
+            position=position, best_rank=best, run_ranks=bytes(blob), status=JudgingTask.Status.OPEN, judgments_required=1,
+        )
         for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
-    ])
+    ], batch_size=500)
     return len(query_pks)
 
 
@@ -289,9 +290,7 @@ def _update_tasks(column: str, values: list[tuple[int, object]]) -> int:
             )
             cursor.execute("DROP TABLE labeling_task_update")
         return len(values)
-    if column == "position":  # after each judgment: the few tasks of one query's window that move
-        task_positions_set(values)
-        return len(values)
+    # After each judgment, the few tasks of one query's window that move: one UPDATE.
     JudgingTask.objects.bulk_update([JudgingTask(pk=pk, **{column: value}) for pk, value in values], [column], batch_size=500)
     return len(values)
 
@@ -588,41 +587,6 @@ def _write_pool_queries(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray,
     return bulk_insert(PoolQuery._meta.db_table, _POOL_QUERY_COLUMNS, rows, types=["bigint", "bigint", "bytea", "bytea", "smallint"])
 
 
-# The advisory locks of pool_task_lock live in their own two-key namespace (the first
-# key), so that they can never collide with another use of advisory locks.
-_POOL_QUERY_LOCK_SPACE = zlib.crc32(b"labeling.pool_query") - (1 << 31)
-
-
-def pool_task_lock(*, task: JudgingTask) -> Pool:
-    """Take, in the current transaction, the locks pool_task_judged takes before it
-    reads the task, and return the task's pool, read under them.
-
-    First the pool row FOR KEY SHARE: pool_extend, which locks it FOR UPDATE, never
-    reorders a query in the middle of a judgment, while judgments do not wait for each
-    other. Then one lock per (pool, query), which serialises the reorders of that
-    query's window and nothing else. A caller that locks the task row before calling
-    pool_task_judged calls this first, so that every path takes them in the same order.
-    On SQLite (one writer at a time) it only reads the pool.
-    """
-    if connection.vendor != "postgresql":
-        return Pool.objects.get(pk=task.pool_id)
-    pool_query = zlib.crc32(f"{int(task.pool_id)}:{int(task.query_id)}".encode()) - (1 << 31)
-    # One round trip; the CTE locks the pool row before the outer SELECT takes the
-    # advisory lock (two (pool, query) pairs that share a hash only wait for each other).
-    # Run with a cursor (lib.rows): it runs on every judgment, and Pool.objects.raw cost
-    # more CPU than the statement.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH pool AS MATERIALIZED (SELECT * FROM {Pool._meta.db_table} WHERE id = %s FOR KEY SHARE) "
-            f"SELECT {model_columns(Pool, 'pool')}, pg_advisory_xact_lock(%s, %s)::text AS locked FROM pool",
-            [task.pool_id, _POOL_QUERY_LOCK_SPACE, pool_query],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Pool.DoesNotExist(f"pool {task.pool_id} does not exist")
-    return model_from_row(Pool, row)
-
-
 def _unqueue_if_budget_spent(pool_id: int) -> int:
     """Empty the pool's queue if its budget is spent; how many tasks left it."""
     pool = Pool.objects.filter(pk=pool_id).first()
@@ -631,48 +595,46 @@ def _unqueue_if_budget_spent(pool_id: int) -> int:
     return JudgingTask.objects.filter(pool=pool, status=JudgingTask.Status.OPEN, position__isnull=False).update(position=None)
 
 
-def pool_task_judged(
-    *, task: JudgingTask, grade: int, pool: Pool | None = None, task_locked: bool = False, judgments_required: int | None = None,
-) -> TaskJudgedResult:
+def pool_task_judged(*, task: JudgingTask, grade: int, judgments_required: int = 1) -> TaskJudgedResult:
     """Close an open pool task with the grade it was judged, then move the queue on.
 
     Call it once the pair's judgment is recorded (goldenset.services.judgment_record),
-    in the same transaction. Marks the task done and frees its lease, then forms the
-    query's window again: the next open task in the strategy's order joins the queue,
-    and an adaptive strategy reorders it from what it learned (only positions that
-    change are written). Once the pool's budget is spent, its queue is emptied instead.
-    Judgments of one query of a pool are serialised (pool_task_lock), so two reorders
-    of a window never interleave; judgments of different queries go on side by side.
-    Refuses (GoldsetError) a task that is not an open pool task and a grade off the
-    set's scale.
+    in the same transaction. Marks the task done, frees its lease and counts that
+    judgment, writing `judgments_required`, how many judgments the task needs in all
+    (more than 1 for an overlap task, which the judging queue decides), in one UPDATE.
+    Then forms the query's window again: the next open task in the strategy's order joins
+    the queue, and an adaptive strategy reorders it from what it learned (only positions
+    that change are written). Once the pool's budget is spent, its queue is emptied
+    instead. Judgments of one query of a pool are serialised (labeling.leases.
+    pool_query_lock), so two reorders of a window never interleave; judgments of
+    different queries go on side by side. Refuses (GoldsetError) a task that is not an
+    open pool task and a grade off the set's scale.
 
-    A caller that holds the locks already (labeling.judging.services.task_submit) passes `pool`, the
-    pool pool_task_lock returned, and `task_locked=True` with the task row it read FOR
-    UPDATE after (golden_set loaded): they are not read again. `judgments_required` is
-    then written with the close, and the task's judgments_done counted up by one.
+    It runs in its caller's transaction when there is one, without a savepoint: a task
+    found closed already under the locks refuses the caller's whole transaction, so a
+    judgment never stays without its task's close. Called alone, it is its own
+    transaction.
     """
     if task.kind != JudgingTask.Kind.POOL or task.pool_id is None:
         raise GoldsetError(f"task {task.pk} is a {task.kind} task, not a pool task", field="task")
-    if task_locked and (pool is None or not transaction.get_connection().in_atomic_block):
-        raise GoldsetError("task_locked needs the pool its locks returned, inside the caller's transaction", field="task")
-    # A caller holding the locks is in its transaction already and lets a refusal end it:
-    # no savepoint (two round trips) is needed then.
-    with transaction.atomic(savepoint=not task_locked):
-        if not task_locked:
-            pool = pool_task_lock(task=task)
-            task = JudgingTask.objects.select_for_update(of=("self",)).select_related("golden_set").get(pk=task.pk)
-        golden_set = pool.golden_set = task.golden_set  # the same row: the database checks it
+    golden_set = task.golden_set
+    if isinstance(grade, bool) or grade not in golden_set.grade_values():
+        allowed = ", ".join(map(str, golden_set.grade_values()))
+        raise GoldsetError(f"grade {grade!r} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
+    with transaction.atomic(savepoint=False):
+        pool = pool_query_lock(pool_id=task.pool_id, query_id=task.query_id)
+        task = JudgingTask.objects.select_for_update(of=("self",)).get(pk=task.pk)
+        pool.golden_set = task.golden_set = golden_set  # the same row: the database checks it
         if task.status != JudgingTask.Status.OPEN:
             raise GoldsetError(f"task {task.pk} is {task.status}, not open", field="task")
-        if isinstance(grade, bool) or grade not in golden_set.grade_values():
-            allowed = ", ".join(map(str, golden_set.grade_values()))
-            raise GoldsetError(f"grade {grade!r} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
 
         task.status, task.grade, task.done_at = JudgingTask.Status.DONE, grade, timezone.now()
         task.leased_to, task.lease_expires_at = None, None
-        if judgments_required is not None:
-            task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
-        task_row_close(task.pk, status=task.status, grade=grade, done_at=task.done_at, judgments_required=judgments_required)
+        task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
+        JudgingTask.objects.filter(pk=task.pk).update(
+            status=task.status, grade=grade, done_at=task.done_at, leased_to=None, lease_expires_at=None,
+            judgments_done=F("judgments_done") + 1, judgments_required=judgments_required,
+        )
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
 
         if pool.budget is not None:

@@ -1,17 +1,18 @@
-"""Signed-in requests read their session by hand (goldset.sessions): they must sign people
-in and out exactly as Django's do."""
+"""Signed-in requests read their session through the configured engine (Django's own,
+goldset.settings.SESSION_ENGINE): they sign people in and out as Django's do."""
 
 from datetime import timedelta
+from importlib import import_module
 
 import pytest
+from django.conf import settings
 from django.contrib.sessions.models import Session
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from goldset.sessions import SessionStore
-
 pytestmark = pytest.mark.django_db
+SessionStore = import_module(settings.SESSION_ENGINE).SessionStore
 
 
 def signed_in(client: Client, username: str) -> Client:

@@ -235,26 +235,22 @@ def test_next_and_judge_make_a_bounded_number_of_queries(client, golden_set, ann
         client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX)  # the held pair again
     with CaptureQueriesContext(connection) as judged:
         client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "1", "seconds": "2", "judged": "0"}, **HTMX)
-    # Session, user, then the set with the annotator's roles and the queue settings (with
-    # the set's pools) in one statement (3), then the hand-out's transaction (the query they
-    # were on, the one of their latest judgment, judging one query at a time; then overlap,
-    # queue, lease); the set's progress comes from the cache the screen filled. SQLite reads
-    # the set's pools in a query of their own (PostgreSQL reads them with the settings, as
-    # an array). "Page i of n" rides in the task's SELECT.
-    sqlite = int(connection.vendor == "sqlite")
-    assert len(handed_out) <= 10 + sqlite
-    # The three, then the lease they hold.
-    assert len(held) <= 4
-    # The three, the task; one transaction for the judgment (locks, task, judgment, close,
-    # the query's pairs and their tasks, the window's moves) and the next pair's hand-out
-    # (the judged pair's query has one: lease). No session write.
-    assert len(judged) <= 14 + sqlite
+    # Session, user, the set and the annotator's roles (4), then their leases, and the
+    # hand-out's transaction: the queue settings, the query they were on (the one of their
+    # latest judgment, judging one query at a time), overlap, the set's pools, the head of
+    # each pool's queue and of its samples, the lease, the task; the set's progress comes
+    # from the cache the screen filled. "Page i of n" rides in the task's SELECT.
+    assert len(handed_out) <= 15
+    # The four, then the lease they hold.
+    assert len(held) <= 5
+    # The four, the task; one transaction for the judgment (locks, task, judgment, settings,
+    # close, the query's pairs and their tasks, the window's moves) and the next pair's
+    # hand-out (their leases, settings; the judged pair's query has one: lease, task). No
+    # session write.
+    assert len(judged) <= 20
     statements = [query["sql"] for query in judged.captured_queries]
     assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1  # one transaction (COMMIT outside a test)
     assert not any("django_session" in sql for sql in statements if not sql.startswith("SELECT"))
-    # The set, the annotator's roles and the queue settings are one statement.
-    access = [sql for sql in statements if "goldenset_membership" in sql]
-    assert len(access) == 1 and "labeling_queuesettings" in access[0]
 
 
 def test_the_judged_count_rides_in_the_fragment_so_judging_writes_no_session(client, golden_set, ann):

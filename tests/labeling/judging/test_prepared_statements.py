@@ -1,21 +1,18 @@
-"""The judging screen's statements are prepared on PostgreSQL (lib/prepared.py): after a
-few judgments PostgreSQL holds their plans on the connection, and nothing else the app
-runs is bound differently."""
+"""The judging screen prepares no statement on PostgreSQL: it runs behind a pooler in
+transaction mode (PgBouncer) with no setting, and the query log shows every statement."""
 
 import re
 
 import pytest
 from django.db import connection
-from django.db.backends.postgresql.base import Cursor as DjangoClientCursor
 from django.urls import reverse
 
 from goldenset.models import Judgment
-from lib.prepared import prepared_statements
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's; SQLite runs the views as before"),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's"),
 ]
 
 
@@ -47,40 +44,12 @@ def judging(client, make_user):
     return client, pool.golden_set
 
 
-def test_the_judging_cycle_runs_on_plans_postgresql_prepared_once(judging):
+def test_the_judging_cycle_leaves_no_prepared_statement_on_the_connection(judging):
     client, golden_set = judging
-    assert _judge_in_a_loop(client, golden_set, 8) == 8
+    before = set(_prepared())
+    assert _judge_in_a_loop(client, golden_set, 8) == 8  # past psycopg's usual threshold of five
     assert Judgment.objects.filter(query__golden_set=golden_set).count() == 8
-    prepared = _prepared()
-    # The hand-out and the judgment's insert are among them, as $n-bound statements.
-    assert any("labeling_judgingtask" in statement and "$1" in statement for statement in prepared)
-    assert any(statement.startswith('INSERT INTO "goldenset_judgment"') for statement in prepared)
-
-
-def test_outside_the_judging_views_cursors_bind_on_the_client_again(judging):
-    client, golden_set = judging
-    _judge_in_a_loop(client, golden_set, 2)
-    assert connection.connection.cursor_factory is DjangoClientCursor
-    before = len(_prepared())
-    for _ in range(8):  # past psycopg's threshold, yet never prepared: bound on the client
-        list(Judgment.objects.filter(query__golden_set=golden_set).values_list("id", flat=True))
-    assert len(_prepared()) == before
-
-
-def test_the_setting_turns_preparing_off(judging, settings):
-    settings.DATABASE_PREPARED_STATEMENTS = False
-    client, golden_set = judging
-    before = set(_prepared())  # what earlier tests prepared on this connection stays
-    assert _judge_in_a_loop(client, golden_set, 8) == 8
     assert set(_prepared()) == before
-
-
-def test_a_failing_statement_within_leaves_the_connection_binding_on_the_client():
-    with pytest.raises(ZeroDivisionError):
-        with prepared_statements():
-            assert connection.connection.cursor_factory is not DjangoClientCursor
-            raise ZeroDivisionError
-    assert connection.connection.cursor_factory is DjangoClientCursor
 
 
 def test_while_queries_are_logged_the_log_shows_every_statements_text(judging):
@@ -90,4 +59,3 @@ def test_while_queries_are_logged_the_log_shows_every_statements_text(judging):
     with CaptureQueriesContext(connection) as captured:
         assert _judge_in_a_loop(client, golden_set, 8) == 8
     assert all(query["sql"] for query in captured.captured_queries)
-    assert connection.connection.prepare_threshold == 5  # given back

@@ -317,42 +317,16 @@ def test_a_pool_judgment_closes_and_counts_its_task_in_one_update_without_savepo
     task = task_next(golden_set=golden_set, annotator=ann)
     settings = queue.queue_settings_of(golden_set)
     with CaptureQueriesContext(connection) as captured:
-        task_submit(task=task, annotator=ann, grade=2, queue_settings=settings)
+        task_submit(task=task, annotator=ann, grade=2)
     statements = [query["sql"] for query in captured.captured_queries]
     # The judgment's own transaction only (a savepoint in a test), none for pool_task_judged.
     assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1
-    assert not any("labeling_queuesettings" in sql or "labeling_poolrun\" WHERE" in sql for sql in statements)
+    assert not any("labeling_poolrun\" WHERE" in sql for sql in statements)
     updates = [sql for sql in statements if sql.startswith('UPDATE "labeling_judgingtask" SET "status"')]
     assert len(updates) == 1 and "judgments_done" in updates[0]
     task.refresh_from_db()
     required = settings.overlap_annotators if overlap_chosen(task.pk, settings.overlap_share) else 1
     assert (task.status, task.grade, task.judgments_done, task.judgments_required, task.leased_to) == ("done", 2, 1, required, None)
-
-
-def test_pool_task_judged_refuses_task_locked_without_the_pool_or_outside_a_transaction(pool, golden_set, ann):
-    from labeling.pools.services import pool_task_judged
-
-    task = task_next(golden_set=golden_set, annotator=ann)
-    with pytest.raises(GoldsetError, match="task_locked"):
-        pool_task_judged(task=task, grade=1, task_locked=True)
-
-
-def test_the_queue_settings_say_whether_the_set_has_completeness_samples(golden_set):
-    assert queue.queue_settings_of(golden_set).has_samples is False
-    sample_task(golden_set)
-    assert queue.queue_settings_of(golden_set).has_samples is True
-
-
-def test_a_caller_that_knows_the_annotator_holds_nothing_skips_the_lease_look_up(golden_set, ann):
-    from django.test.utils import CaptureQueriesContext
-
-    settings = queue.queue_settings_of(golden_set)
-    with CaptureQueriesContext(connection) as captured:
-        task = task_next(golden_set=golden_set, annotator=ann, queue_settings=settings, holds_none=True)
-    assert task.leased_to_id == ann.pk
-    # _leases reads their leases in expiry order: no such statement ran.
-    assert not any('ORDER BY "labeling_judgingtask"."lease_expires_at"' in query["sql"] for query in captured.captured_queries)
-    assert task_next(golden_set=golden_set, annotator=ann).pk == task.pk  # then held as usual
 
 
 # --- concurrency ---------------------------------------------------------------------------
