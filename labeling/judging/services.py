@@ -104,6 +104,20 @@ def query_order_set(*, golden_set: GoldenSet, query_order: str) -> QueueSettings
     return settings
 
 
+def queue_overlap_set(*, golden_set: GoldenSet, overlap_share: float, overlap_annotators: int) -> QueueSettings:
+    """Set the share (0 to 1) of tasks judged by `overlap_annotators` people (2 or 3) instead
+    of one, so that agreement can be measured. Takes effect for tasks first judged from now
+    on; a task already judged keeps the number it was given. GoldsetError naming the field."""
+    if isinstance(overlap_share, bool) or not isinstance(overlap_share, int | float) or not 0 <= overlap_share <= 1:
+        raise GoldsetError(f"the overlap share must be a fraction from 0 to 1, got {overlap_share!r}", field="overlap_share")
+    if overlap_annotators not in (2, 3):
+        raise GoldsetError(f"an overlap pair goes to 2 or 3 annotators, not {overlap_annotators!r}", field="overlap_annotators")
+    settings, _ = QueueSettings.objects.get_or_create(golden_set=golden_set)
+    settings.overlap_share, settings.overlap_annotators = float(overlap_share), overlap_annotators
+    settings.save(update_fields=["overlap_share", "overlap_annotators"])
+    return settings
+
+
 def overlap_chosen(task_id: int, overlap_share: float) -> bool:
     """Whether task `task_id` goes to several annotators, for a share (0 to 1) of tasks."""
     return ((task_id * _HASH_MULTIPLIER) % _HASH_SPACE) / _HASH_SPACE < overlap_share

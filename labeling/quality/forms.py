@@ -53,6 +53,16 @@ class GoldShareForm(forms.Form):
     )
 
 
+class OverlapForm(forms.Form):
+    overlap_share = forms.FloatField(
+        min_value=0, max_value=1, label="Share of pairs judged twice or more",
+        help_text="fraction of the pairs that go to more than one annotator, so that agreement can be measured (0 to 1)",
+    )
+    overlap_annotators = forms.TypedChoiceField(
+        choices=[(2, "2 annotators"), (3, "3 annotators")], coerce=int, label="Annotators of such a pair",
+    )
+
+
 class QueryOrderForm(forms.Form):
     query_order = forms.ChoiceField(
         choices=QueueSettings.QueryOrder.choices, widget=forms.RadioSelect, label="Order of queries",

@@ -12,4 +12,5 @@ urlpatterns = [
     path("sets/<slug:slug>/quality/gold-checks/", views.gold_checks_add, name="gold_checks_add"),
     path("sets/<slug:slug>/quality/gold-share/", views.gold_share_update, name="gold_share_update"),
     path("sets/<slug:slug>/quality/query-order/", views.query_order_update, name="query_order_update"),
+    path("sets/<slug:slug>/quality/overlap/", views.overlap_update, name="overlap_update"),
 ]

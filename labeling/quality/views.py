@@ -19,10 +19,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
+from labeling.models import QueueSettings
 from labeling.quality import selectors, services
 from labeling.judging.selectors import query_order_of
-from labeling.judging.services import query_order_set
-from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm, QueryOrderForm
+from labeling.judging.services import query_order_set, queue_overlap_set
+from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm, OverlapForm, QueryOrderForm
 from lib.errors import GoldsetError
 from lib.sanitize import page_html
 
@@ -109,15 +110,19 @@ def adjudicate_pair(request: HttpRequest, slug: str, query_pk: int, page_pk: int
 
 
 def _quality_page(
-    request: HttpRequest, golden_set: GoldenSet, *, gold_form=None, share_form=None, order_form=None, status: int = 200,
+    request: HttpRequest, golden_set: GoldenSet, *, gold_form=None, share_form=None, order_form=None, overlap_form=None,
+    status: int = 200,
 ) -> HttpResponse:
     summary = selectors.gold_check_summary(golden_set)
     if order_form is None:
         order_form = QueryOrderForm(initial={"query_order": query_order_of(golden_set)})
+    if overlap_form is None:
+        queue = QueueSettings.objects.filter(golden_set=golden_set).first() or QueueSettings()
+        overlap_form = OverlapForm(initial={"overlap_share": queue.overlap_share, "overlap_annotators": queue.overlap_annotators})
     ctx = {
         **_tabs(request, golden_set, "quality"), "people": selectors.annotator_quality(golden_set), "gold": summary,
         "gold_form": gold_form or GoldChecksForm(), "share_form": share_form or GoldShareForm(initial={"gold_share": summary.gold_share}),
-        "order_form": order_form, "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
+        "order_form": order_form, "overlap_form": overlap_form, "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
     }
     return render(request, "labeling/quality/quality.html", ctx, status=status)
 
@@ -172,6 +177,18 @@ def gold_share_update(request: HttpRequest, slug: str) -> HttpResponse:
         return f"Gold check share set to {data['gold_share']:g}."
 
     return _quality_post(request, golden_set, GoldShareForm(request.POST), share, shown_as="share_form")
+
+
+@login_required
+@require_POST
+def overlap_update(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=QUALITY_ROLES)
+
+    def overlap(data: dict) -> str:
+        queue_overlap_set(golden_set=golden_set, overlap_share=data["overlap_share"], overlap_annotators=data["overlap_annotators"])
+        return (f"{data['overlap_share']:.0%} of the pairs first judged from now on go to {data['overlap_annotators']} annotators.")
+
+    return _quality_post(request, golden_set, OverlapForm(request.POST), overlap, shown_as="overlap_form")
 
 
 @login_required
