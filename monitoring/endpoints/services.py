@@ -19,7 +19,7 @@ from goldenset.models import GoldenSet
 from lib.cron import CronError, cron_parse
 from lib.errors import ConflictError, GoldsetError
 from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_problems, suggested_count_url
-from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint
+from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint, NightlyRun
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # Names the endpoint pages' URLs take for themselves (/endpoints/add/).
@@ -163,3 +163,17 @@ def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None,
     endpoint.save()
     return endpoint
 
+
+
+def endpoint_delete(*, endpoint: Endpoint) -> str:
+    """Delete an endpoint with its nights' and probes' records; the runs its nights stored
+    stay in their series, scored as before. Refused (ConflictError) while one of its nights
+    is pending or running: its worker would write to an endpoint that is gone. Returns
+    what was deleted, in words."""
+    with transaction.atomic():
+        locked = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+        if locked.nightly_runs.filter(status__in=(NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING)).exists():
+            raise ConflictError(f"a night of endpoint {locked.name!r} is under way; delete it once that night is done")
+        nights, series = locked.nightly_runs.count(), locked.series.name
+        locked.delete()
+    return f"Endpoint {endpoint.name} deleted with the records of its {nights} night(s); their runs stay in the series “{series}”."

@@ -21,7 +21,7 @@ from goldenset.selectors import access_golden_set
 from lib.errors import GoldsetError
 from monitoring.endpoints.forms import EndpointAddForm, EndpointEditForm, EndpointTryForm, service_error_show
 from monitoring.endpoints.selectors import doc_ids_known, endpoint_get, endpoints_of
-from monitoring.endpoints.services import endpoint_add, endpoint_spec, endpoint_update
+from monitoring.endpoints.services import endpoint_add, endpoint_delete, endpoint_spec, endpoint_update
 from monitoring.endpoints.spec import headers_shown
 from monitoring.nightly.services import endpoint_depth, latest_version
 
@@ -80,6 +80,25 @@ def endpoint_edit_page(request: HttpRequest, slug: str, name: str) -> HttpRespon
     status = 400 if request.method == "POST" else 200
     ctx = {"golden_set": golden_set, "form": form, "endpoint": endpoint}
     return render(request, "monitoring/endpoints/form.html", ctx, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def endpoint_delete_page(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """Ask first (GET: what goes and what stays), then delete (POST)."""
+    golden_set = access_golden_set(request.user, slug, roles=ENDPOINT_ROLES)
+    endpoint = endpoint_get(golden_set, name)
+    problem = ""
+    if request.method == "POST":
+        try:
+            done = endpoint_delete(endpoint=endpoint)
+        except GoldsetError as exc:
+            problem = exc.message
+        else:
+            messages.success(request, done)
+            return redirect("endpoints", slug=golden_set.slug)
+    ctx = {"golden_set": golden_set, "endpoint": endpoint, "nights": endpoint.nightly_runs.count(), "problem": problem}
+    return render(request, "monitoring/endpoints/delete.html", ctx, status=409 if problem else 200)
 
 
 def _pretty(raw: str) -> str:

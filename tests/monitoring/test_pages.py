@@ -64,6 +64,7 @@ def _gets(slug):
         reverse("endpoint_add", args=[slug]),
         reverse("endpoint_edit", args=[slug, "hybrid-first"]),
         reverse("endpoint_try", args=[slug, "hybrid-first"]),
+        reverse("endpoint_delete", args=[slug, "hybrid-first"]),
     ]
 
 
@@ -74,6 +75,7 @@ def _posts(slug):
         reverse("endpoint_try", args=[slug, "hybrid-first"]),
         reverse("endpoint_run_now", args=[slug, "hybrid-first"]),
         reverse("endpoint_probe_now", args=[slug, "hybrid-first"]),
+        reverse("endpoint_delete", args=[slug, "hybrid-first"]),
     ]
 
 
@@ -130,6 +132,30 @@ def test_the_golden_set_page_links_to_monitoring(client, watched, people):
     _login(client, people["adjudicator"])
     page = client.get(reverse("golden_set", args=[watched.slug]))
     assert reverse("monitoring", args=[watched.slug]).encode() in page.content
+
+
+def test_a_manager_deletes_an_endpoint_after_being_asked_and_its_runs_stay(client, nights, endpoints, watched, people):
+    """Issue 30 item 7: an endpoint could not be deleted."""
+    first, _ = endpoints
+    runs = set(Run.objects.filter(series=first.series).values_list("pk", flat=True))
+    _login(client, people["manager"])
+    url = reverse("endpoint_delete", args=[watched.slug, first.name])
+    assert url in client.get(reverse("endpoint_edit", args=[watched.slug, first.name])).content.decode()
+    asked = client.get(url).content.decode()
+    assert f"Delete endpoint <code>{first.name}</code>?" in asked and "stay in the series" in asked
+    assert Endpoint.objects.filter(pk=first.pk).exists()  # asking deletes nothing
+    done = client.post(url, follow=True).content.decode()
+    assert f"Endpoint {first.name} deleted" in done and not Endpoint.objects.filter(pk=first.pk).exists()
+    assert runs and set(Run.objects.filter(series__name=first.series.name).values_list("pk", flat=True)) == runs
+
+
+def test_an_endpoint_with_a_night_under_way_is_not_deleted(client, endpoints, watched, people):
+    first, _ = endpoints
+    NightlyRun.objects.create(endpoint=first, slot=timezone.now(), status=NightlyRun.Status.RUNNING)
+    _login(client, people["manager"])
+    refused = client.post(reverse("endpoint_delete", args=[watched.slug, first.name]))
+    assert refused.status_code == 409 and "is under way" in refused.content.decode()
+    assert Endpoint.objects.filter(pk=first.pk).exists()
 
 
 def test_an_unknown_endpoint_is_a_404(client, endpoints, watched, people):
