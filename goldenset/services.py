@@ -5,6 +5,7 @@ validates everything first and raises GoldsetError naming the line, field or id 
 fault, then writes in one transaction, so bad input never leaves half a change behind.
 """
 
+import secrets
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -12,7 +13,11 @@ from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -391,6 +396,34 @@ def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str
     membership, _ = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
     _forget_roles(user)
     return membership
+
+
+def member_invite(*, username: str, email: str, golden_set: GoldenSet, role: str) -> tuple[AbstractBaseUser, str]:
+    """Make an account for someone who has none yet and grant them `role` in `golden_set`,
+    in one transaction; the user and a first password, shown once to the manager who passes
+    it on (the account's owner changes it at /accounts/password/). GoldsetError naming the
+    field for a name taken or malformed, a bad e-mail or an unknown role."""
+    User = get_user_model()
+    username = (username or "").strip()
+    if role not in Membership.Role.values:
+        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    try:
+        User.username_validator(username)
+    except ValidationError:
+        raise GoldsetError(f"{username!r} is not a username: letters, digits and @ . + - _ only", field="username") from None
+    if not username or User.objects.filter(username=username).exists():
+        raise ConflictError(f"user {username!r} exists already; grant them the role instead", field="username")
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise GoldsetError(f"{email!r} is not an e-mail address", field="email") from None
+    password = secrets.token_urlsafe(12)
+    validate_password(password)
+    with transaction.atomic():
+        user = User.objects.create_user(username=username, email=email or "", password=password)
+        membership_grant(user=user, golden_set=golden_set, role=role)
+    return user, password
 
 
 def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str) -> bool:

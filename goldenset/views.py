@@ -19,7 +19,7 @@ from goldenset.selectors import (
     VersionIntegrityError, access_golden_set, golden_sets_for, publish_jobs_recent, user_roles, version_get, version_label_rows,
 )
 from goldenset.publishing import publish_job_progress, publish_unchanged, version_publish_request
-from goldenset.services import membership_grant, membership_revoke
+from goldenset.services import member_invite, membership_grant, membership_revoke
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
 from lib.params import ParameterError, number_param, version_param
@@ -211,10 +211,18 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug, roles=MEMBER_ROLES)
     if request.method == "POST":
         try:
-            if request.POST.get("action") == "revoke":
+            if request.POST.get("action") == "revoke":  # from the confirmation page (golden_set_member_revoke)
                 membership = get_object_or_404(Membership, pk=number_param(request.POST, "membership", default=0), golden_set=golden_set)
                 membership_revoke(user=membership.user, golden_set=golden_set, role=membership.role)
                 messages.success(request, f"{membership.user.username} is no longer {membership.role} of {golden_set.slug}.")
+            elif request.POST.get("action") == "invite":
+                user, password = member_invite(
+                    username=request.POST.get("username", ""), email=request.POST.get("email", "").strip(), golden_set=golden_set,
+                    role=request.POST.get("role", ""),
+                )
+                # Shown once, on this answer: never stored in the clear nor put in a message.
+                ctx = {**_members_context(golden_set), "invited": user, "invited_password": password}
+                return render(request, "goldenset/members.html", ctx)
             else:
                 username = request.POST.get("username", "").strip()
                 user = get_user_model().objects.filter(username=username).first()
@@ -226,6 +234,18 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
         except GoldsetError as exc:
             messages.error(request, exc.message)
         return redirect("golden_set_members", slug=golden_set.slug)
+    return render(request, "goldenset/members.html", _members_context(golden_set))
+
+
+def _members_context(golden_set) -> dict:
     memberships = Membership.objects.filter(golden_set=golden_set).select_related("user").order_by("user__username", "role")
-    ctx = {"golden_set": golden_set, "memberships": memberships, "roles": Membership.Role.choices}
-    return render(request, "goldenset/members.html", ctx)
+    return {"golden_set": golden_set, "memberships": memberships, "roles": Membership.Role.choices}
+
+
+@login_required
+@require_GET
+def golden_set_member_revoke(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
+    """Ask before a role is taken away: the POST that takes it goes to the members page."""
+    golden_set = access_golden_set(request.user, slug, roles=MEMBER_ROLES)
+    membership = get_object_or_404(Membership.objects.select_related("user"), pk=membership_id, golden_set=golden_set)
+    return render(request, "goldenset/member_revoke.html", {"golden_set": golden_set, "membership": membership})

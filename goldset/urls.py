@@ -23,6 +23,7 @@ urlpatterns = [
          name="publish_job_status"),
     path("sets/<slug:slug>/changes/", goldenset_views.version_changes_page, name="version_changes"),
     path("sets/<slug:slug>/members/", goldenset_views.golden_set_members, name="golden_set_members"),
+    path("sets/<slug:slug>/members/<int:membership_id>/revoke/", goldenset_views.golden_set_member_revoke, name="golden_set_member_revoke"),
     path("", include("api.urls")),
     path("", include("evaluation.urls")),
     # Before admin.site.urls, whose catch-all would otherwise take /admin/coverage/.

@@ -2,6 +2,8 @@
 roles; anonymous visitors go to the login page, everyone else gets 404, so nobody learns
 which sets exist."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -78,3 +80,30 @@ def test_the_members_page_is_404_to_all_but_managers(client, golden_set, teammat
     )
     assert response.status_code == 404
     assert not Membership.objects.filter(user=stranger).exists()
+
+
+def test_revoking_asks_first_and_only_the_confirmation_takes_the_role(client, golden_set, manager, teammate):
+    """Issue 30 item 7: revoking a member acted at once, without a confirmation."""
+    membership = membership_grant(user=teammate, golden_set=golden_set, role=Membership.Role.ANNOTATOR)
+    page = client.get(reverse("golden_set_members", args=[golden_set.slug])).content.decode()
+    confirm_url = reverse("golden_set_member_revoke", args=[golden_set.slug, membership.pk])
+    assert f'action="{confirm_url}"' in page and 'method="get"' in page
+    asked = client.get(confirm_url).content.decode()
+    assert "Take the annotator role from teammate?" in asked and Membership.objects.filter(pk=membership.pk).exists()
+    done = client.post(reverse("golden_set_members", args=[golden_set.slug]), {"action": "revoke", "membership": membership.pk}, follow=True)
+    assert "teammate is no longer annotator" in done.content.decode()
+
+
+def test_a_manager_invites_someone_without_an_account_who_can_then_sign_in(client, golden_set, manager):
+    """Issue 30 item 7: members could only be granted to existing usernames."""
+    url = reverse("golden_set_members", args=[golden_set.slug])
+    response = client.post(url, {"action": "invite", "username": "newcomer", "email": "new@example.org", "role": "annotator"})
+    password = re.search(r'<code class="secret">([^<]+)</code>', response.content.decode()).group(1)
+    from django.contrib.auth import get_user_model
+
+    assert get_user_model().objects.get(username="newcomer").check_password(password)
+    assert Membership.objects.filter(user__username="newcomer", golden_set=golden_set, role="annotator").exists()
+    again = client.post(url, {"action": "invite", "username": "newcomer", "email": "", "role": "annotator"}, follow=True)
+    assert "exists already" in again.content.decode()
+    bad = client.post(url, {"action": "invite", "username": "no spaces", "email": "", "role": "annotator"}, follow=True)
+    assert "is not a username" in bad.content.decode() and not Membership.objects.filter(user__username="no spaces").exists()

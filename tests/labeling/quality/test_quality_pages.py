@@ -79,10 +79,9 @@ def test_each_page_is_a_404_to_all_but_its_roles(client, golden_set, people, str
 def test_a_manager_sets_the_overlap_the_agreement_page_asks_for(client, golden_set, people):
     """Issue 30 item 7: the overlap share was settable nowhere, though the agreement page's
     empty state told the manager to set it."""
-    login(client, people["judge"])
+    login(client, people["boss"])
     empty = client.get(reverse("agreement", args=[golden_set.slug])).content.decode()
     assert f'href="{reverse("quality", args=[golden_set.slug])}#overlap"' in empty
-    login(client, people["boss"])
     assert 'id="overlap"' in client.get(reverse("quality", args=[golden_set.slug])).content.decode()
     response = client.post(reverse("overlap_update", args=[golden_set.slug]), {"overlap_share": "0.25", "overlap_annotators": "3"}, follow=True)
     assert "25% of the pairs first judged from now on go to 3 annotators." in response.content.decode()
