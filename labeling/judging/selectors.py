@@ -136,23 +136,31 @@ class JudgingProgress:
         return int(round(100 * self.share))
 
 
-def judged_count(*, golden_set: GoldenSet, annotator: AbstractBaseUser) -> int:
+def judged_count(*, golden_set: GoldenSet, annotator: AbstractBaseUser, since=None) -> int:
     """Pairs `annotator` has judged in the set (a pair judged again after an undo once),
-    gold checks answered included. Reads all their judgments of the set: callers keep it."""
-    pairs = (
-        Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
-        .values("query_id", "page_id").distinct().count()
-    )
-    return pairs + GoldAnswer.objects.filter(annotator=annotator, task__golden_set=golden_set).count()
+    gold checks answered included; with `since`, those judged from that moment on. Reads
+    all their judgments of the set: callers keep it."""
+    judgments = Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
+    answers = GoldAnswer.objects.filter(annotator=annotator, task__golden_set=golden_set)
+    if since is not None:
+        judgments, answers = judgments.filter(created_at__gte=since), answers.filter(created_at__gte=since)
+    return judgments.values("query_id", "page_id").distinct().count() + answers.count()
 
 
 def _set_progress(golden_set: GoldenSet) -> tuple[int, int]:
-    """(done, total) of the set's pool and sample tasks."""
-    pools = list(Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", "pair_count"))
-    total = sum(count for _, count in pools)
-    done = 0
+    """(done, total) of the set's pool and sample tasks. A pool counts up to its budget:
+    once that many of its pairs are judged, none of the rest is queued, so they are not
+    waiting for anyone."""
+    pools = list(Pool.objects.filter(golden_set=golden_set).order_by().values_list("id", "pair_count", "budget"))
+    done = total = 0
     if pools:
-        done = JudgingTask.objects.filter(pool_id__in=[pk for pk, _ in pools]).exclude(status=JudgingTask.Status.OPEN).count()
+        closed = dict(
+            JudgingTask.objects.filter(pool_id__in=[pk for pk, _, _ in pools]).exclude(status=JudgingTask.Status.OPEN)
+            .order_by().values("pool_id").annotate(n=Count("id")).values_list("pool_id", "n")
+        )
+        for pk, pair_count, budget in pools:
+            done += closed.get(pk, 0)
+            total += pair_count if budget is None else max(min(pair_count, budget), closed.get(pk, 0))
     # Samples are small (hundreds of pairs): counted through the index judging_task_sample.
     samples = JudgingTask.objects.filter(sample__isnull=False, golden_set=golden_set).aggregate(
         total=Count("id"), done=Count("id", filter=~Q(status=JudgingTask.Status.OPEN))
@@ -202,7 +210,7 @@ class SetToJudge:
     golden_set: GoldenSet
     waiting: int  # the set's pool and sample pairs not yet closed
     judged_by_you: int
-    judged_today: int  # your judgments since midnight (the server's time zone)
+    judged_today: int  # the pairs you judged since midnight (the server's time zone), counted as judged_by_you
 
 
 def sets_to_judge(*, annotator: AbstractBaseUser, golden_sets) -> list[SetToJudge]:
@@ -211,9 +219,7 @@ def sets_to_judge(*, annotator: AbstractBaseUser, golden_sets) -> list[SetToJudg
     rows = []
     for golden_set in golden_sets:
         progress = judging_progress(golden_set=golden_set, annotator=annotator, cache_seconds=SET_PROGRESS_SECONDS)
-        today = Judgment.objects.filter(
-            annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set, created_at__gte=midnight,
-        ).count()
+        today = judged_count(golden_set=golden_set, annotator=annotator, since=midnight)  # counted as judged_by_you is
         rows.append(SetToJudge(golden_set, progress.total - progress.done, progress.judged_by_you, today))
     return rows
 

@@ -58,6 +58,28 @@ def test_the_judging_list_says_what_waits_and_what_you_judged_today(client, gold
     assert re.search(rf'<td class="num">{waiting - 1}</td>\s*<td class="num">1</td>\s*<td class="num">1</td>', after)
 
 
+def test_the_counts_stop_at_a_pools_budget_and_today_counts_pairs_as_judged_by_you_does(client, golden_set, ann):
+    """Issue 30 item 5: "pairs waiting 6035" and "58 of 6093 done" ignored the pool's budget
+    (400); "judged by you today 162" stood beside "judged by you 160" (a pair judged again
+    after an undo counted twice)."""
+    from labeling.judging.selectors import judging_progress
+    from labeling.models import Pool
+    from labeling.pools.services import pool_build
+
+    extra = pool_build(golden_set=golden_set, runs=list(Pool.objects.get(golden_set=golden_set).runs.all()), depth=8, strategy="depth", budget=2).pool
+    assert extra.pair_count == 12  # d5 to d8 of three queries, two of which may be judged
+    first = judging_progress(golden_set=golden_set, annotator=ann)
+    assert first.total == JudgingTask.objects.filter(golden_set=golden_set, pool__budget__isnull=True).count() + 2
+    screen = reverse("judging_screen", args=[golden_set.slug])
+    task = JudgingTask.objects.get(pk=task_id(client.get(screen)))
+    client.post(reverse("judging_judge", args=[golden_set.slug, task.pk]), {"grade": "1"}, **HTMX)
+    client.post(reverse("judging_undo", args=[golden_set.slug]), **HTMX)
+    client.post(reverse("judging_judge", args=[golden_set.slug, task.pk]), {"grade": "2"}, **HTMX)
+    cache.clear()  # the set's counts are kept for a few seconds
+    home = client.get(reverse("judging_home")).content.decode()
+    assert re.search(r'<td class="num">1</td>\s*<td class="num">1</td>', home)  # today 1, judged by you 1
+
+
 def test_an_annotator_who_reads_no_set_lands_on_their_judging(client, golden_set, ann):
     response = client.get(reverse("home"))
     assert response.status_code == 302 and response["Location"] == reverse("judging_home")
