@@ -7,8 +7,8 @@ pass (evaluation.kernels.score_queries) computes every metric of every query fro
 to the bit what ranx 0.3.21's metric kernels give (tests/evaluation/test_engine.py holds
 them equal). ranx's own kernels make one pass over every query per metric and per slice,
 copying each query's labels each time: ten metrics and four label sets were forty passes,
-half of the CPU of each evaluation of bench/recompute.py. Building `ranx.Qrels`/`ranx.Run`
-from Python dicts would cost more still, about 1.5 s per million run entries.
+the larger part of an evaluation (bench/recompute.py prints it). Building
+`ranx.Qrels`/`ranx.Run` from Python dicts would cost more still, a dict per run entry.
 
 The run's entries are handed over already in trec_eval order (lib.runs), so nothing
 downstream can reorder tied scores: an entry's rank is its place in its query's rows.

@@ -223,8 +223,8 @@ def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:
     """The rows of `sql`, fetched in PostgreSQL's binary format there (fetchall elsewhere).
 
     For reads of large bytea values: Django's client-side cursors receive a bytea as hex
-    text that the driver then parses, 28 ms for a stored run of 3 MB where the binary
-    format hands the bytes over in 5 ms (bench/recompute.py reads some forty a re-score).
+    text that the driver then parses, where the binary format hands the bytes over as they
+    are (a re-score reads a stored run per evaluation; bench/recompute.py times it).
     A bytea comes back as bytes on PostgreSQL, as the database driver gives it elsewhere.
     """
     if connection.vendor != "postgresql":

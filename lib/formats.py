@@ -214,8 +214,8 @@ def _json_objects(
 
 
 def _loads_as_json(raw: str) -> object:
-    """json.loads(raw), read by orjson where that gives the same value: about twice as fast
-    on the lines of a corpus, 0.2 s or more of a 100,000-page import (bench/import_export.py).
+    """json.loads(raw), read by orjson where that gives the same value: faster on the lines
+    of a corpus, which a large import reads by the hundred thousand (bench/import_export.py).
 
     orjson refuses some text json takes (NaN, a lone surrogate, 1e400) and reads an
     integer past 64 bits as a float where json keeps it whole. So a line orjson refuses,

@@ -3,9 +3,9 @@
 A run is `query_id Q0 doc_id rank score tag` a line. Runs are large (10,000 queries x 100
 pages = a million entries) and immutable once uploaded, so past the reader everything is
 columnar numpy: a `RankedRun` holds each query's entries already in trec_eval's order,
-with doc ids mapped to integer keys (the app's Page primary keys). A million entries store
-in about 4-6 MB of compressed bytes (written once, about 1.3 s) that load in about 0.05 s.
-Scoring it never builds a Python dict per entry.
+with doc ids mapped to integer keys (the app's Page primary keys), stored compressed once
+and loaded as arrays at every scoring (bench/recompute.py measures both). Scoring it never
+builds a Python dict per entry.
 
 Choices that follow trec_eval 10 (get_trec_results.c, form_res_rels.c):
 
@@ -436,8 +436,9 @@ class RankedRun:
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     """np.savez_compressed's archive of `arrays` (np.load reads it), written at deflate
-    level 1: a million entries in 0.1 s instead of 0.7 s for 8% more bytes (a nightly run
-    stores one a night; a re-score stores each evaluation's per-query values)."""
+    level 1, several times faster to write than the default level for a few percent more
+    bytes (a nightly run stores one a night; a re-score stores each evaluation's per-query
+    values)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         for name, values in arrays.items():

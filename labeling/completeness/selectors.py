@@ -175,9 +175,9 @@ def pools_found_curves(pools: Sequence[Pool], *, points: int = CURVE_POINTS) -> 
 # --- large pools: their judging figures summarised by a worker ------------------------------
 
 # Pools of up to this many pairs have their judging figures read live on every view, exact;
-# larger ones from a PoolJudgingSummary (settings.POOL_SUMMARY_PAIRS overrides it). At
-# 35 million pairs, 3.5 million of them judged (bench/growth.py, 100,000 queries), the
-# counts took 0.5 s and the curve 3.2 s of SQL: an aggregate over every closed task.
+# larger ones from a PoolJudgingSummary (settings.POOL_SUMMARY_PAIRS overrides it): the
+# counts and the curve are an aggregate over every closed task, which bench/growth.py
+# times at a hundred thousand queries.
 POOL_SUMMARY_PAIRS = 200_000
 # A summary older than this is shown with its time and refreshed by a worker.
 POOL_SUMMARY_MAX_AGE = timedelta(seconds=60)
@@ -547,7 +547,7 @@ def completeness_report(
 
     by_run: dict[int, dict[str, Completeness]] = defaultdict(dict)
     if version is not None:
-        # Without the evaluations' blobs (per-query values of every query): 0.3 s at 100,000 queries.
+        # Without the evaluations' blobs: the per-query values of every query, unused here.
         rows = Completeness.objects.filter(evaluation__version=version).select_related("evaluation").defer(
             "evaluation__per_query", "evaluation__recall_curve", "evaluation__canary_ranks",
         )

@@ -24,8 +24,9 @@ from labeling.models import Pool, PoolQuery
 from lib.runs import RankedRun
 
 # The union packs (pair, run, rank) into one int64 and sorts that when the bits suffice:
-# on 20 million entries it took 4 s where an argsort of the pair key and the gathers
-# after it took 26 s. Wider keys (huge corpora or sets) take the argsort.
+# one sort of plain integers, where an argsort of the pair key and the gathers after it
+# move every column again (bench/pool_build.py). Wider keys (huge corpora or sets) take
+# the argsort.
 PACK_LIMIT_BITS = 63
 
 
@@ -181,7 +182,7 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
     unique_keys = key[starts]
     del key, first
     # Each entry's cell in the ranks matrix. np.repeat, not a cumsum of `first`: numpy's
-    # cumsum of a bool array casts element by element, 2 s on 20 million entries.
+    # cumsum of a bool array casts element by element.
     cell = np.repeat(np.arange(0, len(starts) * columns, columns, dtype=np.int64), np.diff(np.append(starts, len(sorted_rank))))
     cell += sorted_column
     ranks_matrix = np.zeros((len(unique_keys), columns), dtype=np.uint16)
