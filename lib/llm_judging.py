@@ -156,6 +156,15 @@ def backoff_delay(retry: int, random_part: float, retry_after: float | None = No
     )
 
 
+def token_count(value: object) -> int:
+    """A count of tokens from an answer's `usage` as the number it says, 0 for anything that
+    is not a whole number of at least 0 (a server that sends "12", null or -5 has not told
+    how many it used): one odd answer must neither fail a job nor lower its cost."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+        return 0
+    return int(value) if float(value).is_integer() else 0
+
+
 def cost(prompt_tokens: int, completion_tokens: int, price_in: Decimal | None, price_out: Decimal | None) -> Decimal | None:
     """The money of the tokens at the given prices per million (input, output), or None when
     no price was given."""

@@ -93,3 +93,15 @@ def test_the_batch_prompt_numbers_each_passage_on_a_line_of_its_own_and_cuts_lon
     text = message["content"]
     assert text.startswith("Q: what\nPassage: \n\n[1] first\n\n[2] " + "x" * PASSAGE_CHARS + "\n\nThere are 2 passages above")
     assert "x" * (PASSAGE_CHARS + 1) not in text and message["role"] == "user"
+
+
+@pytest.mark.parametrize(("value", "count"), [
+    (12, 12), (12.0, 12), (0, 0), (None, 0), ("12", 0), (-5, 0), (True, 0), (3.5, 0), (float("nan"), 0), (float("inf"), 0), ([1], 0),
+])
+def test_a_token_count_is_a_whole_number_of_at_least_zero_or_nothing(value, count):
+    """Hardening #31 item 10: a usage that was not a number failed the whole job, and a
+    negative count gave a negative cost."""
+    from lib.llm_judging import token_count
+
+    assert token_count(value) == count
+    assert cost(token_count(value), token_count(value), Decimal("1"), Decimal("1")) >= 0
