@@ -32,7 +32,10 @@ def _answers(url: str, default_port: int) -> bool:
 
 # TEST_DATABASE_URL=sqlite asks for the embedded default on purpose (make test-sqlite, the
 # second leg of .ci/run): SQLite is then chosen, not fallen back to.
-ON_SQLITE = TEST_DATABASE_URL == "sqlite"
+ON_SQLITE = TEST_DATABASE_URL.startswith("sqlite")
+_SQLITE_FILE = os.path.join(tempfile.gettempdir(), "goldset-test.sqlite3")
+if ON_SQLITE:
+    TEST_DATABASE_URL = f"sqlite:///{_SQLITE_FILE}"  # a URL like any other, for what starts a process of its own
 POSTGRES_AVAILABLE = not ON_SQLITE and _answers(TEST_DATABASE_URL, 5432)
 REDIS_AVAILABLE = _answers(TEST_REDIS_URL, 6379)
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -42,7 +45,7 @@ if POSTGRES_AVAILABLE:
 else:
     if IN_CI and not ON_SQLITE:
         raise ImproperlyConfigured(f"CI=true but PostgreSQL does not answer at {TEST_DATABASE_URL}")
-    DATABASES = {"default": sqlite_database(os.path.join(tempfile.gettempdir(), "goldset-test.sqlite3"))}
+    DATABASES = {"default": sqlite_database(_SQLITE_FILE)}
 if IN_CI and not REDIS_AVAILABLE:
     raise ImproperlyConfigured(f"CI=true but Redis does not answer at {TEST_REDIS_URL}")
 
