@@ -16,14 +16,9 @@ from evaluation import completeness, engine
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
 from evaluation.models import Completeness, Evaluation, Run, RunData, RunQueryFailure, Score, Series
-from evaluation.selectors import (
-    PerQuery,
-    evaluation_settings,
-    metrics_for,
-    labels_pooled_by_others,
-    run_ranked,
-    version_scoring_inputs,
-)
+from evaluation.pooled_labels import labels_pooled_by_others
+from evaluation.scoring_inputs import version_scoring_inputs
+from evaluation.selectors import PerQuery, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
 from lib.progress import Progress, no_progress

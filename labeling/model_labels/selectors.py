@@ -32,8 +32,9 @@ from django.db.models.functions import RowNumber
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
+from evaluation.scoring_inputs import version_scoring_inputs
 from evaluation.selectors import (
-    later_night, run_not_archived, slice_label, version_labels, version_query_ids, version_scoring_inputs,
+    later_night, run_not_archived, slice_label, version_labels, version_query_ids,
 )
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version

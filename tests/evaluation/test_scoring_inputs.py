@@ -5,9 +5,10 @@ included, and a blob is taken only by the version it was stored for."""
 import numpy as np
 import pytest
 
-from evaluation import selectors
+from evaluation import scoring_inputs
 from evaluation.models import VersionScoringInputs
-from evaluation.selectors import evaluation_settings, version_labels, version_query_ids, version_scoring_inputs, version_slices
+from evaluation.scoring_inputs import version_scoring_inputs
+from evaluation.selectors import evaluation_settings, version_labels, version_query_ids, version_slices
 from evaluation.settings_service import evaluation_settings_update
 from tests.factories import sliced_set
 
@@ -21,7 +22,7 @@ def version():
 
 
 def _cold(version):
-    selectors._SCORING_INPUTS.clear()
+    scoring_inputs._SCORING_INPUTS.clear()
     return version_scoring_inputs(version)
 
 
