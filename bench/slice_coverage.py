@@ -140,7 +140,7 @@ def measure(args: argparse.Namespace) -> dict:
 
     def render(cold: bool) -> tuple[float, int, object]:
         if cold:
-            scoring_inputs._SCORING_INPUTS.clear()
+            scoring_inputs.forget()
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
             response = client.get(url)

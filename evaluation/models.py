@@ -241,7 +241,7 @@ class RunQueryFailure(models.Model):
 
 
 class VersionScoringInputs(models.Model):
-    """A version's labels and slices as arrays (evaluation.scoring_inputs.version_scoring_inputs),
+    """A version's labels and slices as arrays (evaluation.scoring_inputs),
     stored the first time they are built. A version never changes, and building them reads
     every label and every labelled page's snapshot a row at a time (2.3 s at 100,000
     queries, bench/growth.py); a worker or page that starts cold reads this one blob instead.
@@ -261,7 +261,7 @@ class RunPooledLabels(models.Model):
     run's rivals against. Stored once computed, so that the worker processes that re-score
     a version share them: each process read and decoded every other system's run itself
     (about half of the first evaluation of each process at 100,000 queries). `fingerprint`
-    is that of the version's labels as scored (evaluation.pooled_labels.labels_pooled_by_others);
+    is that of the version's labels as scored (evaluation.pooled_labels);
     `labels` the label indices, ascending, as .npy bytes."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")

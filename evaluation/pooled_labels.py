@@ -1,4 +1,13 @@
-"""What each run pools on a version, kept per process and stored once built."""
+"""What each run pools on a version (which labels of the version its top `depth` holds),
+kept per process and stored once built (RunPooledLabels), for leave-one-run-out.
+
+When it is rebuilt: never, for a given run, version, depth and labels fingerprint, since
+runs are immutable once uploaded and versions once published. A process decodes a run the
+first time a completeness figure needs what it pools there, unless another process stored
+it already, and then stores it; an id a rolled-back transaction gave out again finds
+nothing, as the key holds the run's upload time. The process keeps up to
+_POOLED_CACHE_MAX_LABELS labels, dropping the least recently stored. `forget` drops what
+this process holds."""
 
 import hashlib
 import io
@@ -12,12 +21,12 @@ import numpy as np
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays
 from evaluation.models import Run, RunPooledLabels
-from evaluation.selectors import _run_data
+from evaluation.selectors import run_data
 from goldenset.models import Version
 from lib.runs import RankedRun
 
 
-def labels_pooled_by_others(
+def get_or_build(
     version: Version, qrels: QrelsArrays, *, exclude_system: str, depth: int, own_run_id: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """(one bool per label of `qrels`, True where a run of another system than
@@ -61,7 +70,7 @@ def labels_pooled_by_others(
         for run_id in unread:
             labels = _stored_pooled(version, depth, fingerprint, [run_id]).get(run_id)
             if labels is None:
-                data = _run_data(run_id)
+                data = run_data(run_id)
                 if data is None:  # a run whose data is not stored yet has nothing to pool
                     continue
                 labels = pooled_labels(qrels, RankedRun.from_bytes(data), depth)
@@ -93,12 +102,11 @@ def _store_pooled(run_id: int, version: Version, depth: int, fingerprint: str, l
     )], ignore_conflicts=True)
 
 
-# What a run pooled on a version (pooled_labels) never changes: runs are immutable once
-# uploaded and versions once published. A version's re-score fans out one task per run and
-# each pools against all the others, so without this a worker (or the `evaluate` command,
-# which scores every run in one process) would decode each run once per other run; with
-# it, once per process and version. The arrays are small (a run's labelled pages), so the
-# bound, in labels, holds a few versions of a large set.
+# A version's re-score fans out one task per run and each pools against all the others:
+# without this a worker (or the `evaluate` command, which scores every run in one process)
+# would decode each run once per other run; with it, once per process and version. The
+# arrays are small (a run's labelled pages), so the bound, in labels, holds a few versions
+# of a large set.
 _POOLED_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
 _POOLED_CACHE_MAX_LABELS = 20_000_000
 _POOLED_LOCK = threading.Lock()
@@ -110,3 +118,9 @@ def _pooled_cache_put(key: tuple, labels: np.ndarray) -> None:
     _POOLED_CACHE.move_to_end(key)
     while len(_POOLED_CACHE) > 1 and sum(len(found) for found in _POOLED_CACHE.values()) > _POOLED_CACHE_MAX_LABELS:
         _POOLED_CACHE.popitem(last=False)
+
+
+def forget() -> None:
+    """Drop what this process holds (the next use reads what was stored)."""
+    with _POOLED_LOCK:
+        _POOLED_CACHE.clear()

@@ -1,4 +1,13 @@
-"""The arrays a version is scored against, kept per process and stored once built."""
+"""The arrays a version is scored against (its labels as QrelsArrays and its slices),
+kept per process and stored once built (VersionScoringInputs).
+
+When it is rebuilt: never for a version as published, which never changes. A process
+builds a version's inputs the first time it scores against it, from the stored blob when
+another process stored one, else from the labels and snapshots (and then stores them); it
+keeps the last _SCORING_INPUTS_KEPT versions it used. A blob is taken only by the version
+it was stored for (same id, content hash and publish time: SQLite gives a rolled-back
+version's id out again), and the age slices are cut again whenever the set's age buckets
+change, as they are part of the key. `forget` drops what this process holds."""
 
 import io
 import json
@@ -11,27 +20,26 @@ from evaluation.engine import QrelsArrays
 from evaluation.models import VersionScoringInputs
 from evaluation.selectors import (
     DEFAULT_AGE_BUCKETS,
+    SliceParts,
     VersionSlices,
-    _slice_parts,
-    _SliceParts,
-    _slices_of,
     evaluation_settings,
+    slice_parts,
+    slices_of,
     version_labels,
     version_query_ids,
 )
 from goldenset.models import Version
 from lib.runs import npz_bytes
 
-# A publish scores every run of the set against one version, one task a run, and a
-# version never changes: a process keeps what scoring needs of the last versions it scored
-# instead of reading and building it again for each run. That was a fifth of the CPU of
-# every evaluation after the first at 10,000 queries (bench/recompute.py).
+# A publish scores every run of the set against one version, one task a run: kept, the
+# inputs are not read and built again for each run (a fifth of the CPU of every evaluation
+# after the first at 10,000 queries, bench/recompute.py).
 _SCORING_INPUTS: "OrderedDict[tuple, tuple[QrelsArrays, VersionSlices]]" = OrderedDict()
 _SCORING_INPUTS_KEPT = 2
 _SCORING_INPUTS_LOCK = threading.Lock()
 
 
-def version_scoring_inputs(version: Version) -> tuple[QrelsArrays, VersionSlices]:
+def get_or_build(version: Version) -> tuple[QrelsArrays, VersionSlices]:
     """The version's labels over all its queries (version_labels, version_query_ids) as
     QrelsArrays, and its slices (version_slices): what evaluation_compute scores a run
     against. Shared by the evaluations of one process: callers must not modify them.
@@ -50,16 +58,22 @@ def version_scoring_inputs(version: Version) -> tuple[QrelsArrays, VersionSlices
     stored = _stored_inputs(version)
     if stored is None:
         qrels = QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
-        parts = _slice_parts(version)
+        parts = slice_parts(version)
         _store_inputs(version, qrels, parts)
     else:
         qrels, parts = stored
-    found = (qrels, _slices_of(parts, version, buckets))
+    found = (qrels, slices_of(parts, version, buckets))
     with _SCORING_INPUTS_LOCK:
         _SCORING_INPUTS[key] = found
         while len(_SCORING_INPUTS) > _SCORING_INPUTS_KEPT:
             _SCORING_INPUTS.popitem(last=False)
     return found
+
+
+def forget() -> None:
+    """Drop the inputs this process holds (the next use reads the stored blob)."""
+    with _SCORING_INPUTS_LOCK:
+        _SCORING_INPUTS.clear()
 
 
 def _text_array(values) -> np.ndarray:
@@ -70,7 +84,7 @@ def _text_list(array: np.ndarray) -> list:
     return json.loads(array.tobytes().decode())
 
 
-def _store_inputs(version: Version, qrels: QrelsArrays, parts: _SliceParts) -> None:
+def _store_inputs(version: Version, qrels: QrelsArrays, parts: SliceParts) -> None:
     """Store the version's inputs (VersionScoringInputs) unless another process did first.
     Query slices are kept as positions in the version's query order; int32 and int8 where
     the values fit, so that the blob is small to read."""
@@ -99,7 +113,7 @@ def _store_inputs(version: Version, qrels: QrelsArrays, parts: _SliceParts) -> N
     )], ignore_conflicts=True)
 
 
-def _stored_inputs(version: Version) -> tuple[QrelsArrays, _SliceParts] | None:
+def _stored_inputs(version: Version) -> tuple[QrelsArrays, SliceParts] | None:
     """The inputs _store_inputs stored for this very version (same hash and publish time), or None."""
     row = VersionScoringInputs.objects.filter(
         version=version, content_hash=version.content_hash, version_created_at=version.created_at,
@@ -116,5 +130,5 @@ def _stored_inputs(version: Version) -> tuple[QrelsArrays, _SliceParts] | None:
         query = {name: {query_ids[i] for i in m.tolist()} for name, m in zip(_text_list(stored["query_slices"]), members)}
         keys = np.split(stored["page_slice_keys"], np.cumsum(stored["page_slice_sizes"])[:-1])
         page = dict(zip(_text_list(stored["page_slices"]), keys))
-        parts = _SliceParts(query=query, page=page, dated_pages=stored["dated_pages"], published_us=stored["published_us"])
+        parts = SliceParts(query=query, page=page, dated_pages=stored["dated_pages"], published_us=stored["published_us"])
     return qrels, parts

@@ -64,13 +64,13 @@ def run_get(golden_set: GoldenSet, run_id: int) -> Run:
 
 
 def run_ranked(run: Run) -> RankedRun:
-    data = _run_data(run.pk)
+    data = run_data(run.pk)
     if data is None:
         raise Run.DoesNotExist(f"run {run.pk} has no stored entries")
     return RankedRun.from_bytes(data)
 
 
-def _run_data(run_id: int) -> bytes | None:
+def run_data(run_id: int) -> bytes | None:
     """The stored entries of run `run_id` (RunData.ranked), None when there are none."""
     rows = select_binary(f"SELECT ranked FROM {RunData._meta.db_table} WHERE run_id = %s", [run_id])
     return bytes(rows[0][0]) if rows else None
@@ -119,7 +119,7 @@ def age_bucket_names(bounds: list[int]) -> list[tuple[str, int | None]]:
 
 
 @dataclass
-class _SliceParts:
+class SliceParts:
     """What a version's slices are cut from, whatever the set's age buckets: the query
     and page slices of the snapshotted metadata, and the labelled pages with a publication
     date and that date (microseconds since the epoch, UTC)."""
@@ -138,8 +138,8 @@ def _microseconds(moment: datetime) -> int:
     return (moment - _EPOCH) // _MICROSECOND
 
 
-def _slice_parts(version: Version) -> _SliceParts:
-    """The version's _SliceParts, from its query and page snapshots (two queries)."""
+def slice_parts(version: Version) -> SliceParts:
+    """The version's SliceParts, from its query and page snapshots (two queries)."""
     query: dict[str, set[str]] = {}
     query_slices = _slice_names("query", version.query_slice_fields)
     rows = VersionQuery.objects.filter(version=version).values_list("query__query_id", _as_text("metadata"))
@@ -158,13 +158,13 @@ def _slice_parts(version: Version) -> _SliceParts:
         if published_at is not None:
             dated_pages.append(page_id)
             published.append(_microseconds(published_at))
-    return _SliceParts(
+    return SliceParts(
         query=query, page={name: np.asarray(keys, dtype=np.int64) for name, keys in pages.items()},
         dated_pages=np.asarray(dated_pages, dtype=np.int64), published_us=np.asarray(published, dtype=np.int64),
     )
 
 
-def _slices_of(parts: _SliceParts, version: Version, buckets: list[int]) -> VersionSlices:
+def slices_of(parts: SliceParts, version: Version, buckets: list[int]) -> VersionSlices:
     """The version's slices: `parts` with the age slices cut by `buckets` (upper bounds in
     days). A page is in the first bucket whose bound its age at the version's publish time
     does not exceed (ages in whole microseconds, as the datetimes subtract)."""
@@ -189,7 +189,7 @@ def version_slices(version: Version) -> VersionSlices:
     """Query slices from the snapshotted query metadata; page slices from the snapshotted page
     metadata, plus the age of each labelled page at the version's publish time."""
     buckets = evaluation_settings(version.golden_set).age_buckets or DEFAULT_AGE_BUCKETS
-    return _slices_of(_slice_parts(version), version, buckets)
+    return slices_of(slice_parts(version), version, buckets)
 
 
 def slice_label(name: str) -> str:

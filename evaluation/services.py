@@ -16,8 +16,7 @@ from evaluation import completeness, engine
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
 from evaluation.models import Completeness, Evaluation, Run, RunData, RunQueryFailure, Score, Series
-from evaluation.pooled_labels import labels_pooled_by_others
-from evaluation.scoring_inputs import version_scoring_inputs
+from evaluation import pooled_labels, scoring_inputs
 from evaluation.selectors import PerQuery, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
@@ -257,7 +256,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
 
     metrics = metrics_for(version.golden_set, version)
     ranked = ranked or run_ranked(run)
-    qrels, slices = version_scoring_inputs(version)
+    qrels, slices = scoring_inputs.get_or_build(version)
     threshold = version.relevance_threshold
     # The run looked up among the labels once: every score, Judged@k, the pages it pools
     # and the recall curve below are read from it.
@@ -335,7 +334,7 @@ def _completeness_rows(
     if not rows:
         return rows
     depth = evaluation_settings(version.golden_set).completeness_depth
-    pooled_elsewhere, other_runs = labels_pooled_by_others(
+    pooled_elsewhere, other_runs = pooled_labels.get_or_build(
         version, qrels, exclude_system=run.system, depth=depth, own_run_id=run.pk,
     )
     if other_runs:

@@ -7,7 +7,6 @@ import pytest
 
 from evaluation import scoring_inputs
 from evaluation.models import VersionScoringInputs
-from evaluation.scoring_inputs import version_scoring_inputs
 from evaluation.selectors import evaluation_settings, version_labels, version_query_ids, version_slices
 from evaluation.settings_service import evaluation_settings_update
 from tests.factories import sliced_set
@@ -22,8 +21,8 @@ def version():
 
 
 def _cold(version):
-    scoring_inputs._SCORING_INPUTS.clear()
-    return version_scoring_inputs(version)
+    scoring_inputs.forget()
+    return scoring_inputs.get_or_build(version)
 
 
 def _same_slices(one, other):
