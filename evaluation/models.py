@@ -294,10 +294,12 @@ class Evaluation(models.Model):
     # again only once this is STALE_AFTER old, not on every pass while it waits its turn.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
-    # The Celery worker (its node name, "name@host") that last claimed it; "" when it was
-    # computed in-process. The sweeper sends a running evaluation again at once when this
-    # worker no longer answers a ping, instead of waiting STALE_AFTER.
+    # The Celery worker (its node name, "name@host") that last claimed it and the instance id
+    # of its start (lib.background_jobs.Holder); "" when it was computed in-process. The
+    # sweeper sends a running evaluation again at once when this worker start no longer
+    # answers (a new start under the same name included), instead of waiting STALE_AFTER.
     worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(default=list, help_text="metric names scored, in display order")
     # Over the version's queries: how many the averages used, how many the run did not

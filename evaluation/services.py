@@ -12,18 +12,32 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
-from evaluation import completeness, engine
+from evaluation import completeness, engine, pooled_labels, scoring_inputs
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
-from evaluation.models import Completeness, Evaluation, Run, RunData, RunQueryFailure, Score, Series
-from evaluation import pooled_labels, scoring_inputs
+from evaluation.models import (
+    Completeness,
+    Evaluation,
+    Run,
+    RunData,
+    RunQueryFailure,
+    Score,
+    Series,
+)
 from evaluation.selectors import PerQuery, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
-from lib.progress import Progress, no_progress
+from lib.background_jobs import NO_HOLDER, Holder
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
+from lib.progress import Progress, no_progress
 from lib.run_formats import ExpansionLimit, read_run
-from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
+from lib.runs import (
+    RankedRun,
+    RunEntries,
+    rank_run,
+    read_trec_run,
+    run_entries_from_rankings,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -236,10 +250,10 @@ def evaluations_missing_create() -> int:
     return len(missing)
 
 
-def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None, worker: str = "") -> Evaluation:
+def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None, holder: Holder = NO_HOLDER) -> Evaluation:
     """Score `run` against `version`, overall and per slice, with its completeness
-    figures (evaluation.completeness), and store the results. `worker` is the node name
-    of the Celery worker computing it ("" in-process), recorded while it runs so that the
+    figures (evaluation.completeness), and store the results. `holder` is the worker start
+    computing it (lib.background_jobs.Holder, empty in-process), recorded while it runs so that the
     sweeper can tell when that worker is gone.
 
     Idempotent: the (run, version) row is upserted and its scores and completeness rows
@@ -251,7 +265,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         raise GoldsetError(f"run {run.name!r} and version {version} belong to different golden sets")
     evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
     Evaluation.objects.filter(pk=evaluation.pk).update(
-        status=Evaluation.Status.RUNNING, started_at=timezone.now(), worker=worker, error="",
+        status=Evaluation.Status.RUNNING, started_at=timezone.now(), error="", **holder.fields(),
     )
 
     metrics = metrics_for(version.golden_set, version)

@@ -10,9 +10,8 @@ import logging
 import smtplib
 from datetime import timedelta
 
-from celery import Celery, shared_task
+from celery import shared_task
 from celery.signals import worker_process_init
-from django.db import InterfaceError, OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -26,19 +25,22 @@ from evaluation.alerts.delivery import (
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
 from evaluation.selectors import evaluation_settings
-from evaluation.services import evaluation_compute, evaluation_fail, evaluations_missing_create, evaluations_schedule
+from evaluation.services import (
+    evaluation_compute,
+    evaluation_fail,
+    evaluations_missing_create,
+    evaluations_schedule,
+)
 from goldenset.models import Version
+from lib.background_jobs import NO_HOLDER, TRANSIENT, dead_holders, held_by, task_holder
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
 
 # An evaluation still "running" after this long lost its worker, or its worker is stuck;
-# the sweeper restarts it. A worker that died is noticed sooner: it stops answering pings.
+# the sweeper restarts it. A worker start that died is noticed sooner: it no longer answers
+# (lib.background_jobs.holders_answering), even when a new start took its name.
 STALE_AFTER = timedelta(minutes=15)
-# How long the sweeper waits for the workers to answer its ping. A worker's main process
-# answers while its pool child computes, so a busy worker answers too.
-SWEEP_PING_SECONDS = 2.0
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 @worker_process_init.connect
@@ -56,10 +58,9 @@ def evaluate_run_task(self, run_id: int, version_id: int) -> str:
     version = Version.objects.select_related("golden_set").filter(pk=version_id).first()
     if run is None or version is None:
         return "gone"  # deleted meanwhile: nothing to score
-    # In-process there is no worker that could die on its own: nothing to record.
-    worker = "" if self.request.is_eager else (self.request.hostname or "")
     try:
-        evaluation = evaluation_compute(run=run, version=version, worker=worker)
+        # In-process there is no worker that could die on its own: nothing is recorded.
+        evaluation = evaluation_compute(run=run, version=version, holder=task_holder(self))
     except GoldsetError as exc:
         evaluation_fail(run_id=run_id, version_id=version_id, error=str(exc))
         return "failed"
@@ -107,20 +108,16 @@ def sweep_missing_evaluations_task(self) -> int:
     """Enqueue, in every golden set and on every version, what publishing and uploading
     scheduled and nobody is scoring: pairs with no evaluation yet (their task was never
     sent, a broker outage say), pending evaluations whose task was never sent or was sent
-    STALE_AFTER ago (lost with a broker), running ones whose worker no longer answers a
-    ping (killed), and running ones older than STALE_AFTER (a worker that answers but is
-    stuck). Returns how many were enqueued."""
+    STALE_AFTER ago (lost with a broker), running ones whose worker start no longer
+    answers (killed, whether or not a new start took its name), and running ones older
+    than STALE_AFTER (a worker that answers but is stuck). Returns how many were enqueued."""
     created = evaluations_missing_create()
     now = timezone.now()
     stale = now - STALE_AFTER
     lost = Q(status=Evaluation.Status.PENDING) & (Q(enqueued_at=None) | Q(enqueued_at__lt=stale))
     stuck = Q(status=Evaluation.Status.RUNNING) & (Q(started_at=None) | Q(started_at__lt=stale))
-    orphaned = Q(pk__in=[])
-    held = set(Evaluation.objects.filter(status=Evaluation.Status.RUNNING).exclude(worker="").values_list("worker", flat=True))
-    if held and not self.request.is_eager:
-        alive = workers_answering(self.app, own=self.request.hostname)
-        if alive is not None:
-            orphaned = Q(status=Evaluation.Status.RUNNING, worker__in=held - alive)
+    running = Q(status=Evaluation.Status.RUNNING)
+    orphaned = running & held_by(dead_holders(Evaluation, running, self))
     due = Evaluation.objects.filter(lost | stuck | orphaned).values_list("pk", "run_id", "version_id", "status", "started_at", "enqueued_at")
     enqueued = 0
     for pk, run_id, version_id, status, started_at, enqueued_at in due:
@@ -128,7 +125,7 @@ def sweep_missing_evaluations_task(self) -> int:
         # that finished it meanwhile keeps its result, a sweeper running beside this one
         # does not send it too, and the next passes leave the copy waiting in the queue.
         marked = Evaluation.objects.filter(pk=pk, status=status, started_at=started_at, enqueued_at=enqueued_at).update(
-            status=Evaluation.Status.PENDING, worker="", enqueued_at=now,
+            status=Evaluation.Status.PENDING, enqueued_at=now, **NO_HOLDER.fields(),
         )
         if marked:
             evaluate_run_task.delay(run_id, version_id)
@@ -136,18 +133,6 @@ def sweep_missing_evaluations_task(self) -> int:
     if enqueued:
         logger.info("sweeper enqueued %d evaluation(s), %d of them never scheduled before", enqueued, created)
     return enqueued
-
-
-def workers_answering(app: Celery, *, own: str | None) -> set[str] | None:
-    """The node names of the workers that answer a ping within SWEEP_PING_SECONDS, or None
-    when the answer cannot be trusted: the worker asking (`own`) did not hear itself, so a
-    silence may be the broker's, not the workers', and nothing is declared dead on it."""
-    replies = app.control.ping(timeout=SWEEP_PING_SECONDS)
-    alive = {name for reply in replies for name in reply}
-    if own and own not in alive:
-        logger.warning("sweeper: the ping did not come back to %s itself; no worker is taken for dead this time", own)
-        return None
-    return alive
 
 
 def _enqueue(evaluation: Evaluation) -> None:
