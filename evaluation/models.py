@@ -132,6 +132,12 @@ class Run(models.Model):
     # by it, and the alerts compare like with like through it.
     series = models.ForeignKey(Series, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     measured_at = models.DateTimeField(null=True, blank=True, help_text="when the system was queried (a series run's night)")
+    # The version whose queries a night asked (its NightlyRun.version): the run is scored on
+    # it and on every later one, though a later one was published before the run was stored.
+    # None for an upload, scored from the version latest when it was uploaded.
+    version_asked = models.ForeignKey(
+        "goldenset.Version", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    )
     # Queries the endpoint did not answer (each in RunQueryFailure): they count as unanswered.
     failed_query_count = models.PositiveIntegerField(default=0)
     index_size = models.PositiveBigIntegerField(null=True, blank=True, help_text="documents the endpoint reported searching")

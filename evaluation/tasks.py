@@ -91,15 +91,22 @@ def evaluate_version_task(version_id: int) -> int:
 
 @shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8)
 def evaluate_run_latest_task(run_id: int) -> str:
-    """A new run is scored against the latest version of its set (if there is one)."""
-    run = Run.objects.filter(pk=run_id).first()
+    """A new run is scored against the latest version of its set (if there is one); a run
+    that asked a version's queries (a night, Run.version_asked) against that version and
+    every later one, as a later one may have been published while it was asked."""
+    run = Run.objects.select_related("version_asked").filter(pk=run_id).first()
     if run is None:
         return "gone"
-    latest = Version.objects.filter(golden_set_id=run.golden_set_id).order_by("-number").first()
-    if latest is None:
+    versions = Version.objects.filter(golden_set_id=run.golden_set_id).order_by("-number")
+    if run.version_asked is not None:
+        versions = versions.filter(number__gte=run.version_asked.number)
+    else:
+        versions = versions[:1]
+    if not versions:
         return "no version"
-    evaluation, _ = Evaluation.objects.get_or_create(run=run, version=latest)
-    _enqueue(evaluation)
+    for version in versions:
+        evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
+        _enqueue(evaluation)
     return "enqueued"
 
 

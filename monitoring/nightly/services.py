@@ -268,7 +268,7 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
                 golden_set=endpoint.golden_set, entries=answers.builder.entries(), problems=answers.problems,
                 source_name=endpoint.url,
                 system=endpoint.system, stage=endpoint.stage, name=run_name(endpoint, night), series=endpoint.series,
-                measured_at=night.slot, failures=failures, index_size=index_size,
+                measured_at=night.slot, failures=failures, index_size=index_size, version_asked=version,
             )
         except GoldsetError as exc:
             problems = "; ".join(exc.problems[:5])
