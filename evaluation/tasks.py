@@ -41,6 +41,11 @@ logger = logging.getLogger(__name__)
 # the sweeper restarts it. A worker start that died is noticed sooner: it no longer answers
 # (lib.background_jobs.holders_answering), even when a new start took its name.
 STALE_AFTER = timedelta(minutes=15)
+# Time limits, in seconds (soft: the task is interrupted and records why; hard: its process
+# is killed). A run's scoring stops before STALE_AFTER, so the sweeper never sends again a
+# score that is still being computed; what only schedules or sends stops within minutes.
+SCORE_LIMITS = {"soft_time_limit": 12 * 60, "time_limit": 14 * 60}
+SCHEDULE_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
 
 
 @worker_process_init.connect
@@ -52,7 +57,7 @@ def warm_kernels_in_worker(**kwargs) -> None:
     warm_kernels()
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, retry_backoff_max=300, max_retries=8)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, retry_backoff_max=300, max_retries=8, **SCORE_LIMITS)
 def evaluate_run_task(self, run_id: int, version_id: int) -> str:
     run = Run.objects.select_related("golden_set").filter(pk=run_id).first()
     version = Version.objects.select_related("golden_set").filter(pk=version_id).first()
@@ -75,7 +80,7 @@ def evaluate_run_task(self, run_id: int, version_id: int) -> str:
     return "done"
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8, **SCHEDULE_LIMITS)
 def evaluate_version_task(version_id: int) -> int:
     """Schedule and enqueue the evaluation of every run against the version; returns how many."""
     version = Version.objects.filter(pk=version_id).first()
@@ -89,7 +94,7 @@ def evaluate_version_task(version_id: int) -> int:
     return enqueued
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8, **SCHEDULE_LIMITS)
 def evaluate_run_latest_task(run_id: int) -> str:
     """A new run is scored against the latest version of its set (if there is one); a run
     that asked a version's queries (a night, Run.version_asked) against that version and
@@ -110,7 +115,7 @@ def evaluate_run_latest_task(run_id: int) -> str:
     return "enqueued"
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **SCHEDULE_LIMITS)
 def sweep_missing_evaluations_task(self) -> int:
     """Enqueue, in every golden set and on every version, what publishing and uploading
     scheduled and nobody is scoring: pairs with no evaluation yet (their task was never
@@ -149,7 +154,7 @@ def _enqueue(evaluation: Evaluation) -> None:
 
 
 # Named for the module it was first defined in, so that queued deliveries still find it.
-@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES)
+@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES, **SCHEDULE_LIMITS)
 def alert_deliver_task(self, alert_id: int) -> str:
     """E-mail the alert and POST it to the set's webhook, retrying what failed with backoff.
 

@@ -50,6 +50,9 @@ PING_SECONDS = 2.0
 # forks its pool, so the children that run the tasks record the id their parent answers with.
 INSTANCE = uuid.uuid4().hex[:12]
 CONTROL_COMMAND = "goldset_instance"
+# A sweeper's time limits, in seconds (Celery's soft_time_limit and time_limit): a pass
+# reads the job rows and sends messages, which takes seconds.
+SWEEP_LIMITS = {"soft_time_limit": 2 * 60, "time_limit": 3 * 60}
 HELD = ("pk", "worker", "worker_start", "started_at")
 
 

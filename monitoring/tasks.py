@@ -22,15 +22,22 @@ from monitoring.schedules import schedules_due
 logger = logging.getLogger(__name__)
 
 ROUND_LOST_AFTER = timedelta(minutes=5)
+# Time limits, in seconds (soft: the task is interrupted and the night records why; hard:
+# its process is killed). A night stops before NIGHTS.give_up_after, after which the tick
+# would send it again; a probe round, the tick and retention within minutes.
+NIGHT_LIMITS = {"soft_time_limit": 5 * 3600, "time_limit": 5 * 3600 + 30 * 60}
+ROUND_LIMITS = {"soft_time_limit": 4 * 60, "time_limit": 5 * 60}
+TICK_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
+RETENTION_LIMITS = {"soft_time_limit": 30 * 60, "time_limit": 35 * 60}
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5, **NIGHT_LIMITS)
 def nightly_run_task(self, night_id: int) -> str:
     night = nightly_run_execute(night_id=night_id, holder=task_holder(self))
     return night.status
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **ROUND_LIMITS)
 def probe_round_task(round_id: int) -> int:
     """Probe a round's canaries; returns how many were missed."""
     return sum(not outcome.found for outcome in probe_round_execute(round_id=round_id))
@@ -41,7 +48,7 @@ def night_send(night: NightlyRun) -> None:
     nightly_run_task.delay_on_commit(night.pk)
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **TICK_LIMITS)
 def monitoring_tick_task(self) -> str:
     """Start what the schedules ask for now, and send again what was lost."""
     now = timezone.now()
@@ -62,7 +69,7 @@ def monitoring_tick_task(self) -> str:
     return f"{len(nights)} nights, {len(rounds)} probe rounds, {resent + resent_rounds} resent"
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **RETENTION_LIMITS)
 def series_retention_task() -> int:
     """Drop the entries of old nights that retention does not keep; returns how many."""
     return series_entries_thin(now=timezone.now())
