@@ -68,7 +68,9 @@ logger = logging.getLogger(__name__)
 SEND_AGAIN_AFTER = timedelta(minutes=10)
 GIVE_UP_AFTER = timedelta(hours=6)
 MAX_IN_FLIGHT = 64
-CHUNK_PER_WORKER = 8  # pairs graded between two writes, per request in flight
+CHUNK_PER_WORKER = 8  # pairs whose texts are read at once, per request in flight
+# What settled is written at most this often, in seconds, while a chunk goes.
+PROGRESS_SECONDS = 1.0
 # A local job's pairs between two writes: eight forward passes of pages (minutes at most on
 # two cores), so its progress moves and a stop loses little.
 LOCAL_CHUNK = 8 * minilm.BATCH_SIZE
@@ -243,12 +245,18 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
     # Pairs come sorted by query, so a chunk holds whole batches but where a query straddles two chunks.
     chunk = job.max_in_flight * CHUNK_PER_WORKER * job.batch_size
     for start in range(0, len(ungraded), chunk):
-        results = grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting)
-        _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),
-                     sum(r.completion_tokens for r in results))
-        if on_chunk is not None:
-            job.refresh_from_db()
-            on_chunk(job)
+        # What settled is written every PROGRESS_SECONDS, and the latest attempt that failed
+        # is shown (JudgeJob.retrying): an endpoint that never answers shows so at its first
+        # timeout, not once the chunk used up its retries.
+        def write(results, retrying: str | None) -> None:
+            _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),
+                         sum(r.completion_tokens for r in results), retrying=retrying)
+            if on_chunk is not None and results:
+                job.refresh_from_db()
+                on_chunk(job)
+
+        grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting, progress=write,
+                         every=PROGRESS_SECONDS)
 
 
 def _grade_locally(job: JudgeJob, on_chunk) -> None:
@@ -270,7 +278,8 @@ def _grade_locally(job: JudgeJob, on_chunk) -> None:
             on_chunk(job)
 
 
-def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int) -> None:
+def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int, *,
+                 retrying: str | None = None) -> None:
     labels = [ModelLabel(r.key[0], r.key[1], r.grade, r.raw, getattr(r, "score", None)) for r in results if r.error is None]
     failures = [JudgeFailure(job=job, query_id=r.key[0], page_id=r.key[1], error=r.error, raw_answer=r.raw.replace("\x00", ""))
                 for r in results if r.error is not None]
@@ -285,6 +294,8 @@ def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, comp
             requests=F("requests") + requests,
             prompt_tokens=F("prompt_tokens") + prompt_tokens,
             completion_tokens=F("completion_tokens") + completion_tokens,
+            # The latest attempt that failed and is tried again; cleared once a request settles.
+            **({"retrying": retrying[:300]} if retrying else {"retrying": ""} if results else {}),
         )
 
 
