@@ -230,9 +230,10 @@ def evaluations_missing_create() -> int:
 
     A publish scores every run of the set against the new version, an upload scores the
     run against the latest version: so a run is scored against every version from the one
-    that was latest when it was uploaded on, or from the one it asked (Run.version_asked). A pair is missing when the task that should
-    have made it was never sent (a broker outage) or was lost, whichever version it is:
-    a version superseded before anyone noticed still gets its scores.
+    that was latest when it was uploaded on, or from the one it asked (Run.version_asked).
+    A pair is missing when the task that should have made it was never sent (a broker
+    outage) or was lost, whichever version it is: a version superseded before anyone
+    noticed still gets its scores.
     """
     # Each run paired with each version of its set, but not with a version that had been
     # superseded (a later one published) before the run was uploaded.
