@@ -135,7 +135,7 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
     from django.test.utils import CaptureQueriesContext
     from django.urls import reverse
 
-    from evaluation import selectors
+    from evaluation import scoring_inputs
 
     from labeling.completeness.selectors import summarised
     from labeling.completeness.summaries import pool_summary_refresh
@@ -158,7 +158,7 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
         client.get(url)  # templates compiled, modules imported: not counted
         times, queries = [], 0
         for _ in range(repeat):
-            selectors._SCORING_INPUTS.clear()  # the version's labels and slices read again
+            scoring_inputs.forget()  # the version's labels and slices read again
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
                 response = client.get(url)
@@ -169,7 +169,7 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
         figures[page] = {"worst": max(times), "median": statistics.median(times), "sql": queries}
         print(f"  {page} page: worst {max(times):.3f}s, {queries} SQL queries", file=sys.stderr)
         if profile:
-            selectors._SCORING_INPUTS.clear()
+            scoring_inputs.forget()
             profiler = cProfile.Profile()
             profiler.runcall(client.get, url)
             print(f"--- cProfile of a cold render of the {page} page (slower under it), top 25 by cumulative time", file=sys.stderr)

@@ -127,7 +127,7 @@ def measure(args: argparse.Namespace) -> dict:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from evaluation import selectors
+    from evaluation import scoring_inputs
     from goldenset.models import GoldenSet
     from labeling.coverage.selectors import coverage_report
 
@@ -140,7 +140,7 @@ def measure(args: argparse.Namespace) -> dict:
 
     def render(cold: bool) -> tuple[float, int, object]:
         if cold:
-            selectors._SCORING_INPUTS.clear()
+            scoring_inputs.forget()
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
             response = client.get(url)

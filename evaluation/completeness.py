@@ -224,7 +224,7 @@ def leave_one_run_out_of_pool(
     `pooled_elsewhere`, one bool per label of `qrels` (its rows), True where some other run
     has the label's page in its top `depth` (`pooled_labels`). A worker keeps those small
     arrays between the evaluations of one version instead of decoding every other run for
-    each (evaluation.selectors.labels_pooled_by_others).
+    each (evaluation.pooled_labels.get_or_build).
 
     `full` may be the run's evaluation against all of `qrels` over all its queries, at
     `relevance_threshold`, when the caller has it already (evaluation_compute does): it is

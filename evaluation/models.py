@@ -132,6 +132,12 @@ class Run(models.Model):
     # by it, and the alerts compare like with like through it.
     series = models.ForeignKey(Series, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     measured_at = models.DateTimeField(null=True, blank=True, help_text="when the system was queried (a series run's night)")
+    # The version whose queries a night asked (its NightlyRun.version): the run is scored on
+    # it and on every later one, though a later one was published before the run was stored.
+    # None for an upload, scored from the version latest when it was uploaded.
+    version_asked = models.ForeignKey(
+        "goldenset.Version", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    )
     # Queries the endpoint did not answer (each in RunQueryFailure): they count as unanswered.
     failed_query_count = models.PositiveIntegerField(default=0)
     index_size = models.PositiveBigIntegerField(null=True, blank=True, help_text="documents the endpoint reported searching")
@@ -241,7 +247,7 @@ class RunQueryFailure(models.Model):
 
 
 class VersionScoringInputs(models.Model):
-    """A version's labels and slices as arrays (evaluation.selectors.version_scoring_inputs),
+    """A version's labels and slices as arrays (evaluation.scoring_inputs),
     stored the first time they are built. A version never changes, and building them reads
     every label and every labelled page's snapshot a row at a time (2.3 s at 100,000
     queries, bench/growth.py); a worker or page that starts cold reads this one blob instead.
@@ -261,7 +267,7 @@ class RunPooledLabels(models.Model):
     run's rivals against. Stored once computed, so that the worker processes that re-score
     a version share them: each process read and decoded every other system's run itself
     (about half of the first evaluation of each process at 100,000 queries). `fingerprint`
-    is that of the version's labels as scored (evaluation.selectors.labels_pooled_by_others);
+    is that of the version's labels as scored (evaluation.pooled_labels);
     `labels` the label indices, ascending, as .npy bytes."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
@@ -294,10 +300,12 @@ class Evaluation(models.Model):
     # again only once this is STALE_AFTER old, not on every pass while it waits its turn.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
-    # The Celery worker (its node name, "name@host") that last claimed it; "" when it was
-    # computed in-process. The sweeper sends a running evaluation again at once when this
-    # worker no longer answers a ping, instead of waiting STALE_AFTER.
+    # The Celery worker (its node name, "name@host") that last claimed it and the instance id
+    # of its start (lib.background_jobs.Holder); "" when it was computed in-process. The
+    # sweeper sends a running evaluation again at once when this worker start no longer
+    # answers (a new start under the same name included), instead of waiting STALE_AFTER.
     worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(default=list, help_text="metric names scored, in display order")
     # Over the version's queries: how many the averages used, how many the run did not

@@ -9,27 +9,35 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from evaluation import completeness, engine
+from evaluation import completeness, engine, pooled_labels, scoring_inputs
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
-from evaluation.models import Completeness, Evaluation, Run, RunData, RunQueryFailure, Score, Series
-from evaluation.selectors import (
-    PerQuery,
-    evaluation_settings,
-    metrics_for,
-    labels_pooled_by_others,
-    run_ranked,
-    version_scoring_inputs,
+from evaluation.models import (
+    Completeness,
+    Evaluation,
+    Run,
+    RunData,
+    RunQueryFailure,
+    Score,
+    Series,
 )
+from evaluation.selectors import PerQuery, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
 from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
-from lib.progress import Progress, no_progress
+from lib.background_jobs import NO_HOLDER, Holder
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
+from lib.progress import Progress, no_progress
 from lib.run_formats import ExpansionLimit, read_run
-from lib.runs import RankedRun, RunEntries, rank_run, read_trec_run, run_entries_from_rankings
+from lib.runs import (
+    RankedRun,
+    RunEntries,
+    rank_run,
+    read_trec_run,
+    run_entries_from_rankings,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +69,7 @@ def _run_store(
     *, golden_set: GoldenSet, entries: RunEntries, source_name: str, system: str, stage: str, name: str,
     user: AbstractBaseUser | None, series: Series | None, measured_at: datetime | None,
     failures: Sequence[tuple[str, str, int | None]] = (), index_size: int | None = None,
-    coverage: tuple[int, int, bool] | None = None,
+    coverage: tuple[int, int, bool] | None = None, version_asked: Version | None = None,
 ) -> Run:
     """Rank `entries` as trec_eval does and store the run, its entries and its failures in
     one transaction; run_uploaded on commit schedules its evaluation."""
@@ -76,7 +84,7 @@ def _run_store(
             uploaded_by=user, query_count=len(ranked.query_ids), entry_count=len(ranked), depth_cap=depth,
             dropped_by_depth=ranked.dropped_by_depth, external_doc_count=len(ranked.external_doc_ids),
             extra_column_lines=entries.extra_column_lines, series=series, measured_at=measured_at,
-            failed_query_count=len(failures), index_size=index_size,
+            failed_query_count=len(failures), index_size=index_size, version_asked=version_asked,
             **(dict(zip(("expected_query_count", "answered_query_count", "partial"), coverage)) if coverage else {}),
         )
         RunData.objects.create(run=run, ranked=ranked.to_bytes())
@@ -170,15 +178,18 @@ def run_from_rankings(
 def run_from_entries(
     *, golden_set: GoldenSet, entries: RunEntries, problems: ProblemCollector, source_name: str, system: str, stage: str,
     name: str, series: Series, measured_at: datetime, failures: Sequence[tuple[str, str, int | None]] = (),
-    index_size: int | None = None,
+    index_size: int | None = None, version_asked: Version | None = None,
 ) -> Run:
     """run_from_rankings for entries already built (lib.runs.RunEntriesBuilder, as a nightly
-    run builds them while the answers come in), with the problems found building them."""
+    run builds them while the answers come in), with the problems found building them.
+    `version_asked`, the version whose queries were asked, is the first the run is scored on
+    (Run.version_asked)."""
     system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     problems.raise_if_any(f"cannot store run {name}: {len(problems.problems)} problem(s); nothing was stored")
     return _run_store(
         golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,
         user=None, series=series, measured_at=measured_at, failures=failures, index_size=index_size,
+        version_asked=version_asked,
     )
 
 
@@ -219,9 +230,10 @@ def evaluations_missing_create() -> int:
 
     A publish scores every run of the set against the new version, an upload scores the
     run against the latest version: so a run is scored against every version from the one
-    that was latest when it was uploaded on. A pair is missing when the task that should
-    have made it was never sent (a broker outage) or was lost, whichever version it is:
-    a version superseded before anyone noticed still gets its scores.
+    that was latest when it was uploaded on, or from the one it asked (Run.version_asked).
+    A pair is missing when the task that should have made it was never sent (a broker
+    outage) or was lost, whichever version it is: a version superseded before anyone
+    noticed still gets its scores.
     """
     # Each run paired with each version of its set, but not with a version that had been
     # superseded (a later one published) before the run was uploaded.
@@ -231,8 +243,10 @@ def evaluations_missing_create() -> int:
         golden_set=OuterRef("golden_set"), number__gt=OuterRef("version_number"), created_at__lte=OuterRef("created_at"),
     )
     scored = Evaluation.objects.filter(run=OuterRef("pk"), version=OuterRef("version_id"))
+    from_upload = Q(version_asked__isnull=True) & ~Exists(superseded_before_upload)
+    from_asked = Q(version_asked__isnull=False, version_number__gte=F("version_asked__number"))
     pairs = (
-        pairs.filter(version_id__isnull=False).filter(~Exists(superseded_before_upload), ~Exists(scored))
+        pairs.filter(version_id__isnull=False).filter(from_upload | from_asked, ~Exists(scored))
         .order_by().values_list("pk", "version_id")
     )
     past = series_runs_past_rescoring()
@@ -242,10 +256,10 @@ def evaluations_missing_create() -> int:
     return len(missing)
 
 
-def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None, worker: str = "") -> Evaluation:
+def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None = None, holder: Holder = NO_HOLDER) -> Evaluation:
     """Score `run` against `version`, overall and per slice, with its completeness
-    figures (evaluation.completeness), and store the results. `worker` is the node name
-    of the Celery worker computing it ("" in-process), recorded while it runs so that the
+    figures (evaluation.completeness), and store the results. `holder` is the worker start
+    computing it (lib.background_jobs.Holder, empty in-process), recorded while it runs so that the
     sweeper can tell when that worker is gone.
 
     Idempotent: the (run, version) row is upserted and its scores and completeness rows
@@ -257,12 +271,12 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         raise GoldsetError(f"run {run.name!r} and version {version} belong to different golden sets")
     evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
     Evaluation.objects.filter(pk=evaluation.pk).update(
-        status=Evaluation.Status.RUNNING, started_at=timezone.now(), worker=worker, error="",
+        status=Evaluation.Status.RUNNING, started_at=timezone.now(), error="", **holder.fields(),
     )
 
     metrics = metrics_for(version.golden_set, version)
     ranked = ranked or run_ranked(run)
-    qrels, slices = version_scoring_inputs(version)
+    qrels, slices = scoring_inputs.get_or_build(version)
     threshold = version.relevance_threshold
     # The run looked up among the labels once: every score, Judged@k, the pages it pools
     # and the recall curve below are read from it.
@@ -340,7 +354,7 @@ def _completeness_rows(
     if not rows:
         return rows
     depth = evaluation_settings(version.golden_set).completeness_depth
-    pooled_elsewhere, other_runs = labels_pooled_by_others(
+    pooled_elsewhere, other_runs = pooled_labels.get_or_build(
         version, qrels, exclude_system=run.system, depth=depth, own_run_id=run.pk,
     )
     if other_runs:

@@ -10,9 +10,8 @@ import logging
 import smtplib
 from datetime import timedelta
 
-from celery import Celery, shared_task
+from celery import shared_task
 from celery.signals import worker_process_init
-from django.db import InterfaceError, OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -26,19 +25,27 @@ from evaluation.alerts.delivery import (
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
 from evaluation.selectors import evaluation_settings
-from evaluation.services import evaluation_compute, evaluation_fail, evaluations_missing_create, evaluations_schedule
+from evaluation.services import (
+    evaluation_compute,
+    evaluation_fail,
+    evaluations_missing_create,
+    evaluations_schedule,
+)
 from goldenset.models import Version
+from lib.background_jobs import NO_HOLDER, TRANSIENT, dead_holders, held_by, task_holder
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
 
 # An evaluation still "running" after this long lost its worker, or its worker is stuck;
-# the sweeper restarts it. A worker that died is noticed sooner: it stops answering pings.
+# the sweeper restarts it. A worker start that died is noticed sooner: it no longer answers
+# (lib.background_jobs.holders_answering), even when a new start took its name.
 STALE_AFTER = timedelta(minutes=15)
-# How long the sweeper waits for the workers to answer its ping. A worker's main process
-# answers while its pool child computes, so a busy worker answers too.
-SWEEP_PING_SECONDS = 2.0
-TRANSIENT = (OperationalError, InterfaceError)
+# Time limits, in seconds (soft: the task is interrupted and records why; hard: its process
+# is killed). A run's scoring stops before STALE_AFTER, so the sweeper never sends again a
+# score that is still being computed; what only schedules or sends stops within minutes.
+SCORE_LIMITS = {"soft_time_limit": 12 * 60, "time_limit": 14 * 60}
+SCHEDULE_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
 
 
 @worker_process_init.connect
@@ -50,16 +57,15 @@ def warm_kernels_in_worker(**kwargs) -> None:
     warm_kernels()
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, retry_backoff_max=300, max_retries=8)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, retry_backoff_max=300, max_retries=8, **SCORE_LIMITS)
 def evaluate_run_task(self, run_id: int, version_id: int) -> str:
     run = Run.objects.select_related("golden_set").filter(pk=run_id).first()
     version = Version.objects.select_related("golden_set").filter(pk=version_id).first()
     if run is None or version is None:
         return "gone"  # deleted meanwhile: nothing to score
-    # In-process there is no worker that could die on its own: nothing to record.
-    worker = "" if self.request.is_eager else (self.request.hostname or "")
     try:
-        evaluation = evaluation_compute(run=run, version=version, worker=worker)
+        # In-process there is no worker that could die on its own: nothing is recorded.
+        evaluation = evaluation_compute(run=run, version=version, holder=task_holder(self))
     except GoldsetError as exc:
         evaluation_fail(run_id=run_id, version_id=version_id, error=str(exc))
         return "failed"
@@ -74,7 +80,7 @@ def evaluate_run_task(self, run_id: int, version_id: int) -> str:
     return "done"
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8, **SCHEDULE_LIMITS)
 def evaluate_version_task(version_id: int) -> int:
     """Schedule and enqueue the evaluation of every run against the version; returns how many."""
     version = Version.objects.filter(pk=version_id).first()
@@ -88,39 +94,42 @@ def evaluate_version_task(version_id: int) -> int:
     return enqueued
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=8, **SCHEDULE_LIMITS)
 def evaluate_run_latest_task(run_id: int) -> str:
-    """A new run is scored against the latest version of its set (if there is one)."""
-    run = Run.objects.filter(pk=run_id).first()
+    """A new run is scored against the latest version of its set (if there is one); a run
+    that asked a version's queries (a night, Run.version_asked) against that version and
+    every later one, as a later one may have been published while it was asked."""
+    run = Run.objects.select_related("version_asked").filter(pk=run_id).first()
     if run is None:
         return "gone"
-    latest = Version.objects.filter(golden_set_id=run.golden_set_id).order_by("-number").first()
-    if latest is None:
+    versions = Version.objects.filter(golden_set_id=run.golden_set_id).order_by("-number")
+    if run.version_asked is not None:
+        versions = versions.filter(number__gte=run.version_asked.number)
+    else:
+        versions = versions[:1]
+    if not versions:
         return "no version"
-    evaluation, _ = Evaluation.objects.get_or_create(run=run, version=latest)
-    _enqueue(evaluation)
+    for version in versions:
+        evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
+        _enqueue(evaluation)
     return "enqueued"
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **SCHEDULE_LIMITS)
 def sweep_missing_evaluations_task(self) -> int:
     """Enqueue, in every golden set and on every version, what publishing and uploading
     scheduled and nobody is scoring: pairs with no evaluation yet (their task was never
     sent, a broker outage say), pending evaluations whose task was never sent or was sent
-    STALE_AFTER ago (lost with a broker), running ones whose worker no longer answers a
-    ping (killed), and running ones older than STALE_AFTER (a worker that answers but is
-    stuck). Returns how many were enqueued."""
+    STALE_AFTER ago (lost with a broker), running ones whose worker start no longer
+    answers (killed, whether or not a new start took its name), and running ones older
+    than STALE_AFTER (a worker that answers but is stuck). Returns how many were enqueued."""
     created = evaluations_missing_create()
     now = timezone.now()
     stale = now - STALE_AFTER
     lost = Q(status=Evaluation.Status.PENDING) & (Q(enqueued_at=None) | Q(enqueued_at__lt=stale))
     stuck = Q(status=Evaluation.Status.RUNNING) & (Q(started_at=None) | Q(started_at__lt=stale))
-    orphaned = Q(pk__in=[])
-    held = set(Evaluation.objects.filter(status=Evaluation.Status.RUNNING).exclude(worker="").values_list("worker", flat=True))
-    if held and not self.request.is_eager:
-        alive = workers_answering(self.app, own=self.request.hostname)
-        if alive is not None:
-            orphaned = Q(status=Evaluation.Status.RUNNING, worker__in=held - alive)
+    running = Q(status=Evaluation.Status.RUNNING)
+    orphaned = running & held_by(dead_holders(Evaluation, running, self))
     due = Evaluation.objects.filter(lost | stuck | orphaned).values_list("pk", "run_id", "version_id", "status", "started_at", "enqueued_at")
     enqueued = 0
     for pk, run_id, version_id, status, started_at, enqueued_at in due:
@@ -128,7 +137,7 @@ def sweep_missing_evaluations_task(self) -> int:
         # that finished it meanwhile keeps its result, a sweeper running beside this one
         # does not send it too, and the next passes leave the copy waiting in the queue.
         marked = Evaluation.objects.filter(pk=pk, status=status, started_at=started_at, enqueued_at=enqueued_at).update(
-            status=Evaluation.Status.PENDING, worker="", enqueued_at=now,
+            status=Evaluation.Status.PENDING, enqueued_at=now, **NO_HOLDER.fields(),
         )
         if marked:
             evaluate_run_task.delay(run_id, version_id)
@@ -138,18 +147,6 @@ def sweep_missing_evaluations_task(self) -> int:
     return enqueued
 
 
-def workers_answering(app: Celery, *, own: str | None) -> set[str] | None:
-    """The node names of the workers that answer a ping within SWEEP_PING_SECONDS, or None
-    when the answer cannot be trusted: the worker asking (`own`) did not hear itself, so a
-    silence may be the broker's, not the workers', and nothing is declared dead on it."""
-    replies = app.control.ping(timeout=SWEEP_PING_SECONDS)
-    alive = {name for reply in replies for name in reply}
-    if own and own not in alive:
-        logger.warning("sweeper: the ping did not come back to %s itself; no worker is taken for dead this time", own)
-        return None
-    return alive
-
-
 def _enqueue(evaluation: Evaluation) -> None:
     """Send the evaluation's task and note when (Evaluation.enqueued_at)."""
     Evaluation.objects.filter(pk=evaluation.pk).update(enqueued_at=timezone.now())
@@ -157,7 +154,7 @@ def _enqueue(evaluation: Evaluation) -> None:
 
 
 # Named for the module it was first defined in, so that queued deliveries still find it.
-@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES)
+@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES, **SCHEDULE_LIMITS)
 def alert_deliver_task(self, alert_id: int) -> str:
     """E-mail the alert and POST it to the set's webhook, retrying what failed with backoff.
 

@@ -384,6 +384,11 @@ class PublishJob(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Who holds it while it runs: the worker's node name and the instance id of its start
+    # (lib.background_jobs.Holder; "" in-process). The sweeper sends it again when that
+    # worker start no longer answers, a new start under the same name included.
+    worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

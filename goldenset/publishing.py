@@ -15,10 +15,13 @@ While it runs, the job's own row cannot show its steps (the transaction is not c
 yet): they go to the cache (`publish_job_progress`), shared by the web servers and the
 workers when CACHE_URL is set, and by the one process of the embedded default.
 
+The job's life (claim, transient errors, finish, the sweeper) is lib.background_jobs's.
 A message lost with the broker leaves its job queued: the beat sweeper sends it again after
 SEND_AGAIN_AFTER. A worker that died with a job leaves it running, which blocks the next
-publish of the set: after GIVE_UP_AFTER the sweeper marks it failed (its transaction was
-rolled back, so no version was made) rather than run it twice.
+publish of the set: its transaction was rolled back, so no version was made, and the
+sweeper sends the job again at its next pass once the process that held it no longer
+answers (a worker restarted under the same name included). One whose holder answers but
+runs past GIVE_UP_AFTER is marked failed.
 """
 
 import logging
@@ -28,14 +31,35 @@ from datetime import timedelta
 from celery import Task
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
-from goldenset.models import GoldenSet, Judgment, Page, PublishJob, Query, Version, VersionPage, VersionQuery
+from goldenset.models import (
+    GoldenSet,
+    Judgment,
+    Page,
+    PublishJob,
+    Query,
+    Version,
+    VersionPage,
+    VersionQuery,
+)
 from goldenset.selectors import version_settings
-from goldenset.services import PUBLISH_STEPS, no_queries, nothing_changed, version_publish
-from lib.background_jobs import job_send_on_commit, jobs_sweep
-from lib.errors import ConflictError, GoldsetError
+from goldenset.services import (
+    PUBLISH_STEPS,
+    no_queries,
+    nothing_changed,
+    version_publish,
+)
+from lib.background_jobs import (
+    NO_HOLDER,
+    Holder,
+    JobKind,
+    job_finish,
+    job_run,
+    job_send_on_commit,
+    jobs_sweep,
+)
+from lib.errors import ConflictError
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +68,6 @@ SEND_AGAIN_AFTER = timedelta(minutes=10)
 # a slow publish is not cut short, yet short enough that a dead worker does not keep a set
 # from publishing for long.
 GIVE_UP_AFTER = timedelta(hours=1)
-# Errors of a database that went away for a moment: worth running the job again.
-TRANSIENT = (OperationalError, InterfaceError)
 # How often, in rows, a running step reports how far it got.
 REPORT_EVERY = 10_000
 PROGRESS_KEY = "goldset:publish-job:{}:progress"
@@ -160,56 +182,45 @@ class _Reporter:
         self._report(description, done, total)
 
 
-def publish_job_run(job_id: int) -> PublishJob | None:
-    """Claim the job and publish; None when there is no such job or it was claimed already.
+PUBLISH_JOBS = JobKind(
+    PublishJob, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER,
+    stopped="no version was made, as a publish is all or nothing: publish again",
+)
+
+
+def publish_job_run(job_id: int, *, holder: Holder = NO_HOLDER) -> PublishJob | None:
+    """Claim the job for `holder` (the worker start running it, lib.background_jobs) and
+    publish; None when there is no such job or it was claimed already.
 
     A refusal (GoldsetError: nothing changed, no query) fails the job with its message. A
     database that went away for a moment (TRANSIENT) puts the job back in the queue and is
     raised again, for the task to retry it. Any other error fails the job, naming the
     exception, and is raised again for the worker's log. No version is left behind by any.
     """
-    claimed = PublishJob.objects.filter(pk=job_id, status=PublishJob.Status.QUEUED).update(
-        status=PublishJob.Status.RUNNING, started_at=timezone.now()
-    )
-    if not claimed:
-        return None
-    job = PublishJob.objects.select_related("golden_set", "created_by").get(pk=job_id)
-    reporter = _Reporter(job.pk)
-    try:
+    reporter = _Reporter(job_id)
+
+    def work(job: PublishJob) -> None:
         with transaction.atomic():
             version = version_publish(golden_set=job.golden_set, user=job.created_by, note=job.note, progress=reporter)
             # In the publish's own transaction: the job says done exactly when the version exists.
-            _finish(job, status=PublishJob.Status.DONE, version=version, progress=reporter.last)
-    except GoldsetError as exc:
-        _finish(job, status=PublishJob.Status.FAILED, error=exc.message, progress=reporter.last)
-    except TRANSIENT:
-        try:
-            PublishJob.objects.filter(pk=job.pk).update(status=PublishJob.Status.QUEUED, started_at=None)
-        except TRANSIENT:
-            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
-        raise
-    except Exception as exc:
-        _finish(
-            job, status=PublishJob.Status.FAILED, progress=reporter.last,
-            error=f"the publish stopped on an internal error ({type(exc).__name__}: {exc}); no version was made",
+            job_finish(PUBLISH_JOBS, job, status=PublishJob.Status.DONE, version=version, progress=reporter.last)
+
+    try:
+        return job_run(
+            PUBLISH_JOBS, job_id, holder=holder, work=work,
+            load=lambda pk: PublishJob.objects.select_related("golden_set", "created_by").get(pk=pk),
+            refused=lambda exc: {"error": exc.message, "progress": reporter.last},
+            broke=lambda exc: {
+                "error": f"the publish stopped on an internal error ({type(exc).__name__}: {exc}); no version was made",
+                "progress": reporter.last,
+            },
         )
-        raise
     finally:
         cache.delete(reporter.key)
-    return job
 
 
-def _finish(job: PublishJob, **fields) -> None:
-    fields["finished_at"] = timezone.now()
-    for name, value in fields.items():
-        setattr(job, name, value)
-    PublishJob.objects.filter(pk=job.pk).update(**fields)
-
-
-def publish_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
-    """Send again, through `job_task`, the jobs whose message was lost and fail those whose
-    worker vanished (lib.background_jobs). Returns (sent again, failed)."""
-    return jobs_sweep(
-        PublishJob, job_task=job_task, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER, now=now,
-        stopped="no version was made, as a publish is all or nothing: publish again",
-    )
+def publish_jobs_sweep(*, job_task: Task, now=None, sweeper: Task | None = None) -> tuple[int, int]:
+    """Send again, through `job_task`, the jobs whose message was lost or whose holder is
+    gone, and fail those running past GIVE_UP_AFTER (lib.background_jobs). Returns (sent
+    again, failed)."""
+    return jobs_sweep(PUBLISH_JOBS, job_task=job_task, now=now, sweeper=sweeper)

@@ -21,6 +21,10 @@ from celery.result import AsyncResult
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
+# Registers the remote-control command the sweepers ask worker starts by, and draws this
+# start's instance id in the main process, before the pool forks (lib.background_jobs).
+import lib.background_jobs  # noqa: F401, E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "goldset.settings")
 
 logger = logging.getLogger("goldset.tasks")

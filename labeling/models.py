@@ -413,6 +413,11 @@ class PoolJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Who holds it while it runs: the worker's node name and the instance id of its start
+    # (lib.background_jobs.Holder; "" in-process). The sweeper sends it again when that
+    # worker start no longer answers, a new start under the same name included.
+    worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -481,11 +486,20 @@ class JudgeJob(models.Model):
     requests = models.PositiveIntegerField(default=0)
     prompt_tokens = models.BigIntegerField(default=0)
     completion_tokens = models.BigIntegerField(default=0)
+    # While it runs: the latest request attempt that failed and is tried again ("no answer
+    # within 120 s (attempt 1 of 4); trying again"), so the page says at the first timeout
+    # that the endpoint does not answer; emptied when a request settles.
+    retrying = models.CharField(max_length=300, blank=True)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Who holds it while it runs: the worker's node name and the instance id of its start
+    # (lib.background_jobs.Holder; "" in-process). The sweeper sends it again when that
+    # worker start no longer answers, a new start under the same name included.
+    worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

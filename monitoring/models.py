@@ -108,9 +108,11 @@ class NightlyRun(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The Celery worker that claimed it ("name@host", "" in-process): the sweeper sends it
-    # again when that worker stops answering a ping.
+    # The Celery worker that claimed it ("name@host", "" in-process) and the instance id of its
+    # start (lib.background_jobs.Holder): the sweeper sends it again when that worker start no
+    # longer answers, a new start under the same name included.
     worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     queries_total = models.PositiveIntegerField(default=0)
     queries_done = models.PositiveIntegerField(default=0)

@@ -10,35 +10,34 @@ import logging
 from datetime import timedelta
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
-from django.db.models import Q
 from django.utils import timezone
 
 from evaluation.retention import series_entries_thin
-from evaluation.tasks import workers_answering
+from lib.background_jobs import TRANSIENT, jobs_sweep, task_holder
 from monitoring.models import NightlyRun, ProbeRound
-from monitoring.nightly.services import nightly_run_execute
+from monitoring.nightly.services import NIGHTS, nightly_run_execute
 from monitoring.probes.services import probe_round_execute
 from monitoring.schedules import schedules_due
 
 logger = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError)
-# A pending night whose task was sent this long ago and never started was lost with a
-# broker; a night running this long is stuck (its worker answers pings but never finishes).
-NIGHT_LOST_AFTER = timedelta(minutes=10)
-NIGHT_STUCK_AFTER = timedelta(hours=6)
 ROUND_LOST_AFTER = timedelta(minutes=5)
+# Time limits, in seconds (soft: the task is interrupted and the night records why; hard:
+# its process is killed). A night stops before NIGHTS.give_up_after, after which the tick
+# would send it again; a probe round, the tick and retention within minutes.
+NIGHT_LIMITS = {"soft_time_limit": 5 * 3600, "time_limit": 5 * 3600 + 30 * 60}
+ROUND_LIMITS = {"soft_time_limit": 4 * 60, "time_limit": 5 * 60}
+TICK_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
+RETENTION_LIMITS = {"soft_time_limit": 30 * 60, "time_limit": 35 * 60}
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5, **NIGHT_LIMITS)
 def nightly_run_task(self, night_id: int) -> str:
-    worker = "" if self.request.is_eager else (self.request.hostname or "")
-    night = nightly_run_execute(night_id=night_id, worker=worker)
+    night = nightly_run_execute(night_id=night_id, holder=task_holder(self))
     return night.status
 
 
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **ROUND_LIMITS)
 def probe_round_task(round_id: int) -> int:
     """Probe a round's canaries; returns how many were missed."""
     return sum(not outcome.found for outcome in probe_round_execute(round_id=round_id))
@@ -49,7 +48,7 @@ def night_send(night: NightlyRun) -> None:
     nightly_run_task.delay_on_commit(night.pk)
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **TICK_LIMITS)
 def monitoring_tick_task(self) -> str:
     """Start what the schedules ask for now, and send again what was lost."""
     now = timezone.now()
@@ -58,7 +57,8 @@ def monitoring_tick_task(self) -> str:
         night_send(night)
     for probe_round in rounds:
         probe_round_task.delay_on_commit(probe_round.pk)
-    resent = _nights_resend(self, now)
+    # Nights a lost message or a dead worker left undone (lib.background_jobs.jobs_sweep).
+    resent, _ = jobs_sweep(NIGHTS, job_task=nightly_run_task, now=now, sweeper=self)
     resent_rounds = 0
     for probe_round in ProbeRound.objects.filter(finished_at=None, created_at__lt=now - ROUND_LOST_AFTER):
         probe_round_task.delay_on_commit(probe_round.pk)
@@ -69,31 +69,7 @@ def monitoring_tick_task(self) -> str:
     return f"{len(nights)} nights, {len(rounds)} probe rounds, {resent + resent_rounds} resent"
 
 
-def _nights_resend(task, now) -> int:
-    """Send again the pending nights whose message was lost and the running ones whose
-    worker is gone (it no longer answers a ping) or stuck; back to pending first, if
-    nothing changed them since they were read, so two ticks never both send one."""
-    lost = Q(status=NightlyRun.Status.PENDING) & (Q(enqueued_at=None) | Q(enqueued_at__lt=now - NIGHT_LOST_AFTER))
-    stuck = Q(status=NightlyRun.Status.RUNNING, started_at__lt=now - NIGHT_STUCK_AFTER)
-    orphaned = Q(pk__in=[])
-    held = set(NightlyRun.objects.filter(status=NightlyRun.Status.RUNNING).exclude(worker="").values_list("worker", flat=True))
-    if held and not task.request.is_eager:
-        alive = workers_answering(task.app, own=task.request.hostname)
-        if alive is not None:
-            orphaned = Q(status=NightlyRun.Status.RUNNING, worker__in=held - alive)
-    sent = 0
-    due = NightlyRun.objects.filter(lost | stuck | orphaned).values_list("pk", "status", "started_at", "enqueued_at")
-    for pk, status, started_at, enqueued_at in due:
-        marked = NightlyRun.objects.filter(pk=pk, status=status, started_at=started_at, enqueued_at=enqueued_at).update(
-            status=NightlyRun.Status.PENDING, worker="", enqueued_at=now,
-        )
-        if marked:
-            nightly_run_task.delay_on_commit(pk)
-            sent += 1
-    return sent
-
-
-@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **RETENTION_LIMITS)
 def series_retention_task() -> int:
     """Drop the entries of old nights that retention does not keep; returns how many."""
     return series_entries_thin(now=timezone.now())

@@ -122,16 +122,20 @@ class WorkerPool:
     log_dir: Path
     workers: list[Worker] = field(default_factory=list)
 
-    def start(self, *, env: dict[str, str] | None = None, wait: bool = True, standby: bool = False) -> Worker:
+    def start(
+        self, *, env: dict[str, str] | None = None, wait: bool = True, standby: bool = False, name: str | None = None,
+    ) -> Worker:
         """Start a worker (prefork, one child) and return it once it is ready to take tasks,
         or at once with `wait=False` (then call its `wait_ready`).
 
         `env` adds or overrides environment variables of the worker, e.g.
         CELERY_BROKER_VISIBILITY_TIMEOUT. A `standby` worker consumes an empty queue of its
         own until `take_queue(pool.queue)`: started early, it is ready the moment a test
-        needs it, without the seconds a start costs (most of them importing ranx).
+        needs it, without the seconds a start costs (most of them importing ranx). `name`
+        starts it under a name given before (`--hostname NAME@%h`), as compose, systemd or
+        Kubernetes restart a worker under its own name.
         """
-        name = f"{self.queue}-{len(self.workers) + 1}"
+        name = name or f"{self.queue}-{len(self.workers) + 1}"
         command = [
             str(CELERY), "-A", "goldset", "worker", "--pool", "prefork", "--concurrency", "1",
             "-Q", f"{self.queue}-standby" if standby else self.queue, "--loglevel", "INFO", "--hostname", f"{name}@%h",
@@ -155,6 +159,8 @@ class WorkerPool:
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str] | None) -> Worker:
         log_path = self.log_dir / f"{name}.log"
+        if log_path.exists():  # a restart under the same name: the predecessor's log stays
+            log_path = self.log_dir / f"{name}-{len(self.workers) + 1}.log"
         process_env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "goldset.settings",

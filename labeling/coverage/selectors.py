@@ -4,7 +4,7 @@ The seed's story is the reason for the page: recall@100 of 0.41 for pages newer 
 days hid behind an overall 0.91 until someone sliced by age. For every slice value of a
 version, query slices ("query:lang=de") and page slices ("page:doc_type=runbook",
 "page:age=0-30d"), named and computed exactly as the evaluation names and computes them
-(evaluation.selectors.version_scoring_inputs, so the page and the Score rows cannot
+(evaluation.scoring_inputs, so the page and the Score rows cannot
 disagree), this gathers:
 
 - queries: for a query slice, its queries; for a page slice, the queries with a label on
@@ -37,7 +37,8 @@ from lib import charts
 from evaluation.alerts.rules import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
-from evaluation.selectors import evaluation_settings, later_night, run_counted, slice_label, version_scoring_inputs
+from evaluation import scoring_inputs
+from evaluation.selectors import evaluation_settings, later_night, run_counted, slice_label
 from goldenset.models import GoldenSet, Judgment, PageChange, Query, Version, VersionPage
 
 
@@ -240,7 +241,7 @@ def _slice(name: str, in_scope: np.ndarray, judged: int, relevant: np.ndarray) -
 def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
     """The coverage of every slice of `version` (see the module docstring)."""
     settings = evaluation_settings(golden_set)
-    qrels, slices = version_scoring_inputs(version)
+    qrels, slices = scoring_inputs.get_or_build(version)
     n = len(qrels.query_ids)
     threshold = version.relevance_threshold
     owners, keys = qrels.query_index, qrels.doc_keys

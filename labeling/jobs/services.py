@@ -11,10 +11,12 @@ it reports, or the refusal. The completeness page lists the set's recent jobs an
 follows the ones still going.
 
 With tasks run in-process (the embedded default) the job is done when the page comes back.
+The job's life (claim, transient errors, finish, the sweeper) is lib.background_jobs's.
 A message lost with the broker leaves its job queued: the beat sweeper sends it again
-after SEND_AGAIN_AFTER. A worker that died with a job leaves it running: after
-GIVE_UP_AFTER the sweeper marks it failed (its transaction was rolled back, so nothing
-was written) rather than run it twice.
+after SEND_AGAIN_AFTER. A worker that died with a job leaves it running; nothing was
+written (the service is one transaction), so the sweeper sends it again at its next pass
+once the process that held it no longer answers. One whose holder answers but runs past
+GIVE_UP_AFTER is marked failed.
 """
 
 import logging
@@ -22,17 +24,30 @@ from datetime import timedelta
 
 from celery import Task
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import InterfaceError, OperationalError
-from django.utils import timezone
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Version
-from labeling.completeness.services import completeness_sample_check, completeness_sample_draw
+from labeling.completeness.services import (
+    completeness_sample_check,
+    completeness_sample_draw,
+)
 from labeling.coverage.services import flagged_slices_check, flagged_slices_pool_build
 from labeling.models import Pool, PoolJob
 from labeling.pools.model_first import pool_model_source_check
-from labeling.pools.services import pool_build, pool_build_check, pool_extend, pool_extend_check
-from lib.background_jobs import job_send_on_commit, jobs_sweep
+from labeling.pools.services import (
+    pool_build,
+    pool_build_check,
+    pool_extend,
+    pool_extend_check,
+)
+from lib.background_jobs import (
+    NO_HOLDER,
+    Holder,
+    JobKind,
+    job_run,
+    job_send_on_commit,
+    jobs_sweep,
+)
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -40,8 +55,6 @@ logger = logging.getLogger(__name__)
 SEND_AGAIN_AFTER = timedelta(minutes=10)
 # Far above the longest build measured (bench/pool_build.py), so a slow job is not cut short.
 GIVE_UP_AFTER = timedelta(hours=2)
-# Errors of a database that went away for a moment: worth running the job again.
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 def _runs_of(golden_set: GoldenSet, run_ids: list[int]) -> list[Run]:
@@ -145,49 +158,31 @@ def _work(job: PoolJob) -> list[str]:
     return result.lines()
 
 
-def pool_job_run(job_id: int) -> PoolJob | None:
-    """Claim the job and run it; None when there is no such job or it was claimed already.
+POOL_JOBS = JobKind(
+    PoolJob, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER,
+    stopped="nothing was written, as the job is all or nothing: submit it again",
+)
+
+
+def pool_job_run(job_id: int, *, holder: Holder = NO_HOLDER) -> PoolJob | None:
+    """Claim the job for `holder` (the worker start running it, lib.background_jobs) and run
+    it; None when there is no such job or it was claimed already.
 
     A refusal (GoldsetError) fails the job with its message and problems. A database
     that went away for a moment (TRANSIENT) puts the job back in the queue and is raised
     again, for the task to retry it. Any other error fails the job, naming the exception,
     and is raised again for the worker's log.
     """
-    claimed = PoolJob.objects.filter(pk=job_id, status=PoolJob.Status.QUEUED).update(
-        status=PoolJob.Status.RUNNING, started_at=timezone.now()
+    return job_run(
+        POOL_JOBS, job_id, holder=holder, work=lambda job: {"lines": _work(job)},
+        load=lambda pk: PoolJob.objects.select_related("golden_set", "created_by").get(pk=pk),
+        refused=lambda exc: {"error": exc.message, "problems": list(exc.problems)},
+        broke=lambda exc: {"error": f"the job stopped on an internal error ({type(exc).__name__}: {exc}); nothing was written"},
     )
-    if not claimed:
-        return None
-    job = PoolJob.objects.select_related("golden_set", "created_by").get(pk=job_id)
-    try:
-        lines = _work(job)
-    except GoldsetError as exc:
-        _finish(job, status=PoolJob.Status.FAILED, error=exc.message, problems=list(exc.problems))
-    except TRANSIENT:
-        try:
-            PoolJob.objects.filter(pk=job.pk).update(status=PoolJob.Status.QUEUED, started_at=None)
-        except TRANSIENT:
-            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
-        raise
-    except Exception as exc:
-        _finish(job, status=PoolJob.Status.FAILED, error=f"the job stopped on an internal error ({type(exc).__name__}: {exc}); nothing was written")
-        raise
-    else:
-        _finish(job, status=PoolJob.Status.DONE, lines=lines)
-    return job
 
 
-def _finish(job: PoolJob, **fields) -> None:
-    fields["finished_at"] = timezone.now()
-    for name, value in fields.items():
-        setattr(job, name, value)
-    PoolJob.objects.filter(pk=job.pk).update(**fields)
-
-
-def pool_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
+def pool_jobs_sweep(*, job_task: Task, now=None, sweeper: Task | None = None) -> tuple[int, int]:
     """Send again, through `job_task` (as pool_job_submit), the jobs whose message was lost
-    and fail those whose worker vanished (lib.background_jobs). Returns (sent again, failed)."""
-    return jobs_sweep(
-        PoolJob, job_task=job_task, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER, now=now,
-        stopped="nothing was written, as the job is all or nothing: submit it again",
-    )
+    or whose holder is gone, and fail those running past GIVE_UP_AFTER
+    (lib.background_jobs). Returns (sent again, failed)."""
+    return jobs_sweep(POOL_JOBS, job_task=job_task, now=now, sweeper=sweeper)

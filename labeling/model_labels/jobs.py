@@ -15,8 +15,10 @@ it wrote, and a second run of the same model and prompt skips the pairs labelled
 it continues where the first stopped, and writes no pair twice.
 
 A sample of n pairs is drawn with a seed made of the pool, model, prompt and n, so a run
-again after a crash draws the same pairs. The sweeper sends again a job whose message was
-lost and fails one whose worker vanished (a run again continues it).
+again after a crash draws the same pairs. The job's life (claim, transient errors,
+finish, the sweeper) is lib.background_jobs's: the sweeper sends again a job whose message
+was lost or whose holder is gone (the run again continues it), and fails one whose holder
+answers but runs past GIVE_UP_AFTER.
 """
 
 import hashlib
@@ -29,18 +31,34 @@ import numpy as np
 from celery import Task
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
-from goldenset.model_labels import MAX_MODEL_NAME, ModelLabel, model_labels_record, model_prompt_store
+from goldenset.model_labels import (
+    MAX_MODEL_NAME,
+    ModelLabel,
+    model_labels_record,
+    model_prompt_store,
+)
 from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query
-from labeling.model_labels.judges import JudgeSettings, PairText, Waiting, grade_pairs_sync
+from labeling.model_labels.judges import (
+    JudgeSettings,
+    PairText,
+    Waiting,
+    grade_pairs_sync,
+)
 from labeling.model_labels.local_judge import LocalJudge, config_problem
 from labeling.models import JudgeFailure, JudgeJob, Pool
 from labeling.pools.selectors import pool_pairs
 from lib import minilm
-from lib.background_jobs import job_send_on_commit, jobs_sweep
+from lib.background_jobs import (
+    NO_HOLDER,
+    Holder,
+    JobKind,
+    job_run,
+    job_send_on_commit,
+    jobs_sweep,
+)
 from lib.errors import GoldsetError, ProblemCollector
 from lib.llm_judging import MAX_BATCH, api_key_env_problem, cost, prompt_problem
 from lib.outbound import url_problem
@@ -50,12 +68,12 @@ logger = logging.getLogger(__name__)
 SEND_AGAIN_AFTER = timedelta(minutes=10)
 GIVE_UP_AFTER = timedelta(hours=6)
 MAX_IN_FLIGHT = 64
-CHUNK_PER_WORKER = 8  # pairs graded between two writes, per request in flight
+CHUNK_PER_WORKER = 8  # pairs whose texts are read at once, per request in flight
+# What settled is written at most this often, in seconds, while a chunk goes.
+PROGRESS_SECONDS = 1.0
 # A local job's pairs between two writes: eight forward passes of pages (minutes at most on
 # two cores), so its progress moves and a stop loses little.
 LOCAL_CHUNK = 8 * minilm.BATCH_SIZE
-# Errors of a database that went away for a moment: worth running the job again.
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 def judge_job_check(
@@ -161,33 +179,33 @@ def _texts(keys: list[tuple[int, int]]) -> list[PairText]:
     ]
 
 
-def judge_job_run(job_id: int, *, waiting: Waiting | None = None, on_chunk=None) -> JudgeJob | None:
-    """Claim the job and grade its pairs; None when there is no such job or it was claimed
-    already. `on_chunk(job)` runs after each chunk is written (the command prints progress)."""
-    claimed = JudgeJob.objects.filter(pk=job_id, status=JudgeJob.Status.QUEUED).update(
-        status=JudgeJob.Status.RUNNING, started_at=timezone.now()
-    )
-    if not claimed:
-        return None
-    job = JudgeJob.objects.select_related("golden_set", "pool").get(pk=job_id)
-    try:
+JUDGE_JOBS = JobKind(
+    JudgeJob, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER,
+    stopped="what it graded is kept: run it again to continue",
+)
+
+
+def judge_job_run(job_id: int, *, waiting: Waiting | None = None, on_chunk=None, holder: Holder = NO_HOLDER) -> JudgeJob | None:
+    """Claim the job for `holder` (the worker start running it, lib.background_jobs) and grade
+    its pairs; None when there is no such job or it was claimed already. `on_chunk(job)`
+    runs after each chunk is written (the command prints progress). A database that went
+    away for a moment puts it back in the queue for the task's retry, which skips what was
+    written already."""
+
+    def work(job: JudgeJob) -> dict:
         _grade(job, waiting, on_chunk)
-    except GoldsetError as exc:
-        _finish(job, JudgeJob.Status.FAILED, exc.message)
-    except TRANSIENT:
-        # The database went away for a moment: back in the queue for the task's retry, which
-        # skips what was written already.
-        try:
-            JudgeJob.objects.filter(pk=job.pk).update(status=JudgeJob.Status.QUEUED, started_at=None)
-        except TRANSIENT:
-            pass  # still away: the job stays running, and the sweeper fails it after GIVE_UP_AFTER
-        raise
-    except Exception as exc:
-        _finish(job, JudgeJob.Status.FAILED,
-                f"the job stopped on an internal error ({type(exc).__name__}); what it graded is kept: run it again to continue")
-        raise
-    else:
-        _finish(job, JudgeJob.Status.DONE, "")
+        return {"error": ""}
+
+    job = job_run(
+        JUDGE_JOBS, job_id, holder=holder, work=work,
+        load=lambda pk: JudgeJob.objects.select_related("golden_set", "pool").get(pk=pk),
+        refused=lambda exc: {"error": exc.message},
+        broke=lambda exc: {
+            "error": f"the job stopped on an internal error ({type(exc).__name__}); what it graded is kept: run it again to continue",
+        },
+    )
+    if job is not None:
+        job.refresh_from_db()
     return job
 
 
@@ -227,12 +245,18 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
     # Pairs come sorted by query, so a chunk holds whole batches but where a query straddles two chunks.
     chunk = job.max_in_flight * CHUNK_PER_WORKER * job.batch_size
     for start in range(0, len(ungraded), chunk):
-        results = grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting)
-        _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),
-                     sum(r.completion_tokens for r in results))
-        if on_chunk is not None:
-            job.refresh_from_db()
-            on_chunk(job)
+        # What settled is written every PROGRESS_SECONDS, and the latest attempt that failed
+        # is shown (JudgeJob.retrying): an endpoint that never answers shows so at its first
+        # timeout, not once the chunk used up its retries.
+        def write(results, retrying: str | None) -> None:
+            _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),
+                         sum(r.completion_tokens for r in results), retrying=retrying)
+            if on_chunk is not None and results:
+                job.refresh_from_db()
+                on_chunk(job)
+
+        grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting, progress=write,
+                         every=PROGRESS_SECONDS)
 
 
 def _grade_locally(job: JudgeJob, on_chunk) -> None:
@@ -254,7 +278,8 @@ def _grade_locally(job: JudgeJob, on_chunk) -> None:
             on_chunk(job)
 
 
-def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int) -> None:
+def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int, *,
+                 retrying: str | None = None) -> None:
     labels = [ModelLabel(r.key[0], r.key[1], r.grade, r.raw, getattr(r, "score", None)) for r in results if r.error is None]
     failures = [JudgeFailure(job=job, query_id=r.key[0], page_id=r.key[1], error=r.error, raw_answer=r.raw.replace("\x00", ""))
                 for r in results if r.error is not None]
@@ -269,12 +294,9 @@ def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, comp
             requests=F("requests") + requests,
             prompt_tokens=F("prompt_tokens") + prompt_tokens,
             completion_tokens=F("completion_tokens") + completion_tokens,
+            # The latest attempt that failed and is tried again; cleared once a request settles.
+            **({"retrying": retrying[:300]} if retrying else {"retrying": ""} if results else {}),
         )
-
-
-def _finish(job: JudgeJob, status: str, error: str) -> None:
-    JudgeJob.objects.filter(pk=job.pk).update(status=status, error=error, finished_at=timezone.now())
-    job.refresh_from_db()
 
 
 def job_money(job: JudgeJob) -> Decimal | None:
@@ -282,10 +304,8 @@ def job_money(job: JudgeJob) -> Decimal | None:
     return cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
 
 
-def judge_jobs_sweep(*, job_task: Task, now=None) -> tuple[int, int]:
-    """Send again the jobs whose message was lost, fail those whose worker vanished
-    (lib.background_jobs); their written labels stay. Returns (sent again, failed)."""
-    return jobs_sweep(
-        JudgeJob, job_task=job_task, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER, now=now,
-        stopped="what it graded is kept: run it again to continue",
-    )
+def judge_jobs_sweep(*, job_task: Task, now=None, sweeper: Task | None = None) -> tuple[int, int]:
+    """Send again the jobs whose message was lost or whose holder is gone, fail those
+    running past GIVE_UP_AFTER (lib.background_jobs); their written labels stay. Returns
+    (sent again, failed)."""
+    return jobs_sweep(JUDGE_JOBS, job_task=job_task, now=now, sweeper=sweeper)

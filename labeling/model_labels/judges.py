@@ -17,7 +17,10 @@ Bounds, as the endpoint may be someone's paid quota:
   once, refused when internal unless in JUDGE_ALLOWED_NETWORKS, and connected to at the
   address checked.
 A failed pair is an answer with `error` (and the raw text when there was one), never an
-exception: one bad answer must not lose the rest. The API key is read by the caller from
+exception: one bad answer must not lose the rest. `grade_pairs_sync` can hand the caller
+what settled as it settles, and each attempt that failed and will be tried again, so that
+a job over an endpoint that never answers shows so at the first timeout, not once a whole
+chunk has used up its retries. The API key is read by the caller from
 the environment and only ever put in the Authorization header.
 """
 
@@ -28,12 +31,19 @@ import functools
 import json
 import random
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lib import outbound
-from lib.llm_judging import MAX_BATCH, backoff_delay, batch_messages_for, messages_for, read_batch_grades, read_grade
+from lib.llm_judging import (
+    MAX_BATCH,
+    backoff_delay,
+    batch_messages_for,
+    messages_for,
+    read_batch_grades,
+    read_grade,
+)
 from lib.retrying import retry_after_seconds
 
 if TYPE_CHECKING:
@@ -205,9 +215,12 @@ def _settle(call: _Call, unit: list[int], results: list[PairGrade], scale: tuple
 
 async def grade_pairs(
     settings: JudgeSettings, prompt: str, pairs: Sequence[PairText], scale: tuple[int, int], waiting: Waiting | None = None,
+    report: Callable[[list[PairGrade], str | None], None] | None = None,
 ) -> list[PairGrade]:
     """Grade `pairs`, in their order (settings.batch_size passages of a query per request).
-    A URL Goldset does not send to fails every pair alike."""
+    A URL Goldset does not send to fails every pair alike. `report(grades, note)`, called
+    on the loop, learns the pairs each request settled (note None), and each attempt that
+    failed and will be tried again (no grades, the note saying why)."""
     if not 1 <= settings.batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be from 1 to {MAX_BATCH}, got {settings.batch_size}")
     waiting = waiting or Waiting()
@@ -218,6 +231,8 @@ async def grade_pairs(
     except (outbound.OutboundRefused, ConnectionError):
         for result in results:
             result.error = outbound.UNREACHABLE
+        if report is not None:
+            report(results, None)
         return results
     headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json", "Accept": "application/json"}
     if settings.api_key:
@@ -249,18 +264,50 @@ async def grade_pairs(
                     retryable, retry_after = await _attempt(session, url, body, headers, settings.timeout_seconds, call)
                     if not retryable or attempt == settings.retries:
                         break
+                    if report is not None:
+                        report([], f"{call.error} (attempt {attempt + 1} of {settings.retries + 1}); trying again")
                     delay = backoff_delay(attempt + 1, waiting.random(), retry_after)
                     waiting.delays.append(delay)
                     await waiting.sleep(delay)
                 if call.error and retryable:
                     call.error = f"{call.error} after {call.requests} attempt{'s' if call.requests > 1 else ''}"
                 _settle(call, unit, results, scale)
+                if report is not None:
+                    report([results[index] for index in unit], None)
 
         await asyncio.gather(*(worker() for _ in range(min(settings.max_in_flight, len(units)) or 1)))
     return results
 
 
-def grade_pairs_sync(settings: JudgeSettings, prompt: str, pairs: Sequence[PairText], scale: tuple[int, int],
-                     waiting: Waiting | None = None) -> list[PairGrade]:
-    """grade_pairs for a Celery task or a command (not for a thread whose event loop runs)."""
-    return asyncio.run(grade_pairs(settings, prompt, pairs, scale, waiting))
+def grade_pairs_sync(
+    settings: JudgeSettings, prompt: str, pairs: Sequence[PairText], scale: tuple[int, int],
+    waiting: Waiting | None = None, progress: Callable[[list[PairGrade], str | None], None] | None = None,
+    every: float = 1.0,
+) -> list[PairGrade]:
+    """grade_pairs for a Celery task or a command (not for a thread whose event loop runs).
+
+    `progress(settled, retrying)` is called in this thread every `every` seconds when
+    anything happened, and at the end: the pairs settled since its last call, and the latest
+    failed attempt to be tried again (or None). The event loop waits while it runs (it
+    writes, on the caller's own database connection), and a request's timeout counts only
+    the loop's time."""
+    if progress is None:
+        return asyncio.run(grade_pairs(settings, prompt, pairs, scale, waiting))
+    settled: list[PairGrade] = []
+    notes: list[str] = []
+
+    def report(grades: list[PairGrade], note: str | None) -> None:
+        settled.extend(grades)
+        if note is not None:
+            notes.append(note)
+
+    with asyncio.Runner() as runner:
+        task = runner.get_loop().create_task(grade_pairs(settings, prompt, pairs, scale, waiting, report))
+        while not task.done():
+            runner.run(asyncio.wait({task}, timeout=every))
+            if settled or notes:
+                batch, note = list(settled), (notes[-1] if notes else None)
+                settled.clear()
+                notes.clear()
+                progress(batch, note)
+        return task.result()

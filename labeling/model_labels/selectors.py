@@ -29,11 +29,12 @@ import numpy as np
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
+from evaluation import scoring_inputs
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
 from evaluation.selectors import (
-    later_night, run_not_archived, slice_label, version_labels, version_query_ids, version_scoring_inputs,
+    later_night, run_not_archived, slice_label, version_labels, version_query_ids,
 )
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
@@ -318,7 +319,7 @@ def calibration_report(golden_set: GoldenSet, source: ModelSource) -> Calibratio
     values = sorted(set(golden_set.grade_values()) | {h for h, _ in both.values()})
     report.overall = _agreement("all queries", list(both.values()), values, threshold)
     # What scoring reads of the version, shared with the process's evaluations (cached).
-    human_qrels, slices = version_scoring_inputs(version)
+    human_qrels, slices = scoring_inputs.get_or_build(version)
     for name, query_ids in slices.query.items():
         pairs = [grades for (query_id, _), grades in both.items() if query_id in query_ids]
         report.slices.append(_agreement(slice_label(name), pairs, values, threshold, MIN_SLICE_PAIRS))

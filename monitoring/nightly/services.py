@@ -11,10 +11,12 @@ Exactly one run per night, whatever the broker and the workers do:
   and stores the run in the transaction that marks the night done, with the night's row
   locked: a copy that ran beside it (the sweeper re-sent a night whose worker stopped
   answering) finds the run there and stores nothing.
-- A worker killed half way leaves the night "running"; the sweeper (monitoring.tasks)
-  sends it again once that worker stops answering a ping, and the night starts over: the
-  endpoint's answers were never written half. A transient database error hands the night
-  back to pending before the task's retry claims it again.
+- Its life as a background job (claim, transient errors, the sweeper) is
+  lib.background_jobs's (NIGHTS). A worker killed half way leaves the night "running"; the
+  sweeper (the tick, monitoring.tasks) sends it again once the worker start that held it no
+  longer answers (a worker restarted under the same name included), and the night starts
+  over: the endpoint's answers were never written half. A transient database error hands
+  the night back to pending before the task's retry claims it again.
 
 Depth: k_first of the version for a first-stage endpoint, k_final for a reranked one
 (what the prompt sees). The run is measured at the slot (the night it stands for), so the
@@ -27,13 +29,13 @@ import time
 from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
 import uvloop
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -43,6 +45,7 @@ from evaluation.models import Run
 from evaluation.selectors import evaluation_settings
 from evaluation.services import run_from_entries
 from goldenset.models import Version, VersionQuery
+from lib.background_jobs import NO_HOLDER, Holder, JobKind, job_run
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.ids import natural_key
 from lib.runs import RunEntriesBuilder
@@ -58,6 +61,15 @@ logger = logging.getLogger(__name__)
 # (polled every 3 s), rarely enough that the writer thread seldom takes the interpreter
 # from the event loop (each hand-over of the GIL can stall the loop for milliseconds).
 PROGRESS_SECONDS = 1.0
+NIGHTS = JobKind(
+    NightlyRun,
+    # A pending night whose task was sent this long ago and never started was lost with a broker.
+    send_again_after=timedelta(minutes=10),
+    # A night running this long is stuck (its worker answers but never finishes): sent again.
+    give_up_after=timedelta(hours=6), stuck_sent_again=True, stopped="",
+    waiting=NightlyRun.Status.PENDING,
+    claimed=lambda: {"attempts": F("attempts") + 1, "queries_done": 0, "failed_count": 0, "error": ""},
+)
 
 
 def nightly_run_request(*, endpoint: Endpoint, slot: datetime, trigger: str = NightlyRun.Trigger.SCHEDULE) -> NightlyRun | None:
@@ -173,45 +185,27 @@ def _fetch(night_id: int, spec, questions, k: int, answers_source: str, options:
     return answers, report
 
 
-def _claim(night_id: int, worker: str) -> bool:
-    """Take a pending night for this worker, in one conditional UPDATE: of two workers
-    handed the same message, one gets it."""
-    claimed = NightlyRun.objects.filter(pk=night_id, status=NightlyRun.Status.PENDING).update(
-        status=NightlyRun.Status.RUNNING, worker=worker, started_at=timezone.now(), attempts=F("attempts") + 1,
-        queries_done=0, failed_count=0, error="",
-    )
-    return bool(claimed)
-
-
 def _fail(night_id: int, error: str) -> None:
     NightlyRun.objects.filter(pk=night_id).update(status=NightlyRun.Status.FAILED, error=error[:5000], finished_at=timezone.now())
 
 
-def _release(night_id: int, worker: str) -> None:
-    """Hand a night this worker holds back to pending, for its task's retry to claim again.
-    When the database will not take even that, the tick's sweep brings it back (a running
-    night whose worker stops answering, or one running past NIGHT_STUCK_AFTER)."""
-    try:
-        NightlyRun.objects.filter(pk=night_id, status=NightlyRun.Status.RUNNING, worker=worker, run=None).update(
-            status=NightlyRun.Status.PENDING, worker="", enqueued_at=timezone.now(),
-        )
-    except DatabaseError:
-        logger.warning("night %s: not handed back after a database error; the tick's sweep will send it again", night_id)
-
-
-def nightly_run_execute(*, night_id: int, worker: str = "") -> NightlyRun:
+def nightly_run_execute(*, night_id: int, holder: Holder = NO_HOLDER) -> NightlyRun:
     """Query the endpoint for the night `night_id` and store its run (see the module
-    docstring). Returns the night as it stands: done with its run, failed with why, or
-    as another worker holds it. A transient database error (the connection lost while
-    storing, say) hands the night back to pending and is raised, so the task's retry starts it over
+    docstring), claimed for `holder` (the worker start running it, lib.background_jobs).
+    Returns the night as it stands: done with its run, failed with why, or as another
+    worker holds it. A transient database error (the connection lost while storing, say)
+    hands the night back to pending and is raised, so the task's retry starts it over
     instead of finding it held by itself."""
-    if not _claim(night_id, worker):
-        return NightlyRun.objects.get(pk=night_id)
-    try:
-        return _execute(night_id)
-    except (OperationalError, InterfaceError):  # what the task retries (monitoring.tasks.TRANSIENT)
-        _release(night_id, worker)
-        raise
+    job_run(
+        NIGHTS, night_id, holder=holder, load=lambda pk: pk, work=_work,
+        refused=lambda exc: {"error": exc.message[:5000]},
+        broke=lambda exc: {"error": f"the night stopped on an internal error ({type(exc).__name__}: {exc})"[:5000]},
+    )
+    return NightlyRun.objects.get(pk=night_id)
+
+
+def _work(night_id: int) -> None:
+    _execute(night_id)  # a night finishes itself, done or failed, with its figures
 
 
 def _execute(night_id: int) -> NightlyRun:
@@ -274,7 +268,7 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
                 golden_set=endpoint.golden_set, entries=answers.builder.entries(), problems=answers.problems,
                 source_name=endpoint.url,
                 system=endpoint.system, stage=endpoint.stage, name=run_name(endpoint, night), series=endpoint.series,
-                measured_at=night.slot, failures=failures, index_size=index_size,
+                measured_at=night.slot, failures=failures, index_size=index_size, version_asked=version,
             )
         except GoldsetError as exc:
             problems = "; ".join(exc.problems[:5])

@@ -19,9 +19,9 @@ from django.core.management import call_command
 
 from evaluation.completeness import judged_at_k, judged_at_k_by_slice, judged_at_ks_by_slice, leave_one_run_out, pooled_labels
 from evaluation.engine import QrelsArrays
-from evaluation import selectors as evaluation_selectors
+from evaluation import pooled_labels as pooled_store
 from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, RunPooledLabels, Score
-from evaluation.selectors import labels_pooled_by_others, version_labels, version_query_ids
+from evaluation.selectors import version_labels, version_query_ids
 from evaluation.services import evaluation_compute, run_import
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import GoldenSet
@@ -327,24 +327,24 @@ def test_the_runs_own_system_is_not_part_of_the_pool_it_is_left_out_of(synthetic
 def test_a_process_decodes_each_pooled_run_once_a_version(synthetic_set, django_assert_num_queries):
     golden_set, version, runs, qrels = synthetic_set
     labels = QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
-    evaluation_selectors._POOLED_CACHE.clear()
+    pooled_store.forget()
     RunPooledLabels.objects.all().delete()
     # The runs, what is stored (nothing), then for each of the two others: stored meanwhile?
     # its data, and what it pooled stored for the other processes.
     with django_assert_num_queries(2 + 2 * 3):
-        first, count = labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH)
+        first, count = pooled_store.get_or_build(version, labels, exclude_system="alpha", depth=DEPTH)
     assert RunPooledLabels.objects.filter(version=version, depth=DEPTH).count() == 2
     with django_assert_num_queries(1):  # this process keeps them
-        again, _ = labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH)
+        again, _ = pooled_store.get_or_build(version, labels, exclude_system="alpha", depth=DEPTH)
     assert count == 2 and again.tolist() == first.tolist()
     by_hand = {(q, doc) for system in ("beta", "gamma") for q, docs in runs[system].items() for doc in docs[:DEPTH] if (q, doc) in qrels}
     assert int(first.sum()) == len(by_hand)
-    evaluation_selectors._POOLED_CACHE.clear()  # another process: reads what was stored, decodes no run
+    pooled_store.forget()  # another process: reads what was stored, decodes no run
     with django_assert_num_queries(2):
-        stored, _ = labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH)
+        stored, _ = pooled_store.get_or_build(version, labels, exclude_system="alpha", depth=DEPTH)
     assert stored.tolist() == first.tolist()
     with django_assert_num_queries(2 + 2 * 3):  # another depth is another pool
-        labels_pooled_by_others(version, labels, exclude_system="alpha", depth=DEPTH - 1)
+        pooled_store.get_or_build(version, labels, exclude_system="alpha", depth=DEPTH - 1)
 
 
 def test_the_labels_a_run_pooled_are_those_of_its_top_pages():

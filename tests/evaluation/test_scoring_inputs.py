@@ -5,9 +5,9 @@ included, and a blob is taken only by the version it was stored for."""
 import numpy as np
 import pytest
 
-from evaluation import selectors
+from evaluation import scoring_inputs
 from evaluation.models import VersionScoringInputs
-from evaluation.selectors import evaluation_settings, version_labels, version_query_ids, version_scoring_inputs, version_slices
+from evaluation.selectors import evaluation_settings, version_labels, version_query_ids, version_slices
 from evaluation.settings_service import evaluation_settings_update
 from tests.factories import sliced_set
 
@@ -21,8 +21,8 @@ def version():
 
 
 def _cold(version):
-    selectors._SCORING_INPUTS.clear()
-    return version_scoring_inputs(version)
+    scoring_inputs.forget()
+    return scoring_inputs.get_or_build(version)
 
 
 def _same_slices(one, other):

@@ -257,3 +257,30 @@ def test_on_the_embedded_default_the_web_process_runs_the_schedules_itself(endpo
         thread.join(timeout=30)
     night = NightlyRun.objects.get(endpoint=endpoint)
     assert night.run.series == endpoint.series and night.trigger == NightlyRun.Trigger.SCHEDULE
+
+
+def test_a_night_is_scored_on_the_version_it_asked_and_on_every_later_one(endpoint, django_capture_on_commit_callbacks, monkeypatch):
+    """A version published while the night asks its endpoint: the night asked version 1's
+    queries, so it is scored on version 1, and on version 2 as every run is; the sweeper
+    finds nothing missing afterwards."""
+    from goldenset.models import Query
+    from goldenset.services import version_publish
+    from monitoring.nightly import services as nightly
+
+    asking = nightly._fetch
+
+    def publish_meanwhile(*args, **kwargs):
+        answered = asking(*args, **kwargs)
+        Query.objects.filter(golden_set=endpoint.golden_set, query_id="q10").update(retired_at=timezone.now())
+        version_publish(golden_set=endpoint.golden_set, note="while the night asked")
+        return answered
+
+    monkeypatch.setattr(nightly, "_fetch", publish_meanwhile)
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    assert night.status == NightlyRun.Status.DONE, night.error
+    assert night.version.number == 1
+    scored = Evaluation.objects.filter(run=night.run).values_list("version__number", "status")
+    assert sorted(scored) == [(1, "done"), (2, "done")]
+    from evaluation.services import evaluations_missing_create
+
+    assert evaluations_missing_create() == 0

@@ -2,7 +2,7 @@ import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from goldenset.management.progress import user_by_name
 from goldenset.models import GoldenSet, PublishJob
@@ -61,7 +61,13 @@ class Command(BaseCommand):
         """Poll the job until it is done or failed, printing each new step (stderr)."""
         shown = None
         while True:
-            job = PublishJob.objects.select_related("version").get(pk=job.pk)
+            try:
+                job = PublishJob.objects.select_related("version").get(pk=job.pk)
+            except OperationalError:
+                # A moment's refusal (SQLite's table lock while the in-process publish writes
+                # the version, a connection lost): the job goes on, so ask again.
+                time.sleep(POLL_SECONDS)
+                continue
             if not job.active:
                 return job
             progress = publish_job_progress(job)

@@ -16,7 +16,7 @@ from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from evaluation import selectors as evaluation_selectors
+from evaluation import scoring_inputs
 from evaluation.canaries import canary_add
 from evaluation.models import Canary, Completeness, EvaluationSettings, Score
 from evaluation.services import evaluation_compute
@@ -132,7 +132,7 @@ def test_the_suggestions_are_those_a_plain_reading_of_every_relevant_page_gives(
     from labeling.coverage.selectors import canary_suggestions
 
     version = golden_set.latest_version()
-    qrels, slices = evaluation_selectors.version_scoring_inputs(version)
+    qrels, slices = scoring_inputs.get_or_build(version)
     relevant = set(qrels.doc_keys[qrels.grades >= version.relevance_threshold].tolist())
     dated = {
         page_id: (published_at, doc_id)
@@ -345,7 +345,7 @@ def test_pooling_with_nothing_flagged_says_so(client, golden_set, owner):
 
 def _render_queries(client, slug: str) -> int:
     # The scoring inputs of a version are kept per process: start cold, the worst case.
-    evaluation_selectors._SCORING_INPUTS.clear()
+    scoring_inputs.forget()
     with CaptureQueriesContext(connection) as captured:
         assert client.get(url("coverage", slug)).status_code == 200
     return len(captured.captured_queries)
@@ -370,7 +370,7 @@ def test_the_page_costs_a_bounded_number_of_queries_whatever_the_size_of_the_set
     small = _render_queries(client, "small")
     large = _render_queries(client, "large")
     assert small == large
-    evaluation_selectors._SCORING_INPUTS.clear()
+    scoring_inputs.forget()
     with django_assert_max_num_queries(COVERAGE_QUERY_BOUND):
         response = client.get(url("coverage", "large"))
     report = response.context["report"]

@@ -232,3 +232,27 @@ def test_a_worker_builds_the_pool_a_page_asked_for(workers, client, owner):
     wait_until(done.exists, "the pool job", workers)
     assert Pool.objects.get().pair_count == 4
     assert "pool_job_task[" in worker.log()
+
+
+def test_the_sweeper_sends_again_at_once_a_job_held_by_a_worker_start_that_no_longer_answers(golden_set, run, monkeypatch):
+    """A worker restarted under its own name answers for its node, but with a new start: what
+    the killed start held is sent again at the next pass, what the live one holds is left."""
+    from types import SimpleNamespace
+
+    sent = []
+    monkeypatch.setattr("labeling.tasks.pool_job_task.delay", sent.append)
+    now = timezone.now()
+    arguments = build(golden_set, run)
+    held = {"status": "running", "started_at": now, "enqueued_at": now, "worker": "w1@host"}
+    dead = PoolJob.objects.create(golden_set=golden_set, kind="build", arguments=arguments, worker_start="killed", **held)
+    alive = PoolJob.objects.create(golden_set=golden_set, kind="build", arguments=arguments, worker_start="restarted", **held)
+    answers = [{"w1@host": {"instance": "restarted"}}]
+    sweeper = SimpleNamespace(
+        request=SimpleNamespace(is_eager=False, hostname="w1@host"),
+        app=SimpleNamespace(control=SimpleNamespace(broadcast=lambda *args, **kwargs: answers)),
+    )
+    assert pool_jobs_sweep(now=now, job_task=pool_job_task, sweeper=sweeper) == (1, 0)
+    assert sent == [dead.pk]
+    dead.refresh_from_db()
+    assert (dead.status, dead.worker, dead.worker_start) == ("queued", "", "")
+    assert PoolJob.objects.get(pk=alive.pk).status == "running"

@@ -135,3 +135,39 @@ def batch_answer(prompt: str, grades: dict[int, str] | None = None) -> str:
     return "\n".join(
         grades.get(i, f"[{i}] ##final score: {doc % 4}") for i, doc in enumerate(batch_docs(prompt), start=1)
     )
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers a byte: an
+    endpoint that hangs. The connections are held open until `stop`."""
+
+    def __init__(self):
+        import socket
+
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(128)
+        self.port = self._socket.getsockname()[1]
+        self.accepted: list = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "SilentServer":
+        self._thread.start()
+        return self
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:  # closed by stop
+                return
+            self.accepted.append(connection)
+
+    def stop(self) -> None:
+        self._socket.close()
+        for connection in self.accepted:
+            connection.close()
