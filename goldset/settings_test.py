@@ -72,7 +72,7 @@ API_TOKEN_GUESS_RATE = "100000/minute"
 # The endpoint tests' engines are real servers on 127.0.0.1, where an operator would let
 # the worker send their secrets (lib.outbound.secret_host_problem); the binding's own tests
 # take the allowance away. Set in the environment, so that test workers inherit it too.
-for _variable in ("SEARCH_TOKEN", "SEARCH_API_KEY", "SEARCH_BASIC", "SEARCH_HOUSE_KEY", "SEARCH_SESSION"):
+for _variable in ("SEARCH_TOKEN", "SEARCH_API_KEY", "SEARCH_BASIC", "SEARCH_HOUSE_KEY", "SEARCH_SESSION", "JUDGE_TEST_KEY", "JUDGE_LOCAL"):
     os.environ.setdefault(f"{_variable}_HOSTS", "127.0.0.1,localhost")
 
 # The alert tests' webhook receivers are real servers on 127.0.0.1, allowed as a deployment

@@ -24,6 +24,7 @@ answers but runs past GIVE_UP_AFTER.
 import hashlib
 import logging
 import os
+from urllib.parse import urlsplit
 from datetime import timedelta
 from decimal import Decimal
 
@@ -51,6 +52,7 @@ from labeling.model_labels.local_judge import LocalJudge, config_problem
 from labeling.models import JudgeFailure, JudgeJob, Pool
 from labeling.pools.selectors import pool_pairs
 from lib import minilm
+from lib import outbound
 from lib.background_jobs import (
     NO_HOLDER,
     Holder,
@@ -233,6 +235,10 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
         api_key = os.environ.get(job.api_key_env)
         if not api_key:
             raise GoldsetError(f"the variable {job.api_key_env} is not set where the worker runs; nothing was sent")
+        # The key goes only where its operator said (JUDGE_..._HOSTS), not to any URL a manager types.
+        problem = outbound.secret_host_problem(job.api_key_env, urlsplit(job.base_url).hostname or "", os.environ)
+        if problem:
+            raise GoldsetError(f"{problem}; nothing was sent")
     prompt = ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text
     ungraded = _ungraded(job)
     grades = job.golden_set.grade_values()

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from lib import outbound
 from lib.llm_judging import (
+    token_count,
     MAX_BATCH,
     backoff_delay,
     batch_messages_for,
@@ -180,8 +181,8 @@ async def _attempt(session: aiohttp.ClientSession, url: str, body: bytes, header
         out.error, out.raw = "the answer is not a chat completion (no choices[0].message.content)", text[:RAW_KEPT_CHARS]
         return False, None
     usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
-    out.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-    out.completion_tokens += int(usage.get("completion_tokens") or 0)
+    out.prompt_tokens += token_count(usage.get("prompt_tokens"))
+    out.completion_tokens += token_count(usage.get("completion_tokens"))
     out.content, out.raw = content, content[:RAW_KEPT_CHARS].replace("\x00", "")
     return False, None
 

@@ -130,6 +130,38 @@ def test_a_malformed_answer_is_a_failure_kept_with_its_raw_text_never_a_guess(po
     assert not {doc for _, doc in labels(golden_set)} & {"d2", "d4", "d5"}
 
 
+def test_a_judge_key_goes_only_to_the_hosts_its_operator_named(pooled, server, monkeypatch):
+    """Hardening #31 item 7: a set manager could send a JUDGE_* key to any URL they typed."""
+    golden_set, pool = pooled
+    monkeypatch.setenv("JUDGE_TEST_KEY", "sk-very-secret")
+    monkeypatch.setenv("JUDGE_TEST_KEY_HOSTS", "api.example.org")
+    job = run_job(golden_set, pool, server, api_key_env="JUDGE_TEST_KEY", sample_size=2)
+    assert job.status == "failed" and "JUDGE_TEST_KEY_HOSTS (api.example.org), and 127.0.0.1 is not one of them" in job.error
+    assert server.seen == []
+
+
+def test_a_usage_that_is_not_a_count_is_counted_as_nothing_and_the_job_goes_on(pooled, server):
+    """Hardening #31 item 10: a usage that was not a number failed the whole job, and a
+    negative token count gave a negative cost."""
+    import json as json_module
+
+    golden_set, pool = pooled
+
+    def reply(seen, attempt):
+        usage = {"prompt_tokens": "lots", "completion_tokens": -5} if "text of d2" in seen.prompt else {"prompt_tokens": -100}
+        return Reply(body=json_module.dumps({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": f"##final score: {grade_of(seen.prompt)}"}}],
+            "usage": usage,
+        }))
+
+    server.reply = reply
+    job = run_job(golden_set, pool, server, price_in=Decimal("3"), price_out=Decimal("15"))
+    assert job.status == "done" and job.pairs_failed == 0 and job.pairs_done > 0
+    from labeling.model_labels.jobs import job_money
+
+    assert (job.prompt_tokens, job.completion_tokens) == (0, 0) and job_money(job) == 0
+
+
 def test_the_jobs_list_shows_a_jobs_first_failures_with_what_the_model_answered(client, owner, pooled, server):
     golden_set, pool = pooled
     server.reply = lambda seen, attempt: Reply(content="Hard to say." if "text of d4" in seen.prompt else "1")
