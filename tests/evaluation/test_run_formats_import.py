@@ -19,7 +19,7 @@ from goldenset.models import Membership
 from goldenset.services import membership_grant
 from lib.errors import GoldsetError
 from lib.runs import RankedRun
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

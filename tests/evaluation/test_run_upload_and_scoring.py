@@ -17,8 +17,8 @@ from evaluation.tasks import STALE_AFTER, evaluate_run_task, sweep_missing_evalu
 from goldenset.models import GoldenSet
 from goldenset.services import golden_set_import_beir, qrels_import, version_publish
 from lib.errors import GoldsetError
-from tests import factories
 from tests.evaluation.test_trec_eval_parity import ACCEPTANCE, CRANFIELD_RUNS, read_trec_eval_output
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

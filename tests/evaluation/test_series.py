@@ -12,7 +12,7 @@ from evaluation.services import evaluation_compute, evaluations_missing_create, 
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.services import judgment_record, version_publish
 from goldenset.models import Page, Query
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 QUERIES = [f"q{n}" for n in range(1, 11)]

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from goldenset.models import Page, PageChange
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from goldenset.services import PUBLISH_STEPS, judgment_record, query_retire, ver
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
 from lib.ids import natural_key
-from tests import factories
+from tests.support import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from goldenset.selectors import version_label_rows
 from goldenset.services import judgment_record, query_retire, qrels_import, version_publish
 from goldenset.signals import version_published
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

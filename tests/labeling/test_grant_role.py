@@ -5,7 +5,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from goldenset.models import Membership
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from lib.errors import GoldsetError
-from tests.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
 
 pytestmark = pytest.mark.django_db
 

@@ -31,7 +31,7 @@ from evaluation.tasks import alert_deliver_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from tests.evaluation.alerts.test_alerts import closed_port
-from tests.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from evaluation.services import evaluation_compute, run_import
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from lib.formats import JsonRecord
-from tests import factories
+from tests.support import factories
 
 SLUG = "lifecycle"
 QUERIES = [f"q{n}" for n in range(1, 301)]

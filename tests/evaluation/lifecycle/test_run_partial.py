@@ -69,7 +69,7 @@ def test_the_share_is_measured_against_the_latest_versions_queries_not_those_add
 
 
 def test_a_set_with_no_version_measures_against_its_live_queries(owner):
-    from tests import factories
+    from tests.support import factories
 
     tiny = factories.golden_set("unpublished", manager=owner)  # q1, q2, q3, nothing published
     run = factories.run(tiny, "one", {"q1": ["d1"]})

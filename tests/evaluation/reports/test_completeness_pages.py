@@ -15,7 +15,7 @@ from django.urls import reverse
 from evaluation.models import Completeness, Run
 from evaluation.services import evaluation_compute, run_import
 from goldenset.services import qrels_import, version_publish
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from evaluation.services import evaluation_compute, evaluations_schedule, run_im
 from goldenset.models import GoldenSet, Membership
 from goldenset.services import golden_set_import_beir, membership_grant, qrels_import, version_publish
 from lib.formats import JsonRecord
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -30,7 +30,7 @@ from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJob, Pool
 from labeling.pools.selectors import pool_progress, pool_queue
 from labeling.pools.services import pool_build, pool_task_judged
 from lib.formats import ModelLabelLine
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from labeling.pools import strategies as pooling
 from labeling.pools.selectors import pool_queue
 from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

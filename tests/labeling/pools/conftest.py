@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests import factories
+from tests.support import factories
 
 
 @pytest.fixture

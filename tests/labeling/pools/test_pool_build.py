@@ -22,7 +22,7 @@ from labeling.pools import strategies as pooling
 from labeling.pools.selectors import pool_pairs, pool_progress, pool_queue
 from labeling.pools.services import pool_build, pool_extend, pool_task_judged, runs_by_name
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import pytest
 
 from goldenset.models import Membership
 from goldenset.services import membership_grant
-from tests import factories
+from tests.support import factories
 
 
 @pytest.fixture
