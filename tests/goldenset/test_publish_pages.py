@@ -17,12 +17,7 @@ from goldenset.services import membership_grant
 from tests.browser import login
 from tests.support import factories
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set(owner):
-    return factories.golden_set("tiny", manager=owner)
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny", manager="owner")]
 
 
 @pytest.fixture
