@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from tests.browser import browser, browser_page  # noqa: F401 - shared browser fixtures
+from tests.support.fixtures import golden_set  # noqa: F401 - the shared golden set (its marker: pytest.ini)
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 

@@ -34,7 +34,7 @@ from monitoring.probes.services import probe_round_request
 from labeling.judging.services import queue_settings_of
 from labeling.pools.services import pool_build
 from lib.formats import ModelLabelLine
-from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
+from tests.support.factories import sliced_run as upload, sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@
 
 from rest_framework.test import APIClient
 
-from tests import factories
+from tests.support import factories
 
 SLUG = "tiny"
 # Ids as the field has them: '#', '/', ':' and non-ASCII letters must survive every format.

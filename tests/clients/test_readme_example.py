@@ -16,7 +16,7 @@ from api.services import api_token_create
 from evaluation.models import Run, Score
 from goldenset.services import version_publish
 from goldset_client import QrelsIntegrityError
-from tests import factories
+from tests.support import factories
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 MARK = "<!-- readme-eval-job:"

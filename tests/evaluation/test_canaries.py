@@ -13,15 +13,10 @@ from evaluation.models import Alert, Canary
 from goldenset.models import Page, Query
 from goldenset.services import query_retire, version_publish
 from lib.errors import GoldsetError
-from tests import factories
-from tests.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support import factories
+from tests.support.factories import alerting_run as upload, score as evaluate
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set(owner):
-    return make_set("canaries", manager=owner)
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("canaries", factory="alerting_set", manager="owner")]
 
 
 @pytest.fixture

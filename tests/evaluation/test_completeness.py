@@ -28,7 +28,7 @@ from goldenset.models import GoldenSet
 from goldenset.services import golden_set_import_beir, qrels_import, version_publish
 from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
-from tests import factories
+from tests.support import factories
 from tests.evaluation.test_trec_eval_parity import CRANFIELD_RUNS, load
 
 # --- Judged@k against ir_measures -------------------------------------------------------------

@@ -19,20 +19,14 @@ from goldenset.models import Membership
 from goldenset.services import membership_grant
 from lib.errors import GoldsetError
 from lib.runs import RankedRun
-from tests import factories
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("forms", manager="owner", qrels={("q1", "d1"): 2, ("q/2", "d3"): 1}, queries=factories.queries("q1", "q/2", "q3"))]
 
 RANKINGS = {"q1": {"d1": 3.0, "d2": 2.0, "out#1": 2.0}, "q/2": {"d3": 5.0, "d1": 1.0}}
 TREC = "".join(
     f"{q} Q0 {d} {rank} {score} sys\n" for q, ranking in RANKINGS.items() for rank, (d, score) in enumerate(ranking.items(), start=1)
 )
-
-
-@pytest.fixture
-def golden_set(owner):
-    qrels = {("q1", "d1"): 2, ("q/2", "d3"): 1}
-    return factories.golden_set("forms", manager=owner, qrels=qrels, queries=factories.queries("q1", "q/2", "q3"))
 
 
 def stored(run: Run) -> RankedRun:

@@ -17,21 +17,16 @@ from evaluation.tasks import STALE_AFTER, evaluate_run_task, sweep_missing_evalu
 from goldenset.models import GoldenSet
 from goldenset.services import golden_set_import_beir, qrels_import, version_publish
 from lib.errors import GoldsetError
-from tests import factories
 from tests.evaluation.test_trec_eval_parity import ACCEPTANCE, CRANFIELD_RUNS, read_trec_eval_output
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny", query_slice_fields=["lang"], queries=factories.queries("q1", "q2", "q3", lang="en"))]
 
 
 def upload(golden_set, text: str, **options):
     options.setdefault("system", "bm25")
     options.setdefault("stage", "first_stage")
     return run_import(golden_set=golden_set, lines=text.splitlines(keepends=True), source_name="run.txt", **options)
-
-
-@pytest.fixture
-def golden_set():
-    return factories.golden_set("tiny", query_slice_fields=["lang"], queries=factories.queries("q1", "q2", "q3", lang="en"))
 
 
 RUN = "q1 Q0 d1 1 3.0 sys\nq1 Q0 d2 2 2.0 sys\nq2 Q0 d4 1 5.0 sys\nq2 Q0 d3 2 1.0 sys\n"

@@ -9,7 +9,7 @@ from evaluation import scoring_inputs
 from evaluation.models import VersionScoringInputs
 from evaluation.selectors import evaluation_settings, version_labels, version_query_ids, version_slices
 from evaluation.settings_service import evaluation_settings_update
-from tests.factories import sliced_set
+from tests.support.factories import sliced_set
 
 pytestmark = pytest.mark.django_db
 

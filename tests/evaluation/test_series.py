@@ -12,23 +12,25 @@ from evaluation.services import evaluation_compute, evaluations_missing_create, 
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.services import judgment_record, version_publish
 from goldenset.models import Page, Query
-from tests import factories
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
 QUERIES = [f"q{n}" for n in range(1, 11)]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set(
+        "nightly", qrels={(f"q{n}", f"d{n}{side}"): 1 for n in range(1, 11) for side in "ab"},
+        pages=factories.pages(*[f"d{n}{side}" for n in range(1, 11) for side in "ab"], *[f"x{n}" for n in range(1, 21)]),
+        queries=factories.queries(*QUERIES, lang="en"), k_first=10, k_final=3, query_slice_fields=["lang"],
+    ),
+]
 NIGHT_ONE = datetime(2026, 11, 1, 2, tzinfo=UTC)
 
 
 @pytest.fixture
-def golden_set():
-    pages = factories.pages(*[f"d{n}{side}" for n in range(1, 11) for side in "ab"], *[f"x{n}" for n in range(1, 21)])
-    qrels = {(f"q{n}", f"d{n}{side}"): 1 for n in range(1, 11) for side in "ab"}
-    made = factories.golden_set(
-        "nightly", qrels=qrels, pages=pages, queries=factories.queries(*QUERIES, lang="en"), k_first=10, k_final=3,
-        query_slice_fields=["lang"],
-    )
-    version_publish(golden_set=made, note="v1")
-    return made
+def golden_set(golden_set):
+    """The marker's set, published as v1."""
+    version_publish(golden_set=golden_set, note="v1")
+    return golden_set
 
 
 def rankings(found_both: int) -> list[tuple[str, list[tuple[str, float]]]]:

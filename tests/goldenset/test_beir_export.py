@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from goldenset.models import GoldenSet, Page
 from goldenset.selectors import version_label_rows
 from goldenset.services import version_publish
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.urls import reverse
 from goldenset.diffs import ADDED, QUERY_ADDED, QUERY_REMOVED, REGRADED, REMOVED, publish_preview, version_changes
 from goldenset.models import PublishJob, Query
 from goldenset.services import membership_grant, qrels_import, query_retire, version_publish
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from goldenset.models import GoldenSet
 from goldenset.selectors import version_label_rows
 from goldenset.services import qrels_import, version_publish
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from django.core.management.base import CommandError
 from goldenset.models import GoldenSet, Judgment, Page, Query
 from goldenset.services import qrels_import, version_publish
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from goldenset.services import judgment_record, version_publish
 from labeling.quality.selectors import agreement_report, disagreements
 from lib.errors import GoldsetError
 from lib.formats import ModelLabelLine
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -6,14 +6,8 @@ import pytest
 from django.db import connection
 
 from goldenset.models import Page, PageChange
-from tests import factories
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set():
-    return factories.golden_set(qrels={("q1", "d1"): 1, ("q2", "d2"): 0})
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set(qrels={("q1", "d1"): 1, ("q2", "d2"): 0})]
 
 
 def test_a_content_change_by_any_path_records_the_page(golden_set):

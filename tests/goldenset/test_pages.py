@@ -5,14 +5,14 @@ from django.urls import reverse
 
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
-from tests import factories
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny", manager="owner")]
 
 
 @pytest.fixture
-def golden_set(owner):
-    golden_set = factories.golden_set("tiny", manager=owner)
+def golden_set(golden_set):
+    """The tiny set, published, d1 regraded for q1, published again."""
     version_publish(golden_set=golden_set, note="first labels")
     qrels_import(golden_set_slug="tiny", lines=["q1 0 d1 3\n"], source_name="f")
     version_publish(golden_set=golden_set, note="regraded d1")

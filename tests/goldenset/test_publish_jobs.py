@@ -22,19 +22,17 @@ from goldenset.services import PUBLISH_STEPS, judgment_record, query_retire, ver
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
 from lib.ids import natural_key
-from tests import factories
+from tests.support import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set(owner):
-    return factories.golden_set(
-        "jobs", manager=owner, query_slice_fields=["lang"], page_slice_fields=["kind"],
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set(
+        "jobs", manager="owner", query_slice_fields=["lang"], page_slice_fields=["kind"],
         pages=factories.pages("d1", "d2", "d3", "d4", "d5", kind="doc"), queries=factories.queries("q1", "q2", "q3", lang="de"),
         qrels={("q1", "d1"): 2, ("q1", "d2"): 0, ("q2", "d3"): 1, ("q3", "d5"): 3},
-    )
+    ),
+]
 
 
 def requested(golden_set, user=None, note="") -> PublishJob:

@@ -14,15 +14,10 @@ from django.urls import reverse
 from goldenset.models import Membership, PublishJob
 from goldenset.publishing import PROGRESS_KEY, publish_job_run
 from goldenset.services import membership_grant
-from tests import factories
 from tests.browser import login
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set(owner):
-    return factories.golden_set("tiny", manager=owner)
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny", manager="owner")]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from goldenset.resolution import resolve_columns
 from goldenset.version_rows import resolved_label_columns
 from lib.hashing import version_hash
 from lib.ids import natural_key
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

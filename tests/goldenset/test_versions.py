@@ -11,16 +11,15 @@ from goldenset.selectors import version_label_rows
 from goldenset.services import judgment_record, query_retire, qrels_import, version_publish
 from goldenset.signals import version_published
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set(owner):
-    return factories.golden_set("tiny", manager=owner, query_slice_fields=["lang"], page_slice_fields=["lang"],
-                                pages=factories.pages("d1", "d2", "d3", "d4", "d5", lang="en"),
-                                queries=factories.queries("q1", "q2", "q3", lang="de"))
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set(
+        "tiny", manager="owner", query_slice_fields=["lang"], page_slice_fields=["lang"],
+        pages=factories.pages("d1", "d2", "d3", "d4", "d5", lang="en"), queries=factories.queries("q1", "q2", "q3", lang="de"),
+    ),
+]
 
 
 def test_publishing_snapshots_labels_and_slice_metadata_as_version_one(golden_set, owner):

@@ -19,7 +19,7 @@ from goldenset.tasks import publish_job_task
 from labeling.models import JudgeFailure, JudgeJob, QueueSettings
 from labeling.pools.services import pool_build
 from lib.formats import ModelLabelLine
-from tests import factories
+from tests.support import factories
 
 PAGE_LIMIT = 400  # a runaway crawl (a link that makes new links) fails instead of running on
 

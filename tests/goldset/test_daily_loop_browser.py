@@ -18,8 +18,8 @@ from goldenset.models import Judgment, Membership, Version
 from goldenset.services import membership_grant, version_publish
 from labeling.models import JudgingTask, QueueSettings
 from lib.formats import JsonRecord
-from tests import factories
 from tests.browser import login
+from tests.support import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from evaluation.models import Evaluation
 from goldenset.models import Page, Query
 from goldenset.services import judgment_record, version_publish
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from evaluation.services import run_import
 from goldenset.selectors import version_label_rows
 from goldenset.services import version_publish
 from lib.ids import id_problem, natural_key, natural_order
-from tests import factories
+from tests.support import factories
 from tests.api import SLUG, assert_error, client_for
 
 URL = f"/api/v1/golden-sets/{SLUG}/judgments/"

@@ -23,7 +23,7 @@ from goldenset.models import PublishJob
 from goldenset.publishing import publish_job_run
 from lib.formats import csv_cell_value
 from lib.ids import id_problem
-from tests import factories
+from tests.support import factories
 from tests.api import client_for
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import reverse
 
 from goldenset.models import Judgment
-from tests import factories
 from tests.browser import login
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
+from tests.support import factories
 
 VIOLATIONS = """
 window.cspViolations = [];

@@ -13,7 +13,7 @@ from goldenset.selectors import version_label_rows
 from goldenset.services import version_publish
 from lib.errors import ProblemCollector
 from lib.formats import csv_cell, csv_cell_value, qrels_to_text, read_csv_qrels
-from tests import factories
+from tests.support import factories
 
 HOSTILE = ["=cmd|'/Ccalc'!A0", '=HYPERLINK("http://evil.example","click")', "@SUM(1+1)", "+1", "-2", "'=already", "'plain"]
 

@@ -11,8 +11,8 @@ from celery.signals import task_prerun
 
 from evaluation.models import Evaluation
 from goldset.celery import tasks_inline, tasks_off_request_thread
-from tests import factories
 from tests.api import client_for
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task thread reads what the request committed
 

@@ -25,8 +25,8 @@ from monitoring.endpoints.services import endpoint_add
 from monitoring.endpoints.spec import spec_from_preset, spec_problems
 from monitoring.models import Endpoint, NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
-from tests import factories
 from tests.monitoring.endpoints import engines as engine_server
+from tests.support import factories
 
 NOT_LOOPBACK = ("10.0.0.0/8",)
 

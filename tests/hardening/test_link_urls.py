@@ -10,7 +10,7 @@ from goldenset.models import Membership, Page, Query
 from goldenset.services import judgment_record, membership_grant
 from lib.formats import JsonRecord
 from lib.sanitize import link_url
-from tests import factories
+from tests.support import factories
 
 HOSTILE = ["javascript:alert(document.domain)", "JaVaScRiPt:alert(1)", "java\tscript:alert(1)", " javascript:alert(1)",
            "\x01javascript:alert(1)", "data:text/html,<script>alert(1)</script>", "vbscript:msgbox(1)", "https:evil"]

@@ -20,8 +20,8 @@ from django.urls import reverse
 from goldenset.models import Page, Query
 from goldenset.selectors import VersionIntegrityError, version_check_intact, version_label_rows, version_recomputed_hash
 from goldenset.services import version_publish
-from tests import factories
 from tests.api import assert_error, client_for
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

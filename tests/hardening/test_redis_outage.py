@@ -25,7 +25,7 @@ from evaluation.models import Evaluation, Run
 from goldenset.models import Judgment, PublishJob, Version
 from goldset import cache as failover
 from labeling.models import JudgingTask
-from tests import factories
+from tests.support import factories
 from tests.evaluation.test_worker import wait_until
 from tests.support.forwarder import Forwarder
 from tests.labeling.judging.judging_data import annotator_of, pooled_set

@@ -15,9 +15,10 @@ from evaluation.settings_service import evaluation_settings_update
 from evaluation.tasks import alert_deliver_task
 from lib.errors import GoldsetError
 from lib.outbound import UNREACHABLE
-from tests.evaluation.alerts.test_alerts import closed_port, golden_set, slice_alert, v1, webhook  # noqa: F401
+from tests.evaluation.alerts.test_alerts import closed_port, slice_alert, v1, webhook  # noqa: F401
+from tests.support.fixtures import golden_set  # noqa: F401 - the shared one, not the API tests' set of tests/hardening/conftest.py
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set(factory="alerting_set")]  # the alerting set of test_alerts
 
 
 @override_settings(ALERT_WEBHOOK_ALLOWED_NETWORKS=[])

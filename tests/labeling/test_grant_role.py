@@ -5,14 +5,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from goldenset.models import Membership
-from tests import factories
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set():
-    return factories.golden_set("tiny")
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny")]
 
 
 def grant(*args) -> str:

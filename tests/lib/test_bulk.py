@@ -11,7 +11,7 @@ from django.db import connection
 
 from goldenset.models import Corpus, Judgment, Page, Query
 from lib.bulk import copy_columns, model_arrays_insert, model_rows_insert, select_binary, select_int_columns
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -10,14 +10,14 @@ import pytest
 from evaluation.models import Run
 from goldenset.services import version_publish
 from monitoring.endpoints.services import endpoint_add
-from tests import factories
 from tests.monitoring.endpoints import engines as engine_server
+from tests.support import factories
 
 QUERY_IDS = [f"q{n}" for n in range(1, 11)]
 
 
 def text_of(query_id: str) -> str:
-    return f"question {query_id}"  # tests.factories.queries' text
+    return f"question {query_id}"  # tests.support.factories.queries' text
 
 
 @pytest.fixture

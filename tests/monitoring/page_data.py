@@ -25,7 +25,7 @@ from goldenset.services import membership_grant, version_publish
 from lib.formats import JsonRecord
 from monitoring.endpoints.services import endpoint_add
 from monitoring.models import Endpoint
-from tests import factories
+from tests.support import factories
 
 QUERY_IDS = [f"q{n}" for n in range(1, 13)]
 NEW = {f"q{n}" for n in range(7, 13)}  # their relevant page is new

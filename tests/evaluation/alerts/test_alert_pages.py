@@ -13,16 +13,11 @@ from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from lib.errors import GoldsetError
-from tests.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support.factories import alerting_run as upload, score as evaluate
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("alerting", factory="alerting_set", manager="owner")]
 
 PAGES = ["alerts", "evaluation_settings"]
-
-
-@pytest.fixture
-def golden_set(owner):
-    return make_set("alerting", manager=owner)
 
 
 @pytest.fixture

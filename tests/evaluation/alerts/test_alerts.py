@@ -29,18 +29,12 @@ from evaluation.settings_service import evaluation_settings_update
 from evaluation.tasks import alert_deliver_task, evaluate_run_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
-from tests import factories
-from tests.factories import ALERTING_QUERIES as QUERIES, GERMAN, alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support.factories import ALERTING_QUERIES as QUERIES, GERMAN, alerting_run as upload, alerting_set as make_set, score as evaluate
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set(factory="alerting_set")]
 
 def kinds(alerts) -> list[tuple[str, str, str]]:
     return [(alert.kind, alert.metric, alert.slice) for alert in alerts]
-
-
-@pytest.fixture
-def golden_set():
-    return make_set()
 
 
 @pytest.fixture

@@ -31,9 +31,9 @@ from evaluation.tasks import alert_deliver_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from tests.evaluation.alerts.test_alerts import closed_port
-from tests.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("alerting", factory="alerting_set", manager="owner")]
 
 SECRET_PATTERN = re.compile(r"whsec_[A-Za-z0-9+/=]{40,}")
 
@@ -63,11 +63,6 @@ def receiver(monkeypatch):
     server.shutdown()
     server.server_close()
     thread.join(timeout=5)
-
-
-@pytest.fixture
-def golden_set(owner):
-    return make_set("alerting", manager=owner)
 
 
 @pytest.fixture

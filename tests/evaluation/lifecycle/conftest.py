@@ -11,7 +11,7 @@ from evaluation.services import evaluation_compute, run_import
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from lib.formats import JsonRecord
-from tests import factories
+from tests.support import factories
 
 SLUG = "lifecycle"
 QUERIES = [f"q{n}" for n in range(1, 301)]
@@ -41,20 +41,27 @@ def score(run: Run) -> None:
         alerts_check(evaluation=evaluation_compute(run=run, version=version))
 
 
-@pytest.fixture
-def golden_set(owner):
-    query_records = [
+# The lifecycle set: 300 queries, odd ones English and even ones German, qN's one relevant
+# page dN, and three unjudged pages x1-x3. Every module here puts it in its pytestmark; the
+# shared golden_set fixture (tests/support/fixtures.py) makes it and the one below adds to it.
+LIFECYCLE_SET = pytest.mark.golden_set(
+    SLUG, manager="owner",
+    queries=[
         JsonRecord(line=n, id=query_id, text=f"question {query_id}", metadata={"lang": "en" if n % 2 else "de"})
         for n, query_id in enumerate(QUERIES, 1)
-    ]
-    made = factories.golden_set(
-        SLUG, manager=owner, queries=query_records, pages=factories.pages(*(f"d{n}" for n in range(1, 301)), "x1", "x2", "x3"),
-        qrels={(query_id, f"d{n}"): 2 for n, query_id in enumerate(QUERIES, 1)},
-        k_first=3, k_final=1, query_slice_fields=["lang"], page_slice_fields=[],
-    )
-    version_publish(golden_set=made, note="first labels")
-    score(upload(made, "bm25"))
-    return made
+    ],
+    pages=factories.pages(*(f"d{n}" for n in range(1, 301)), "x1", "x2", "x3"),
+    qrels={(query_id, f"d{n}"): 2 for n, query_id in enumerate(QUERIES, 1)},
+    k_first=3, k_final=1, query_slice_fields=["lang"], page_slice_fields=[],
+)
+
+
+@pytest.fixture
+def golden_set(golden_set):
+    """The lifecycle set, published as v1, with a bm25 run scored on it."""
+    version_publish(golden_set=golden_set, note="first labels")
+    score(upload(golden_set, "bm25"))
+    return golden_set
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from tests.browser import login
-from tests.evaluation.lifecycle.conftest import ENGLISH, GERMAN, SLUG, run_lines
+from tests.evaluation.lifecycle.conftest import ENGLISH, GERMAN, LIFECYCLE_SET, SLUG, run_lines
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), LIFECYCLE_SET]
 
 
 def test_archiving_the_test_run_takes_its_coverage_flags_away(browser_page, live_server, golden_set):

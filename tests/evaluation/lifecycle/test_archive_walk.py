@@ -7,9 +7,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from evaluation.models import Run
-from tests.evaluation.lifecycle.conftest import ENGLISH, GERMAN, SLUG, run_lines, score
+from tests.evaluation.lifecycle.conftest import ENGLISH, GERMAN, LIFECYCLE_SET, SLUG, run_lines, score
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, LIFECYCLE_SET]
 
 
 def flagged(client) -> list[str]:

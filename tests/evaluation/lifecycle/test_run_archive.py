@@ -9,9 +9,9 @@ from evaluation.services import run_archive, run_unarchive
 from labeling.pools.services import pool_build
 from lib.errors import ConflictError, GoldsetError
 from tests.api import client_for
-from tests.evaluation.lifecycle.conftest import GERMAN, SLUG, score, upload
+from tests.evaluation.lifecycle.conftest import GERMAN, LIFECYCLE_SET, SLUG, score, upload
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, LIFECYCLE_SET]
 
 
 @pytest.fixture

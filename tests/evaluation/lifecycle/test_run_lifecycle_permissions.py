@@ -8,9 +8,9 @@ from django.urls import reverse
 from evaluation.models import Run
 from evaluation.services import run_archive, run_mark_complete
 from tests.api import client_for
-from tests.evaluation.lifecycle.conftest import QUERIES, SLUG, upload
+from tests.evaluation.lifecycle.conftest import LIFECYCLE_SET, QUERIES, SLUG, upload
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, LIFECYCLE_SET]
 
 ACTIONS = ["archive", "unarchive", "mark-complete", "mark-partial"]
 

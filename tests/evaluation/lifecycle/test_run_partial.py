@@ -16,9 +16,9 @@ from evaluation.services import run_mark_complete, run_mark_partial
 from evaluation.settings_service import evaluation_settings_update
 from lib.errors import ConflictError, GoldsetError
 from tests.api import client_for
-from tests.evaluation.lifecycle.conftest import QUERIES, SLUG, run_lines, score, upload
+from tests.evaluation.lifecycle.conftest import LIFECYCLE_SET, QUERIES, SLUG, run_lines, score, upload
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, LIFECYCLE_SET]
 
 NOTE = "answers 8 of 300 queries (2.7%): marked partial: left out of coverage flags and alerts until a manager marks it complete"
 
@@ -69,7 +69,7 @@ def test_the_share_is_measured_against_the_latest_versions_queries_not_those_add
 
 
 def test_a_set_with_no_version_measures_against_its_live_queries(owner):
-    from tests import factories
+    from tests.support import factories
 
     tiny = factories.golden_set("unpublished", manager=owner)  # q1, q2, q3, nothing published
     run = factories.run(tiny, "one", {"q1": ["d1"]})

@@ -15,9 +15,7 @@ from django.urls import reverse
 from evaluation.models import Completeness, Run
 from evaluation.services import evaluation_compute, run_import
 from goldenset.services import qrels_import, version_publish
-from tests import factories
-
-pytestmark = pytest.mark.django_db
+from tests.support import factories
 
 SLUG = "judging"
 QUERIES = ["q1", "q2", "q3", "q4"]
@@ -35,13 +33,17 @@ def lines(ranking):
     return [f"{q} Q0 {doc} {rank} {10 - rank} t\n" for q, docs in ranking.items() for rank, doc in enumerate(docs, start=1)]
 
 
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set(
+        SLUG, manager="owner", qrels=QRELS, pages=factories.pages(*(f"{prefix}{n}" for prefix in "rsztuw" for n in range(1, 5))),
+        queries=factories.queries(*QUERIES, lang="en"), k_first=4, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
+    ),
+]
+
+
 @pytest.fixture
-def golden_set(owner):
-    pages = factories.pages(*(f"{prefix}{n}" for prefix in "rsztuw" for n in range(1, 5)))
-    golden_set = factories.golden_set(
-        SLUG, manager=owner, qrels=QRELS, pages=pages, queries=factories.queries(*QUERIES, lang="en"),
-        k_first=4, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
-    )
+def golden_set(golden_set):
     run_import(golden_set=golden_set, lines=lines(JUDGED), source_name="j.run", system="judged", stage="first_stage", name="judged")
     run_import(golden_set=golden_set, lines=lines(THIN), source_name="t.run", system="thin", stage="first_stage", name="thin run")
     version = version_publish(golden_set=golden_set)

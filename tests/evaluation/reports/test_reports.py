@@ -12,7 +12,7 @@ from evaluation.reports.results import scoring_progress
 from evaluation.reports.targets import funnel_diagnosis
 from evaluation.services import evaluation_compute, evaluations_schedule, recall_curve_cutoffs, run_import
 from goldenset.services import version_publish
-from tests import factories
+from tests.support import factories
 
 # --- the decision table --------------------------------------------------------------------
 

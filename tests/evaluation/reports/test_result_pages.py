@@ -16,9 +16,7 @@ from evaluation.services import evaluation_compute, evaluations_schedule, run_im
 from goldenset.models import GoldenSet, Membership
 from goldenset.services import golden_set_import_beir, membership_grant, qrels_import, version_publish
 from lib.formats import JsonRecord
-from tests import factories
-
-pytestmark = pytest.mark.django_db
+from tests.support import factories
 
 SLUG = "wiki"
 QUERY_IDS = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "doc/faq#8:de"]
@@ -28,6 +26,15 @@ for n, query_id in enumerate(QUERY_IDS, start=1):
     QRELS[(query_id, f"d{n}")] = 2
     QRELS[(query_id, f"f{n}")] = 1
     QRELS[(query_id, f"d{n + 10}")] = 0
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set(
+        SLUG, manager="owner", qrels=QRELS,
+        pages=factories.pages(*[f"d{i}" for i in range(1, 50)], kind="doc") + factories.pages(*[f"f{i}" for i in range(1, 9)], kind="faq"),
+        queries=factories.queries(*QUERY_IDS[:4], lang="en") + factories.queries(*QUERY_IDS[4:], lang="de"),
+        k_first=10, k_final=3, query_slice_fields=["lang"], page_slice_fields=["kind"],
+    ),
+]
 
 
 def run_lines(ranking: dict[str, list[str]]) -> list[str]:
@@ -46,17 +53,6 @@ RERANKED = {q: [f"d{n}"] + fillers(n, 2) + [f"f{n}"] for n, q in enumerate(QUERY
 WEAK = {q: fillers(n, 5) + [f"d{n}"] for n, q in enumerate(QUERY_IDS, start=1)}
 
 
-def make_set(manager) -> GoldenSet:
-    pages = factories.pages(*[f"d{i}" for i in range(1, 50)], kind="doc") + factories.pages(*[f"f{i}" for i in range(1, 9)], kind="faq")
-    queries = factories.queries(*QUERY_IDS[:4], lang="en") + factories.queries(*QUERY_IDS[4:], lang="de")
-    golden_set = factories.golden_set(
-        SLUG, manager=manager, qrels=QRELS, pages=pages, queries=queries, k_first=10, k_final=3,
-        query_slice_fields=["lang"], page_slice_fields=["kind"],
-    )
-    version_publish(golden_set=golden_set, note="first labels")
-    return golden_set
-
-
 def upload(golden_set, ranking, *, name, system, stage):
     return run_import(golden_set=golden_set, lines=run_lines(ranking), source_name=f"{name}.run", system=system, stage=stage, name=name)
 
@@ -68,8 +64,9 @@ def score_everything(golden_set) -> None:
 
 
 @pytest.fixture
-def golden_set(owner):
-    golden_set = make_set(owner)
+def golden_set(golden_set):
+    """The marker's set, published as v1, with three runs scored on it."""
+    version_publish(golden_set=golden_set, note="first labels")
     upload(golden_set, FIRST, name="hybrid first", system="hybrid", stage="first_stage")
     upload(golden_set, RERANKED, name="hybrid reranked", system="hybrid", stage="reranked")
     upload(golden_set, WEAK, name="bm25", system="bm25", stage="first_stage")

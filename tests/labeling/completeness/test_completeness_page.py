@@ -30,9 +30,7 @@ from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJob, Pool
 from labeling.pools.selectors import pool_progress, pool_queue
 from labeling.pools.services import pool_build, pool_task_judged
 from lib.formats import ModelLabelLine
-from tests import factories
-
-pytestmark = pytest.mark.django_db
+from tests.support import factories
 
 SLUG = "judging"
 QUERIES = ["q1", "q2", "q3", "q4"]
@@ -57,13 +55,16 @@ def judge(task, grade: int, annotator):
     return pool_task_judged(task=task, grade=grade)
 
 
+# The judging set, also of test_pool_summaries (which takes this module's golden_set fixture).
+JUDGING_SET = pytest.mark.golden_set(
+    SLUG, manager="owner", qrels=QRELS, pages=factories.pages(*(f"{prefix}{n}" for prefix in "rsztuwv" for n in range(1, 5))),
+    queries=factories.queries(*QUERIES, lang="en"), k_first=4, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
+)
+pytestmark = [pytest.mark.django_db, JUDGING_SET]
+
+
 @pytest.fixture
-def golden_set(owner):
-    pages = factories.pages(*(f"{prefix}{n}" for prefix in "rsztuwv" for n in range(1, 5)))
-    golden_set = factories.golden_set(
-        SLUG, manager=owner, qrels=QRELS, pages=pages, queries=factories.queries(*QUERIES, lang="en"),
-        k_first=4, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
-    )
+def golden_set(golden_set):
     run_import(golden_set=golden_set, lines=lines(JUDGED), source_name="j.run", system="judged", stage="first_stage", name="judged")
     run_import(golden_set=golden_set, lines=lines(THIN), source_name="t.run", system="thin", stage="reranked", name="thin run")
     version = version_publish(golden_set=golden_set)

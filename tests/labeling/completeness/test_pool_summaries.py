@@ -15,9 +15,9 @@ from labeling.completeness.selectors import POOL_SUMMARY_MAX_AGE, pools_found_cu
 from labeling.completeness.summaries import pool_summary_refresh
 from labeling.models import JudgingTask, PoolJudgingSummary
 from labeling.pools.selectors import pool_queue
-from tests.labeling.completeness.test_completeness_page import cell, golden_set, judge, page, pool  # noqa: F401  (fixtures)
+from tests.labeling.completeness.test_completeness_page import JUDGING_SET, cell, golden_set, judge, page, pool  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, JUDGING_SET]
 
 
 @pytest.fixture(autouse=True)

@@ -19,17 +19,13 @@ from labeling.pools import strategies as pooling
 from labeling.pools.selectors import pool_queue
 from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def golden_set():
-    """Three queries over twelve pages; q1-d1 is labelled relevant, q1-d4 not relevant."""
-    return factories.golden_set(
-        "tiny", pages=factories.pages(*(f"d{n}" for n in range(1, 13))), qrels={("q1", "d1"): 2, ("q1", "d4"): 0},
-    )
+# Three queries over twelve pages; q1-d1 is labelled relevant, q1-d4 not relevant.
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set("tiny", pages=factories.pages(*(f"d{n}" for n in range(1, 13))), qrels={("q1", "d1"): 2, ("q1", "d4"): 0}),
+]
 
 
 @pytest.fixture

@@ -29,8 +29,8 @@ from labeling.coverage.selectors import coverage_report
 from labeling.models import JudgingTask, Pool, PoolJob
 from labeling.pools.selectors import pool_pairs
 from labeling.pools.services import pool_build
-from tests import factories
-from tests.factories import sliced_run as upload, sliced_set as make_sliced_set
+from tests.support import factories
+from tests.support.factories import sliced_run as upload, sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 

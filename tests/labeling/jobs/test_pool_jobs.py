@@ -16,7 +16,7 @@ from labeling.jobs.services import GIVE_UP_AFTER, SEND_AGAIN_AFTER, pool_job_run
 from labeling.models import CompletenessSample, Pool, PoolJob
 from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
 
 pytestmark = pytest.mark.django_db

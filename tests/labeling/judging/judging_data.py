@@ -14,7 +14,7 @@ from labeling.judging.services import task_next, task_submit
 from labeling.models import JudgingTask, Pool, QueueSettings
 from labeling.pools.services import pool_build
 from lib.formats import ModelLabelLine
-from tests import factories
+from tests.support import factories
 
 
 def pooled_set(

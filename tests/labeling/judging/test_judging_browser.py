@@ -8,9 +8,9 @@ import pytest
 
 from goldenset.models import Judgment
 from lib.formats import JsonRecord
-from tests import factories
 from tests.browser import login
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
+from tests.support import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

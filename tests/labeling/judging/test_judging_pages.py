@@ -12,7 +12,7 @@ from goldenset.models import Judgment
 from labeling.models import JudgingTask
 from labeling.judging.views import highlight, query_terms
 from lib.formats import JsonRecord
-from tests import factories
+from tests.support import factories
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from labeling.pools import services as pool_services
 from labeling.pools.selectors import pool_queue
 from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
-from tests import factories
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -84,7 +84,7 @@ def test_queue_settings_are_made_on_first_use(make_user):
 
 
 def test_a_set_without_a_pool_has_nothing_to_judge(make_user):
-    from tests import factories
+    from tests.support import factories
 
     golden_set = factories.golden_set("bare")
     user = annotator_of(golden_set, make_user, "dan")

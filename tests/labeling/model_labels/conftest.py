@@ -10,7 +10,7 @@ from labeling.completeness.services import completeness_sample_draw
 from labeling.models import JudgingTask
 from labeling.pools.services import pool_build
 from lib.formats import ModelLabelLine
-from tests import factories
+from tests.support import factories
 
 # The version's labels: q1, q2 English, q3, q4 German.
 HUMAN = {("q1", "d1"): 3, ("q1", "d2"): 0, ("q2", "d3"): 2, ("q2", "d4"): 1, ("q3", "d1"): 0, ("q3", "d5"): 2, ("q4", "d6"): 1}

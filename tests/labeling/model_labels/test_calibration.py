@@ -15,8 +15,8 @@ from goldenset.services import membership_grant
 from labeling.model_labels import selectors
 from labeling.model_labels.selectors import calibration_report
 from lib.formats import ModelLabelLine
-from tests import factories
 from tests.labeling.model_labels.conftest import HUMAN, MODEL
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -26,8 +26,8 @@ from labeling.models import JudgeFailure, JudgeJob
 from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
 from lib.llm_judging import DEFAULT_PROMPT
-from tests import factories
 from tests.labeling.model_labels.chat_server import ChatServer, Reply, grade_of
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

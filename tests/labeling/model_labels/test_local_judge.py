@@ -24,7 +24,7 @@ from labeling.pools.services import pool_build
 from lib import minilm
 from lib.errors import GoldsetError
 from lib.formats import JsonRecord
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 needs_model = pytest.mark.skipif(bool(minilm.install_problem()), reason=str(minilm.install_problem()))

@@ -19,8 +19,8 @@ from labeling.model_labels.estimates import sample_own_pairs, sample_population,
 from labeling.model_labels.selectors import calibration_report
 from lib.formats import ModelLabelLine
 from lib.ppi import human_share, ppi_share
-from tests import factories
 from tests.labeling.model_labels.conftest import HUMAN, MODEL, MODEL_RELEVANT, POPULATION, TRULY_RELEVANT
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -2,15 +2,12 @@
 
 import pytest
 
-from tests import factories
+from tests.support import factories
 
-
-@pytest.fixture
-def golden_set():
-    """Three queries over eight pages; q1-d1 is labelled relevant, q2-d3 not relevant."""
-    return factories.golden_set(
-        "tiny", pages=factories.pages(*(f"d{n}" for n in range(1, 9))), qrels={("q1", "d1"): 2, ("q2", "d3"): 0},
-    )
+# Three queries over eight pages; q1-d1 is labelled relevant, q2-d3 not relevant. The modules
+# that build on it put it in their pytestmark; the golden_set fixture (tests/support/fixtures.py)
+# then makes it.
+SMALL_SET = pytest.mark.golden_set("tiny", pages=factories.pages(*(f"d{n}" for n in range(1, 9))), qrels={("q1", "d1"): 2, ("q2", "d3"): 0})
 
 
 @pytest.fixture

@@ -14,10 +14,11 @@ from labeling.pools.selectors import pool_queue
 from labeling.pools.services import pool_build, pool_extend, pool_task_judged
 from lib.errors import GoldsetError
 from lib.formats import ModelLabelLine
+from tests.labeling.pools.conftest import SMALL_SET
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, SMALL_SET]
 
-# golden_set, run_a and run_b: tests/labeling/pools/conftest.py.
+# golden_set: SMALL_SET made by the shared fixture; run_a and run_b: tests/labeling/pools/conftest.py.
 
 
 def import_labels(golden_set, model: str, prompt: str, labels: list[tuple[str, str, int, float | None]]) -> None:

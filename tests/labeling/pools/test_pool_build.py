@@ -22,11 +22,12 @@ from labeling.pools import strategies as pooling
 from labeling.pools.selectors import pool_pairs, pool_progress, pool_queue
 from labeling.pools.services import pool_build, pool_extend, pool_task_judged, runs_by_name
 from lib.errors import GoldsetError
-from tests import factories
+from tests.labeling.pools.conftest import SMALL_SET
+from tests.support import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, SMALL_SET]
 
-# golden_set, run_a and run_b: tests/labeling/pools/conftest.py.
+# golden_set: SMALL_SET made by the shared fixture; run_a and run_b: tests/labeling/pools/conftest.py.
 
 CRANFIELD_RUNS = ["stevinjs_custom_bm25", "stevinjs_english_bm25", "stevinjs_standard_bm25", "stevinjs_standard_classic"]
 

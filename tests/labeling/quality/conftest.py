@@ -4,7 +4,6 @@ import pytest
 
 from goldenset.models import Membership
 from goldenset.services import membership_grant
-from tests import factories
 
 
 @pytest.fixture
@@ -13,8 +12,9 @@ def people(make_user):
 
 
 @pytest.fixture
-def golden_set(people):
-    golden_set = factories.golden_set(manager=people["boss"])
+def golden_set(golden_set, people):
+    """The shared tiny set (tests/support/fixtures.py), boss its manager, the others its annotators and adjudicator."""
+    membership_grant(user=people["boss"], golden_set=golden_set, role=Membership.Role.MANAGER)
     for name in ("ann", "bob", "cid"):
         membership_grant(user=people[name], golden_set=golden_set, role=Membership.Role.ANNOTATOR)
     membership_grant(user=people["judge"], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)

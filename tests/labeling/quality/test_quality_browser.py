@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from goldenset.models import Judgment, Membership, Page, Query
 from goldenset.services import judgment_record, membership_grant
-from tests import factories
 from tests.browser import login
+from tests.support import factories
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,7 @@ from labeling.models import GoldAnswer, JudgingTask, QueueSettings
 from labeling.quality.selectors import agreement_report, annotator_quality
 from labeling.quality.services import gold_checks_add, pair_adjudicate
 from lib.errors import GoldsetError
-from tests import factories
+from tests.support import factories
 
 MOMENT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
