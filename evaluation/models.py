@@ -249,8 +249,8 @@ class RunQueryFailure(models.Model):
 class VersionScoringInputs(models.Model):
     """A version's labels and slices as arrays (evaluation.scoring_inputs),
     stored the first time they are built. A version never changes, and building them reads
-    every label and every labelled page's snapshot a row at a time (2.3 s at 100,000
-    queries, bench/growth.py); a worker or page that starts cold reads this one blob instead.
+    every label and every labelled page's snapshot a row at a time (bench/growth.py times
+    it at 100,000 queries); a worker or page that starts cold reads this one blob instead.
     The age slices are not in it: they depend on the set's settings, and are cut from the
     stored publication dates when read. `content_hash` and `version_created_at` repeat the
     version's, so that a blob left by a version whose id SQLite gave out again is not taken."""

@@ -202,8 +202,8 @@ def slice_label(name: str) -> str:
 def _as_text(field: str) -> Cast:
     """A JSON column as its text. The snapshot's metadata holds only slice values, so a
     version's tens of thousands of rows share a handful of distinct texts: decoding each
-    text once (_slice_names) instead of every row's document took the slices from 0.4 s to
-    0.1 s at 55,000 pages (bench/recompute.py)."""
+    text once (_slice_names) instead of every row's document is the larger part of cutting
+    the slices (bench/recompute.py)."""
     return Cast(field, output_field=TextField())
 
 

@@ -86,8 +86,8 @@ class PageChange(models.Model):
     Kept by a database trigger on goldenset_page (migration 0012), whatever the path of
     the change, so that stale labels (a judgment's page_hash against its page's hash now)
     are looked for among the judgments of changed pages only, rather than by comparing
-    every judgment of a set with its page: that comparison took 0.8 s at 600,000
-    judgments (bench/growth.py), and pages rarely change."""
+    every judgment of a set with its page, which grows with the set (bench/growth.py times
+    it), while pages rarely change."""
 
     page = models.OneToOneField(Page, on_delete=models.CASCADE, primary_key=True, related_name="+")
 
@@ -358,8 +358,8 @@ class VersionLabel(AppendOnlyModel):
 
 class PublishJob(models.Model):
     """A publish asked for from a page, the admin, the API or the command, run by a worker
-    (goldenset.publishing). Publishing a large set takes longer than a request may (35 s
-    at a million labels): the request checks what it can at once, records the job and
+    (goldenset.publishing). Publishing a large set takes longer than a request may
+    (bench/publish.py measures it at a million labels): the request checks what it can at once, records the job and
     comes back; the worker runs version_publish, all or nothing, and records the version
     or why there is none. While it runs, its steps are reported through the cache
     (goldenset.publishing.publish_job_progress), as its own row is written only on commit.

@@ -64,7 +64,7 @@ from lib.errors import ConflictError
 logger = logging.getLogger(__name__)
 
 SEND_AGAIN_AFTER = timedelta(minutes=10)
-# Far above the longest publish measured (35.7 s at a million labels, bench/export.py), so
+# Far above the longest publish measured (bench/publish.py, a million labels), so
 # a slow publish is not cut short, yet short enough that a dead worker does not keep a set
 # from publishing for long.
 GIVE_UP_AFTER = timedelta(hours=1)

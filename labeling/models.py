@@ -195,7 +195,7 @@ class JudgingTask(models.Model):
 
     # Tasks are written in bulk (a COPY of whole windows), so the references below carry
     # no per-row foreign key check, and only the partial indexes further down (per-row
-    # checks made writing 250,000 tasks five times slower: 18 s against 3.7 s). Instead:
+    # checks made writing a large pool's tasks several times slower, bench/pool_build.py). Instead:
     # - lookups go through the unique constraint (golden set, query, page), whose
     #   first columns they are, and the partial indexes by pool and by lease;
     # - triggers (migration 0002) check a whole statement's rows at once, and more than
@@ -384,7 +384,7 @@ class PoolJob(models.Model):
     run by a Celery worker (labeling.jobs).
 
     On a large set these take longer than a web request may (a pool of 20 runs over
-    10,000 queries about 7 s, ten times that at 100,000 queries): the page records the
+    100,000 queries, bench/pool_build.py): the page records the
     job, checks what can be checked at once, and comes back; the worker runs the service,
     all or nothing as from the command line, and records the summary it printed or why
     it refused. `arguments` are ids and numbers: the worker reads the rows again.
