@@ -22,6 +22,7 @@ from rest_framework.views import set_rollback
 
 from lib.errors import GoldsetError
 
+
 def error_body(code: str, message: str, *, problems: list[str] | None = None, field: str | None = None) -> dict:
     return {"error": {"code": code, "message": message, "problems": problems or [], "field": field}}
 
@@ -46,7 +47,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     if getattr(exc, "wait", None):
-        headers["Retry-After"] = "%d" % exc.wait
+        headers["Retry-After"] = str(int(exc.wait))
     if isinstance(exc, exceptions.ValidationError):
         faults = list(_flatten(exc.detail))
         problems = [f"{name}: {message}" if name else message for name, message in faults]

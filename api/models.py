@@ -29,9 +29,7 @@ class ApiToken(models.Model):
     scope = models.CharField(max_length=10, choices=Scope.choices)
     # A token restricted to one set sees no other; null reaches every set the owner may read.
     golden_set = models.ForeignKey(GoldenSet, null=True, blank=True, on_delete=models.CASCADE, related_name="api_tokens")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

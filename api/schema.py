@@ -42,7 +42,13 @@ EVERY_OPERATION = ("400", "401", "403", "404", "405", "406", "422", "429")
 # The run lifecycle actions answer 409 for a change already made (archived twice); run now
 # answers 409 while the endpoint's night is under way.
 CONFLICT_OPERATIONS = {
-    "versions_qrels", "versions_publish", "runs_upload", "runs_archive", "runs_unarchive", "runs_mark_complete", "runs_mark_partial",
+    "versions_qrels",
+    "versions_publish",
+    "runs_upload",
+    "runs_archive",
+    "runs_unarchive",
+    "runs_mark_complete",
+    "runs_mark_partial",
     "endpoint_runs_create",
 }
 

@@ -42,6 +42,7 @@ def api_golden_sets(user: AbstractBaseUser, token: ApiToken | None) -> QuerySet[
 
 # --- slices ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SliceFilter:
     """A slice named as scores name them, "query:FIELD=VALUE" or "page:FIELD=VALUE"."""
@@ -66,7 +67,7 @@ def slice_parse(text: str, version: Version) -> SliceFilter:
     kind, rest = "", text
     for prefix in ("query:", "page:"):
         if text.startswith(prefix):
-            kind, rest = prefix[:-1], text[len(prefix):]
+            kind, rest = prefix[:-1], text[len(prefix) :]
     field, equals, value = rest.partition("=")
     if not equals or not field:
         raise GoldsetError(f"slice {text!r} is not of the form FIELD=VALUE (e.g. lang=de)", field="slice")
@@ -86,6 +87,7 @@ def slice_parse(text: str, version: Version) -> SliceFilter:
 
 
 # --- a version's queries --------------------------------------------------------------
+
 
 def version_query_order(version: Version, query_slice: tuple[str, str] | None = None) -> list[int]:
     """Primary keys of the version's VersionQuery rows in natural query id order, only
@@ -112,9 +114,8 @@ def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQuer
     """The rows `pks` (from version_query_order) in that order, each with its label and
     relevant counts in `version`: two queries however many rows."""
     found = {
-        vq.pk: vq for vq in VersionQuery.objects.filter(pk__in=list(pks)).select_related("query").only(
-            "metadata", "query__query_id", "query__text"
-        )
+        vq.pk: vq
+        for vq in VersionQuery.objects.filter(pk__in=list(pks)).select_related("query").only("metadata", "query__query_id", "query__text")
     }
     counts = {
         row["query_id"]: row
@@ -132,13 +133,10 @@ def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQuer
 
 # --- evaluations ----------------------------------------------------------------------
 
+
 def evaluations_of(golden_set: GoldenSet) -> QuerySet[Evaluation]:
     """The set's evaluations without their large blobs, with run and version."""
-    return (
-        Evaluation.objects.filter(run__golden_set=golden_set)
-        .select_related("run", "version")
-        .defer("per_query", "recall_curve")
-    )
+    return Evaluation.objects.filter(run__golden_set=golden_set).select_related("run", "version").defer("per_query", "recall_curve")
 
 
 @dataclass
@@ -164,11 +162,14 @@ def evaluation_figures(evaluations: Sequence[Evaluation]) -> list[EvaluationFigu
 
 # --- monitoring -----------------------------------------------------------------------
 
+
 def series_of(golden_set: GoldenSet) -> QuerySet[Series]:
     """The set's series by name, each with its endpoint (or none) and its run count."""
     return (
-        Series.objects.filter(golden_set=golden_set).select_related("golden_set", "endpoint")
-        .annotate(run_count=Count("runs")).order_by("name", "id")
+        Series.objects.filter(golden_set=golden_set)
+        .select_related("golden_set", "endpoint")
+        .annotate(run_count=Count("runs"))
+        .order_by("name", "id")
     )
 
 

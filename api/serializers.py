@@ -9,7 +9,6 @@ from rest_framework import serializers
 from evaluation.models import Run
 from monitoring.models import Endpoint, NightlyRun
 
-
 # DRF's own query parameter (the browsable API's ?format=api / ?format=json links).
 FORMAT_OVERRIDE = "format"
 
@@ -108,7 +107,9 @@ class RunOutputSerializer(serializers.Serializer):
     dropped_by_depth = serializers.IntegerField(help_text="entries past the depth cap, not kept")
     external_doc_count = serializers.IntegerField(help_text="distinct doc ids outside the corpus: they count as unjudged")
     extra_column_lines = serializers.IntegerField(help_text="lines with text after the tag column, ignored")
-    series = serializers.CharField(source="series.name", allow_null=True, default=None, help_text="the series the run is a night of, or null")
+    series = serializers.CharField(
+        source="series.name", allow_null=True, default=None, help_text="the series the run is a night of, or null"
+    )
     measured_at = serializers.DateTimeField(allow_null=True, help_text="when the system was queried (a series run's night), else null")
     failed_query_count = serializers.IntegerField(help_text="queries the endpoint did not answer: they count as unanswered")
     index_size = serializers.IntegerField(allow_null=True, help_text="documents the endpoint reported searching, if it did")
@@ -116,21 +117,27 @@ class RunOutputSerializer(serializers.Serializer):
         help_text="retention dropped the entries of this old night: its scores stay, it is not re-scored",
     )
 
-    archived = serializers.BooleanField(help_text="archived: kept with its scores, left out of leaderboards, alerts, coverage flags, pools and default lists")
+    archived = serializers.BooleanField(
+        help_text="archived: kept with its scores, left out of leaderboards, alerts, coverage flags, pools and default lists"
+    )
     archived_at = serializers.DateTimeField(allow_null=True, help_text="when it was archived, else null")
     archived_by = serializers.CharField(source="archived_by.username", allow_null=True, default=None, help_text="who archived it")
     expected_query_count = serializers.IntegerField(
-        allow_null=True, help_text="the set's queries when it was uploaded (its latest version's, else its live ones); null for an endpoint's night",
+        allow_null=True,
+        help_text="the set's queries when it was uploaded (its latest version's, else its live ones); null for an endpoint's night",
     )
     answered_query_count = serializers.IntegerField(allow_null=True, help_text="of those, the queries the run answers")
     partial = serializers.BooleanField(help_text="answered under the set's partial_share of its queries at upload")
     completed_at = serializers.DateTimeField(
-        allow_null=True, help_text="when a manager marked the partial run complete (it then counts for coverage flags and alerts), else null",
+        allow_null=True,
+        help_text="when a manager marked the partial run complete (it then counts for coverage flags and alerts), else null",
     )
     counted = serializers.SerializerMethodField(
         help_text="false when the run raises no alert and no coverage flag: archived, or partial and not marked complete",
     )
-    partial_note = serializers.CharField(help_text='a partial run\'s plain sentence ("answers 8 of 300 queries (2.7%): marked partial: ..."), else ""')
+    partial_note = serializers.CharField(
+        help_text='a partial run\'s plain sentence ("answers 8 of 300 queries (2.7%): marked partial: ..."), else ""'
+    )
 
     def get_entries_dropped(self, run: Run) -> bool:
         return run.entries_dropped_at is not None
@@ -146,7 +153,9 @@ class RunFilterSerializer(serializers.Serializer):
     system = serializers.CharField(required=False, max_length=200, trim_whitespace=False, help_text="only runs of this system")
     stage = serializers.ChoiceField(choices=Run.Stage.choices, required=False, help_text="only runs of this stage")
     archived = serializers.ChoiceField(
-        choices=[("false", "false"), ("true", "true"), ("all", "all")], required=False, default="false",
+        choices=[("false", "false"), ("true", "true"), ("all", "all")],
+        required=False,
+        default="false",
         help_text="false (the default): runs that are not archived; true: archived runs only; all: both",
     )
 
@@ -213,6 +222,7 @@ class EvaluationOutputSerializer(serializers.Serializer):
 
 # --- monitoring: series, their nights, endpoints ------------------------------------------
 
+
 class NightSerializer(serializers.Serializer):
     """One run of a series with its figures on the newest version it was scored on
     (monitoring.overview.selectors.Night). Scores are fractions in [0, 1], at that version's k."""
@@ -221,7 +231,9 @@ class NightSerializer(serializers.Serializer):
     name = serializers.CharField(source="run.name")
     measured_at = serializers.DateTimeField(help_text="the night the run measures")
     version = serializers.IntegerField(
-        source="version_number", allow_null=True, help_text="the version the figures were scored on; null until scored",
+        source="version_number",
+        allow_null=True,
+        help_text="the version the figures were scored on; null until scored",
     )
     k_first = serializers.IntegerField(allow_null=True, help_text="that version's k_first")
     k_final = serializers.IntegerField(allow_null=True, help_text="that version's k_final")
@@ -231,7 +243,9 @@ class NightSerializer(serializers.Serializer):
     failing = serializers.BooleanField(help_text="more of its queries failed than the set allows: the night measured an outage")
     index_size = serializers.IntegerField(source="run.index_size", allow_null=True, help_text="documents the endpoint searched")
     slice_scores = serializers.DictField(
-        source="slices", child=serializers.FloatField(), help_text="the ?slice= asked for: metric name -> fraction; {} without one",
+        source="slices",
+        child=serializers.FloatField(),
+        help_text="the ?slice= asked for: metric name -> fraction; {} without one",
     )
 
 
@@ -248,7 +262,9 @@ class NightlyRunSerializer(serializers.Serializer):
     queries_done = serializers.IntegerField(help_text="queries asked so far")
     failed_count = serializers.IntegerField(help_text="queries the endpoint did not answer")
     run_id = serializers.IntegerField(allow_null=True, help_text="the run it made, once done")
-    version = serializers.IntegerField(source="version.number", allow_null=True, default=None, help_text="the version whose queries it asks")
+    version = serializers.IntegerField(
+        source="version.number", allow_null=True, default=None, help_text="the version whose queries it asks"
+    )
     error = serializers.CharField(allow_blank=True, help_text="why it failed; empty otherwise")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
@@ -278,7 +294,9 @@ class EndpointOutputSerializer(serializers.Serializer):
     url = serializers.CharField(allow_null=True, help_text="null unless the caller manages the set (as on the pages)")
     method = serializers.CharField(allow_null=True, help_text="null unless the caller manages the set")
     body_template = serializers.CharField(
-        allow_blank=True, allow_null=True, help_text="holds {{query}}, {{query_id}} and {{k}}; null unless the caller manages the set",
+        allow_blank=True,
+        allow_null=True,
+        help_text="holds {{query}}, {{query_id}} and {{k}}; null unless the caller manages the set",
     )
     params_template = serializers.CharField(allow_blank=True, allow_null=True, help_text="null unless the caller manages the set")
     headers = serializers.SerializerMethodField()
@@ -287,7 +305,9 @@ class EndpointOutputSerializer(serializers.Serializer):
     score_path = serializers.CharField(allow_blank=True, help_text="in a hit, the score")
     index_size_path = serializers.CharField(allow_blank=True, help_text="in an answer, the documents searched")
     count_url = serializers.CharField(
-        allow_blank=True, allow_null=True, help_text="a GET URL answering the index size; null unless the caller manages the set",
+        allow_blank=True,
+        allow_null=True,
+        help_text="a GET URL answering the index size; null unless the caller manages the set",
     )
     count_path = serializers.CharField(allow_blank=True)
     timeout_seconds = serializers.FloatField()

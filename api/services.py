@@ -20,8 +20,13 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def api_token_create(
-    *, owner: AbstractBaseUser, scope: str, golden_set: GoldenSet | None = None, expires_at: datetime | None = None,
-    name: str = "", created_by: AbstractBaseUser | None = None,
+    *,
+    owner: AbstractBaseUser,
+    scope: str,
+    golden_set: GoldenSet | None = None,
+    expires_at: datetime | None = None,
+    name: str = "",
+    created_by: AbstractBaseUser | None = None,
 ) -> tuple[ApiToken, str]:
     """Make a token for `owner` and return it with its secret, which is not stored and
     cannot be shown again.
@@ -47,8 +52,14 @@ def api_token_create(
             )
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        owner=owner, name=name.strip()[:100], prefix=secret[: len(TOKEN_PREFIX) + 6], key_hash=ApiToken.hash_secret(secret),
-        scope=scope, golden_set=golden_set, expires_at=expires_at, created_by=created_by,
+        owner=owner,
+        name=name.strip()[:100],
+        prefix=secret[: len(TOKEN_PREFIX) + 6],
+        key_hash=ApiToken.hash_secret(secret),
+        scope=scope,
+        golden_set=golden_set,
+        expires_at=expires_at,
+        created_by=created_by,
     )
     return token, secret
 

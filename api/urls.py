@@ -28,8 +28,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves Swagger UI's start-up script as a file: no inline script (CSP).
     # Swagger UI adds <style> elements of its own as it draws: styles only are let in here.
-    path("api/docs/", csp_update({"style-src": [UNSAFE_INLINE]})(SpectacularSwaggerSplitView.as_view(url_name="api_schema")),
-         name="api_docs"),
+    path(
+        "api/docs/", csp_update({"style-src": [UNSAFE_INLINE]})(SpectacularSwaggerSplitView.as_view(url_name="api_schema")), name="api_docs"
+    ),
     path("api/v1/golden-sets/", golden_sets.GoldenSetListApi.as_view(), name="api_golden_sets"),
     path(SET, golden_sets.GoldenSetDetailApi.as_view(), name="api_golden_set"),
     path(SET + "versions/", versions.VersionsApi.as_view(), name="api_versions"),

@@ -86,11 +86,22 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.data import (  # noqa: E402  (needs the repository on sys.path)
-    GRADE_SCALE, candidate_pages, doc_id_of, pool_judged_earlier, question_records, runs_write,
+    GRADE_SCALE,
+    candidate_pages,
+    doc_id_of,
+    pool_judged_earlier,
+    question_records,
+    runs_write,
 )
 from bench.judging_load import GRADES, JUDGED, JUDGING_ERROR, PASSWORD, TASK_ID, load, server_times  # noqa: E402
 from bench.scratch import (  # noqa: E402
-    database_url_argument, django_setup, free_port, process_started, purge_queue, scratch_database, served_settings,
+    database_url_argument,
+    django_setup,
+    free_port,
+    process_started,
+    purge_queue,
+    scratch_database,
+    served_settings,
     server_version,
 )
 
@@ -99,10 +110,11 @@ TARGET_P95_MS = 50.0
 # judgment cycle is printed, not a target: a person grades a pair every 5 to 30 s.
 TARGET_CAPACITY = 50.0
 SLUG = "bench-annotators"
-ACCESS_LOG_FORMAT = '%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s'
+ACCESS_LOG_FORMAT = "%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s"
 
 
 # --- data ------------------------------------------------------------------------------
+
 
 def generate(args: argparse.Namespace) -> dict:
     """The golden set, its judgments, annotators, runs and pool, through the app's code."""
@@ -114,7 +126,6 @@ def generate(args: argparse.Namespace) -> dict:
     from goldenset.services import GoldenSetSource, golden_set_create, membership_grant
     from labeling.models import JudgingTask, QueueSettings
     from labeling.pools.services import pool_build
-
     from lib.bulk import bulk_insert, gc_paused
     from lib.formats import JsonRecord
 
@@ -151,7 +162,9 @@ def generate(args: argparse.Namespace) -> dict:
     print(f"  golden set: {pages:,} pages, {queries:,} queries, {len(qrels):,} imported judgments ...", file=sys.stderr)
     source = GoldenSetSource(
         pages=[JsonRecord(line=n + 1, id=doc_id, title=f"page {n}", text=f"text of page {n}, short") for n, doc_id in enumerate(doc_ids)],
-        queries=question_records(query_ids), qrels=qrels, grade_scale=GRADE_SCALE,
+        queries=question_records(query_ids),
+        qrels=qrels,
+        grade_scale=GRADE_SCALE,
     )
     golden_set_create(slug=SLUG, name="annotator load bench", source=source)
     del source, qrels
@@ -185,8 +198,17 @@ def generate(args: argparse.Namespace) -> dict:
                 Judgment._meta.db_table,
                 ["query_id", "page_id", "grade", "annotator_id", "source", "note", "seconds_spent", "page_hash", "created_at"],
                 (
-                    (int(query_pk[q]), int(page_pk[p]), g, annotator_ids[i % len(annotator_ids)], Judgment.Source.HUMAN,
-                     "", 4.0, page_hash[int(page_pk[p])], now)
+                    (
+                        int(query_pk[q]),
+                        int(page_pk[p]),
+                        g,
+                        annotator_ids[i % len(annotator_ids)],
+                        Judgment.Source.HUMAN,
+                        "",
+                        4.0,
+                        page_hash[int(page_pk[p])],
+                        now,
+                    )
                     for i, (q, p, g) in enumerate(human)
                 ),
             )
@@ -195,7 +217,12 @@ def generate(args: argparse.Namespace) -> dict:
     print(f"  {args.runs} runs x depth {args.depth} ...", file=sys.stderr)
     # query_ids are in the order of their numbers, as a run lists its queries.
     runs = runs_write(
-        golden_set=golden_set, rng=rng, candidates=candidates, page_keys=page_pk, query_ids=query_ids, runs=args.runs,
+        golden_set=golden_set,
+        rng=rng,
+        candidates=candidates,
+        page_keys=page_pk,
+        query_ids=query_ids,
+        runs=args.runs,
         depth=args.depth,
     )
 
@@ -207,36 +234,61 @@ def generate(args: argparse.Namespace) -> dict:
     done = pool_judged_earlier(result.pool, args.done_share)
     queued = JudgingTask.objects.filter(pool=result.pool, status=JudgingTask.Status.OPEN, position__isnull=False).count()
     return {
-        "pages": pages, "queries": queries, "judgments": Judgment.objects.count(),
+        "pages": pages,
+        "queries": queries,
+        "judgments": Judgment.objects.count(),
         "human_judgments": Judgment.objects.filter(source=Judgment.Source.HUMAN).count(),
-        "tasks": result.new_tasks, "already_labelled": result.already_labelled, "queued": queued,
-        "window": result.pool.window, "pool": result.pool.pk, "done": done,
+        "tasks": result.new_tasks,
+        "already_labelled": result.already_labelled,
+        "queued": queued,
+        "window": result.pool.window,
+        "pool": result.pool.pk,
+        "done": done,
     }
 
 
 # --- the server ------------------------------------------------------------------------
 
+
 @contextmanager
 def gunicorn_server(args: argparse.Namespace, temp: Path):
     """gunicorn on a free port of 127.0.0.1 in a process group of its own; yields
     (base url, access log path); stopped (TERM, then KILL) on the way out."""
-    env = served_settings(temp, {
-        **os.environ,
-        "DATABASE_URL": args.database_url,
-        "SECRET_KEY": secrets.token_urlsafe(64),
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "CELERY_BROKER_URL": args.broker_url,
-        "CELERY_TASK_DEFAULT_QUEUE": args.queue,
-        "LOG_LEVEL": "WARNING",
-    }, name="bench_annotators_settings")
+    env = served_settings(
+        temp,
+        {
+            **os.environ,
+            "DATABASE_URL": args.database_url,
+            "SECRET_KEY": secrets.token_urlsafe(64),
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "CELERY_BROKER_URL": args.broker_url,
+            "CELERY_TASK_DEFAULT_QUEUE": args.queue,
+            "LOG_LEVEL": "WARNING",
+        },
+        name="bench_annotators_settings",
+    )
     port = free_port()
     access_log = temp / "access.log"
     error_log = temp / "gunicorn.log"
     command = [
-        str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
-        "--workers", str(args.workers), "--worker-class", "sync", "--backlog", "2048",
-        "--access-logfile", str(access_log), "--access-logformat", ACCESS_LOG_FORMAT,
-        "--error-logfile", str(error_log), "--log-level", "warning",
+        str(Path(sys.executable).with_name("gunicorn")),
+        "goldset.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(args.workers),
+        "--worker-class",
+        "sync",
+        "--backlog",
+        "2048",
+        "--access-logfile",
+        str(access_log),
+        "--access-logformat",
+        ACCESS_LOG_FORMAT,
+        "--error-logfile",
+        str(error_log),
+        "--log-level",
+        "warning",
     ]
     base = f"http://127.0.0.1:{port}"
 
@@ -256,6 +308,7 @@ def gunicorn_server(args: argparse.Namespace, temp: Path):
 
 
 # --- checks and profile ------------------------------------------------------------------
+
 
 def database_checks(judgments_before: int, last_id_before: int) -> dict:
     from django.db import connection
@@ -281,9 +334,12 @@ def database_checks(judgments_before: int, last_id_before: int) -> dict:
     over = [r for r in rows if r[2] > r[1]]
     same_person = [r for r in rows if r[3] < r[2]]
     return {
-        "judgments_after": Judgment.objects.count(), "new_judgments": new_rows,
-        "judged_tasks": len(rows), "overlap_judged_tasks": sum(1 for r in rows if r[1] > 1),
-        "judged_over_required": over, "same_annotator_twice": same_person,
+        "judgments_after": Judgment.objects.count(),
+        "new_judgments": new_rows,
+        "judged_tasks": len(rows),
+        "overlap_judged_tasks": sum(1 for r in rows if r[1] > 1),
+        "judged_over_required": over,
+        "same_annotator_twice": same_person,
         "judgments_off_task": new_rows - sum(r[2] for r in rows),
         "double_handout": [r for r in over if r[1] == 1],
     }
@@ -322,7 +378,8 @@ def profile(args: argparse.Namespace) -> None:
 
     def submit(task_id: int):
         answer = client.post(
-            f"/label/{SLUG}/tasks/{task_id}/judge/", {"grade": "2", "note": "", "seconds": "3.0", "judged": judged["count"]},
+            f"/label/{SLUG}/tasks/{task_id}/judge/",
+            {"grade": "2", "note": "", "seconds": "3.0", "judged": judged["count"]},
         )
         if JUDGING_ERROR.search(answer.content):
             raise SystemExit(f"--profile: the judge view refused task {task_id}: {JUDGING_ERROR.search(answer.content).group(1)!r}")
@@ -343,11 +400,15 @@ def profile(args: argparse.Namespace) -> None:
     for _ in range(PROFILE_CYCLES):
         submit(next_pair()[1])
     profiler.disable()
-    print(f"\n--profile: {PROFILE_CYCLES} cycles in this process, one annotator, nobody else judging "
-          f"(load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])})")
+    print(
+        f"\n--profile: {PROFILE_CYCLES} cycles in this process, one annotator, nobody else judging "
+        f"(load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])})"
+    )
     for what, pairs in times.items():
-        print(f"  {what:<7} median wall {statistics.median(w for w, _ in pairs) * 1000:6.1f} ms, "
-              f"median CPU of this process {statistics.median(c for _, c in pairs) * 1000:6.1f} ms")
+        print(
+            f"  {what:<7} median wall {statistics.median(w for w, _ in pairs) * 1000:6.1f} ms, "
+            f"median CPU of this process {statistics.median(c for _, c in pairs) * 1000:6.1f} ms"
+        )
 
     captured_by_kind = {}
     with CaptureQueriesContext(connection) as captured:
@@ -384,20 +445,29 @@ def profile(args: argparse.Namespace) -> None:
     stats.stream = sys.stdout
     # Own time by area: what a request's CPU goes to besides the app's own functions.
     areas = [
-        ("ORM: compiling SQL", "/django/db/models/sql/"), ("ORM: querysets, models, expressions", "/django/db/models/"),
-        ("database driver and waits", "/django/db/backends/"), ("database driver and waits", "/psycopg"),
-        ("templates", "/django/template"), ("middleware, sessions, auth, messages", "/django/contrib/"),
-        ("middleware, sessions, auth, messages", "/django/middleware/"), ("middleware, sessions, auth, messages", "/django_htmx/"),
-        ("request handling, URLs, responses", "/django/core/"), ("request handling, URLs, responses", "/django/http/"),
-        ("request handling, URLs, responses", "/django/urls/"), ("test client", "/django/test/"),
-        ("numpy", "/numpy/"), ("the app's code", str(REPO) + "/"),
+        ("ORM: compiling SQL", "/django/db/models/sql/"),
+        ("ORM: querysets, models, expressions", "/django/db/models/"),
+        ("database driver and waits", "/django/db/backends/"),
+        ("database driver and waits", "/psycopg"),
+        ("templates", "/django/template"),
+        ("middleware, sessions, auth, messages", "/django/contrib/"),
+        ("middleware, sessions, auth, messages", "/django/middleware/"),
+        ("middleware, sessions, auth, messages", "/django_htmx/"),
+        ("request handling, URLs, responses", "/django/core/"),
+        ("request handling, URLs, responses", "/django/http/"),
+        ("request handling, URLs, responses", "/django/urls/"),
+        ("test client", "/django/test/"),
+        ("numpy", "/numpy/"),
+        ("the app's code", str(REPO) + "/"),
     ]
     by_area: Counter = Counter()
     for (filename, _, _), (_, _, own, _, _) in stats.stats.items():
         by_area[next((name for name, part in areas if part in filename), "other (Python, libraries)")] += own
     total = sum(by_area.values()) or 1.0
-    print(f"\nOwn time of the {PROFILE_CYCLES} cycles by area (cProfile's clock is wall time, so the driver's line "
-          f"includes waiting for the database; the profiler inflates the rest about evenly):")
+    print(
+        f"\nOwn time of the {PROFILE_CYCLES} cycles by area (cProfile's clock is wall time, so the driver's line "
+        f"includes waiting for the database; the profiler inflates the rest about evenly):"
+    )
     for name, seconds in by_area.most_common():
         print(f"  {seconds / total:6.1%}  {seconds * 1000 / PROFILE_CYCLES:6.2f} ms a cycle  {name}")
     print(f"\ncProfile of the {PROFILE_CYCLES} cycles (next-pair + submit), the app's own functions by cumulative time:")
@@ -405,6 +475,7 @@ def profile(args: argparse.Namespace) -> None:
 
 
 # --- report ------------------------------------------------------------------------------
+
 
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
@@ -418,19 +489,27 @@ def report(args: argparse.Namespace, info: dict) -> bool:
     ok_submits_all = sum(1 for r in rows if r[0] == "judged")
     judged = [r for r in rows if r[0] == "judged"]
     print()
-    print(f"Annotator load: {args.annotators} annotators against gunicorn + PostgreSQL, {info['data']['judgments_before']:,} judgments stored")
-    print(f"machine: {os.cpu_count()} cores (shared: load average {info['load_before']} before, {info['load_after']} after), "
-          f"Python {platform.python_version()}, PostgreSQL {info['server']}, gunicorn {info['gunicorn']} "
-          f"({args.workers} sync workers), clients: {args.client_processes} processes of threads on the same machine")
+    print(
+        f"Annotator load: {args.annotators} annotators against gunicorn + PostgreSQL, {info['data']['judgments_before']:,} judgments stored"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores (shared: load average {info['load_before']} before, {info['load_after']} after), "
+        f"Python {platform.python_version()}, PostgreSQL {info['server']}, gunicorn {info['gunicorn']} "
+        f"({args.workers} sync workers), clients: {args.client_processes} processes of threads on the same machine"
+    )
     d = info["data"]
     closed = f", {d['done']:,} of them closed beforehand (--done-share)" if d["done"] else ""
-    print(f"data: {d['pages']:,} pages, {d['queries']:,} queries, {d['judgments_before']:,} judgments "
-          f"({d['human_judgments']:,} human by the annotators); pool of {args.runs} runs at depth {args.depth}: "
-          f"{d['tasks']:,} pairs ({d['already_labelled']:,} labelled pairs skipped), {d['queued']:,} queued as tasks "
-          f"(window {d['window']} a query){closed}; "
-          f"setup {info['setup']:.0f}s, untimed")
-    print(f"load: warm-up {args.warmup:.0f}s, then {window:.0f}s measured; think time "
-          f"{'none (closed loop: every annotator clicks as soon as the pair is shown, the worst case)' if not args.think else f'{args.think:.1f}s +-50% after each judgment (people reading the pair)'}")
+    print(
+        f"data: {d['pages']:,} pages, {d['queries']:,} queries, {d['judgments_before']:,} judgments "
+        f"({d['human_judgments']:,} human by the annotators); pool of {args.runs} runs at depth {args.depth}: "
+        f"{d['tasks']:,} pairs ({d['already_labelled']:,} labelled pairs skipped), {d['queued']:,} queued as tasks "
+        f"(window {d['window']} a query){closed}; "
+        f"setup {info['setup']:.0f}s, untimed"
+    )
+    print(
+        f"load: warm-up {args.warmup:.0f}s, then {window:.0f}s measured; think time "
+        f"{'none (closed loop: every annotator clicks as soon as the pair is shown, the worst case)' if not args.think else f'{args.think:.1f}s +-50% after each judgment (people reading the pair)'}"
+    )
     print()
     header = f"{'request':<12}{'count':>8}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}{'target':>9}  result"
     print(header)
@@ -446,19 +525,25 @@ def report(args: argparse.Namespace, info: dict) -> bool:
         verdict = ("PASS" if times and p95 < TARGET_P95_MS else "MISS") if people else "(capacity: no target)"
         verdicts.append(verdict != "MISS")
         target = f"<{int(TARGET_P95_MS)}" if people else "-"
-        print(f"{label:<12}{len(times):>8}{len(times) / window:>8.1f}{percentile(times, 50):>9.1f}{p95:>9.1f}"
-              f"{percentile(times, 99):>9.1f}{max(times, default=float('nan')):>9.1f}{target:>9}  {verdict}")
+        print(
+            f"{label:<12}{len(times):>8}{len(times) / window:>8.1f}{percentile(times, 50):>9.1f}{p95:>9.1f}"
+            f"{percentile(times, 99):>9.1f}{max(times, default=float('nan')):>9.1f}{target:>9}  {verdict}"
+        )
     server = info["server_times"]
     for kind, label in (("next", "next-pair"), ("submit", "submit")):
         times = [t * 1000 for t in server[kind]]
-        print(f"{label + ' srv':<12}{len(times):>8}{len(times) / window:>8.1f}{percentile(times, 50):>9.1f}"
-              f"{percentile(times, 95):>9.1f}{percentile(times, 99):>9.1f}{max(times, default=float('nan')):>9.1f}"
-              f"{'':>9}  (server side, gunicorn access log)")
+        print(
+            f"{label + ' srv':<12}{len(times):>8}{len(times) / window:>8.1f}{percentile(times, 50):>9.1f}"
+            f"{percentile(times, 95):>9.1f}{percentile(times, 99):>9.1f}{max(times, default=float('nan')):>9.1f}"
+            f"{'':>9}  (server side, gunicorn access log)"
+        )
     measured_ok = [r for r in measured if r[3]]
     measured_judged = sum(1 for r in judged if r[1] == "measure")
     print()
-    print(f"throughput: {len(measured_ok) / window:.1f} requests/s, {measured_judged / window:.1f} judgments/s "
-          f"({measured_judged} judged in the measured window; {ok_submits_all} over the whole run)")
+    print(
+        f"throughput: {len(measured_ok) / window:.1f} requests/s, {measured_judged / window:.1f} judgments/s "
+        f"({measured_judged} judged in the measured window; {ok_submits_all} over the whole run)"
+    )
     print(f"errors: {len(errors)}")
     kinds = Counter((r[0], r[4][:160]) for r in errors)
     for (kind, detail), count in kinds.most_common(10):
@@ -468,47 +553,61 @@ def report(args: argparse.Namespace, info: dict) -> bool:
         cycles = max(sum(1 for r in measured if r[0] == "submit" and r[3]), 1)
         per_cycle = (cpu["app"] + cpu["db"]) / cycles * 1000
         cores = os.cpu_count() or 1
-        print(f"CPU in the measured window: app workers {cpu['app']:.1f}s, PostgreSQL backends {cpu['db']:.1f}s of "
-              f"{cpu['wall'] * cores:.0f} core-seconds; per judgment cycle (next-pair + submit): app "
-              f"{cpu['app'] / cycles * 1000:.1f} ms + database {cpu['db'] / cycles * 1000:.1f} ms = {per_cycle:.1f} ms, "
-              f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running (no target)")
+        print(
+            f"CPU in the measured window: app workers {cpu['app']:.1f}s, PostgreSQL backends {cpu['db']:.1f}s of "
+            f"{cpu['wall'] * cores:.0f} core-seconds; per judgment cycle (next-pair + submit): app "
+            f"{cpu['app'] / cycles * 1000:.1f} ms + database {cpu['db'] / cycles * 1000:.1f} ms = {per_cycle:.1f} ms, "
+            f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running (no target)"
+        )
     waits = args.waits
     if waits.get("samples"):
         active = sum(v for k, v in waits.items() if k != "samples")
-        print(f"database: {active / waits['samples']:.1f} backends busy on average (pg_stat_activity every 20 ms); "
-              f"what they were doing (last statement), share of busy samples:")
+        print(
+            f"database: {active / waits['samples']:.1f} backends busy on average (pg_stat_activity every 20 ms); "
+            f"what they were doing (last statement), share of busy samples:"
+        )
         for (wait, what), count in sorted(((k, v) for k, v in waits.items() if k != "samples"), key=lambda kv: -kv[1])[:8]:
             print(f"  {count / active:6.1%}  {wait:<32} {what}")
     checks = info["checks"]
     grew = checks["judgments_after"] - info["data"]["judgments_before"]
     lost_ok = grew == ok_submits_all == checks["new_judgments"]
     print(f"check: judgments grew by {grew:,}, submits accepted (200, no refusal): {ok_submits_all:,}  {'OK' if lost_ok else 'MISMATCH'}")
-    print(f"check: {checks['judged_tasks']:,} tasks judged ({checks['overlap_judged_tasks']} with overlap); "
-          f"judged more often than required: {len(checks['judged_over_required'])} "
-          f"(of which tasks without overlap judged twice: {len(checks['double_handout'])}); "
-          f"one annotator twice on a task: {len(checks['same_annotator_twice'])}; judgments on no pool task: {checks['judgments_off_task']}")
+    print(
+        f"check: {checks['judged_tasks']:,} tasks judged ({checks['overlap_judged_tasks']} with overlap); "
+        f"judged more often than required: {len(checks['judged_over_required'])} "
+        f"(of which tasks without overlap judged twice: {len(checks['double_handout'])}); "
+        f"one annotator twice on a task: {len(checks['same_annotator_twice'])}; judgments on no pool task: {checks['judgments_off_task']}"
+    )
     for r in (checks["judged_over_required"] + checks["same_annotator_twice"])[:10]:
         print(f"  task {r[0]}: requires {r[1]}, judged {r[2]} times by {r[3]} annotator(s)")
     clean = (
-        lost_ok and not errors and not checks["judged_over_required"] and not checks["same_annotator_twice"]
+        lost_ok
+        and not errors
+        and not checks["judged_over_required"]
+        and not checks["same_annotator_twice"]
         and checks["judgments_off_task"] == 0
     )
     passed = all(verdicts) and clean
     print()
     if people:
-        print(f"target: p95 under {TARGET_P95_MS:.0f} ms for next-pair and for submit, no error, no judgment lost, "
-              f"no double hand-out  {'PASS' if passed else 'MISS'}")
+        print(
+            f"target: p95 under {TARGET_P95_MS:.0f} ms for next-pair and for submit, no error, no judgment lost, "
+            f"no double hand-out  {'PASS' if passed else 'MISS'}"
+        )
     else:
         demand = args.annotators / 3.0  # judgments/s of the annotators at 3 s a pair, faster than people judge
         needed = max(demand, TARGET_CAPACITY)
-        print(f"capacity: {measured_judged / window:.1f} judgments/s sustained, target {needed:.1f}/s or more "
-              f"({TARGET_CAPACITY:.0f}/s, and what {args.annotators} annotators at 3 s a pair would ask, {demand:.1f}/s); "
-              f"no error, no judgment lost, no double hand-out  {'PASS' if passed and measured_judged / window >= needed else 'MISS'}")
+        print(
+            f"capacity: {measured_judged / window:.1f} judgments/s sustained, target {needed:.1f}/s or more "
+            f"({TARGET_CAPACITY:.0f}/s, and what {args.annotators} annotators at 3 s a pair would ask, {demand:.1f}/s); "
+            f"no error, no judgment lost, no double hand-out  {'PASS' if passed and measured_judged / window >= needed else 'MISS'}"
+        )
         passed = passed and measured_judged / window >= needed
     return passed
 
 
 # --- main --------------------------------------------------------------------------------
+
 
 def run(args: argparse.Namespace) -> None:
     django_setup(args.database_url, DEBUG="false", CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=args.queue)
@@ -544,8 +643,10 @@ def run(args: argparse.Namespace) -> None:
                     connection.close()
                     offset = access_log.stat().st_size if access_log.exists() else 0
                     info["load_before"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-                    print(f"{args.annotators} annotators for {args.warmup:.0f}s + {args.duration:.0f}s against {base}, "
-                          f"think {think:g}s ...", file=sys.stderr)
+                    print(
+                        f"{args.annotators} annotators for {args.warmup:.0f}s + {args.duration:.0f}s against {base}, think {think:g}s ...",
+                        file=sys.stderr,
+                    )
                     info["rows"], info["window"] = load(args, base, SLUG)
                     info["load_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
                     info["server_times"] = server_times(access_log, offset)
@@ -555,10 +656,15 @@ def run(args: argparse.Namespace) -> None:
             passed = all(ok for _, ok in verdicts)
             if len(verdicts) > 1:
                 print()
-                print("phases: " + "; ".join(
-                    f"{'closed loop (no pause, capacity)' if not think else f'think {think:g}s (latency)'} {'PASS' if ok else 'MISS'}" for think, ok in verdicts
-                ) + f"  => {'PASS' if passed else 'MISS'} (every phase must pass: the latency target in the "
-                    f"phases with a pause, capacity and correctness in the closed loop)")
+                print(
+                    "phases: "
+                    + "; ".join(
+                        f"{'closed loop (no pause, capacity)' if not think else f'think {think:g}s (latency)'} {'PASS' if ok else 'MISS'}"
+                        for think, ok in verdicts
+                    )
+                    + f"  => {'PASS' if passed else 'MISS'} (every phase must pass: the latency target in the "
+                    f"phases with a pause, capacity and correctness in the closed loop)"
+                )
             if server_errors:
                 print(f"\ngunicorn error log (last 3000 characters):\n{server_errors[-3000:]}")
             if args.profile:
@@ -575,7 +681,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=30.0, help="seconds measured (after --warmup)")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds of load before measuring")
     parser.add_argument(
-        "--think", type=float, nargs="+", default=[0.0, 3.0], dest="thinks",
+        "--think",
+        type=float,
+        nargs="+",
+        default=[0.0, 3.0],
+        dest="thinks",
         help="seconds an annotator pauses after each judgment; several values run one phase each, one after the "
         "other (default 0 3: the closed loop, then annotators who read for about 3 s as people do)",
     )

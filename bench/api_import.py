@@ -48,7 +48,8 @@ def make_set(slug: str, queries: int, pages: int) -> None:
     source = GoldenSetSource(
         pages=[JsonRecord(line=n, id=f"kb/{n}", title=f"page {n}", text=f"text {n}") for n in range(pages)],
         queries=[JsonRecord(line=n, id=f"q{n}", text=f"question {n}") for n in range(queries)],
-        qrels={}, grade_scale=default_grade_scale(),
+        qrels={},
+        grade_scale=default_grade_scale(),
     )
     golden_set_create(slug=slug, name=slug, source=source)
 
@@ -91,12 +92,16 @@ def main() -> None:
         labels = labels_for(args.labels, args.queries, args.pages, args.seed)
         body = json.dumps({"labels": labels}).encode()
         lines = [f"{label['query_id']} 0 {label['doc_id']} {label['grade']}\n" for label in labels]
-        print(f"data: {args.queries:,} queries, {args.pages:,} pages, {len(labels):,} labels a request "
-              f"({len(body) / 1e6:.1f} MB of JSON); cap {MAX_LABELS_PER_REQUEST:,}; PostgreSQL {server_version()}")
+        print(
+            f"data: {args.queries:,} queries, {args.pages:,} pages, {len(labels):,} labels a request "
+            f"({len(body) / 1e6:.1f} MB of JSON); cap {MAX_LABELS_PER_REQUEST:,}; PostgreSQL {server_version()}"
+        )
 
         service, api = [], []
-        with tempfile.TemporaryDirectory() as work, gunicorn_started(args.database_url, Path(work) / "gunicorn.log",
-                                                                     timeout=args.timeout) as (base, _):
+        with (
+            tempfile.TemporaryDirectory() as work,
+            gunicorn_started(args.database_url, Path(work) / "gunicorn.log", timeout=args.timeout) as (base, _),
+        ):
             for round_ in range(args.rounds):
                 make_set(f"service-{round_}", args.queries, args.pages)
                 started = time.perf_counter()
@@ -107,7 +112,9 @@ def main() -> None:
                 membership_grant(user=owner, golden_set=GoldenSet.objects.get(slug=f"api-{round_}"), role=Membership.Role.MANAGER)
                 started = time.perf_counter()
                 response = requests.post(
-                    f"{base}/api/v1/golden-sets/api-{round_}/judgments/", data=body, timeout=args.timeout * 2,
+                    f"{base}/api/v1/golden-sets/api-{round_}/judgments/",
+                    data=body,
+                    timeout=args.timeout * 2,
                     headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
                 )
                 api.append(time.perf_counter() - started)
@@ -117,9 +124,11 @@ def main() -> None:
         api_s, service_s = statistics.median(api), statistics.median(service)
         verdict = "PASS" if api_s < args.timeout / 2 else "MISS"
         print(f"import through the service alone   {service_s:7.2f} s")
-        print(f"POST .../judgments/ on gunicorn    {api_s:7.2f} s   {api_s / service_s:.2f}x the service   "
-              f"target under {args.timeout / 2:.0f} s (half the {args.timeout} s worker timeout)   {verdict}   "
-              f"(median of {args.rounds})")
+        print(
+            f"POST .../judgments/ on gunicorn    {api_s:7.2f} s   {api_s / service_s:.2f}x the service   "
+            f"target under {args.timeout / 2:.0f} s (half the {args.timeout} s worker timeout)   {verdict}   "
+            f"(median of {args.rounds})"
+        )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ times, untimed setup apart:
 import argparse
 import cProfile
 import os
-import pstats
 import platform
+import pstats
 import statistics
 import sys
 import time
@@ -58,8 +58,8 @@ def pool_partly_judged(pool, *, done_share: float, sample: int, depth_to: int, u
     from django.db import connection
 
     from goldenset.models import Judgment
-    from labeling.models import JudgingTask
     from labeling.completeness.services import completeness_sample_draw
+    from labeling.models import JudgingTask
 
     # Grades 0-3, done_at spread over the last 72 hours.
     done = pool_judged_earlier(pool, done_share, spread_seconds=259200)
@@ -73,10 +73,9 @@ def pool_partly_judged(pool, *, done_share: float, sample: int, depth_to: int, u
         profiler.disable()
     judged = list(JudgingTask.objects.filter(sample=draw.sample).order_by("id").values_list("query_id", "page_id")[: sample // 2])
     rng = np.random.default_rng(2)
-    Judgment.objects.bulk_create([
-        Judgment(query_id=q, page_id=p, grade=int(rng.integers(0, 2)), annotator=user, source=Judgment.Source.HUMAN)
-        for q, p in judged
-    ])
+    Judgment.objects.bulk_create(
+        [Judgment(query_id=q, page_id=p, grade=int(rng.integers(0, 2)), annotator=user, source=Judgment.Source.HUMAN) for q, p in judged]
+    )
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     return {"done": done, "draw": draw, "draw_seconds": draw_seconds, "judged": len(judged)}
@@ -102,8 +101,15 @@ def run(args: argparse.Namespace) -> None:
         call_command("migrate", verbosity=0)
         print("generating ...", file=sys.stderr)
         data = golden_set_with_runs(
-            slug=SLUG, queries=args.queries, runs=args.runs, depth=args.run_depth, pages=args.pages, candidates=args.candidates,
-            noise=args.noise, judgments=args.judgments, seed=args.seed,
+            slug=SLUG,
+            queries=args.queries,
+            runs=args.runs,
+            depth=args.run_depth,
+            pages=args.pages,
+            candidates=args.candidates,
+            noise=args.noise,
+            judgments=args.judgments,
+            seed=args.seed,
         )
         golden_set = GoldenSet.objects.get(slug=SLUG)
         staff = get_user_model().objects.create_user("bench", password="bench", is_staff=True)
@@ -114,7 +120,12 @@ def run(args: argparse.Namespace) -> None:
         print("judging a share of it ...", file=sys.stderr)
         profiler = cProfile.Profile() if args.profile else None
         judging = pool_partly_judged(
-            pool, done_share=args.done_share, sample=args.sample, depth_to=args.run_depth, user=staff, profiler=profiler,
+            pool,
+            done_share=args.done_share,
+            sample=args.sample,
+            depth_to=args.run_depth,
+            user=staff,
+            profiler=profiler,
         )
         done, draw_seconds, judged = judging["done"], judging["draw_seconds"], judging["judged"]
         sample = judging["draw"].sample
@@ -136,24 +147,34 @@ def run(args: argparse.Namespace) -> None:
         parts = {
             "pools_judging (counts and pace)": statistics.median(timed(pools_judging, pools, now=now)[1] for _ in range(args.rounds)),
             "pools_found_curves (the chart)": statistics.median(timed(pools_found_curves, pools)[1] for _ in range(args.rounds)),
-            "completeness_estimates (the sample)": statistics.median(timed(completeness_estimates, [sample])[1] for _ in range(args.rounds)),
+            "completeness_estimates (the sample)": statistics.median(
+                timed(completeness_estimates, [sample])[1] for _ in range(args.rounds)
+            ),
         }
         curves = pools_found_curves(pools)
 
     print()
     print("completeness page and sample draw, PostgreSQL, same run")
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, PostgreSQL {server}")
-    print(f"data: {args.runs} runs x {args.queries:,} queries x depth {args.run_depth} "
-          f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} imported judgments)")
-    print(f"pool: depth {args.pool_depth}, {pool.pair_count:,} pairs (built in {build_seconds:.1f}s, untimed), "
-          f"{done:,} marked judged ({args.done_share:.0%})")
-    print(f"sample: {args.sample:,} of a population of {sample.population:,} pairs at ranks {args.pool_depth + 1}..{args.run_depth}, "
-          f"{judged:,} of them judged")
+    print(
+        f"data: {args.runs} runs x {args.queries:,} queries x depth {args.run_depth} "
+        f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} imported judgments)"
+    )
+    print(
+        f"pool: depth {args.pool_depth}, {pool.pair_count:,} pairs (built in {build_seconds:.1f}s, untimed), "
+        f"{done:,} marked judged ({args.done_share:.0%})"
+    )
+    print(
+        f"sample: {args.sample:,} of a population of {sample.population:,} pairs at ranks {args.pool_depth + 1}..{args.run_depth}, "
+        f"{judged:,} of them judged"
+    )
     print()
     print(f"{'step':<44}{'seconds':>9}")
     print("-" * 53)
     print(f"{'completeness_sample_draw':<44}{draw_seconds:>8.2f}s")
-    print(f"{'GET the completeness page (median of ' + str(args.rounds) + ')':<44}{statistics.median(page_times):>8.2f}s   {queries} SQL queries")
+    print(
+        f"{'GET the completeness page (median of ' + str(args.rounds) + ')':<44}{statistics.median(page_times):>8.2f}s   {queries} SQL queries"
+    )
     for name, seconds in parts.items():
         print(f"{'  ' + name:<44}{seconds:>8.2f}s")
     print()

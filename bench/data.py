@@ -40,8 +40,17 @@ def candidate_pages(rng: np.random.Generator, *, queries: int, pages: int, count
 
 
 def runs_write(
-    *, golden_set, rng: np.random.Generator, candidates: np.ndarray, page_keys: np.ndarray, query_ids: list[str],
-    runs: int, depth: int, noise: float = 1.0, outside_share: float = 0.0, verbose: bool = False,
+    *,
+    golden_set,
+    rng: np.random.Generator,
+    candidates: np.ndarray,
+    page_keys: np.ndarray,
+    query_ids: list[str],
+    runs: int,
+    depth: int,
+    noise: float = 1.0,
+    outside_share: float = 0.0,
+    verbose: bool = False,
 ) -> list:
     """`runs` first-stage runs named system-00, system-01, ... that each rank `depth` pages
     per query, written the way run_import stores them (a lib.runs.RankedRun in RunData),
@@ -71,12 +80,23 @@ def runs_write(
             external_ids = tuple(f"elsewhere/{number}/{i}" for i in range(int(external.sum())))
             keys[external] = -np.arange(1, len(external_ids) + 1)
         ranked = RankedRun(
-            query_ids=tuple(query_ids), offsets=offsets, doc_keys=keys.ravel(), scores=scores.ravel(),
-            external_doc_ids=external_ids, depth=depth, dropped_by_depth=0,
+            query_ids=tuple(query_ids),
+            offsets=offsets,
+            doc_keys=keys.ravel(),
+            scores=scores.ravel(),
+            external_doc_ids=external_ids,
+            depth=depth,
+            dropped_by_depth=0,
         )
         run = Run.objects.create(
-            golden_set=golden_set, name=f"system-{number:02d}", system=f"system-{number:02d}", stage=Run.Stage.FIRST_STAGE,
-            query_count=queries, entry_count=len(ranked), depth_cap=depth, dropped_by_depth=0,
+            golden_set=golden_set,
+            name=f"system-{number:02d}",
+            system=f"system-{number:02d}",
+            stage=Run.Stage.FIRST_STAGE,
+            query_count=queries,
+            entry_count=len(ranked),
+            depth_cap=depth,
+            dropped_by_depth=0,
             external_doc_count=len(external_ids),
         )
         RunData.objects.create(run=run, ranked=ranked.to_bytes())
@@ -87,7 +107,16 @@ def runs_write(
 
 
 def golden_set_with_runs(
-    *, slug: str, queries: int, runs: int, depth: int, pages: int, candidates: int, noise: float, judgments: int, seed: int,
+    *,
+    slug: str,
+    queries: int,
+    runs: int,
+    depth: int,
+    pages: int,
+    candidates: int,
+    noise: float,
+    judgments: int,
+    seed: int,
 ) -> dict:
     """A golden set for the pool benches, written through the app's models: `pages` id-only
     pages, `queries` queries, `judgments` imported judgments (half of them on pairs the
@@ -115,7 +144,9 @@ def golden_set_with_runs(
 
     source = GoldenSetSource(
         pages=[JsonRecord(line=n, id=doc_id, title=doc_id) for n, doc_id in enumerate(doc_ids, 1)],
-        queries=question_records(query_ids), qrels=qrels, grade_scale=GRADE_SCALE,
+        queries=question_records(query_ids),
+        qrels=qrels,
+        grade_scale=GRADE_SCALE,
     )
     golden_set_create(slug=slug, name="pool bench", source=source)
     golden_set = GoldenSet.objects.get(slug=slug)
@@ -123,8 +154,16 @@ def golden_set_with_runs(
     page_keys = np.array([page_pk[doc_id] for doc_id in doc_ids], dtype=np.int64)
     # query_ids are in the order of their numbers, as a run lists its queries.
     runs_write(
-        golden_set=golden_set, rng=rng, candidates=candidate, page_keys=page_keys, query_ids=query_ids, runs=runs,
-        depth=depth, noise=noise, outside_share=0.001, verbose=True,
+        golden_set=golden_set,
+        rng=rng,
+        candidates=candidate,
+        page_keys=page_keys,
+        query_ids=query_ids,
+        runs=runs,
+        depth=depth,
+        noise=noise,
+        outside_share=0.001,
+        verbose=True,
     )
     return {"judgments": len(qrels)}
 
@@ -141,8 +180,8 @@ def pool_judged_earlier(pool, share: float, spread_seconds: int = 0) -> int:
     from django.db import transaction
     from django.utils import timezone
 
-    from labeling.pools import strategies as pooling
     from labeling.models import JudgingTask
+    from labeling.pools import strategies as pooling
     from labeling.pools.selectors import pool_pairs
     from lib.bulk import bulk_insert
 
@@ -155,13 +194,41 @@ def pool_judged_earlier(pool, share: float, spread_seconds: int = 0) -> int:
     packed = pooling.pack_ranks(pairs.ranks[chosen])
     now = timezone.now()
     rows = (
-        (pool.golden_set_id, pool.pk, q, p, "pool", int(best), bytes(blob), "done", (i // every) % 4,
-         now - timedelta(seconds=i % spread_seconds if spread_seconds else 0), 1, 1)
+        (
+            pool.golden_set_id,
+            pool.pk,
+            q,
+            p,
+            "pool",
+            int(best),
+            bytes(blob),
+            "done",
+            (i // every) % 4,
+            now - timedelta(seconds=i % spread_seconds if spread_seconds else 0),
+            1,
+            1,
+        )
         for i, q, p, best, blob in zip(
-            chosen.tolist(), pairs.query_pks[chosen].tolist(), pairs.page_pks[chosen].tolist(), best_rank.tolist(), packed,
+            chosen.tolist(),
+            pairs.query_pks[chosen].tolist(),
+            pairs.page_pks[chosen].tolist(),
+            best_rank.tolist(),
+            packed,
         )
     )
-    columns = ["golden_set_id", "pool_id", "query_id", "page_id", "kind", "best_rank", "run_ranks", "status", "grade",
-               "done_at", "judgments_required", "judgments_done"]
+    columns = [
+        "golden_set_id",
+        "pool_id",
+        "query_id",
+        "page_id",
+        "kind",
+        "best_rank",
+        "run_ranks",
+        "status",
+        "grade",
+        "done_at",
+        "judgments_required",
+        "judgments_done",
+    ]
     with transaction.atomic():
         return bulk_insert(JudgingTask._meta.db_table, columns, rows)

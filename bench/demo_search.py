@@ -78,8 +78,10 @@ def main() -> None:
     started = time.perf_counter()
     search = DemoSearch(seed=args.seed)
     built = time.perf_counter() - started
-    print(f"seed {args.seed}: {len(search.doc_ids)} pages ({len(search.new_doc_ids)} new), {len(latest.queries)} queries; "
-          f"built in {built:.2f}s")
+    print(
+        f"seed {args.seed}: {len(search.doc_ids)} pages ({len(search.new_doc_ids)} new), {len(latest.queries)} queries; "
+        f"built in {built:.2f}s"
+    )
     for stale in (0, 1, 2):
         search.set_stale(stale)
         print(f"{stale} stale shards (shards {search.stale_shard_numbers}), index size {search.index_size}:")

@@ -46,9 +46,8 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -59,7 +58,13 @@ sys.path.insert(0, str(REPO))
 
 from bench.data import doc_id_of  # noqa: E402  (needs the repository on sys.path)
 from bench.scratch import (  # noqa: E402
-    database_url_argument, django_setup, gunicorn_started, peak_memory, scratch_database, server_version, version_labels_copy,
+    database_url_argument,
+    django_setup,
+    gunicorn_started,
+    peak_memory,
+    scratch_database,
+    server_version,
+    version_labels_copy,
 )
 
 TIME_TARGET = 2.0
@@ -75,19 +80,28 @@ TREC_LINE = "q.query_id || ' 0 ' || p.doc_id || ' ' || l.grade"
 
 # --- the database ----------------------------------------------------------------------------
 
+
 def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
     """The corpus, both golden sets and their judgments, by COPY. Returns {slug: judgments}."""
     from goldenset.models import Corpus, GoldenSet
 
     corpus = Corpus.objects.create(slug="bench", name="bench")
     sets = {
-        "bench-small": (GoldenSet.objects.create(slug="bench-small", name="bench small", corpus=corpus,
-                                                 query_slice_fields=["lang"], page_slice_fields=["kind"]), args.small_queries),
-        "bench-large": (GoldenSet.objects.create(slug="bench-large", name="bench large", corpus=corpus,
-                                                 query_slice_fields=["lang"], page_slice_fields=["kind"]), args.queries),
+        "bench-small": (
+            GoldenSet.objects.create(
+                slug="bench-small", name="bench small", corpus=corpus, query_slice_fields=["lang"], page_slice_fields=["kind"]
+            ),
+            args.small_queries,
+        ),
+        "bench-large": (
+            GoldenSet.objects.create(
+                slug="bench-large", name="bench large", corpus=corpus, query_slice_fields=["lang"], page_slice_fields=["kind"]
+            ),
+            args.queries,
+        ),
     }
     rng = random.Random(args.seed)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     page_hash = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(args.corpus)]
     counts = {}
     with psycopg.connect(database_url) as conn, conn.cursor() as cursor:
@@ -95,21 +109,28 @@ def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
             "COPY goldenset_page (corpus_id, doc_id, title, text, url, has_text, metadata, content_hash, created_at) FROM STDIN"
         ) as copy:
             for n in range(args.corpus):
-                copy.write_row((corpus.id, doc_id_of(n), f"page {n}", f"text of page {n}", "", True,
-                                json.dumps({"kind": KINDS[n % len(KINDS)]}), page_hash[n], now))
+                copy.write_row(
+                    (
+                        corpus.id,
+                        doc_id_of(n),
+                        f"page {n}",
+                        f"text of page {n}",
+                        "",
+                        True,
+                        json.dumps({"kind": KINDS[n % len(KINDS)]}),
+                        page_hash[n],
+                        now,
+                    )
+                )
         cursor.execute("SELECT id FROM goldenset_page WHERE corpus_id = %s ORDER BY id", (corpus.id,))
         page_pk = [row[0] for row in cursor.fetchall()]  # in COPY order, which is n
         for slug, (golden_set, queries) in sets.items():
-            with cursor.copy(
-                "COPY goldenset_query (golden_set_id, query_id, text, has_text, metadata, created_at) FROM STDIN"
-            ) as copy:
+            with cursor.copy("COPY goldenset_query (golden_set_id, query_id, text, has_text, metadata, created_at) FROM STDIN") as copy:
                 for q in range(queries):
                     copy.write_row((golden_set.id, f"q{q}", f"question {q}", True, json.dumps({"lang": LANGS[q % len(LANGS)]}), now))
             cursor.execute("SELECT id FROM goldenset_query WHERE golden_set_id = %s ORDER BY id", (golden_set.id,))
             query_pk = [row[0] for row in cursor.fetchall()]
-            with cursor.copy(
-                "COPY goldenset_judgment (query_id, page_id, grade, source, note, page_hash, created_at) FROM STDIN"
-            ) as copy:
+            with cursor.copy("COPY goldenset_judgment (query_id, page_id, grade, source, note, page_hash, created_at) FROM STDIN") as copy:
                 for q in range(queries):
                     start = rng.randrange(args.corpus)
                     for j in range(args.pages_per_query):
@@ -126,6 +147,7 @@ def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
 
 # --- measuring -------------------------------------------------------------------------------
 
+
 @dataclass
 class Download:
     seconds: float
@@ -139,10 +161,13 @@ def api_download(base: str, slug: str, secret: str) -> Download:
     size = 0
     start = time.perf_counter()
     with requests.get(
-        f"{base}/api/v1/golden-sets/{slug}/versions/1/qrels", params={"format": "trec"},
+        f"{base}/api/v1/golden-sets/{slug}/versions/1/qrels",
+        params={"format": "trec"},
         # identity: the plain stream against COPY, as measured before the API gzipped qrels
         # for clients asking for it (requests does by default).
-        headers={"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"}, stream=True, timeout=600,
+        headers={"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"},
+        stream=True,
+        timeout=600,
     ) as response:
         response.raise_for_status()
         for chunk in response.iter_content(chunk_size=CHUNK):
@@ -188,8 +213,11 @@ def measure(args: argparse.Namespace, work: Path) -> Result:
     result = Result()
     call_command("migrate", verbosity=0)
     result.server_version = server_version()
-    print(f"loading the fixture by COPY ({args.corpus} pages, {args.small_queries} + {args.queries} queries "
-          f"x {args.pages_per_query} judgments) ...", file=sys.stderr)
+    print(
+        f"loading the fixture by COPY ({args.corpus} pages, {args.small_queries} + {args.queries} queries "
+        f"x {args.pages_per_query} judgments) ...",
+        file=sys.stderr,
+    )
     load_fixture(args.database_url, args)
     owner = get_user_model().objects.create_user("bench")
     versions = {}
@@ -246,11 +274,15 @@ def report(args: argparse.Namespace, result: Result) -> None:
     large, small = "bench-large", "bench-small"
     print()
     print("Qrels through the API (gunicorn, 1 sync worker, DEBUG off) against PostgreSQL COPY, same run")
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, psycopg {psycopg.__version__} "
-          f"({psycopg.pq.__impl__}), PostgreSQL {result.server_version}")
-    print(f"data: {result.labels[large]:,} labels ({result.queries[large]:,} queries x {args.pages_per_query} pages) in the large "
-          f"version, {result.labels[small]:,} in the small one, corpus of {args.corpus:,} pages; TREC body "
-          f"{result.api[0].size / mb:.1f} MiB, plain COPY {result.copy[0].size / mb:.1f} MiB")
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, psycopg {psycopg.__version__} "
+        f"({psycopg.pq.__impl__}), PostgreSQL {result.server_version}"
+    )
+    print(
+        f"data: {result.labels[large]:,} labels ({result.queries[large]:,} queries x {args.pages_per_query} pages) in the large "
+        f"version, {result.labels[small]:,} in the small one, corpus of {args.corpus:,} pages; TREC body "
+        f"{result.api[0].size / mb:.1f} MiB, plain COPY {result.copy[0].size / mb:.1f} MiB"
+    )
     print(f"version_publish (informational): small {result.publish_seconds[small]:.1f}s, large {result.publish_seconds[large]:.1f}s")
     print(f"body check: the API's bytes equal COPY's TREC lines of the same version (sha256): {'yes' if result.body_checked else 'no'}")
     print(f"figures: median of {len(result.api)} round(s)")
@@ -258,16 +290,20 @@ def report(args: argparse.Namespace, result: Result) -> None:
     header = f"{'measure':<44}{'API':>12}{'COPY':>12}{'ratio':>8}{'target':>9}  result"
     print(header)
     print("-" * len(header))
-    print(f"{'time to stream the large version':<44}{api_time:>11.2f}s{copy_time:>11.2f}s{ratio:>7.2f}x"
-          f"{TIME_TARGET:>8.1f}x  {'PASS' if ratio <= TIME_TARGET else 'MISS'}")
+    print(
+        f"{'time to stream the large version':<44}{api_time:>11.2f}s{copy_time:>11.2f}s{ratio:>7.2f}x"
+        f"{TIME_TARGET:>8.1f}x  {'PASS' if ratio <= TIME_TARGET else 'MISS'}"
+    )
     print(f"{'throughput (labels/s)':<44}{result.labels[large] / api_time:>12,.0f}{result.labels[large] / copy_time:>12,.0f}")
     print()
     print("peak resident memory (VmHWM) of the gunicorn worker:")
     for name, value in result.memory.items():
         print(f"  {name:<40}{value / mb:>9.1f} MiB")
     labels_ratio = result.labels[large] / result.labels[small]
-    print(f"  {labels_ratio:.0f}x the labels -> {growth:.3f}x the peak (target <= {MEMORY_TARGET:.2f}x): "
-          f"{'PASS' if growth <= MEMORY_TARGET else 'MISS'}")
+    print(
+        f"  {labels_ratio:.0f}x the labels -> {growth:.3f}x the peak (target <= {MEMORY_TARGET:.2f}x): "
+        f"{'PASS' if growth <= MEMORY_TARGET else 'MISS'}"
+    )
     print()
     print("COPY reference: COPY (SELECT query_id, doc_id, grade FROM versionlabel JOIN query JOIN page WHERE version")
     print("  ORDER BY position) TO STDOUT, read block by block with psycopg in this process.")

@@ -78,7 +78,12 @@ from bench.completeness_page import pool_partly_judged  # noqa: E402
 from bench.export import TREC_LINE, api_download, copy_download  # noqa: E402
 from bench.pool_build import reference_union  # noqa: E402
 from bench.scratch import (  # noqa: E402
-    django_setup, gunicorn_started, purge_queue, scratch_database, server_version, version_labels_copy,
+    django_setup,
+    gunicorn_started,
+    purge_queue,
+    scratch_database,
+    server_version,
+    version_labels_copy,
 )
 
 PAGE_TARGET_SECONDS = 1.0
@@ -89,13 +94,17 @@ SAMPLE = 1000
 PAGES = ("results", "coverage", "completeness", "monitoring")
 # The steps of a size, as the report names their wall seconds.
 PHASES = {
-    "data": "generating the data", "recompute": "migrate, set, runs' imports, recompute, ranx",
-    "pool": "pool_build and the numpy union", "sample, nights": "pool judged, sample, nights scored",
-    "pages": "pages (warm-up and cold renders)", "export": "export (gunicorn start, API, COPY)",
+    "data": "generating the data",
+    "recompute": "migrate, set, runs' imports, recompute, ranx",
+    "pool": "pool_build and the numpy union",
+    "sample, nights": "pool judged, sample, nights scored",
+    "pages": "pages (warm-up and cold renders)",
+    "export": "export (gunicorn start, API, COPY)",
 }
 
 
 # --- one size, in a process of its own -------------------------------------------------------
+
 
 def nights_scored(data: recompute.Dataset, golden_set, version, *, nights: int, depth: int) -> int:
     """Two series, "nightly first_stage" and "nightly reranked", of `nights` nights each (one
@@ -114,9 +123,13 @@ def nights_scored(data: recompute.Dataset, golden_set, version, *, nights: int, 
     for night in range(nights):
         for offset, stage in enumerate(("first_stage", "reranked")):
             run = run_import(
-                golden_set=golden_set, lines=shallow.run_lines(1000 + 2 * night + offset, "nightly"),
-                source_name=f"nightly-{stage}-{night + 1}.trec", system="nightly", stage=stage,
-                name=f"nightly {stage} night {night + 1}", series=f"nightly {stage}",
+                golden_set=golden_set,
+                lines=shallow.run_lines(1000 + 2 * night + offset, "nightly"),
+                source_name=f"nightly-{stage}-{night + 1}.trec",
+                system="nightly",
+                stage=stage,
+                name=f"nightly {stage} night {night + 1}",
+                series=f"nightly {stage}",
                 measured_at=now - timedelta(days=nights - 1 - night),
             )
             outcome = evaluate_run_task.apply(args=(run.pk, version.pk), throw=True).get()
@@ -136,7 +149,6 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
     from django.urls import reverse
 
     from evaluation import scoring_inputs
-
     from labeling.completeness.selectors import summarised
     from labeling.completeness.summaries import pool_summary_refresh
     from labeling.models import Pool
@@ -148,8 +160,10 @@ def pages_timed(slug: str, repeat: int, profile: bool = False) -> dict[str, dict
         if summarised(pool):
             started = time.perf_counter()
             pool_summary_refresh(pool.pk)
-            print(f"  pool {pool.pk} ({pool.pair_count:,} pairs): its judging summary took the worker "
-                  f"{time.perf_counter() - started:.3f}s", file=sys.stderr)
+            print(
+                f"  pool {pool.pk} ({pool.pair_count:,} pairs): its judging summary took the worker {time.perf_counter() - started:.3f}s",
+                file=sys.stderr,
+            )
     client = Client()
     client.force_login(staff)
     figures = {}
@@ -238,14 +252,22 @@ def measure_in_database(args, data: recompute.Dataset, database_url: str, queue:
     print(f"[{data.queries} queries] recompute (bench/recompute.py's measure) ...", file=sys.stderr)
     started = time.perf_counter()
     result = recompute.measure(
-        argparse.Namespace(database_url=database_url, broker_url=args.broker_url, queue=queue,
-                           concurrency=args.concurrency, runs=args.runs, profile=False),
-        data, work,
+        argparse.Namespace(
+            database_url=database_url, broker_url=args.broker_url, queue=queue, concurrency=args.concurrency, runs=args.runs, profile=False
+        ),
+        data,
+        work,
     )
     out.update(
-        server=result.server_version, labels=result.labels, entries=result.entries, publish=result.publish_seconds,
-        recompute=result.seconds, reference=result.reference_seconds, difference=result.max_difference,
-        memory=sum(result.peaks.values()), evaluations=result.evaluations,
+        server=result.server_version,
+        labels=result.labels,
+        entries=result.entries,
+        publish=result.publish_seconds,
+        recompute=result.seconds,
+        reference=result.reference_seconds,
+        difference=result.max_difference,
+        memory=sum(result.peaks.values()),
+        evaluations=result.evaluations,
     )
     # Migrating, the set, the runs' imports, the worker, the recompute and ranx's reference.
     phases["recompute"] = time.perf_counter() - started
@@ -298,15 +320,40 @@ def measure_in_database(args, data: recompute.Dataset, database_url: str, queue:
 
 # --- the whole run: one process a size, then the table --------------------------------------
 
+
 def size_in_child(args: argparse.Namespace, queries: int, work: Path) -> dict:
     """Run this script for one size in a fresh process; its figures (JSON) come back."""
     result_path = work / f"size-{queries}.json"
     command = [
-        sys.executable, str(Path(__file__).resolve()), "--one-size", str(queries), "--result-file", str(result_path),
-        "--runs", str(args.runs), "--depth", str(args.depth), "--pages-per-query", str(args.pages_per_query),
-        "--pool-depth", str(args.pool_depth), "--nights", str(args.nights), "--night-depth", str(args.night_depth),
-        "--repeat", str(args.repeat), "--concurrency", str(args.concurrency), "--seed", str(args.seed),
-        "--database-url", args.database_url, "--broker-url", args.broker_url, *(["--profile"] if args.profile else []),
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--one-size",
+        str(queries),
+        "--result-file",
+        str(result_path),
+        "--runs",
+        str(args.runs),
+        "--depth",
+        str(args.depth),
+        "--pages-per-query",
+        str(args.pages_per_query),
+        "--pool-depth",
+        str(args.pool_depth),
+        "--nights",
+        str(args.nights),
+        "--night-depth",
+        str(args.night_depth),
+        "--repeat",
+        str(args.repeat),
+        "--concurrency",
+        str(args.concurrency),
+        "--seed",
+        str(args.seed),
+        "--database-url",
+        args.database_url,
+        "--broker-url",
+        args.broker_url,
+        *(["--profile"] if args.profile else []),
         *(["--keep"] if args.keep else []),
     ]
     started = time.perf_counter()
@@ -328,12 +375,16 @@ def report(args: argparse.Namespace, figures: list[dict], load_before: tuple, lo
     mib, gib = 1024**2, 1024**3
     print()
     print("How cost grows with the golden set: the same work at each size, per item, beside its reference, one run")
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
-          f"PostgreSQL {figures[-1]['server']} on the same cores; load average {load_before[0]:.2f} {load_before[1]:.2f} "
-          f"{load_before[2]:.2f} at the start, {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} at the end")
-    print(f"each size: {args.runs} runs x depth {args.depth}, {args.pages_per_query} pages a query, 5 relevant labels a query "
-          f"(+0-2 of grade 0); slices lang x3, doc_type x3; pool depth {args.pool_depth}; 2 series x {args.nights} nights "
-          f"of depth {args.night_depth}; worker: prefork pool of {args.concurrency}")
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
+        f"PostgreSQL {figures[-1]['server']} on the same cores; load average {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"{load_before[2]:.2f} at the start, {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} at the end"
+    )
+    print(
+        f"each size: {args.runs} runs x depth {args.depth}, {args.pages_per_query} pages a query, 5 relevant labels a query "
+        f"(+0-2 of grade 0); slices lang x3, doc_type x3; pool depth {args.pool_depth}; 2 series x {args.nights} nights "
+        f"of depth {args.night_depth}; worker: prefork pool of {args.concurrency}"
+    )
     print()
 
     def row(name: str, values: list[str], tail: str = "") -> None:
@@ -376,27 +427,41 @@ def report(args: argparse.Namespace, figures: list[dict], load_before: tuple, lo
             tail += f"  <={GROWTH_TARGET}x  {verdict}"
         row(name, [shape.format(cost(f)) for f in figures], tail)
     print()
-    header = f"{'page, worst of ' + str(args.repeat) + ' cold renders (SQL queries)':<44}" + "".join(f"{s:>{width},}" for s in sizes) + "  target at the largest"
+    header = (
+        f"{'page, worst of ' + str(args.repeat) + ' cold renders (SQL queries)':<44}"
+        + "".join(f"{s:>{width},}" for s in sizes)
+        + "  target at the largest"
+    )
     print(header)
     print("-" * len(header))
     for page in PAGES:
         worst = figures[-1]["pages_timed"][page]["worst"]
         verdict = "PASS" if worst < PAGE_TARGET_SECONDS else "MISS"
         verdicts.append((f"{page} page", verdict))
-        row(f"{page} page", [f"{f['pages_timed'][page]['worst']:.3f}s ({f['pages_timed'][page]['sql']})" for f in figures],
-            f"<{PAGE_TARGET_SECONDS:.0f} s  {verdict}")
+        row(
+            f"{page} page",
+            [f"{f['pages_timed'][page]['worst']:.3f}s ({f['pages_timed'][page]['sql']})" for f in figures],
+            f"<{PAGE_TARGET_SECONDS:.0f} s  {verdict}",
+        )
     print()
     memory = figures[-1]["memory"]
     verdict = "PASS" if memory < MEMORY_TARGET_BYTES else "MISS"
     verdicts.append(("worker peak memory", verdict))
-    row("worker peak memory (VmHWM, summed, GiB)", [f"{f['memory'] / gib:.2f}" for f in figures],
-        f"<{MEMORY_TARGET_BYTES / gib:.0f} GiB at the largest  {verdict}")
+    row(
+        "worker peak memory (VmHWM, summed, GiB)",
+        [f"{f['memory'] / gib:.2f}" for f in figures],
+        f"<{MEMORY_TARGET_BYTES / gib:.0f} GiB at the largest  {verdict}",
+    )
     print()
-    print("checks: the stored scores match ranx's means within "
-          f"{max(f['difference'] for f in figures):.1e}; the pool's candidate pairs equal the numpy union's; the API's "
-          "qrels equal COPY's TREC lines byte for byte, at every size")
-    print("recompute: version_publish to the last score a real Celery worker stores (bench/recompute.py); publish: the "
-          "version_publish call alone; export: median of the API's and COPY's times")
+    print(
+        "checks: the stored scores match ranx's means within "
+        f"{max(f['difference'] for f in figures):.1e}; the pool's candidate pairs equal the numpy union's; the API's "
+        "qrels equal COPY's TREC lines byte for byte, at every size"
+    )
+    print(
+        "recompute: version_publish to the last score a real Celery worker stores (bench/recompute.py); publish: the "
+        "version_publish call alone; export: median of the API's and COPY's times"
+    )
     missed = [name for name, verdict in verdicts if verdict == "MISS"]
     print(f"targets: {len(verdicts) - len(missed)} of {len(verdicts)} PASS" + (f"; MISS: {', '.join(missed)}" if missed else ""))
 
@@ -406,7 +471,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000], help="queries of each set, smallest first")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--depth", type=int, default=100, help="pages each run ranks a query")
-    parser.add_argument("--pages-per-query", type=int, default=10, help="corpus pages a query (default 10: recompute.py's 100,000 pages for 10,000 queries)")
+    parser.add_argument(
+        "--pages-per-query", type=int, default=10, help="corpus pages a query (default 10: recompute.py's 100,000 pages for 10,000 queries)"
+    )
     parser.add_argument("--pool-depth", type=int, default=20, help="depth of the pool built (default 20)")
     parser.add_argument("--nights", type=int, default=8, help="nights of each of the monitoring page's two series")
     parser.add_argument("--night-depth", type=int, default=10, help="pages a night ranks a query")
@@ -414,7 +481,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, help="the worker's pool processes (default: the cores)")
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
     parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench_growth",
+        "--database-url",
+        default="postgres://postgres@127.0.0.1:5432/goldset_bench_growth",
         help="PostgreSQL database to create for each size with _<size> appended, and drop; none may exist beforehand",
     )
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/0", help="Redis for the worker (a queue of the run's own)")

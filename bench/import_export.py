@@ -43,7 +43,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
@@ -54,7 +54,6 @@ sys.path.insert(0, str(REPO))
 
 from bench.data import doc_id_of  # noqa: E402  (needs the repository on sys.path)
 from bench.scratch import django_setup, scratch_database, server_version, version_labels_copy  # noqa: E402
-
 from lib.hashing import text_hash  # noqa: E402  (needs the repository on sys.path)
 
 IMPORT_TARGET = 3.0
@@ -79,10 +78,11 @@ WORDS = (
 LANGUAGES = ("en", "en", "en", "de", "fr", "es", "ja")
 DOC_TYPES = ("article", "faq", "manual", "release-note", "forum")
 INTENTS = ("navigational", "informational", "troubleshooting")
-EPOCH = datetime(2019, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2019, 1, 1, tzinfo=UTC)
 
 
 # --- data ------------------------------------------------------------------------------
+
 
 def sentence(rng: random.Random, low: int, high: int) -> str:
     words = rng.choices(WORDS, k=rng.randint(low, high))
@@ -126,6 +126,7 @@ def write_beir_folder(directory: Path, *, pages: int, queries: int, judgments: i
 
 # --- the database ----------------------------------------------------------------------
 
+
 def server_url(database_url: str, dbname: str) -> str:
     return urlunparse(urlparse(database_url)._replace(path="/" + dbname))
 
@@ -156,7 +157,7 @@ def reference_rows(directory: Path):
     Yields (table, columns, rows) with rows a generator, so that a caller inside COPY
     parses and writes in one pass, as a hand-written loader would.
     """
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     page_ids: dict[str, tuple[int, str]] = {}
     query_ids: dict[str, int] = {}
 
@@ -170,8 +171,20 @@ def reference_rows(directory: Path):
                 title, text, url = obj.get("title", ""), obj.get("text", ""), obj.get("url", "")
                 content_hash = text_hash(title, text, url)
                 page_ids[obj["_id"]] = (number, content_hash)
-                yield (number, 1, obj["_id"], title, text, url, True, json.dumps(metadata, ensure_ascii=False),
-                       published_at, modified_at, content_hash, now)
+                yield (
+                    number,
+                    1,
+                    obj["_id"],
+                    title,
+                    text,
+                    url,
+                    True,
+                    json.dumps(metadata, ensure_ascii=False),
+                    published_at,
+                    modified_at,
+                    content_hash,
+                    now,
+                )
 
     def queries():
         with (directory / "queries.jsonl").open(encoding="utf-8") as handle:
@@ -334,11 +347,15 @@ def report(args: argparse.Namespace, rounds: list[Round], size_mb: float) -> Non
     summary, version = last.summary, last.version
     print()
     print("Goldset import/export against plain psycopg COPY, PostgreSQL, same run")
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, psycopg {psycopg.__version__} "
-          f"({psycopg.pq.__impl__}), PostgreSQL {last.server_version}")
-    print(f"data: {summary.pages_created} pages, {summary.queries_created} queries, {summary.judgments_created} judgments "
-          f"-> version {version.number} with {version.label_count} labels ({last.exported} qrels lines exported); "
-          f"BEIR files {size_mb:.1f} MB")
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, psycopg {psycopg.__version__} "
+        f"({psycopg.pq.__impl__}), PostgreSQL {last.server_version}"
+    )
+    print(
+        f"data: {summary.pages_created} pages, {summary.queries_created} queries, {summary.judgments_created} judgments "
+        f"-> version {version.number} with {version.label_count} labels ({last.exported} qrels lines exported); "
+        f"BEIR files {size_mb:.1f} MB"
+    )
     print(f"figures: median of {len(rounds)} round(s), each on a freshly migrated database")
     if args.profile:
         print("NOTE: --profile was on: round 1 ran under cProfile, which slows it; use --rounds 3 or more for the figures.")
@@ -366,8 +383,10 @@ def report(args: argparse.Namespace, rounds: list[Round], size_mb: float) -> Non
     print("  hash) and COPYs them in one transaction into plain tables with the same columns and no index,")
     print("  constraint or trigger. It does no validation and no id look-up in the database.")
     copy_only = median["reference import, COPY only"]
-    print(f"  The COPY alone of the same rows already parsed in memory took {copy_only:.2f}s "
-          f"(Goldset's import is {median['import'] / copy_only:.2f}x that; informational).")
+    print(
+        f"  The COPY alone of the same rows already parsed in memory took {copy_only:.2f}s "
+        f"(Goldset's import is {median['import'] / copy_only:.2f}x that; informational)."
+    )
     print("export COPY reference: COPY (SELECT query_id, doc_id, grade FROM versionlabel JOIN query JOIN page")
     print("  WHERE version ORDER BY position) TO STDOUT, written to a file; checked to hold the same rows in the")
     print("  same order as Goldset's export.")
@@ -390,7 +409,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds to take the median of (default 3)")
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
     parser.add_argument(
-        "--database-url", default="postgres://postgres@127.0.0.1:5432/goldset_bench",
+        "--database-url",
+        default="postgres://postgres@127.0.0.1:5432/goldset_bench",
         help="PostgreSQL database to create, use and drop in each round; it must not exist beforehand",
     )
     parser.add_argument("--profile", action="store_true", help="also print cProfile statistics of Goldset's steps (round 1)")

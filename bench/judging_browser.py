@@ -36,7 +36,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.scratch import (  # noqa: E402  (needs the repository on sys.path)
-    database_url_argument, django_setup, free_port, process_started, scratch_database, served_settings, server_version,
+    database_url_argument,
+    django_setup,
+    free_port,
+    process_started,
+    scratch_database,
+    served_settings,
+    server_version,
 )
 
 TARGET_MEDIAN_MS = 150.0
@@ -127,14 +133,28 @@ def run(args: argparse.Namespace) -> bool:
         judgments_before = Judgment.objects.count()
         server = server_version()
         connection.close()
-        env = served_settings(Path(temp), {
-            **os.environ, "DATABASE_URL": args.database_url, "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
-        }, base="goldset.settings", name="bench_judging_browser_settings")
+        env = served_settings(
+            Path(temp),
+            {
+                **os.environ,
+                "DATABASE_URL": args.database_url,
+                "ALLOWED_HOSTS": "127.0.0.1",
+                "LOG_LEVEL": "WARNING",
+            },
+            base="goldset.settings",
+            name="bench_judging_browser_settings",
+        )
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         command = [
-            str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
-            "--workers", str(args.workers), "--worker-class", "sync",
+            str(Path(sys.executable).with_name("gunicorn")),
+            "goldset.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.workers),
+            "--worker-class",
+            "sync",
         ]
 
         def answers() -> bool:
@@ -150,20 +170,28 @@ def run(args: argparse.Namespace) -> bool:
             painted, fetched, stuck = judge(base, DEMO_SLUG, annotator.username, annotator.password, presses)
         stored = Judgment.objects.count() - judgments_before
 
-    measured, reference = painted[args.warmup:], fetched[args.warmup:]
+    measured, reference = painted[args.warmup :], fetched[args.warmup :]
     median = statistics.median(measured) if measured else float("inf")
     reference_median = statistics.median(reference) if reference else float("nan")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}; "
-          f"PostgreSQL {server}; gunicorn {gunicorn.__version__} ({args.workers} sync workers, DEBUG off)")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}; "
+        f"PostgreSQL {server}; gunicorn {gunicorn.__version__} ({args.workers} sync workers, DEBUG off)"
+    )
     print(f"data: the demo ({DEMO_SLUG}); {presses} grade keys pressed by the demo annotator, the first {args.warmup} not counted")
-    print(f"grade key -> next pair painted   median {median:7.1f} ms   p90 {percentile(measured, 90) if measured else float('nan'):7.1f} ms   "
-          f"p95 {percentile(measured, 95) if measured else float('nan'):7.1f} ms   "
-          f"max {max(measured) if measured else float('nan'):7.1f} ms   ({len(measured)} judgments)")
-    print(f"reference: fetch() of next pair  median {reference_median:7.1f} ms   p90 {percentile(reference, 90) if reference else float('nan'):7.1f} ms   "
-          f"(same page, same run: server + network + parsing, no swap or paint)")
+    print(
+        f"grade key -> next pair painted   median {median:7.1f} ms   p90 {percentile(measured, 90) if measured else float('nan'):7.1f} ms   "
+        f"p95 {percentile(measured, 95) if measured else float('nan'):7.1f} ms   "
+        f"max {max(measured) if measured else float('nan'):7.1f} ms   ({len(measured)} judgments)"
+    )
+    print(
+        f"reference: fetch() of next pair  median {reference_median:7.1f} ms   p90 {percentile(reference, 90) if reference else float('nan'):7.1f} ms   "
+        f"(same page, same run: server + network + parsing, no swap or paint)"
+    )
     checks_ok = stuck == 0 and stored == presses
-    print(f"checks: {presses - stuck} of {presses} presses showed a new pair; judgments stored {stored} (expected {presses}): "
-          f"{'ok' if checks_ok else 'FAILED'}")
+    print(
+        f"checks: {presses - stuck} of {presses} presses showed a new pair; judgments stored {stored} (expected {presses}): "
+        f"{'ok' if checks_ok else 'FAILED'}"
+    )
     passed = checks_ok and median < TARGET_MEDIAN_MS
     print(f"target: median under {TARGET_MEDIAN_MS:.0f} ms   {'PASS' if passed else 'MISS'}")
     return passed

@@ -28,14 +28,16 @@ GRADES = (0, 1, 2, 3)
 
 # --- the annotators ----------------------------------------------------------------------
 
+
 class Annotator:
     """One person's browser: a requests session whose cookies are kept by hand, because the
     production settings mark them Secure and the bench speaks plain HTTP to gunicorn (the
     X-Forwarded-Proto header tells Django the request came through TLS, as behind a proxy)."""
 
     def __init__(self, base: str, username: str):
-        import requests
         from http.cookiejar import DefaultCookiePolicy
+
+        import requests
 
         self.base, self.username = base, username
         self.session = requests.Session()
@@ -45,7 +47,8 @@ class Annotator:
 
     def request(self, method: str, path: str, phase: str, data: dict | None = None, htmx: bool = False):
         headers = {
-            "X-Forwarded-Proto": "https", "X-Bench-Phase": phase,
+            "X-Forwarded-Proto": "https",
+            "X-Bench-Phase": phase,
             "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
         }
         if method == "POST":
@@ -63,7 +66,9 @@ class Annotator:
         if page.status_code != 200 or not match:
             raise RuntimeError(f"{self.username}: login page answered {page.status_code} without a CSRF token")
         answer = self.request(
-            "POST", "/accounts/login/", "login",
+            "POST",
+            "/accounts/login/",
+            "login",
             data={"username": self.username, "password": PASSWORD, "csrfmiddlewaretoken": match.group(1).decode()},
         )
         if answer.status_code != 302 or "sessionid" not in self.cookies:
@@ -91,7 +96,15 @@ def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_
         seconds = time.perf_counter() - start
         match = TASK_ID.search(answer.content)
         if answer.status_code != 200 or not match:
-            out.append(("next", phase, seconds, False, f"{answer.status_code} {'no data-task-id' if answer.status_code == 200 else answer.content[:200]!r}"))
+            out.append(
+                (
+                    "next",
+                    phase,
+                    seconds,
+                    False,
+                    f"{answer.status_code} {'no data-task-id' if answer.status_code == 200 else answer.content[:200]!r}",
+                )
+            )
             time.sleep(0.05)
             continue
         out.append(("next", phase, seconds, True, ""))
@@ -102,10 +115,17 @@ def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_
         start = time.perf_counter()
         try:
             answer = person.request(
-                "POST", f"/label/{slug}/tasks/{task_id}/judge/", phase, htmx=True,
-                data={"grade": str(grade), "note": "", "seconds": f"{rng.uniform(1, 10):.1f}",
-                      "judged": judged.group(1).decode() if judged else "",
-                      "csrfmiddlewaretoken": person.cookies.get("csrftoken", "")},
+                "POST",
+                f"/label/{slug}/tasks/{task_id}/judge/",
+                phase,
+                htmx=True,
+                data={
+                    "grade": str(grade),
+                    "note": "",
+                    "seconds": f"{rng.uniform(1, 10):.1f}",
+                    "judged": judged.group(1).decode() if judged else "",
+                    "csrfmiddlewaretoken": person.cookies.get("csrftoken", ""),
+                },
             )
         except Exception as error:  # noqa: BLE001
             out.append(("submit", phase, time.perf_counter() - start, False, repr(error)))
@@ -155,7 +175,9 @@ def load(args: argparse.Namespace, base: str, slug: str) -> tuple[list, float]:
     waits: Counter = Counter()
     cpu: dict = {}
     sampler = threading.Thread(
-        target=sample_waits, args=(args.database_url, warm_until, stop_at, waits, cpu, args.gunicorn_pid), daemon=True,
+        target=sample_waits,
+        args=(args.database_url, warm_until, stop_at, waits, cpu, args.gunicorn_pid),
+        daemon=True,
     )
     sampler.start()
     context = multiprocessing.get_context("spawn")
@@ -178,6 +200,7 @@ def load(args: argparse.Namespace, base: str, slug: str) -> tuple[list, float]:
 
 
 # --- what the server does meanwhile ------------------------------------------------------
+
 
 def statement_kind(query: str) -> str:
     """A short name for a statement seen in pg_stat_activity."""

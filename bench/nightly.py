@@ -71,7 +71,9 @@ def serve(port: int, depth: int) -> None:
 def endpoint_started(depth: int) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), "--depth", str(depth)], stdout=subprocess.DEVNULL, start_new_session=True,
+        [sys.executable, __file__, "--serve", str(port), "--depth", str(depth)],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
     )
     import socket
 
@@ -96,6 +98,7 @@ async def plain_client(url: str, questions: list[tuple[str, str]], k: int, in_fl
     pending = iter(questions)
     started = time.perf_counter()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=in_flight)) as session:
+
         async def worker():
             for query_id, text in pending:
                 async with session.post(url, json={"query": text, "query_id": query_id, "k": k}) as answer:
@@ -117,8 +120,10 @@ def golden_set_made(slug: str, queries: int):
     query_ids = [f"q{n}" for n in range(queries)]
     source = GoldenSetSource(
         pages=[JsonRecord(line=n, id=doc_id_of(n), title=doc_id_of(n)) for n in range(PAGES)],
-        queries=question_records(query_ids), qrels={(q, doc_id_of(n * 13 % PAGES)): 1 for n, q in enumerate(query_ids)},
-        k_first=100, k_final=10,
+        queries=question_records(query_ids),
+        qrels={(q, doc_id_of(n * 13 % PAGES)): 1 for n, q in enumerate(query_ids)},
+        k_first=100,
+        k_final=10,
     )
     golden_set_create(slug=slug, name=slug, source=source)
     golden_set = GoldenSet.objects.get(slug=slug)
@@ -130,8 +135,16 @@ def endpoint_made(golden_set, url: str, in_flight: int):
     from monitoring.endpoints.services import endpoint_add
 
     return endpoint_add(
-        golden_set=golden_set, name="local", system="local", stage="first_stage", preset="goldset", url=url,
-        max_in_flight=in_flight, max_per_second=10_000, timeout_seconds=30, enabled=False,
+        golden_set=golden_set,
+        name="local",
+        system="local",
+        stage="first_stage",
+        preset="goldset",
+        url=url,
+        max_in_flight=in_flight,
+        max_per_second=10_000,
+        timeout_seconds=30,
+        enabled=False,
     )
 
 
@@ -161,10 +174,16 @@ def night_in_process(slug: str) -> None:
     night = nightly_run_execute(night_id=nightly_run_now(endpoint=endpoint).pk)
     seconds = time.perf_counter() - started
     assert night.status == "done", night.error
-    print(json.dumps({
-        "seconds": seconds, "peak_above_start": peak_memory(os.getpid()) - start,
-        "querying_above_start": queried["peak"] - start, "entries": night.run.entry_count,
-    }))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak_above_start": peak_memory(os.getpid()) - start,
+                "querying_above_start": queried["peak"] - start,
+                "entries": night.run.entry_count,
+            }
+        )
+    )
 
 
 def fresh_night(args, slug: str) -> dict:
@@ -197,13 +216,17 @@ def year_costs(golden_set, run) -> None:
     keep_days, rescore = defaults.series_keep_days, defaults.series_rescore_nights
     whole_nights = keep_days + (365 - keep_days) / 7
     mb = 1e6
-    print(f"one night of {run.query_count:,} queries: entries {entries / mb:.2f} MB, per-query scores {per_query / mb:.2f} MB and "
-          f"{score_rows} score rows ({score_bytes / 1e3:.0f} kB) per version it is scored on; scoring it {score_seconds:.2f} s")
-    print(f"a year of nightly runs, per endpoint: entries {365 * entries / 1e9:.2f} GB kept whole, "
-          f"{whole_nights * entries / 1e9:.2f} GB with the default retention ({keep_days} days whole, then one night a week: "
-          f"{whole_nights:.0f} nights), plus {365 * (per_query + score_bytes) / 1e9:.2f} GB of scores on one version each; "
-          f"a publish re-scores {rescore} nights: {rescore * score_seconds:.1f} s of worker time per endpoint "
-          f"(+{rescore * (per_query + score_bytes) / mb:.1f} MB of scores)")
+    print(
+        f"one night of {run.query_count:,} queries: entries {entries / mb:.2f} MB, per-query scores {per_query / mb:.2f} MB and "
+        f"{score_rows} score rows ({score_bytes / 1e3:.0f} kB) per version it is scored on; scoring it {score_seconds:.2f} s"
+    )
+    print(
+        f"a year of nightly runs, per endpoint: entries {365 * entries / 1e9:.2f} GB kept whole, "
+        f"{whole_nights * entries / 1e9:.2f} GB with the default retention ({keep_days} days whole, then one night a week: "
+        f"{whole_nights:.0f} nights), plus {365 * (per_query + score_bytes) / 1e9:.2f} GB of scores on one version each; "
+        f"a publish re-scores {rescore} nights: {rescore * score_seconds:.1f} s of worker time per endpoint "
+        f"(+{rescore * (per_query + score_bytes) / mb:.1f} MB of scores)"
+    )
 
 
 def main() -> None:
@@ -245,8 +268,11 @@ def bench(args, url: str) -> None:
     from monitoring.nightly.services import nightly_run_execute, nightly_run_now, version_questions
     from monitoring.probes.services import probe_now
 
-    print(f"data: {args.queries:,} queries x depth {args.depth} ({args.queries * args.depth:,} entries a night), "
-          f"{PAGES:,} pages; {args.in_flight} requests in flight; Python {sys.version.split()[0]}", flush=True)
+    print(
+        f"data: {args.queries:,} queries x depth {args.depth} ({args.queries * args.depth:,} entries a night), "
+        f"{PAGES:,} pages; {args.in_flight} requests in flight; Python {sys.version.split()[0]}",
+        flush=True,
+    )
     made = time.perf_counter()
     big = golden_set_made("nightly-big", args.queries)
     small = golden_set_made("nightly-small", args.small)
@@ -263,13 +289,18 @@ def bench(args, url: str) -> None:
         ours.append(time.perf_counter() - started)
         assert night.status == "done" and night.run.entry_count == args.queries * args.depth, night.error
         fetching.append(night.seconds)
-        print(f"  round {round_number}: plain client {theirs[-1]:.2f} s, Goldset night {ours[-1]:.2f} s "
-              f"(querying {night.seconds:.2f} s, the rest reading and storing the run)", flush=True)
+        print(
+            f"  round {round_number}: plain client {theirs[-1]:.2f} s, Goldset night {ours[-1]:.2f} s "
+            f"(querying {night.seconds:.2f} s, the rest reading and storing the run)",
+            flush=True,
+        )
     goldset_s, plain_s = statistics.median(ours), statistics.median(theirs)
     ratio = goldset_s / plain_s
-    print(f"nightly run, {args.queries:,} queries: Goldset {goldset_s:.2f} s (querying {statistics.median(fetching):.2f} s), "
-          f"plain aiohttp client {plain_s:.2f} s: {ratio:.2f}x (target <= {TARGET_RATIO}x) "
-          f"{'PASS' if ratio <= TARGET_RATIO else 'MISS'}")
+    print(
+        f"nightly run, {args.queries:,} queries: Goldset {goldset_s:.2f} s (querying {statistics.median(fetching):.2f} s), "
+        f"plain aiohttp client {plain_s:.2f} s: {ratio:.2f}x (target <= {TARGET_RATIO}x) "
+        f"{'PASS' if ratio <= TARGET_RATIO else 'MISS'}"
+    )
     print(f"  throughput: Goldset {args.queries / goldset_s:,.0f} queries/s, plain client {args.queries / plain_s:,.0f} queries/s")
 
     year_costs(big, night.run)
@@ -279,15 +310,21 @@ def bench(args, url: str) -> None:
     mib = 1024 * 1024
     grown = big_night["querying_above_start"] - small_night["querying_above_start"]
     entries_grown = (big_night["entries"] - small_night["entries"]) * entry_bytes
-    print(f"memory of a night in a fresh process, above its start: {args.small:,} queries "
-          f"{small_night['querying_above_start'] / mib:.0f} MiB when every answer is in, {small_night['peak_above_start'] / mib:.0f} MiB "
-          f"at its peak (storing); {args.queries:,} queries {big_night['querying_above_start'] / mib:.0f} and "
-          f"{big_night['peak_above_start'] / mib:.0f} MiB")
-    print(f"  while querying it grew {grown / mib:.0f} MiB for {args.queries - args.small:,} more queries, against "
-          f"{entries_grown / mib:.0f} MiB of compact entries (target: within 1.5x of them, so nothing per answer is kept: "
-          f"flat in the queries beyond the run itself) {'PASS' if grown <= 1.5 * entries_grown else 'MISS'}")
-    print(f"  storing the run peaks at {big_night['peak_above_start'] / (big_night['entries'] * entry_bytes):.1f}x its compact "
-          f"entries ({big_night['entries']:,} entries): ranking and compressing them, once, as an upload does")
+    print(
+        f"memory of a night in a fresh process, above its start: {args.small:,} queries "
+        f"{small_night['querying_above_start'] / mib:.0f} MiB when every answer is in, {small_night['peak_above_start'] / mib:.0f} MiB "
+        f"at its peak (storing); {args.queries:,} queries {big_night['querying_above_start'] / mib:.0f} and "
+        f"{big_night['peak_above_start'] / mib:.0f} MiB"
+    )
+    print(
+        f"  while querying it grew {grown / mib:.0f} MiB for {args.queries - args.small:,} more queries, against "
+        f"{entries_grown / mib:.0f} MiB of compact entries (target: within 1.5x of them, so nothing per answer is kept: "
+        f"flat in the queries beyond the run itself) {'PASS' if grown <= 1.5 * entries_grown else 'MISS'}"
+    )
+    print(
+        f"  storing the run peaks at {big_night['peak_above_start'] / (big_night['entries'] * entry_bytes):.1f}x its compact "
+        f"entries ({big_night['entries']:,} entries): ranking and compressing them, once, as an upload does"
+    )
 
     version = big.latest_version()
     queries = list(Query.objects.filter(golden_set=big).order_by("id")[: args.canaries])
@@ -304,8 +341,10 @@ def bench(args, url: str) -> None:
         timings.append(time.perf_counter() - started)
         assert len(outcomes) == args.canaries and all(o.found and o.rank == 5 for o in outcomes)
     probe_s = statistics.median(timings)
-    print(f"canary probes: {args.canaries} canaries in one round on v{version.number}: {probe_s:.2f} s "
-          f"(target < {PROBE_TARGET_SECONDS:.0f} s) {'PASS' if probe_s < PROBE_TARGET_SECONDS else 'MISS'}")
+    print(
+        f"canary probes: {args.canaries} canaries in one round on v{version.number}: {probe_s:.2f} s "
+        f"(target < {PROBE_TARGET_SECONDS:.0f} s) {'PASS' if probe_s < PROBE_TARGET_SECONDS else 'MISS'}"
+    )
 
 
 if __name__ == "__main__":

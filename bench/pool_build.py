@@ -45,8 +45,8 @@ labeling_judgingtask alone, and the build 4.9x the reference.
 """
 
 import argparse
-import importlib
 import cProfile
+import importlib
 import io
 import os
 import platform
@@ -69,7 +69,8 @@ SLUG = "bench-pool"
 # What pool_build writes, as bare tables: (the table it writes, its columns, the bare table's).
 FLOOR_TABLES = [
     (
-        "labeling_poolquery", "pool_id, query_id, page_ids, run_ranks, runs",
+        "labeling_poolquery",
+        "pool_id, query_id, page_ids, run_ranks, runs",
         "CREATE TABLE bench_pool_query_floor (pool_id bigint, query_id bigint, page_ids bytea, run_ranks bytea, runs smallint)",
     ),
     (
@@ -82,6 +83,7 @@ FLOOR_TABLES = [
 
 
 # --- measuring -------------------------------------------------------------------------
+
 
 def reference_union(golden_set_id: int, depth: int) -> int:
     """Distinct (query, doc) pairs of the runs' top `depth`, from the stored runs: numpy only."""
@@ -187,12 +189,22 @@ def run(args: argparse.Namespace) -> None:
             # The pairs' bytea columns compressed as labeling_poolquery's are (lz4, not pglz).
             fast_toast = importlib.import_module("labeling.migrations.0004_pool_query").FAST_TOAST
             cursor.execute(fast_toast.replace("labeling_poolquery", "bench_pool_query_floor"))
-        print(f"generating {args.pages} pages, {args.queries} queries, {args.judgments} judgments, "
-              f"{args.runs} runs x {args.depth} pages per query ...", file=sys.stderr)
+        print(
+            f"generating {args.pages} pages, {args.queries} queries, {args.judgments} judgments, "
+            f"{args.runs} runs x {args.depth} pages per query ...",
+            file=sys.stderr,
+        )
         started = time.perf_counter()
         data = golden_set_with_runs(
-            slug=SLUG, queries=args.queries, runs=args.runs, depth=args.depth, pages=args.pages, candidates=args.candidates,
-            noise=args.noise, judgments=args.judgments, seed=args.seed,
+            slug=SLUG,
+            queries=args.queries,
+            runs=args.runs,
+            depth=args.depth,
+            pages=args.pages,
+            candidates=args.candidates,
+            noise=args.noise,
+            judgments=args.judgments,
+            seed=args.seed,
         )
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
@@ -211,18 +223,26 @@ def report(args: argparse.Namespace, data: dict, rounds: list[dict]) -> None:
     entries = args.runs * args.queries * args.depth
     print()
     print("pool_build against a plain numpy union of the same runs, PostgreSQL, same run")
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
-          f"psycopg {psycopg.__version__} ({psycopg.pq.__impl__}), PostgreSQL {rounds[-1]['server']}")
-    print(f"data: {args.runs} runs x {args.queries} queries x depth {args.depth} = {entries:,} run entries "
-          f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} judgments); "
-          f"setup {data['setup']:.0f}s, untimed")
-    print(f"pool: {result.candidate_pairs:,} distinct pairs ({result.candidate_pairs / entries:.0%} of the entries); "
-          f"{result.already_labelled:,} already labelled, {result.outside_corpus:,} outside the corpus, "
-          f"{result.new_tasks:,} pairs pooled, of which {rounds[-1]['tasks']:,} queued as tasks "
-          f"(the window: {result.pool.window} a query)")
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
+        f"psycopg {psycopg.__version__} ({psycopg.pq.__impl__}), PostgreSQL {rounds[-1]['server']}"
+    )
+    print(
+        f"data: {args.runs} runs x {args.queries} queries x depth {args.depth} = {entries:,} run entries "
+        f"({args.candidates} candidate pages a query, corpus {args.pages:,} pages, {data['judgments']:,} judgments); "
+        f"setup {data['setup']:.0f}s, untimed"
+    )
+    print(
+        f"pool: {result.candidate_pairs:,} distinct pairs ({result.candidate_pairs / entries:.0%} of the entries); "
+        f"{result.already_labelled:,} already labelled, {result.outside_corpus:,} outside the corpus, "
+        f"{result.new_tasks:,} pairs pooled, of which {rounds[-1]['tasks']:,} queued as tasks "
+        f"(the window: {result.pool.window} a query)"
+    )
     pairs = {r["reference_pairs"] for r in rounds}
     agree = pairs == {result.candidate_pairs}
-    print(f"numpy reference: {sorted(pairs)[0]:,} distinct pairs: {'the same as' if agree else 'DIFFERENT FROM'} the pool's candidate pairs")
+    print(
+        f"numpy reference: {sorted(pairs)[0]:,} distinct pairs: {'the same as' if agree else 'DIFFERENT FROM'} the pool's candidate pairs"
+    )
     print(f"figures: median of {len(rounds)} round(s)")
     if args.profile:
         print("NOTE: --profile was on: round 1 ran under cProfile, which slows it; use --rounds 3 or more for the figures.")
@@ -232,9 +252,13 @@ def report(args: argparse.Namespace, data: dict, rounds: list[dict]) -> None:
     print("-" * len(header))
     ratio = median["pool_build"] / median["reference"]
     verdict = "PASS" if ratio <= TARGET and agree else "MISS"
-    print(f"{'pool_build (depth ' + str(args.depth) + ', ' + str(args.runs) + ' runs)':<46}{median['pool_build']:>8.2f}s{ratio:>7.2f}x{TARGET:>7.1f}x  {verdict}")
+    print(
+        f"{'pool_build (depth ' + str(args.depth) + ', ' + str(args.runs) + ' runs)':<46}{median['pool_build']:>8.2f}s{ratio:>7.2f}x{TARGET:>7.1f}x  {verdict}"
+    )
     print(f"{'numpy union of the same runs (reference)':<46}{median['reference']:>8.2f}s{1:>7.2f}x")
-    print(f"{'COPY of the same rows into bare tables (floor)':<46}{median['floor']:>8.2f}s{median['floor'] / median['reference']:>7.2f}x  (informational)")
+    print(
+        f"{'COPY of the same rows into bare tables (floor)':<46}{median['floor']:>8.2f}s{median['floor'] / median['reference']:>7.2f}x  (informational)"
+    )
     print()
     print("pool_build reads the runs from the database, takes the union, leaves out labelled pairs and pages")
     print("outside the corpus, orders each query's pairs, COPYs them into labeling_poolquery (one row a query)")

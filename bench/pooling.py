@@ -105,9 +105,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a folder with runs/*.run and qrels/test.tsv")
     parser.add_argument("--depth", type=int, nargs="+", default=[10, 50], help="pool depths to replay (default: 10 50)")
-    parser.add_argument("--model-labels", type=Path, metavar="FILE", help="model labels ordering 'model first' (default: lib.minilm's cosine)")
-    parser.add_argument("--model-labels-format", choices=list(MODEL_LABEL_READERS), default=None,
-                        help="form of --model-labels (default: jsonl for a .jsonl file, else trec)")
+    parser.add_argument(
+        "--model-labels", type=Path, metavar="FILE", help="model labels ordering 'model first' (default: lib.minilm's cosine)"
+    )
+    parser.add_argument(
+        "--model-labels-format",
+        choices=list(MODEL_LABEL_READERS),
+        default=None,
+        help="form of --model-labels (default: jsonl for a .jsonl file, else trec)",
+    )
     args = parser.parse_args()
     run_paths = sorted((args.data / "runs").glob("*.run"))
     if not run_paths:
@@ -119,7 +125,10 @@ def main() -> None:
         model_scores, model_source, missing = model_scores_from_file(args.model_labels, fmt), f"model labels from {args.model_labels}", ""
     else:
         started = time.perf_counter()
-        (model_scores, missing), model_source = model_scores_from_minilm(args.data, runs), "all-MiniLM-L6-v2 cosine of query and page (lib.minilm, offline)"
+        (model_scores, missing), model_source = (
+            model_scores_from_minilm(args.data, runs),
+            "all-MiniLM-L6-v2 cosine of query and page (lib.minilm, offline)",
+        )
         if model_scores is not None:
             print(f"embedded the queries and pages with all-MiniLM-L6-v2 in {time.perf_counter() - started:.0f} s (a shared machine)")
 
@@ -141,9 +150,15 @@ def main() -> None:
         seconds = time.perf_counter() - started
         any_result = next(iter(results.values()))
         print()
-        print(f"pool depth {depth}: {any_result.pool_size} pairs over {any_result.queries} queries, "
-              f"{any_result.relevant} of them relevant ({seconds:.1f} s for the {len(results)} replays)")
-        header = f"{'strategy':<12}" + "".join(f"{f'{fraction:.0%} found':>12}" for fraction in pooling.FRACTIONS) + "   judgments saved against depth"
+        print(
+            f"pool depth {depth}: {any_result.pool_size} pairs over {any_result.queries} queries, "
+            f"{any_result.relevant} of them relevant ({seconds:.1f} s for the {len(results)} replays)"
+        )
+        header = (
+            f"{'strategy':<12}"
+            + "".join(f"{f'{fraction:.0%} found':>12}" for fraction in pooling.FRACTIONS)
+            + "   judgments saved against depth"
+        )
         print(header)
         print("-" * len(header))
         best = oracle(runs, relevant, depth)

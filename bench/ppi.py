@@ -95,8 +95,9 @@ def simulate(setting: Setting, trials: int, seed: int) -> Outcome:
     outcome = Outcome(trials=trials)
     for _ in range(trials):
         truth = rng.random(setting.population) < setting.prevalence
-        called = np.where(truth, rng.random(setting.population) < setting.sensitivity,
-                          rng.random(setting.population) >= setting.specificity)
+        called = np.where(
+            truth, rng.random(setting.population) < setting.sensitivity, rng.random(setting.population) >= setting.specificity
+        )
         true_recall = setting.found / (setting.found + int(truth.sum()))
         model_drawn = rng.choice(setting.population, size=setting.model_pairs, replace=False)
         human_drawn = rng.choice(setting.population, size=setting.human_pairs, replace=False)
@@ -122,26 +123,39 @@ def main() -> None:
         parser.add_argument(f"--{name}", type=float, default=getattr(defaults, name))
     args = parser.parse_args()
     setting = Setting(
-        population=args.population, prevalence=args.prevalence, found=args.found, model_pairs=args.model_pairs,
-        human_pairs=args.human_pairs, sensitivity=args.sensitivity, specificity=args.specificity,
+        population=args.population,
+        prevalence=args.prevalence,
+        found=args.found,
+        model_pairs=args.model_pairs,
+        human_pairs=args.human_pairs,
+        sensitivity=args.sensitivity,
+        specificity=args.specificity,
     )
     outcome = simulate(setting, args.trials, args.seed)
     print(f"trials: {args.trials} (seed {args.seed})")
-    print(f"population: {setting.population} unjudged pairs, each relevant with probability {setting.prevalence} "
-          f"(about {setting.population * setting.prevalence:.0f} relevant); {setting.found} relevant pages found already")
-    print(f"model: sensitivity {setting.sensitivity}, specificity {setting.specificity}, "
-          f"accuracy {setting.model_accuracy:.3f}; it calls {setting.model_pairs} pairs drawn uniformly")
+    print(
+        f"population: {setting.population} unjudged pairs, each relevant with probability {setting.prevalence} "
+        f"(about {setting.population * setting.prevalence:.0f} relevant); {setting.found} relevant pages found already"
+    )
+    print(
+        f"model: sensitivity {setting.sensitivity}, specificity {setting.specificity}, "
+        f"accuracy {setting.model_accuracy:.3f}; it calls {setting.model_pairs} pairs drawn uniformly"
+    )
     print(f"people: {setting.human_pairs} pairs drawn uniformly (the completeness sample), judged without error")
     print(f"mean true recall of the labels: {outcome.mean_true_recall:.4f}")
     print()
     print(f"{'95% interval of the recall':<48}{'coverage':>10}{'mean width':>12}")
-    print(f"{f'prediction-powered ({setting.model_pairs} model + {setting.human_pairs} human)':<48}"
-          f"{outcome.ppi_coverage:>10.1%}{outcome.ppi_mean_width:>12.4f}")
+    print(
+        f"{f'prediction-powered ({setting.model_pairs} model + {setting.human_pairs} human)':<48}"
+        f"{outcome.ppi_coverage:>10.1%}{outcome.ppi_mean_width:>12.4f}"
+    )
     print(f"{f'human only, Wilson ({setting.human_pairs} human)':<48}{outcome.human_coverage:>10.1%}{outcome.human_mean_width:>12.4f}")
     print()
     verdict = "PASS" if outcome.ppi_coverage >= COVERAGE_TARGET else "MISS"
-    print(f"{verdict}: prediction-powered coverage {outcome.ppi_coverage:.1%} against the target of at least {COVERAGE_TARGET:.0%}; "
-          f"width {outcome.ppi_mean_width / outcome.human_mean_width:.2f}x the human-only one")
+    print(
+        f"{verdict}: prediction-powered coverage {outcome.ppi_coverage:.1%} against the target of at least {COVERAGE_TARGET:.0%}; "
+        f"width {outcome.ppi_mean_width / outcome.human_mean_width:.2f}x the human-only one"
+    )
 
 
 if __name__ == "__main__":

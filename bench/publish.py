@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,6 +116,7 @@ class Measured:
 
 # --- the sets ------------------------------------------------------------------------------
 
+
 def load_large(database_url: str) -> int:
     """bench/export.py's large set, by COPY; returns the golden set's pk."""
     from bench.export import load_fixture
@@ -143,17 +144,23 @@ def load_sqlite(path: str, *, queries: int, pages_per_query: int, corpus: int) -
 
     corpus_row = Corpus.objects.create(slug="bench", name="bench")
     golden_set = GoldenSet.objects.create(
-        slug="bench-sqlite", name="bench sqlite", corpus=corpus_row, query_slice_fields=["lang"], page_slice_fields=["kind"],
+        slug="bench-sqlite",
+        name="bench sqlite",
+        corpus=corpus_row,
+        query_slice_fields=["lang"],
+        page_slice_fields=["kind"],
     )
     rng = random.Random(SEED)
-    now = datetime.now(timezone.utc).isoformat()
+    now = datetime.now(UTC).isoformat()
     kinds, langs = ("article", "faq", "manual"), ("en", "de", "fr")
     with sqlite3.connect(path) as conn:
         conn.executemany(
             "INSERT INTO goldenset_page (corpus_id, doc_id, title, text, url, has_text, metadata, content_hash, created_at) "
             "VALUES (?, ?, ?, ?, '', 1, ?, ?, ?)",
-            ((corpus_row.pk, doc_id_of(n), f"page {n}", f"text of page {n}", json.dumps({"kind": kinds[n % 3]}), f"{n:064x}", now)
-             for n in range(corpus)),
+            (
+                (corpus_row.pk, doc_id_of(n), f"page {n}", f"text of page {n}", json.dumps({"kind": kinds[n % 3]}), f"{n:064x}", now)
+                for n in range(corpus)
+            ),
         )
         page_pk = [row[0] for row in conn.execute("SELECT id FROM goldenset_page WHERE corpus_id = ? ORDER BY id", (corpus_row.pk,))]
         conn.executemany(
@@ -169,13 +176,15 @@ def load_sqlite(path: str, *, queries: int, pages_per_query: int, corpus: int) -
                 rows.append((query_pk[q], page_pk[n], rng.choices((0, 1, 2, 3), weights=(4, 3, 2, 1))[0], f"{n:064x}", now))
         conn.executemany(
             "INSERT INTO goldenset_judgment (query_id, page_id, grade, source, note, page_hash, created_at) "
-            "VALUES (?, ?, ?, 'imported', '', ?, ?)", rows,
+            "VALUES (?, ?, ?, 'imported', '', ?, ?)",
+            rows,
         )
         conn.execute("ANALYZE")
     return golden_set.pk
 
 
 # --- one round -----------------------------------------------------------------------------
+
 
 class _Rollback(Exception):
     pass
@@ -216,7 +225,7 @@ def reference_pg(golden_set_pk: int) -> tuple[float, tuple[int, int, int]]:
     """The plain SQL snapshot on PostgreSQL, through Django's connection, rolled back."""
     from django.db import connection, transaction
 
-    params = {"golden_set": golden_set_pk, "now": datetime.now(timezone.utc)}
+    params = {"golden_set": golden_set_pk, "now": datetime.now(UTC)}
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             started = time.perf_counter()
@@ -242,7 +251,7 @@ def reference_sqlite(path: str, golden_set_pk: int) -> tuple[float, tuple[int, i
     try:
         started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
-        params = {"golden_set": golden_set_pk, "now": datetime.now(timezone.utc).isoformat()}
+        params = {"golden_set": golden_set_pk, "now": datetime.now(UTC).isoformat()}
         params["version"] = conn.execute(REFERENCE_VERSION, params).lastrowid
         counts = tuple(conn.execute(statement, params).rowcount for statement in (REFERENCE_LABELS, REFERENCE_QUERIES, REFERENCE_PAGES))
         seconds = time.perf_counter() - started
@@ -268,6 +277,7 @@ def measure(name: str, golden_set_pk: int, reference, rounds: int, profile: bool
 
 
 # --- the two processes ---------------------------------------------------------------------------
+
 
 def run_postgres(args: argparse.Namespace, which: list[str]) -> list[Measured]:
     from django.core.management import call_command
@@ -323,8 +333,7 @@ def run_sqlite(args: argparse.Namespace) -> Measured:
 def report(results: list[Measured], args: argparse.Namespace) -> None:
     print()
     print(f"version_publish against a plain SQL snapshot of the same rows, same run; median of {args.rounds} round(s)")
-    print(f"machine: {os.cpu_count()} cores (shared with other work), Python {platform.python_version()}, "
-          f"SQLite {sqlite3.sqlite_version}")
+    print(f"machine: {os.cpu_count()} cores (shared with other work), Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}")
     print()
     header = f"{'set':<44}{'labels':>10}{'publish':>10}{'reference':>11}{'ratio':>8}  target"
     print(header)
@@ -336,13 +345,18 @@ def report(results: list[Measured], args: argparse.Namespace) -> None:
         else:
             target = LARGE_TARGET if result.name == "large" else SQLITE_TARGET
             verdict = f"<= {target:.0f}x: {'PASS' if result.ratio <= target else 'MISS'}"
-        title = {"large": "large (PostgreSQL, bench/export.py's set)", "recompute": "recompute (PostgreSQL, bench/recompute.py's)",
-                 "sqlite": "sqlite (embedded default, WAL)"}[result.name]
+        title = {
+            "large": "large (PostgreSQL, bench/export.py's set)",
+            "recompute": "recompute (PostgreSQL, bench/recompute.py's)",
+            "sqlite": "sqlite (embedded default, WAL)",
+        }[result.name]
         print(f"{title:<44}{result.labels:>10,}{publish:>9.2f}s{reference:>10.2f}s{result.ratio:>7.2f}x  {verdict}")
     print()
     for result in results:
         rounds = ", ".join(f"{p:.2f}/{r:.2f}" for p, r in zip(result.publish, result.reference))
-        print(f"{result.name}: {result.queries:,} queries, {result.pages:,} pages snapshotted; seconds per round (publish/reference): {rounds}")
+        print(
+            f"{result.name}: {result.queries:,} queries, {result.pages:,} pages snapshotted; seconds per round (publish/reference): {rounds}"
+        )
     for result in results:
         if result.profile:
             print(f"\n--- cProfile of the last publish of {result.name} ---\n{result.profile}")

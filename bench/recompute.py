@@ -44,7 +44,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
@@ -55,7 +55,13 @@ sys.path.insert(0, str(REPO))
 
 from bench.data import doc_id_of, question_records  # noqa: E402  (needs the repository on sys.path)
 from bench.scratch import (  # noqa: E402
-    database_url_argument, django_setup, peak_memory, process_started, purge_queue, scratch_database, server_version,
+    database_url_argument,
+    django_setup,
+    peak_memory,
+    process_started,
+    purge_queue,
+    scratch_database,
+    server_version,
 )
 
 TIME_TARGET = 3.0
@@ -70,6 +76,7 @@ WAIT_SECONDS = 1800  # a recompute that takes longer than this has failed, not j
 
 
 # --- data ------------------------------------------------------------------------------
+
 
 def page_id_of(key: int) -> str:
     """Page key k >= 1 is a corpus page (the doc id of page k - 1); k <= -1 a page outside
@@ -174,8 +181,14 @@ def generate_dataset(*, pages: int, queries: int, depth: int, seed: int) -> Data
         label_page.append(picked)
         label_grade.append(grades)
     return Dataset(
-        pages=pages, queries=queries, depth=depth, seed=seed, page_type=page_type, query_lang=query_lang,
-        label_query=np.concatenate(label_query).astype(np.int64), label_page=np.concatenate(label_page).astype(np.int64),
+        pages=pages,
+        queries=queries,
+        depth=depth,
+        seed=seed,
+        page_type=page_type,
+        query_lang=query_lang,
+        label_query=np.concatenate(label_query).astype(np.int64),
+        label_page=np.concatenate(label_page).astype(np.int64),
         label_grade=np.concatenate(label_grade).astype(np.int64),
     )
 
@@ -188,47 +201,85 @@ def golden_set_source(data: Dataset):
     page_type = data.page_type.tolist()
     page_records = [
         JsonRecord(
-            line=key, id=page_id_of(key), title=f"page {key}", text=f"text of page {key}",
+            line=key,
+            id=page_id_of(key),
+            title=f"page {key}",
+            text=f"text of page {key}",
             metadata={"doc_type": DOC_TYPES[page_type[key]]},
         )
         for key in range(1, data.pages + 1)
     ]
     query_records = question_records(data.query_ids, [{"lang": LANGS[lang]} for lang in data.query_lang.tolist()])
     qrels = {
-        (f"q{q + 1}", page_id_of(p)): g
-        for q, p, g in zip(data.label_query.tolist(), data.label_page.tolist(), data.label_grade.tolist())
+        (f"q{q + 1}", page_id_of(p)): g for q, p, g in zip(data.label_query.tolist(), data.label_page.tolist(), data.label_grade.tolist())
     }
     return GoldenSetSource(
-        pages=page_records, queries=query_records, qrels=qrels, source_name="generated", grade_scale=default_grade_scale(),
-        query_slice_fields=["lang"], page_slice_fields=["doc_type"], k_first=100, k_final=8,
+        pages=page_records,
+        queries=query_records,
+        qrels=qrels,
+        source_name="generated",
+        grade_scale=default_grade_scale(),
+        query_slice_fields=["lang"],
+        page_slice_fields=["doc_type"],
+        k_first=100,
+        k_final=8,
     )
 
 
 # --- the database and the worker ------------------------------------------------------------
 
+
 @contextmanager
 def celery_worker(
-    *, database_url: str, broker_url: str, queue: str, concurrency: int, log_path: Path, cpu: int | None = None,
+    *,
+    database_url: str,
+    broker_url: str,
+    queue: str,
+    concurrency: int,
+    log_path: Path,
+    cpu: int | None = None,
     name: str = "%h",
 ):
     """A `celery worker` in a process group of its own, ready when this yields its Popen;
     stopped (warm shutdown, then SIGKILL) on the way out. With `cpu`, the worker and its pool
     run on that one core only (taskset), numba with one thread: a worker of one core."""
     env = {
-        **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DATABASE_URL": database_url,
-        "CELERY_BROKER_URL": broker_url, "CELERY_TASK_DEFAULT_QUEUE": queue, "LOG_LEVEL": "INFO",
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "goldset.settings",
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": broker_url,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "LOG_LEVEL": "INFO",
     }
     pinned = []
     if cpu is not None:
         env["NUMBA_NUM_THREADS"] = "1"
         pinned = ["taskset", "--cpu-list", str(cpu)]
     command = [
-        *pinned, str(Path(sys.executable).with_name("celery")), "-A", "goldset", "worker", "--pool", "prefork",
-        "--concurrency", str(concurrency), "-Q", queue, "--loglevel", "INFO", "--hostname", f"{queue}@{name}",
-        "--without-mingle", "--without-gossip",
+        *pinned,
+        str(Path(sys.executable).with_name("celery")),
+        "-A",
+        "goldset",
+        "worker",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        str(concurrency),
+        "-Q",
+        queue,
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        f"{queue}@{name}",
+        "--without-mingle",
+        "--without-gossip",
     ]
     with process_started(
-        command, env=env, log_path=log_path, ready=lambda: " ready." in log_path.read_text(errors="replace"), what="the worker",
+        command,
+        env=env,
+        log_path=log_path,
+        ready=lambda: " ready." in log_path.read_text(errors="replace"),
+        what="the worker",
     ) as process:
         yield process
 
@@ -252,6 +303,7 @@ def wait_for(condition, what: str, log_path: Path, *, every: float = 0.1):
 
 # --- the reference -------------------------------------------------------------------------
 
+
 def reference_inputs(data: Dataset):
     """Per slice: (name as Goldset stores it, query indices averaged, qrels typed list), and
     the per-query label tables. A slice keeps the queries with a relevant page in it."""
@@ -271,7 +323,7 @@ def reference_inputs(data: Dataset):
         queries = np.flatnonzero(has_relevant & query_kept)
         table = np.column_stack([kp, kg]).astype(np.float64)
         offsets = np.concatenate(([0], np.cumsum(np.bincount(kq, minlength=data.queries))))
-        qrels = TypedList([table[offsets[i]:offsets[i + 1]] for i in queries.tolist()])
+        qrels = TypedList([table[offsets[i] : offsets[i + 1]] for i in queries.tolist()])
         built.append((name, queries, qrels))
     return built
 
@@ -291,7 +343,7 @@ def reference_run_lists(data: Dataset, number: int, slices) -> list:
     lists = []
     for _name, queries, _qrels in slices:
         rows = row_of_query[queries].tolist()
-        lists.append(TypedList([table[r * data.depth:(r + 1) * data.depth] if r >= 0 else empty for r in rows]))
+        lists.append(TypedList([table[r * data.depth : (r + 1) * data.depth] if r >= 0 else empty for r in rows]))
     return lists
 
 
@@ -307,9 +359,7 @@ def measure_reference(data: Dataset, runs: int, metrics: list[str]) -> tuple[flo
     for number in range(runs):
         run_lists = reference_run_lists(data, number, slices)
         started = time.perf_counter()
-        results = [
-            ranx.evaluate(qrels, run, metrics, save_results_in_run=False) for (_, _, qrels), run in zip(slices, run_lists)
-        ]
+        results = [ranx.evaluate(qrels, run, metrics, save_results_in_run=False) for (_, _, qrels), run in zip(slices, run_lists)]
         seconds += time.perf_counter() - started
         for (name, _, _), result in zip(slices, results):
             means[(number, name)] = result
@@ -318,6 +368,7 @@ def measure_reference(data: Dataset, runs: int, metrics: list[str]) -> tuple[flo
 
 
 # --- measuring -------------------------------------------------------------------------------
+
 
 @dataclass
 class Result:
@@ -352,7 +403,10 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
 
     log_path = work / "worker.log"
     worker = celery_worker(
-        database_url=args.database_url, broker_url=args.broker_url, queue=args.queue, concurrency=args.concurrency,
+        database_url=args.database_url,
+        broker_url=args.broker_url,
+        queue=args.queue,
+        concurrency=args.concurrency,
         log_path=log_path,
     )
     with worker as process:
@@ -361,6 +415,7 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
             system = f"system-{number + 1}"
             lines = data.run_lines(number, system)
             run_import(golden_set=golden_set, lines=lines, source_name=f"{system}.trec", system=system, stage="first_stage")
+
         # Each upload sent a task that finds no version yet; the worker clears them before the clock starts.
         def uploads_done() -> bool:
             return log_path.read_text(errors="replace").count("'no version'") == args.runs
@@ -369,7 +424,7 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
         connection.close()
 
         print("  version_publish, then waiting for every evaluation ...", file=sys.stderr)
-        started_at = datetime.now(timezone.utc)
+        started_at = datetime.now(UTC)
         started = time.perf_counter()
         version = version_publish(golden_set=golden_set, note="bench")
         publish_seconds = time.perf_counter() - started
@@ -382,11 +437,15 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
     if failed:
         raise SystemExit(f"{len(failed)} evaluation(s) failed: {failed[0]}")
     result = Result(
-        seconds=(stamps[-1] - started_at).total_seconds(), publish_seconds=publish_seconds,
-        first_done_seconds=(stamps[0] - started_at).total_seconds(), evaluations=len(stamps),
+        seconds=(stamps[-1] - started_at).total_seconds(),
+        publish_seconds=publish_seconds,
+        first_done_seconds=(stamps[0] - started_at).total_seconds(),
+        evaluations=len(stamps),
         scores=Score.objects.filter(evaluation__version=version).count(),
         entries=sum(Run.objects.filter(golden_set=golden_set).values_list("entry_count", flat=True)),
-        labels=version.label_count, peaks=peaks, server_version=version_of_server,
+        labels=version.label_count,
+        peaks=peaks,
+        server_version=version_of_server,
     )
 
     metrics = [metric.name for metric in metrics_for(golden_set, version)]
@@ -396,9 +455,7 @@ def measure(args: argparse.Namespace, data: Dataset, work: Path) -> Result:
     rows = Score.objects.filter(evaluation__version=version).values_list("evaluation__run__system", "slice", "metric", "value")
     for system, slice_name, metric, value in rows:
         stored[(int(system.split("-")[1]) - 1, slice_name, metric)] = value
-    differences = [
-        abs(stored[(number, name, metric)] - means[metric]) for (number, name), means in reference.items() for metric in metrics
-    ]
+    differences = [abs(stored[(number, name, metric)] - means[metric]) for (number, name), means in reference.items() for metric in metrics]
     if len(differences) != len(stored):
         raise SystemExit(f"Goldset stored {len(stored)} scores, the reference computed {len(differences)}")
     result.max_difference = max(differences)
@@ -424,11 +481,15 @@ def report(args: argparse.Namespace, data: Dataset, result: Result) -> None:
     memory = sum(result.peaks.values())
     print()
     print("Goldset recompute on a real Celery worker against ranx.evaluate on prebuilt typed lists, same run")
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, PostgreSQL {result.server_version}, "
-          f"Redis broker {args.broker_url}")
-    print(f"data: {data.queries} queries, {result.labels} labels over {data.pages} pages; {args.runs} runs x {data.queries} "
-          f"queries x depth {data.depth} = {result.entries} run entries; metrics: 10 defaults (k_first 100, k_final 8); "
-          f"slices: overall + query lang x3 + page doc_type x3")
+    print(
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, PostgreSQL {result.server_version}, "
+        f"Redis broker {args.broker_url}"
+    )
+    print(
+        f"data: {data.queries} queries, {result.labels} labels over {data.pages} pages; {args.runs} runs x {data.queries} "
+        f"queries x depth {data.depth} = {result.entries} run entries; metrics: 10 defaults (k_first 100, k_final 8); "
+        f"slices: overall + query lang x3 + page doc_type x3"
+    )
     print(f"worker: 1 process, prefork pool of {args.concurrency} (one a core); the reference uses numba's threads on every core")
     print()
     header = f"{'step':<46}{'seconds':>10}"
@@ -444,10 +505,14 @@ def report(args: argparse.Namespace, data: Dataset, result: Result) -> None:
     print(f"        issue #15's next target: within {TIME_TARGET_NEXT}x  {'PASS' if ratio <= TIME_TARGET_NEXT else 'MISS'}")
     memory_verdict = "PASS" if memory <= MEMORY_TARGET_BYTES else "MISS"
     peaks = ", ".join(f"{name}: {peak / 2**20:.0f} MiB" for name, peak in result.peaks.items())
-    print(f"memory: worker peak RSS {memory / 2**20:.0f} MiB summed over its processes ({peaks}); "
-          f"target {MEMORY_TARGET_BYTES / 2**30:.0f} GiB  {memory_verdict}")
-    print(f"check:  {result.evaluations} evaluations, {result.scores} scores stored; largest difference from the "
-          f"reference's means {result.max_difference:.1e}")
+    print(
+        f"memory: worker peak RSS {memory / 2**20:.0f} MiB summed over its processes ({peaks}); "
+        f"target {MEMORY_TARGET_BYTES / 2**30:.0f} GiB  {memory_verdict}"
+    )
+    print(
+        f"check:  {result.evaluations} evaluations, {result.scores} scores stored; largest difference from the "
+        f"reference's means {result.max_difference:.1e}"
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -471,15 +536,22 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--pages", type=int, default=100_000)
     parser.add_argument(
-        "--concurrency", type=int, default=os.cpu_count() or 1, help="pool processes of the worker (default: the cores)",
+        "--concurrency",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="pool processes of the worker (default: the cores)",
     )
     parser.add_argument("--seed", type=int, default=20240601, help="seed of the generated data")
     database_url_argument(parser, "goldset_bench_recompute")
     parser.add_argument(
-        "--broker-url", default="redis://127.0.0.1:6379/0", help="Redis for the worker (in a queue of this run's own)",
+        "--broker-url",
+        default="redis://127.0.0.1:6379/0",
+        help="Redis for the worker (in a queue of this run's own)",
     )
     parser.add_argument(
-        "--profile", action="store_true", help="also print cProfile statistics of evaluation_compute of one run",
+        "--profile",
+        action="store_true",
+        help="also print cProfile statistics of evaluation_compute of one run",
     )
     args = parser.parse_args()
     if args.runs < 1:

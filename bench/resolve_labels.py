@@ -24,7 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -39,7 +38,8 @@ def latest_judgment_labels(golden_set) -> list[tuple[int, int, int]]:
 
     rows = (
         Judgment.objects.filter(query__golden_set=golden_set)
-        .order_by("query_id", "page_id", "-id").values_list("query_id", "page_id", "grade")
+        .order_by("query_id", "page_id", "-id")
+        .values_list("query_id", "page_id", "grade")
     )
     labels, last = [], None
     for query_pk, page_pk, grade in rows.iterator(chunk_size=20_000):
@@ -69,10 +69,16 @@ def load(args: argparse.Namespace):
         golden_set = GoldenSet.objects.create(slug="bench", name="bench", corpus=corpus)
         people = [get_user_model().objects.create_user(f"judge{n}") for n in range(args.judges + 1)]
         Membership.objects.create(user=people[-1], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
-        bulk_insert(Page._meta.db_table, ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "content_hash", "created_at"],
-                    ((corpus.id, f"d{n}", "", "", "", True, "{}", "h", now) for n in range(page_count)))
-        bulk_insert(Query._meta.db_table, ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"],
-                    ((golden_set.id, f"q{n}", "", True, "{}", now) for n in range(QUERIES)))
+        bulk_insert(
+            Page._meta.db_table,
+            ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "content_hash", "created_at"],
+            ((corpus.id, f"d{n}", "", "", "", True, "{}", "h", now) for n in range(page_count)),
+        )
+        bulk_insert(
+            Query._meta.db_table,
+            ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"],
+            ((golden_set.id, f"q{n}", "", True, "{}", now) for n in range(QUERIES)),
+        )
         page_pks = list(Page.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True))
         query_pks = list(Query.objects.filter(golden_set=golden_set).order_by("id").values_list("id", flat=True))
 
@@ -90,8 +96,11 @@ def load(args: argparse.Namespace):
                             yield (query_pk, page_pk, rng.randint(0, 3), "adjudicated", people[-1].pk)
                     n += 1
 
-        written = bulk_insert(Judgment._meta.db_table, ["query_id", "page_id", "grade", "source", "annotator_id", "note", "page_hash", "created_at"],
-                              ((q, p, g, s, a, "", "h", now) for q, p, g, s, a in rows()))
+        written = bulk_insert(
+            Judgment._meta.db_table,
+            ["query_id", "page_id", "grade", "source", "annotator_id", "note", "page_hash", "created_at"],
+            ((q, p, g, s, a, "", "h", now) for q, p, g, s, a in rows()),
+        )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return golden_set, written
@@ -114,13 +123,17 @@ def run(args: argparse.Namespace) -> None:
     new, old = results["resolved_labels"], results["latest judgment"]
     assert [(q, p) for q, p, _ in new] == [(q, p) for q, p, _ in old], "both rules must label the same pairs"
     single = sum(1 for (_, _, a), (_, _, b) in zip(new, old) if a == b)
-    print(f"data: {written:,} judgments on {len(new):,} pairs ({args.single:,} imported only, {args.multi:,} "
-          f"with an import and {args.judges} people, one in ten adjudicated), PostgreSQL, {args.rounds} rounds")
+    print(
+        f"data: {written:,} judgments on {len(new):,} pairs ({args.single:,} imported only, {args.multi:,} "
+        f"with an import and {args.judges} people, one in ten adjudicated), PostgreSQL, {args.rounds} rounds"
+    )
     for name, values in times.items():
         print(f"  {name:16s} median {statistics.median(values):6.2f} s  (rounds: {', '.join(f'{v:.2f}' for v in values)})")
     ratio = statistics.median(times["resolved_labels"]) / statistics.median(times["latest judgment"])
-    print(f"  resolved_labels / latest judgment: {ratio:.2f}x; labels equal on {single:,} of {len(new):,} pairs "
-          f"(every single-judge pair, and multi-judged ones where the rules happen to agree)")
+    print(
+        f"  resolved_labels / latest judgment: {ratio:.2f}x; labels equal on {single:,} of {len(new):,} pairs "
+        f"(every single-judge pair, and multi-judged ones where the rules happen to agree)"
+    )
 
 
 def main() -> None:

@@ -118,8 +118,10 @@ def main() -> None:
         imports, reads, version = measure(args, paths)
 
     entries = args.queries * args.depth
-    print(f"run import by form: {entries:,} entries ({args.queries:,} queries x {args.depth}), corpus {args.pages:,} pages, "
-          f"PostgreSQL {version}, median of {args.rounds} round(s)")
+    print(
+        f"run import by form: {entries:,} entries ({args.queries:,} queries x {args.depth}), corpus {args.pages:,} pages, "
+        f"PostgreSQL {version}, median of {args.rounds} round(s)"
+    )
     reference = statistics.median(imports["trec"])
     reference_read = statistics.median(reads["trec"])
     for form in FORMS:

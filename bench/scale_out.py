@@ -60,10 +60,17 @@ def phase(args, version, work: Path, cpus: list[int]) -> tuple[float, dict]:
     log_path = work / f"workers-{len(cpus)}.log"
     with ExitStack() as stack:
         for cpu in cpus:
-            stack.enter_context(celery_worker(
-                database_url=args.database_url, broker_url=args.broker_url, queue=args.queue, concurrency=1,
-                log_path=work / f"worker-{len(cpus)}-{cpu}.log", cpu=cpu, name=f"core{cpu}",
-            ))
+            stack.enter_context(
+                celery_worker(
+                    database_url=args.database_url,
+                    broker_url=args.broker_url,
+                    queue=args.queue,
+                    concurrency=1,
+                    log_path=work / f"worker-{len(cpus)}-{cpu}.log",
+                    cpu=cpu,
+                    name=f"core{cpu}",
+                )
+            )
         log_path.write_text("")
         connection.close()
         started = time.perf_counter()
@@ -80,7 +87,10 @@ def phase(args, version, work: Path, cpus: list[int]) -> tuple[float, dict]:
     scores = {
         (run, slice_name, metric): value
         for run, slice_name, metric, value in Score.objects.filter(evaluation__version=version).values_list(
-            "evaluation__run_id", "slice", "metric", "value",
+            "evaluation__run_id",
+            "slice",
+            "metric",
+            "value",
         )
     }
     return seconds, scores
@@ -106,8 +116,13 @@ def run(args: argparse.Namespace) -> None:
             for number in range(args.runs):
                 print(f"  run_import: run {number + 1} of {args.runs} ...", file=sys.stderr)
                 system = f"system-{number + 1}"
-                run_import(golden_set=golden_set, lines=data.run_lines(number, system), source_name=f"{system}.trec",
-                           system=system, stage="first_stage")
+                run_import(
+                    golden_set=golden_set,
+                    lines=data.run_lines(number, system),
+                    source_name=f"{system}.trec",
+                    system=system,
+                    stage="first_stage",
+                )
             version = version_publish(golden_set=golden_set, note="bench")
             entries = sum(Run.objects.filter(golden_set=golden_set).values_list("entry_count", flat=True))
             print("  one worker of one core ...", file=sys.stderr)
@@ -123,10 +138,14 @@ def run(args: argparse.Namespace) -> None:
     print()
     print("Recompute on one worker of one core against two workers of one core each, same data, same run")
     load = os.getloadavg()
-    print(f"machine: {os.cpu_count()} cores (load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end), "
-          f"Python {platform.python_version()}, PostgreSQL {version_of_server} on the same cores")
-    print(f"data: {args.runs} runs x {args.queries} queries x depth {args.depth} = {entries:,} run entries, "
-          f"{len(data.label_grade):,} labels; {len(scores_one):,} scores stored a phase (10 metrics x 7 slices a run)")
+    print(
+        f"machine: {os.cpu_count()} cores (load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end), "
+        f"Python {platform.python_version()}, PostgreSQL {version_of_server} on the same cores"
+    )
+    print(
+        f"data: {args.runs} runs x {args.queries} queries x depth {args.depth} = {entries:,} run entries, "
+        f"{len(data.label_grade):,} labels; {len(scores_one):,} scores stored a phase (10 metrics x 7 slices a run)"
+    )
     print()
     print(f"{'workers':<40}{'seconds':>10}")
     print("-" * 50)

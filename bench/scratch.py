@@ -35,7 +35,7 @@ from {base} import *  # noqa: F403
 STATIC_ROOT = {static_root!r}
 '''
 
-from psycopg import sql
+from psycopg import sql  # noqa: E402  (the script writes its settings module above first)
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -46,7 +46,8 @@ def database_url_argument(parser: argparse.ArgumentParser, name: str) -> None:
     """Add --database-url: the database a bench creates, uses and drops (scratch_database),
     `name` on the local PostgreSQL server unless told otherwise."""
     parser.add_argument(
-        "--database-url", default=f"postgres://postgres@127.0.0.1:5432/{name}",
+        "--database-url",
+        default=f"postgres://postgres@127.0.0.1:5432/{name}",
         help="PostgreSQL database to create, use and drop; it must not exist beforehand",
     )
 
@@ -102,6 +103,7 @@ def scratch_database(database_url: str, keep: bool = False):
             with psycopg.connect(admin_url, autocommit=True) as admin:
                 admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now, for a server of the bench."""
     with socket.socket() as sock:
@@ -111,7 +113,13 @@ def free_port() -> int:
 
 @contextmanager
 def process_started(
-    command: list[str], *, env: dict[str, str], log_path: Path, ready: Callable[[], bool], what: str, timeout: float = 120,
+    command: list[str],
+    *,
+    env: dict[str, str],
+    log_path: Path,
+    ready: Callable[[], bool],
+    what: str,
+    timeout: float = 120,
 ):
     """Run `command` from the repository in a process group of its own, its output
     appended to `log_path`, and yield its Popen once `ready()` is true (asked every
@@ -119,7 +127,12 @@ def process_started(
     the log when it exits first or is not ready within `timeout` seconds."""
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            command,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so one signal reaches its workers too
         )
     try:
@@ -143,8 +156,16 @@ def gunicorn_started(database_url: str, log_path: Path, *, timeout: int = 600):
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DATABASE_URL": database_url, "DEBUG": "false"}
     command = [
-        str(Path(sys.executable).with_name("gunicorn")), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
-        "--workers", "1", "--worker-class", "sync", "--timeout", str(timeout),
+        str(Path(sys.executable).with_name("gunicorn")),
+        "goldset.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--worker-class",
+        "sync",
+        "--timeout",
+        str(timeout),
     ]
     base = f"http://127.0.0.1:{port}"
 
@@ -209,14 +230,19 @@ COPY (
 """
 
 
-def served_settings(temp: Path, env: dict[str, str], *, base: str = "goldset.settings_production", name: str = "bench_served_settings") -> dict[str, str]:
+def served_settings(
+    temp: Path, env: dict[str, str], *, base: str = "goldset.settings_production", name: str = "bench_served_settings"
+) -> dict[str, str]:
     """`env` made to serve the app as a deployment does (DEBUG off, whitenoise serving
     collected static files): a settings module `name` in `temp` importing `base` with
     STATIC_ROOT in `temp`, on PYTHONPATH, and `collectstatic` run with it. Returns the
     environment to start gunicorn with."""
     (temp / f"{name}.py").write_text(SERVED_SETTINGS_TEMPLATE.format(base=base, static_root=str(temp / "static")))
     env = {
-        **env, "PYTHONPATH": os.pathsep.join([str(temp), str(REPO)]), "DJANGO_SETTINGS_MODULE": name, "DEBUG": "false",
+        **env,
+        "PYTHONPATH": os.pathsep.join([str(temp), str(REPO)]),
+        "DJANGO_SETTINGS_MODULE": name,
+        "DEBUG": "false",
     }
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
     return env

@@ -66,9 +66,16 @@ def build(args: argparse.Namespace) -> dict:
     new = rng.random(pages) < 0.1
     age_days = np.where(new, rng.uniform(0.5, 29, pages), rng.uniform(31, 730, pages))
     page_records = [
-        JsonRecord(line=i + 1, id=f"kb/{i + 1:06d}", title=f"page {i + 1}", text=f"text of page {i + 1}", metadata={
-            "doc_type": DOC_TYPES[page_type[i]], "published_at": (NOW - timedelta(days=float(age_days[i]))).isoformat(),
-        })
+        JsonRecord(
+            line=i + 1,
+            id=f"kb/{i + 1:06d}",
+            title=f"page {i + 1}",
+            text=f"text of page {i + 1}",
+            metadata={
+                "doc_type": DOC_TYPES[page_type[i]],
+                "published_at": (NOW - timedelta(days=float(age_days[i]))).isoformat(),
+            },
+        )
         for i in range(pages)
     ]
     query_records = question_records(
@@ -81,10 +88,20 @@ def build(args: argparse.Namespace) -> dict:
         for j, page in enumerate(labelled[q].tolist()):
             qrels[(f"q{q + 1}", f"kb/{page + 1:06d}")] = int(rng.integers(1, 4)) if j < RELEVANT else 0
     print(f"  golden set: {pages} pages, {queries} queries, {len(qrels)} labels ...", file=sys.stderr)
-    golden_set_create(slug=SLUG, name=SLUG, source=GoldenSetSource(
-        pages=page_records, queries=query_records, qrels=qrels, source_name="generated",
-        query_slice_fields=["lang", "intent"], page_slice_fields=["doc_type"], k_first=100, k_final=8,
-    ))
+    golden_set_create(
+        slug=SLUG,
+        name=SLUG,
+        source=GoldenSetSource(
+            pages=page_records,
+            queries=query_records,
+            qrels=qrels,
+            source_name="generated",
+            query_slice_fields=["lang", "intent"],
+            page_slice_fields=["doc_type"],
+            k_first=100,
+            k_final=8,
+        ),
+    )
     golden_set = GoldenSet.objects.get(slug=SLUG)
 
     systems = [("hybrid", "first_stage", 0.9), ("hybrid", "reranked", 0.9), ("bm25", "first_stage", 0.75)][: args.runs]
@@ -96,15 +113,25 @@ def build(args: argparse.Namespace) -> dict:
             others = rng.choice(pages, DEPTH, replace=False).tolist()
             ranking = list(dict.fromkeys(hits + others))[:DEPTH]
             if stage == "reranked":
-                ranking = ranking[len(hits):len(hits) + 4] + ranking[:len(hits)] + ranking[len(hits) + 4:]
+                ranking = ranking[len(hits) : len(hits) + 4] + ranking[: len(hits)] + ranking[len(hits) + 4 :]
             lines += [f"q{q + 1} Q0 kb/{p + 1:06d} {r} {DEPTH - r} {system}\n" for r, p in enumerate(ranking, 1)]
-        run_import(golden_set=golden_set, lines=lines, source_name=f"{system}-{stage}.run", system=system, stage=stage,
-                   name=f"{system} {stage} {number}")
+        run_import(
+            golden_set=golden_set,
+            lines=lines,
+            source_name=f"{system}-{stage}.run",
+            system=system,
+            stage=stage,
+            name=f"{system} {stage} {number}",
+        )
 
     by_doc = dict(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "id"))
     for q in range(5):
-        canary_add(golden_set=golden_set, query=Query.objects.get(golden_set=golden_set, query_id=f"q{q + 1}"),
-                   page=Page.objects.get(pk=by_doc[f"kb/{labelled[q, 0] + 1:06d}"]), note="bench canary")
+        canary_add(
+            golden_set=golden_set,
+            query=Query.objects.get(golden_set=golden_set, query_id=f"q{q + 1}"),
+            page=Page.objects.get(pk=by_doc[f"kb/{labelled[q, 0] + 1:06d}"]),
+            note="bench canary",
+        )
     print("  version_publish and scoring every run in process ...", file=sys.stderr)
     version = version_publish(golden_set=golden_set, note="bench")
     changed = rng.choice(pages, pages // 100, replace=False)
@@ -115,7 +142,11 @@ def build(args: argparse.Namespace) -> dict:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return {
-        "pages": pages, "queries": queries, "labels": len(qrels), "runs": len(systems), "evaluations": evaluations,
+        "pages": pages,
+        "queries": queries,
+        "labels": len(qrels),
+        "runs": len(systems),
+        "evaluations": evaluations,
         "scores": Score.objects.filter(evaluation__version=version).count(),
     }
 
@@ -158,16 +189,25 @@ def measure(args: argparse.Namespace) -> dict:
             profiler = cProfile.Profile()
             profiler.runcall(render, cold=cold)
             print(f"--- profile of a {'cold' if cold else 'warm'} render", file=sys.stderr)
-            pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(r"labeling|evaluation|goldenset|template/loader|compiler.py.*execute_sql", 40)
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(
+                r"labeling|evaluation|goldenset|template/loader|compiler.py.*execute_sql", 40
+            )
     cold = [render(cold=True) for _ in range(args.repeat)]
     warm = [render(cold=False) for _ in range(args.repeat)]
     # The test client keeps no context outside a test run: ask the selector for the counts.
     golden_set = GoldenSet.objects.get(slug=SLUG)
     report = coverage_report(golden_set, golden_set.latest_version())
     return {
-        **sizes, "slice_values": len(report.slices), "flagged": len(report.flagged), "stale": report.stale_total,
-        "canaries": len(report.canary_rows), "bytes": len(cold[-1][2].content),
-        "cold": [t for t, _, _ in cold], "warm": [t for t, _, _ in warm], "sql": cold[-1][1], "sql_warm": warm[-1][1],
+        **sizes,
+        "slice_values": len(report.slices),
+        "flagged": len(report.flagged),
+        "stale": report.stale_total,
+        "canaries": len(report.canary_rows),
+        "bytes": len(cold[-1][2].content),
+        "cold": [t for t, _, _ in cold],
+        "warm": [t for t, _, _ in warm],
+        "sql": cold[-1][1],
+        "sql_warm": warm[-1][1],
     }
 
 
@@ -187,15 +227,21 @@ def main() -> None:
         result = measure(args)
 
     cold, warm = sorted(result["cold"]), sorted(result["warm"])
-    print(f"data: {result['queries']} queries, {result['pages']} pages, {result['labels']} labels, "
-          f"{result['slice_values']} slice values, {result['runs']} runs of {DEPTH} pages a query "
-          f"({result['evaluations']} evaluations, {result['scores']} scores), {result['canaries']} canaries, "
-          f"{result['stale']} stale labels; {result['flagged']} slice values flagged")
+    print(
+        f"data: {result['queries']} queries, {result['pages']} pages, {result['labels']} labels, "
+        f"{result['slice_values']} slice values, {result['runs']} runs of {DEPTH} pages a query "
+        f"({result['evaluations']} evaluations, {result['scores']} scores), {result['canaries']} canaries, "
+        f"{result['stale']} stale labels; {result['flagged']} slice values flagged"
+    )
     print(f"page: {result['bytes'] / 1024:.0f} KiB of HTML, {result['sql']} SQL queries cold, {result['sql_warm']} warm")
-    print(f"cold render (labels and slices read from the database): median {statistics.median(cold):.3f} s, "
-          f"worst {cold[-1]:.3f} s over {len(cold)}")
-    print(f"warm render (labels and slices kept by the process):   median {statistics.median(warm):.3f} s, "
-          f"worst {warm[-1]:.3f} s over {len(warm)}")
+    print(
+        f"cold render (labels and slices read from the database): median {statistics.median(cold):.3f} s, "
+        f"worst {cold[-1]:.3f} s over {len(cold)}"
+    )
+    print(
+        f"warm render (labels and slices kept by the process):   median {statistics.median(warm):.3f} s, "
+        f"worst {warm[-1]:.3f} s over {len(warm)}"
+    )
     verdict = "meets" if cold[-1] < TIME_TARGET else "MISSES"
     print(f"target: under {TIME_TARGET:.1f} s: the worst cold render {verdict} it ({cold[-1] / TIME_TARGET:.2f}x the target)")
 

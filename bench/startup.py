@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 1.5
 HEAVY = ("numba", "ranx", "scipy", "pandas", "matplotlib", "aiohttp")
 
-BARE_SETTINGS = '''SECRET_KEY = "bench-startup-only"
+BARE_SETTINGS = """SECRET_KEY = "bench-startup-only"
 DEBUG = True
 ALLOWED_HOSTS = []
 INSTALLED_APPS = [
@@ -67,20 +67,20 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": "{dat
 STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 {extra_settings}
-'''
+"""
 
 FRAMEWORK_APPS = '"django_htmx", "axes", "csp", "rest_framework", "drf_spectacular", "drf_spectacular_sidecar",'
-FRAMEWORK_SETTINGS = '''AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+FRAMEWORK_SETTINGS = """AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
-'''
+"""
 
-BARE_URLS = '''from django.contrib import admin
+BARE_URLS = """from django.contrib import admin
 from django.urls import path
 
 urlpatterns = [path("admin/", admin.site.urls)]
-'''
+"""
 
-FRAMEWORK_URLS = '''from django.contrib import admin
+FRAMEWORK_URLS = """from django.contrib import admin
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
@@ -90,12 +90,12 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
 ] + DefaultRouter().urls
-'''
+"""
 
-MANAGE = '''import sys
+MANAGE = """import sys
 from django.core.management import execute_from_command_line
 execute_from_command_line(sys.argv)
-'''
+"""
 
 
 def write_bare_project(folder: Path) -> None:
@@ -106,9 +106,15 @@ def write_bare_project(folder: Path) -> None:
         ("bench_django", "", "", "", BARE_URLS),
         ("bench_framework", FRAMEWORK_APPS, '"axes.middleware.AxesMiddleware",', FRAMEWORK_SETTINGS, FRAMEWORK_URLS),
     ):
-        (folder / f"{name}.py").write_text(BARE_SETTINGS.format(
-            extra_apps=apps, extra_settings=settings, extra_middleware=middleware, name=name, database=str(folder / f"{name}.sqlite3"),
-        ))
+        (folder / f"{name}.py").write_text(
+            BARE_SETTINGS.format(
+                extra_apps=apps,
+                extra_settings=settings,
+                extra_middleware=middleware,
+                name=name,
+                database=str(folder / f"{name}.sqlite3"),
+            )
+        )
         (folder / f"{name}_urls.py").write_text(urls)
 
 
@@ -127,10 +133,11 @@ def heavy_modules(env: dict[str, str], settings: str) -> list[str]:
         "import sys; from django.core.management import call_command; import django; django.setup(); "
         f"call_command('check', verbosity=0); print('loaded:', *(m for m in {HEAVY!r} if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", probe], env={**env, "DJANGO_SETTINGS_MODULE": settings}, cwd=REPO,
-                          capture_output=True, text=True, check=True)
-    [line] = [line for line in done.stdout.splitlines() if line.startswith('loaded:')]
-    return line.removeprefix('loaded:').split()
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, "DJANGO_SETTINGS_MODULE": settings}, cwd=REPO, capture_output=True, text=True, check=True
+    )
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("loaded:")]
+    return line.removeprefix("loaded:").split()
 
 
 def main() -> None:
@@ -169,16 +176,17 @@ def main() -> None:
     goldset = median["goldset"]
     print()
     print(f"Start-up: `manage.py check` ({args.settings}), fresh processes, median of {args.rounds} round(s)")
-    print(f"machine: {os.cpu_count()} cores (shared), load average {os.getloadavg()[0]:.2f} at the end, "
-          f"Python {platform.python_version()}")
+    print(f"machine: {os.cpu_count()} cores (shared), load average {os.getloadavg()[0]:.2f} at the end, Python {platform.python_version()}")
     print()
     header = f"{'command':<64}{'median':>9}{'ratio':>8}"
     print(header)
     print("-" * len(header))
     print(f"{'goldset: manage.py check':<64}{goldset:>8.2f}s")
     print(f"{'django: bare project, contrib apps and the admin':<64}{median['django']:>8.2f}s{goldset / median['django']:>7.2f}x")
-    print(f"{'framework: bare project + Goldset third-party apps, DRF, schema':<64}"
-          f"{median['framework']:>8.2f}s{goldset / median['framework']:>7.2f}x")
+    print(
+        f"{'framework: bare project + Goldset third-party apps, DRF, schema':<64}"
+        f"{median['framework']:>8.2f}s{goldset / median['framework']:>7.2f}x"
+    )
     print(f"{'goldset without any bytecode cache (one run, information)':<64}{uncached:>8.2f}s")
     print()
     print(f"target: goldset's check under {TARGET_SECONDS:.1f} s: {goldset:.2f} s  {'PASS' if goldset < TARGET_SECONDS else 'MISS'}")

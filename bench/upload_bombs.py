@@ -40,8 +40,8 @@ def child(path: str, name: str) -> None:
     import django
 
     django.setup()
-    import pyarrow.parquet  # noqa: F401  (loaded by a worker that has read a parquet run)
     import lz4.frame  # noqa: F401
+    import pyarrow.parquet  # noqa: F401  (loaded by a worker that has read a parquet run)
     from django.conf import settings
     from django.urls import get_resolver
 
@@ -71,8 +71,8 @@ def measure(path: Path, name: str) -> tuple[float, float, str]:
 def real_runs(folder: Path) -> dict[str, Path]:
     import gzip
 
-    import lz4.frame
     import cbor2
+    import lz4.frame
     import numpy as np
     import pandas as pd
 
@@ -86,11 +86,19 @@ def real_runs(folder: Path) -> dict[str, Path]:
         run.setdefault(query_id, {})[doc_id] = score
     paths = {"run.lz4": folder / "real.lz4", "run.parquet": folder / "real.parquet", "run.trec.gz": folder / "real.trec.gz"}
     paths["run.lz4"].write_bytes(lz4.frame.compress(lz4.frame.compress(cbor2.dumps(run))))
-    frame = pd.DataFrame({"q_id": [k for k, v in run.items() for _ in v], "doc_id": [x for v in run.values() for x in v],
-                          "score": [x for v in run.values() for x in v.values()]})
+    frame = pd.DataFrame(
+        {
+            "q_id": [k for k, v in run.items() for _ in v],
+            "doc_id": [x for v in run.values() for x in v],
+            "score": [x for v in run.values() for x in v.values()],
+        }
+    )
     frame.to_parquet(paths["run.parquet"], index=False)
-    lines = "".join(f"{query_id} Q0 {doc} {rank} {score} ref\n" for query_id, docs in run.items()
-                    for rank, (doc, score) in enumerate(docs.items(), start=1))
+    lines = "".join(
+        f"{query_id} Q0 {doc} {rank} {score} ref\n"
+        for query_id, docs in run.items()
+        for rank, (doc, score) in enumerate(docs.items(), start=1)
+    )
     paths["run.trec.gz"].write_bytes(gzip.compress(lines.encode()))
     return paths
 
@@ -102,11 +110,16 @@ def main() -> int:
     from tests.hardening.bombs import gzip_bomb, lz4_bomb, parquet_bomb
 
     folder = Path(tempfile.mkdtemp(prefix="goldset-bombs-"))
-    bombs = {"run.lz4": ("LZ4 to 2 GB", lz4_bomb(2 << 30)), "run.parquet": ("parquet of 50M rows", parquet_bomb(50_000_000)),
-             "run.trec.gz": ("gzip to 1 GB", gzip_bomb(1 << 30))}
+    bombs = {
+        "run.lz4": ("LZ4 to 2 GB", lz4_bomb(2 << 30)),
+        "run.parquet": ("parquet of 50M rows", parquet_bomb(50_000_000)),
+        "run.trec.gz": ("gzip to 1 GB", gzip_bomb(1 << 30)),
+    }
     references = real_runs(folder)
-    print(f"target: a worker's peak memory under {TARGET_MB} MB for each bomb; reference: the same worker reading a real run "
-          "of 10,000 queries x 100 (1,000,000 entries) in that form")
+    print(
+        f"target: a worker's peak memory under {TARGET_MB} MB for each bomb; reference: the same worker reading a real run "
+        "of 10,000 queries x 100 (1,000,000 entries) in that form"
+    )
     missed = False
     for name, (label, data) in bombs.items():
         path = folder / ("bomb-" + name)
@@ -116,7 +129,9 @@ def main() -> int:
         verdict = "PASS" if peak < TARGET_MB and answer.startswith("413") else "MISS"
         missed |= verdict == "MISS"
         print(f"{label:22} {len(data) / 1024:9,.0f} KB  peak {peak:5.0f} MB  {seconds:5.2f} s  {answer}")
-        print(f"{'  reference':22} {references[name].stat().st_size / 1024:9,.0f} KB  peak {ref_peak:5.0f} MB  {ref_seconds:5.2f} s  {ref_answer}")
+        print(
+            f"{'  reference':22} {references[name].stat().st_size / 1024:9,.0f} KB  peak {ref_peak:5.0f} MB  {ref_seconds:5.2f} s  {ref_answer}"
+        )
         print(f"  {verdict}")
     return 1 if missed else 0
 

@@ -63,8 +63,15 @@ class EvaluationSettingsForm(forms.ModelForm):
 class EvaluationSettingsAdmin(admin.ModelAdmin):
     form = EvaluationSettingsForm
     list_display = [
-        "golden_set", "min_queries_per_slice", "alert_slice_floor", "judged_floor", "age_buckets",
-        "alert_drop_points", "alert_rerank_loss_points", "completeness_depth", "run_depth_cap",
+        "golden_set",
+        "min_queries_per_slice",
+        "alert_slice_floor",
+        "judged_floor",
+        "age_buckets",
+        "alert_drop_points",
+        "alert_rerank_loss_points",
+        "completeness_depth",
+        "run_depth_cap",
     ]
     search_fields = ["golden_set__slug", "golden_set__name"]
     list_select_related = ["golden_set"]
@@ -81,7 +88,17 @@ class EvaluationSettingsAdmin(admin.ModelAdmin):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["name", "system", "stage", "golden_set", "query_count", "entry_count", "external_doc_count", "uploaded_by", "created_at"]
+    list_display = [
+        "name",
+        "system",
+        "stage",
+        "golden_set",
+        "query_count",
+        "entry_count",
+        "external_doc_count",
+        "uploaded_by",
+        "created_at",
+    ]
     list_filter = ["stage", "golden_set"]
     search_fields = ["name", "system", "source_name"]
     list_select_related = ["golden_set", "uploaded_by"]
@@ -119,7 +136,16 @@ class RunDataAdmin(ComputedAdmin):
 
 @admin.register(Evaluation)
 class EvaluationAdmin(ComputedAdmin):
-    list_display = ["run", "version", "status", "queries_in_version", "queries_averaged", "unanswered_count", "no_relevant_count", "finished_at"]
+    list_display = [
+        "run",
+        "version",
+        "status",
+        "queries_in_version",
+        "queries_averaged",
+        "unanswered_count",
+        "no_relevant_count",
+        "finished_at",
+    ]
     list_filter = ["status", "version__golden_set"]
     search_fields = ["run__name", "run__system", "error"]
     list_select_related = ["run", "version__golden_set"]
@@ -165,7 +191,19 @@ class CompletenessAdmin(_OfEvaluation):
 
 @admin.register(Alert)
 class AlertAdmin(ComputedAdmin):
-    list_display = ["created_at", "kind", "golden_set", "version", "run", "metric", "slice", "value", "reference", "emailed_at", "webhook_delivered_at"]
+    list_display = [
+        "created_at",
+        "kind",
+        "golden_set",
+        "version",
+        "run",
+        "metric",
+        "slice",
+        "value",
+        "reference",
+        "emailed_at",
+        "webhook_delivered_at",
+    ]
     list_filter = ["kind", "golden_set"]
     search_fields = ["message", "run__name", "slice"]
     list_select_related = ["golden_set", "version__golden_set", "run"]

@@ -34,13 +34,16 @@ def canary_check_input(*, golden_set: GoldenSet, query: Query | None, page: Page
     if query.golden_set_id != golden_set.pk:
         raise GoldsetError(f"query {query.query_id!r} is not a query of golden set {golden_set.slug!r}", field="query")
     if page.corpus_id != golden_set.corpus_id:
-        raise GoldsetError(
-            f"page {page.doc_id!r} is not in the corpus of golden set {golden_set.slug!r}", field="page"
-        )
+        raise GoldsetError(f"page {page.doc_id!r} is not in the corpus of golden set {golden_set.slug!r}", field="page")
 
 
 def canary_add(
-    *, golden_set: GoldenSet, query: Query, page: Page, note: str = "", user: AbstractBaseUser | None = None,
+    *,
+    golden_set: GoldenSet,
+    query: Query,
+    page: Page,
+    note: str = "",
+    user: AbstractBaseUser | None = None,
 ) -> Canary:
     """Mark `page` as a canary of `query` in `golden_set`; GoldsetError for a query of another
     set, a page of another corpus, or a pair that is a canary already.
@@ -53,9 +56,7 @@ def canary_add(
         with transaction.atomic():
             return Canary.objects.create(golden_set=golden_set, query=query, page=page, note=(note or "").strip())
     except IntegrityError:
-        raise GoldsetError(
-            f"page {page.doc_id!r} is a canary of query {query.query_id!r} already", field="page"
-        ) from None
+        raise GoldsetError(f"page {page.doc_id!r} is a canary of query {query.query_id!r} already", field="page") from None
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,7 @@ def canaries_in_version(version: Version) -> list[Canary]:
     with query and page, in the order they were added."""
     in_version = VersionQuery.objects.filter(version=version).values("query_id")
     return list(
-        Canary.objects.filter(golden_set_id=version.golden_set_id, query_id__in=in_version)
-        .select_related("query", "page").order_by("id")
+        Canary.objects.filter(golden_set_id=version.golden_set_id, query_id__in=in_version).select_related("query", "page").order_by("id")
     )
 
 
@@ -119,8 +119,7 @@ def canary_checks(*, version: Version, runs: Iterable[Run], canaries: Sequence[C
         return {}
     k = version.k_first
     stored = dict(
-        Evaluation.objects.filter(version=version, run_id__in=run_ids, status=Evaluation.Status.DONE)
-        .values_list("run_id", "canary_ranks")
+        Evaluation.objects.filter(version=version, run_id__in=run_ids, status=Evaluation.Status.DONE).values_list("run_id", "canary_ranks")
     )
     found: dict[int, list[CanaryResult]] = {}
     for run_id in run_ids:

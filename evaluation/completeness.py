@@ -142,8 +142,7 @@ def judged_at_ks_by_slice(
         answered = returned > 0
         fractions[answered] = judged_counts[answered] / returned[answered]
         found[k] = {
-            name: Judged(k=k, query_ids=query_ids, values=fractions[index])
-            for name, (index, query_ids) in averaged_by_slice.items()
+            name: Judged(k=k, query_ids=query_ids, values=fractions[index]) for name, (index, query_ids) in averaged_by_slice.items()
         }
     return found
 
@@ -203,7 +202,12 @@ def leave_one_run_out(
     for other in other_runs:
         pooled_elsewhere[pooled_labels(qrels, other, depth)] = True
     return leave_one_run_out_of_pool(
-        qrels, ranked, pooled_elsewhere, other_run_count=len(other_runs), depth=depth, metrics=metrics,
+        qrels,
+        ranked,
+        pooled_elsewhere,
+        other_run_count=len(other_runs),
+        depth=depth,
+        metrics=metrics,
         relevance_threshold=relevance_threshold,
     )
 
@@ -250,8 +254,14 @@ def leave_one_run_out_of_pool(
     position = {query_id: i for i, query_id in enumerate(full.query_ids)}
     affected = {qrels.query_ids[q] for q in np.unique(owners[unique]).tolist()} & position.keys()
     rescored = engine.evaluate_run(
-        qrels, ranked, metrics, relevance_threshold=relevance_threshold, query_slice=affected,
-        average_queries_without_relevant=True, labels_kept=kept, match=match,
+        qrels,
+        ranked,
+        metrics,
+        relevance_threshold=relevance_threshold,
+        query_slice=affected,
+        average_queries_without_relevant=True,
+        labels_kept=kept,
+        match=match,
     )
     rows = np.fromiter((position[q] for q in rescored.query_ids), dtype=np.int64, count=rescored.query_count)
     reduced_means = {}
@@ -275,7 +285,11 @@ def leave_one_run_out_of_pool(
 
 
 def pooled_labels(
-    qrels: engine.QrelsArrays, ranked: RankedRun, depth: int, *, match: engine.RunMatch | None = None,
+    qrels: engine.QrelsArrays,
+    ranked: RankedRun,
+    depth: int,
+    *,
+    match: engine.RunMatch | None = None,
 ) -> np.ndarray:
     """The labels of `qrels` (indices of its rows, ascending, int64) whose page `ranked`
     has in its top `depth` for the label's query. `match` as for judged_at_k_by_slice."""

@@ -288,8 +288,18 @@ def evaluate_run(
         rel_lvls = np.asarray([relevance_threshold if m.binary else 1 for m in metric_list], dtype=np.int64)
         out = np.empty((len(metric_list), len(computed)), dtype=np.float64)
         kernels().score_queries(
-            averaged_index[computed], match.starts, match.ends, match.entry_label, qrels.offsets, grades, kept,
-            families, ks, rel_lvls, match.discounts, out,
+            averaged_index[computed],
+            match.starts,
+            match.ends,
+            match.entry_label,
+            qrels.offsets,
+            grades,
+            kept,
+            families,
+            ks,
+            rel_lvls,
+            match.discounts,
+            out,
         )
         for m, name in enumerate(chosen):
             values[name][computed] = out[m]

@@ -47,8 +47,7 @@ class EvaluationSettingsForm(forms.Form):
     )
     alert_rerank_loss_points = forms.FloatField(
         label="Rerank loss alert (points)",
-        help_text="Alert when recall@k_first of a system's first stage minus recall@k_final of its reranked "
-        "run is over this many points.",
+        help_text="Alert when recall@k_first of a system's first stage minus recall@k_final of its reranked run is over this many points.",
     )
     age_buckets = forms.CharField(
         required=False,
@@ -92,23 +91,29 @@ class EvaluationSettingsForm(forms.Form):
     )
 
     failing_share = forms.FloatField(
-        required=False, label="Endpoint failing (fraction of queries)",
+        required=False,
+        label="Endpoint failing (fraction of queries)",
         help_text="A series run (a monitored endpoint's night) with more than this fraction of failed queries "
         "(0.05, not 5) raises 'endpoint failing' instead of recall alerts, and is no night's baseline.",
     )
     series_rescore_nights = forms.IntegerField(
-        required=False, label="Nights re-scored per series", min_value=1,
+        required=False,
+        label="Nights re-scored per series",
+        min_value=1,
         help_text="A new version re-scores the latest this-many runs of each series (the night alerts compare a night "
         "with the one before and the 7-night median: keep it at 8 or more). Older nights keep their scores.",
     )
     series_keep_days = forms.IntegerField(
-        required=False, label="Keep whole nights (days)", min_value=0,
+        required=False,
+        label="Keep whole nights (days)",
+        min_value=0,
         help_text="After this many days a series keeps the entries of one run a week; every night keeps its scores. "
         "0 keeps every night whole.",
     )
 
     partial_share = forms.FloatField(
-        required=False, label="Partial run (fraction of queries)",
+        required=False,
+        label="Partial run (fraction of queries)",
         help_text="A run answering under this fraction of the set's queries (0.5, not 50) is marked partial at upload: "
         "left out of coverage flags and alerts until a manager marks it complete. Applies to new uploads. Empty means 0.5.",
     )
@@ -118,9 +123,7 @@ class EvaluationSettingsForm(forms.Form):
         self.golden_set = golden_set
         defaults = ", ".join(default_metric_names(golden_set))
         self.fields["metrics"].widget.attrs["placeholder"] = defaults
-        self.fields["metrics"].help_text += (
-            f" Defaults at k_first = {golden_set.k_first}, k_final = {golden_set.k_final}: {defaults}."
-        )
+        self.fields["metrics"].help_text += f" Defaults at k_first = {golden_set.k_first}, k_final = {golden_set.k_final}: {defaults}."
 
     @classmethod
     def initial_from(cls, settings: EvaluationSettings) -> dict:
@@ -195,7 +198,9 @@ class EvaluationSettingsForm(forms.Form):
 
     def clean_series_rescore_nights(self):
         value = self.cleaned_data["series_rescore_nights"]
-        return self._checked("series_rescore_nights", EvaluationSettings._meta.get_field("series_rescore_nights").default if value is None else value)
+        return self._checked(
+            "series_rescore_nights", EvaluationSettings._meta.get_field("series_rescore_nights").default if value is None else value
+        )
 
     def clean_partial_share(self):
         value = self.cleaned_data["partial_share"]
@@ -212,8 +217,10 @@ class RunUploadForm(forms.Form):
         help_text="TREC (query_id Q0 doc_id rank score tag), MS MARCO TSV, ranx or BEIR JSON, JSONL, parquet or ranx LZ4; gzip too",
     )
     format = forms.ChoiceField(
-        choices=[(name, "found from the content" if name == "auto" else name) for name in RUN_FORMATS], initial="auto",
-        required=False, help_text=FORMAT_HELP,
+        choices=[(name, "found from the content" if name == "auto" else name) for name in RUN_FORMATS],
+        initial="auto",
+        required=False,
+        help_text=FORMAT_HELP,
     )
     system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked runs form one funnel")
     stage = forms.ChoiceField(choices=Run.Stage.choices, initial=Run.Stage.FIRST_STAGE)

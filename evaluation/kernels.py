@@ -14,7 +14,6 @@ aborts the process when two threads enter a parallel one).
 import numpy as np
 from numba import njit
 
-
 # Metric families as score_queries numbers them; evaluation.engine passes FAMILY_CODES.
 RECALL, PRECISION, HIT_RATE, MRR, MAP, NDCG = 0, 1, 2, 3, 4, 5
 FAMILY_CODES = {"recall": RECALL, "precision": PRECISION, "hit_rate": HIT_RATE, "mrr": MRR, "map": MAP, "ndcg": NDCG}

@@ -94,8 +94,7 @@ def parse_metric(name: str) -> Metric:
     k = int(raw_k)
     if k < 1 or k > MAX_K or raw_k != str(k):
         raise GoldsetError(
-            f"metric {name!r}: the cut-off after '@' must be a whole number from 1 to {MAX_K} "
-            f"written without leading zeros",
+            f"metric {name!r}: the cut-off after '@' must be a whole number from 1 to {MAX_K} written without leading zeros",
             field="metric",
         )
     return Metric(name=name, family=match["family"], k=k)

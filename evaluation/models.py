@@ -136,7 +136,11 @@ class Run(models.Model):
     # it and on every later one, though a later one was published before the run was stored.
     # None for an upload, scored from the version latest when it was uploaded.
     version_asked = models.ForeignKey(
-        "goldenset.Version", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        "goldenset.Version",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
     )
     # Queries the endpoint did not answer (each in RunQueryFailure): they count as unanswered.
     failed_query_count = models.PositiveIntegerField(default=0)
@@ -401,8 +405,10 @@ class Completeness(models.Model):
             # One row per (run, version, slice): recomputes replace, never add; pages read it by slice.
             models.UniqueConstraint(fields=["evaluation", "slice"], name="completeness_unique_slice"),
             models.CheckConstraint(
-                condition=Q(judged_at_k_final__gte=0) & Q(judged_at_k_final__lte=1)
-                & Q(judged_at_k_first__gte=0) & Q(judged_at_k_first__lte=1),
+                condition=Q(judged_at_k_final__gte=0)
+                & Q(judged_at_k_final__lte=1)
+                & Q(judged_at_k_first__gte=0)
+                & Q(judged_at_k_first__lte=1),
                 name="completeness_judged_is_a_fraction",
             ),
             models.CheckConstraint(
@@ -411,7 +417,10 @@ class Completeness(models.Model):
                 name="completeness_loro_is_a_fraction",
             ),
             models.CheckConstraint(
-                condition=(Q(loro_recall_change_points__isnull=True) | Q(loro_recall_change_points__gte=-100) & Q(loro_recall_change_points__lte=100))
+                condition=(
+                    Q(loro_recall_change_points__isnull=True)
+                    | Q(loro_recall_change_points__gte=-100) & Q(loro_recall_change_points__lte=100)
+                )
                 & (Q(loro_ndcg_change_points__isnull=True) | Q(loro_ndcg_change_points__gte=-100) & Q(loro_ndcg_change_points__lte=100)),
                 name="completeness_loro_change_is_points",
             ),
@@ -462,7 +471,9 @@ class Alert(models.Model):
             models.UniqueConstraint(fields=["run", "version", "kind", "metric", "slice"], name="alert_unique_crossing"),
             # A missed canary raises one alert per (canary, endpoint) until it is found again.
             models.UniqueConstraint(
-                fields=["canary", "subject"], condition=Q(kind="probe_missed", resolved_at=None), name="alert_one_open_probe_miss",
+                fields=["canary", "subject"],
+                condition=Q(kind="probe_missed", resolved_at=None),
+                name="alert_one_open_probe_miss",
             ),
         ]
 

@@ -27,7 +27,12 @@ from lib.runs import RankedRun
 
 
 def get_or_build(
-    version: Version, qrels: QrelsArrays, *, exclude_system: str, depth: int, own_run_id: int | None = None,
+    version: Version,
+    qrels: QrelsArrays,
+    *,
+    exclude_system: str,
+    depth: int,
+    own_run_id: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """(one bool per label of `qrels`, True where a run of another system than
     `exclude_system` has the label's page in its top `depth`; how many such runs there are):
@@ -44,8 +49,10 @@ def get_or_build(
     # (SQLite reuses them) must not find another run's figures.
     keys = {
         run_id: (run_id, created_at.isoformat(), version.id, fingerprint, depth)
-        for run_id, created_at in Run.objects.filter(golden_set_id=version.golden_set_id).exclude(system=exclude_system)
-        .order_by("created_at", "id").values_list("id", "created_at")
+        for run_id, created_at in Run.objects.filter(golden_set_id=version.golden_set_id)
+        .exclude(system=exclude_system)
+        .order_by("created_at", "id")
+        .values_list("id", "created_at")
     }
     with _POOLED_LOCK:
         found = {run_id: _POOLED_CACHE[key] for run_id, key in keys.items() if key in _POOLED_CACHE}
@@ -89,17 +96,24 @@ def get_or_build(
 def _stored_pooled(version: Version, depth: int, fingerprint: str, run_ids: list[int]) -> dict[int, np.ndarray]:
     """{run id: labels} of the RunPooledLabels stored for `run_ids` on the version."""
     rows = RunPooledLabels.objects.filter(version=version, depth=depth, fingerprint=fingerprint, run_id__in=run_ids)
-    return {
-        found_run: np.load(io.BytesIO(bytes(data)), allow_pickle=False) for found_run, data in rows.values_list("run_id", "labels")
-    }
+    return {found_run: np.load(io.BytesIO(bytes(data)), allow_pickle=False) for found_run, data in rows.values_list("run_id", "labels")}
 
 
 def _store_pooled(run_id: int, version: Version, depth: int, fingerprint: str, labels: np.ndarray) -> None:
     buffer = io.BytesIO()
     np.save(buffer, labels.astype(np.int32 if len(labels) and labels[-1] < 2**31 else np.int64), allow_pickle=False)
-    RunPooledLabels.objects.bulk_create([RunPooledLabels(
-        run_id=run_id, version=version, depth=depth, fingerprint=fingerprint, labels=buffer.getvalue(),
-    )], ignore_conflicts=True)
+    RunPooledLabels.objects.bulk_create(
+        [
+            RunPooledLabels(
+                run_id=run_id,
+                version=version,
+                depth=depth,
+                fingerprint=fingerprint,
+                labels=buffer.getvalue(),
+            )
+        ],
+        ignore_conflicts=True,
+    )
 
 
 # A version's re-score fans out one task per run and each pools against all the others:

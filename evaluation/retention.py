@@ -28,7 +28,8 @@ def series_entries_thin(*, now: datetime) -> int:
         cutoff = now - timedelta(days=keep_days)
         old = (
             Run.objects.filter(golden_set=golden_set, series__isnull=False, measured_at__lt=cutoff)
-            .order_by("series_id", "measured_at", "id").values_list("id", "series_id", "measured_at", "entries_dropped_at")
+            .order_by("series_id", "measured_at", "id")
+            .values_list("id", "series_id", "measured_at", "entries_dropped_at")
         )
         weeks_kept: set[tuple[int, int, int]] = set()
         drop = []

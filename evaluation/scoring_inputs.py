@@ -93,38 +93,61 @@ def _store_inputs(version: Version, qrels: QrelsArrays, parts: SliceParts) -> No
     query_members = [np.sort(np.fromiter((position[q] for q in parts.query[name]), dtype=np.int64)) for name in query_names]
     page_names = list(parts.page)
     fits_int8 = not len(qrels.grades) or (qrels.grades.min() >= -128 and qrels.grades.max() <= 127)
-    data = npz_bytes(dict(
-        query_ids=_text_array(qrels.query_ids), counts=np.diff(qrels.offsets).astype(np.int32),
-        doc_keys=qrels.doc_keys, grades=qrels.grades.astype(np.int8 if fits_int8 else np.int64),
-        query_slices=_text_array(query_names),
-        query_slice_sizes=np.asarray([len(m) for m in query_members], dtype=np.int64),
-        query_slice_members=np.concatenate(query_members).astype(np.int32) if query_members else np.empty(0, np.int32),
-        page_slices=_text_array(page_names),
-        page_slice_sizes=np.asarray([len(parts.page[name]) for name in page_names], dtype=np.int64),
-        page_slice_keys=np.concatenate([parts.page[name] for name in page_names]) if page_names else np.empty(0, np.int64),
-        dated_pages=parts.dated_pages, published_us=parts.published_us,
-    ))
+    data = npz_bytes(
+        dict(
+            query_ids=_text_array(qrels.query_ids),
+            counts=np.diff(qrels.offsets).astype(np.int32),
+            doc_keys=qrels.doc_keys,
+            grades=qrels.grades.astype(np.int8 if fits_int8 else np.int64),
+            query_slices=_text_array(query_names),
+            query_slice_sizes=np.asarray([len(m) for m in query_members], dtype=np.int64),
+            query_slice_members=np.concatenate(query_members).astype(np.int32) if query_members else np.empty(0, np.int32),
+            page_slices=_text_array(page_names),
+            page_slice_sizes=np.asarray([len(parts.page[name]) for name in page_names], dtype=np.int64),
+            page_slice_keys=np.concatenate([parts.page[name] for name in page_names]) if page_names else np.empty(0, np.int64),
+            dated_pages=parts.dated_pages,
+            published_us=parts.published_us,
+        )
+    )
     # A row of an earlier version with this id (see _stored_inputs) gives way.
     VersionScoringInputs.objects.filter(version=version).exclude(
-        content_hash=version.content_hash, version_created_at=version.created_at,
+        content_hash=version.content_hash,
+        version_created_at=version.created_at,
     ).delete()
-    VersionScoringInputs.objects.bulk_create([VersionScoringInputs(
-        version=version, content_hash=version.content_hash, version_created_at=version.created_at, data=data,
-    )], ignore_conflicts=True)
+    VersionScoringInputs.objects.bulk_create(
+        [
+            VersionScoringInputs(
+                version=version,
+                content_hash=version.content_hash,
+                version_created_at=version.created_at,
+                data=data,
+            )
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def _stored_inputs(version: Version) -> tuple[QrelsArrays, SliceParts] | None:
     """The inputs _store_inputs stored for this very version (same hash and publish time), or None."""
-    row = VersionScoringInputs.objects.filter(
-        version=version, content_hash=version.content_hash, version_created_at=version.created_at,
-    ).values_list("data", flat=True).first()
+    row = (
+        VersionScoringInputs.objects.filter(
+            version=version,
+            content_hash=version.content_hash,
+            version_created_at=version.created_at,
+        )
+        .values_list("data", flat=True)
+        .first()
+    )
     if row is None:
         return None
     with np.load(io.BytesIO(bytes(row)), allow_pickle=False) as stored:
         query_ids = tuple(_text_list(stored["query_ids"]))
         offsets = np.concatenate(([0], np.cumsum(stored["counts"], dtype=np.int64)))
         qrels = QrelsArrays(
-            query_ids=query_ids, offsets=offsets, doc_keys=stored["doc_keys"], grades=stored["grades"].astype(np.int64),
+            query_ids=query_ids,
+            offsets=offsets,
+            doc_keys=stored["doc_keys"],
+            grades=stored["grades"].astype(np.int64),
         )
         members = np.split(stored["query_slice_members"], np.cumsum(stored["query_slice_sizes"])[:-1])
         query = {name: {query_ids[i] for i in m.tolist()} for name, m in zip(_text_list(stored["query_slices"]), members)}

@@ -4,8 +4,7 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, TextField
@@ -38,9 +37,12 @@ def later_night(run_path: str = "") -> Exists:
     """True for a run of a series that has a later night: leaderboards, trends and coverage
     show each series by its latest night (the monitoring page shows the rest). `run_path`
     is the path from the queried model to its run ("run__" from an Evaluation, "" from a Run)."""
-    return Exists(Run.objects.filter(
-        series=OuterRef(f"{run_path}series"), measured_at__gt=OuterRef(f"{run_path}measured_at"),
-    ))
+    return Exists(
+        Run.objects.filter(
+            series=OuterRef(f"{run_path}series"),
+            measured_at__gt=OuterRef(f"{run_path}measured_at"),
+        )
+    )
 
 
 def run_not_archived(run_path: str = "") -> Q:
@@ -57,7 +59,11 @@ def run_counted(run_path: str = "") -> Q:
 
 def run_get(golden_set: GoldenSet, run_id: int) -> Run:
     """Run `run_id` of the set, or Http404 (a run of another set is as absent as none)."""
-    run = Run.objects.filter(golden_set=golden_set, pk=run_id).select_related("uploaded_by", "golden_set", "series", "archived_by", "completed_by").first()
+    run = (
+        Run.objects.filter(golden_set=golden_set, pk=run_id)
+        .select_related("uploaded_by", "golden_set", "series", "archived_by", "completed_by")
+        .first()
+    )
     if run is None:
         raise Http404("no such run")
     return run
@@ -130,7 +136,7 @@ class SliceParts:
     published_us: np.ndarray
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -159,8 +165,10 @@ def slice_parts(version: Version) -> SliceParts:
             dated_pages.append(page_id)
             published.append(_microseconds(published_at))
     return SliceParts(
-        query=query, page={name: np.asarray(keys, dtype=np.int64) for name, keys in pages.items()},
-        dated_pages=np.asarray(dated_pages, dtype=np.int64), published_us=np.asarray(published, dtype=np.int64),
+        query=query,
+        page={name: np.asarray(keys, dtype=np.int64) for name, keys in pages.items()},
+        dated_pages=np.asarray(dated_pages, dtype=np.int64),
+        published_us=np.asarray(published, dtype=np.int64),
     )
 
 
@@ -181,7 +189,8 @@ def slices_of(parts: SliceParts, version: Version, buckets: list[int]) -> Versio
     return VersionSlices(
         query=dict(sorted(parts.query.items(), key=lambda item: natural_key(item[0]))),
         page=dict(sorted(pages.items(), key=lambda item: natural_key(item[0]))),
-        dated_pages=parts.dated_pages, published_at=parts.published_us.astype("datetime64[us]"),
+        dated_pages=parts.dated_pages,
+        published_at=parts.published_us.astype("datetime64[us]"),
     )
 
 
@@ -233,10 +242,14 @@ class PerQuery:
 
     def to_bytes(self) -> bytes:
         arrays = {f"metric:{name}": array for name, array in self.values.items()}
-        return npz_bytes({
-            "query_ids": np.frombuffer("\n".join(self.query_ids).encode(), dtype=np.uint8),
-            "answered": self.answered, "relevant_counts": self.relevant_counts, **arrays,
-        })
+        return npz_bytes(
+            {
+                "query_ids": np.frombuffer("\n".join(self.query_ids).encode(), dtype=np.uint8),
+                "answered": self.answered,
+                "relevant_counts": self.relevant_counts,
+                **arrays,
+            }
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "PerQuery":
@@ -245,7 +258,8 @@ class PerQuery:
             return cls(
                 query_ids=tuple(raw.split("\n")) if raw else (),
                 values={key.removeprefix("metric:"): stored[key] for key in stored.files if key.startswith("metric:")},
-                answered=stored["answered"], relevant_counts=stored["relevant_counts"],
+                answered=stored["answered"],
+                relevant_counts=stored["relevant_counts"],
             )
 
 

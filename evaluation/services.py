@@ -66,10 +66,20 @@ def _run_fields_check(*, golden_set: GoldenSet, system: str, stage: str, name: s
 
 
 def _run_store(
-    *, golden_set: GoldenSet, entries: RunEntries, source_name: str, system: str, stage: str, name: str,
-    user: AbstractBaseUser | None, series: Series | None, measured_at: datetime | None,
-    failures: Sequence[tuple[str, str, int | None]] = (), index_size: int | None = None,
-    coverage: tuple[int, int, bool] | None = None, version_asked: Version | None = None,
+    *,
+    golden_set: GoldenSet,
+    entries: RunEntries,
+    source_name: str,
+    system: str,
+    stage: str,
+    name: str,
+    user: AbstractBaseUser | None,
+    series: Series | None,
+    measured_at: datetime | None,
+    failures: Sequence[tuple[str, str, int | None]] = (),
+    index_size: int | None = None,
+    coverage: tuple[int, int, bool] | None = None,
+    version_asked: Version | None = None,
 ) -> Run:
     """Rank `entries` as trec_eval does and store the run, its entries and its failures in
     one transaction; run_uploaded on commit schedules its evaluation."""
@@ -80,11 +90,23 @@ def _run_store(
     ranked = rank_run(entries, doc_keys=doc_keys, depth=depth)
     with transaction.atomic():
         run = Run.objects.create(
-            golden_set=golden_set, name=name, system=system, stage=stage, source_name=source_name[:300],
-            uploaded_by=user, query_count=len(ranked.query_ids), entry_count=len(ranked), depth_cap=depth,
-            dropped_by_depth=ranked.dropped_by_depth, external_doc_count=len(ranked.external_doc_ids),
-            extra_column_lines=entries.extra_column_lines, series=series, measured_at=measured_at,
-            failed_query_count=len(failures), index_size=index_size, version_asked=version_asked,
+            golden_set=golden_set,
+            name=name,
+            system=system,
+            stage=stage,
+            source_name=source_name[:300],
+            uploaded_by=user,
+            query_count=len(ranked.query_ids),
+            entry_count=len(ranked),
+            depth_cap=depth,
+            dropped_by_depth=ranked.dropped_by_depth,
+            external_doc_count=len(ranked.external_doc_ids),
+            extra_column_lines=entries.extra_column_lines,
+            series=series,
+            measured_at=measured_at,
+            failed_query_count=len(failures),
+            index_size=index_size,
+            version_asked=version_asked,
             **(dict(zip(("expected_query_count", "answered_query_count", "partial"), coverage)) if coverage else {}),
         )
         RunData.objects.create(run=run, ranked=ranked.to_bytes())
@@ -96,10 +118,19 @@ def _run_store(
 
 
 def run_import(
-    *, golden_set: GoldenSet, source_name: str, system: str, stage: str, lines: Iterable[str] | None = None,
-    data: BinaryIO | Iterable[bytes] | None = None, fmt: str = "auto",
-    name: str | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
-    series: str = "", measured_at: datetime | None = None,
+    *,
+    golden_set: GoldenSet,
+    source_name: str,
+    system: str,
+    stage: str,
+    lines: Iterable[str] | None = None,
+    data: BinaryIO | Iterable[bytes] | None = None,
+    fmt: str = "auto",
+    name: str | None = None,
+    user: AbstractBaseUser | None = None,
+    progress: Progress = no_progress,
+    series: str = "",
+    measured_at: datetime | None = None,
 ) -> Run:
     """Store a run of `system` at `stage`, all or nothing, and evaluate it on commit.
 
@@ -128,8 +159,15 @@ def run_import(
     if in_series is not None and measured_at is None:
         measured_at = timezone.now()
     return _run_store(
-        golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,
-        user=user, series=in_series, measured_at=measured_at if in_series is not None else None,
+        golden_set=golden_set,
+        entries=entries,
+        source_name=source_name,
+        system=system,
+        stage=stage,
+        name=name,
+        user=user,
+        series=in_series,
+        measured_at=measured_at if in_series is not None else None,
         coverage=_run_coverage(golden_set, entries.query_ids, in_series=in_series is not None),
     )
 
@@ -156,9 +194,17 @@ def _run_coverage(golden_set: GoldenSet, query_ids: Iterable[str], *, in_series:
 
 
 def run_from_rankings(
-    *, golden_set: GoldenSet, rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]], source_name: str,
-    system: str, stage: str, name: str, series: Series, measured_at: datetime,
-    failures: Sequence[tuple[str, str, int | None]] = (), index_size: int | None = None,
+    *,
+    golden_set: GoldenSet,
+    rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]],
+    source_name: str,
+    system: str,
+    stage: str,
+    name: str,
+    series: Series,
+    measured_at: datetime,
+    failures: Sequence[tuple[str, str, int | None]] = (),
+    index_size: int | None = None,
 ) -> Run:
     """Store the rankings an endpoint answered (query id, [(doc id, score), ...]) as a run of
     `series`, with the queries that failed as (query id, error, HTTP status or None).
@@ -170,15 +216,34 @@ def run_from_rankings(
     problems = ProblemCollector()
     entries = run_entries_from_rankings(rankings, source_name, problems)
     return run_from_entries(
-        golden_set=golden_set, entries=entries, problems=problems, source_name=source_name, system=system, stage=stage,
-        name=name, series=series, measured_at=measured_at, failures=failures, index_size=index_size,
+        golden_set=golden_set,
+        entries=entries,
+        problems=problems,
+        source_name=source_name,
+        system=system,
+        stage=stage,
+        name=name,
+        series=series,
+        measured_at=measured_at,
+        failures=failures,
+        index_size=index_size,
     )
 
 
 def run_from_entries(
-    *, golden_set: GoldenSet, entries: RunEntries, problems: ProblemCollector, source_name: str, system: str, stage: str,
-    name: str, series: Series, measured_at: datetime, failures: Sequence[tuple[str, str, int | None]] = (),
-    index_size: int | None = None, version_asked: Version | None = None,
+    *,
+    golden_set: GoldenSet,
+    entries: RunEntries,
+    problems: ProblemCollector,
+    source_name: str,
+    system: str,
+    stage: str,
+    name: str,
+    series: Series,
+    measured_at: datetime,
+    failures: Sequence[tuple[str, str, int | None]] = (),
+    index_size: int | None = None,
+    version_asked: Version | None = None,
 ) -> Run:
     """run_from_rankings for entries already built (lib.runs.RunEntriesBuilder, as a nightly
     run builds them while the answers come in), with the problems found building them.
@@ -187,8 +252,17 @@ def run_from_entries(
     system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     problems.raise_if_any(f"cannot store run {name}: {len(problems.problems)} problem(s); nothing was stored")
     return _run_store(
-        golden_set=golden_set, entries=entries, source_name=source_name, system=system, stage=stage, name=name,
-        user=None, series=series, measured_at=measured_at, failures=failures, index_size=index_size,
+        golden_set=golden_set,
+        entries=entries,
+        source_name=source_name,
+        system=system,
+        stage=stage,
+        name=name,
+        user=None,
+        series=series,
+        measured_at=measured_at,
+        failures=failures,
+        index_size=index_size,
         version_asked=version_asked,
     )
 
@@ -240,14 +314,15 @@ def evaluations_missing_create() -> int:
     # One join to the versions, named once: a second mention of the path would join again.
     pairs = Run.objects.annotate(version_id=F("golden_set__versions__id"), version_number=F("golden_set__versions__number"))
     superseded_before_upload = Version.objects.filter(
-        golden_set=OuterRef("golden_set"), number__gt=OuterRef("version_number"), created_at__lte=OuterRef("created_at"),
+        golden_set=OuterRef("golden_set"),
+        number__gt=OuterRef("version_number"),
+        created_at__lte=OuterRef("created_at"),
     )
     scored = Evaluation.objects.filter(run=OuterRef("pk"), version=OuterRef("version_id"))
     from_upload = Q(version_asked__isnull=True) & ~Exists(superseded_before_upload)
     from_asked = Q(version_asked__isnull=False, version_number__gte=F("version_asked__number"))
     pairs = (
-        pairs.filter(version_id__isnull=False).filter(from_upload | from_asked, ~Exists(scored))
-        .order_by().values_list("pk", "version_id")
+        pairs.filter(version_id__isnull=False).filter(from_upload | from_asked, ~Exists(scored)).order_by().values_list("pk", "version_id")
     )
     past = series_runs_past_rescoring()
     missing = [Evaluation(run_id=run_id, version_id=version_id) for run_id, version_id in pairs if run_id not in past]
@@ -271,7 +346,10 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         raise GoldsetError(f"run {run.name!r} and version {version} belong to different golden sets")
     evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
     Evaluation.objects.filter(pk=evaluation.pk).update(
-        status=Evaluation.Status.RUNNING, started_at=timezone.now(), error="", **holder.fields(),
+        status=Evaluation.Status.RUNNING,
+        started_at=timezone.now(),
+        error="",
+        **holder.fields(),
     )
 
     metrics = metrics_for(version.golden_set, version)
@@ -287,13 +365,24 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         results[name] = engine.restrict_to_queries(overall, query_ids)
     for name, page_keys in slices.page.items():
         results[name] = engine.evaluate_run(
-            qrels, ranked, metrics, relevance_threshold=threshold, page_slice=page_keys, match=match,
+            qrels,
+            ranked,
+            metrics,
+            relevance_threshold=threshold,
+            page_slice=page_keys,
+            match=match,
         )
     recall_curve = _recall_curve(match, version) if overall.query_count else None
 
     scores = [
-        Score(evaluation=evaluation, slice=slice_name, metric=metric, value=min(max(value, 0.0), 1.0),
-              queries_averaged=result.query_count, no_relevant_count=result.no_relevant_count)
+        Score(
+            evaluation=evaluation,
+            slice=slice_name,
+            metric=metric,
+            value=min(max(value, 0.0), 1.0),
+            queries_averaged=result.query_count,
+            no_relevant_count=result.no_relevant_count,
+        )
         for slice_name, result in results.items()
         for metric, value in result.means.items()
         if value is not None  # a slice with no relevant page has nothing to average
@@ -313,17 +402,28 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         Completeness.objects.filter(evaluation=evaluation).delete()
         Completeness.objects.bulk_create(completeness_rows)
         Evaluation.objects.filter(pk=evaluation.pk).update(
-            status=Evaluation.Status.DONE, finished_at=timezone.now(), metrics=[m.name for m in metrics],
-            queries_in_version=len(qrels.query_ids), queries_averaged=overall.query_count,
-            unanswered_count=overall.unanswered_count, no_relevant_count=overall.no_relevant_count,
-            per_query=per_query.to_bytes(), recall_curve=recall_curve, canary_ranks=canary_ranks, error="",
+            status=Evaluation.Status.DONE,
+            finished_at=timezone.now(),
+            metrics=[m.name for m in metrics],
+            queries_in_version=len(qrels.query_ids),
+            queries_averaged=overall.query_count,
+            unanswered_count=overall.unanswered_count,
+            no_relevant_count=overall.no_relevant_count,
+            per_query=per_query.to_bytes(),
+            recall_curve=recall_curve,
+            canary_ranks=canary_ranks,
+            error="",
         )
     evaluation.refresh_from_db()
     return evaluation
 
 
 def _completeness_rows(
-    evaluation: Evaluation, run: Run, match: engine.RunMatch, version: Version, query_slices: dict[str, set[str]],
+    evaluation: Evaluation,
+    run: Run,
+    match: engine.RunMatch,
+    version: Version,
+    query_slices: dict[str, set[str]],
     overall: engine.Evaluation,
 ) -> list[Completeness]:
     """Judged@k_final and Judged@k_first overall and per query slice, and leave-one-run-out
@@ -339,7 +439,12 @@ def _completeness_rows(
     qrels, ranked, threshold = match.qrels, match.run, version.relevance_threshold
     slices = {"": None, **query_slices}
     judged = completeness.judged_at_ks_by_slice(
-        qrels, ranked, (version.k_final, version.k_first), slices, relevance_threshold=threshold, match=match,
+        qrels,
+        ranked,
+        (version.k_final, version.k_first),
+        slices,
+        relevance_threshold=threshold,
+        match=match,
     )
     finals, firsts = judged[version.k_final], judged[version.k_first]
     rows = []
@@ -347,21 +452,37 @@ def _completeness_rows(
         final, first = finals[slice_name], firsts[slice_name]
         if not final.query_count:
             continue
-        rows.append(Completeness(
-            evaluation=evaluation, slice=slice_name, queries=final.query_count,
-            judged_at_k_final=_fraction(final.mean), judged_at_k_first=_fraction(first.mean),
-        ))
+        rows.append(
+            Completeness(
+                evaluation=evaluation,
+                slice=slice_name,
+                queries=final.query_count,
+                judged_at_k_final=_fraction(final.mean),
+                judged_at_k_first=_fraction(first.mean),
+            )
+        )
     if not rows:
         return rows
     depth = evaluation_settings(version.golden_set).completeness_depth
     pooled_elsewhere, other_runs = pooled_labels.get_or_build(
-        version, qrels, exclude_system=run.system, depth=depth, own_run_id=run.pk,
+        version,
+        qrels,
+        exclude_system=run.system,
+        depth=depth,
+        own_run_id=run.pk,
     )
     if other_runs:
         recall = f"recall@{version.k_first}"
         loro = completeness.leave_one_run_out_of_pool(
-            qrels, ranked, pooled_elsewhere, other_run_count=other_runs, depth=depth, metrics=(recall, "ndcg@10"),
-            relevance_threshold=threshold, full=overall, match=match,
+            qrels,
+            ranked,
+            pooled_elsewhere,
+            other_run_count=other_runs,
+            depth=depth,
+            metrics=(recall, "ndcg@10"),
+            relevance_threshold=threshold,
+            full=overall,
+            match=match,
         )
         overall = rows[0]
         overall.loro_depth, overall.loro_other_runs = depth, loro.other_run_count

@@ -18,7 +18,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.alerts.signing import webhook_secret_generate
-
 from evaluation.metrics import MAX_K, default_metrics, parse_metrics
 from evaluation.models import EvaluationSettings
 from goldenset.models import GoldenSet
@@ -54,7 +53,10 @@ def _metrics(golden_set: GoldenSet, value: Any) -> list[str]:
 def _run_depth_cap(golden_set: GoldenSet, value: Any) -> int:
     depth = _whole_number(value, "run_depth_cap")
     return _within(
-        depth, golden_set.k_first, MAX_RUN_DEPTH, "run_depth_cap",
+        depth,
+        golden_set.k_first,
+        MAX_RUN_DEPTH,
+        "run_depth_cap",
         f"the run depth cap must be from k_first ({golden_set.k_first}, or recall@{golden_set.k_first} "
         f"could not be scored) to {MAX_RUN_DEPTH} entries per query, got {depth}",
     )
@@ -70,6 +72,7 @@ def _points(field: str) -> Callable[[GoldenSet, Any], float]:
 
 def _fraction(field: str, example: str) -> Callable[[GoldenSet, Any], float]:
     """The cleaner of a fraction setting; `example` shows it is not a percentage ("0.9, not 90")."""
+
     def clean(golden_set: GoldenSet, value: Any) -> float:
         number = _number(value, field)
         return _within(number, 0, 1, field, f"{field} is a fraction from 0 to 1 ({example}), got {number:g}")
@@ -80,7 +83,10 @@ def _fraction(field: str, example: str) -> Callable[[GoldenSet, Any], float]:
 def _completeness_depth(golden_set: GoldenSet, value: Any) -> int:
     depth = _whole_number(value, "completeness_depth")
     return _within(
-        depth, 1, MAX_RUN_DEPTH, "completeness_depth",
+        depth,
+        1,
+        MAX_RUN_DEPTH,
+        "completeness_depth",
         f"the completeness depth is a pool depth from 1 to {MAX_RUN_DEPTH} pages per query, got {depth}",
     )
 
@@ -92,7 +98,10 @@ MAX_MIN_QUERIES_PER_SLICE = 1_000_000
 def _min_queries_per_slice(golden_set: GoldenSet, value: Any) -> int:
     number = _whole_number(value, "min_queries_per_slice")
     return _within(
-        number, 1, MAX_MIN_QUERIES_PER_SLICE, "min_queries_per_slice",
+        number,
+        1,
+        MAX_MIN_QUERIES_PER_SLICE,
+        "min_queries_per_slice",
         f"min_queries_per_slice is a number of queries from 1 to {MAX_MIN_QUERIES_PER_SLICE:,}, got {number}",
     )
 
@@ -122,7 +131,8 @@ def _alert_emails(golden_set: GoldenSet, value: Any) -> list[str]:
     if bad:
         raise GoldsetError(
             f"not an e-mail address: {', '.join(repr(a) for a in bad)}",
-            problems=[f"{address!r} is not an e-mail address" for address in bad], field="alert_emails",
+            problems=[f"{address!r} is not an e-mail address" for address in bad],
+            field="alert_emails",
         )
     return list(dict.fromkeys(addresses))
 

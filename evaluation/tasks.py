@@ -130,14 +130,18 @@ def sweep_missing_evaluations_task(self) -> int:
     stuck = Q(status=Evaluation.Status.RUNNING) & (Q(started_at=None) | Q(started_at__lt=stale))
     running = Q(status=Evaluation.Status.RUNNING)
     orphaned = running & held_by(dead_holders(Evaluation, running, self))
-    due = Evaluation.objects.filter(lost | stuck | orphaned).values_list("pk", "run_id", "version_id", "status", "started_at", "enqueued_at")
+    due = Evaluation.objects.filter(lost | stuck | orphaned).values_list(
+        "pk", "run_id", "version_id", "status", "started_at", "enqueued_at"
+    )
     enqueued = 0
     for pk, run_id, version_id, status, started_at, enqueued_at in due:
         # Back to pending, as sent now, if nothing changed it since it was read: a worker
         # that finished it meanwhile keeps its result, a sweeper running beside this one
         # does not send it too, and the next passes leave the copy waiting in the queue.
         marked = Evaluation.objects.filter(pk=pk, status=status, started_at=started_at, enqueued_at=enqueued_at).update(
-            status=Evaluation.Status.PENDING, enqueued_at=now, **NO_HOLDER.fields(),
+            status=Evaluation.Status.PENDING,
+            enqueued_at=now,
+            **NO_HOLDER.fields(),
         )
         if marked:
             evaluate_run_task.delay(run_id, version_id)

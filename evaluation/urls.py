@@ -15,7 +15,8 @@ urlpatterns = [
     path("sets/<slug:slug>/runs/<int:run_id>/", views.run_detail, name="run"),
     re_path(
         r"^sets/(?P<slug>[-a-zA-Z0-9_]+)/runs/(?P<run_id>[0-9]+)/(?P<action>archive|unarchive|mark-complete|mark-partial)/$",
-        views.run_lifecycle, name="run_lifecycle",
+        views.run_lifecycle,
+        name="run_lifecycle",
     ),
     path("sets/<slug:slug>/runs/<int:run_id>/versions/", views.run_versions, name="run_versions"),
     path("sets/<slug:slug>/runs/<int:run_id>/queries/", views.run_query_jump, name="run_query_jump"),

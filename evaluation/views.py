@@ -49,8 +49,10 @@ def _can_upload(user, golden_set: GoldenSet) -> bool:
 def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm, RerankCost | None]:
     """The cost form, filled with the seed's example where the request leaves a field out."""
     data = {
-        "tokens": DEFAULT_TOKENS_PER_CHUNK, "price": DEFAULT_PRICE_PER_MILLION,
-        "queries": DEFAULT_MONTHLY_QUERIES, "from_k": version.k_final,
+        "tokens": DEFAULT_TOKENS_PER_CHUNK,
+        "price": DEFAULT_PRICE_PER_MILLION,
+        "queries": DEFAULT_MONTHLY_QUERIES,
+        "from_k": version.k_final,
         "to_k": min(version.k_first, 2 * version.k_final),
     }
     data.update({key: request.GET[key] for key in data if request.GET.get(key, "").strip()})
@@ -59,8 +61,11 @@ def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm,
         return form, None
     values = form.cleaned_data
     cost = RerankCost(
-        from_k=values["from_k"], to_k=values["to_k"], tokens_per_chunk=values["tokens"],
-        price_per_million=float(values["price"]), monthly_queries=values["queries"],
+        from_k=values["from_k"],
+        to_k=values["to_k"],
+        tokens_per_chunk=values["tokens"],
+        price_per_million=float(values["price"]),
+        monthly_queries=values["queries"],
     )
     return form, cost
 
@@ -70,13 +75,15 @@ def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm,
 def results(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     version = _version(request, golden_set)
-    report = results_report(
-        golden_set, version, order=request.GET.get("order", ""), slice_metric=request.GET.get("slice_metric", "")
-    )
+    report = results_report(golden_set, version, order=request.GET.get("order", ""), slice_metric=request.GET.get("slice_metric", ""))
     form, cost = _calculator(request, version)
     ctx = {
-        "golden_set": golden_set, "version": version, "versions": report.version_numbers, "report": report,
-        "progress": report.progress, "calculator_form": form,
+        "golden_set": golden_set,
+        "version": version,
+        "versions": report.version_numbers,
+        "report": report,
+        "progress": report.progress,
+        "calculator_form": form,
         "calculator": calculator_report(version, cost, report.results) if cost else None,
         "compare_form": CompareForm(golden_set=golden_set),
         "alerts": alerts_latest(golden_set),
@@ -106,7 +113,9 @@ def results_calculator(request: HttpRequest, slug: str) -> HttpResponse:
     version = _version(request, golden_set)
     form, cost = _calculator(request, version)
     ctx = {
-        "golden_set": golden_set, "version": version, "calculator_form": form,
+        "golden_set": golden_set,
+        "version": version,
+        "calculator_form": form,
         "calculator": calculator_report(version, cost) if cost else None,
     }
     return render(request, "evaluation/_calculator.html", ctx)
@@ -129,8 +138,14 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
             data = form.cleaned_data
             try:
                 run = run_import(
-                    golden_set=golden_set, data=data["file"], fmt=data["format"] or "auto", source_name=data["file"].name,
-                    system=data["system"], stage=data["stage"], name=data["name"], user=request.user,
+                    golden_set=golden_set,
+                    data=data["file"],
+                    fmt=data["format"] or "auto",
+                    source_name=data["file"].name,
+                    system=data["system"],
+                    stage=data["stage"],
+                    name=data["name"],
+                    user=request.user,
                 )
             except GoldsetError as exc:
                 if exc.field in form.fields:
@@ -157,7 +172,9 @@ def run_detail(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     run = run_get(golden_set, run_id)
     ctx = {
-        "golden_set": golden_set, "run": run, "report": run_detail_report(run),
+        "golden_set": golden_set,
+        "run": run,
+        "report": run_detail_report(run),
         "run_failures": list(run.failures.all()[:20]) if run.failed_query_count else [],
         "can_manage": _can_upload(request.user, golden_set),
     }
@@ -205,8 +222,15 @@ def run_versions(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     older = [n for n in scored if n < new.number]
     old = _version(request, golden_set, "from", default=older[0] if older else new.number)
     report = run_versions_report(run, old, new) if old.number != new.number else None
-    ctx = {"golden_set": golden_set, "run": run, "old": old, "new": new, "report": report,
-           "versions": version_numbers(golden_set), "scored_versions": scored}
+    ctx = {
+        "golden_set": golden_set,
+        "run": run,
+        "old": old,
+        "new": new,
+        "report": report,
+        "versions": version_numbers(golden_set),
+        "scored_versions": scored,
+    }
     return render(request, "evaluation/run_versions.html", ctx)
 
 

@@ -19,8 +19,13 @@ def warm_kernels() -> float:
     started = time.perf_counter()
     qrels = engine.QrelsArrays.from_rows([("q", 1, 2), ("q", 2, 0)], query_ids=["q"])
     run = RankedRun(
-        query_ids=("q",), offsets=np.array([0, 2], dtype=np.int64), doc_keys=np.array([2, 1], dtype=np.int64),
-        scores=np.array([2.0, 1.0]), external_doc_ids=(), depth=2, dropped_by_depth=0,
+        query_ids=("q",),
+        offsets=np.array([0, 2], dtype=np.int64),
+        doc_keys=np.array([2, 1], dtype=np.int64),
+        scores=np.array([2.0, 1.0]),
+        external_doc_ids=(),
+        depth=2,
+        dropped_by_depth=0,
     )
     names = [f"{family}@2" if family != "mrr" else "mrr" for family in SUPPORTED_FAMILIES]
     engine.evaluate_run(qrels, run, names)

@@ -11,15 +11,25 @@ from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from goldenset.models import (
+    Corpus,
+    GoldenSet,
+    Judgment,
+    Membership,
+    ModelJudgment,
+    ModelPrompt,
+    Page,
+    PublishJob,
+    Query,
+    Version,
+    VersionLabel,
+    VersionPage,
+    VersionQuery,
+)
 from goldenset.publishing import version_publish_request
 from goldenset.tasks import publish_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
-
-from goldenset.models import (
-    Corpus, GoldenSet, Judgment, Membership, ModelJudgment, ModelPrompt, Page, PublishJob, Query, Version, VersionLabel,
-    VersionPage, VersionQuery,
-)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -68,9 +78,12 @@ class MembershipInline(admin.TabularInline):
 
 def _export_links(version: Version) -> str:
     return format_html_join(
-        " · ", '<a href="{}">{}</a>',
-        ((reverse("version_export", kwargs={"slug": version.golden_set.slug, "number": version.number, "fmt": fmt}), fmt)
-         for fmt in QREL_FORMATS),
+        " · ",
+        '<a href="{}">{}</a>',
+        (
+            (reverse("version_export", kwargs={"slug": version.golden_set.slug, "number": version.number, "fmt": fmt}), fmt)
+            for fmt in QREL_FORMATS
+        ),
     )
 
 
@@ -102,17 +115,24 @@ class GoldenSetAdmin(admin.ModelAdmin):
         for golden_set in queryset:
             try:
                 job = version_publish_request(
-                    golden_set=golden_set, user=request.user, note=f"published from the admin by {request.user}",
+                    golden_set=golden_set,
+                    user=request.user,
+                    note=f"published from the admin by {request.user}",
                     job_task=publish_job_task,
                 )
             except GoldsetError as exc:
                 self.message_user(request, f"{golden_set.slug}: not published: {exc.message}", messages.WARNING)
             else:
                 url = reverse("publish_job", kwargs={"slug": golden_set.slug, "job_id": job.pk})
-                self.message_user(request, format_html(
-                    '{}: publishing in the background as <a href="{}">job {}</a>, which shows its progress and the new version.',
-                    golden_set.slug, url, job.pk,
-                ))
+                self.message_user(
+                    request,
+                    format_html(
+                        '{}: publishing in the background as <a href="{}">job {}</a>, which shows its progress and the new version.',
+                        golden_set.slug,
+                        url,
+                        job.pk,
+                    ),
+                )
 
 
 @admin.register(Membership)
@@ -178,8 +198,16 @@ class ModelPromptAdmin(ReadOnlyAdmin):
 @admin.register(Version)
 class VersionAdmin(ReadOnlyAdmin):
     list_display = [
-        "golden_set", "number", "short_hash", "query_count", "label_count", "relevant_count", "queries_without_relevant",
-        "author", "created_at", "links",
+        "golden_set",
+        "number",
+        "short_hash",
+        "query_count",
+        "label_count",
+        "relevant_count",
+        "queries_without_relevant",
+        "author",
+        "created_at",
+        "links",
     ]
     list_filter = ["golden_set"]
     search_fields = ["golden_set__slug", "note", "content_hash"]

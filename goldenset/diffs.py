@@ -23,8 +23,11 @@ QUERY_ADDED, QUERY_REMOVED = "query_added", "query_removed"
 ADDED, REMOVED, REGRADED = "added", "removed", "regraded"
 KINDS = (QUERY_ADDED, QUERY_REMOVED, ADDED, REMOVED, REGRADED)
 KIND_LABELS = {
-    QUERY_ADDED: "query added", QUERY_REMOVED: "query removed",
-    ADDED: "pair added", REMOVED: "pair removed", REGRADED: "pair regraded",
+    QUERY_ADDED: "query added",
+    QUERY_REMOVED: "query removed",
+    ADDED: "pair added",
+    REMOVED: "pair removed",
+    REGRADED: "pair regraded",
 }
 
 
@@ -77,10 +80,7 @@ class Changes:
         return [(name, {kind: per_slice[name][kind] for kind in KINDS}) for name in sorted(per_slice, key=natural_key)]
 
     def filtered(self, *, kind: str = "", slice_name: str = "") -> list[Change]:
-        return [
-            change for change in self.changes
-            if (not kind or change.kind == kind) and (not slice_name or slice_name in change.slices)
-        ]
+        return [change for change in self.changes if (not kind or change.kind == kind) and (not slice_name or slice_name in change.slices)]
 
 
 def _slice_names(values: dict) -> tuple[str, ...]:
@@ -128,17 +128,27 @@ _KIND_ORDER = {kind: n for n, kind in enumerate(KINDS)}
 
 def _reading_order(change: Change) -> tuple:
     """Queries added and removed first, then pairs, each by natural query id, doc id, kind."""
-    return (change.kind not in (QUERY_ADDED, QUERY_REMOVED), natural_key(change.query_id), natural_key(change.doc_id),
-            _KIND_ORDER[change.kind])
+    return (
+        change.kind not in (QUERY_ADDED, QUERY_REMOVED),
+        natural_key(change.query_id),
+        natural_key(change.doc_id),
+        _KIND_ORDER[change.kind],
+    )
 
 
 def _built(raw: list[tuple], old_queries: dict, new_queries: dict) -> list[Change]:
     """Change objects of (kind, query pk, page pk or None, old grade, new grade) rows, with
     their query's text and page's title read in one query each."""
-    query_rows = {pk: (query_id, text) for pk, query_id, text in
-                  Query.objects.filter(pk__in={row[1] for row in raw}).values_list("pk", "query_id", "text")}
-    page_rows = {pk: (doc_id, title) for pk, doc_id, title in
-                 Page.objects.filter(pk__in={row[2] for row in raw if row[2] is not None}).values_list("pk", "doc_id", "title")}
+    query_rows = {
+        pk: (query_id, text)
+        for pk, query_id, text in Query.objects.filter(pk__in={row[1] for row in raw}).values_list("pk", "query_id", "text")
+    }
+    page_rows = {
+        pk: (doc_id, title)
+        for pk, doc_id, title in Page.objects.filter(pk__in={row[2] for row in raw if row[2] is not None}).values_list(
+            "pk", "doc_id", "title"
+        )
+    }
     changes = []
     for kind, q, p, before, after in raw:
         query_id, text = query_rows[q]
@@ -202,7 +212,9 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
     old = np.empty((0, 3), dtype=np.int64)
     if latest is not None:
         old = select_int_columns(
-            f"SELECT query_id, page_id, grade FROM {VersionLabel._meta.db_table} WHERE version_id = %s", 3, [latest.pk],
+            f"SELECT query_id, page_id, grade FROM {VersionLabel._meta.db_table} WHERE version_id = %s",
+            3,
+            [latest.pk],
         )
     old_q, old_p, old_g = old[:, 0], old[:, 1], old[:, 2]
     # One int64 key a pair: query pk * (largest page pk + 1) + page pk.
@@ -216,13 +228,34 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
     regraded = in_old & (before != new_g)
     removed = ~np.isin(old_key, new_key)
     # kind code (index in KINDS), query pk, page pk, old grade (-1 none), new grade (-1 none)
-    pairs = np.concatenate([
-        np.column_stack([np.full(n, code), q, p, o, g]) for code, n, q, p, o, g in (
-            (KINDS.index(ADDED), int((~in_old).sum()), new_q[~in_old], new_p[~in_old], np.full(int((~in_old).sum()), -1), new_g[~in_old]),
-            (KINDS.index(REGRADED), int(regraded.sum()), new_q[regraded], new_p[regraded], before[regraded], new_g[regraded]),
-            (KINDS.index(REMOVED), int(removed.sum()), old_q[removed], old_p[removed], old_g[removed], np.full(int(removed.sum()), -1)),
+    pairs = (
+        np.concatenate(
+            [
+                np.column_stack([np.full(n, code), q, p, o, g])
+                for code, n, q, p, o, g in (
+                    (
+                        KINDS.index(ADDED),
+                        int((~in_old).sum()),
+                        new_q[~in_old],
+                        new_p[~in_old],
+                        np.full(int((~in_old).sum()), -1),
+                        new_g[~in_old],
+                    ),
+                    (KINDS.index(REGRADED), int(regraded.sum()), new_q[regraded], new_p[regraded], before[regraded], new_g[regraded]),
+                    (
+                        KINDS.index(REMOVED),
+                        int(removed.sum()),
+                        old_q[removed],
+                        old_p[removed],
+                        old_g[removed],
+                        np.full(int(removed.sum()), -1),
+                    ),
+                )
+            ]
         )
-    ]).astype(np.int64).reshape(-1, 5)
+        .astype(np.int64)
+        .reshape(-1, 5)
+    )
     query_changes = [(QUERY_ADDED, q) for q in new_queries.keys() - old_queries.keys()]
     query_changes += [(QUERY_REMOVED, q) for q in old_queries.keys() - new_queries.keys()]
 
@@ -242,14 +275,18 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
             count(KINDS[code], q, n)
 
     return PreviewSummary(
-        old=f"v{latest.number}" if latest else "nothing", new="now", kind_counts=counts,
+        old=f"v{latest.number}" if latest else "nothing",
+        new="now",
+        kind_counts=counts,
         per_slice=[(name, per_slice[name]) for name in sorted(per_slice, key=natural_key)],
         first=_first_changes(query_changes, pairs, old_queries, new_queries, first),
         total=len(query_changes) + len(pairs),
     )
 
 
-def _first_changes(query_changes: list[tuple[str, int]], pairs: np.ndarray, old_queries: dict, new_queries: dict, first: int) -> list[Change]:
+def _first_changes(
+    query_changes: list[tuple[str, int]], pairs: np.ndarray, old_queries: dict, new_queries: dict, first: int
+) -> list[Change]:
     """The first `first` changes in reading order (_reading_order): the query changes, then
     the pair changes of the queries that come first, their natural keys read only for
     those queries and, among them, the pages of the first queries' changes."""
@@ -276,7 +313,7 @@ def _first_changes(query_changes: list[tuple[str, int]], pairs: np.ndarray, old_
 @dataclass
 class VersionDiff:
     """What changed from version `old` to version `new`, as ids (the API's diff and the run
-page): `version_changes` read down to its ids, in the same natural order."""
+    page): `version_changes` read down to its ids, in the same natural order."""
 
     old: Version
     new: Version
@@ -299,9 +336,7 @@ page): `version_changes` read down to its ids, in the same natural order."""
             "queries_removed": self.queries_removed,
             "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_added],
             "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_removed],
-            "pairs_regraded": [
-                {"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in self.pairs_regraded
-            ],
+            "pairs_regraded": [{"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in self.pairs_regraded],
         }
 
 
@@ -309,7 +344,8 @@ def version_diff(old: Version, new: Version) -> VersionDiff:
     """Queries added and removed, pairs added, removed and regraded, in natural id order."""
     changes = version_changes(old, new).changes
     return VersionDiff(
-        old=old, new=new,
+        old=old,
+        new=new,
         queries_added=[c.query_id for c in changes if c.kind == QUERY_ADDED],
         queries_removed=[c.query_id for c in changes if c.kind == QUERY_REMOVED],
         pairs_added=[(c.query_id, c.doc_id, c.new_grade) for c in changes if c.kind == ADDED],

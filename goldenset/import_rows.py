@@ -8,6 +8,7 @@ references at commit, as for any other write.
 """
 
 import json
+
 import numpy as np
 import orjson
 from django.db import connection
@@ -44,7 +45,19 @@ def _stored_json(metadata: dict) -> str:
 # Pages and queries go by lib.bulk.model_rows_insert: on PostgreSQL in COPY's binary
 # format, laid out from the models' fields, which the server stores without parsing text
 # (a page's two timestamps above all); the metadata as its JSON text.
-_PAGE_FIELDS = ["corpus_id", "doc_id", "title", "text", "url", "has_text", "metadata", "published_at", "modified_at", "content_hash", "created_at"]
+_PAGE_FIELDS = [
+    "corpus_id",
+    "doc_id",
+    "title",
+    "text",
+    "url",
+    "has_text",
+    "metadata",
+    "published_at",
+    "modified_at",
+    "content_hash",
+    "created_at",
+]
 _QUERY_FIELDS = ["golden_set_id", "query_id", "text", "has_text", "metadata", "created_at"]
 
 
@@ -56,8 +69,17 @@ def insert_pages(
     hashes = {record.id: text_hash(record.title, record.text, record.url) for record in records}
     rows = (
         (
-            corpus.id, record.id, record.title, record.text, record.url, has_text,
-            _stored_json(record.metadata), published_at, modified_at, hashes[record.id], now,
+            corpus.id,
+            record.id,
+            record.title,
+            record.text,
+            record.url,
+            has_text,
+            _stored_json(record.metadata),
+            published_at,
+            modified_at,
+            hashes[record.id],
+            now,
         )
         for record, (published_at, modified_at) in zip(progress(records, "writing pages"), dates, strict=True)
     )
@@ -83,7 +105,11 @@ def _column_pairs(model: type[Page] | type[Query], key: str, value: str, **paren
 
 
 def insert_imported_judgments(
-    corpus: Corpus, pairs: dict[tuple[str, str], int], query_pks: dict[str, int], page_pks: dict[str, int], progress: Progress,
+    corpus: Corpus,
+    pairs: dict[tuple[str, str], int],
+    query_pks: dict[str, int],
+    page_pks: dict[str, int],
+    progress: Progress,
     page_hashes: dict[str, str] | None = None,
 ) -> int:
     """Insert `pairs` as imported judgments of the pages of `corpus` named in `page_pks`;
@@ -111,6 +137,9 @@ def insert_imported_judgments(
         np.fromiter((page_pks[doc_id] for _, doc_id in pairs), dtype=np.int64, count=count),
         # Grades are in the 16-bit range: the readers refuse others (lib.formats.GRADE_RANGE).
         np.fromiter(pairs.values(), dtype=np.int16, count=count),
-        Judgment.Source.IMPORTED.value, "", np.array(hashes, dtype=f"S{width}"), now,
+        Judgment.Source.IMPORTED.value,
+        "",
+        np.array(hashes, dtype=f"S{width}"),
+        now,
     ]
     return model_arrays_insert(Judgment, dict(zip(fields, columns)), count)

@@ -40,7 +40,11 @@ def model_fill_hash(version_hash: str, model: str, prompt_hash: str, labels: Ite
 
 
 def version_model_fill_create(
-    *, version: Version, model: str, prompt_hash: str, user: AbstractBaseUser | None = None,
+    *,
+    version: Version,
+    model: str,
+    prompt_hash: str,
+    user: AbstractBaseUser | None = None,
 ) -> VersionModelFill:
     """Write the variant of `version` filled by `model`'s labels under `prompt_hash`.
 
@@ -66,9 +70,16 @@ def version_model_fill_create(
         human = set(VersionLabel.objects.filter(version=version).values_list("query_id", "page_id").iterator(chunk_size=20_000))
         queries = VersionQuery.objects.filter(version=version).values("query_id")
         rows = [
-            row for row in labels.filter(query_id__in=queries).values_list(
-                "query_id", "page_id", "query__query_id", "page__doc_id", "grade",
-            ).iterator(chunk_size=20_000)
+            row
+            for row in labels.filter(query_id__in=queries)
+            .values_list(
+                "query_id",
+                "page_id",
+                "query__query_id",
+                "page__doc_id",
+                "grade",
+            )
+            .iterator(chunk_size=20_000)
             if (row[0], row[1]) not in human
         ]
         rows.sort(key=lambda row: (natural_key(row[2]), natural_key(row[3])))
@@ -76,14 +87,20 @@ def version_model_fill_create(
         try:
             with transaction.atomic():
                 fill = VersionModelFill.objects.create(
-                    version=version, model=model, prompt_hash=prompt_hash, content_hash=content_hash,
-                    human_label_count=version.label_count, model_label_count=len(rows),
-                    model_relevant_count=sum(1 for *_, grade in rows if grade >= version.relevance_threshold), created_by=user,
+                    version=version,
+                    model=model,
+                    prompt_hash=prompt_hash,
+                    content_hash=content_hash,
+                    human_label_count=version.label_count,
+                    model_label_count=len(rows),
+                    model_relevant_count=sum(1 for *_, grade in rows if grade >= version.relevance_threshold),
+                    created_by=user,
                 )
         except IntegrityError as exc:  # version_model_fill_unique_source: another request made it meanwhile
             raise _made_already(VersionModelFill.objects.get(version=version, model=model, prompt_hash=prompt_hash)) from exc
         bulk_insert(
-            VersionModelLabel._meta.db_table, ["fill_id", "query_id", "page_id", "grade", "position"],
+            VersionModelLabel._meta.db_table,
+            ["fill_id", "query_id", "page_id", "grade", "position"],
             ((fill.pk, q, p, g, position) for position, (q, p, _, _, g) in enumerate(rows)),
         )
     return fill
@@ -115,7 +132,9 @@ def model_fill_rows(fill: VersionModelFill) -> Iterator[tuple[str, str, int]]:
     are append-only like the version's."""
     human = version_label_rows(fill.version)
     filled = (
-        VersionModelLabel.objects.filter(fill=fill).order_by("position")
-        .values_list("query__query_id", "page__doc_id", "grade").iterator(chunk_size=20_000)
+        VersionModelLabel.objects.filter(fill=fill)
+        .order_by("position")
+        .values_list("query__query_id", "page__doc_id", "grade")
+        .iterator(chunk_size=20_000)
     )
     return heapq.merge(human, filled, key=lambda row: (natural_key(row[0]), natural_key(row[1])))

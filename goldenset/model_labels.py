@@ -67,8 +67,14 @@ def _checked_prompt(prompt_text: str | None, prompt_hash: str | None) -> str:
 
 
 def model_labels_import(
-    *, golden_set: GoldenSet, model: str, records: Iterable[ModelLabelLine], prompt_text: str | None = None,
-    prompt_hash: str | None = None, source_name: str = "records", progress: Progress = no_progress,
+    *,
+    golden_set: GoldenSet,
+    model: str,
+    records: Iterable[ModelLabelLine],
+    prompt_text: str | None = None,
+    prompt_hash: str | None = None,
+    source_name: str = "records",
+    progress: Progress = no_progress,
     problems: ProblemCollector | None = None,
 ) -> ModelLabelImportSummary:
     """Store `records` as the labels of `model` under one prompt (its text, stored once and
@@ -88,9 +94,7 @@ def model_labels_import(
     with gc_paused():
         query_pks = dict(Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"))
         page_pks = dict(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("doc_id", "id"))
-        taken = set(
-            ModelJudgment.objects.filter(golden_set=golden_set, model=model, prompt_hash=digest).values_list("query_id", "page_id")
-        )
+        taken = set(ModelJudgment.objects.filter(golden_set=golden_set, model=model, prompt_hash=digest).values_list("query_id", "page_id"))
         rows: dict[tuple[int, int], ModelLabelLine] = {}
         for record in progress(records, f"checking {source_name}"):
             where = f"{source_name}:{record.line}"
@@ -128,8 +132,19 @@ def model_labels_import(
                 )
                 summary.labels_created = bulk_insert(
                     ModelJudgment._meta.db_table,
-                    ["golden_set_id", "query_id", "page_id", "model", "prompt_hash", "raw_answer", "score", "grade",
-                     "scale_low", "scale_high", "created_at"],
+                    [
+                        "golden_set_id",
+                        "query_id",
+                        "page_id",
+                        "model",
+                        "prompt_hash",
+                        "raw_answer",
+                        "score",
+                        "grade",
+                        "scale_low",
+                        "scale_high",
+                        "created_at",
+                    ],
                     table_rows,
                 )
         except IntegrityError as exc:
@@ -157,8 +172,10 @@ class ModelSource:
 def model_sources(golden_set: GoldenSet) -> list[ModelSource]:
     """The (model, prompt) sources of the set's model labels, most labels first. One query."""
     rows = (
-        ModelJudgment.objects.filter(golden_set=golden_set).values("model", "prompt_hash")
-        .annotate(n=Count("id")).order_by("-n", "model", "prompt_hash")
+        ModelJudgment.objects.filter(golden_set=golden_set)
+        .values("model", "prompt_hash")
+        .annotate(n=Count("id"))
+        .order_by("-n", "model", "prompt_hash")
     )
     return [ModelSource(row["model"], row["prompt_hash"], row["n"]) for row in rows]
 
@@ -192,8 +209,16 @@ def model_labels_record(*, golden_set: GoldenSet, model: str, prompt_hash: str, 
     low, high = min(golden_set.grade_values()), max(golden_set.grade_values())
     rows = [
         ModelJudgment(
-            golden_set=golden_set, query_id=label.query_pk, page_id=label.page_pk, model=model, prompt_hash=prompt_hash,
-            raw_answer=label.raw.replace("\x00", ""), score=label.score, grade=label.grade, scale_low=low, scale_high=high,
+            golden_set=golden_set,
+            query_id=label.query_pk,
+            page_id=label.page_pk,
+            model=model,
+            prompt_hash=prompt_hash,
+            raw_answer=label.raw.replace("\x00", ""),
+            score=label.score,
+            grade=label.grade,
+            scale_low=low,
+            scale_high=high,
         )
         for label in labels
     ]

@@ -110,9 +110,7 @@ class GoldenSet(models.Model):
     # (restrict which relevant pages are counted).
     query_slice_fields = models.JSONField(default=list, blank=True)
     page_slice_fields = models.JSONField(default=list, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -231,9 +229,7 @@ class Judgment(AppendOnlyModel):
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="judgments", db_index=False)
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="judgments")
     grade = models.SmallIntegerField()
-    annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
-    )
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments")
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.HUMAN)
     note = models.TextField(blank=True)
     seconds_spent = models.FloatField(null=True, blank=True, help_text="seconds the annotator spent on the pair")
@@ -397,7 +393,9 @@ class PublishJob(models.Model):
             # Two publishes of one set at once make one version: the second request is
             # refused while the first is queued or running (goldenset.publishing).
             models.UniqueConstraint(
-                fields=["golden_set"], condition=Q(status__in=["queued", "running"]), name="publish_job_one_active_per_set",
+                fields=["golden_set"],
+                condition=Q(status__in=["queued", "running"]),
+                name="publish_job_one_active_per_set",
             ),
         ]
 

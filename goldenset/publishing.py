@@ -99,9 +99,9 @@ def publish_unchanged(golden_set: GoldenSet) -> Version | None:
     # Same judgments and queries: the same labelled pages as the version's. Did any change?
     snapshot = {
         page: (metadata, published_at, content_hash)
-        for page, metadata, published_at, content_hash in VersionPage.objects.filter(version=latest).values_list(
-            "page_id", "metadata", "published_at", "content_hash"
-        ).iterator(chunk_size=20_000)
+        for page, metadata, published_at, content_hash in VersionPage.objects.filter(version=latest)
+        .values_list("page_id", "metadata", "published_at", "content_hash")
+        .iterator(chunk_size=20_000)
     }
     pages = Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("id", "metadata", "published_at", "content_hash")
     seen = 0
@@ -115,7 +115,11 @@ def publish_unchanged(golden_set: GoldenSet) -> Version | None:
 
 
 def version_publish_request(
-    *, golden_set: GoldenSet, user: AbstractBaseUser | None, note: str, job_task: Task,
+    *,
+    golden_set: GoldenSet,
+    user: AbstractBaseUser | None,
+    note: str,
+    job_task: Task,
 ) -> PublishJob:
     """Record a publish of the set and send it to a worker once the caller's transaction
     commits; the job, queued.
@@ -146,8 +150,7 @@ def version_publish_request(
 def _under_way(golden_set: GoldenSet, job_id: int | None) -> ConflictError:
     which = f" (job {job_id})" if job_id is not None else ""
     return ConflictError(
-        f"a publish of {golden_set.slug!r} is already under way{which}; wait for it to finish, then publish again if "
-        f"anything changed since"
+        f"a publish of {golden_set.slug!r} is already under way{which}; wait for it to finish, then publish again if anything changed since"
     )
 
 
@@ -183,7 +186,9 @@ class _Reporter:
 
 
 PUBLISH_JOBS = JobKind(
-    PublishJob, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER,
+    PublishJob,
+    send_again_after=SEND_AGAIN_AFTER,
+    give_up_after=GIVE_UP_AFTER,
     stopped="no version was made, as a publish is all or nothing: publish again",
 )
 
@@ -207,7 +212,10 @@ def publish_job_run(job_id: int, *, holder: Holder = NO_HOLDER) -> PublishJob | 
 
     try:
         return job_run(
-            PUBLISH_JOBS, job_id, holder=holder, work=work,
+            PUBLISH_JOBS,
+            job_id,
+            holder=holder,
+            work=work,
             load=lambda pk: PublishJob.objects.select_related("golden_set", "created_by").get(pk=pk),
             refused=lambda exc: {"error": exc.message, "progress": reporter.last},
             broke=lambda exc: {

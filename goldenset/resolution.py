@@ -48,7 +48,12 @@ def _first_of_runs(*keys: np.ndarray) -> np.ndarray:
 
 
 def resolve_columns(
-    query: np.ndarray, page: np.ndarray, grade: np.ndarray, source: np.ndarray, annotator: np.ndarray, ident: np.ndarray,
+    query: np.ndarray,
+    page: np.ndarray,
+    grade: np.ndarray,
+    source: np.ndarray,
+    annotator: np.ndarray,
+    ident: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The label of each pair from its judgments, given as parallel int64 columns in any
     order (source coded IMPORTED/HUMAN/ADJUDICATED, annotator 0 for none, ident the
@@ -95,7 +100,10 @@ def labels_of_rows(rows: Iterable[tuple[int, int, int, str, int | None, int]]) -
         return tuple(np.empty(0, dtype=np.int64) for _ in range(3))
     query, page, grade, source, annotator, ident = zip(*rows)
     return resolve_columns(
-        np.array(query, dtype=np.int64), np.array(page, dtype=np.int64), np.array(grade, dtype=np.int64),
+        np.array(query, dtype=np.int64),
+        np.array(page, dtype=np.int64),
+        np.array(grade, dtype=np.int64),
         np.fromiter((SOURCE_CODES[value] for value in source), dtype=np.int64, count=count),
-        np.fromiter((person or 0 for person in annotator), dtype=np.int64, count=count), np.array(ident, dtype=np.int64),
+        np.fromiter((person or 0 for person in annotator), dtype=np.int64, count=count),
+        np.array(ident, dtype=np.int64),
     )

@@ -5,8 +5,8 @@ from collections.abc import Iterable, Iterator
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, QuerySet, TextField
-from django.db.models.functions import Cast
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.http import Http404
 
 from goldenset.models import GoldenSet, Judgment, Membership, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
@@ -56,18 +56,14 @@ def golden_sets_for(user: AbstractBaseUser, roles: tuple[str, ...] = READ_ROLES)
     sets = GoldenSet.objects.select_related("corpus")
     if not user.is_staff:
         sets = sets.filter(memberships__user=user, memberships__role__in=roles).distinct()
-    return sets.annotate(
-        query_total=Count("queries", distinct=True), version_total=Count("versions", distinct=True)
-    ).order_by("slug")
+    return sets.annotate(query_total=Count("queries", distinct=True), version_total=Count("versions", distinct=True)).order_by("slug")
 
 
 def resolved_labels(golden_set: GoldenSet) -> list[tuple[int, int, int]]:
     """(query pk, page pk, grade) for every judged pair of the set, in (query pk, page pk)
     order, each pair's label by the rule of goldenset.resolution (the latest adjudication,
     else the lower median of each person's latest grade, else the latest import). One query."""
-    rows = Judgment.objects.filter(query__golden_set=golden_set).values_list(
-        "query_id", "page_id", "grade", "source", "annotator_id", "id"
-    )
+    rows = Judgment.objects.filter(query__golden_set=golden_set).values_list("query_id", "page_id", "grade", "source", "annotator_id", "id")
     query, page, label = labels_of_rows(rows.iterator(chunk_size=20_000))
     return list(zip(query.tolist(), page.tolist(), label.tolist()))
 
@@ -84,9 +80,7 @@ def label_resolve(grades: list[int]) -> int:
 def label_of(judgments: Iterable[tuple[int, str, int | None]]) -> int | None:
     """The label of one pair from its (grade, source, annotator pk) judgments, NEWEST
     FIRST, by the rule of goldenset.resolution; None for no judgment."""
-    _, _, label = labels_of_rows(
-        (0, 0, grade, source, annotator_pk, -age) for age, (grade, source, annotator_pk) in enumerate(judgments)
-    )
+    _, _, label = labels_of_rows((0, 0, grade, source, annotator_pk, -age) for age, (grade, source, annotator_pk) in enumerate(judgments))
     return int(label[0]) if len(label) else None
 
 
@@ -117,8 +111,11 @@ class VersionIntegrityError(ConflictError):
 def version_settings(source: GoldenSet | Version) -> dict:
     """The settings a version's numbers depend on, as its content hash covers them."""
     return {
-        "relevance_threshold": source.relevance_threshold, "k_first": source.k_first, "k_final": source.k_final,
-        "query_slice_fields": list(source.query_slice_fields), "page_slice_fields": list(source.page_slice_fields),
+        "relevance_threshold": source.relevance_threshold,
+        "k_first": source.k_first,
+        "k_final": source.k_final,
+        "query_slice_fields": list(source.query_slice_fields),
+        "page_slice_fields": list(source.page_slice_fields),
     }
 
 
@@ -189,7 +186,10 @@ def version_check_intact(version: Version) -> None:
 
 
 def version_label_rows(
-    version: Version, *, query_slice: tuple[str, str] | None = None, page_slice: tuple[str, str] | None = None,
+    version: Version,
+    *,
+    query_slice: tuple[str, str] | None = None,
+    page_slice: tuple[str, str] | None = None,
 ) -> Iterator[tuple[str, str, int]]:
     """(query_id, doc_id, grade) of a version in its canonical order, streamed from the database.
 
@@ -226,4 +226,6 @@ def query_count_active(golden_set: GoldenSet) -> int:
 def publish_jobs_recent(golden_set: GoldenSet, limit: int = 5) -> list[PublishJob]:
     """The set's latest publish jobs, newest first, with their version and who asked: so a
     manager who left a publish page finds the job again (one query)."""
-    return list(PublishJob.objects.filter(golden_set=golden_set).select_related("version", "created_by").order_by("-created_at", "-pk")[:limit])
+    return list(
+        PublishJob.objects.filter(golden_set=golden_set).select_related("version", "created_by").order_by("-created_at", "-pk")[:limit]
+    )

@@ -9,7 +9,7 @@ import secrets
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
 
+from goldenset.import_rows import insert_imported_judgments, insert_pages, insert_queries
 from goldenset.models import (
     DEFAULT_GRADE_SCALE,
     Corpus,
@@ -33,7 +34,6 @@ from goldenset.models import (
     Query,
     Version,
 )
-from goldenset.import_rows import insert_imported_judgments, insert_pages, insert_queries
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
 from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
@@ -91,6 +91,7 @@ class ImportSummary:
 
 # --- reading and checking input ------------------------------------------------------
 
+
 def _read_records(path: Path, problems: ProblemCollector, progress: Progress, what: str) -> list[JsonRecord]:
     """All records of a JSONL file; duplicate ids are problems naming both lines."""
     records: list[JsonRecord] = []
@@ -127,7 +128,7 @@ def _page_dates(record: JsonRecord, source: str, problems: ProblemCollector) -> 
             dates.append(None)
             continue
         if parsed.utcoffset() is None:
-            parsed = parsed.replace(tzinfo=dt_timezone.utc)  # a date without an offset is UTC
+            parsed = parsed.replace(tzinfo=UTC)  # a date without an offset is UTC
         dates.append(parsed)
     return dates[0], dates[1]
 
@@ -189,6 +190,7 @@ def _check_new_slug(slug: str) -> None:
 
 # --- golden sets ---------------------------------------------------------------------
 
+
 @dataclass
 class GoldenSetSource:
     """Everything a new golden set is made from, already parsed (from BEIR, or generated)."""
@@ -236,21 +238,31 @@ def golden_set_create(
     else:
         grade_scale = source.grade_scale
     if query_slice_fields or page_slice_fields:
-        summary.notes.append(
-            f"slice fields: queries [{', '.join(query_slice_fields)}], pages [{', '.join(page_slice_fields)}]"
-        )
+        summary.notes.append(f"slice fields: queries [{', '.join(query_slice_fields)}], pages [{', '.join(page_slice_fields)}]")
 
     with transaction.atomic():
         corpus = Corpus.objects.create(slug=slug, name=name)
         golden_set = GoldenSet.objects.create(
-            slug=slug, name=name, corpus=corpus, grade_scale=grade_scale,
-            query_slice_fields=query_slice_fields, page_slice_fields=page_slice_fields,
-            guidelines=source.guidelines, k_first=source.k_first, k_final=source.k_final, created_by=user,
+            slug=slug,
+            name=name,
+            corpus=corpus,
+            grade_scale=grade_scale,
+            query_slice_fields=query_slice_fields,
+            page_slice_fields=page_slice_fields,
+            guidelines=source.guidelines,
+            k_first=source.k_first,
+            k_final=source.k_final,
+            created_by=user,
         )
         page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
         query_pks = insert_queries(golden_set, source.queries, True)
         summary.judgments_created = insert_imported_judgments(
-            corpus, source.qrels, query_pks, page_pks, progress, page_hashes=page_hashes,
+            corpus,
+            source.qrels,
+            query_pks,
+            page_pks,
+            progress,
+            page_hashes=page_hashes,
         )
         summary.pages_created = len(page_pks)
         summary.queries_created = len(query_pks)
@@ -261,8 +273,13 @@ def golden_set_create(
 
 @gc_paused()
 def golden_set_import_beir(
-    *, directory: Path, slug: str, name: str | None = None, split: str = "test",
-    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+    *,
+    directory: Path,
+    slug: str,
+    name: str | None = None,
+    split: str = "test",
+    user: AbstractBaseUser | None = None,
+    progress: Progress = no_progress,
 ) -> ImportSummary:
     """Import a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) as a new golden set."""
     directory = Path(directory)
@@ -301,8 +318,14 @@ QREL_READERS = {"trec": read_trec_qrels, "beir": read_beir_qrels, "csv": read_cs
 
 
 def qrels_import(
-    *, golden_set_slug: str, lines: Iterable[str], source_name: str, create_missing: bool = False,
-    user: AbstractBaseUser | None = None, progress: Progress = no_progress, fmt: str = "trec",
+    *,
+    golden_set_slug: str,
+    lines: Iterable[str],
+    source_name: str,
+    create_missing: bool = False,
+    user: AbstractBaseUser | None = None,
+    progress: Progress = no_progress,
+    fmt: str = "trec",
 ) -> ImportSummary:
     """Import qrels (TREC, BEIR TSV, CSV or JSON, as `fmt` says) as `imported` judgments of a golden set.
 
@@ -329,9 +352,15 @@ def qrels_import(
     with transaction.atomic():
         if golden_set is None:
             _check_new_slug(golden_set_slug)
-            corpus = Corpus.objects.create(slug=golden_set_slug, name=golden_set_slug, description=f"id-only corpus made from {source_name}")
+            corpus = Corpus.objects.create(
+                slug=golden_set_slug, name=golden_set_slug, description=f"id-only corpus made from {source_name}"
+            )
             golden_set = GoldenSet.objects.create(
-                slug=golden_set_slug, name=golden_set_slug, corpus=corpus, grade_scale=grade_scale_for(grades), created_by=user,
+                slug=golden_set_slug,
+                name=golden_set_slug,
+                corpus=corpus,
+                grade_scale=grade_scale_for(grades),
+                created_by=user,
             )
             summary.golden_set_created = True
             summary.notes.append(f"grade scale taken from the file: {', '.join(str(g) for g in sorted(grades))}")
@@ -434,10 +463,14 @@ def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: st
     with transaction.atomic():
         # Lock the set's managers, so two managers revoking each other at once cannot both succeed.
         managers = list(
-            Membership.objects.select_for_update().filter(golden_set=golden_set, role=Membership.Role.MANAGER).values_list("user_id", flat=True)
+            Membership.objects.select_for_update()
+            .filter(golden_set=golden_set, role=Membership.Role.MANAGER)
+            .values_list("user_id", flat=True)
         )
         if role == Membership.Role.MANAGER and managers == [user.pk]:
-            raise GoldsetError(f"{user.get_username()} is the last manager of {golden_set.slug!r}; grant the role to someone else first", field="role")
+            raise GoldsetError(
+                f"{user.get_username()} is the last manager of {golden_set.slug!r}; grant the role to someone else first", field="role"
+            )
         deleted, _ = Membership.objects.filter(user=user, golden_set=golden_set, role=role).delete()
     _forget_roles(user)
     return bool(deleted)
@@ -445,9 +478,16 @@ def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: st
 
 # --- judgments -----------------------------------------------------------------------
 
+
 def judgment_record(
-    *, query: Query, page: Page, grade: int, annotator: AbstractBaseUser | None,
-    source: str = Judgment.Source.HUMAN, note: str = "", seconds_spent: float | None = None,
+    *,
+    query: Query,
+    page: Page,
+    grade: int,
+    annotator: AbstractBaseUser | None,
+    source: str = Judgment.Source.HUMAN,
+    note: str = "",
+    seconds_spent: float | None = None,
 ) -> Judgment:
     """Append one grade for a pair. A human or adjudicated grade must be on the golden
     set's scale; an adjudicated one (which overrides the pair's other grades, see
@@ -461,25 +501,31 @@ def judgment_record(
         if annotator is None:
             raise GoldsetError(f"a {source} judgment needs its annotator", field="annotator")
         if source == Judgment.Source.ADJUDICATED and not (
-            annotator.is_staff or Membership.objects.filter(
+            annotator.is_staff
+            or Membership.objects.filter(
                 user=annotator, golden_set=golden_set, role__in=(Membership.Role.ADJUDICATOR, Membership.Role.MANAGER)
             ).exists()
         ):
-            raise GoldsetError(
-                f"{annotator.get_username()} is not an adjudicator or manager of {golden_set.slug!r}", field="annotator"
-            )
+            raise GoldsetError(f"{annotator.get_username()} is not an adjudicator or manager of {golden_set.slug!r}", field="annotator")
         if grade not in golden_set.grade_values():
             allowed = ", ".join(map(str, golden_set.grade_values()))
             raise GoldsetError(f"grade {grade} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
     if seconds_spent is not None and seconds_spent < 0:
         raise GoldsetError("seconds_spent cannot be negative", field="seconds_spent")
     return Judgment.objects.create(
-        query=query, page=page, grade=grade, annotator=annotator, source=source,
-        note=note, seconds_spent=seconds_spent, page_hash=page.content_hash,
+        query=query,
+        page=page,
+        grade=grade,
+        annotator=annotator,
+        source=source,
+        note=note,
+        seconds_spent=seconds_spent,
+        page_hash=page.content_hash,
     )
 
 
 # --- versions ------------------------------------------------------------------------
+
 
 def nothing_changed(golden_set: GoldenSet, previous: Version) -> ConflictError:
     """The refusal of a publish that would snapshot what `previous` holds already."""
@@ -499,7 +545,11 @@ PUBLISH_STEPS = ("resolving labels", "reading pages", "hashing", "writing labels
 # to collect.
 @gc_paused()
 def version_publish(
-    *, golden_set: GoldenSet, user: AbstractBaseUser | None = None, note: str = "", progress: Progress = no_progress,
+    *,
+    golden_set: GoldenSet,
+    user: AbstractBaseUser | None = None,
+    note: str = "",
+    progress: Progress = no_progress,
 ) -> Version:
     """Snapshot the resolved labels and slice metadata into version N+1 and return it.
 
@@ -528,14 +578,26 @@ def version_publish(
         relevant = rows.label_grade >= threshold
         try:
             version = Version.objects.create(
-                golden_set=golden_set, number=(previous.number + 1) if previous else 1, content_hash=content_hash,
-                note=note, author=user, relevance_threshold=threshold, k_first=golden_set.k_first, k_final=golden_set.k_final,
-                query_slice_fields=list(golden_set.query_slice_fields), page_slice_fields=list(golden_set.page_slice_fields),
-                query_count=len(rows.queries), label_count=len(rows.label_grade), relevant_count=int(np.count_nonzero(relevant)),
-                queries_without_relevant=len(rows.queries) - len(np.unique(rows.label_query[relevant])), judgment_count=judgment_count,
+                golden_set=golden_set,
+                number=(previous.number + 1) if previous else 1,
+                content_hash=content_hash,
+                note=note,
+                author=user,
+                relevance_threshold=threshold,
+                k_first=golden_set.k_first,
+                k_final=golden_set.k_final,
+                query_slice_fields=list(golden_set.query_slice_fields),
+                page_slice_fields=list(golden_set.page_slice_fields),
+                query_count=len(rows.queries),
+                label_count=len(rows.label_grade),
+                relevant_count=int(np.count_nonzero(relevant)),
+                queries_without_relevant=len(rows.queries) - len(np.unique(rows.label_query[relevant])),
+                judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
-            raise ConflictError(f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile") from exc
+            raise ConflictError(
+                f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile"
+            ) from exc
         version_rows_write(version.id, rows, progress, PUBLISH_STEPS[3:])
         version_published.send(sender=Version, version_id=version.id)
     return version
@@ -553,13 +615,15 @@ def _version_rows_hash(golden_set: GoldenSet, rows: VersionRows, progress: Progr
         for block in (slice(start, start + LABEL_BLOCK) for start in progress(range(0, count, LABEL_BLOCK), PUBLISH_STEPS[2]))
     )
     return version_hash_of_columns(
-        version_settings(golden_set), blocks,
+        version_settings(golden_set),
+        blocks,
         ((query_id, canonical) for _, query_id, canonical, _ in rows.queries),
         ((doc_id, canonical, published_at, page_hash) for _, doc_id, canonical, _, published_at, page_hash in rows.pages),
     )
 
 
 # --- queries added to an existing set ------------------------------------------------
+
 
 def queries_add(*, golden_set: GoldenSet, records: list[JsonRecord]) -> list[Query]:
     """Add queries with text to an existing golden set, all or nothing.

@@ -68,15 +68,16 @@ def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
     elsewhere whole, as the dict the ORM reads. Either way the caller keeps `fields` of it."""
     if connection.vendor != "postgresql":
         judged = Judgment.objects.filter(query__golden_set=golden_set, query__retired_at__isnull=True).values("page_id")
-        return list(Page.objects.filter(corpus_id=golden_set.corpus_id, id__in=judged).values_list(
-            "id", "doc_id", "metadata", "published_at", "content_hash"
-        ).iterator(chunk_size=20_000))
+        return list(
+            Page.objects.filter(corpus_id=golden_set.corpus_id, id__in=judged)
+            .values_list("id", "doc_id", "metadata", "published_at", "content_hash")
+            .iterator(chunk_size=20_000)
+        )
     page, judgment, query = (connection.ops.quote_name(model._meta.db_table) for model in (Page, Judgment, Query))
     # One object of each field the page has, merged: the same jsonb as aggregating
     # jsonb_each's entries of the fields, without a set-returning function and an
     # aggregate for every page.
-    cut = "".join(" || CASE WHEN p.metadata ? %s THEN jsonb_build_object(%s::text, p.metadata -> %s) ELSE '{}'::jsonb END"
-                  for _ in fields)
+    cut = "".join(" || CASE WHEN p.metadata ? %s THEN jsonb_build_object(%s::text, p.metadata -> %s) ELSE '{}'::jsonb END" for _ in fields)
     sql = f"""
         SELECT p.id, p.doc_id, ('{{}}'::jsonb{cut})::text, p.published_at, p.content_hash
         FROM {page} p
@@ -132,9 +133,13 @@ class VersionRows:
         page_rank = rank_of(page_pks, page_ranks, self.label_page)
         order = np.lexsort((page_rank, query_rank))
         return VersionRows(
-            queries=[self.queries[i] for i in query_order], pages=[self.pages[i] for i in page_order],
-            label_query=self.label_query[order], label_page=self.label_page[order], label_grade=self.label_grade[order],
-            label_query_rank=query_rank[order], label_page_rank=page_rank[order],
+            queries=[self.queries[i] for i in query_order],
+            pages=[self.pages[i] for i in page_order],
+            label_query=self.label_query[order],
+            label_page=self.label_page[order],
+            label_grade=self.label_grade[order],
+            label_query_rank=query_rank[order],
+            label_page_rank=page_rank[order],
         )
 
 
@@ -150,7 +155,9 @@ def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence
     return VersionRows(
         queries=[(pk, query_id, *texts) for (pk, query_id, _), texts in zip(queries, query_texts)],
         pages=[(pk, doc_id, *texts, published_at, page_hash) for (pk, doc_id, _, published_at, page_hash), texts in zip(pages, page_texts)],
-        label_query=label_query, label_page=label_page, label_grade=label_grade,
+        label_query=label_query,
+        label_page=label_page,
+        label_grade=label_grade,
     )
 
 
@@ -183,15 +190,24 @@ def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, s
     count = len(rows.label_grade)
     for start in progress(range(0, count, LABEL_BLOCK), steps[0]):
         block = slice(start, min(start + LABEL_BLOCK, count))
-        model_arrays_insert(VersionLabel, {
-            "version_id": version_id, "query_id": rows.label_query[block], "page_id": rows.label_page[block],
-            "grade": rows.label_grade[block], "position": np.arange(block.start, block.stop, dtype=np.int64),
-        }, block.stop - block.start)
+        model_arrays_insert(
+            VersionLabel,
+            {
+                "version_id": version_id,
+                "query_id": rows.label_query[block],
+                "page_id": rows.label_page[block],
+                "grade": rows.label_grade[block],
+                "position": np.arange(block.start, block.stop, dtype=np.int64),
+            },
+            block.stop - block.start,
+        )
     model_rows_insert(
-        VersionQuery, ["version_id", "query_id", "metadata"],
+        VersionQuery,
+        ["version_id", "query_id", "metadata"],
         ((version_id, pk, stored) for pk, _, _, stored in progress(rows.queries, steps[1])),
     )
     model_rows_insert(
-        VersionPage, ["version_id", "page_id", "metadata", "published_at", "content_hash"],
+        VersionPage,
+        ["version_id", "page_id", "metadata", "published_at", "content_hash"],
         ((version_id, pk, stored, published_at, page_hash) for pk, _, _, stored, published_at, page_hash in progress(rows.pages, steps[2])),
     )

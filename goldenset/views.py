@@ -15,15 +15,21 @@ from goldenset.forms import PublishForm
 from goldenset.model_fill import model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from goldenset.model_labels import model_sources
 from goldenset.models import Membership, PublishJob
-from goldenset.selectors import (
-    VersionIntegrityError, access_golden_set, golden_sets_for, publish_jobs_recent, user_roles, version_get, version_label_rows,
-)
 from goldenset.publishing import publish_job_progress, publish_unchanged, version_publish_request
+from goldenset.selectors import (
+    VersionIntegrityError,
+    access_golden_set,
+    golden_sets_for,
+    publish_jobs_recent,
+    user_roles,
+    version_get,
+    version_label_rows,
+)
 from goldenset.services import member_invite, membership_grant, membership_revoke
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
-from lib.params import ParameterError, number_param, version_param
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
+from lib.params import ParameterError, number_param, version_param
 
 MEMBER_ROLES = (Membership.Role.MANAGER,)
 PUBLISH_ROLES = (Membership.Role.MANAGER,)
@@ -63,7 +69,11 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
     previous = golden_set.versions.filter(number__lt=number).order_by("-number").first()
     changes = version_changes(previous, version) if previous else None
     ctx = {
-        "golden_set": golden_set, "version": version, "previous": previous, "changes": changes, "formats": QREL_FORMATS,
+        "golden_set": golden_set,
+        "version": version,
+        "previous": previous,
+        "changes": changes,
+        "formats": QREL_FORMATS,
         "shown": changes.changes[:CHANGES_ON_VERSION_PAGE] if changes else [],
         "can_publish": _can_publish(request.user, golden_set),
         "is_latest": not golden_set.versions.filter(number__gt=version.number).exists(),
@@ -87,7 +97,9 @@ def version_model_fill_start(request: HttpRequest, slug: str, number: int) -> Ht
     except GoldsetError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"variant {fill.short_hash} with model labels of {fill.model} made: {fill.model_label_count} model labels")
+        messages.success(
+            request, f"variant {fill.short_hash} with model labels of {fill.model} made: {fill.model_label_count} model labels"
+        )
     return redirect(reverse("version", args=[golden_set.slug, version.number]) + "#model-fills")
 
 
@@ -135,8 +147,16 @@ def version_changes_page(request: HttpRequest, slug: str) -> HttpResponse:
         raise ParameterError("slice", f"no change between v{old.number} and v{new.number} falls in slice {slice_name[:80]!r}")
     page = Paginator(changes.filtered(kind=kind, slice_name=slice_name), CHANGES_PER_PAGE).get_page(request.GET.get("page"))
     ctx = {
-        "golden_set": golden_set, "numbers": numbers, "old": old, "new": new, "changes": changes, "slices": slices,
-        "kind": kind, "slice_name": slice_name, "page": page, "kinds": KIND_LABELS.items(),
+        "golden_set": golden_set,
+        "numbers": numbers,
+        "old": old,
+        "new": new,
+        "changes": changes,
+        "slices": slices,
+        "kind": kind,
+        "slice_name": slice_name,
+        "page": page,
+        "kinds": KIND_LABELS.items(),
     }
     return render(request, "goldenset/changes.html", ctx)
 
@@ -169,7 +189,10 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             job = version_publish_request(
-                golden_set=golden_set, user=request.user, note=form.cleaned_data["note"], job_task=publish_job_task,
+                golden_set=golden_set,
+                user=request.user,
+                note=form.cleaned_data["note"],
+                job_task=publish_job_task,
             )
         except GoldsetError as exc:
             form.add_error(None, exc.message)
@@ -181,8 +204,12 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
     # Counts and the first changes only: the full list of a large set is a Change object a label.
     preview = publish_preview_summary(golden_set, first=CHANGES_ON_VERSION_PAGE)
     ctx = {
-        "golden_set": golden_set, "form": form, "changes": preview, "slices": preview.slice_counts(),
-        "shown": preview.first, "latest": golden_set.versions.order_by("-number").first(),
+        "golden_set": golden_set,
+        "form": form,
+        "changes": preview,
+        "slices": preview.slice_counts(),
+        "shown": preview.first,
+        "latest": golden_set.versions.order_by("-number").first(),
         "recent_jobs": publish_jobs_recent(golden_set),
         # The publish itself would be refused as "nothing changed": no button then.
         "unchanged": publish_unchanged(golden_set) is not None,
@@ -217,7 +244,9 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
                 messages.success(request, f"{membership.user.username} is no longer {membership.role} of {golden_set.slug}.")
             elif request.POST.get("action") == "invite":
                 user, password = member_invite(
-                    username=request.POST.get("username", ""), email=request.POST.get("email", "").strip(), golden_set=golden_set,
+                    username=request.POST.get("username", ""),
+                    email=request.POST.get("email", "").strip(),
+                    golden_set=golden_set,
                     role=request.POST.get("role", ""),
                 )
                 # Shown once, on this answer: never stored in the clear nor put in a message.

@@ -48,9 +48,14 @@ def _falls_back(name: str):
 
 class FailoverRedisCache(RedisCache):
     def __init__(self, server, params):
-        params = {**params, "OPTIONS": {
-            "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS, "socket_timeout": READ_TIMEOUT_SECONDS, **params.get("OPTIONS", {}),
-        }}
+        params = {
+            **params,
+            "OPTIONS": {
+                "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                "socket_timeout": READ_TIMEOUT_SECONDS,
+                **params.get("OPTIONS", {}),
+            },
+        }
         super().__init__(server, params)
         self._local = LocMemCache(f"goldset-failover-{id(self)}", {"TIMEOUT": params.get("TIMEOUT", 300)})
         self._lock = threading.Lock()

@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from celery.signals import task_postrun, task_prerun
 from django.core.signals import request_finished
@@ -36,7 +36,8 @@ TASK_FIELDS = {"run_id": "run", "version_id": "version_id", "night_id": "night",
 # A client's request id is kept only when it cannot forge a line or bloat one.
 SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
-_context: contextvars.ContextVar[dict] = contextvars.ContextVar("goldset_log_context", default={})
+# The default is never mutated: every change sets a new dict (see the .set calls below).
+_context: contextvars.ContextVar[dict] = contextvars.ContextVar("goldset_log_context", default={})  # noqa: B039
 _task_tokens: dict[str, contextvars.Token] = {}
 
 
@@ -66,7 +67,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line = {
-            "time": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds"),
+            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

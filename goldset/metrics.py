@@ -132,7 +132,8 @@ class DatabaseCollector:
 
         now = timezone.now()
         judgments = GaugeMetricFamily(
-            "goldset_judgments_last_minute", "Judgments recorded in the last 60 seconds, by source (human, imported, adjudicated)",
+            "goldset_judgments_last_minute",
+            "Judgments recorded in the last 60 seconds, by source (human, imported, adjudicated)",
             labels=["source"],
         )
         recorded = dict(
@@ -143,7 +144,8 @@ class DatabaseCollector:
         yield judgments
 
         depth = GaugeMetricFamily(
-            "goldset_queue_depth", "Work waiting for a worker: evaluations pending, pool jobs and nightly runs queued or pending",
+            "goldset_queue_depth",
+            "Work waiting for a worker: evaluations pending, pool jobs and nightly runs queued or pending",
             labels=["queue"],
         )
         depth.add_metric(["evaluations"], Evaluation.objects.filter(status=Evaluation.Status.PENDING).count())
@@ -206,7 +208,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if not metrics_allowed(request):
         return HttpResponse(
             "metrics are readable from METRICS_ALLOWED_NETWORKS or with Authorization: Bearer <METRICS_TOKEN>\n",
-            status=403, content_type="text/plain; charset=utf-8",
+            status=403,
+            content_type="text/plain; charset=utf-8",
         )
     if settings.PROMETHEUS_MULTIPROC_DIR:
         process_registry = CollectorRegistry()

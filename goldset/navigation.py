@@ -9,6 +9,7 @@ The project package (floor 5) is the one place that sees every app's pages.
 from dataclasses import dataclass
 
 from api.views.tokens import MANAGE_ROLES as TOKEN_ROLES
+from evaluation.alerts.views import SETTINGS_ROLES
 from goldenset.selectors import READ_ROLES
 from goldenset.views import MEMBER_ROLES, PUBLISH_ROLES
 from labeling.coverage.views import COVERAGE_ROLES
@@ -16,7 +17,6 @@ from labeling.judging.views import JUDGING_ROLES, PREVIEW_ROLES
 from labeling.model_labels.views import MODEL_LABEL_ROLES
 from labeling.quality.views import ADJUDICATE_ROLES, AGREEMENT_ROLES, QUALITY_ROLES
 from monitoring.endpoints.views import ENDPOINT_ROLES
-from evaluation.alerts.views import SETTINGS_ROLES
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ SET_PAGES: tuple[SetPage, ...] = (
     SetPage("API tokens", "api_tokens", TOKEN_ROLES),
     SetPage("Members", "golden_set_members", MEMBER_ROLES),
 )
+
 
 def pages_for(roles: set[str], *, staff: bool) -> list[SetPage]:
     """The set pages a user holding `roles` in the set may open, in menu order."""

@@ -11,8 +11,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE as CSP_NONE
+from csp.constants import SELF as CSP_SELF
+from csp.constants import UNSAFE_INLINE as CSP_UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
-from csp.constants import NONE as CSP_NONE, SELF as CSP_SELF, UNSAFE_INLINE as CSP_UNSAFE_INLINE
 
 from goldset.env import env_bool, env_int, env_list, env_networks, env_str, numba_cache_dir
 
@@ -322,13 +324,17 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "ENUM_NAME_OVERRIDES": {
-        "RunStage": "evaluation.models.Run.Stage", "ApiTokenScope": "api.models.ApiToken.Scope",
+        "RunStage": "evaluation.models.Run.Stage",
+        "ApiTokenScope": "api.models.ApiToken.Scope",
         # Two job statuses share the name "status": an evaluation's (and a night's) and a publish job's.
         # The API's serializers name their values (no labels), so the overrides do too.
-        "EvaluationStatus": ["pending", "running", "done", "failed"], "PublishJobStatus": ["queued", "running", "done", "failed"],
+        "EvaluationStatus": ["pending", "running", "done", "failed"],
+        "PublishJobStatus": ["queued", "running", "done", "failed"],
     },
     "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses", "api.schema.forbid_nul_in_strings",
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.add_error_responses",
+        "api.schema.forbid_nul_in_strings",
     ],
 }
 

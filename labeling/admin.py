@@ -56,7 +56,20 @@ class PoolAdmin(admin.ModelAdmin):
 
 @admin.register(JudgingTask)
 class JudgingTaskAdmin(admin.ModelAdmin):
-    list_display = ["id", "query", "page", "kind", "status", "pool", "position", "best_rank", "grade", "leased_to", "lease_expires_at", "done_at"]
+    list_display = [
+        "id",
+        "query",
+        "page",
+        "kind",
+        "status",
+        "pool",
+        "position",
+        "best_rank",
+        "grade",
+        "leased_to",
+        "lease_expires_at",
+        "done_at",
+    ]
     list_filter = ["kind", "status", "golden_set", "pool"]
     search_fields = ["query__query_id", "page__doc_id", "leased_to__username"]
     list_select_related = ["query", "page", "leased_to", "pool__golden_set"]
@@ -179,13 +192,17 @@ class GoldenSetCoverageAdmin(GoldenSetAdmin):
             arguments = {"version": version.number, "depth": DEFAULT_FLAGGED_POOL_DEPTH, "strategy": "depth", "budget": None}
             try:
                 job = pool_job_submit(
-                    golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, job_task=pool_job_task,
+                    golden_set=golden_set,
+                    kind=PoolJob.Kind.FLAGGED,
+                    arguments=arguments,
+                    job_task=pool_job_task,
                     user=request.user,
                 )
             except GoldsetError as exc:
                 self.message_user(request, f"{golden_set.slug}: not pooled: {exc}", messages.WARNING)
             else:
                 self.message_user(
-                    request, f"{golden_set.slug}: pooling the flagged slices of v{version.number} in the background "
+                    request,
+                    f"{golden_set.slug}: pooling the flagged slices of v{version.number} in the background "
                     f"(job {job.pk}); its result shows on the set's completeness page and under pool jobs here",
                 )

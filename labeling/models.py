@@ -222,8 +222,13 @@ class JudgingTask(models.Model):
     done_at = models.DateTimeField(null=True, blank=True)
     # The annotator queue hands a task to one person at a time for a while.
     leased_to = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        db_index=False, db_constraint=False,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
     )
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     judgments_required = models.PositiveSmallIntegerField(default=1)
@@ -233,8 +238,13 @@ class JudgingTask(models.Model):
     judgments_done = models.PositiveSmallIntegerField(default=0, db_default=0)
     # The completeness sample a SAMPLE task was drawn for (see CompletenessSample).
     sample = models.ForeignKey(
-        "CompletenessSample", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks",
-        db_index=False, db_constraint=False,
+        "CompletenessSample",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="tasks",
+        db_index=False,
+        db_constraint=False,
     )
     created_at = models.DateTimeField(db_default=Now())
 
@@ -254,9 +264,7 @@ class JudgingTask(models.Model):
         indexes = [
             # The queue: a pool's queued open tasks by position. Partial, so it holds the
             # windows only (about window x queries entries), not the whole pool.
-            models.Index(
-                fields=["pool", "position"], condition=Q(status="open", position__isnull=False), name="judging_task_pool_queue"
-            ),
+            models.Index(fields=["pool", "position"], condition=Q(status="open", position__isnull=False), name="judging_task_pool_queue"),
             # Done and skipped tasks by pool: budgets and progress count them. Partial, so
             # a pool build, whose tasks are all open, writes nothing into it (an index of
             # every task by pool cost a fifth of the build); open ones are
@@ -267,7 +275,8 @@ class JudgingTask(models.Model):
             models.Index(fields=["leased_to"], condition=Q(leased_to__isnull=False), name="judging_task_leased"),
             # Overlap tasks still waiting for another annotator's judgment.
             models.Index(
-                fields=["golden_set", "id"], condition=Q(status="done", judgments_required__gt=models.F("judgments_done")),
+                fields=["golden_set", "id"],
+                condition=Q(status="done", judgments_required__gt=models.F("judgments_done")),
                 name="judging_task_overlap_open",
             ),
             # A completeness sample's tasks; partial, so pool tasks (sample NULL) cost nothing.
@@ -317,9 +326,7 @@ class QueueSettings(models.Model):
             models.CheckConstraint(condition=Q(gold_share__gte=0) & Q(gold_share__lte=0.5), name="queue_gold_share_fraction"),
             models.CheckConstraint(condition=Q(lease_seconds__gte=30), name="queue_lease_at_least_30s"),
             # task_next tells the two orders apart by these values: a third would read as interleaved.
-            models.CheckConstraint(
-                condition=Q(query_order__in=["one_at_a_time", "interleaved"]), name="queue_query_order_known"
-            ),
+            models.CheckConstraint(condition=Q(query_order__in=["one_at_a_time", "interleaved"]), name="queue_query_order_known"),
         ]
 
     def __str__(self) -> str:
@@ -475,7 +482,8 @@ class JudgeJob(models.Model):
     sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="grade this many pairs of the pool, drawn at random")
     max_in_flight = models.PositiveSmallIntegerField(default=4)
     batch_size = models.PositiveSmallIntegerField(
-        default=1, help_text="passages of one query graded in one request (1: a request per pair)",
+        default=1,
+        help_text="passages of one query graded in one request (1: a request per pair)",
     )
     price_in = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million input tokens")
     price_out = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True, help_text="per million output tokens")

@@ -165,9 +165,14 @@ def _send(model: type[models.Model], job_id: int, job_task: Task) -> bool:
 def job_claim(kind: JobKind, job_id: int, *, holder: Holder) -> bool:
     """Take a waiting job for `holder` in one conditional UPDATE: of two workers handed the
     same message, one gets it. True when this one did."""
-    return bool(kind.model.objects.filter(pk=job_id, status=kind.waiting).update(
-        status="running", started_at=timezone.now(), **holder.fields(), **kind.claimed(),
-    ))
+    return bool(
+        kind.model.objects.filter(pk=job_id, status=kind.waiting).update(
+            status="running",
+            started_at=timezone.now(),
+            **holder.fields(),
+            **kind.claimed(),
+        )
+    )
 
 
 def job_release(kind: JobKind, job_id: int, *, holder: Holder) -> None:
@@ -176,7 +181,10 @@ def job_release(kind: JobKind, job_id: int, *, holder: Holder) -> None:
     running past give_up_after)."""
     try:
         kind.model.objects.filter(pk=job_id, status="running", **holder.fields()).update(
-            status=kind.waiting, started_at=None, enqueued_at=timezone.now(), **NO_HOLDER.fields(),
+            status=kind.waiting,
+            started_at=None,
+            enqueued_at=timezone.now(),
+            **NO_HOLDER.fields(),
         )
     except TRANSIENT:
         logger.warning("%s %s: not handed back after a database error; the sweeper sends it again", kind.model.__name__, job_id)
@@ -192,8 +200,13 @@ def job_finish(kind: JobKind, job: models.Model, **fields) -> None:
 
 
 def job_run(
-    kind: JobKind, job_id: int, *, holder: Holder, load: Callable[[int], models.Model],
-    work: Callable[[models.Model], dict | None], refused: Callable[[GoldsetError], dict],
+    kind: JobKind,
+    job_id: int,
+    *,
+    holder: Holder,
+    load: Callable[[int], models.Model],
+    work: Callable[[models.Model], dict | None],
+    refused: Callable[[GoldsetError], dict],
     broke: Callable[[Exception], dict],
 ) -> models.Model | None:
     """Claim job `job_id` for `holder` and run it; the job as loaded (`load`) and finished,
@@ -232,9 +245,7 @@ def jobs_sweep(kind: JobKind, *, job_task: Task, now: datetime | None = None, sw
     that says so). Returns (sent again, failed)."""
     now = now or timezone.now()
     model = kind.model
-    lost = list(
-        model.objects.filter(status=kind.waiting).exclude(enqueued_at__gt=now - kind.send_again_after).values_list("pk", flat=True)
-    )
+    lost = list(model.objects.filter(status=kind.waiting).exclude(enqueued_at__gt=now - kind.send_again_after).values_list("pk", flat=True))
     running = Q(status="running")
     # (pk, worker, worker_start, started_at) of running jobs to hand back and send again
     back = list(model.objects.filter(running & held_by(dead_holders(model, running, sweeper))).values_list(*HELD))
@@ -244,14 +255,18 @@ def jobs_sweep(kind: JobKind, *, job_task: Task, now: datetime | None = None, sw
         back += stuck.values_list(*HELD)
     else:
         failed = stuck.update(
-            status="failed", finished_at=now,
+            status="failed",
+            finished_at=now,
             error=f"the worker running it stopped (no result after {kind.give_up_after}); {kind.stopped}",
         )
     for pk, worker, worker_start, started_at in dict.fromkeys(back):
         # Only if nothing changed it since it was read: a holder that finished it meanwhile
         # keeps its result, and a sweeper beside this one does not send it too.
         if model.objects.filter(pk=pk, status="running", worker=worker, worker_start=worker_start, started_at=started_at).update(
-            status=kind.waiting, started_at=None, enqueued_at=None, **NO_HOLDER.fields(),
+            status=kind.waiting,
+            started_at=None,
+            enqueued_at=None,
+            **NO_HOLDER.fields(),
         ):
             lost.append(pk)
     # Rows the sweeper reads are committed already: their messages go at once.

@@ -163,8 +163,13 @@ def _python_values(value: object, block: slice) -> Iterable:
 
 
 def copy_arrays(
-    table: str, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int,
-    *, progress: Progress = no_progress, chunk_rows: int = COPY_CHUNK_ROWS,
+    table: str,
+    columns: Sequence[tuple[str, str, int]],
+    values: Mapping[str, object],
+    count: int,
+    *,
+    progress: Progress = no_progress,
+    chunk_rows: int = COPY_CHUNK_ROWS,
 ) -> None:
     """COPY `count` rows into `table` in PostgreSQL's binary format, rows built by numpy,
     the layout given by hand: `columns` are (name, numpy big-endian type, byte width), e.g.
@@ -181,7 +186,12 @@ def _copy_arrays_sql(table: str, columns: Sequence[tuple[str, str, int]]) -> str
 
 
 def _send_arrays(
-    copy, columns: Sequence[tuple[str, str, int]], values: Mapping[str, object], count: int, starts: Iterable[int], chunk_rows: int,
+    copy,
+    columns: Sequence[tuple[str, str, int]],
+    values: Mapping[str, object],
+    count: int,
+    starts: Iterable[int],
+    chunk_rows: int,
 ) -> None:
     layout = [("count", ">i2")]
     for name, type_, _ in columns:
@@ -236,7 +246,7 @@ def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:
     # transaction; Django's client-side cursors cannot ask for a binary result), wrapped as
     # Django wraps its own, so that the query is logged and counted like any other.
     raw = _binary_cursor_class()(connection.connection)
-    with (connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)) as cursor:
+    with connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 

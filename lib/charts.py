@@ -167,8 +167,17 @@ def line_chart(
         lines.append(Line(label=one.label, color=one.color, points=points, dots=dots, dashed=one.dashed))
 
     rules = [
-        Rule(x1=left, y1=y_of(value), x2=right, y2=y_of(value), label=label, label_x=right + 4, label_y=y_of(value) + 4,
-             title=label, kind="target")
+        Rule(
+            x1=left,
+            y1=y_of(value),
+            x2=right,
+            y2=y_of(value),
+            label=label,
+            label_x=right + 4,
+            label_y=y_of(value) + 4,
+            title=label,
+            kind="target",
+        )
         for value, label in y_rules
     ]
     rules += [
@@ -176,12 +185,19 @@ def line_chart(
         for x, label, tooltip, kind in x_rules
     ]
     return LineChart(
-        width=width, height=height, left=left, top=top, right=right, bottom=bottom,
+        width=width,
+        height=height,
+        left=left,
+        top=top,
+        right=right,
+        bottom=bottom,
         x_ticks=tuple(Tick(at=x_of(x), label=label) for x, label in x_ticks),
-        y_ticks=(
-            _fraction_ticks(0.0, 1.0, y_of) if y_ticks is None else tuple(Tick(at=y_of(y), label=label) for y, label in y_ticks)
-        ),
-        lines=tuple(lines), rules=tuple(rules), x_label=x_label, y_label=y_label, title=title,
+        y_ticks=(_fraction_ticks(0.0, 1.0, y_of) if y_ticks is None else tuple(Tick(at=y_of(y), label=label) for y, label in y_ticks)),
+        lines=tuple(lines),
+        rules=tuple(rules),
+        x_label=x_label,
+        y_label=y_label,
+        title=title,
     )
 
 
@@ -295,16 +311,44 @@ def bar_chart(
         for j, (value, bar_color, text) in enumerate(group.bars):
             if value is None:
                 continue
-            bars.append(Bar(
-                x=left, y=row_top + j * (bar_height + 2), width=round(x_of(value) - left, 2), height=bar_height,
-                color=bar_color, title=text, under=target is not None and value < target, value_text=f"{value:.2f}",
-            ))
+            bars.append(
+                Bar(
+                    x=left,
+                    y=row_top + j * (bar_height + 2),
+                    width=round(x_of(value) - left, 2),
+                    height=bar_height,
+                    color=bar_color,
+                    title=text,
+                    under=target is not None and value < target,
+                    value_text=f"{value:.2f}",
+                )
+            )
         rows.append(BarRow(label=group.label, y=round(row_top + (row_height - 10) / 2 + 4, 2), bars=tuple(bars)))
 
     rule = None
     if target is not None:
-        rule = Rule(x1=x_of(target), y1=top, x2=x_of(target), y2=bottom, label=target_label,
-                    label_x=x_of(target) + 4, label_y=top - 3, title=target_label, kind="target")
+        rule = Rule(
+            x1=x_of(target),
+            y1=top,
+            x2=x_of(target),
+            y2=bottom,
+            label=target_label,
+            label_x=x_of(target) + 4,
+            label_y=top - 3,
+            title=target_label,
+            kind="target",
+        )
     ticks = tuple(Tick(at=x_of(v / 10), label=f"{v / 10:.1f}") for v in range(0, 11, 2))
-    return BarChart(width=width, height=height, left=left, top=top, right=right, bottom=bottom, rows=tuple(rows),
-                    x_ticks=ticks, target=rule, title=title, x_label=x_label)
+    return BarChart(
+        width=width,
+        height=height,
+        left=left,
+        top=top,
+        right=right,
+        bottom=bottom,
+        rows=tuple(rows),
+        x_ticks=ticks,
+        target=rule,
+        title=title,
+        x_label=x_label,
+    )

@@ -123,14 +123,18 @@ def cron_parse(line: str) -> Cron:
     """The Cron of `line`; CronError naming the field for anything cron would not take."""
     parts = (line or "").split()
     if len(parts) != 5:
-        raise CronError(
-            f"a cron line has 5 fields (minute hour day-of-month month day-of-week), {line!r} has {len(parts)}"
-        )
+        raise CronError(f"a cron line has 5 fields (minute hour day-of-month month day-of-week), {line!r} has {len(parts)}")
     minutes, hours, days, months, weekdays = (_field(text, *spec) for text, spec in zip(parts, _FIELDS))
     weekdays = frozenset(day % 7 for day in weekdays)
     cron = Cron(
-        line=" ".join(parts), minutes=minutes, hours=hours, days=days, months=months, weekdays=weekdays,
-        days_restricted=parts[2] != "*", weekdays_restricted=parts[4] != "*",
+        line=" ".join(parts),
+        minutes=minutes,
+        hours=hours,
+        days=days,
+        months=months,
+        weekdays=weekdays,
+        days_restricted=parts[2] != "*",
+        weekdays_restricted=parts[4] != "*",
     )
     probe = datetime(2000, 1, 1)
     if cron.next_fire(probe) is None:

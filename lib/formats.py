@@ -71,10 +71,7 @@ def read_trec_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
             continue
         parts = stripped.split()
         if len(parts) != 4:
-            problems.add(
-                f"{source}:{number}: expected 4 columns 'query_id iteration doc_id grade', "
-                f"found {len(parts)}: {stripped[:80]!r}"
-            )
+            problems.add(f"{source}:{number}: expected 4 columns 'query_id iteration doc_id grade', found {len(parts)}: {stripped[:80]!r}")
             continue
         query_id, _iteration, doc_id, raw_grade = parts
         qrel = _checked_qrel(number, query_id, doc_id, raw_grade, source, problems)
@@ -113,8 +110,7 @@ def read_beir_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
             continue
         if len(parts) != 3:
             problems.add(
-                f"{source}:{number}: expected 3 tab-separated columns 'query-id corpus-id score', "
-                f"found {len(parts)}: {line[:80]!r}"
+                f"{source}:{number}: expected 3 tab-separated columns 'query-id corpus-id score', found {len(parts)}: {line[:80]!r}"
             )
             continue
         query_id, doc_id, raw_grade = parts
@@ -194,7 +190,10 @@ def read_json_qrels(lines: Iterable[str], source: str, problems: ProblemCollecto
 
 
 def _json_objects(
-    lines: Iterable[str], source: str, problems: ProblemCollector, loads: Callable[[str], object] = json.loads,
+    lines: Iterable[str],
+    source: str,
+    problems: ProblemCollector,
+    loads: Callable[[str], object] = json.loads,
 ) -> Iterator[tuple[int, dict]]:
     """(line number, object) of each non-blank line that holds a JSON object; a line that
     does not is reported in `problems`, naming it, and passed over. `loads` must give

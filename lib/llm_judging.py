@@ -152,7 +152,12 @@ def backoff_delay(retry: int, random_part: float, retry_after: float | None = No
     """Seconds before retry number `retry` of a judge's request (lib.retrying's rule with the
     judge's caps)."""
     return retrying.backoff_delay(
-        retry, random_part, retry_after, base=BACKOFF_BASE, cap=BACKOFF_CAP, retry_after_cap=RETRY_AFTER_CAP,
+        retry,
+        random_part,
+        retry_after,
+        base=BACKOFF_BASE,
+        cap=BACKOFF_CAP,
+        retry_after_cap=RETRY_AFTER_CAP,
     )
 
 

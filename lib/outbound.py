@@ -101,7 +101,7 @@ def url_problem(url: str, *, what: str = "a webhook URL") -> str | None:
     if parts.username or parts.password:
         return f"{what} may not carry a user name or password; use a token in its path or query"
     try:
-        parts.port
+        parts.port  # noqa: B018  (reading it raises ValueError for a port that is not a number)
     except ValueError:
         return f"{url!r} has a port that is not a number from 0 to 65535"
     return None
@@ -110,7 +110,9 @@ def url_problem(url: str, *, what: str = "a webhook URL") -> str | None:
 # IPv6 prefixes whose last 32 bits are an IPv4 address a gateway forwards to: NAT64's
 # well-known and local-use prefixes, and the deprecated IPv4-compatible form (::a.b.c.d).
 _IPV4_EMBEDDING = (
-    ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"), ipaddress.ip_network("::/96"),
+    ipaddress.ip_network("64:ff9b::/96"),
+    ipaddress.ip_network("64:ff9b:1::/48"),
+    ipaddress.ip_network("::/96"),
 )
 
 
@@ -131,13 +133,11 @@ def _is_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Anything but a public unicast address, in any spelling: loopback, link-local (the
     metadata services), private, shared (100.64/10), reserved, unspecified and multicast
     addresses all fail."""
-    return any(
-        one in METADATA_ADDRESSES or not one.is_global or one.is_multicast for one in _spellings(address)
-    )
+    return any(one in METADATA_ADDRESSES or not one.is_global or one.is_multicast for one in _spellings(address))
 
 
 def address_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    """"metadata" for link-local and cloud metadata addresses in any spelling, which no
+    """ "metadata" for link-local and cloud metadata addresses in any spelling, which no
     allow-list may open (they answer with the machine's own credentials), "internal" for
     any other address `_is_refused` refuses (loopback, private, shared, reserved...),
     "global" otherwise."""

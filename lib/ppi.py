@@ -176,6 +176,10 @@ def recall_estimate(found: int, population: int, share: ShareEstimate) -> Recall
     if found < 0 or population < 0:
         raise ValueError("found and population are counts: neither can be negative")
     return RecallEstimate(
-        found=found, population=population, share=share, recall=recall_of(found, population, share.share),
-        low=recall_of(found, population, share.high), high=recall_of(found, population, share.low),
+        found=found,
+        population=population,
+        share=share,
+        recall=recall_of(found, population, share.share),
+        low=recall_of(found, population, share.high),
+        high=recall_of(found, population, share.low),
     )

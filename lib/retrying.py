@@ -24,7 +24,13 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 
 
 def backoff_delay(
-    retry: int, random_part: float, retry_after: float | None, *, base: float, cap: float, retry_after_cap: float,
+    retry: int,
+    random_part: float,
+    retry_after: float | None,
+    *,
+    base: float,
+    cap: float,
+    retry_after_cap: float,
 ) -> float:
     """Seconds before retry number `retry` (1 for the first): half of base * 2**(retry-1)
     (capped at `cap`) plus `random_part` (0-1) of the other half, so clients do not retry in

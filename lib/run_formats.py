@@ -73,12 +73,14 @@ class ExpansionLimit:
         if expanded > self.ceiling_bytes:
             raise TooLargeError(
                 f"cannot import run {source}: it expands past {self.ceiling_bytes // (1 << 20):,} MB once decompressed "
-                f"(the limit, {self.setting}); nothing was stored", field="file",
+                f"(the limit, {self.setting}); nothing was stored",
+                field="file",
             )
         if expanded > max(self.floor_bytes, self.ratio * compressed):
             raise TooLargeError(
                 f"cannot import run {source}: it expands more than {self.ratio} times its compressed size "
-                f"({compressed:,} bytes to over {expanded:,}), the limit for compressed runs; nothing was stored", field="file",
+                f"({compressed:,} bytes to over {expanded:,}), the limit for compressed runs; nothing was stored",
+                field="file",
             )
 
 
@@ -178,8 +180,13 @@ def detect_run_format(head: bytes) -> str:
 
 
 def read_run(
-    data: BinaryIO | Iterable[bytes], source: str, problems: ProblemCollector, *, fmt: str = "auto",
-    known_query_ids: Collection[str] | None = None, progress: Callable[[Iterable, str], Iterable] | None = None,
+    data: BinaryIO | Iterable[bytes],
+    source: str,
+    problems: ProblemCollector,
+    *,
+    fmt: str = "auto",
+    known_query_ids: Collection[str] | None = None,
+    progress: Callable[[Iterable, str], Iterable] | None = None,
     limit: ExpansionLimit = ExpansionLimit(),
 ) -> RunEntries:
     """Read a run in any form of the module docstring, adding every fault to `problems`.
@@ -227,7 +234,8 @@ def _text_lines(stream: io.BufferedReader, source: str) -> Iterator[str]:
         except UnicodeDecodeError as exc:
             raise GoldsetError(
                 f"cannot import run {source}: it is not UTF-8 text; nothing was stored",
-                problems=[f"{source}:{number}: bytes that are not UTF-8 ({exc.reason})"], field="file",
+                problems=[f"{source}:{number}: bytes that are not UTF-8 ({exc.reason})"],
+                field="file",
             ) from exc
 
 
@@ -282,7 +290,10 @@ def _jsonl_records(lines: Iterable[str], source: str, problems: ProblemCollector
 
 
 def _collect(
-    records: Iterable[Record], source: str, problems: ProblemCollector, known_query_ids: Collection[str] | None,
+    records: Iterable[Record],
+    source: str,
+    problems: ProblemCollector,
+    known_query_ids: Collection[str] | None,
     place: Callable[[int], str],
 ) -> RunEntries:
     """RunEntries from records, with read_trec_run's checks; `place(number)` names a record."""
@@ -327,10 +338,15 @@ def _collect(
         scores.append(float(score))
         numbers.append(number)
     entries = RunEntries(
-        source=source, query_ids=list(query_positions), doc_ids=list(doc_positions),
-        query_index=np.asarray(query_index, dtype=np.int64), doc_index=np.asarray(doc_index, dtype=np.int64),
-        scores=np.asarray(scores, dtype=np.float64), line_numbers=np.asarray(numbers, dtype=np.int64),
-        run_tags=(), extra_column_lines=0,
+        source=source,
+        query_ids=list(query_positions),
+        doc_ids=list(doc_positions),
+        query_index=np.asarray(query_index, dtype=np.int64),
+        doc_index=np.asarray(doc_index, dtype=np.int64),
+        scores=np.asarray(scores, dtype=np.float64),
+        line_numbers=np.asarray(numbers, dtype=np.int64),
+        run_tags=(),
+        extra_column_lines=0,
     )
     check_duplicates(entries, problems, place)
     for query_id, (first, count) in unknown.items():
@@ -368,7 +384,10 @@ def _json_path(query_id: object, doc_id: object | None = None) -> str:
 
 
 def _mapping_records(
-    run: object, source: str, problems: ProblemCollector, paths: list[tuple[object, object]],
+    run: object,
+    source: str,
+    problems: ProblemCollector,
+    paths: list[tuple[object, object]],
 ) -> Iterator[Record]:
     """Records of a `{query_id: {doc_id: score}}` mapping; entry n's key path is paths[n - 1]."""
     if not isinstance(run, dict):
@@ -385,6 +404,7 @@ def _mapping_records(
 
 def _pairs_refusing_repeats(source: str, problems: ProblemCollector):
     """json object_pairs_hook: a key given twice would silently keep only its last value."""
+
     def hook(pairs):
         result = dict(pairs)
         if len(result) != len(pairs):
@@ -394,6 +414,7 @@ def _pairs_refusing_repeats(source: str, problems: ProblemCollector):
                     problems.add(f"{source}: key {json.dumps(key, ensure_ascii=False)} appears twice in one object")
                 seen.add(key)
         return result
+
     return hook
 
 
@@ -410,7 +431,8 @@ def _read_json_object(content: bytes, source: str, problems: ProblemCollector, k
         line = content.count(b"\n", 0, exc.start) + 1
         raise GoldsetError(
             f"cannot import run {source}: it is not UTF-8 text; nothing was stored",
-            problems=[f"{source}:{line}: bytes that are not UTF-8 ({exc.reason})"], field="file",
+            problems=[f"{source}:{line}: bytes that are not UTF-8 ({exc.reason})"],
+            field="file",
         ) from exc
     try:
         run = json.loads(text, object_pairs_hook=_pairs_refusing_repeats(source, problems))
@@ -441,7 +463,11 @@ def _lz4_decompress(content: bytes, check: Callable[[int], None]) -> bytes:
 
 
 def _read_lz4(
-    content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None, check: Callable[[int], None],
+    content: bytes,
+    source: str,
+    problems: ProblemCollector,
+    known: Collection[str] | None,
+    check: Callable[[int], None],
 ) -> RunEntries:
     import cbor2
 
@@ -462,7 +488,11 @@ _PARQUET_ROW_COLUMN_BYTES = 40
 
 
 def _read_parquet(
-    content: bytes, source: str, problems: ProblemCollector, known: Collection[str] | None, check: Callable[[int], None],
+    content: bytes,
+    source: str,
+    problems: ProblemCollector,
+    known: Collection[str] | None,
+    check: Callable[[int], None],
 ) -> RunEntries:
     import pyarrow
     import pyarrow.parquet
@@ -474,7 +504,11 @@ def _read_parquet(
         problems.add(f"{source}: not a parquet file ({exc})")
         return _collect((), source, problems, known, lambda n: source)
     query_column = next((name for name in ("q_id", "query_id") if name in names), None)
-    missing = [name for name, present in (("q_id or query_id", query_column), ("doc_id", "doc_id" in names), ("score", "score" in names)) if not present]
+    missing = [
+        name
+        for name, present in (("q_id or query_id", query_column), ("doc_id", "doc_id" in names), ("score", "score" in names))
+        if not present
+    ]
     if missing:
         shown = ", ".join(map(str, names[:20])) + (f" and {len(names) - 20:,} more" if len(names) > 20 else "")
         problems.add(f"{source}: the parquet file has no column {', '.join(missing)} (it has {shown})")
@@ -486,7 +520,8 @@ def _read_parquet(
     uncompressed = sum(
         group.column(index).total_uncompressed_size
         for group in (metadata.row_group(number) for number in range(metadata.num_row_groups))
-        for index in range(group.num_columns) if group.column(index).path_in_schema.split(".")[0] in wanted
+        for index in range(group.num_columns)
+        if group.column(index).path_in_schema.split(".")[0] in wanted
     )
     check(uncompressed + metadata.num_rows * len(wanted) * _PARQUET_ROW_COLUMN_BYTES)
     try:

@@ -31,8 +31,8 @@ when both copies fall within -M), and query ids may be required to belong to the
 
 import io
 import math
-from array import array
 import zipfile
+from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -107,8 +107,7 @@ def read_trec_run(
         if len(parts) != 6:
             hint = " (an id cannot hold whitespace)" if len(parts) > 6 else ""
             problems.add(
-                f"{source}:{number}: expected 6 columns 'query_id Q0 doc_id rank score tag', "
-                f"found {len(parts)}{hint}: {raw.strip()[:80]!r}"
+                f"{source}:{number}: expected 6 columns 'query_id Q0 doc_id rank score tag', found {len(parts)}{hint}: {raw.strip()[:80]!r}"
             )
             continue
         query_id, _q0, doc_id, _rank, raw_score, tag = parts
@@ -132,10 +131,7 @@ def read_trec_run(
         # float() also takes "1_000", "nan", "inf" and non-ASCII digits; none is a score
         # that trec_eval would read the same way.
         if score is None or not isfinite(score) or "_" in raw_score or not raw_score.isascii():
-            if (
-                not header_seen and not line_numbers and not unknown and len(problems.problems) == problems_before
-                and not _is_number(_rank)
-            ):
+            if not header_seen and not line_numbers and not unknown and len(problems.problems) == problems_before and not _is_number(_rank):
                 header_seen = True  # the first line holding data names the columns: a header
                 continue
             problems.add(f"{source}:{number}: score {raw_score!r} is not a finite number")
@@ -171,10 +167,7 @@ def read_trec_run(
     check_duplicates(entries, problems)
     for query_id, (first_line, count) in unknown.items():
         lines_word = "line" if count == 1 else "lines"
-        problems.add(
-            f"{source}:{first_line}: query id {query_id!r} is not in the golden set "
-            f"({count} {lines_word} from here on)"
-        )
+        problems.add(f"{source}:{first_line}: query id {query_id!r} is not in the golden set ({count} {lines_word} from here on)")
     if not len(entries) and not problems:
         problems.add(f"{source}: no run entries found")
     return entries
@@ -218,7 +211,9 @@ class RunEntriesBuilder:
         self._scores = array("d")
 
     def add(
-        self, query_id: str, ranking: Iterable[tuple[str, float]],
+        self,
+        query_id: str,
+        ranking: Iterable[tuple[str, float]],
         columns: tuple[Sequence[str], Sequence[float]] | None = None,
     ) -> None:
         """Add one query's ranking. `columns`, when the caller has them, are the same
@@ -292,14 +287,19 @@ class RunEntriesBuilder:
         views of the builder's own buffers, not copies: call it once, when every ranking is in."""
         count = len(self._scores)
         entries = RunEntries(
-            source=self.source, query_ids=list(self._query_positions), doc_ids=list(self._doc_positions),
+            source=self.source,
+            query_ids=list(self._query_positions),
+            doc_ids=list(self._doc_positions),
             query_index=(
                 np.repeat(np.frombuffer(self._block_queries, dtype=np.int64), np.frombuffer(self._block_sizes, dtype=np.int64))
-                if count else np.zeros(0, np.int64)
+                if count
+                else np.zeros(0, np.int64)
             ),
             doc_index=np.frombuffer(self._doc_index, dtype=np.int64) if count else np.zeros(0, np.int64),
             scores=np.frombuffer(self._scores, dtype=np.float64) if count else np.zeros(0, np.float64),
-            line_numbers=np.arange(1, count + 1, dtype=np.int64), run_tags=(), extra_column_lines=0,
+            line_numbers=np.arange(1, count + 1, dtype=np.int64),
+            run_tags=(),
+            extra_column_lines=0,
         )
         if not self._vouched or self._query_twice:
             check_duplicates(entries, self.problems)
@@ -307,7 +307,9 @@ class RunEntriesBuilder:
 
 
 def run_entries_from_rankings(
-    rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]], source: str, problems: ProblemCollector,
+    rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]],
+    source: str,
+    problems: ProblemCollector,
 ) -> RunEntries:
     """RunEntries from (query_id, [(doc_id, score), ...]) pairs in hand (RunEntriesBuilder)."""
     builder = RunEntriesBuilder(source, problems)
@@ -317,7 +319,9 @@ def run_entries_from_rankings(
 
 
 def check_duplicates(
-    entries: RunEntries, problems: ProblemCollector, place: Callable[[int], str] | None = None,
+    entries: RunEntries,
+    problems: ProblemCollector,
+    place: Callable[[int], str] | None = None,
 ) -> None:
     """Add a problem for every entry that repeats a (query, doc) pair, naming both lines
     (or, with `place`, what place(line number) calls them: "run.parquet: row 7").
@@ -341,7 +345,8 @@ def check_duplicates(
         row, first = rows[i], firsts[i]
         where, first_where = (
             (place(int(entries.line_numbers[row])), place(int(entries.line_numbers[first])))
-            if place else (f"{entries.source}:{entries.line_numbers[row]}", f"line {entries.line_numbers[first]}")
+            if place
+            else (f"{entries.source}:{entries.line_numbers[row]}", f"line {entries.line_numbers[first]}")
         )
         problems.add(
             f"{where}: doc id "

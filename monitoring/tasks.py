@@ -64,8 +64,13 @@ def monitoring_tick_task(self) -> str:
         probe_round_task.delay_on_commit(probe_round.pk)
         resent_rounds += 1
     if nights or rounds or resent or resent_rounds:
-        logger.info("monitoring tick: %d night(s) and %d probe round(s) due, %d night(s) and %d round(s) sent again",
-                    len(nights), len(rounds), resent, resent_rounds)
+        logger.info(
+            "monitoring tick: %d night(s) and %d probe round(s) due, %d night(s) and %d round(s) sent again",
+            len(nights),
+            len(rounds),
+            resent,
+            resent_rounds,
+        )
     return f"{len(nights)} nights, {len(rounds)} probe rounds, {resent + resent_rounds} resent"
 
 

@@ -24,17 +24,30 @@ from evaluation.canaries import canary_add
 from evaluation.models import Evaluation
 from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
-from goldenset.models import GoldenSet, Judgment, ModelJudgment, ModelPrompt, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.model_labels import model_labels_import
+from goldenset.models import (
+    GoldenSet,
+    Judgment,
+    ModelJudgment,
+    ModelPrompt,
+    Page,
+    PublishJob,
+    Query,
+    Version,
+    VersionLabel,
+    VersionPage,
+    VersionQuery,
+)
 from goldenset.services import judgment_record
+from labeling.judging.services import queue_settings_of
 from labeling.models import CompletenessSample, GoldAnswer, JudgeJob, JudgingTask, Pool, PoolJob
+from labeling.pools.services import pool_build
+from lib.formats import ModelLabelLine
 from monitoring.endpoints.services import endpoint_add
 from monitoring.nightly.services import nightly_run_request
 from monitoring.probes.services import probe_round_request
-from labeling.judging.services import queue_settings_of
-from labeling.pools.services import pool_build
-from lib.formats import ModelLabelLine
-from tests.support.factories import sliced_run as upload, sliced_set as make_sliced_set
+from tests.support.factories import sliced_run as upload
+from tests.support.factories import sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 
@@ -59,8 +72,11 @@ def data(owner, superuser):
         for evaluation in [evaluation_compute(run=later, version=version), *Evaluation.objects.filter(version=version)]:
             alerts_check(evaluation=evaluation)
         for n in (1, 2):
-            canary_add(golden_set=golden_set, query=Query.objects.get(golden_set=golden_set, query_id=f"q{n}"),
-                       page=Page.objects.get(corpus=golden_set.corpus, doc_id=f"d{n}a"))
+            canary_add(
+                golden_set=golden_set,
+                query=Query.objects.get(golden_set=golden_set, query_id=f"q{n}"),
+                page=Page.objects.get(corpus=golden_set.corpus, doc_id=f"d{n}a"),
+            )
         evaluation_settings_update(golden_set=golden_set, user=owner, min_queries_per_slice=5)
         queue_settings_of(golden_set)
         pool = pool_build(golden_set=golden_set, runs=list(golden_set.runs.all()), depth=3, strategy="depth").pool
@@ -68,17 +84,41 @@ def data(owner, superuser):
         for task in tasks:
             GoldAnswer.objects.create(task=task, annotator=owner, grade=1, expected_grade=task.grade or 0)
         CompletenessSample.objects.create(golden_set=golden_set, pool=pool, depth_from=3, depth_to=10, population=10, size=2, seed=1)
-        PoolJob.objects.create(golden_set=golden_set, kind="build", status="done", created_by=owner,
-                               arguments={"runs": [], "depth": 3, "strategy": "depth", "budget": None}, lines=["a pool"])
-        JudgeJob.objects.create(golden_set=golden_set, pool=pool, base_url="http://127.0.0.1:9/v1", model="judge",
-                                prompt_hash="0" * 64, created_by=owner, status="done", pairs_total=2, pairs_done=2)
-        judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"),
-                        page=Page.objects.get(corpus=golden_set.corpus, doc_id="d1b"), grade=1, annotator=owner)
-        model_labels_import(golden_set=golden_set, model="judge", prompt_text=f"grade for {slug}",
-                            records=[ModelLabelLine(1, "q1", "d1a", 2), ModelLabelLine(2, "q2", "d2a", 1)])
+        PoolJob.objects.create(
+            golden_set=golden_set,
+            kind="build",
+            status="done",
+            created_by=owner,
+            arguments={"runs": [], "depth": 3, "strategy": "depth", "budget": None},
+            lines=["a pool"],
+        )
+        JudgeJob.objects.create(
+            golden_set=golden_set,
+            pool=pool,
+            base_url="http://127.0.0.1:9/v1",
+            model="judge",
+            prompt_hash="0" * 64,
+            created_by=owner,
+            status="done",
+            pairs_total=2,
+            pairs_done=2,
+        )
+        judgment_record(
+            query=Query.objects.get(golden_set=golden_set, query_id="q1"),
+            page=Page.objects.get(corpus=golden_set.corpus, doc_id="d1b"),
+            grade=1,
+            annotator=owner,
+        )
+        model_labels_import(
+            golden_set=golden_set,
+            model="judge",
+            prompt_text=f"grade for {slug}",
+            records=[ModelLabelLine(1, "q1", "d1a", 2), ModelLabelLine(2, "q2", "d2a", 1)],
+        )
         api_token_create(owner=owner, scope="read", golden_set=golden_set, name=f"{slug} job")
-        endpoint = endpoint_add(golden_set=golden_set, name="prod-first", system="prod", stage="first_stage", preset="goldset",
-                                url="http://127.0.0.1:9/search")
+        endpoint = endpoint_add(
+            golden_set=golden_set, name="prod-first", system="prod", stage="first_stage", preset="goldset", url="http://127.0.0.1:9/search"
+        )
         for day in (1, 2):
             slot = datetime(2026, 11, day, 2, tzinfo=UTC)
             nightly_run_request(endpoint=endpoint, slot=slot)
@@ -88,8 +128,13 @@ def data(owner, superuser):
     Group.objects.create(name="managers")
     # django-axes' records of logins (its own admin lists them): two of each kind.
     for n in (1, 2):
-        where = {"user_agent": "test", "ip_address": f"198.51.100.{n}", "username": f"guesser{n}", "http_accept": "*/*",
-                 "path_info": "/accounts/login/"}
+        where = {
+            "user_agent": "test",
+            "ip_address": f"198.51.100.{n}",
+            "username": f"guesser{n}",
+            "http_accept": "*/*",
+            "path_info": "/accounts/login/",
+        }
         AccessAttempt.objects.create(**where, get_data="", post_data="username=x", failures_since_start=n)
         AccessLog.objects.create(**where)
         AccessFailureLog.objects.create(**where, locked_out=n == 2)
@@ -112,8 +157,9 @@ def _queries(client, url: str) -> int:
 
 
 @pytest.mark.parametrize("model", [model for model, _ in registered()], ids=lambda model: model._meta.label)
-def test_every_list_costs_the_same_queries_for_one_row_as_for_a_page_of_them(client, data, superuser, model, monkeypatch,
-                                                                           django_assert_max_num_queries):
+def test_every_list_costs_the_same_queries_for_one_row_as_for_a_page_of_them(
+    client, data, superuser, model, monkeypatch, django_assert_max_num_queries
+):
     model_admin = admin.site._registry[model]
     client.force_login(superuser)
     url = changelist(model)
@@ -267,12 +313,21 @@ def test_anonymous_visitors_are_sent_to_the_admin_login(client, data):
 
 def _settings_form(settings, **changes) -> dict:
     data = {
-        "metrics": "[]", "run_depth_cap": settings.run_depth_cap, "alert_drop_points": settings.alert_drop_points,
-        "alert_slice_floor": settings.alert_slice_floor, "alert_rerank_loss_points": settings.alert_rerank_loss_points,
-        "age_buckets": "[30, 365]", "completeness_depth": settings.completeness_depth, "judged_floor": settings.judged_floor,
-        "min_queries_per_slice": settings.min_queries_per_slice, "alert_emails": "[]", "webhook_url": "",
-        "failing_share": settings.failing_share, "series_rescore_nights": settings.series_rescore_nights,
-        "series_keep_days": settings.series_keep_days, "partial_share": settings.partial_share,
+        "metrics": "[]",
+        "run_depth_cap": settings.run_depth_cap,
+        "alert_drop_points": settings.alert_drop_points,
+        "alert_slice_floor": settings.alert_slice_floor,
+        "alert_rerank_loss_points": settings.alert_rerank_loss_points,
+        "age_buckets": "[30, 365]",
+        "completeness_depth": settings.completeness_depth,
+        "judged_floor": settings.judged_floor,
+        "min_queries_per_slice": settings.min_queries_per_slice,
+        "alert_emails": "[]",
+        "webhook_url": "",
+        "failing_share": settings.failing_share,
+        "series_rescore_nights": settings.series_rescore_nights,
+        "series_keep_days": settings.series_keep_days,
+        "partial_share": settings.partial_share,
     }
     return {**data, **changes}
 
@@ -301,8 +356,10 @@ def test_every_model_is_named_in_plain_english_in_the_admin():
         singular, plural = str(model._meta.verbose_name), str(model._meta.verbose_name_plural)
         last = plural.split()[-1]
         if (
-            plural.endswith("ss") and not singular.endswith("ss")
-            or last.endswith("ys") and last[-3:-2] not in "aeiou"
+            plural.endswith("ss")
+            and not singular.endswith("ss")
+            or last.endswith("ys")
+            and last[-3:-2] not in "aeiou"
             or last in ("datas", "seriess", "completenesss")
         ):
             wrong.append(f"{model._meta.label}: {plural!r}")

@@ -127,6 +127,7 @@ def compose_interpolations() -> dict[str, str | None]:
 
 # --- docker-compose.yml ----------------------------------------------------------------
 
+
 def test_compose_has_the_five_services():
     assert set(compose()["services"]) == set(SERVICES)
 
@@ -249,7 +250,7 @@ def test_the_worker_health_check_pings_the_real_celery_app():
     words = healthcheck_words("worker")
     assert words[0] == "celery" and words[words.index("-A") + 1] == command_steps("worker")[0][2]
     assert find_app(words[words.index("-A") + 1]) is goldset.celery.app
-    assert words[words.index("-A") + 2:words.index("-A") + 4] == ["inspect", "ping"]
+    assert words[words.index("-A") + 2 : words.index("-A") + 4] == ["inspect", "ping"]
 
 
 def test_web_empties_its_metrics_folder_before_gunicorn_starts():
@@ -275,6 +276,7 @@ def test_cache_url_points_at_the_redis_service_in_a_database_apart_from_the_brok
 
 
 # --- .env.example ----------------------------------------------------------------------
+
 
 def test_env_example_lists_exactly_the_variables_the_settings_read():
     listed = [name for _, _, name, _ in env_example()]
@@ -302,6 +304,7 @@ def test_env_example_shows_the_defaults_the_settings_use():
 
 
 # --- Dockerfile ------------------------------------------------------------------------
+
 
 def dockerfile() -> list[str]:
     """The Dockerfile's instructions, continuation lines joined, comments left out."""
@@ -343,12 +346,18 @@ def test_the_image_collects_static_files_with_the_production_storage():
 
 # --- production settings ---------------------------------------------------------------
 
+
 def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     """manage.py in a fresh process, with only `env` of the variables the settings read."""
     clean = {name: value for name, value in os.environ.items() if name not in settings_reads() | {SETTINGS_SELECTOR}}
     clean.update(env)
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=300,
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -385,7 +394,9 @@ def test_production_settings_refuse_to_start_without_a_database_url():
     assert "ImproperlyConfigured" in result.stderr and "DATABASE_URL" in result.stderr
 
 
-@pytest.mark.parametrize("env", [{"SQLITE_PATH": "/tmp/goldset-settings.sqlite3"}, {"DATABASE_URL": "sqlite:////tmp/goldset-settings.sqlite3"}])
+@pytest.mark.parametrize(
+    "env", [{"SQLITE_PATH": "/tmp/goldset-settings.sqlite3"}, {"DATABASE_URL": "sqlite:////tmp/goldset-settings.sqlite3"}]
+)
 def test_a_sqlite_database_always_gets_wal_and_immediate_transactions(env):
     """The queue relies on them (SEMANTICS.md, "Judging"): the embedded default and a SQLite file named by URL alike."""
     script = "from django.conf import settings; import json; print(json.dumps(settings.DATABASES['default']))"

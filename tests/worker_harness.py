@@ -123,7 +123,12 @@ class WorkerPool:
     workers: list[Worker] = field(default_factory=list)
 
     def start(
-        self, *, env: dict[str, str] | None = None, wait: bool = True, standby: bool = False, name: str | None = None,
+        self,
+        *,
+        env: dict[str, str] | None = None,
+        wait: bool = True,
+        standby: bool = False,
+        name: str | None = None,
     ) -> Worker:
         """Start a worker (prefork, one child) and return it once it is ready to take tasks,
         or at once with `wait=False` (then call its `wait_ready`).
@@ -137,11 +142,24 @@ class WorkerPool:
         """
         name = name or f"{self.queue}-{len(self.workers) + 1}"
         command = [
-            str(CELERY), "-A", "goldset", "worker", "--pool", "prefork", "--concurrency", "1",
-            "-Q", f"{self.queue}-standby" if standby else self.queue, "--loglevel", "INFO", "--hostname", f"{name}@%h",
+            str(CELERY),
+            "-A",
+            "goldset",
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "1",
+            "-Q",
+            f"{self.queue}-standby" if standby else self.queue,
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"{name}@%h",
             # Mingle and gossip talk to the other workers on the broker; these test workers
             # have nothing to learn from them, and mingle alone costs a second a start.
-            "--without-mingle", "--without-gossip",
+            "--without-mingle",
+            "--without-gossip",
         ]
         worker = self._spawn(name, command, env)
         if wait:
@@ -174,7 +192,12 @@ class WorkerPool:
         }
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                command, cwd=REPO, env=process_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command,
+                cwd=REPO,
+                env=process_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so killpg reaches the pool children
             )
         worker = Worker(name=name, process=process, log_path=log_path)
@@ -200,7 +223,9 @@ def sending_to(broker_url: str, queue: str) -> Iterator[None]:
     # The app reads Django's settings under the CELERY_ namespace, and those names win over
     # Celery's own lower-case ones, so the change must be made under the same names.
     changed = {
-        _setting("task_always_eager"): False, _setting("broker_url"): broker_url, _setting("task_default_queue"): queue,
+        _setting("task_always_eager"): False,
+        _setting("broker_url"): broker_url,
+        _setting("task_default_queue"): queue,
     }
     saved = {key: app.conf[key] for key in changed}
     _drop_cached_connections()
@@ -255,4 +280,3 @@ def unacknowledged(broker_url: str, queue: str) -> list[dict]:
         return found
     finally:
         client.close()
-

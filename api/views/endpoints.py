@@ -25,7 +25,11 @@ from monitoring.overview.selectors import ROUNDS_SHOWN
 from monitoring.tasks import night_send
 
 ENDPOINT_PARAMETER = OpenApiParameter(
-    "endpoint", str, OpenApiParameter.PATH, description="the endpoint's name", pattern=f"^{EndpointNameConverter.regex}$",
+    "endpoint",
+    str,
+    OpenApiParameter.PATH,
+    description="the endpoint's name",
+    pattern=f"^{EndpointNameConverter.regex}$",
 )
 
 
@@ -38,9 +42,16 @@ class EndpointListApi(PaginatedMixin, APIView):
         golden_set = api_golden_set(request, slug)
         endpoints = Endpoint.objects.filter(golden_set=golden_set).select_related("series").order_by("name", "id")
         context = {"slug": golden_set.slug, "shows_request": manages(request, golden_set)}
-        return self.paginated(endpoints, lambda page: EndpointOutputSerializer(
-            endpoints_with_nights(page, now=timezone.now()), many=True, context=context,
-        ).data)
+        return self.paginated(
+            endpoints,
+            lambda page: (
+                EndpointOutputSerializer(
+                    endpoints_with_nights(page, now=timezone.now()),
+                    many=True,
+                    context=context,
+                ).data
+            ),
+        )
 
 
 class EndpointDetailApi(APIView):
@@ -84,7 +95,10 @@ class EndpointProbeListApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         limit = serializers.IntegerField(
-            required=False, min_value=1, max_value=1000, help_text=f"the last this many rounds ({ROUNDS_SHOWN} if left out)",
+            required=False,
+            min_value=1,
+            max_value=1000,
+            help_text=f"the last this many rounds ({ROUNDS_SHOWN} if left out)",
         )
 
     @extend_schema_serializer(component_name="ProbeHistory")
@@ -109,7 +123,9 @@ class EndpointRunNowApi(APIView):
     twice at once. A disabled endpoint runs too: disabling stops its schedules only."""
 
     @extend_schema(
-        operation_id="endpoint_runs_create", parameters=[ENDPOINT_PARAMETER], request=None,
+        operation_id="endpoint_runs_create",
+        parameters=[ENDPOINT_PARAMETER],
+        request=None,
         responses={202: NightlyRunSerializer},
     )
     def post(self, request, slug: str, endpoint: str):

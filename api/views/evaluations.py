@@ -13,15 +13,13 @@ from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.selectors import EvaluationFigures, evaluation_figures, evaluations_of
 from api.serializers import EvaluationOutputSerializer, RunFilterSerializer, archived_filter, validated
-from evaluation.reports.completeness import run_completeness
 from evaluation.models import EvaluationSettings
+from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings, run_get
 from goldenset.models import GoldenSet
 from lib.ids import natural_key
 
-COMPLETENESS_FIELDS = [
-    name for name in EvaluationOutputSerializer().fields["completeness"].child.fields
-]
+COMPLETENESS_FIELDS = [name for name in EvaluationOutputSerializer().fields["completeness"].child.fields]
 
 
 def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings) -> dict:
@@ -35,7 +33,9 @@ def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings) ->
     overall = by_slice.pop("", [])
     slices = [
         {
-            "slice": name, "queries_averaged": scores[0].queries_averaged, "no_relevant_count": scores[0].no_relevant_count,
+            "slice": name,
+            "queries_averaged": scores[0].queries_averaged,
+            "no_relevant_count": scores[0].no_relevant_count,
             "scores": {score.metric: score.value for score in scores},
         }
         for name, scores in sorted(by_slice.items(), key=lambda item: natural_key(item[0]))
@@ -43,12 +43,20 @@ def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings) ->
     completeness = sorted(figures.completeness, key=lambda row: (row.slice != "", natural_key(row.slice)))
     whole = next((row for row in completeness if row.slice == ""), None)
     return {
-        "run": evaluation.run, "version": evaluation.version.number, "content_hash": evaluation.version.content_hash,
-        "status": evaluation.status, "error": evaluation.error, "started_at": evaluation.started_at,
-        "finished_at": evaluation.finished_at, "metrics": list(evaluation.metrics),
-        "queries_in_version": evaluation.queries_in_version, "queries_averaged": evaluation.queries_averaged,
-        "unanswered_count": evaluation.unanswered_count, "no_relevant_count": evaluation.no_relevant_count,
-        "scores": {score.metric: score.value for score in overall}, "slices": slices,
+        "run": evaluation.run,
+        "version": evaluation.version.number,
+        "content_hash": evaluation.version.content_hash,
+        "status": evaluation.status,
+        "error": evaluation.error,
+        "started_at": evaluation.started_at,
+        "finished_at": evaluation.finished_at,
+        "metrics": list(evaluation.metrics),
+        "queries_in_version": evaluation.queries_in_version,
+        "queries_averaged": evaluation.queries_averaged,
+        "unanswered_count": evaluation.unanswered_count,
+        "no_relevant_count": evaluation.no_relevant_count,
+        "scores": {score.metric: score.value for score in overall},
+        "slices": slices,
         "completeness": [{name: getattr(row, name) for name in COMPLETENESS_FIELDS} for row in completeness],
         "judged_floor": settings.judged_floor,
         # The results pages' own rule (float noise included), so the API never disagrees with them.

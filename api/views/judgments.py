@@ -18,7 +18,6 @@ from lib.errors import GoldsetError
 from lib.formats import GRADE_RANGE, QREL_FORMATS
 from lib.ids import id_problem
 
-
 # Labels one request may carry. A request at the cap finishes well inside the deployment's
 # 120 s worker timeout (bench/api_import.py), so an accepted import is never cut off after
 # its commit and answered 500 (hardening finding 5); more labels go in several requests.
@@ -87,7 +86,9 @@ class JudgmentImportApi(APIView):
     @extend_schema_serializer(component_name="JudgmentImportInput")
     class InputSerializer(serializers.Serializer):
         labels = serializers.ListField(
-            child=JudgmentLabelSerializer(), min_length=1, max_length=MAX_LABELS_PER_REQUEST,
+            child=JudgmentLabelSerializer(),
+            min_length=1,
+            max_length=MAX_LABELS_PER_REQUEST,
             error_messages={"max_length": f"send at most {MAX_LABELS_PER_REQUEST:,} labels a request; split the rest into more requests"},
         )
         create_missing = serializers.BooleanField(required=False, default=False)
@@ -97,7 +98,9 @@ class JudgmentImportApi(APIView):
             required=False, default=False, help_text="with a text/plain body: make id-only queries and pages for unknown ids"
         )
         format = serializers.ChoiceField(
-            choices=QREL_FORMATS, required=False, default="trec",
+            choices=QREL_FORMATS,
+            required=False,
+            default="trec",
             help_text="with a text/plain body: its form, any that the qrels export writes (trec, json, beir, csv)",
         )
 
@@ -147,7 +150,11 @@ class JudgmentImportApi(APIView):
             source, create_missing, fmt = "labels", body["create_missing"], "trec"
         try:
             summary = qrels_import(
-                golden_set_slug=golden_set.slug, lines=lines, source_name=source, create_missing=create_missing, user=request.user,
+                golden_set_slug=golden_set.slug,
+                lines=lines,
+                source_name=source,
+                create_missing=create_missing,
+                user=request.user,
                 fmt=fmt,
             )
         except GoldsetError as exc:

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from api.permissions import api_golden_set
 from api.serializers import validated
-from api.views.versions import FirstRendererNegotiation, LATEST_REDIRECT, api_version, latest_redirect, number_parameter
+from api.views.versions import LATEST_REDIRECT, FirstRendererNegotiation, api_version, latest_redirect, number_parameter
 from goldenset.model_fill import VARIANT, model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from lib.errors import GoldsetError
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
@@ -48,8 +48,11 @@ class VersionModelFillsApi(APIView):
         model = serializers.CharField(max_length=200)
         prompt_hash = serializers.RegexField(r"^[0-9a-f]{64}$", help_text="sha256 hex of the model's prompt")
 
-    @extend_schema(operation_id="versions_model_fills_list", parameters=[number_parameter()],
-                   responses={200: ModelFillOutputSerializer(many=True), 302: LATEST_REDIRECT})
+    @extend_schema(
+        operation_id="versions_model_fills_list",
+        parameters=[number_parameter()],
+        responses={200: ModelFillOutputSerializer(many=True), 302: LATEST_REDIRECT},
+    )
     def get(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug)
         if number == "latest":
@@ -57,8 +60,12 @@ class VersionModelFillsApi(APIView):
         version = api_version(golden_set, number)
         return Response(ModelFillOutputSerializer(model_fills_of(version).select_related("version"), many=True).data)
 
-    @extend_schema(operation_id="versions_model_fills_create", parameters=[number_parameter()], request=InputSerializer,
-                   responses={201: ModelFillOutputSerializer})
+    @extend_schema(
+        operation_id="versions_model_fills_create",
+        parameters=[number_parameter()],
+        request=InputSerializer,
+        responses={201: ModelFillOutputSerializer},
+    )
     def post(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug, write=True)
         if number == "latest":
@@ -81,8 +88,11 @@ class VersionModelFillQrelsApi(APIView):
     @extend_schema(
         operation_id="versions_model_fills_qrels",
         parameters=[number_parameter(), FilterSerializer],
-        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="qrels with model labels"),
-                   302: LATEST_REDIRECT, 304: OpenApiResponse(description="If-None-Match held the ETag")},
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="qrels with model labels"),
+            302: LATEST_REDIRECT,
+            304: OpenApiResponse(description="If-None-Match held the ETag"),
+        },
     )
     def get(self, request, slug: str, number: str, fill_id: int) -> HttpResponse:
         golden_set = api_golden_set(request, slug)

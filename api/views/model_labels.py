@@ -31,7 +31,8 @@ class _AgreementSerializer(serializers.Serializer):
     name = serializers.CharField(help_text='"all queries", a query slice ("queries lang = de") or a page slice ("pages type = faq")')
     pairs = serializers.IntegerField(help_text="pairs both the model and the version judged")
     too_few_pairs = serializers.BooleanField(
-        source="too_few", help_text="under minimum_pairs: kappa and shares are null, the counts are given",
+        source="too_few",
+        help_text="under minimum_pairs: kappa and shares are null, the counts are given",
     )
     minimum_pairs = serializers.IntegerField()
     model_only_share = serializers.FloatField(allow_null=True, help_text="of the pairs the model calls relevant, the share people do not")
@@ -40,7 +41,8 @@ class _AgreementSerializer(serializers.Serializer):
     kappa_unweighted = serializers.FloatField(allow_null=True)
     values = serializers.ListField(child=serializers.IntegerField(), help_text="the grades of the matrix's rows and columns")
     confusion = serializers.ListField(
-        child=serializers.ListField(child=serializers.IntegerField()), source="confusion_counts",
+        child=serializers.ListField(child=serializers.IntegerField()),
+        source="confusion_counts",
         help_text="confusion[i][j]: pairs people graded values[i] and the model values[j]",
     )
     model_relevant = serializers.IntegerField()
@@ -116,8 +118,12 @@ class _SampleRecallSerializer(serializers.Serializer):
 class _CalibrationSerializer(serializers.Serializer):
     model = serializers.CharField(source="source.model")
     prompt_hash = serializers.CharField(source="source.prompt_hash")
-    version = serializers.IntegerField(source="version.number", allow_null=True, default=None,
-                                       help_text="the version whose labels are the human side; null before the first")
+    version = serializers.IntegerField(
+        source="version.number",
+        allow_null=True,
+        default=None,
+        help_text="the version whose labels are the human side; null before the first",
+    )
     model_labels = serializers.IntegerField()
     metric = serializers.CharField(allow_blank=True, help_text="what the runs are ranked by: recall@k_final")
     overall = _AgreementSerializer(allow_null=True)
@@ -127,7 +133,9 @@ class _CalibrationSerializer(serializers.Serializer):
     runs = _RankingSerializer(many=True, help_text="runs not archived, each series by its latest night")
     tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b of the two rankings")
     model_fill = serializers.SerializerMethodField(help_text='names the fill: "with model fill: model X, prompt hash Y"')
-    recalls = _SampleRecallSerializer(many=True, help_text="the recall of the labels from the newest completeness sample (a list: empty without one)")
+    recalls = _SampleRecallSerializer(
+        many=True, help_text="the recall of the labels from the newest completeness sample (a list: empty without one)"
+    )
 
     def get_model_fill(self, calibration: Calibration) -> str:
         return f"with model fill: {calibration.source.model}, prompt hash {calibration.source.prompt_hash}"

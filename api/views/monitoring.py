@@ -102,21 +102,34 @@ def report_data(report: MonitoringReport) -> dict:
             if night is not None:
                 night.endpoint = trend.endpoint  # loaded once, not once a night
     rerank = [
-        {"system": system, **{name: getattr(nights[-1], name) for name in ("measured_at", "version_number", "recall_first", "recall_final")},
-         "loss_points": nights[-1].loss_points}
+        {
+            "system": system,
+            **{name: getattr(nights[-1], name) for name in ("measured_at", "version_number", "recall_first", "recall_final")},
+            "loss_points": nights[-1].loss_points,
+        }
         for system, nights in sorted(report.rerank.items())
     ]
     probes = [
-        {"endpoint": strip.endpoint, "canaries": len(strip.canaries), "rounds": len(strip.rounds),
-         "latest_round_at": strip.rounds[-1].slot if strip.rounds else None, "latest_missed": strip.latest_missed}
+        {
+            "endpoint": strip.endpoint,
+            "canaries": len(strip.canaries),
+            "rounds": len(strip.rounds),
+            "latest_round_at": strip.rounds[-1].slot if strip.rounds else None,
+            "latest_missed": strip.latest_missed,
+        }
         for strip in report.strips
     ]
     return {
-        "version": report.version.number if report.version else None, "slice": report.slice_name,
+        "version": report.version.number if report.version else None,
+        "slice": report.slice_name,
         "slice_choices": report.slice_choices,
         "thresholds": {
-            "drop_points": report.alert_drop_points, "slice_floor": report.alert_slice_floor,
+            "drop_points": report.alert_drop_points,
+            "slice_floor": report.alert_slice_floor,
             "rerank_loss_points": report.alert_rerank_loss_points,
         },
-        "series": report.series, "rerank": rerank, "probes": probes, "open_alerts": report.open_alerts,
+        "series": report.series,
+        "rerank": rerank,
+        "probes": probes,
+        "open_alerts": report.open_alerts,
     }

@@ -67,10 +67,16 @@ class RunUploadApi(APIView):
             max_length=200, required=False, allow_blank=True, default="", help_text="unique in the set; empty means 'system stage'"
         )
         series = serializers.CharField(
-            max_length=200, required=False, allow_blank=True, default="", help_text="the series the run is a night of; empty for none",
+            max_length=200,
+            required=False,
+            allow_blank=True,
+            default="",
+            help_text="the series the run is a night of; empty for none",
         )
         measured_at = serializers.DateTimeField(
-            required=False, default=None, help_text="ISO 8601: the moment the run measured (its night); only with series, default now",
+            required=False,
+            default=None,
+            help_text="ISO 8601: the moment the run measured (its night); only with series, default now",
         )
 
     @extend_schema(operation_id="runs_upload", request={"multipart/form-data": InputSerializer}, responses={201: RunOutputSerializer})
@@ -83,9 +89,16 @@ class RunUploadApi(APIView):
             raise GoldsetError("measured_at is the night of a series run: give series too, or leave measured_at out", field="measured_at")
         try:
             run = run_import(
-                golden_set=golden_set, data=upload, fmt=data["format"], source_name=upload.name,
-                system=data["system"], stage=data["stage"], name=data["name"], user=request.user,
-                series=data["series"], measured_at=data["measured_at"],
+                golden_set=golden_set,
+                data=upload,
+                fmt=data["format"],
+                source_name=upload.name,
+                system=data["system"],
+                stage=data["stage"],
+                name=data["name"],
+                user=request.user,
+                series=data["series"],
+                measured_at=data["measured_at"],
             )
         except GoldsetError as exc:
             # Problems with lines are problems of the file the client sent.
@@ -128,8 +141,11 @@ def _lifecycle_schema(operation_id: str, description: str):
 class RunArchiveApi(_RunLifecycleApi):
     service = staticmethod(run_archive)
 
-    @_lifecycle_schema("runs_archive", "Archive the run: it keeps its entries and scores, but leaves the leaderboard, alerts, "
-                       "coverage flags, pools and the default run lists (?archived=true shows it). 409 when it is archived already.")
+    @_lifecycle_schema(
+        "runs_archive",
+        "Archive the run: it keeps its entries and scores, but leaves the leaderboard, alerts, "
+        "coverage flags, pools and the default run lists (?archived=true shows it). 409 when it is archived already.",
+    )
     def post(self, request, slug: str, run_id: int):
         return super().post(request, slug, run_id)
 
@@ -137,7 +153,9 @@ class RunArchiveApi(_RunLifecycleApi):
 class RunUnarchiveApi(_RunLifecycleApi):
     service = staticmethod(run_unarchive)
 
-    @_lifecycle_schema("runs_unarchive", "Bring an archived run back everywhere; the alerts it crosses are raised. 409 when it is not archived.")
+    @_lifecycle_schema(
+        "runs_unarchive", "Bring an archived run back everywhere; the alerts it crosses are raised. 409 when it is not archived."
+    )
     def post(self, request, slug: str, run_id: int):
         return super().post(request, slug, run_id)
 
@@ -145,8 +163,10 @@ class RunUnarchiveApi(_RunLifecycleApi):
 class RunMarkCompleteApi(_RunLifecycleApi):
     service = staticmethod(run_mark_complete)
 
-    @_lifecycle_schema("runs_mark_complete", "Let a partial run count for coverage flags and alerts. 422 when the run is not "
-                       "partial, 409 when it is marked complete already.")
+    @_lifecycle_schema(
+        "runs_mark_complete",
+        "Let a partial run count for coverage flags and alerts. 422 when the run is not partial, 409 when it is marked complete already.",
+    )
     def post(self, request, slug: str, run_id: int):
         return super().post(request, slug, run_id)
 
@@ -154,7 +174,10 @@ class RunMarkCompleteApi(_RunLifecycleApi):
 class RunMarkPartialApi(_RunLifecycleApi):
     service = staticmethod(run_mark_partial)
 
-    @_lifecycle_schema("runs_mark_partial", "Undo mark-complete: the partial run is left out of coverage flags and alerts again. "
-                       "409 when it is not a partial run marked complete.")
+    @_lifecycle_schema(
+        "runs_mark_partial",
+        "Undo mark-complete: the partial run is left out of coverage flags and alerts again. "
+        "409 when it is not a partial run marked complete.",
+    )
     def post(self, request, slug: str, run_id: int):
         return super().post(request, slug, run_id)

@@ -22,7 +22,9 @@ from lib.errors import GoldsetError
 from monitoring.overview.selectors import NIGHTS_SHOWN, series_latest_nights, series_nights
 
 SERIES_PARAMETER = OpenApiParameter(
-    "series", str, OpenApiParameter.PATH,
+    "series",
+    str,
+    OpenApiParameter.PATH,
     description="the series name, URL-encoded (`bm25%20nightly`)",
 )
 
@@ -43,7 +45,10 @@ class SliceField(serializers.RegexField):
 
     def __init__(self, **kwargs):
         super().__init__(
-            SLICE_PATTERN, required=False, max_length=600, trim_whitespace=False,
+            SLICE_PATTERN,
+            required=False,
+            max_length=600,
+            trim_whitespace=False,
             help_text="a slice of the latest version: FIELD=VALUE, query:FIELD=VALUE or page:FIELD=VALUE",
             error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de), query:FIELD=VALUE or page:FIELD=VALUE"},
             **kwargs,
@@ -58,11 +63,17 @@ def series_rows(page) -> list[dict]:
         endpoint = getattr(series, "endpoint", None)  # the reverse one-to-one raises when absent
         night = latest[series.pk]
         source = endpoint or (night.run if night else None)
-        rows.append({
-            "name": series.name, "endpoint": endpoint.name if endpoint else None,
-            "system": source.system if source else None, "stage": source.stage if source else None,
-            "run_count": series.run_count, "created_at": series.created_at, "latest": night,
-        })
+        rows.append(
+            {
+                "name": series.name,
+                "endpoint": endpoint.name if endpoint else None,
+                "system": source.system if source else None,
+                "stage": source.stage if source else None,
+                "run_count": series.run_count,
+                "created_at": series.created_at,
+                "latest": night,
+            }
+        )
     return rows
 
 
@@ -95,7 +106,10 @@ class SeriesNightsApi(APIView):
         slice = SliceField()
         # No `default` in the schema: left out, it is NIGHTS_SHOWN (the monitoring page's).
         limit = serializers.IntegerField(
-            required=False, min_value=1, max_value=1000, help_text=f"the last this many nights ({NIGHTS_SHOWN} if left out)",
+            required=False,
+            min_value=1,
+            max_value=1000,
+            help_text=f"the last this many nights ({NIGHTS_SHOWN} if left out)",
         )
 
     @extend_schema_serializer(component_name="SeriesNights")
@@ -105,7 +119,9 @@ class SeriesNightsApi(APIView):
         nights = NightSerializer(many=True, help_text="oldest first")
 
     @extend_schema(
-        operation_id="series_nights", parameters=[SERIES_PARAMETER, FilterSerializer], responses=OutputSerializer,
+        operation_id="series_nights",
+        parameters=[SERIES_PARAMETER, FilterSerializer],
+        responses=OutputSerializer,
     )
     def get(self, request, slug: str, series: str):
         golden_set = api_golden_set(request, slug)

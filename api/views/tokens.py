@@ -28,7 +28,11 @@ class TokenCreateForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="what it is for, e.g. 'nightly eval job'")
     scope = forms.ChoiceField(choices=ApiToken.Scope.choices, initial=ApiToken.Scope.READ)
     expires_in_days = forms.IntegerField(
-        label="Expires after (days)", required=False, min_value=1, max_value=3650, initial=90,
+        label="Expires after (days)",
+        required=False,
+        min_value=1,
+        max_value=3650,
+        initial=90,
         help_text="empty: never expires (revoke it when it is no longer needed)",
     )
 
@@ -44,17 +48,24 @@ def golden_set_tokens(request: HttpRequest, slug: str) -> HttpResponse:
         days = form.cleaned_data["expires_in_days"]
         try:
             created, secret = api_token_create(
-                owner=request.user, scope=form.cleaned_data["scope"], golden_set=golden_set,
+                owner=request.user,
+                scope=form.cleaned_data["scope"],
+                golden_set=golden_set,
                 expires_at=timezone.now() + timedelta(days=days) if days else None,
-                name=form.cleaned_data["name"], created_by=request.user,
+                name=form.cleaned_data["name"],
+                created_by=request.user,
             )
         except GoldsetError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
             form = TokenCreateForm()
     ctx = {
-        "golden_set": golden_set, "tokens": tokens_of_golden_set(golden_set), "form": form,
-        "created": created, "secret": secret, "now": timezone.now(),
+        "golden_set": golden_set,
+        "tokens": tokens_of_golden_set(golden_set),
+        "form": form,
+        "created": created,
+        "secret": secret,
+        "now": timezone.now(),
     }
     status = 400 if request.method == "POST" and created is None else 200
     response = render(request, "api/tokens.html", ctx, status=status)

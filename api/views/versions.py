@@ -6,11 +6,11 @@ named by its number, and a job that pins a number never follows a moving target.
 """
 
 from django.http import HttpResponse, HttpResponseNotModified, HttpResponseRedirect, StreamingHttpResponse
+from django.middleware.gzip import GZipMiddleware
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_etags
 from django.utils.text import slugify
-from django.middleware.gzip import GZipMiddleware
-from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers, status
@@ -24,13 +24,12 @@ from api.parsers import JSONParser
 from api.permissions import api_golden_set
 from api.selectors import slice_parse, version_query_order, version_query_rows
 from api.serializers import PublishJobOutputSerializer, VersionOutputSerializer, validated
-from goldenset.models import GoldenSet, PublishJob, Version
 from goldenset.diffs import version_diff
-from goldenset.selectors import version_get, version_label_rows
+from goldenset.models import GoldenSet, PublishJob, Version
 from goldenset.publishing import publish_job_progress, version_publish_request
+from goldenset.selectors import version_get, version_label_rows
 from goldenset.tasks import publish_job_task
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
-
 
 LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location is the same URL with the latest number")
 NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
@@ -77,11 +76,20 @@ class VersionListApi(PaginatedMixin, APIView):
 
 def publish_job_data(job: PublishJob) -> dict:
     url = reverse("api_publish_job", kwargs={"slug": job.golden_set.slug, "job_id": job.pk})
-    return PublishJobOutputSerializer({
-        "id": job.pk, "status": job.status, "note": job.note, "progress": publish_job_progress(job) or None,
-        "version": job.version, "error": job.error, "url": url, "created_at": job.created_at,
-        "started_at": job.started_at, "finished_at": job.finished_at,
-    }).data
+    return PublishJobOutputSerializer(
+        {
+            "id": job.pk,
+            "status": job.status,
+            "note": job.note,
+            "progress": publish_job_progress(job) or None,
+            "version": job.version,
+            "error": job.error,
+            "url": url,
+            "created_at": job.created_at,
+            "started_at": job.started_at,
+            "finished_at": job.finished_at,
+        }
+    ).data
 
 
 class VersionPublishApi(APIView):
@@ -98,7 +106,9 @@ class VersionPublishApi(APIView):
         note = serializers.CharField(required=False, allow_blank=True, max_length=10_000, default="")
 
     @extend_schema(
-        operation_id="versions_publish", request=InputSerializer, responses={202: PublishJobOutputSerializer},
+        operation_id="versions_publish",
+        request=InputSerializer,
+        responses={202: PublishJobOutputSerializer},
     )
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
@@ -191,7 +201,11 @@ class VersionQrelsApi(APIView):
     class FilterSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")
         slice = serializers.RegexField(
-            SLICE_PATTERN, required=False, max_length=600, trim_whitespace=False, help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE",
+            SLICE_PATTERN,
+            required=False,
+            max_length=600,
+            trim_whitespace=False,
+            help_text="FIELD=VALUE, or query:FIELD=VALUE / page:FIELD=VALUE",
             error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de), query:FIELD=VALUE or page:FIELD=VALUE"},
         )
 
@@ -246,7 +260,11 @@ class VersionQueriesApi(PaginatedMixin, APIView):
 
     class FilterSerializer(serializers.Serializer):
         slice = serializers.RegexField(
-            SLICE_PATTERN, required=False, max_length=600, trim_whitespace=False, help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE",
+            SLICE_PATTERN,
+            required=False,
+            max_length=600,
+            trim_whitespace=False,
+            help_text="a query slice: FIELD=VALUE or query:FIELD=VALUE",
             error_messages={"invalid": "is not of the form FIELD=VALUE (e.g. lang=de) or query:FIELD=VALUE"},
         )
 
@@ -346,19 +364,24 @@ class VersionDiffApi(APIView):
             "queries_removed": diff.queries_removed,
             "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in diff.pairs_added[:limit]],
             "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in diff.pairs_removed[:limit]],
-            "pairs_regraded": [
-                {"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in diff.pairs_regraded[:limit]
-            ],
+            "pairs_regraded": [{"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in diff.pairs_regraded[:limit]],
         }
         counts = {
-            "queries_added": len(diff.queries_added), "queries_removed": len(diff.queries_removed),
-            "pairs_added": len(diff.pairs_added), "pairs_removed": len(diff.pairs_removed),
+            "queries_added": len(diff.queries_added),
+            "queries_removed": len(diff.queries_removed),
+            "pairs_added": len(diff.pairs_added),
+            "pairs_removed": len(diff.pairs_removed),
             "pairs_regraded": len(diff.pairs_regraded),
         }
         lists["queries_added"] = lists["queries_added"][:limit]
         lists["queries_removed"] = lists["queries_removed"][:limit]
         data = {
-            "from_version": old.number, "from_hash": old.content_hash, "to_version": new.number, "to_hash": new.content_hash,
-            "counts": counts, "truncated": any(count > limit for count in counts.values()), **lists,
+            "from_version": old.number,
+            "from_hash": old.content_hash,
+            "to_version": new.number,
+            "to_hash": new.content_hash,
+            "counts": counts,
+            "truncated": any(count > limit for count in counts.values()),
+            **lists,
         }
         return Response(VersionDiffApi.OutputSerializer(data).data)

@@ -39,9 +39,8 @@ _TRANSIENT_STATUSES = {408, 425, 429}
 def alert_recipients(golden_set: GoldenSet, settings: EvaluationSettings) -> list[str]:
     """The settings' addresses, then the set's active managers who have one; each once."""
     managers = (
-        get_user_model().objects.filter(
-            memberships__golden_set=golden_set, memberships__role=Membership.Role.MANAGER, is_active=True
-        )
+        get_user_model()
+        .objects.filter(memberships__golden_set=golden_set, memberships__role=Membership.Role.MANAGER, is_active=True)
         .exclude(email="")
         .order_by("email")
         .values_list("email", flat=True)
@@ -135,7 +134,13 @@ class WebhookOutcome:
 
 
 def _webhook_attempt(
-    *, golden_set: GoldenSet, settings: EvaluationSettings, message_id: str, attempt: int, body: bytes, alert: Alert | None,
+    *,
+    golden_set: GoldenSet,
+    settings: EvaluationSettings,
+    message_id: str,
+    attempt: int,
+    body: bytes,
+    alert: Alert | None,
 ) -> tuple[str, str]:
     """POST `body`, signed when the set has a secret, to the set's webhook once; record it as a
     WebhookDelivery. Returns (WebhookOutcome, error as the alert records it, "" when delivered)."""
@@ -149,8 +154,13 @@ def _webhook_attempt(
     try:
         # Resolved, checked against internal and metadata addresses, and connected to as
         # checked, at send time (lib.outbound); redirects are answered, never followed.
-        response = outbound.post(settings.webhook_url, body, headers, timeout=WEBHOOK_TIMEOUT_SECONDS,
-                                 allowed_networks=django_settings.ALERT_WEBHOOK_ALLOWED_NETWORKS)
+        response = outbound.post(
+            settings.webhook_url,
+            body,
+            headers,
+            timeout=WEBHOOK_TIMEOUT_SECONDS,
+            allowed_networks=django_settings.ALERT_WEBHOOK_ALLOWED_NETWORKS,
+        )
     except outbound.OutboundRefused as exc:
         logger.warning("%s: webhook %s refused: %s", message_id, settings.webhook_url, exc.detail)
         error_class = "refused address"
@@ -167,8 +177,14 @@ def _webhook_attempt(
             if response.status >= 500 or response.status in _TRANSIENT_STATUSES:
                 outcome = WebhookOutcome.RETRY
     WebhookDelivery.objects.create(
-        golden_set=golden_set, alert=alert, message_id=message_id, attempt=attempt, sent_at=sent_at,
-        host=(urlsplit(settings.webhook_url).hostname or "")[:255], status=status, error=error_class[:100],
+        golden_set=golden_set,
+        alert=alert,
+        message_id=message_id,
+        attempt=attempt,
+        sent_at=sent_at,
+        host=(urlsplit(settings.webhook_url).hostname or "")[:255],
+        status=status,
+        error=error_class[:100],
         duration_ms=round((time.monotonic() - started) * 1000),
     )
     return outcome, error
@@ -183,8 +199,12 @@ def alert_webhook_post(*, alert: Alert, settings: EvaluationSettings) -> str:
     body = json.dumps(alert_payload(alert)).encode()
     alert.webhook_attempts += 1
     outcome, alert.webhook_error = _webhook_attempt(
-        golden_set=alert.golden_set, settings=settings, message_id=alert_message_id(alert),
-        attempt=alert.webhook_attempts, body=body, alert=alert,
+        golden_set=alert.golden_set,
+        settings=settings,
+        message_id=alert_message_id(alert),
+        attempt=alert.webhook_attempts,
+        body=body,
+        alert=alert,
     )
     if outcome == WebhookOutcome.DELIVERED:
         alert.webhook_delivered_at = timezone.now()
@@ -195,14 +215,21 @@ def alert_webhook_post(*, alert: Alert, settings: EvaluationSettings) -> str:
 def webhook_test_send(*, golden_set: GoldenSet, settings: EvaluationSettings) -> tuple[str, str]:
     """POST a signed test event to the set's webhook now, once, through the same path as an
     alert (recorded as a WebhookDelivery without an alert). Returns (WebhookOutcome, error)."""
-    body = json.dumps({
-        "type": "test",
-        "text": f"Goldset test event for {golden_set.slug}: this webhook receives its alerts.\n{alerts_page_url(golden_set)}",
-        "golden_set": golden_set.slug,
-        "created_at": timezone.now().isoformat(),
-    }).encode()
+    body = json.dumps(
+        {
+            "type": "test",
+            "text": f"Goldset test event for {golden_set.slug}: this webhook receives its alerts.\n{alerts_page_url(golden_set)}",
+            "golden_set": golden_set.slug,
+            "created_at": timezone.now().isoformat(),
+        }
+    ).encode()
     return _webhook_attempt(
-        golden_set=golden_set, settings=settings, message_id=f"msg_goldset_test_{uuid.uuid4().hex}", attempt=1, body=body, alert=None,
+        golden_set=golden_set,
+        settings=settings,
+        message_id=f"msg_goldset_test_{uuid.uuid4().hex}",
+        attempt=1,
+        body=body,
+        alert=None,
     )
 
 

@@ -85,11 +85,7 @@ def _who(run: Run) -> str:
 
 
 def _done(**filters) -> Evaluation | None:
-    return (
-        Evaluation.objects.select_related("run", "version__golden_set")
-        .filter(status=Evaluation.Status.DONE, **filters)
-        .first()
-    )
+    return Evaluation.objects.select_related("run", "version__golden_set").filter(status=Evaluation.Status.DONE, **filters).first()
 
 
 def _overall(evaluation: Evaluation, metric: str) -> float | None:
@@ -114,10 +110,7 @@ def _drops(subject: Evaluation, reference: Evaluation, kind: str, threshold_poin
         drop = _points(before - value)
         head = f"{metric} of {_who(subject.run)} on {subject.version} dropped {drop:.1f} points"
         if kind == Alert.Kind.DROP_VS_VERSION:
-            message = (
-                f"{head} against v{reference.version.number} ({before:.3f} → {value:.3f}); "
-                f"the labels changed between versions"
-            )
+            message = f"{head} against v{reference.version.number} ({before:.3f} → {value:.3f}); the labels changed between versions"
         else:
             message = f'{head} against the previous run "{reference.run.name}" ({before:.3f} → {value:.3f})'
         found.append(_Crossing(subject.run, subject.version, kind, metric, "", value, before, message))
@@ -175,8 +168,9 @@ def healthy_nights_before(evaluation: Evaluation, settings: EvaluationSettings) 
     run = evaluation.run
     earlier = (
         Evaluation.objects.select_related("run", "version__golden_set")
-        .filter(status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id,
-                run__measured_at__lt=run.measured_at)
+        .filter(
+            status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id, run__measured_at__lt=run.measured_at
+        )
         .order_by("-run__measured_at", "-run_id")
     )
     return [e for e in earlier[: MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)][:MEDIAN_NIGHTS]
@@ -220,7 +214,8 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
     # that a bad night is a handful of alerts that say where, not one per figure.
     judged_by = slice_metric(run, version)
     tonight = {
-        key: value for key, value in _night_figures(evaluation, metrics, settings.min_queries_per_slice).items()
+        key: value
+        for key, value in _night_figures(evaluation, metrics, settings.min_queries_per_slice).items()
         if key[1] == "" or key[0] == judged_by
     }
     previous = nights[0]
@@ -294,8 +289,9 @@ def _night_drops_both_ways(evaluation: Evaluation, settings: EvaluationSettings)
         return found
     later = (
         Evaluation.objects.select_related("run", "version__golden_set")
-        .filter(status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id,
-                run__measured_at__gt=run.measured_at)
+        .filter(
+            status=Evaluation.Status.DONE, version=evaluation.version, run__series_id=run.series_id, run__measured_at__gt=run.measured_at
+        )
         .order_by("run__measured_at", "run_id")[:MEDIAN_NIGHTS]
     )
     for following in later:
@@ -322,7 +318,13 @@ def _slices_under_floor(evaluation: Evaluation, settings: EvaluationSettings) ->
     )
     return [
         _Crossing(
-            run, version, Alert.Kind.SLICE_UNDER_FLOOR, metric, slice_name, value, floor,
+            run,
+            version,
+            Alert.Kind.SLICE_UNDER_FLOOR,
+            metric,
+            slice_name,
+            value,
+            floor,
             f"{metric} of {_who(run)} on {version} is {value:.3f} in slice {slice_name} "
             f"({queries} {'query' if queries == 1 else 'queries'}), under the floor of {floor:.3f}",
         )
@@ -389,8 +391,7 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
         return []
     metric = f"recall@{version.k_first}"
     shown = "; ".join(
-        f"page {r.canary.page.doc_id} for query {r.canary.query.query_id} "
-        + (f"at rank {r.rank}" if r.rank is not None else "not ranked")
+        f"page {r.canary.page.doc_id} for query {r.canary.query.query_id} " + (f"at rank {r.rank}" if r.rank is not None else "not ranked")
         for r in missed[:10]
     )
     more = f" and {len(missed) - 10} more" if len(missed) > 10 else ""
@@ -438,10 +439,16 @@ def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:
             if crossing.run.held_back:
                 continue  # a later night or run found through a partner: it raises nothing either
             alert, is_new = Alert.objects.get_or_create(
-                run=crossing.run, version=crossing.version, kind=crossing.kind, metric=crossing.metric, slice=crossing.slice,
+                run=crossing.run,
+                version=crossing.version,
+                kind=crossing.kind,
+                metric=crossing.metric,
+                slice=crossing.slice,
                 defaults={
-                    "golden_set_id": crossing.version.golden_set_id, "value": crossing.value,
-                    "reference": crossing.reference, "message": crossing.message,
+                    "golden_set_id": crossing.version.golden_set_id,
+                    "value": crossing.value,
+                    "reference": crossing.reference,
+                    "message": crossing.message,
                 },
             )
             if is_new:

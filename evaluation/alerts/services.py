@@ -16,7 +16,13 @@ from goldenset.models import Version
 
 
 def endpoint_failing_raise(
-    *, version: Version, endpoint_name: str, run: Run | None, failed: int, asked: int, example: str,
+    *,
+    version: Version,
+    endpoint_name: str,
+    run: Run | None,
+    failed: int,
+    asked: int,
+    example: str,
 ) -> Alert:
     """Record that `endpoint_name` failed `failed` of `asked` queries in one night (its run,
     or None when no query was answered and no run was stored). `value` is the share of
@@ -29,8 +35,15 @@ def endpoint_failing_raise(
     )
     with transaction.atomic():
         alert = Alert.objects.create(
-            golden_set_id=version.golden_set_id, version=version, run=run, subject=endpoint_name,
-            kind=Alert.Kind.ENDPOINT_FAILING, metric="failed_share", value=1.0 - share, reference=1.0, message=message,
+            golden_set_id=version.golden_set_id,
+            version=version,
+            run=run,
+            subject=endpoint_name,
+            kind=Alert.Kind.ENDPOINT_FAILING,
+            metric="failed_share",
+            value=1.0 - share,
+            reference=1.0,
+            message=message,
         )
         alert_raised.send(sender=Alert, alert_id=alert.id)
     return alert
@@ -47,8 +60,15 @@ def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, ra
     try:
         with transaction.atomic():
             alert = Alert.objects.create(
-                golden_set_id=canary.golden_set_id, version=version, canary=canary, subject=endpoint_name,
-                kind=Alert.Kind.PROBE_MISSED, metric=f"recall@{k}", value=0.0, reference=1.0, message=message,
+                golden_set_id=canary.golden_set_id,
+                version=version,
+                canary=canary,
+                subject=endpoint_name,
+                kind=Alert.Kind.PROBE_MISSED,
+                metric=f"recall@{k}",
+                value=0.0,
+                reference=1.0,
+                message=message,
             )
             alert_raised.send(sender=Alert, alert_id=alert.id)
     except IntegrityError:
@@ -59,5 +79,8 @@ def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, ra
 def probe_miss_resolve(*, canary: Canary, endpoint_name: str) -> int:
     """Mark the open PROBE_MISSED alert of (canary, endpoint) resolved; returns how many were."""
     return Alert.objects.filter(
-        kind=Alert.Kind.PROBE_MISSED, canary=canary, subject=endpoint_name, resolved_at=None,
+        kind=Alert.Kind.PROBE_MISSED,
+        canary=canary,
+        subject=endpoint_name,
+        resolved_at=None,
     ).update(resolved_at=timezone.now())

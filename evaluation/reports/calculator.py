@@ -97,16 +97,21 @@ def calculator_report(version: Version, cost: RerankCost, results: Sequence[RunR
     """The cost of raising the final k, and what each system's final run would gain by it
     (`results` are the version's run results when the caller has them already)."""
     if results is None:
-        evaluations = (
-            Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE).select_related("run").defer("per_query")
-        )
+        evaluations = Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE).select_related("run").defer("per_query")
         results = [RunResult(run=e.run, evaluation=e, color="") for e in evaluations]
     gains = []
     for funnel in system_funnels(results, version, loss_limit_points=0.0):
-        gains.append(RecallGain(
-            system=funnel.system, run_name=funnel.final.run.name, version_number=version.number, from_k=cost.from_k,
-            to_k=cost.to_k, recall_from=funnel.final.recall_at(cost.from_k), recall_to=funnel.final.recall_at(cost.to_k),
-            monthly_cost=cost.monthly_cost,
-            returns_at_most_from_k=funnel.final.run.entry_count <= funnel.final.run.query_count * cost.from_k,
-        ))
+        gains.append(
+            RecallGain(
+                system=funnel.system,
+                run_name=funnel.final.run.name,
+                version_number=version.number,
+                from_k=cost.from_k,
+                to_k=cost.to_k,
+                recall_from=funnel.final.recall_at(cost.from_k),
+                recall_to=funnel.final.recall_at(cost.to_k),
+                monthly_cost=cost.monthly_cost,
+                returns_at_most_from_k=funnel.final.run.entry_count <= funnel.final.run.query_count * cost.from_k,
+            )
+        )
     return CalculatorReport(cost=cost, gains=gains, version_number=version.number, k_first=version.k_first)

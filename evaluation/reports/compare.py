@@ -135,7 +135,8 @@ class CompareReport:
     def warnings(self) -> list[tuple[str, RunCompleteness]]:
         """("a" or "b", its completeness) for each run whose scores on the version are unreliable."""
         return [
-            (side, completeness) for side, completeness in (("a", self.completeness_a), ("b", self.completeness_b))
+            (side, completeness)
+            for side, completeness in (("a", self.completeness_a), ("b", self.completeness_b))
             if completeness is not None and completeness.unreliable
         ]
 
@@ -211,11 +212,10 @@ def compare_report(version: Version, run_a: Run, run_b: Run, *, duel_metric: str
     Per-query values of a query slice are the overall ones of its queries; a page slice
     changes which pages count, so its per-query values are recomputed with the engine.
     """
-    evaluations = {
-        e.run_id: e for e in Evaluation.objects.filter(version=version, run__in=[run_a, run_b]).defer("per_query")
-    }
-    report = CompareReport(version=version, run_a=run_a, run_b=run_b, evaluation_a=evaluations.get(run_a.id),
-                           evaluation_b=evaluations.get(run_b.id))
+    evaluations = {e.run_id: e for e in Evaluation.objects.filter(version=version, run__in=[run_a, run_b]).defer("per_query")}
+    report = CompareReport(
+        version=version, run_a=run_a, run_b=run_b, evaluation_a=evaluations.get(run_a.id), evaluation_b=evaluations.get(run_b.id)
+    )
     if not report.ready:
         return report
     eval_a, eval_b = report.evaluation_a, report.evaluation_b
@@ -234,8 +234,15 @@ def compare_report(version: Version, run_a: Run, run_b: Run, *, duel_metric: str
 
     for metric in metrics:
         a, b = paired_values(per_a, per_b, metric)
-        report.overall.append(MetricDelta(metric=metric, a=stored_value(eval_a, "", metric), b=stored_value(eval_b, "", metric),
-                                          p_value=paired_p_value(a, b), paired_queries=len(a)))
+        report.overall.append(
+            MetricDelta(
+                metric=metric,
+                a=stored_value(eval_a, "", metric),
+                b=stored_value(eval_b, "", metric),
+                p_value=paired_p_value(a, b),
+                paired_queries=len(a),
+            )
+        )
 
     report.slice_metrics = _key_metrics(metrics, version)
     if metrics:
@@ -248,13 +255,27 @@ def compare_report(version: Version, run_a: Run, run_b: Run, *, duel_metric: str
         deltas = []
         for metric in report.slice_metrics:
             a, b = paired_values(per_a, per_b, metric, keep=query_ids)
-            deltas.append(MetricDelta(metric=metric, a=stored_value(eval_a, name, metric), b=stored_value(eval_b, name, metric),
-                                      p_value=paired_p_value(a, b), paired_queries=len(a)))
+            deltas.append(
+                MetricDelta(
+                    metric=metric,
+                    a=stored_value(eval_a, name, metric),
+                    b=stored_value(eval_b, name, metric),
+                    p_value=paired_p_value(a, b),
+                    paired_queries=len(a),
+                )
+            )
         averaged = [q for q in per_a.query_ids if q in query_ids]
-        report.slices.append(SliceComparison(
-            name=name, label=slice_label(name), queries_averaged=len(averaged), no_relevant=len(query_ids) - len(averaged),
-            unanswered_a=len(unanswered_a & query_ids), unanswered_b=len(unanswered_b & query_ids), deltas=deltas,
-        ))
+        report.slices.append(
+            SliceComparison(
+                name=name,
+                label=slice_label(name),
+                queries_averaged=len(averaged),
+                no_relevant=len(query_ids) - len(averaged),
+                unanswered_a=len(unanswered_a & query_ids),
+                unanswered_b=len(unanswered_b & query_ids),
+                deltas=deltas,
+            )
+        )
     if slices.page:
         qrels = engine.QrelsArrays.from_rows(version_labels(version), query_ids=version_query_ids(version))
         ranked_a, ranked_b = run_ranked(run_a), run_ranked(run_b)
@@ -264,14 +285,24 @@ def compare_report(version: Version, run_a: Run, run_b: Run, *, duel_metric: str
             found_b = engine.evaluate_run(qrels, ranked_b, report.slice_metrics, relevance_threshold=threshold, page_slice=page_keys)
             deltas = []
             for metric in report.slice_metrics:
-                deltas.append(MetricDelta(
-                    metric=metric,
-                    a=stored_value(eval_a, name, metric) if found_a.query_count else None,
-                    b=stored_value(eval_b, name, metric) if found_b.query_count else None,
-                    p_value=paired_p_value(found_a.values[metric], found_b.values[metric]), paired_queries=found_a.query_count,
-                ))
-            report.slices.append(SliceComparison(
-                name=name, label=slice_label(name), queries_averaged=found_a.query_count, no_relevant=found_a.no_relevant_count,
-                unanswered_a=found_a.unanswered_count, unanswered_b=found_b.unanswered_count, deltas=deltas,
-            ))
+                deltas.append(
+                    MetricDelta(
+                        metric=metric,
+                        a=stored_value(eval_a, name, metric) if found_a.query_count else None,
+                        b=stored_value(eval_b, name, metric) if found_b.query_count else None,
+                        p_value=paired_p_value(found_a.values[metric], found_b.values[metric]),
+                        paired_queries=found_a.query_count,
+                    )
+                )
+            report.slices.append(
+                SliceComparison(
+                    name=name,
+                    label=slice_label(name),
+                    queries_averaged=found_a.query_count,
+                    no_relevant=found_a.no_relevant_count,
+                    unanswered_a=found_a.unanswered_count,
+                    unanswered_b=found_b.unanswered_count,
+                    deltas=deltas,
+                )
+            )
     return report

@@ -60,7 +60,7 @@ class RunCompleteness:
 
     @property
     def finding(self) -> str:
-        """"Judged@8 = 0.62 < 0.90 on v3: scores are unreliable", or "" when the scores are
+        """ "Judged@8 = 0.62 < 0.90 on v3: scores are unreliable", or "" when the scores are
         reliable (or have no completeness figures). Pages put a link to the pool form beside it."""
         if not self.unreliable:
             return ""
@@ -90,12 +90,24 @@ def completeness_rows(evaluations: Iterable[Evaluation], *, overall_only: bool =
 
 
 def run_completeness(
-    row: Completeness | None, run: Run, version: Version, settings: EvaluationSettings, slug: str,
+    row: Completeness | None,
+    run: Run,
+    version: Version,
+    settings: EvaluationSettings,
+    slug: str,
 ) -> RunCompleteness:
     """The figures of `row` (None: not stored) for `run` on `version`, held to the set's
     Judged@k floor (`settings`; `slug` is the set's, for the pooling command)."""
     return RunCompleteness(
-        judged_final=row.judged_at_k_final if row else None, judged_first=row.judged_at_k_first if row else None,
-        row=row, run_id=run.id, run_name=run.name, slug=slug, version_number=version.number, k_first=version.k_first,
-        k_final=version.k_final, floor=settings.judged_floor, pool_depth=settings.completeness_depth,
+        judged_final=row.judged_at_k_final if row else None,
+        judged_first=row.judged_at_k_first if row else None,
+        row=row,
+        run_id=run.id,
+        run_name=run.name,
+        slug=slug,
+        version_number=version.number,
+        k_first=version.k_first,
+        k_final=version.k_final,
+        floor=settings.judged_floor,
+        pool_depth=settings.completeness_depth,
     )

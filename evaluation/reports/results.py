@@ -16,8 +16,8 @@ from goldenset.models import GoldenSet, Version
 from lib import charts
 from lib.ids import natural_key
 
-
 # --- progress of a recompute ----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ScoringProgress:
@@ -46,12 +46,16 @@ def scoring_progress(version: Version) -> ScoringProgress:
 def _progress_from(version: Version, counts: Counter) -> ScoringProgress:
     status = Evaluation.Status
     return ScoringProgress(
-        version_number=version.number, done=counts[status.DONE], running=counts[status.RUNNING],
-        pending=counts[status.PENDING], failed=counts[status.FAILED],
+        version_number=version.number,
+        done=counts[status.DONE],
+        running=counts[status.RUNNING],
+        pending=counts[status.PENDING],
+        failed=counts[status.FAILED],
     )
 
 
 # --- the runs' scores and the systems' funnels ----------------------------------------
+
 
 @dataclass
 class RunResult:
@@ -131,8 +135,9 @@ class Funnel:
     def diagnosis(self) -> Diagnosis | None:
         if self.recall_first is None or self.recall_final is None:
             return None
-        return funnel_diagnosis(self.recall_first, self.recall_final, k_first=self.k_first, k_final=self.k_final,
-                                loss_limit_points=self.loss_limit_points)
+        return funnel_diagnosis(
+            self.recall_first, self.recall_final, k_first=self.k_first, k_final=self.k_final, loss_limit_points=self.loss_limit_points
+        )
 
     @property
     def first_width(self) -> float:
@@ -167,14 +172,23 @@ def system_funnels(results: Sequence[RunResult], version: Version, *, loss_limit
         if first is None:
             continue
         final = _latest(r for r in runs if r.run.stage == Run.Stage.RERANKED)
-        funnels.append(Funnel(
-            system=system, first=first, final=final or first, version_number=version.number, k_first=version.k_first,
-            k_final=version.k_final, loss_limit_points=loss_limit_points, single_stage=final is None,
-        ))
+        funnels.append(
+            Funnel(
+                system=system,
+                first=first,
+                final=final or first,
+                version_number=version.number,
+                k_first=version.k_first,
+                k_final=version.k_final,
+                loss_limit_points=loss_limit_points,
+                single_stage=final is None,
+            )
+        )
     return funnels
 
 
 # --- the results page -----------------------------------------------------------------
+
 
 @dataclass
 class ResultsReport:
@@ -210,10 +224,7 @@ class ResultsReport:
         some scored run has the figure on; runs in `scored` order, None where absent."""
         scored = self.scored
         names = {name for r in scored for name in r.slice_judged}
-        return [
-            (slice_label(name), [r.slice_judged.get(name) for r in scored])
-            for name in sorted(names, key=natural_key)
-        ]
+        return [(slice_label(name), [r.slice_judged.get(name) for r in scored]) for name in sorted(names, key=natural_key)]
 
 
 def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -> list[RunResult]:
@@ -221,8 +232,11 @@ def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -
     under the settings' floor marks a run unreliable): three queries however many runs and slices."""
     evaluations = (
         # Archived runs keep their scores but leave the leaderboard (the runs page lists them).
-        Evaluation.objects.filter(run_not_archived("run__"), version=version).exclude(later_night("run__"))
-        .select_related("run__series").defer("per_query").order_by("run_id")
+        Evaluation.objects.filter(run_not_archived("run__"), version=version)
+        .exclude(later_night("run__"))
+        .select_related("run__series")
+        .defer("per_query")
+        .order_by("run_id")
     )
     results = {e.id: RunResult(run=e.run, evaluation=e, color=charts.color(i)) for i, e in enumerate(evaluations)}
     found = completeness_rows([result.evaluation for result in results.values()], overall_only=False)
@@ -261,20 +275,34 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
 
     recall_metrics = [m for m in metrics if m.startswith("recall@")]
     default_slice = f"recall@{version.k_first}"
-    slice_metric = slice_metric if slice_metric in metrics else (default_slice if default_slice in metrics else (recall_metrics or metrics or [""])[0])
+    slice_metric = (
+        slice_metric if slice_metric in metrics else (default_slice if default_slice in metrics else (recall_metrics or metrics or [""])[0])
+    )
     progress = _progress_from(version, Counter(r.evaluation.status for r in results))
     colors = {r.run.id: r.color for r in results}
     curve_chart, curves_missing = _curve_chart(results, version)
-    versions = list(golden_set.versions.order_by("number").values_list("number", "k_first", "k_final", "label_count", "relevant_count", "query_count"))
+    versions = list(
+        golden_set.versions.order_by("number").values_list("number", "k_first", "k_final", "label_count", "relevant_count", "query_count")
+    )
     trend_first, trend_final = _trend_charts(golden_set, versions, colors)
     return ResultsReport(
-        version=version, metrics=metrics, order=order, results=results, progress=progress,
+        version=version,
+        metrics=metrics,
+        order=order,
+        results=results,
+        progress=progress,
         funnels=system_funnels(results, version, loss_limit_points=settings.alert_rerank_loss_points),
-        slice_floor=settings.alert_slice_floor, slice_metric=slice_metric, slice_metrics=metrics,
-        curve_chart=curve_chart, curves_missing=curves_missing,
+        slice_floor=settings.alert_slice_floor,
+        slice_metric=slice_metric,
+        slice_metrics=metrics,
+        curve_chart=curve_chart,
+        curves_missing=curves_missing,
         slice_chart=_slice_chart(results, version, slice_metric, settings.alert_slice_floor),
-        trend_first=trend_first, trend_final=trend_final, loss_limit_points=settings.alert_rerank_loss_points,
-        version_numbers=[number for number, *_ in reversed(versions)], judged_floor=settings.judged_floor,
+        trend_first=trend_first,
+        trend_final=trend_final,
+        loss_limit_points=settings.alert_rerank_loss_points,
+        version_numbers=[number for number, *_ in reversed(versions)],
+        judged_floor=settings.judged_floor,
     )
 
 
@@ -289,12 +317,19 @@ def _curve_chart(results: Sequence[RunResult], version: Version) -> tuple[charts
             continue
         caveat = " (unreliable: see the warning above)" if result.unreliable else ""
         points = [(k, value, f"{result.run.name}: recall@{int(k)} = {value:.3f} on v{version.number}{caveat}") for k, value in curve]
-        series.append(charts.Series(label=result.run.name + (" (unreliable)" if result.unreliable else ""), points=points, color=result.color))
+        series.append(
+            charts.Series(label=result.run.name + (" (unreliable)" if result.unreliable else ""), points=points, color=result.color)
+        )
     x_rules = [(version.k_final, f"k_final = {version.k_final}", "what the prompt sees", "cutoff")]
     chart = charts.line_chart(
-        series, x_min=1, x_max=max(version.k_first, 2), x_ticks=charts.k_ticks(version.k_first),
-        x_label=f"k (cut-off), 1 to k_first = {version.k_first}", y_label="mean recall@k",
-        title=f"Recall@k on v{version.number}", x_rules=x_rules,
+        series,
+        x_min=1,
+        x_max=max(version.k_first, 2),
+        x_ticks=charts.k_ticks(version.k_first),
+        x_label=f"k (cut-off), 1 to k_first = {version.k_first}",
+        y_label="mean recall@k",
+        title=f"Recall@k on v{version.number}",
+        x_rules=x_rules,
         y_rules=[(FIRST_STAGE_TARGET, f"{FIRST_STAGE_TARGET:.2f} first stage"), (FINAL_TARGET, f"{FINAL_TARGET:.2f} final")],
     )
     return chart, missing
@@ -313,13 +348,22 @@ def _slice_chart(results: Sequence[RunResult], version: Version, metric: str, fl
                 continue
             value, averaged, no_relevant = found
             caveat = f"; {result.warning}" if result.unreliable else ""
-            bars.append((value, result.color, (
-                f"{result.run.name}, {slice_label(name)}: {metric} = {value:.3f} on v{version.number} "
-                f"({averaged} queries averaged, {no_relevant} with no relevant page left out){caveat}"
-            )))
+            bars.append(
+                (
+                    value,
+                    result.color,
+                    (
+                        f"{result.run.name}, {slice_label(name)}: {metric} = {value:.3f} on v{version.number} "
+                        f"({averaged} queries averaged, {no_relevant} with no relevant page left out){caveat}"
+                    ),
+                )
+            )
         groups.append(charts.BarGroup(label=slice_label(name), bars=bars))
     return charts.bar_chart(
-        groups, target=floor, target_label=f"{floor:.2f} slice floor", title=f"{metric} per slice on v{version.number}",
+        groups,
+        target=floor,
+        target_label=f"{floor:.2f} slice floor",
+        title=f"{metric} per slice on v{version.number}",
         x_label=f"{metric} on v{version.number}",
     )
 
@@ -328,10 +372,17 @@ def _trend_charts(golden_set: GoldenSet, versions: list[tuple], colors: dict[int
     """recall@k_first and recall@k_final of every run on every version it was scored on,
     with a marker at each new version: a move across one is partly the labels' doing.
     `versions` are (number, k_first, k_final, labels, relevant labels, queries), oldest first."""
-    rows = Score.objects.filter(
-        run_not_archived("evaluation__run__"),
-        evaluation__run__golden_set=golden_set, evaluation__status=Evaluation.Status.DONE, slice="", metric__startswith="recall@",
-    ).exclude(evaluation__run__in=Run.objects.filter(later_night())).values_list("evaluation__run_id", "evaluation__run__name", "evaluation__version__number", "metric", "value")
+    rows = (
+        Score.objects.filter(
+            run_not_archived("evaluation__run__"),
+            evaluation__run__golden_set=golden_set,
+            evaluation__status=Evaluation.Status.DONE,
+            slice="",
+            metric__startswith="recall@",
+        )
+        .exclude(evaluation__run__in=Run.objects.filter(later_night()))
+        .values_list("evaluation__run_id", "evaluation__run__name", "evaluation__version__number", "metric", "value")
+    )
     k_of = {number: (k_first, k_final) for number, k_first, k_final, *_ in versions}
     first: dict[int, list] = defaultdict(list)
     final: dict[int, list] = defaultdict(list)
@@ -360,7 +411,17 @@ def _trend_charts(golden_set: GoldenSet, versions: list[tuple], colors: dict[int
             charts.Series(label=names[run_id], points=sorted(found), color=colors.get(run_id, charts.color(i)), dots=True)
             for i, (run_id, found) in enumerate(sorted(points.items()))
         ]
-        return charts.line_chart(series, x_min=x_min, x_max=x_max, x_ticks=ticks, x_label="version", y_label=f"mean {what}",
-                                 title=f"{what} across versions", x_rules=boundaries, width=460, height=260)
+        return charts.line_chart(
+            series,
+            x_min=x_min,
+            x_max=x_max,
+            x_ticks=ticks,
+            x_label="version",
+            y_label=f"mean {what}",
+            title=f"{what} across versions",
+            x_rules=boundaries,
+            width=460,
+            height=260,
+        )
 
     return chart(first, "recall@k_first"), chart(final, "recall@k_final")

@@ -10,14 +10,15 @@ from evaluation.models import Evaluation, Run, Score
 from evaluation.reports.compare import paired_values, stored_scores
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.selectors import evaluation_per_query, evaluation_settings, run_ranked
-from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.diffs import version_diff
+from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
 from lib.ids import natural_key
 
 WORST_QUERY_COUNT = 25
 
 
 # --- the run page ---------------------------------------------------------------------
+
 
 @dataclass
 class RunEvaluationRow:
@@ -60,7 +61,8 @@ class RunDetailReport:
     def completeness_rows(self) -> list[RunEvaluationRow]:
         """The finished evaluations that have completeness figures, newest version first."""
         return [
-            row for row in self.rows
+            row
+            for row in self.rows
             if row.evaluation.status == Evaluation.Status.DONE and row.completeness is not None and row.completeness.row is not None
         ]
 
@@ -81,16 +83,20 @@ def run_detail_report(run: Run) -> RunDetailReport:
     scores: dict[tuple[int, str], float] = {(e, m): v for e, m, v in rows}
     completeness = completeness_rows(evaluations)
     settings = evaluation_settings(run.golden_set)
-    report = RunDetailReport(run=run, rows=[
-        RunEvaluationRow(
-            evaluation=e, version=e.version,
-            recall_first=scores.get((e.id, f"recall@{e.version.k_first}")),
-            recall_final=scores.get((e.id, f"recall@{e.version.k_final}")),
-            ndcg=scores.get((e.id, "ndcg@10")),
-            completeness=run_completeness(completeness.get(e.id, {}).get(""), run, e.version, settings, run.golden_set.slug),
-        )
-        for e in evaluations
-    ])
+    report = RunDetailReport(
+        run=run,
+        rows=[
+            RunEvaluationRow(
+                evaluation=e,
+                version=e.version,
+                recall_first=scores.get((e.id, f"recall@{e.version.k_first}")),
+                recall_final=scores.get((e.id, f"recall@{e.version.k_final}")),
+                ndcg=scores.get((e.id, "ndcg@10")),
+                completeness=run_completeness(completeness.get(e.id, {}).get(""), run, e.version, settings, run.golden_set.slug),
+            )
+            for e in evaluations
+        ],
+    )
     latest_done = next((e for e in evaluations if e.status == Evaluation.Status.DONE), None)
     if latest_done is not None:
         per_query = evaluation_per_query(latest_done)
@@ -103,14 +109,19 @@ def run_detail_report(run: Run) -> RunDetailReport:
             report.worst_version, report.worst_metric = latest_done.version, metric
             report.worst_completeness = next(row.completeness for row in report.rows if row.evaluation.id == latest_done.id)
             report.worst = [
-                QueryScore(query_id=per_query.query_ids[i], value=float(values[i]), relevant=int(per_query.relevant_counts[i]),
-                           answered=bool(per_query.answered[i]))
+                QueryScore(
+                    query_id=per_query.query_ids[i],
+                    value=float(values[i]),
+                    relevant=int(per_query.relevant_counts[i]),
+                    answered=bool(per_query.answered[i]),
+                )
                 for i in order[:WORST_QUERY_COUNT]
             ]
     return report
 
 
 # --- one run across two versions ------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MetricMove:
@@ -183,7 +194,9 @@ class VersionMoveReport:
     @property
     def ready(self) -> bool:
         done = Evaluation.Status.DONE
-        return bool(self.evaluation_old and self.evaluation_new and self.evaluation_old.status == done and self.evaluation_new.status == done)
+        return bool(
+            self.evaluation_old and self.evaluation_new and self.evaluation_old.status == done and self.evaluation_new.status == done
+        )
 
 
 def run_versions_report(run: Run, old: Version, new: Version) -> VersionMoveReport:
@@ -217,10 +230,15 @@ def run_versions_report(run: Run, old: Version, new: Version) -> VersionMoveRepo
         if old_value is None or new_value is None:
             continue
         a, b = paired_values(per_old, per_new, metric)
-        report.moves.append(MetricMove(
-            metric=metric, old=old_value[0], new=new_value[0],
-            old_common=float(a.mean()) if len(a) else None, new_common=float(b.mean()) if len(b) else None,
-        ))
+        report.moves.append(
+            MetricMove(
+                metric=metric,
+                old=old_value[0],
+                new=new_value[0],
+                old_common=float(a.mean()) if len(a) else None,
+                new_common=float(b.mean()) if len(b) else None,
+            )
+        )
 
     common_metrics = [m.metric for m in report.moves]
     preferred = f"recall@{new.k_final}"
@@ -241,6 +259,7 @@ def run_versions_report(run: Run, old: Version, new: Version) -> VersionMoveRepo
 
 
 # --- one query of one run -------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RankedPage:
@@ -325,16 +344,30 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
         in_corpus = key > 0
         doc_id, title, url = pages[key] if in_corpus else (ranked.external_doc_ids[-key - 1], "", "")
         grade = labels.get(key)
-        top.append(RankedPage(
-            rank=rank, doc_id=doc_id, title=title, url=url, grade=grade,
-            grade_label=golden_set.grade_label(grade) if grade is not None else "unjudged",
-            relevant=grade is not None and grade >= threshold, in_corpus=in_corpus, reaches_prompt=rank <= version.k_final,
-        ))
+        top.append(
+            RankedPage(
+                rank=rank,
+                doc_id=doc_id,
+                title=title,
+                url=url,
+                grade=grade,
+                grade_label=golden_set.grade_label(grade) if grade is not None else "unjudged",
+                relevant=grade is not None and grade >= threshold,
+                in_corpus=in_corpus,
+                reaches_prompt=rank <= version.k_final,
+            )
+        )
     rank_of = {key: rank for rank, key in enumerate(keys, start=1)}
     in_top = set(top_keys)
     missed = [
-        MissedPage(doc_id=pages[key][0], title=pages[key][1], url=pages[key][2], grade=labels[key],
-                   grade_label=golden_set.grade_label(labels[key]), rank=rank_of.get(key))
+        MissedPage(
+            doc_id=pages[key][0],
+            title=pages[key][1],
+            url=pages[key][2],
+            grade=labels[key],
+            grade_label=golden_set.grade_label(labels[key]),
+            rank=rank_of.get(key),
+        )
         for key in relevant_keys
         if key not in in_top
     ]
@@ -352,7 +385,16 @@ def query_drilldown(golden_set: GoldenSet, run: Run, version: Version, query_id:
         values = [(metric, float(array[i])) for metric, array in per_query.values.items()]
     found = sum(1 for page in top if page.relevant)
     return Drilldown(
-        run=run, version=version, query=query, metadata=snapshot, top=top, missed=missed, relevant_count=len(relevant_keys),
-        found_count=found, found_in_final=sum(1 for page in top if page.relevant and page.reaches_prompt),
-        run_entries=len(keys), values=values, completeness=completeness,
+        run=run,
+        version=version,
+        query=query,
+        metadata=snapshot,
+        top=top,
+        missed=missed,
+        relevant_count=len(relevant_keys),
+        found_count=found,
+        found_in_final=sum(1 for page in top if page.relevant and page.reaches_prompt),
+        run_entries=len(keys),
+        values=values,
+        completeness=completeness,
     )

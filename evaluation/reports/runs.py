@@ -46,12 +46,17 @@ def runs_report(golden_set: GoldenSet, *, show_archived: bool = False) -> RunsRe
         names = [f"recall@{latest.k_first}", f"recall@{latest.k_final}"]
         overall = Completeness.objects.filter(evaluation=OuterRef("pk"), slice="")
         evaluations = {
-            e.run_id: e for e in Evaluation.objects.filter(version=latest).defer("per_query", "recall_curve").annotate(
+            e.run_id: e
+            for e in Evaluation.objects.filter(version=latest)
+            .defer("per_query", "recall_curve")
+            .annotate(
                 judged_final=Subquery(overall.values("judged_at_k_final")[:1]),
                 judged_first=Subquery(overall.values("judged_at_k_first")[:1]),
             )
         }
-        found = Score.objects.filter(evaluation__version=latest, slice="", metric__in=names).values_list("evaluation__run_id", "metric", "value")
+        found = Score.objects.filter(evaluation__version=latest, slice="", metric__in=names).values_list(
+            "evaluation__run_id", "metric", "value"
+        )
         scores = {(run_id, metric): value for run_id, metric, value in found}
         settings = evaluation_settings(golden_set)
     rows = []
@@ -60,14 +65,25 @@ def runs_report(golden_set: GoldenSet, *, show_archived: bool = False) -> RunsRe
         completeness = None
         if evaluation is not None and evaluation.status == Evaluation.Status.DONE:
             completeness = RunCompleteness(
-                judged_final=evaluation.judged_final, judged_first=evaluation.judged_first, row=None, run_id=run.id, run_name=run.name,
-                slug=golden_set.slug, version_number=latest.number, k_first=latest.k_first, k_final=latest.k_final,
-                floor=settings.judged_floor, pool_depth=settings.completeness_depth,
+                judged_final=evaluation.judged_final,
+                judged_first=evaluation.judged_first,
+                row=None,
+                run_id=run.id,
+                run_name=run.name,
+                slug=golden_set.slug,
+                version_number=latest.number,
+                k_first=latest.k_first,
+                k_final=latest.k_final,
+                floor=settings.judged_floor,
+                pool_depth=settings.completeness_depth,
             )
-        rows.append(RunRow(
-            run=run, evaluation=evaluation,
-            recall_first=scores.get((run.id, f"recall@{latest.k_first}")) if latest else None,
-            recall_final=scores.get((run.id, f"recall@{latest.k_final}")) if latest else None,
-            completeness=completeness,
-        ))
+        rows.append(
+            RunRow(
+                run=run,
+                evaluation=evaluation,
+                recall_first=scores.get((run.id, f"recall@{latest.k_first}")) if latest else None,
+                recall_final=scores.get((run.id, f"recall@{latest.k_final}")) if latest else None,
+                completeness=completeness,
+            )
+        )
     return RunsReport(rows=rows, latest=latest, archived_count=archived_count, show_archived=show_archived)

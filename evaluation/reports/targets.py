@@ -23,7 +23,11 @@ class Diagnosis:
 
 
 def funnel_diagnosis(
-    recall_first: float, recall_final: float, *, k_first: int, k_final: int,
+    recall_first: float,
+    recall_final: float,
+    *,
+    k_first: int,
+    k_final: int,
     loss_limit_points: float = RERANK_LOSS_LIMIT_POINTS,
 ) -> Diagnosis:
     """The decision table: recall@k_first under 0.85 -> fix the first stage; recall@k_first

@@ -206,16 +206,27 @@ class _Wiki:
         self.titles.add(title)
 
         body_key = f"faq-{topic.kind}" if doc_type == "faq" else doc_type
-        blocks = [(kind, [_pick(rng, t) for t in template] if kind == "ul" else _pick(rng, template))
-                  for kind, template in BODIES[(body_key, lang)]]
+        blocks = [
+            (kind, [_pick(rng, t) for t in template] if kind == "ul" else _pick(rng, template))
+            for kind, template in BODIES[(body_key, lang)]
+        ]
         is_html = rng.random() < HTML_SHARE
         text = _render(blocks, context, is_html)
 
         slug = topic.key if topic.kind == "policy" else f"{topic.owner}-{topic.key}"
         path = f"{team}/{doc_type}/{slug}{'' if lang == 'en' else '-' + lang}-{number:04d}"
         page = _Page(
-            number=number, doc_id=f"wiki:{path}", lang=lang, doc_type=doc_type, team=team, topic=topic,
-            published=published, modified=modified, title=title, text=text, url=f"{WIKI_URL}/{lang}/{path}",
+            number=number,
+            doc_id=f"wiki:{path}",
+            lang=lang,
+            doc_type=doc_type,
+            team=team,
+            topic=topic,
+            published=published,
+            modified=modified,
+            title=title,
+            text=text,
+            url=f"{WIKI_URL}/{lang}/{path}",
         )
         self.pages.append(page)
         index = number - 1
@@ -230,9 +241,15 @@ class _Wiki:
         service = topic.owner if topic.kind != "policy" else ""
         n = str(rng.randint(3, 9))
         context = {
-            "service": service, "team": team, "person": person, "person2": person2, "n": n,
-            "date": published.strftime("%Y-%m-%d"), "minutes": str(rng.choice([10, 15, 20, 30, 45])),
-            "dashboard": f"{service} health", "lock": f"`larkctl lock status {service}`",
+            "service": service,
+            "team": team,
+            "person": person,
+            "person2": person2,
+            "n": n,
+            "date": published.strftime("%Y-%m-%d"),
+            "minutes": str(rng.choice([10, 15, 20, 30, 45])),
+            "dashboard": f"{service} health",
+            "lock": f"`larkctl lock status {service}`",
         }
         if topic.kind == "problem":
             symptom = SYMPTOM_BY_KEY[topic.key]
@@ -242,11 +259,15 @@ class _Wiki:
             times = [start, start + rng.randint(3, 15)]
             times += [times[1] + rng.randint(10, 60), times[1] + rng.randint(70, 150)]
             context |= {
-                "symptom": symptom.names[lang], "subject": symptom.names[lang], "signal": symptom.signal,
-                "cause": cause, "other_cause": other_cause,
+                "symptom": symptom.names[lang],
+                "subject": symptom.names[lang],
+                "signal": symptom.signal,
+                "cause": cause,
+                "other_cause": other_cause,
                 "check": f"`{symptom.check.format(service=service, team=team, n=n)}`",
                 "fix": f"`{symptom.fix.format(service=service, team=team, n=n)}`",
-                "incident_date": incident_day.strftime("%Y-%m-%d"), "duration": str(times[3] - times[0]),
+                "incident_date": incident_day.strftime("%Y-%m-%d"),
+                "duration": str(times[3] - times[0]),
                 "impact": IMPACT[team].format(k=rng.randint(20, 2000)),
                 **{f"t{i}": f"{(minute // 60) % 24:02d}:{minute % 60:02d}" for i, minute in enumerate(times)},
             }
@@ -254,12 +275,18 @@ class _Wiki:
             task = TASK_BY_KEY[topic.key]
             (alt1, reason1), (alt2, reason2) = rng.sample(ALTERNATIVES, 2)
             context |= {
-                "task": task.phrases[lang], "noun": task.noun, "why": task.why,
+                "task": task.phrases[lang],
+                "noun": task.noun,
+                "why": task.why,
                 "subject": task.phrases[lang] if lang != "en" else f"how to {task.phrases['en']}",
                 "command": f"`{task.command.format(service=service, team=team, n=n)}`",
                 "verify": f"`{task.verify.format(service=service, team=team, n=n)}`",
-                "mechanism": rng.choice(MECHANISMS), "status": rng.choice(DESIGN_STATUS),
-                "alt1": alt1, "reason1": reason1, "alt2": alt2, "reason2": reason2,
+                "mechanism": rng.choice(MECHANISMS),
+                "status": rng.choice(DESIGN_STATUS),
+                "alt1": alt1,
+                "reason1": reason1,
+                "alt2": alt2,
+                "reason2": reason2,
             }
         else:
             policy = POLICY_BY_KEY[topic.key]
@@ -294,8 +321,11 @@ class _Wiki:
         grades = {number: -grade for grade, _, _, number in scored[:MAX_RELEVANT]}
 
         # The same subject on another service (or another team's policy) is related.
-        related = [i for i in self.by_key[(topic.kind, topic.key)]
-                   if self.pages[i].topic.owner != topic.owner and self.pages[i].doc_type == RELATED_DOC_TYPE[intent]]
+        related = [
+            i
+            for i in self.by_key[(topic.kind, topic.key)]
+            if self.pages[i].topic.owner != topic.owner and self.pages[i].doc_type == RELATED_DOC_TYPE[intent]
+        ]
         if related and len(grades) < MAX_RELEVANT and rng.random() < 0.3:
             grades[self.pages[rng.choice(related)].number] = 1
         # Hard negatives: the same service or team, another subject.
@@ -353,14 +383,24 @@ def _build_pages(wiki: _Wiki) -> list[Topic]:
     # The runbook sprint: a runbook for each loud alert that had none, and runbooks for
     # the two services onboarded this month.
     has_runbook = {page.topic for page in wiki.pages if page.doc_type == "runbook"}
-    uncovered = [Topic("problem", symptom.key, service) for service, _, _ in SERVICES if service != RETIRED_SERVICE
-                 for symptom in SYMPTOMS if Topic("problem", symptom.key, service) not in has_runbook]
+    uncovered = [
+        Topic("problem", symptom.key, service)
+        for service, _, _ in SERVICES
+        if service != RETIRED_SERVICE
+        for symptom in SYMPTOMS
+        if Topic("problem", symptom.key, service) not in has_runbook
+    ]
     new_service_problems = [Topic("problem", symptom.key, service) for service, _ in NEW_SERVICES for symptom in SYMPTOMS]
     sprint_size = NEW_RUNBOOK_COUNT - len(new_service_problems) - 12
     sprint = rng.sample(uncovered, min(len(uncovered), sprint_size))
     # The rest of the sprint rewrites runbooks that had gone stale.
-    covered = [Topic("problem", symptom.key, service) for service, _, _ in SERVICES if service != RETIRED_SERVICE
-               for symptom in SYMPTOMS if Topic("problem", symptom.key, service) in has_runbook]
+    covered = [
+        Topic("problem", symptom.key, service)
+        for service, _, _ in SERVICES
+        if service != RETIRED_SERVICE
+        for symptom in SYMPTOMS
+        if Topic("problem", symptom.key, service) in has_runbook
+    ]
     rewrites = rng.sample(covered, sprint_size - len(sprint))
     runbook_topics = sprint + rewrites + new_service_problems + rng.sample(new_service_problems, 12)
     for topic in runbook_topics:
@@ -455,10 +495,19 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
         page.text += "\n" + SCRIPT_TAG
     page_records = [
         JsonRecord(
-            line=page.number, id=page.doc_id, title=page.title, text=page.text, url=page.url,
-            metadata={"lang": page.lang, "doc_type": page.doc_type, "team": page.team,
-                      **({"service": page.topic.owner} if page.topic.kind != "policy" else {}),
-                      "published_at": _iso(page.published), "modified_at": _iso(page.modified)},
+            line=page.number,
+            id=page.doc_id,
+            title=page.title,
+            text=page.text,
+            url=page.url,
+            metadata={
+                "lang": page.lang,
+                "doc_type": page.doc_type,
+                "team": page.team,
+                **({"service": page.topic.owner} if page.topic.kind != "policy" else {}),
+                "published_at": _iso(page.published),
+                "modified_at": _iso(page.modified),
+            },
         )
         for page in pages
     ]
@@ -467,7 +516,9 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
         return pages[number - 1]
 
     def query_record(position: int, query: _Query) -> JsonRecord:
-        return JsonRecord(line=position, id=query.query_id, text=query.text, metadata={"lang": query.lang, "intent": query.intent.split("-")[0]})
+        return JsonRecord(
+            line=position, id=query.query_id, text=query.text, metadata={"lang": query.lang, "intent": query.intent.split("-")[0]}
+        )
 
     # Version 1: the spreadsheet. It knows no page from the last 30 days, and a few of its
     # grades are off; round 1 corrects them.
@@ -478,9 +529,13 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
                 qrels[(query.query_id, doc(number).doc_id)] = grade
     # Over-rating a non-relevant page is only a mistake worth showing where it does not
     # push the query past MAX_RELEVANT relevant pages.
-    spreadsheet_pairs = [(q.query_id, number, grade) for q in queries if q.query_id != retired_id
-                         for number, grade in q.grades.items()
-                         if not doc(number).is_new and (grade > 0 or sum(g > 0 for g in q.grades.values()) < MAX_RELEVANT)]
+    spreadsheet_pairs = [
+        (q.query_id, number, grade)
+        for q in queries
+        if q.query_id != retired_id
+        for number, grade in q.grades.items()
+        if not doc(number).is_new and (grade > 0 or sum(g > 0 for g in q.grades.values()) < MAX_RELEVANT)
+    ]
     regraded = rng.sample(spreadsheet_pairs, REGRADED_PAIR_COUNT)
     for query_id, number, grade in regraded:
         qrels[(query_id, doc(number).doc_id)] = rng.choice([g for g in range(4) if g != grade and abs(g - grade) <= 2])
@@ -489,20 +544,28 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
     round1 = DemoRound(note="", new_queries=[query_record(i, q) for i, q in enumerate(added, start=1)], retire=[retired_id])
     for query, number, grade in new_pairs:
         page = doc(number)
-        note = (f"New {page.doc_type} (published {page.published:%Y-%m-%d}). {rng.choice(NOTES[grade])}"
-                if rng.random() < 0.7 else "")
+        note = f"New {page.doc_type} (published {page.published:%Y-%m-%d}). {rng.choice(NOTES[grade])}" if rng.random() < 0.7 else ""
         round1.judgments.append(DemoJudgment(query.query_id, page.doc_id, grade, "annotator", note, _seconds(rng)))
     for query_id, number, grade in regraded:
         old = qrels[(query_id, doc(number).doc_id)]
         reason = "The spreadsheet under-rated it." if grade > old else "The spreadsheet over-rated it."
-        round1.judgments.append(DemoJudgment(
-            query_id, doc(number).doc_id, grade, "annotator", f"Regraded from {old}: {reason} {rng.choice(NOTES[grade])}", _seconds(rng),
-        ))
+        round1.judgments.append(
+            DemoJudgment(
+                query_id,
+                doc(number).doc_id,
+                grade,
+                "annotator",
+                f"Regraded from {old}: {reason} {rng.choice(NOTES[grade])}",
+                _seconds(rng),
+            )
+        )
     for query in added:
         for number, grade in query.grades.items():
             note = rng.choice(NOTES[grade]) if rng.random() < 0.5 else ""
             round1.judgments.append(DemoJudgment(query.query_id, doc(number).doc_id, grade, "annotator2", note, _seconds(rng)))
-    new_labelled = len({doc(number).doc_id for _, number, _ in new_pairs} | {doc(n).doc_id for q in added for n in q.grades if doc(n).is_new})
+    new_labelled = len(
+        {doc(number).doc_id for _, number, _ in new_pairs} | {doc(n).doc_id for q in added for n in q.grades if doc(n).is_new}
+    )
     round1.note = (
         f"annotation round 1: new runbooks judged. {len(new_pairs)} pairs on pages published in the last {NEW_PAGE_DAYS} days "
         f"judged for the spreadsheet's queries; {REGRADED_PAIR_COUNT} imported grades corrected; {ADDED_QUERY_COUNT} queries "
@@ -534,11 +597,17 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
         decided = other if position < 3 else first
         changed += decided != first
         reason = "second opinion holds" if decided == other else "first grade holds"
-        round2.judgments.append(DemoJudgment(
-            query.query_id, doc(number).doc_id, decided, "adjudicator",
-            f"Adjudicated {first} vs {other}: {reason}. {rng.choice(NOTES[decided])}", _seconds(rng),
-            "adjudicated",
-        ))
+        round2.judgments.append(
+            DemoJudgment(
+                query.query_id,
+                doc(number).doc_id,
+                decided,
+                "adjudicator",
+                f"Adjudicated {first} vs {other}: {reason}. {rng.choice(NOTES[decided])}",
+                _seconds(rng),
+                "adjudicated",
+            )
+        )
     # The first annotator gives second opinions too, so that agreement compares two people:
     # on every disputed pair (the disputes become theirs, which the adjudicator settled) and
     # on every pair of the first half of the overlap queries, where on some pairs they lean
@@ -569,8 +638,11 @@ def demo_generate(*, seed: int = DEFAULT_SEED) -> DemoContent:
         f"It predates the runbooks of the last {NEW_PAGE_DAYS} days, so none of them is labelled yet."
     )
     return DemoContent(
-        pages=page_records, queries=[query_record(i, q) for i, q in enumerate(queries, start=1)],
-        qrels=qrels, v1_note=v1_note, rounds=[round1, round2],
+        pages=page_records,
+        queries=[query_record(i, q) for i, q in enumerate(queries, start=1)],
+        qrels=qrels,
+        v1_note=v1_note,
+        rounds=[round1, round2],
     )
 
 

@@ -39,7 +39,8 @@ def demo_latest_labels(content: DemoContent) -> DemoLatest:
     rows = [(number(query_id), number(doc_id), grade, "imported", None) for (query_id, doc_id), grade in content.qrels.items()]
     rows += [
         (number(judgment.query_id), number(judgment.doc_id), judgment.grade, judgment.source, number(judgment.annotator))
-        for demo_round in content.rounds for judgment in demo_round.judgments
+        for demo_round in content.rounds
+        for judgment in demo_round.judgments
     ]
     query, page, grade = labels_of_rows((*row, ident) for ident, row in enumerate(rows, 1))
     names = {value: name for name, value in numbers.items()}

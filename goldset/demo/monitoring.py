@@ -68,8 +68,13 @@ def demo_search_url(port: int = DEMO_SEARCH_PORT) -> str:
 
 
 def demo_monitoring_load(
-    *, golden_set: GoldenSet, search: DemoSearch | None = None, base_url: str | None = None,
-    nights: int = NIGHTS, stale_nights: int = STALE_NIGHTS, progress: Progress = no_progress,
+    *,
+    golden_set: GoldenSet,
+    search: DemoSearch | None = None,
+    base_url: str | None = None,
+    nights: int = NIGHTS,
+    stale_nights: int = STALE_NIGHTS,
+    progress: Progress = no_progress,
 ) -> DemoMonitoringResult:
     """Register the demo endpoints and canaries and write the nights (see the module
     docstring); writes nothing when the set has endpoints already."""
@@ -80,9 +85,17 @@ def demo_monitoring_load(
     version = golden_set.latest_version()
     endpoints = [
         endpoint_add(
-            golden_set=golden_set, name=one.name, system=SYSTEM, stage=one.stage, preset=Endpoint.Preset.GOLDSET,
-            url=base_url + one.path, count_url=base_url + "/count", count_path="count", index_size_path="index_size",
-            max_in_flight=8, max_per_second=200,
+            golden_set=golden_set,
+            name=one.name,
+            system=SYSTEM,
+            stage=one.stage,
+            preset=Endpoint.Preset.GOLDSET,
+            url=base_url + one.path,
+            count_url=base_url + "/count",
+            count_path="count",
+            index_size_path="index_size",
+            max_in_flight=8,
+            max_per_second=200,
         )
         for one in DEMO_ENDPOINTS
     ]
@@ -116,7 +129,8 @@ def _canaries(golden_set: GoldenSet, version, search: DemoSearch) -> list[Canary
     pages = {p.doc_id: p for p in Page.objects.filter(corpus=golden_set.corpus, doc_id__in=search.new_doc_ids)}
     labels = (
         VersionLabel.objects.filter(version=version, page__doc_id__in=pages, grade__gte=version.relevance_threshold)
-        .values_list("query__query_id", "page__doc_id").order_by("-page__published_at", "query__query_id")
+        .values_list("query__query_id", "page__doc_id")
+        .order_by("-page__published_at", "query__query_id")
     )
     queries = {q.query_id: q for q in Query.objects.filter(golden_set=golden_set)}
     chosen: list[Canary] = []
@@ -130,10 +144,14 @@ def _canaries(golden_set: GoldenSet, version, search: DemoSearch) -> list[Canary
         hits = [hit.doc_id for hit in search.search(queries[query_id].text, k=version.k_first)]
         if doc_id not in hits:
             continue
-        chosen.append(canary_add(
-            golden_set=golden_set, query=queries[query_id], page=page,
-            note=f"new runbook, published {page.published_at:%Y-%m-%d}: the freshness probe's canary",
-        ))
+        chosen.append(
+            canary_add(
+                golden_set=golden_set,
+                query=queries[query_id],
+                page=page,
+                note=f"new runbook, published {page.published_at:%Y-%m-%d}: the freshness probe's canary",
+            )
+        )
         used_pages.add(doc_id)
     return chosen
 
@@ -151,17 +169,32 @@ def _night(endpoint: Endpoint, version, questions, search: DemoSearch, slot: dat
     answered = [(query_id, ranking) for query_id, ranking in rankings if ranking]
     with transaction.atomic():
         night = NightlyRun.objects.create(
-            endpoint=endpoint, slot=slot, status=NightlyRun.Status.RUNNING, version=version, started_at=slot,
+            endpoint=endpoint,
+            slot=slot,
+            status=NightlyRun.Status.RUNNING,
+            version=version,
+            started_at=slot,
             queries_total=len(questions),
         )
         run = run_from_rankings(
-            golden_set=endpoint.golden_set, rankings=answered, source_name=endpoint.url, system=endpoint.system,
-            stage=endpoint.stage, name=run_name(endpoint, night), series=endpoint.series, measured_at=slot,
+            golden_set=endpoint.golden_set,
+            rankings=answered,
+            source_name=endpoint.url,
+            system=endpoint.system,
+            stage=endpoint.stage,
+            name=run_name(endpoint, night),
+            series=endpoint.series,
+            measured_at=slot,
             index_size=search.index_size,
         )
         NightlyRun.objects.filter(pk=night.pk).update(
-            status=NightlyRun.Status.DONE, run=run, queries_done=len(questions), finished_at=slot + timedelta(seconds=seconds),
-            seconds=seconds, latency_p50_ms=float(np.percentile(latencies, 50)), latency_p95_ms=float(np.percentile(latencies, 95)),
+            status=NightlyRun.Status.DONE,
+            run=run,
+            queries_done=len(questions),
+            finished_at=slot + timedelta(seconds=seconds),
+            seconds=seconds,
+            latency_p50_ms=float(np.percentile(latencies, 50)),
+            latency_p95_ms=float(np.percentile(latencies, 95)),
         )
     return run
 

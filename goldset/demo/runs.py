@@ -47,8 +47,9 @@ def _rank_for_found(rng: random.Random) -> int:
     return rng.randint(51, DEPTH)
 
 
-def demo_run_lines(system: DemoSystem, *, labels: dict[str, dict[str, int]], new_pages: set[str],
-                   all_doc_ids: list[str], query_ids: list[str], seed: int) -> list[str]:
+def demo_run_lines(
+    system: DemoSystem, *, labels: dict[str, dict[str, int]], new_pages: set[str], all_doc_ids: list[str], query_ids: list[str], seed: int
+) -> list[str]:
     """TREC run lines for every query: relevant pages placed at drawn ranks (or missed),
     the other positions filled with pages of the corpus, scores strictly decreasing."""
     rng = random.Random(f"{seed}:{system.name}")

@@ -87,7 +87,7 @@ def tokens(text: str) -> list[str]:
     for word in _WORD.findall(_TAG.sub(" ", text).lower()):
         for segment in _CJK_SPLIT.findall(word):
             if _CJK.match(segment):
-                found.extend([segment] if len(segment) == 1 else [segment[i:i + 2] for i in range(len(segment) - 1)])
+                found.extend([segment] if len(segment) == 1 else [segment[i : i + 2] for i in range(len(segment) - 1)])
             elif segment not in STOPWORDS:
                 found.append(segment)
     return found
@@ -254,8 +254,11 @@ class DemoSearch:
         for position, page in enumerate(content.pages):
             routed[shard_of(page.metadata.get("service") or page.metadata["team"])].append(position)
         self.shards = [
-            _Shard(number, _Bm25Index(positions, documents),
-                   _Bm25Index([p for p in positions if self.doc_ids[p] not in self.new_doc_ids], documents))
+            _Shard(
+                number,
+                _Bm25Index(positions, documents),
+                _Bm25Index([p for p in positions if self.doc_ids[p] not in self.new_doc_ids], documents),
+            )
             for number, positions in enumerate(routed)
         ]
         # The order in which shards go stale: most pending new pages first.
@@ -331,14 +334,20 @@ class DemoSearch:
         for i, (position, score) in enumerate(zip(positions, scores)):
             title_words, words, page_pairs = self._title_words[position], self._words[position], self._pairs[position]
             # A subject counts when the page names it in any language, fully.
-            subject = _share(query.subjects, lambda group: any(v and v <= words for v in group))
-            title_subject = _share(query.subjects, lambda group: any(v and v <= title_words for v in group))
+            # The lambdas are called by _share at once, within this iteration.
+            subject = _share(query.subjects, lambda group: any(v and v <= words for v in group))  # noqa: B023
+            title_subject = _share(query.subjects, lambda group: any(v and v <= title_words for v in group))  # noqa: B023
             rest = _share(query.rest, words.__contains__)
             title_rest = _share(query.rest, title_words.__contains__)
             phrase = _share(query.pairs, page_pairs.__contains__)
-            reranked[i] = (weights["first_stage"] * score / best + weights["subject"] * subject
-                           + weights["title_subject"] * title_subject + weights["rest"] * rest
-                           + weights["title_rest"] * title_rest + weights["phrase"] * phrase)
+            reranked[i] = (
+                weights["first_stage"] * score / best
+                + weights["subject"] * subject
+                + weights["title_subject"] * title_subject
+                + weights["rest"] * rest
+                + weights["title_rest"] * title_rest
+                + weights["phrase"] * phrase
+            )
         return _ordered(positions, reranked, len(positions), self._id_rank)
 
 

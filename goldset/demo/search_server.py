@@ -76,8 +76,11 @@ class DemoSearchServer(ThreadingHTTPServer):
 
     def shards_state(self) -> dict:
         return {
-            "shards": SHARD_COUNT, "stale": self.search.stale_shards, "stale_shard_numbers": self.search.stale_shard_numbers,
-            "index_size": self.search.index_size, "new_since": self.search.new_since.isoformat(),
+            "shards": SHARD_COUNT,
+            "stale": self.search.stale_shards,
+            "stale_shard_numbers": self.search.stale_shard_numbers,
+            "index_size": self.search.index_size,
+            "new_since": self.search.new_since.isoformat(),
         }
 
 
@@ -162,7 +165,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def demo_search_server_started(
-    *, host: str = "127.0.0.1", port: int = 0, stale_shards: int | None = None, search: DemoSearch | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    stale_shards: int | None = None,
+    search: DemoSearch | None = None,
     verbose: bool = False,
 ) -> Iterator[DemoSearchServer]:
     """A DemoSearchServer serving from a background thread until the block ends; port 0

@@ -94,8 +94,12 @@ class DemoLoadResult(DemoSetResult):
 
 
 def demo_load(
-    *, seed: int = DEFAULT_SEED, reference_date: datetime | None = None, progress: Progress = no_progress,
-    monitoring: bool = True, search_url: str | None = None,
+    *,
+    seed: int = DEFAULT_SEED,
+    reference_date: datetime | None = None,
+    progress: Progress = no_progress,
+    monitoring: bool = True,
+    search_url: str | None = None,
 ) -> DemoLoadResult:
     """Load the demo, each part once: the golden set with its users and versions
     (demo_golden_set_load), the demo systems' runs scored against every version
@@ -114,7 +118,10 @@ def demo_load(
     pool = demo_pool_build(golden_set=golden_set, progress=progress)
     watched = demo_monitoring_load(golden_set=golden_set, base_url=search_url, progress=progress) if monitoring else None
     return DemoLoadResult(
-        **{one.name: getattr(demo_set, one.name) for one in fields(DemoSetResult)}, runs=runs, new_runs=new_runs, pool=pool,
+        **{one.name: getattr(demo_set, one.name) for one in fields(DemoSetResult)},
+        runs=runs,
+        new_runs=new_runs,
+        pool=pool,
         monitoring=watched,
     )
 
@@ -136,7 +143,9 @@ def demo_logins() -> list[DemoLogin]:
         elif check_password(demo_user.password, user.password):
             logins.append(DemoLogin(demo_user.username, demo_user.password, demo_user.description))
         else:
-            logins.append(DemoLogin(demo_user.username, None, demo_user.description, "password is not the demo's: existed before or changed since"))
+            logins.append(
+                DemoLogin(demo_user.username, None, demo_user.description, "password is not the demo's: existed before or changed since")
+            )
     return logins
 
 
@@ -163,7 +172,10 @@ def _demo_users() -> tuple[dict[str, AbstractBaseUser], list[DemoLogin]]:
 
 
 def demo_golden_set_load(
-    *, seed: int = DEFAULT_SEED, reference_date: datetime | None = None, progress: Progress = no_progress,
+    *,
+    seed: int = DEFAULT_SEED,
+    reference_date: datetime | None = None,
+    progress: Progress = no_progress,
 ) -> DemoSetResult:
     """Create the demo golden set `wiki-demo`, its users and versions, all or nothing.
 
@@ -190,9 +202,15 @@ def demo_golden_set_load(
         users, logins = _demo_users()
         manager = users["manager"]
         source = GoldenSetSource(
-            pages=content.pages, queries=content.queries, qrels=content.qrels, source_name="support team's spreadsheet",
-            guidelines=GUIDELINES, query_slice_fields=["lang", "intent"], page_slice_fields=["lang", "doc_type"],
-            k_first=100, k_final=8,
+            pages=content.pages,
+            queries=content.queries,
+            qrels=content.qrels,
+            source_name="support team's spreadsheet",
+            guidelines=GUIDELINES,
+            query_slice_fields=["lang", "intent"],
+            page_slice_fields=["lang", "doc_type"],
+            k_first=100,
+            k_final=8,
         )
         golden_set_create(slug=DEMO_SLUG, name=DEMO_NAME, source=source, user=manager, progress=progress)
         golden_set = GoldenSet.objects.get(slug=DEMO_SLUG)
@@ -209,8 +227,12 @@ def demo_golden_set_load(
             pages = {p.doc_id: p for p in Page.objects.filter(corpus=golden_set.corpus, doc_id__in=doc_ids)}
             for judgment in progress(demo_round.judgments, f"recording round {number} judgments"):
                 judgment_record(
-                    query=queries[judgment.query_id], page=pages[judgment.doc_id], grade=judgment.grade,
-                    annotator=users[judgment.annotator], note=judgment.note, seconds_spent=judgment.seconds_spent,
+                    query=queries[judgment.query_id],
+                    page=pages[judgment.doc_id],
+                    grade=judgment.grade,
+                    annotator=users[judgment.annotator],
+                    note=judgment.note,
+                    seconds_spent=judgment.seconds_spent,
                     source=judgment.source,
                 )
             human_judgments += len(demo_round.judgments)
@@ -219,8 +241,12 @@ def demo_golden_set_load(
             versions.append(version_publish(golden_set=golden_set, user=manager, note=demo_round.note))
 
     return DemoSetResult(
-        created=True, golden_set=golden_set, versions=versions, logins=logins,
-        pages=len(content.pages), queries=len(content.queries) + sum(len(r.new_queries) for r in content.rounds),
+        created=True,
+        golden_set=golden_set,
+        versions=versions,
+        logins=logins,
+        pages=len(content.pages),
+        queries=len(content.queries) + sum(len(r.new_queries) for r in content.rounds),
         human_judgments=human_judgments,
     )
 
@@ -237,10 +263,17 @@ def demo_runs_load(*, golden_set: GoldenSet, seed: int, progress: Progress = no_
     labels: dict[str, dict[str, int]] = {}
     for query_id, doc_id, grade in VersionLabel.objects.filter(version=latest).values_list("query__query_id", "page__doc_id", "grade"):
         labels.setdefault(query_id, {})[doc_id] = grade
-    newest = Page.objects.filter(corpus=golden_set.corpus, published_at__isnull=False).order_by("-published_at").values_list("published_at", flat=True).first()
-    new_pages = set(
-        Page.objects.filter(corpus=golden_set.corpus, published_at__gt=newest - timedelta(days=30)).values_list("doc_id", flat=True)
-    ) if newest else set()
+    newest = (
+        Page.objects.filter(corpus=golden_set.corpus, published_at__isnull=False)
+        .order_by("-published_at")
+        .values_list("published_at", flat=True)
+        .first()
+    )
+    new_pages = (
+        set(Page.objects.filter(corpus=golden_set.corpus, published_at__gt=newest - timedelta(days=30)).values_list("doc_id", flat=True))
+        if newest
+        else set()
+    )
     all_doc_ids = sorted(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", flat=True))
     query_ids = sorted(VersionQuery.objects.filter(version=latest).values_list("query__query_id", flat=True))
 
@@ -257,8 +290,9 @@ def _load(golden_set, versions, labels, new_pages, all_doc_ids, query_ids, seed,
     runs = []
     for system in progress(DEMO_SYSTEMS, "demo runs"):
         lines = demo_run_lines(system, labels=labels, new_pages=new_pages, all_doc_ids=all_doc_ids, query_ids=query_ids, seed=seed)
-        run = run_import(golden_set=golden_set, lines=lines, source_name=f"{system.name}.run", system=system.system,
-                         stage=system.stage, name=system.name)
+        run = run_import(
+            golden_set=golden_set, lines=lines, source_name=f"{system.name}.run", system=system.system, stage=system.stage, name=system.name
+        )
         ranked = run_ranked(run)
         for version in versions:
             evaluation_compute(run=run, version=version, ranked=ranked)

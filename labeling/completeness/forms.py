@@ -16,28 +16,40 @@ class PoolForm(forms.Form):
     services, so the page and the build_pool command refuse the same things alike."""
 
     pool = forms.TypedChoiceField(
-        coerce=int, required=False, empty_value=None, label="Pool",
+        coerce=int,
+        required=False,
+        empty_value=None,
+        label="Pool",
         help_text="a new pool, or an existing one to add the runs to (only their new unjudged pairs join it)",
     )
     runs = forms.TypedMultipleChoiceField(
-        coerce=int, widget=forms.CheckboxSelectMultiple, error_messages={"required": "choose at least one run"},
+        coerce=int,
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "choose at least one run"},
     )
     depth = forms.IntegerField(
-        required=False, max_value=_MAX_INT, label="Depth",
+        required=False,
+        max_value=_MAX_INT,
+        label="Depth",
         help_text="pages taken from the top of each run, per query; for an existing pool, empty means its own depth",
     )
     strategy = forms.ChoiceField(
-        choices=Pool.Strategy.choices, initial=Pool.Strategy.DEPTH, label="Strategy",
+        choices=Pool.Strategy.choices,
+        initial=Pool.Strategy.DEPTH,
+        label="Strategy",
         help_text="judging order of a new pool (an existing pool keeps its own)",
     )
     budget = forms.IntegerField(
-        required=False, max_value=_MAX_INT, label="Budget",
+        required=False,
+        max_value=_MAX_INT,
+        label="Budget",
         help_text="most pairs judged in a new pool; empty means no cap (an existing pool keeps its own)",
     )
     # A choice's value is the prompt hash (64 characters), a space and the model's name,
     # which may itself hold spaces or colons.
     model_labels = forms.ChoiceField(
-        required=False, label="Model labels (model first only)",
+        required=False,
+        label="Model labels (model first only)",
         help_text="the model and prompt whose labels order a model-first pool: the pairs it grades highest are judged first",
     )
 
@@ -75,10 +87,17 @@ class SampleForm(forms.Form):
     pool = forms.TypedChoiceField(coerce=int, label="Pool", help_text="the sample is drawn below this pool's depth")
     size = forms.IntegerField(max_value=_MAX_INT, label="Size", help_text="pairs to draw and judge")
     depth_to = forms.IntegerField(
-        required=False, max_value=_MAX_INT, label="Down to rank", help_text="deepest rank sampled; empty means the set's k_first",
+        required=False,
+        max_value=_MAX_INT,
+        label="Down to rank",
+        help_text="deepest rank sampled; empty means the set's k_first",
     )
     seed = forms.IntegerField(
-        required=False, min_value=0, max_value=MAX_SEED, label="Seed", help_text="to draw the same pairs again; empty means a random one",
+        required=False,
+        min_value=0,
+        max_value=MAX_SEED,
+        label="Seed",
+        help_text="to draw the same pairs again; empty means a random one",
     )
 
     def __init__(self, *args, report: CompletenessReport, **kwargs):

@@ -12,21 +12,21 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 
-from lib.charts import LineChart, Series, color, line_chart
 from evaluation.models import Completeness, Run
 from evaluation.reports.completeness import RunCompleteness, run_completeness
 from evaluation.selectors import evaluation_settings, slice_label
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.resolution import labels_of_rows
-from lib.ids import natural_key
-from lib.ppi import wilson_interval
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolJudgingSummary, PoolRun
 from labeling.pools.selectors import PoolProgress, left_out_by_budget, pools_of
 from labeling.pools.union import RunSpec, Union, classify, copy_pairs, dense_queries, pool_union, set_pool_pairs
+from lib.charts import LineChart, Series, color, line_chart
+from lib.ids import natural_key
+from lib.ppi import wilson_interval
 from lib.progress import Progress, no_progress
 
-
 # --- completeness: pools judged over time, samples and their estimate ---------------------
+
 
 @dataclass(frozen=True)
 class PoolJudging:
@@ -83,12 +83,15 @@ def pools_closed_figures(pools: Sequence[Pool], *, since: datetime) -> dict[int,
     threshold = pools[0].golden_set.relevance_threshold
     closed: dict[int, dict[str, dict]] = defaultdict(dict)
     rows = (
-        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools]).exclude(status=JudgingTask.Status.OPEN)
+        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools])
+        .exclude(status=JudgingTask.Status.OPEN)
         .values("pool_id", "status")
         .annotate(
-            n=Count("id"), relevant=Count("id", filter=Q(grade__gte=threshold, status=JudgingTask.Status.DONE)),
+            n=Count("id"),
+            relevant=Count("id", filter=Q(grade__gte=threshold, status=JudgingTask.Status.DONE)),
             recent=Count("id", filter=Q(done_at__gte=since, status=JudgingTask.Status.DONE)),
-            first=Min("done_at"), last=Max("done_at"),
+            first=Min("done_at"),
+            last=Max("done_at"),
         )
     )
     for row in rows:
@@ -97,19 +100,28 @@ def pools_closed_figures(pools: Sequence[Pool], *, since: datetime) -> dict[int,
     for pool in pools:
         done = closed[pool.pk].get(JudgingTask.Status.DONE, {})
         found[pool.pk] = ClosedFigures(
-            done=done.get("n", 0), skipped=closed[pool.pk].get(JudgingTask.Status.SKIPPED, {}).get("n", 0),
-            relevant=done.get("relevant", 0), recent=done.get("recent", 0),
-            first_done_at=done.get("first"), last_done_at=done.get("last"),
+            done=done.get("n", 0),
+            skipped=closed[pool.pk].get(JudgingTask.Status.SKIPPED, {}).get("n", 0),
+            relevant=done.get("relevant", 0),
+            recent=done.get("recent", 0),
+            first_done_at=done.get("first"),
+            last_done_at=done.get("last"),
         )
     return found
 
 
 def pools_queued(pools: Sequence[Pool]) -> dict[int, int]:
     """{pool id: open tasks in the queue} for the pools that have any (judging_task_pool_queue)."""
-    return dict(
-        JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools], status=JudgingTask.Status.OPEN, position__isnull=False)
-        .values("pool_id").annotate(n=Count("id")).values_list("pool_id", "n")
-    ) if pools else {}
+    return (
+        dict(
+            JudgingTask.objects.filter(pool__in=[pool.pk for pool in pools], status=JudgingTask.Status.OPEN, position__isnull=False)
+            .values("pool_id")
+            .annotate(n=Count("id"))
+            .values_list("pool_id", "n")
+        )
+        if pools
+        else {}
+    )
 
 
 def pool_judging(pool: Pool, closed: ClosedFigures, queued: int, recent_hours: int) -> PoolJudging:
@@ -118,12 +130,20 @@ def pool_judging(pool: Pool, closed: ClosedFigures, queued: int, recent_hours: i
     counts = {JudgingTask.Status.DONE: closed.done, JudgingTask.Status.SKIPPED: closed.skipped}
     counts[JudgingTask.Status.OPEN] = pool.pair_count - closed.done - closed.skipped
     progress = PoolProgress(
-        open=counts[JudgingTask.Status.OPEN], queued=queued, done=closed.done, skipped=closed.skipped,
-        relevant_found=closed.relevant, budget=pool.budget, left_out_by_budget=left_out_by_budget(pool, counts),
+        open=counts[JudgingTask.Status.OPEN],
+        queued=queued,
+        done=closed.done,
+        skipped=closed.skipped,
+        relevant_found=closed.relevant,
+        budget=pool.budget,
+        left_out_by_budget=left_out_by_budget(pool, counts),
     )
     return PoolJudging(
-        progress=progress, recent=closed.recent, recent_hours=recent_hours,
-        first_done_at=closed.first_done_at, last_done_at=closed.last_done_at,
+        progress=progress,
+        recent=closed.recent,
+        recent_hours=recent_hours,
+        first_done_at=closed.first_done_at,
+        last_done_at=closed.last_done_at,
     )
 
 
@@ -189,7 +209,11 @@ def summarised(pool: Pool) -> bool:
 
 
 def pools_judging_figures(
-    pools: Sequence[Pool], *, now: datetime, recent_hours: int = 24, refresh: Callable[[int], None] | None = None,
+    pools: Sequence[Pool],
+    *,
+    now: datetime,
+    recent_hours: int = 24,
+    refresh: Callable[[int], None] | None = None,
 ) -> tuple[dict[int, PoolJudging], dict[int, list[tuple[int, int]]], dict[int, datetime]]:
     """({pool id: PoolJudging}, {pool id: found-against-judged curve}, {pool id: as of}) of
     pools of one golden set: small pools read live (pools_judging, pools_found_curves), exact;
@@ -201,7 +225,9 @@ def pools_judging_figures(
     one query for every pool."""
     stored = {
         summary.pool_id: summary
-        for summary in PoolJudgingSummary.objects.filter(pool__in=[pool.pk for pool in pools if summarised(pool)], recent_hours=recent_hours)
+        for summary in PoolJudgingSummary.objects.filter(
+            pool__in=[pool.pk for pool in pools if summarised(pool)], recent_hours=recent_hours
+        )
     }
     live = [pool for pool in pools if pool.pk not in stored]
     closed = pools_closed_figures(live, since=now - timedelta(hours=recent_hours))
@@ -212,8 +238,12 @@ def pools_judging_figures(
         summary = stored.get(pool.pk)
         if summary is not None:
             closed[pool.pk] = ClosedFigures(
-                done=summary.done, skipped=summary.skipped, relevant=summary.relevant, recent=summary.recent,
-                first_done_at=summary.first_done_at, last_done_at=summary.last_done_at,
+                done=summary.done,
+                skipped=summary.skipped,
+                relevant=summary.relevant,
+                recent=summary.recent,
+                first_done_at=summary.first_done_at,
+                last_done_at=summary.last_done_at,
             )
             if summary.curve:
                 curves[pool.pk] = [tuple(point) for point in summary.curve]
@@ -225,7 +255,11 @@ def pools_judging_figures(
 
 
 def sampled_union(
-    golden_set: GoldenSet, runs: Sequence[PoolRun], depth_from: int, depth_to: int, progress: Progress = no_progress,
+    golden_set: GoldenSet,
+    runs: Sequence[PoolRun],
+    depth_from: int,
+    depth_to: int,
+    progress: Progress = no_progress,
 ) -> tuple[Union, np.ndarray]:
     """The union of `runs` read to `depth_to`, and the mask of its candidates some run ranks
     in depth_from + 1 .. depth_to: where a completeness sample of a pool of depth
@@ -236,7 +270,11 @@ def sampled_union(
 
 
 def sample_classes(
-    golden_set: GoldenSet, union: Union, in_range: np.ndarray, *, but_sample: CompletenessSample | None = None,
+    golden_set: GoldenSet,
+    union: Union,
+    in_range: np.ndarray,
+    *,
+    but_sample: CompletenessSample | None = None,
 ) -> dict[str, np.ndarray]:
     """labeling.pools.union.classify's masks over the sampled range: a pair is claimed
     when it is a task of the set (of any kind; `but_sample`'s tasks aside) or a pair of one
@@ -249,7 +287,8 @@ def sample_classes(
     task_query_pks, task_page_pks = copy_pairs(tasks.values_list("query_id", "page_id"), sql)
     pool_query_pks, pool_page_pks = set_pool_pairs(golden_set)
     claimed = union.pair_keys(
-        dense_queries(union, np.concatenate([task_query_pks, pool_query_pks])), np.concatenate([task_page_pks, pool_page_pks]),
+        dense_queries(union, np.concatenate([task_query_pks, pool_query_pks])),
+        np.concatenate([task_page_pks, pool_page_pks]),
     )
     return {name: mask & in_range for name, mask in classify(golden_set, union, claimed[claimed >= 0]).items()}
 
@@ -309,7 +348,8 @@ class CompletenessEstimate:
 def samples_of(golden_set: GoldenSet) -> QuerySet[CompletenessSample]:
     """The set's completeness samples, newest first."""
     return (
-        CompletenessSample.objects.filter(golden_set=golden_set).select_related("golden_set", "pool", "created_by")
+        CompletenessSample.objects.filter(golden_set=golden_set)
+        .select_related("golden_set", "pool", "created_by")
         .order_by("-created_at", "-id")
     )
 
@@ -349,7 +389,9 @@ def completeness_estimates(samples: Sequence[CompletenessSample]) -> dict[int, C
         grades = labels[sample.pk].values()
         threshold = sample.golden_set.relevance_threshold
         estimates[sample.pk] = CompletenessEstimate(
-            sample=sample, judged=len(grades), relevant=sum(grade >= threshold for grade in grades),
+            sample=sample,
+            judged=len(grades),
+            relevant=sum(grade >= threshold for grade in grades),
         )
     return estimates
 
@@ -360,6 +402,7 @@ def completeness_estimate(sample: CompletenessSample) -> CompletenessEstimate:
 
 
 # --- the completeness page ------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RunJudged:
@@ -509,24 +552,40 @@ def _found_chart(rows: Sequence[PoolRow], curves: dict[int, list[tuple[int, int]
         if not curve:
             continue
         points = [
-            (n, f / y_top, f"pool {row.pool.pk}: {f} relevant page{'s' if f != 1 else ''} found in the first {n} judgment{'s' if n != 1 else ''}")
+            (
+                n,
+                f / y_top,
+                f"pool {row.pool.pk}: {f} relevant page{'s' if f != 1 else ''} found in the first {n} judgment{'s' if n != 1 else ''}",
+            )
             for n, f in curve
         ]
         # Dots carry each point's tooltip; past a few dozen they would hide the line.
-        series.append(Series(
-            label=f"pool {row.pool.pk} ({row.pool.strategy}, depth {row.pool.depth})", points=points, color=row.color,
-            dots=len(points) <= CHART_DOTS,
-        ))
+        series.append(
+            Series(
+                label=f"pool {row.pool.pk} ({row.pool.strategy}, depth {row.pool.depth})",
+                points=points,
+                color=row.color,
+                dots=len(points) <= CHART_DOTS,
+            )
+        )
     return line_chart(
-        series, x_min=0, x_max=x_top, x_ticks=[(value, str(value)) for value in x_values],
-        x_label="judgments made in the pool (tasks judged, in done_at order)", y_label="relevant pages found",
+        series,
+        x_min=0,
+        x_max=x_top,
+        x_ticks=[(value, str(value)) for value in x_values],
+        x_label="judgments made in the pool (tasks judged, in done_at order)",
+        y_label="relevant pages found",
         title="Relevant pages found against judgments made, per pool",
         y_ticks=[(value / y_top, str(value)) for value in y_values],
     )
 
 
 def completeness_report(
-    golden_set: GoldenSet, *, now: datetime, recent_hours: int = 24, refresh: Callable[[int], None] | None = None,
+    golden_set: GoldenSet,
+    *,
+    now: datetime,
+    recent_hours: int = 24,
+    refresh: Callable[[int], None] | None = None,
 ) -> CompletenessReport:
     """The completeness page of `golden_set` at `now`, in a fixed number of queries however
     many runs, pools, tasks and samples (see the page test's query budget). `refresh` is
@@ -548,8 +607,14 @@ def completeness_report(
     by_run: dict[int, dict[str, Completeness]] = defaultdict(dict)
     if version is not None:
         # Without the evaluations' blobs: the per-query values of every query, unused here.
-        rows = Completeness.objects.filter(evaluation__version=version).select_related("evaluation").defer(
-            "evaluation__per_query", "evaluation__recall_curve", "evaluation__canary_ranks",
+        rows = (
+            Completeness.objects.filter(evaluation__version=version)
+            .select_related("evaluation")
+            .defer(
+                "evaluation__per_query",
+                "evaluation__recall_curve",
+                "evaluation__canary_ranks",
+            )
         )
         for row in rows:
             by_run[row.evaluation.run_id][row.slice] = row
@@ -557,18 +622,26 @@ def completeness_report(
     for run in runs:
         stored = by_run.get(run.pk, {})
         overall = run_completeness(stored[""], run, version, settings, golden_set.slug) if "" in stored else None
-        rows.append(RunJudged(
-            run=run, overall=overall, by_slice={name: row for name, row in stored.items() if name},
-            pooled=tuple(pooled.get(run.pk, ())),
-        ))
+        rows.append(
+            RunJudged(
+                run=run,
+                overall=overall,
+                by_slice={name: row for name, row in stored.items() if name},
+                pooled=tuple(pooled.get(run.pk, ())),
+            )
+        )
     scored = [row for row in rows if row.overall is not None]
     names = sorted({name for row in scored for name in row.by_slice}, key=natural_key)
     floor = settings.judged_floor
     slices = tuple(
-        SliceJudged(name=name, label=slice_label(name), cells=tuple(
-            (c.judged_at_k_final, c.judged_at_k_first, c.judged_at_k_final < floor - 1e-9) if (c := row.by_slice.get(name)) else None
-            for row in scored
-        ))
+        SliceJudged(
+            name=name,
+            label=slice_label(name),
+            cells=tuple(
+                (c.judged_at_k_final, c.judged_at_k_first, c.judged_at_k_final < floor - 1e-9) if (c := row.by_slice.get(name)) else None
+                for row in scored
+            ),
+        )
         for name in names
     )
 
@@ -580,7 +653,13 @@ def completeness_report(
     samples = list(samples_of(golden_set)[:SAMPLES_SHOWN])
     estimates = completeness_estimates(samples)
     return CompletenessReport(
-        golden_set=golden_set, version=version, floor=floor, runs=tuple(rows), slices=slices, pools=pool_rows,
-        chart=_found_chart(pool_rows, curves), estimates=tuple(estimates[s.pk] for s in samples),
+        golden_set=golden_set,
+        version=version,
+        floor=floor,
+        runs=tuple(rows),
+        slices=slices,
+        pools=pool_rows,
+        chart=_found_chart(pool_rows, curves),
+        estimates=tuple(estimates[s.pk] for s in samples),
         recent_hours=recent_hours,
     )

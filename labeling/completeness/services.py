@@ -39,12 +39,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from goldenset.models import GoldenSet
-from lib.progress import Progress, no_progress
+from labeling.completeness.selectors import sample_classes, sampled_union
 from labeling.models import CompletenessSample, JudgingTask, Pool, PoolRun
 from labeling.pools import strategies
 from labeling.pools.selectors import left_out_by_budget, pool_queue, pool_runs, task_counts
-from labeling.completeness.selectors import sample_classes, sampled_union
 from lib.errors import GoldsetError
+from lib.progress import Progress, no_progress
 
 # Seeds are stored in a signed 64-bit column.
 MAX_SEED = (1 << 63) - 1
@@ -111,7 +111,8 @@ def completeness_sample_check(*, pool: Pool, size: object, depth_to: object = No
     if depth_to <= pool.depth:
         raise GoldsetError(
             f"depth_to {depth_to} is not below pool {pool.pk}'s depth {pool.depth}: a completeness sample is drawn "
-            f"from ranks {pool.depth + 1} and deeper", field="depth_to",
+            f"from ranks {pool.depth + 1} and deeper",
+            field="depth_to",
         )
     seed = None if seed is None else _check_whole(seed, "seed", 0, MAX_SEED)
     if not PoolRun.objects.filter(pool=pool).exists():
@@ -120,8 +121,13 @@ def completeness_sample_check(*, pool: Pool, size: object, depth_to: object = No
 
 
 def completeness_sample_draw(
-    *, pool: Pool, size: int, depth_to: int | None = None, seed: int | None = None,
-    user: AbstractBaseUser | None = None, progress: Progress = no_progress,
+    *,
+    pool: Pool,
+    size: int,
+    depth_to: int | None = None,
+    seed: int | None = None,
+    user: AbstractBaseUser | None = None,
+    progress: Progress = no_progress,
 ) -> SampleDrawResult:
     """Draw a completeness sample of `size` pairs below `pool`'s depth and queue them as
     SAMPLE judging tasks (see the module docstring for the population and positions).
@@ -151,11 +157,13 @@ def completeness_sample_draw(
         if not population:
             raise GoldsetError(
                 f"nothing to sample: no unjudged pair in {where} (every pair there is labelled, already a task, "
-                f"or outside the corpus); try a deeper depth_to", field="depth_to",
+                f"or outside the corpus); try a deeper depth_to",
+                field="depth_to",
             )
         if size > population:
             raise GoldsetError(
-                f"size {size} is over the population: {where} hold {population} unjudged pair(s)", field="size",
+                f"size {size} is over the population: {where} hold {population} unjudged pair(s)",
+                field="size",
             )
 
         drawn = eligible[np.random.default_rng(seed).choice(population, size=size, replace=False)]
@@ -167,23 +175,48 @@ def completeness_sample_draw(
         packed = strategies.pack_ranks(ranks)
 
         sample = CompletenessSample.objects.create(
-            golden_set=golden_set, pool=pool, depth_from=depth_from, depth_to=depth_to, population=population,
-            size=size, seed=seed, created_by=user,
+            golden_set=golden_set,
+            pool=pool,
+            depth_from=depth_from,
+            depth_to=depth_to,
+            population=population,
+            size=size,
+            seed=seed,
+            created_by=user,
         )
-        JudgingTask.objects.bulk_create([
-            JudgingTask(
-                golden_set=golden_set, pool=None, sample=sample, query_id=query_pk, page_id=page_pk,
-                kind=JudgingTask.Kind.SAMPLE, position=position, best_rank=best, run_ranks=bytes(blob),
-                status=JudgingTask.Status.OPEN, judgments_required=1,
-            )
-            for query_pk, page_pk, position, best, blob in zip(
-                query_pks.tolist(), union.page_keys[drawn].tolist(), positions.tolist(), best_rank.tolist(), packed,
-            )
-        ], batch_size=2000)
+        JudgingTask.objects.bulk_create(
+            [
+                JudgingTask(
+                    golden_set=golden_set,
+                    pool=None,
+                    sample=sample,
+                    query_id=query_pk,
+                    page_id=page_pk,
+                    kind=JudgingTask.Kind.SAMPLE,
+                    position=position,
+                    best_rank=best,
+                    run_ranks=bytes(blob),
+                    status=JudgingTask.Status.OPEN,
+                    judgments_required=1,
+                )
+                for query_pk, page_pk, position, best, blob in zip(
+                    query_pks.tolist(),
+                    union.page_keys[drawn].tolist(),
+                    positions.tolist(),
+                    best_rank.tolist(),
+                    packed,
+                )
+            ],
+            batch_size=2000,
+        )
 
     live = ~union.retired[union.query_dense] & in_range
     return SampleDrawResult(
-        sample=sample, candidates=int(live.sum()), outside_corpus=int(masks["outside_corpus"].sum()),
-        already_tasks=int(masks["already_tasks"].sum()), already_labelled=int(masks["already_labelled"].sum()),
-        first_slot=first_slot, span=span,
+        sample=sample,
+        candidates=int(live.sum()),
+        outside_corpus=int(masks["outside_corpus"].sum()),
+        already_tasks=int(masks["already_tasks"].sum()),
+        already_labelled=int(masks["already_labelled"].sum()),
+        first_slot=first_slot,
+        span=span,
     )

@@ -29,8 +29,14 @@ def pool_summary_refresh(pool_id: int, *, now: datetime | None = None, recent_ho
     summary, _ = PoolJudgingSummary.objects.update_or_create(
         pool=pool,
         defaults=dict(
-            computed_at=now, recent_hours=recent_hours, done=closed.done, skipped=closed.skipped, relevant=closed.relevant,
-            recent=closed.recent, first_done_at=closed.first_done_at, last_done_at=closed.last_done_at,
+            computed_at=now,
+            recent_hours=recent_hours,
+            done=closed.done,
+            skipped=closed.skipped,
+            relevant=closed.relevant,
+            recent=closed.recent,
+            first_done_at=closed.first_done_at,
+            last_done_at=closed.last_done_at,
             curve=[list(point) for point in curve],
         ),
     )

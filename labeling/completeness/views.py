@@ -12,9 +12,9 @@ reloads the page.
 """
 
 from django import forms
+from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db import transaction
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -74,7 +74,11 @@ def _sample_post(request: HttpRequest, form: SampleForm, golden_set: GoldenSet) 
     arguments = {name: data[name] for name in ("pool", "size", "depth_to", "seed")}
     try:
         job = pool_job_submit(
-            golden_set=golden_set, kind=PoolJob.Kind.SAMPLE, arguments=arguments, job_task=pool_job_task, user=request.user,
+            golden_set=golden_set,
+            kind=PoolJob.Kind.SAMPLE,
+            arguments=arguments,
+            job_task=pool_job_task,
+            user=request.user,
         )
         return job, []
     except GoldsetError as exc:
@@ -91,7 +95,9 @@ def _summary_refresh(pool_id: int) -> None:
 def _jobs_context(golden_set: GoldenSet) -> dict:
     jobs = recent_pool_jobs(golden_set)
     return {
-        "golden_set": golden_set, "jobs": jobs, "poll_seconds": JOBS_POLL_SECONDS,
+        "golden_set": golden_set,
+        "jobs": jobs,
+        "poll_seconds": JOBS_POLL_SECONDS,
         "following": ",".join(str(job.pk) for job in jobs if job.active),
     }
 
@@ -126,8 +132,14 @@ def completeness(request: HttpRequest, slug: str) -> HttpResponse:
         status = 400
     checked = {str(value) for value in pool_form["runs"].value() or ()}
     ctx = {
-        "golden_set": golden_set, "report": report, "can_manage": can_manage, "pool_form": pool_form,
-        "sample_form": sample_form, "which": which, "problems": problems, "checked_runs": checked,
+        "golden_set": golden_set,
+        "report": report,
+        "can_manage": can_manage,
+        "pool_form": pool_form,
+        "sample_form": sample_form,
+        "which": which,
+        "problems": problems,
+        "checked_runs": checked,
         **_jobs_context(golden_set),
     }
     return render(request, "labeling/completeness/page.html", ctx, status=status)

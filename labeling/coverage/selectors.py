@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Exists, F, OuterRef
 
-from lib import charts
+from evaluation import scoring_inputs
 from evaluation.alerts.rules import EPSILON, slice_metric
 from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
-from evaluation import scoring_inputs
 from evaluation.selectors import evaluation_settings, later_night, run_counted, slice_label
 from goldenset.models import GoldenSet, Judgment, PageChange, Query, Version, VersionPage
+from lib import charts
 
 
 @dataclass(frozen=True)
@@ -184,8 +184,10 @@ def _latest_and_held_back(version: Version) -> tuple[list[CoverageRun], list[Run
     """latest_runs, and the runs scored on `version` it leaves out (archived, or partial and
     not marked complete), from the same one query."""
     evaluations = (
-        Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE).exclude(later_night("run__"))
-        .select_related("run").defer("per_query", "recall_curve", "canary_ranks")  # blobs of 10,000s of queries
+        Evaluation.objects.filter(version=version, status=Evaluation.Status.DONE)
+        .exclude(later_night("run__"))
+        .select_related("run")
+        .defer("per_query", "recall_curve", "canary_ranks")  # blobs of 10,000s of queries
         .order_by("run__created_at", "run__id")
     )
     latest: dict[tuple[str, str], Evaluation] = {}
@@ -197,10 +199,7 @@ def _latest_and_held_back(version: Version) -> tuple[list[CoverageRun], list[Run
         latest[(evaluation.run.system, evaluation.run.stage)] = evaluation  # later uploads replace earlier
     stage_order = {stage: i for i, stage in enumerate(Run.Stage.values)}
     chosen = sorted(latest.values(), key=lambda e: (e.run.system, stage_order.get(e.run.stage, 99), e.run.name))
-    runs = [
-        CoverageRun(run=e.run, evaluation=e, color=charts.color(i), metric=slice_metric(e.run, version))
-        for i, e in enumerate(chosen)
-    ]
+    runs = [CoverageRun(run=e.run, evaluation=e, color=charts.color(i), metric=slice_metric(e.run, version)) for i, e in enumerate(chosen)]
     return runs, sorted(held_back, key=lambda run: (run.system, run.stage, run.name))
 
 
@@ -232,9 +231,13 @@ def _median(values: np.ndarray) -> float | None:
 def _slice(name: str, in_scope: np.ndarray, judged: int, relevant: np.ndarray) -> SliceCoverage:
     """A slice's label figures from its queries (indexes) and their relevant counts."""
     return SliceCoverage(
-        name=name, queries=len(in_scope), judged_pairs=judged,
-        relevant_min=int(relevant.min()) if len(relevant) else None, relevant_median=_median(relevant),
-        no_relevant=int(np.count_nonzero(relevant == 0)), query_index=in_scope,
+        name=name,
+        queries=len(in_scope),
+        judged_pairs=judged,
+        relevant_min=int(relevant.min()) if len(relevant) else None,
+        relevant_median=_median(relevant),
+        no_relevant=int(np.count_nonzero(relevant == 0)),
+        query_index=in_scope,
     )
 
 
@@ -289,20 +292,31 @@ def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
     _add_run_figures([overall, *found], runs, version, settings)
     for one in [overall, *found]:
         if one.averaged < settings.min_queries_per_slice:
-            one.flags.insert(0, (
-                f"{one.averaged} {'query' if one.averaged == 1 else 'queries'} with a relevant page, "
-                f"under the minimum of {settings.min_queries_per_slice}"
-            ))
+            one.flags.insert(
+                0,
+                (
+                    f"{one.averaged} {'query' if one.averaged == 1 else 'queries'} with a relevant page, "
+                    f"under the minimum of {settings.min_queries_per_slice}"
+                ),
+            )
             one.badges.insert(0, f"{one.averaged} queries < {settings.min_queries_per_slice}")
 
     canary_runs, canary_rows = _canaries(golden_set, version)
     suggestions = canary_suggestions(version, qrels, slices)
     return CoverageReport(
-        golden_set=golden_set, version=version, settings=settings, runs=runs, overall=overall, slices=found,
+        golden_set=golden_set,
+        version=version,
+        settings=settings,
+        runs=runs,
+        overall=overall,
+        slices=found,
         stale_total=overall.stale_labels,
         recall_chart=_recall_chart([overall, *found], runs, version, settings),
         judged_chart=_judged_chart([overall, *found], runs, version, settings),
-        canary_runs=canary_runs, canary_rows=canary_rows, query_ids=qrels.query_ids, canary_suggestions=suggestions,
+        canary_runs=canary_runs,
+        canary_rows=canary_rows,
+        query_ids=qrels.query_ids,
+        canary_suggestions=suggestions,
         held_back=held_back,
     )
 
@@ -342,7 +356,8 @@ def canary_suggestions(version: Version, qrels, slices, *, per_slice: int = SUGG
     if not dated.any():
         return []
     taken = np.fromiter(
-        Canary.objects.filter(golden_set_id=version.golden_set_id).values_list("page_id", flat=True), dtype=np.int64,
+        Canary.objects.filter(golden_set_id=version.golden_set_id).values_list("page_id", flat=True),
+        dtype=np.int64,
     )
     dated &= ~np.isin(slices.dated_pages, taken)
     pages, published = slices.dated_pages[dated], slices.published_at[dated]
@@ -364,28 +379,30 @@ def canary_suggestions(version: Version, qrels, slices, *, per_slice: int = SUGG
     wanted = np.unique(np.concatenate(list(running.values())))
     shown = {
         page_id: (published_at, doc_id, title)
-        for page_id, published_at, doc_id, title in VersionPage.objects.filter(version=version, page_id__in=wanted.tolist())
-        .values_list("page_id", "published_at", "page__doc_id", "page__title")
+        for page_id, published_at, doc_id, title in VersionPage.objects.filter(version=version, page_id__in=wanted.tolist()).values_list(
+            "page_id", "published_at", "page__doc_id", "page__title"
+        )
     }
     order = np.argsort(keys, kind="stable")
     first_owner = {}
     found, chosen = [], set()
     for name, candidates in running.items():
         ranked = sorted(
-            (key for key in candidates.tolist() if key not in chosen), key=lambda key: (shown[key][0], shown[key][1]), reverse=True,
+            (key for key in candidates.tolist() if key not in chosen),
+            key=lambda key: (shown[key][0], shown[key][1]),
+            reverse=True,
         )
         for key in ranked[:per_slice]:
             chosen.add(key)  # a page suggested for one slice is not suggested again for the next
             if key not in first_owner:
-                at = order[np.searchsorted(keys, key, sorter=order):np.searchsorted(keys, key, side="right", sorter=order)]
+                at = order[np.searchsorted(keys, key, sorter=order) : np.searchsorted(keys, key, side="right", sorter=order)]
                 first_owner[key] = int(owners[at].min())
             published_at, doc_id, title = shown[key]
             found.append(CanarySuggestion(name, qrels.query_ids[first_owner[key]], doc_id, title, published_at))
     return found
 
 
-def _add_run_figures(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,
-                     settings: EvaluationSettings) -> None:
+def _add_run_figures(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version, settings: EvaluationSettings) -> None:
     """Each run's recall and Judged@k_final in each slice, and the flags they raise. Two queries."""
     first, final = f"recall@{version.k_first}", f"recall@{version.k_final}"
     evaluation_ids = [r.evaluation.pk for r in runs]
@@ -395,11 +412,16 @@ def _add_run_figures(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun],
             evaluation_id__in=evaluation_ids, metric__in=[first, final]
         ).values_list("evaluation_id", "slice", "metric", "value")
     }
-    judged = dict(
-        ((evaluation_id, name), value)
-        for evaluation_id, name, value in Completeness.objects.filter(evaluation_id__in=evaluation_ids)
-        .values_list("evaluation_id", "slice", "judged_at_k_final")
-    ) if evaluation_ids else {}
+    judged = (
+        dict(
+            ((evaluation_id, name), value)
+            for evaluation_id, name, value in Completeness.objects.filter(evaluation_id__in=evaluation_ids).values_list(
+                "evaluation_id", "slice", "judged_at_k_final"
+            )
+        )
+        if evaluation_ids
+        else {}
+    )
     floor, judged_floor = settings.alert_slice_floor, settings.judged_floor
     for row in rows:
         for run in runs:
@@ -407,8 +429,10 @@ def _add_run_figures(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun],
             held_to = scores.get((key, row.name, run.metric))
             judged_final = judged.get((key, row.name))
             figures = RunFigures(
-                recall_first=scores.get((key, row.name, first)), recall_final=scores.get((key, row.name, final)),
-                judged_final=judged_final, held_to=held_to,
+                recall_first=scores.get((key, row.name, first)),
+                recall_final=scores.get((key, row.name, final)),
+                judged_final=judged_final,
+                held_to=held_to,
                 recall_under=held_to is not None and held_to < floor - EPSILON,
                 judged_under=judged_final is not None and judged_final < judged_floor - EPSILON,
             )
@@ -416,9 +440,7 @@ def _add_run_figures(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun],
             if figures.recall_under:
                 row.flags.append(f"{run.metric} of {run.run.name} is {held_to:.3f}, under the recall floor of {floor:.2f}")
             if figures.judged_under:
-                row.flags.append(
-                    f"Judged@{version.k_final} of {run.run.name} is {judged_final:.3f}, under the floor of {judged_floor:.2f}"
-                )
+                row.flags.append(f"Judged@{version.k_final} of {run.run.name} is {judged_final:.3f}, under the floor of {judged_floor:.2f}")
         recall_under = sum(figures.recall_under for figures in row.runs)
         judged_under = sum(figures.judged_under for figures in row.runs)
         if recall_under:
@@ -432,7 +454,9 @@ def _canaries(golden_set: GoldenSet, version: Version) -> tuple[list[Run], list[
     canaries = canaries_in_version(version)
     if not canaries:
         return [], []
-    runs = list(Run.objects.filter(run_counted(), golden_set=golden_set).exclude(later_night()).order_by("system", "stage", "created_at", "id"))
+    runs = list(
+        Run.objects.filter(run_counted(), golden_set=golden_set).exclude(later_night()).order_by("system", "stage", "created_at", "id")
+    )
     results = canary_checks(version=version, runs=runs, canaries=canaries)
     rows = [
         CanaryRow(canary=canary, results=[results[run.pk][i] if run.pk in results else None for run in runs])
@@ -445,9 +469,16 @@ def _row_label(row: SliceCoverage) -> str:
     return f"{row.label} ({row.averaged} q)"
 
 
-def _slice_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], *, figure: str,
-                 text: Callable[[CoverageRun, SliceCoverage, float], str], floor: float, title: str,
-                 x_label: str) -> charts.BarChart:
+def _slice_chart(
+    rows: Sequence[SliceCoverage],
+    runs: Sequence[CoverageRun],
+    *,
+    figure: str,
+    text: Callable[[CoverageRun, SliceCoverage, float], str],
+    floor: float,
+    title: str,
+    x_label: str,
+) -> charts.BarChart:
     """A group of bars per slice of `rows`, a bar per run: the run's `figure` there (a
     RunFigures field), with `text` as its tooltip where it has one, against `floor`."""
     groups = []
@@ -458,18 +489,24 @@ def _slice_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], *, 
             bars.append((value, run.color, text(run, row, value) if value is not None else ""))
         groups.append(charts.BarGroup(label=_row_label(row), bars=bars))
     return charts.bar_chart(
-        groups if runs else [], target=floor, target_label=f"{floor:.2f} floor", title=title, x_label=x_label,
+        groups if runs else [],
+        target=floor,
+        target_label=f"{floor:.2f} floor",
+        title=title,
+        x_label=x_label,
         label_width=230,
     )
 
 
-def _recall_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,
-                  settings: EvaluationSettings) -> charts.BarChart:
+def _recall_chart(
+    rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version, settings: EvaluationSettings
+) -> charts.BarChart:
     return _slice_chart(
-        rows, runs, figure="held_to",
+        rows,
+        runs,
+        figure="held_to",
         text=lambda run, row, value: (
-            f"{run.run.name}, {row.label}: {run.metric} = {value:.3f} on v{version.number} "
-            f"({row.averaged} queries with a relevant page)"
+            f"{run.run.name}, {row.label}: {run.metric} = {value:.3f} on v{version.number} ({row.averaged} queries with a relevant page)"
         ),
         floor=settings.alert_slice_floor,
         title=f"Recall per slice on v{version.number} (each run at the cut-off its stage is held to)",
@@ -477,11 +514,13 @@ def _recall_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], ve
     )
 
 
-def _judged_chart(rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version,
-                  settings: EvaluationSettings) -> charts.BarChart:
+def _judged_chart(
+    rows: Sequence[SliceCoverage], runs: Sequence[CoverageRun], version: Version, settings: EvaluationSettings
+) -> charts.BarChart:
     return _slice_chart(
         [row for row in rows if row.kind != "page"],  # no Judged@k for page slices (see the module docstring)
-        runs, figure="judged_final",
+        runs,
+        figure="judged_final",
         text=lambda run, row, value: f"{run.run.name}, {row.label}: Judged@{version.k_final} = {value:.3f} on v{version.number}",
         floor=settings.judged_floor,
         title=f"Judged@{version.k_final} per query slice on v{version.number}",

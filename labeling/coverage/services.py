@@ -30,8 +30,14 @@ class FlaggedPoolResult:
 
 
 def flagged_slices_pool_build(
-    *, golden_set: GoldenSet, version: Version, depth: int = DEFAULT_FLAGGED_POOL_DEPTH, strategy: str = "depth",
-    budget: int | None = None, pool: Pool | None = None, user=None,
+    *,
+    golden_set: GoldenSet,
+    version: Version,
+    depth: int = DEFAULT_FLAGGED_POOL_DEPTH,
+    strategy: str = "depth",
+    budget: int | None = None,
+    pool: Pool | None = None,
+    user=None,
 ) -> FlaggedPoolResult:
     """Pool each system's latest runs (latest_runs) at `depth` for the slices of `version`
     that coverage_report flags: a new pool, or `pool` extended with their pairs (it keeps
@@ -39,22 +45,41 @@ def flagged_slices_pool_build(
     the version; pool_build's and pool_extend's own errors pass through. All or nothing,
     as they are."""
     report, queries = flagged_slices_check(
-        golden_set=golden_set, version=version, depth=depth, strategy=strategy, budget=budget, pool=pool,
+        golden_set=golden_set,
+        version=version,
+        depth=depth,
+        strategy=strategy,
+        budget=budget,
+        pool=pool,
     )
     runs = [r.run for r in report.runs]
     if pool is None:
         result = pool_build(
-            golden_set=golden_set, runs=runs, depth=depth, strategy=strategy, budget=budget, queries=queries, user=user,
+            golden_set=golden_set,
+            runs=runs,
+            depth=depth,
+            strategy=strategy,
+            budget=budget,
+            queries=queries,
+            user=user,
         )
     else:
         result = pool_extend(pool=pool, runs=runs, depth=depth, queries=queries)
     return FlaggedPoolResult(
-        result=result, flagged_slices=[one.label for one in report.flagged], flagged_queries=len(queries),
+        result=result,
+        flagged_slices=[one.label for one in report.flagged],
+        flagged_queries=len(queries),
     )
 
 
 def flagged_slices_check(
-    *, golden_set: GoldenSet, version: Version, depth: object, strategy: object, budget: object, pool: Pool | None = None,
+    *,
+    golden_set: GoldenSet,
+    version: Version,
+    depth: object,
+    strategy: object,
+    budget: object,
+    pool: Pool | None = None,
 ) -> tuple[CoverageReport, list[Query]]:
     """What flagged_slices_pool_build refuses before it reads a run (GoldsetError naming
     the field), so that a page can refuse it at once; returns flagged_slices_queries'."""
@@ -75,12 +100,8 @@ def flagged_slices_queries(*, golden_set: GoldenSet, version: Version) -> tuple[
     if not report.flagged:
         raise GoldsetError(f"no slice of {golden_set.slug!r} v{version.number} is under its targets: nothing to pool")
     if not report.runs:
-        raise GoldsetError(
-            f"no run of {golden_set.slug!r} is scored on v{version.number}: upload runs before pooling", field="runs"
-        )
+        raise GoldsetError(f"no run of {golden_set.slug!r} is scored on v{version.number}: upload runs before pooling", field="runs")
     queries = flagged_queries(golden_set, report)
     if not queries:
-        raise GoldsetError(
-            f"the flagged slices of {golden_set.slug!r} v{version.number} hold no active query to pool", field="queries"
-        )
+        raise GoldsetError(f"the flagged slices of {golden_set.slug!r} v{version.number} hold no active query to pool", field="queries")
     return report, queries

@@ -14,11 +14,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evaluation.canaries import canary_add
-from goldenset.models import GoldenSet, Membership, Page, Query, Version
-from goldenset.selectors import access_golden_set, version_get
-from goldenset.publishing import version_publish_request
-from goldenset.tasks import publish_job_task
 from goldenset.forms import PublishForm
+from goldenset.models import GoldenSet, Membership, Page, Query, Version
+from goldenset.publishing import version_publish_request
+from goldenset.selectors import access_golden_set, version_get
+from goldenset.tasks import publish_job_task
 from labeling.coverage.forms import FlaggedPoolForm
 from labeling.coverage.selectors import coverage_report
 from labeling.jobs.services import pool_job_submit
@@ -50,9 +50,13 @@ def coverage_page(request: HttpRequest, slug: str) -> HttpResponse:
     version = _version(request, golden_set)
     report = coverage_report(golden_set, version) if version else None
     ctx = {
-        "golden_set": golden_set, "version": version, "report": report,
+        "golden_set": golden_set,
+        "version": version,
+        "report": report,
         "versions": list(golden_set.versions.order_by("-number").values_list("number", flat=True)),
-        "formats": QREL_FORMATS, "publish_form": PublishForm(), "pool_form": FlaggedPoolForm(golden_set=golden_set),
+        "formats": QREL_FORMATS,
+        "publish_form": PublishForm(),
+        "pool_form": FlaggedPoolForm(golden_set=golden_set),
     }
     return render(request, "labeling/coverage/coverage.html", ctx)
 
@@ -69,7 +73,10 @@ def coverage_publish(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(_back(golden_set))
     try:
         job = version_publish_request(
-            golden_set=golden_set, user=request.user, note=form.cleaned_data["note"], job_task=publish_job_task,
+            golden_set=golden_set,
+            user=request.user,
+            note=form.cleaned_data["note"],
+            job_task=publish_job_task,
         )
     except GoldsetError as exc:
         messages.error(request, f"Not published: {exc.message}")
@@ -96,7 +103,11 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
     arguments = {"version": version.number, **form.cleaned_data}
     try:
         pool_job_submit(
-            golden_set=golden_set, kind=PoolJob.Kind.FLAGGED, arguments=arguments, job_task=pool_job_task, user=request.user,
+            golden_set=golden_set,
+            kind=PoolJob.Kind.FLAGGED,
+            arguments=arguments,
+            job_task=pool_job_task,
+            user=request.user,
         )
     except GoldsetError as exc:
         messages.error(request, f"Not pooled: {exc}")
@@ -114,14 +125,18 @@ def coverage_canary_add(request: HttpRequest, slug: str) -> HttpResponse:
     page = Page.objects.filter(corpus_id=golden_set.corpus_id, doc_id=request.POST.get("doc_id", "")).first()
     try:
         canary = canary_add(
-            golden_set=golden_set, query=query, page=page, user=request.user,
+            golden_set=golden_set,
+            query=query,
+            page=page,
+            user=request.user,
             note=f"suggested by the coverage page: {request.POST.get('why', 'a new relevant page')}"[:500],
         )
     except GoldsetError as exc:
         messages.error(request, f"Not added: {exc.message}")
     else:
         messages.success(
-            request, f"Page {canary.page.doc_id} is a canary of query {canary.query.query_id}: every run's top k_first "
-            "and every probe of the set's first-stage endpoints look for it from now on."
+            request,
+            f"Page {canary.page.doc_id} is a canary of query {canary.query.query_id}: every run's top k_first "
+            "and every probe of the set's first-stage endpoints look for it from now on.",
         )
     return redirect(_back(golden_set) + "#canaries")

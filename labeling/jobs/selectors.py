@@ -27,8 +27,14 @@ def _asked(arguments: dict, run_names: dict[int, str]) -> str:
         parts.append(f"flagged slices of v{arguments['version']}")
     if arguments.get("runs"):
         parts.append("runs " + ", ".join(run_names.get(pk, f"#{pk} (deleted)") for pk in arguments["runs"]))
-    for name, label in [("depth", "depth"), ("strategy", "strategy"), ("budget", "budget"), ("size", "size"),
-                        ("depth_to", "down to rank"), ("seed", "seed")]:
+    for name, label in [
+        ("depth", "depth"),
+        ("strategy", "strategy"),
+        ("budget", "budget"),
+        ("size", "size"),
+        ("depth_to", "down to rank"),
+        ("seed", "seed"),
+    ]:
         if arguments.get(name) is not None:
             parts.append(f"{label} {arguments[name]}")
     if arguments.get("model"):

@@ -83,25 +83,36 @@ def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
     """The service's own refusals that need no run read (GoldsetError)."""
     if kind == PoolJob.Kind.BUILD:
         pool_build_check(
-            golden_set=golden_set, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments["depth"],
-            strategy=arguments["strategy"], budget=arguments.get("budget"),
+            golden_set=golden_set,
+            runs=_runs_of(golden_set, arguments["runs"]),
+            depth=arguments["depth"],
+            strategy=arguments["strategy"],
+            budget=arguments.get("budget"),
         )
         pool_model_source_check(
-            golden_set=golden_set, strategy=arguments["strategy"], model=arguments.get("model"), prompt_hash=arguments.get("prompt_hash"),
+            golden_set=golden_set,
+            strategy=arguments["strategy"],
+            model=arguments.get("model"),
+            prompt_hash=arguments.get("prompt_hash"),
         )
     elif kind == PoolJob.Kind.EXTEND:
         pool = _pool_of(golden_set, arguments["pool"])
         pool_extend_check(pool=pool, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments.get("depth"))
     elif kind == PoolJob.Kind.SAMPLE:
         completeness_sample_check(
-            pool=_pool_of(golden_set, arguments["pool"]), size=arguments["size"], depth_to=arguments.get("depth_to"),
+            pool=_pool_of(golden_set, arguments["pool"]),
+            size=arguments["size"],
+            depth_to=arguments.get("depth_to"),
             seed=arguments.get("seed"),
         )
     elif kind == PoolJob.Kind.FLAGGED:
         # The runs are the flagged slices' systems' latest; the worker finds them again.
         flagged_slices_check(
-            golden_set=golden_set, version=_version_of(golden_set, arguments["version"]), depth=arguments["depth"],
-            strategy=arguments["strategy"], budget=arguments.get("budget"),
+            golden_set=golden_set,
+            version=_version_of(golden_set, arguments["version"]),
+            depth=arguments["depth"],
+            strategy=arguments["strategy"],
+            budget=arguments.get("budget"),
             pool=None if arguments.get("pool") is None else _pool_of(golden_set, arguments["pool"]),
         )
     else:
@@ -109,7 +120,12 @@ def _check(golden_set: GoldenSet, kind: str, arguments: dict) -> None:
 
 
 def pool_job_submit(
-    *, golden_set: GoldenSet, kind: str, arguments: dict, job_task: Task, user: AbstractBaseUser | None = None,
+    *,
+    golden_set: GoldenSet,
+    kind: str,
+    arguments: dict,
+    job_task: Task,
+    user: AbstractBaseUser | None = None,
 ) -> PoolJob:
     """Record a job and send it to a worker once the caller's transaction commits.
 
@@ -132,26 +148,38 @@ def _work(job: PoolJob) -> list[str]:
     golden_set, arguments, user = job.golden_set, job.arguments, job.created_by
     if job.kind == PoolJob.Kind.BUILD:
         result = pool_build(
-            golden_set=golden_set, runs=_runs_of(golden_set, arguments["runs"]), depth=arguments["depth"],
-            strategy=arguments["strategy"], budget=arguments.get("budget"), user=user,
-            model=arguments.get("model"), prompt_hash=arguments.get("prompt_hash"),
+            golden_set=golden_set,
+            runs=_runs_of(golden_set, arguments["runs"]),
+            depth=arguments["depth"],
+            strategy=arguments["strategy"],
+            budget=arguments.get("budget"),
+            user=user,
+            model=arguments.get("model"),
+            prompt_hash=arguments.get("prompt_hash"),
         )
     elif job.kind == PoolJob.Kind.EXTEND:
         result = pool_extend(
-            pool=_pool_of(golden_set, arguments["pool"]), runs=_runs_of(golden_set, arguments["runs"]),
+            pool=_pool_of(golden_set, arguments["pool"]),
+            runs=_runs_of(golden_set, arguments["runs"]),
             depth=arguments.get("depth"),
         )
     elif job.kind == PoolJob.Kind.SAMPLE:
         result = completeness_sample_draw(
-            pool=_pool_of(golden_set, arguments["pool"]), size=arguments["size"], depth_to=arguments.get("depth_to"),
-            seed=arguments.get("seed"), user=user,
+            pool=_pool_of(golden_set, arguments["pool"]),
+            size=arguments["size"],
+            depth_to=arguments.get("depth_to"),
+            seed=arguments.get("seed"),
+            user=user,
         )
     elif job.kind == PoolJob.Kind.FLAGGED:
         options = {name: arguments[name] for name in ("depth", "strategy", "budget") if arguments.get(name) is not None}
         if arguments.get("pool") is not None:
             options["pool"] = _pool_of(golden_set, arguments["pool"])
         result = flagged_slices_pool_build(
-            golden_set=golden_set, version=_version_of(golden_set, arguments["version"]), user=user, **options,
+            golden_set=golden_set,
+            version=_version_of(golden_set, arguments["version"]),
+            user=user,
+            **options,
         )
     else:
         raise GoldsetError(f"unknown job kind {job.kind!r}", field="kind")
@@ -159,7 +187,9 @@ def _work(job: PoolJob) -> list[str]:
 
 
 POOL_JOBS = JobKind(
-    PoolJob, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER,
+    PoolJob,
+    send_again_after=SEND_AGAIN_AFTER,
+    give_up_after=GIVE_UP_AFTER,
     stopped="nothing was written, as the job is all or nothing: submit it again",
 )
 
@@ -174,7 +204,10 @@ def pool_job_run(job_id: int, *, holder: Holder = NO_HOLDER) -> PoolJob | None:
     and is raised again for the worker's log.
     """
     return job_run(
-        POOL_JOBS, job_id, holder=holder, work=lambda job: {"lines": _work(job)},
+        POOL_JOBS,
+        job_id,
+        holder=holder,
+        work=lambda job: {"lines": _work(job)},
         load=lambda pk: PoolJob.objects.select_related("golden_set", "created_by").get(pk=pk),
         refused=lambda exc: {"error": exc.message, "problems": list(exc.problems)},
         broke=lambda exc: {"error": f"the job stopped on an internal error ({type(exc).__name__}: {exc}); nothing was written"},

@@ -49,6 +49,7 @@ def query_order_of(golden_set: GoldenSet) -> str:
 
 # --- where a pair stands in its query ---------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class QueryPlace:
     """Where the pair on the judging screen stands in its query: "page `page` of `of` for
@@ -75,9 +76,11 @@ def with_query_place(tasks: QuerySet) -> QuerySet:
     """`tasks` annotated with `query_pairs`, the pairs of each task's query in its pool
     (the pages of its PoolQuery row, 8 bytes each; None outside a pool), in the same
     statement: query_place reads it."""
-    pairs = PoolQuery.objects.filter(pool_id=OuterRef("pool_id"), query_id=OuterRef("query_id")).annotate(
-        pairs=Length("page_ids") / 8
-    ).values("pairs")
+    pairs = (
+        PoolQuery.objects.filter(pool_id=OuterRef("pool_id"), query_id=OuterRef("query_id"))
+        .annotate(pairs=Length("page_ids") / 8)
+        .values("pairs")
+    )
     return tasks.annotate(query_pairs=Subquery(pairs))
 
 
@@ -107,11 +110,14 @@ def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int
         return GoldAnswer.objects.filter(task=task, annotator=annotator).values_list("grade", flat=True).first()
     return (
         Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, annotator=annotator)
-        .order_by("-id").values_list("grade", flat=True).first()
+        .order_by("-id")
+        .values_list("grade", flat=True)
+        .first()
     )
 
 
 # --- progress ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class JudgingProgress:
@@ -155,8 +161,12 @@ def _set_progress(golden_set: GoldenSet) -> tuple[int, int]:
     done = total = 0
     if pools:
         closed = dict(
-            JudgingTask.objects.filter(pool_id__in=[pk for pk, _, _ in pools]).exclude(status=JudgingTask.Status.OPEN)
-            .order_by().values("pool_id").annotate(n=Count("id")).values_list("pool_id", "n")
+            JudgingTask.objects.filter(pool_id__in=[pk for pk, _, _ in pools])
+            .exclude(status=JudgingTask.Status.OPEN)
+            .order_by()
+            .values("pool_id")
+            .annotate(n=Count("id"))
+            .values_list("pool_id", "n")
         )
         for pk, pair_count, budget in pools:
             done += closed.get(pk, 0)
@@ -173,7 +183,11 @@ SET_PROGRESS_SECONDS = 10
 
 
 def judging_progress(
-    *, golden_set: GoldenSet, annotator: AbstractBaseUser, judged: int | None = None, pending_correction: bool = False,
+    *,
+    golden_set: GoldenSet,
+    annotator: AbstractBaseUser,
+    judged: int | None = None,
+    pending_correction: bool = False,
     cache_seconds: float = 0,
 ) -> JudgingProgress:
     """Counts for the progress bar. `judged` is judged_count's figure if the caller keeps
@@ -227,7 +241,12 @@ def sets_to_judge(*, annotator: AbstractBaseUser, golden_sets) -> list[SetToJudg
 def preview_task(golden_set: GoldenSet) -> JudgingTask | None:
     """The pair at the head of the set's queue, as an annotator would be shown it next (if no
     one holds it): what a manager previewing the judging screen sees. Reads, never leases."""
-    return with_query_place(
-        JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.OPEN, position__isnull=False)
-        .select_related("query", "page")
-    ).order_by("position", "id").first()
+    return (
+        with_query_place(
+            JudgingTask.objects.filter(golden_set=golden_set, status=JudgingTask.Status.OPEN, position__isnull=False).select_related(
+                "query", "page"
+            )
+        )
+        .order_by("position", "id")
+        .first()
+    )

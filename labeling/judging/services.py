@@ -125,6 +125,7 @@ def overlap_chosen(task_id: int, overlap_share: float) -> bool:
 
 # --- handing out -------------------------------------------------------------------------
 
+
 def _leases(golden_set: GoldenSet, annotator: AbstractBaseUser) -> list[JudgingTask]:
     """The tasks leased to `annotator` in the set, expired or not (index judging_task_leased),
     with their query, page and place, and `judged_already`: a held overlap task shown again
@@ -162,7 +163,9 @@ def _of_query(tasks: QuerySet[JudgingTask], golden_set: GoldenSet, annotator: Ab
     short = Q(status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
     # An overlap task whose pool's budget emptied the queue may have no position: last.
     return (
-        tasks.filter(query_id=on_query).filter(queued | short).exclude(kind=JudgingTask.Kind.GOLD)
+        tasks.filter(query_id=on_query)
+        .filter(queued | short)
+        .exclude(kind=JudgingTask.Kind.GOLD)
         .order_by(F("position").asc(nulls_last=True), "id")
     )
 
@@ -171,12 +174,16 @@ def _overlap(tasks: QuerySet[JudgingTask]) -> QuerySet[JudgingTask]:
     """Done tasks still short of their judgments, in id order (index judging_task_overlap_open)."""
     return (
         tasks.filter(status=JudgingTask.Status.DONE, judgments_required__gt=F("judgments_done"))
-        .exclude(kind=JudgingTask.Kind.GOLD).order_by("id")
+        .exclude(kind=JudgingTask.Kind.GOLD)
+        .order_by("id")
     )
 
 
 def _lease_queued(
-    golden_set: GoldenSet, tasks: QuerySet[JudgingTask], annotator: AbstractBaseUser, until: datetime,
+    golden_set: GoldenSet,
+    tasks: QuerySet[JudgingTask],
+    annotator: AbstractBaseUser,
+    until: datetime,
 ) -> int | None:
     """Lease the free queued task of lowest position over the set's pools and its
     completeness samples; its primary key.
@@ -202,7 +209,11 @@ def _lease_queued(
 
 
 def _hand_out(
-    golden_set: GoldenSet, annotator: AbstractBaseUser, leases: list[JudgingTask], skipped: list[int], on_query: int | None,
+    golden_set: GoldenSet,
+    annotator: AbstractBaseUser,
+    leases: list[JudgingTask],
+    skipped: list[int],
+    on_query: int | None,
 ) -> JudgingTask | None:
     """The next task for `annotator`, who holds none of `leases` unexpired, leased to them,
     with its query, page and place; None when nothing is left for them. Inside the
@@ -234,7 +245,10 @@ def _hand_out(
 
 
 def task_next(
-    *, golden_set: GoldenSet, annotator: AbstractBaseUser, skipped_ids: list[int] | None = None,
+    *,
+    golden_set: GoldenSet,
+    annotator: AbstractBaseUser,
+    skipped_ids: list[int] | None = None,
     on_query: int | None = None,
 ) -> JudgingTask | None:
     """The task `annotator` should judge now, leased to them; None when nothing is left for them.
@@ -256,6 +270,7 @@ def task_next(
 
 # --- judging -----------------------------------------------------------------------------
 
+
 def _check_held(task: JudgingTask, annotator: AbstractBaseUser, now) -> None:
     """ForbiddenError unless the task is handed to `annotator`: leased to them by task_next
     (a queued, overlap or gold task) or by judgment_undo. Their lease still counts once it
@@ -266,8 +281,7 @@ def _check_held(task: JudgingTask, annotator: AbstractBaseUser, now) -> None:
     if task.leased_to_id == annotator.pk:
         return
     answered = (
-        GoldAnswer.objects.filter(task=task, annotator=annotator).exists() if task.kind == JudgingTask.Kind.GOLD
-        else task.judged_already
+        GoldAnswer.objects.filter(task=task, annotator=annotator).exists() if task.kind == JudgingTask.Kind.GOLD else task.judged_already
     )
     if answered:
         raise GoldsetError(f"you have already judged task {task.pk}", field="task")
@@ -277,7 +291,8 @@ def _check_held(task: JudgingTask, annotator: AbstractBaseUser, now) -> None:
             field="task",
         )
     raise ForbiddenError(
-        f"task {task.pk} is not handed to you: judge the pair your screen shows; your grade was not recorded", field="task",
+        f"task {task.pk} is not handed to you: judge the pair your screen shows; your grade was not recorded",
+        field="task",
     )
 
 
@@ -299,7 +314,11 @@ def _expected_grade(task: JudgingTask) -> int:
 
 
 def _record(
-    task: JudgingTask, annotator: AbstractBaseUser, grade: int, note: str, seconds_spent: float | None,
+    task: JudgingTask,
+    annotator: AbstractBaseUser,
+    grade: int,
+    note: str,
+    seconds_spent: float | None,
 ) -> tuple[JudgingTask, Judgment | GoldAnswer]:
     """task_submit's work inside the caller's transaction: (the task as read under its
     lock, what was written)."""
@@ -312,8 +331,10 @@ def _record(
         # for. They serialise judgments of one query only.
         pool_query_lock(pool_id=task.pool_id, query_id=task.query_id)
     task = (
-        JudgingTask.objects.select_for_update(of=("self",)).select_related("golden_set", "query", "page")
-        .annotate(judged_already=judged_by(annotator)).get(pk=task.pk)
+        JudgingTask.objects.select_for_update(of=("self",))
+        .select_related("golden_set", "query", "page")
+        .annotate(judged_already=judged_by(annotator))
+        .get(pk=task.pk)
     )
     golden_set = task.golden_set
     task.query.golden_set = golden_set  # the same row: the triggers of migration 0002 hold a task to its set
@@ -329,7 +350,11 @@ def _record(
         answer = GoldAnswer.objects.filter(task=task, annotator=annotator).first()
         if answer is None:
             answer = GoldAnswer.objects.create(
-                task=task, annotator=annotator, grade=grade, expected_grade=_expected_grade(task), seconds_spent=seconds_spent,
+                task=task,
+                annotator=annotator,
+                grade=grade,
+                expected_grade=_expected_grade(task),
+                seconds_spent=seconds_spent,
             )
         else:  # handed back by an undo: the new answer replaces the old
             answer.grade, answer.seconds_spent = grade, seconds_spent
@@ -347,14 +372,21 @@ def _record(
         raise GoldsetError(f"task {task.pk} needs no more judgments", field="task")
 
     judgment = judgment_record(
-        query=task.query, page=task.page, grade=grade, annotator=annotator, note=note, seconds_spent=seconds_spent,
+        query=task.query,
+        page=task.page,
+        grade=grade,
+        annotator=annotator,
+        note=note,
+        seconds_spent=seconds_spent,
     )
     if already:
         # A correction after an undo. If theirs was the grade that closed the task,
         # the task takes the corrected one.
         first = (
             Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, source=Judgment.Source.HUMAN)
-            .order_by("id").values_list("annotator_id", flat=True).first()
+            .order_by("id")
+            .values_list("annotator_id", flat=True)
+            .first()
         )
         changes = dict(release)
         if first == annotator.pk:
@@ -369,8 +401,12 @@ def _record(
             pool_task_judged(task=task, grade=grade, judgments_required=required)
         else:
             JudgingTask.objects.filter(pk=task.pk).update(
-                status=JudgingTask.Status.DONE, grade=grade, done_at=now, judgments_done=F("judgments_done") + 1,
-                judgments_required=required, **release,
+                status=JudgingTask.Status.DONE,
+                grade=grade,
+                done_at=now,
+                judgments_done=F("judgments_done") + 1,
+                judgments_required=required,
+                **release,
             )
     else:  # an overlap judgment of a done task
         JudgingTask.objects.filter(pk=task.pk).update(judgments_done=F("judgments_done") + 1, **release)
@@ -378,7 +414,12 @@ def _record(
 
 
 def task_submit(
-    *, task: JudgingTask, annotator: AbstractBaseUser, grade: int, note: str = "", seconds_spent: float | None = None,
+    *,
+    task: JudgingTask,
+    annotator: AbstractBaseUser,
+    grade: int,
+    note: str = "",
+    seconds_spent: float | None = None,
 ) -> Judgment | GoldAnswer:
     """Record `annotator`'s grade for the task's pair and return what was written.
 
@@ -396,7 +437,12 @@ def task_submit(
 
 
 def judgment_submit(
-    *, task: JudgingTask, annotator: AbstractBaseUser, grade: int, note: str = "", seconds: float | None = None,
+    *,
+    task: JudgingTask,
+    annotator: AbstractBaseUser,
+    grade: int,
+    note: str = "",
+    seconds: float | None = None,
     skipped_ids: list[int] | None = None,
 ) -> JudgingTask | None:
     """Record `annotator`'s grade for the task's pair (as task_submit, `seconds` spent on
@@ -449,18 +495,25 @@ def judgment_undo(*, annotator: AbstractBaseUser, golden_set: GoldenSet) -> Undo
     """
     last_judgment = (
         Judgment.objects.filter(annotator=annotator, source=Judgment.Source.HUMAN, query__golden_set=golden_set)
-        .order_by("-id").values("query_id", "page_id", "grade", "created_at").first()
+        .order_by("-id")
+        .values("query_id", "page_id", "grade", "created_at")
+        .first()
     )
     last_answer = (
         GoldAnswer.objects.filter(annotator=annotator, task__golden_set=golden_set)
-        .order_by("-id").values("task_id", "grade", "created_at").first()
+        .order_by("-id")
+        .values("task_id", "grade", "created_at")
+        .first()
     )
     if last_answer is not None and (last_judgment is None or last_answer["created_at"] > last_judgment["created_at"]):
         task_id, previous = last_answer["task_id"], last_answer["grade"]
     elif last_judgment is not None:
         task_id = (
             JudgingTask.objects.filter(golden_set=golden_set, query_id=last_judgment["query_id"], page_id=last_judgment["page_id"])
-            .exclude(kind=JudgingTask.Kind.GOLD).order_by("id").values_list("id", flat=True).first()
+            .exclude(kind=JudgingTask.Kind.GOLD)
+            .order_by("id")
+            .values_list("id", flat=True)
+            .first()
         )
         if task_id is None:
             raise GoldsetError("your last judgment in this set was not made in the judging queue; there is nothing to undo here")

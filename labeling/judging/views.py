@@ -22,7 +22,14 @@ from django.views.decorators.http import require_GET, require_POST
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import READ_ROLES, access_golden_set, golden_sets_for, user_roles
 from labeling.judging.selectors import (
-    SET_PROGRESS_SECONDS, judged_count, judging_progress, judging_task, leased_at, preview_task, query_place, sets_to_judge,
+    SET_PROGRESS_SECONDS,
+    judged_count,
+    judging_progress,
+    judging_task,
+    leased_at,
+    preview_task,
+    query_place,
+    sets_to_judge,
     task_is_correction,
 )
 from labeling.judging.services import judgment_submit, judgment_undo, queue_settings_of, task_next, task_skip
@@ -45,6 +52,7 @@ _MARKUP = re.compile(r"(<[^>]*>|&#?\w+;)")
 
 
 # --- what the screen shows -------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class GradeKey:
@@ -134,20 +142,33 @@ def _next_task(request: HttpRequest, golden_set: GoldenSet, on_query: int | None
 
 
 def _pair_context(
-    request: HttpRequest, golden_set: GoldenSet, task: JudgingTask | None, *, error: str = "", notice: str = "",
-    fresh: bool = False, judged_add: int = 0,
+    request: HttpRequest,
+    golden_set: GoldenSet,
+    task: JudgingTask | None,
+    *,
+    error: str = "",
+    notice: str = "",
+    fresh: bool = False,
+    judged_add: int = 0,
 ) -> dict:
     """What the pair fragment shows of `task`, the pair handed to the annotator (None:
     nothing is left for them)."""
     previous_grade = task_is_correction(task=task, annotator=request.user) if task is not None else None
     judged = _judged(request, golden_set, fresh=fresh, add=judged_add)
     ctx = {
-        "golden_set": golden_set, "task": task, "error": error, "notice": notice,
-        "grade_keys": grade_keys(golden_set), "previous_grade": previous_grade,
+        "golden_set": golden_set,
+        "task": task,
+        "error": error,
+        "notice": notice,
+        "grade_keys": grade_keys(golden_set),
+        "previous_grade": previous_grade,
         "previous_label": golden_set.grade_label(previous_grade) if previous_grade is not None else "",
         "judged": judged,
         "progress": judging_progress(
-            golden_set=golden_set, annotator=request.user, judged=judged, pending_correction=previous_grade is not None,
+            golden_set=golden_set,
+            annotator=request.user,
+            judged=judged,
+            pending_correction=previous_grade is not None,
             cache_seconds=SET_PROGRESS_SECONDS,
         ),
     }
@@ -172,14 +193,24 @@ def _on_query(task: JudgingTask) -> int | None:
 
 
 def _pair_response(
-    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", on_query: int | None = None,
+    request: HttpRequest,
+    golden_set: GoldenSet,
+    *,
+    error: str = "",
+    notice: str = "",
+    on_query: int | None = None,
 ) -> HttpResponse:
     task = _next_task(request, golden_set, on_query)
     return render(request, "labeling/judging/_pair.html", _pair_context(request, golden_set, task, error=error, notice=notice))
 
 
 def _after_post(
-    request: HttpRequest, golden_set: GoldenSet, *, error: str = "", notice: str = "", on_query: int | None = None,
+    request: HttpRequest,
+    golden_set: GoldenSet,
+    *,
+    error: str = "",
+    notice: str = "",
+    on_query: int | None = None,
 ) -> HttpResponse:
     """The next pair's fragment for htmx; a redirect to the screen (with the message) otherwise
     (the screen counts what they judged afresh). `on_query`: task_next's."""
@@ -204,6 +235,7 @@ def _refused(request: HttpRequest, golden_set: GoldenSet, exc: GoldsetError) -> 
 
 
 # --- judging -----------------------------------------------------------------------------
+
 
 @login_required
 @require_GET
@@ -277,8 +309,12 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
     correction = task_is_correction(task=task, annotator=request.user) is not None
     try:
         next_task = judgment_submit(
-            task=task, annotator=request.user, grade=grade, note=request.POST.get("note", ""),
-            seconds=_seconds(request.POST.get("seconds", ""), task, golden_set), skipped_ids=_skipped(request, golden_set),
+            task=task,
+            annotator=request.user,
+            grade=grade,
+            note=request.POST.get("note", ""),
+            seconds=_seconds(request.POST.get("seconds", ""), task, golden_set),
+            skipped_ids=_skipped(request, golden_set),
         )
     except GoldsetError as exc:
         return _refused(request, golden_set, exc)
@@ -311,6 +347,7 @@ def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
         return _after_post(request, golden_set, error=exc.message)
     label = golden_set.grade_label(result.previous_grade)
     return _after_post(
-        request, golden_set,
+        request,
+        golden_set,
         notice=f"Undone: you gave this pair {result.previous_grade} ({label}). Grade it again, or skip to keep that grade.",
     )

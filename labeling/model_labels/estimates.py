@@ -30,7 +30,6 @@ what is missing (a judge job over the sample's pool below its depth, or an impor
 from dataclasses import dataclass
 
 import numpy as np
-
 from django.db.models import Max
 
 from goldenset.model_labels import ModelSource
@@ -158,12 +157,25 @@ def sample_recalls(golden_set: GoldenSet, source: ModelSource, limit: int = SAMP
         ppi = None
         if not why_not:
             share = ppi_share(
-                population_calls, [labels[pair] >= threshold for pair in judged_model], [model[pair] >= threshold for pair in judged_model],
+                population_calls,
+                [labels[pair] >= threshold for pair in judged_model],
+                [model[pair] >= threshold for pair in judged_model],
             )
             ppi = recall_estimate(found_relevant, sample.population, share)
-        found.append(SampleRecall(
-            sample=sample, model=source.model, prompt_hash=source.prompt_hash, found=found_relevant, judged=judged,
-            relevant=relevant, population_now=len(query_pks), model_called=len(population_calls), judged_model=len(judged_model),
-            human=human, ppi=ppi, why_not=why_not,
-        ))
+        found.append(
+            SampleRecall(
+                sample=sample,
+                model=source.model,
+                prompt_hash=source.prompt_hash,
+                found=found_relevant,
+                judged=judged,
+                relevant=relevant,
+                population_now=len(query_pks),
+                model_called=len(population_calls),
+                judged_model=len(judged_model),
+                human=human,
+                ppi=ppi,
+                why_not=why_not,
+            )
+        )
     return found

@@ -11,35 +11,53 @@ from lib.llm_judging import API_KEY_ENV_PREFIX, DEFAULT_PROMPT, MAX_BATCH
 class JudgeForm(forms.Form):
     pool = forms.TypedChoiceField(coerce=int, help_text="the pool whose pairs the model grades")
     kind = forms.ChoiceField(
-        choices=JudgeJob.Kind.choices, initial=JudgeJob.Kind.CHAT, widget=forms.RadioSelect, label="Judge", required=False,
+        choices=JudgeJob.Kind.choices,
+        initial=JudgeJob.Kind.CHAT,
+        widget=forms.RadioSelect,
+        label="Judge",
+        required=False,
         help_text=f"local: {minilm.MODEL_NAME} from the optional model extra, offline and free; it reads the "
-                  "thresholds below and none of the chat fields",
+        "thresholds below and none of the chat fields",
     )
     base_url = forms.CharField(
-        max_length=500, required=False, label="Base URL",
+        max_length=500,
+        required=False,
+        label="Base URL",
         help_text="chat: of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (…/chat/completions is added)",
     )
     model = forms.CharField(max_length=200, required=False, help_text="chat: the model's name as the API knows it")
     api_key_env = forms.CharField(
-        max_length=100, required=False, label="API key variable",
+        max_length=100,
+        required=False,
+        label="API key variable",
         help_text=f"the environment variable of the worker holding the key (starting with {API_KEY_ENV_PREFIX}); "
-                  "the key itself is never typed, stored or shown. Empty: no key is sent",
+        "the key itself is never typed, stored or shown. Empty: no key is sent",
     )
     prompt = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 14}), initial=DEFAULT_PROMPT, strip=False, required=False,
+        widget=forms.Textarea(attrs={"rows": 14}),
+        initial=DEFAULT_PROMPT,
+        strip=False,
+        required=False,
         help_text="chat: {query} and {passage} are filled in per pair; each wording is kept under its own hash",
     )
     config = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 5}), required=False, strip=False, label="Local thresholds",
+        widget=forms.Textarea(attrs={"rows": 5}),
+        required=False,
+        strip=False,
+        label="Local thresholds",
         help_text="local: the cosine of query and page (title and text, cut at 256 word pieces) from which each grade is "
-                  "given; each wording is kept under its own hash",
+        "given; each wording is kept under its own hash",
     )
     sample = forms.IntegerField(min_value=1, required=False, help_text="grade this many pairs drawn at random; empty: the whole pool")
     max_in_flight = forms.IntegerField(min_value=1, max_value=64, initial=4, label="Requests in flight")
     batch_size = forms.IntegerField(
-        min_value=1, max_value=MAX_BATCH, initial=1, required=False, label="Passages per request",
+        min_value=1,
+        max_value=MAX_BATCH,
+        initial=1,
+        required=False,
+        label="Passages per request",
         help_text=f"grade up to {MAX_BATCH} passages of one query in one request, numbered in the prompt; 1 or empty: a request "
-                  "per pair. A passage the answer leaves out or garbles fails alone",
+        "per pair. A passage the answer leaves out or garbles fails alone",
     )
     price_in = forms.DecimalField(min_value=0, max_digits=12, decimal_places=4, required=False, label="Price per million input tokens")
     price_out = forms.DecimalField(min_value=0, max_digits=12, decimal_places=4, required=False, label="Price per million output tokens")
@@ -47,7 +65,9 @@ class JudgeForm(forms.Form):
     def __init__(self, *args, pools=(), scale=(0, 1, 2, 3), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["config"].initial = default_config(scale)
-        self.fields["pool"].choices = [(pool.pk, f"pool {pool.pk} · {pool.pair_count} pairs · {pool.get_strategy_display()}") for pool in pools]
+        self.fields["pool"].choices = [
+            (pool.pk, f"pool {pool.pk} · {pool.pair_count} pairs · {pool.get_strategy_display()}") for pool in pools
+        ]
 
     def clean_batch_size(self) -> int:
         return self.cleaned_data["batch_size"] or 1

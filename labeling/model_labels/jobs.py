@@ -24,9 +24,9 @@ answers but runs past GIVE_UP_AFTER.
 import hashlib
 import logging
 import os
-from urllib.parse import urlsplit
 from datetime import timedelta
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 import numpy as np
 from celery import Task
@@ -51,8 +51,7 @@ from labeling.model_labels.judges import (
 from labeling.model_labels.local_judge import LocalJudge, config_problem
 from labeling.models import JudgeFailure, JudgeJob, Pool
 from labeling.pools.selectors import pool_pairs
-from lib import minilm
-from lib import outbound
+from lib import minilm, outbound
 from lib.background_jobs import (
     NO_HOLDER,
     Holder,
@@ -79,9 +78,19 @@ LOCAL_CHUNK = 8 * minilm.BATCH_SIZE
 
 
 def judge_job_check(
-    *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, api_key_env: str, prompt_text: str,
-    sample_size: int | None, max_in_flight: int, price_in: Decimal | None, price_out: Decimal | None,
-    kind: str = JudgeJob.Kind.CHAT, batch_size: int = 1,
+    *,
+    golden_set: GoldenSet,
+    pool_id: int | None,
+    base_url: str,
+    model: str,
+    api_key_env: str,
+    prompt_text: str,
+    sample_size: int | None,
+    max_in_flight: int,
+    price_in: Decimal | None,
+    price_out: Decimal | None,
+    kind: str = JudgeJob.Kind.CHAT,
+    batch_size: int = 1,
 ) -> Pool:
     """Every fault of the fields at once (GoldsetError with problems "field: why"); the pool."""
     problems = ProblemCollector()
@@ -133,9 +142,20 @@ def _local_check(problems: ProblemCollector, golden_set: GoldenSet, config: str,
 
 
 def judge_job_submit(
-    *, golden_set: GoldenSet, pool_id: int | None, base_url: str, model: str, prompt_text: str, job_task: Task | None,
-    api_key_env: str = "", sample_size: int | None = None, max_in_flight: int = 4, price_in: Decimal | None = None,
-    price_out: Decimal | None = None, user: AbstractBaseUser | None = None, kind: str = JudgeJob.Kind.CHAT,
+    *,
+    golden_set: GoldenSet,
+    pool_id: int | None,
+    base_url: str,
+    model: str,
+    prompt_text: str,
+    job_task: Task | None,
+    api_key_env: str = "",
+    sample_size: int | None = None,
+    max_in_flight: int = 4,
+    price_in: Decimal | None = None,
+    price_out: Decimal | None = None,
+    user: AbstractBaseUser | None = None,
+    kind: str = JudgeJob.Kind.CHAT,
     batch_size: int = 1,
 ) -> JudgeJob:
     """Record a judge job (and its prompt) and send it through `job_task` once the caller's
@@ -144,18 +164,37 @@ def judge_job_submit(
     prices are not asked for and are stored empty (its model is the packaged one). A chat
     job sends `batch_size` passages of a query in one request (1: one request per pair)."""
     pool = judge_job_check(
-        golden_set=golden_set, pool_id=pool_id, base_url=base_url, model=model, api_key_env=api_key_env,
-        prompt_text=prompt_text, sample_size=sample_size, max_in_flight=max_in_flight, price_in=price_in, price_out=price_out,
-        kind=kind, batch_size=batch_size,
+        golden_set=golden_set,
+        pool_id=pool_id,
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        prompt_text=prompt_text,
+        sample_size=sample_size,
+        max_in_flight=max_in_flight,
+        price_in=price_in,
+        price_out=price_out,
+        kind=kind,
+        batch_size=batch_size,
     )
     if kind == JudgeJob.Kind.LOCAL:
         base_url, model, api_key_env, max_in_flight, batch_size, price_in, price_out = "", minilm.MODEL_NAME, "", 1, 1, None, None
     with transaction.atomic():
         digest = model_prompt_store(text=prompt_text)
         job = JudgeJob.objects.create(
-            golden_set=golden_set, pool=pool, kind=kind, base_url=base_url, model=model.strip(), api_key_env=api_key_env or "",
-            prompt_hash=digest, sample_size=sample_size, max_in_flight=max_in_flight, batch_size=batch_size, price_in=price_in,
-            price_out=price_out, created_by=user,
+            golden_set=golden_set,
+            pool=pool,
+            kind=kind,
+            base_url=base_url,
+            model=model.strip(),
+            api_key_env=api_key_env or "",
+            prompt_hash=digest,
+            sample_size=sample_size,
+            max_in_flight=max_in_flight,
+            batch_size=batch_size,
+            price_in=price_in,
+            price_out=price_out,
+            created_by=user,
         )
         if job_task is not None:
             job_send_on_commit(JudgeJob, job.pk, job_task)
@@ -176,13 +215,13 @@ def _pairs_of(job: JudgeJob) -> list[tuple[int, int]]:
 def _texts(keys: list[tuple[int, int]]) -> list[PairText]:
     queries = dict(Query.objects.filter(pk__in={q for q, _ in keys}).values_list("pk", "text"))
     pages = {pk: (title, text) for pk, title, text in Page.objects.filter(pk__in={p for _, p in keys}).values_list("pk", "title", "text")}
-    return [
-        PairText((q, p), queries.get(q, ""), "\n".join(part for part in pages.get(p, ("", "")) if part)) for q, p in keys
-    ]
+    return [PairText((q, p), queries.get(q, ""), "\n".join(part for part in pages.get(p, ("", "")) if part)) for q, p in keys]
 
 
 JUDGE_JOBS = JobKind(
-    JudgeJob, send_again_after=SEND_AGAIN_AFTER, give_up_after=GIVE_UP_AFTER,
+    JudgeJob,
+    send_again_after=SEND_AGAIN_AFTER,
+    give_up_after=GIVE_UP_AFTER,
     stopped="what it graded is kept: run it again to continue",
 )
 
@@ -199,7 +238,10 @@ def judge_job_run(job_id: int, *, waiting: Waiting | None = None, on_chunk=None,
         return {"error": ""}
 
     job = job_run(
-        JUDGE_JOBS, job_id, holder=holder, work=work,
+        JUDGE_JOBS,
+        job_id,
+        holder=holder,
+        work=work,
         load=lambda pk: JudgeJob.objects.select_related("golden_set", "pool").get(pk=pk),
         refused=lambda exc: {"error": exc.message},
         broke=lambda exc: {
@@ -215,8 +257,9 @@ def _ungraded(job: JudgeJob) -> list[tuple[int, int]]:
     """The job's pairs this model and prompt have not labelled; the counts saved."""
     keys = _pairs_of(job)
     taken = set(
-        ModelJudgment.objects.filter(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash)
-        .values_list("query_id", "page_id")
+        ModelJudgment.objects.filter(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash).values_list(
+            "query_id", "page_id"
+        )
     )
     ungraded = [key for key in keys if key not in taken]
     job.pairs_total, job.pairs_skipped = len(keys), len(keys) - len(ungraded)
@@ -244,8 +287,12 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
     grades = job.golden_set.grade_values()
     scale = (min(grades), max(grades))
     judge = JudgeSettings(
-        base_url=job.base_url, model=job.model, api_key=api_key, max_in_flight=job.max_in_flight,
-        timeout_seconds=settings.JUDGE_TIMEOUT_SECONDS, allowed_networks=tuple(settings.JUDGE_ALLOWED_NETWORKS),
+        base_url=job.base_url,
+        model=job.model,
+        api_key=api_key,
+        max_in_flight=job.max_in_flight,
+        timeout_seconds=settings.JUDGE_TIMEOUT_SECONDS,
+        allowed_networks=tuple(settings.JUDGE_ALLOWED_NETWORKS),
         batch_size=job.batch_size,
     )
     # Pairs come sorted by query, so a chunk holds whole batches but where a query straddles two chunks.
@@ -255,14 +302,19 @@ def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
         # is shown (JudgeJob.retrying): an endpoint that never answers shows so at its first
         # timeout, not once the chunk used up its retries.
         def write(results, retrying: str | None) -> None:
-            _write_chunk(job, results, sum(r.requests for r in results), sum(r.prompt_tokens for r in results),
-                         sum(r.completion_tokens for r in results), retrying=retrying)
+            _write_chunk(
+                job,
+                results,
+                sum(r.requests for r in results),
+                sum(r.prompt_tokens for r in results),
+                sum(r.completion_tokens for r in results),
+                retrying=retrying,
+            )
             if on_chunk is not None and results:
                 job.refresh_from_db()
                 on_chunk(job)
 
-        grade_pairs_sync(judge, prompt, _texts(ungraded[start:start + chunk]), scale, waiting, progress=write,
-                         every=PROGRESS_SECONDS)
+        grade_pairs_sync(judge, prompt, _texts(ungraded[start : start + chunk]), scale, waiting, progress=write, every=PROGRESS_SECONDS)
 
 
 def _grade_locally(job: JudgeJob, on_chunk) -> None:
@@ -275,7 +327,7 @@ def _grade_locally(job: JudgeJob, on_chunk) -> None:
         raise GoldsetError(f"the local judge's configuration cannot be read: {exc}") from exc
     ungraded = _ungraded(job)
     for start in range(0, len(ungraded), LOCAL_CHUNK):
-        graded = judge.grade(_texts(ungraded[start:start + LOCAL_CHUNK]))
+        graded = judge.grade(_texts(ungraded[start : start + LOCAL_CHUNK]))
         # Forward passes stand for requests and word pieces for prompt tokens: what the
         # model did, counted where the chat judge counts what it asked for.
         _write_chunk(job, graded.results, graded.batches, graded.word_pieces, 0)
@@ -284,13 +336,17 @@ def _grade_locally(job: JudgeJob, on_chunk) -> None:
             on_chunk(job)
 
 
-def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int, *,
-                 retrying: str | None = None) -> None:
+def _write_chunk(job: JudgeJob, results, requests: int, prompt_tokens: int, completion_tokens: int, *, retrying: str | None = None) -> None:
     labels = [ModelLabel(r.key[0], r.key[1], r.grade, r.raw, getattr(r, "score", None)) for r in results if r.error is None]
-    failures = [JudgeFailure(job=job, query_id=r.key[0], page_id=r.key[1], error=r.error, raw_answer=r.raw.replace("\x00", ""))
-                for r in results if r.error is not None]
+    failures = [
+        JudgeFailure(job=job, query_id=r.key[0], page_id=r.key[1], error=r.error, raw_answer=r.raw.replace("\x00", ""))
+        for r in results
+        if r.error is not None
+    ]
     with transaction.atomic():
-        written = model_labels_record(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash, labels=labels) if labels else 0
+        written = (
+            model_labels_record(golden_set=job.golden_set, model=job.model, prompt_hash=job.prompt_hash, labels=labels) if labels else 0
+        )
         JudgeFailure.objects.bulk_create(failures)
         JudgeJob.objects.filter(pk=job.pk).update(
             pairs_done=F("pairs_done") + written,

@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING
 
 from lib import outbound
 from lib.llm_judging import (
-    token_count,
     MAX_BATCH,
     backoff_delay,
     batch_messages_for,
     messages_for,
     read_batch_grades,
     read_grade,
+    token_count,
 )
 from lib.retrying import retry_after_seconds
 
@@ -195,7 +195,7 @@ def _units(pairs: Sequence[PairText], batch_size: int) -> list[list[int]]:
     by_query: dict[int, list[int]] = {}
     for index, pair in enumerate(pairs):
         by_query.setdefault(pair.key[0], []).append(index)
-    return [indexes[start:start + batch_size] for indexes in by_query.values() for start in range(0, len(indexes), batch_size)]
+    return [indexes[start : start + batch_size] for indexes in by_query.values() for start in range(0, len(indexes), batch_size)]
 
 
 def _settle(call: _Call, unit: list[int], results: list[PairGrade], scale: tuple[int, int]) -> None:
@@ -215,7 +215,11 @@ def _settle(call: _Call, unit: list[int], results: list[PairGrade], scale: tuple
 
 
 async def grade_pairs(
-    settings: JudgeSettings, prompt: str, pairs: Sequence[PairText], scale: tuple[int, int], waiting: Waiting | None = None,
+    settings: JudgeSettings,
+    prompt: str,
+    pairs: Sequence[PairText],
+    scale: tuple[int, int],
+    waiting: Waiting | None = None,
     report: Callable[[list[PairGrade], str | None], None] | None = None,
 ) -> list[PairGrade]:
     """Grade `pairs`, in their order (settings.batch_size passages of a query per request).
@@ -246,7 +250,9 @@ async def grade_pairs(
 
     connector = aiohttp.TCPConnector(limit=settings.max_in_flight, resolver=_pinned_resolver_class()(address))
     async with aiohttp.ClientSession(
-        connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+        connector=connector,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
         timeout=aiohttp.ClientTimeout(total=settings.timeout_seconds),
     ) as session:
 
@@ -255,7 +261,8 @@ async def grade_pairs(
                 unit = queue.get_nowait()
                 first = pairs[unit[0]]
                 messages = (
-                    messages_for(prompt, first.query, first.passage) if len(unit) == 1
+                    messages_for(prompt, first.query, first.passage)
+                    if len(unit) == 1
                     else batch_messages_for(prompt, first.query, [pairs[index].passage for index in unit])
                 )
                 body = json.dumps({"model": settings.model, "messages": messages, "temperature": 0}).encode()
@@ -281,8 +288,12 @@ async def grade_pairs(
 
 
 def grade_pairs_sync(
-    settings: JudgeSettings, prompt: str, pairs: Sequence[PairText], scale: tuple[int, int],
-    waiting: Waiting | None = None, progress: Callable[[list[PairGrade], str | None], None] | None = None,
+    settings: JudgeSettings,
+    prompt: str,
+    pairs: Sequence[PairText],
+    scale: tuple[int, int],
+    waiting: Waiting | None = None,
+    progress: Callable[[list[PairGrade], str | None], None] | None = None,
     every: float = 1.0,
 ) -> list[PairGrade]:
     """grade_pairs for a Celery task or a command (not for a thread whose event loop runs).

@@ -34,7 +34,11 @@ from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays, evaluate_run
 from evaluation.models import Run, RunData
 from evaluation.selectors import (
-    later_night, run_not_archived, slice_label, version_labels, version_query_ids,
+    later_night,
+    run_not_archived,
+    slice_label,
+    version_labels,
+    version_query_ids,
 )
 from goldenset.model_labels import ModelSource, model_sources
 from goldenset.models import GoldenSet, ModelJudgment, Page, Query, Version
@@ -196,12 +200,17 @@ def _agreement(name: str, pairs: list[tuple[int, int]], values: list[int], thres
     human_rel, model_rel = human >= threshold, model >= threshold
     enough = len(pairs) >= minimum
     return Agreement(
-        name=name, values=values, pairs=len(pairs), minimum_pairs=minimum,
+        name=name,
+        values=values,
+        pairs=len(pairs),
+        minimum_pairs=minimum,
         kappa_quadratic=_finite(cohen_kappa(human, model, values=values, weights="quadratic")) if enough else None,
         kappa_unweighted=_finite(cohen_kappa(human, model, values=values)) if enough else None,
         confusion=confusion_matrix(human, model, values=values),
-        model_relevant=int(model_rel.sum()), model_relevant_humans_not=int((model_rel & ~human_rel).sum()),
-        human_relevant=int(human_rel.sum()), human_relevant_model_not=int((human_rel & ~model_rel).sum()),
+        model_relevant=int(model_rel.sum()),
+        model_relevant_humans_not=int((model_rel & ~human_rel).sum()),
+        human_relevant=int(human_rel.sum()),
+        human_relevant_model_not=int((human_rel & ~model_rel).sum()),
     )
 
 
@@ -209,18 +218,32 @@ def _worst(golden_set: GoldenSet, both: dict[Pair, tuple[int, int]], threshold: 
     """The pairs where people and model differ most, then flips of relevance first, then
     in the natural order of query id and page: two queries in all."""
     differing = [(pair, h, m) for pair, (h, m) in both.items() if h != m]
-    differing.sort(key=lambda item: (
-        -abs(item[1] - item[2]), (item[1] >= threshold) == (item[2] >= threshold), natural_key(item[0][0]), item[0][1],
-    ))
+    differing.sort(
+        key=lambda item: (
+            -abs(item[1] - item[2]),
+            (item[1] >= threshold) == (item[2] >= threshold),
+            natural_key(item[0][0]),
+            item[0][1],
+        )
+    )
     chosen = differing[:WORST_LIMIT]
     if not chosen:
         return []
-    queries = {q.query_id: q for q in Query.objects.filter(golden_set=golden_set, query_id__in={p[0] for p, _, _ in chosen}).only("pk", "query_id", "text")}
+    queries = {
+        q.query_id: q
+        for q in Query.objects.filter(golden_set=golden_set, query_id__in={p[0] for p, _, _ in chosen}).only("pk", "query_id", "text")
+    }
     pages = {p.pk: p for p in Page.objects.filter(pk__in={p[1] for p, _, _ in chosen}).only("pk", "doc_id", "title")}
     return [
         Disagreement(
-            query_pk=queries[query_id].pk, page_pk=page_pk, query_id=query_id, query_text=queries[query_id].text,
-            doc_id=pages[page_pk].doc_id, page_title=pages[page_pk].title, human=h, model=m,
+            query_pk=queries[query_id].pk,
+            page_pk=page_pk,
+            query_id=query_id,
+            query_text=queries[query_id].text,
+            doc_id=pages[page_pk].doc_id,
+            page_title=pages[page_pk].title,
+            human=h,
+            model=m,
             flip=(h >= threshold) != (m >= threshold),
         )
         for (query_id, page_pk), h, m in chosen
@@ -256,8 +279,13 @@ def filled_metrics(version: Version) -> list[str]:
 
 
 def _rankings(
-    golden_set: GoldenSet, version: Version, query_ids: list[str], human_rows: list[tuple[str, int, int]],
-    human: QrelsArrays, fill: list[tuple[str, int, int]], metric: str,
+    golden_set: GoldenSet,
+    version: Version,
+    query_ids: list[str],
+    human_rows: list[tuple[str, int, int]],
+    human: QrelsArrays,
+    fill: list[tuple[str, int, int]],
+    metric: str,
 ) -> list[RunRanking]:
     """Every run scored on the version's labels (`human`, the arrays scoring reads, made of
     `human_rows`) and on them filled with the model's, by the project's engine (trec_eval's
@@ -359,7 +387,9 @@ def recent_judge_jobs(golden_set: GoldenSet, limit: int = RECENT_JUDGE_JOBS) -> 
         rows = (
             JudgeFailure.objects.filter(job_id__in=failed)
             .annotate(n=Window(RowNumber(), partition_by=[F("job_id")], order_by=F("id").asc()))
-            .filter(n__lte=FAILURES_SHOWN).select_related("query", "page").order_by("job_id", "id")
+            .filter(n__lte=FAILURES_SHOWN)
+            .select_related("query", "page")
+            .order_by("job_id", "id")
         )
         for row in rows:
             shown.setdefault(row.job_id, []).append(row)
@@ -367,6 +397,8 @@ def recent_judge_jobs(golden_set: GoldenSet, limit: int = RECENT_JUDGE_JOBS) -> 
         job.money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
         job.short_hash = job.prompt_hash[:12]
         # 1.5, not 1.5000 as stored
-        job.price_in_shown, job.price_out_shown = (format((price or Decimal(0)).normalize(), "f") for price in (job.price_in, job.price_out))
+        job.price_in_shown, job.price_out_shown = (
+            format((price or Decimal(0)).normalize(), "f") for price in (job.price_in, job.price_out)
+        )
         job.first_failures = shown.get(job.pk, [])
     return jobs

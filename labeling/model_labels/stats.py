@@ -35,7 +35,7 @@ def cohen_kappa(a: Sequence[int], b: Sequence[int], *, values: Sequence[int], we
     elif weights == "linear":
         penalty = steps
     else:
-        penalty = steps ** 2
+        penalty = steps**2
     chance = float((penalty * expected).sum())
     if chance == 0:
         return float("nan")

@@ -39,8 +39,12 @@ def _page(request: HttpRequest, golden_set, form: JudgeForm | None, status: int 
         raise Http404("no labels of that model and prompt in this golden set")
     report = calibration_report(golden_set, source) if source is not None else None
     context = {
-        "golden_set": golden_set, "sources": sources, "report": report, "judge_form": form,
-        "local_problem": minilm.install_problem() if form is not None else None, **_jobs(golden_set),
+        "golden_set": golden_set,
+        "sources": sources,
+        "report": report,
+        "judge_form": form,
+        "local_problem": minilm.install_problem() if form is not None else None,
+        **_jobs(golden_set),
     }
     return render(request, "labeling/model_labels/page.html", context, status=status)
 
@@ -70,11 +74,20 @@ def judge_job_start(request: HttpRequest, slug: str) -> HttpResponse:
         data = form.cleaned_data
         try:
             judge_job_submit(
-                golden_set=golden_set, pool_id=data["pool"], kind=data["kind"], base_url=data["base_url"].strip(),
-                model=data["model"], api_key_env=data["api_key_env"].strip(),
-                prompt_text=data["config"] if data["kind"] == JudgeJob.Kind.LOCAL else data["prompt"], sample_size=data["sample"],
-                max_in_flight=data["max_in_flight"], batch_size=data["batch_size"], price_in=data["price_in"], price_out=data["price_out"],
-                user=request.user, job_task=judge_job_task,
+                golden_set=golden_set,
+                pool_id=data["pool"],
+                kind=data["kind"],
+                base_url=data["base_url"].strip(),
+                model=data["model"],
+                api_key_env=data["api_key_env"].strip(),
+                prompt_text=data["config"] if data["kind"] == JudgeJob.Kind.LOCAL else data["prompt"],
+                sample_size=data["sample"],
+                max_in_flight=data["max_in_flight"],
+                batch_size=data["batch_size"],
+                price_in=data["price_in"],
+                price_out=data["price_out"],
+                user=request.user,
+                job_task=judge_job_task,
             )
         except GoldsetError as exc:
             for problem in exc.problems or [exc.message]:

@@ -15,7 +15,11 @@ from lib.errors import GoldsetError
 
 
 def pool_model_source_check(
-    *, golden_set: GoldenSet, strategy: str, model: object = None, prompt_hash: object = None,
+    *,
+    golden_set: GoldenSet,
+    strategy: str,
+    model: object = None,
+    prompt_hash: object = None,
 ) -> tuple[str, str] | None:
     """The (model, prompt hash) whose labels a model-first pool orders by, checked
     (GoldsetError naming the field); None for a strategy that uses no model labels, which
@@ -26,7 +30,9 @@ def pool_model_source_check(
             raise GoldsetError(f"strategy {strategy!r} uses no model labels: choose model_first to order by a model", field="model")
         return None
     if not model or not isinstance(model, str):
-        raise GoldsetError(f"strategy {strategy!r} orders by model labels: choose the model (and prompt) whose labels it follows", field="model")
+        raise GoldsetError(
+            f"strategy {strategy!r} orders by model labels: choose the model (and prompt) whose labels it follows", field="model"
+        )
     labels = ModelJudgment.objects.filter(golden_set=golden_set, model=model)
     if prompt_hash:
         labels = labels.filter(prompt_hash=prompt_hash)
@@ -35,7 +41,9 @@ def pool_model_source_check(
         which = f"model {model!r}" + (f" with prompt {str(prompt_hash)[:12]}" if prompt_hash else "")
         raise GoldsetError(f"golden set {golden_set.slug!r} has no labels from {which}", field="model")
     if len(prompts) > 1:
-        raise GoldsetError(f"model {model!r} labelled {golden_set.slug!r} with several prompts: choose one by its hash", field="prompt_hash")
+        raise GoldsetError(
+            f"model {model!r} labelled {golden_set.slug!r} with several prompts: choose one by its hash", field="prompt_hash"
+        )
     return model, prompts[0]
 
 
@@ -55,8 +63,10 @@ def pool_model_scores(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray) -
         return scores
     rows = list(
         ModelJudgment.objects.filter(
-            golden_set_id=pool.golden_set_id, model=pool.strategy_state.get("model", ""),
-            prompt_hash=pool.strategy_state.get("prompt_hash", ""), query_id__in=np.unique(query_pks).tolist(),
+            golden_set_id=pool.golden_set_id,
+            model=pool.strategy_state.get("model", ""),
+            prompt_hash=pool.strategy_state.get("prompt_hash", ""),
+            query_id__in=np.unique(query_pks).tolist(),
         ).values_list("query_id", "page_id", "grade", "score")
     )
     if not rows:

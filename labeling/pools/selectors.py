@@ -57,8 +57,11 @@ def task_counts(pool: Pool) -> dict[str, int]:
     counted through the partial index judging_task_pool_closed; open ones are the rest
     of Pool.pair_count."""
     closed = dict(
-        JudgingTask.objects.filter(pool=pool).exclude(status=JudgingTask.Status.OPEN)
-        .values("status").annotate(n=Count("id")).values_list("status", "n")
+        JudgingTask.objects.filter(pool=pool)
+        .exclude(status=JudgingTask.Status.OPEN)
+        .values("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
     )
     counts = {status: closed.get(status, 0) for status in (JudgingTask.Status.DONE, JudgingTask.Status.SKIPPED)}
     counts[JudgingTask.Status.OPEN] = pool.pair_count - sum(counts.values())
@@ -76,9 +79,7 @@ def left_out_by_budget(pool: Pool, counts: dict[str, int] | None = None) -> int:
 
 def pool_progress(pool: Pool) -> PoolProgress:
     counts = task_counts(pool)
-    relevant = JudgingTask.objects.filter(
-        pool=pool, status=JudgingTask.Status.DONE, grade__gte=pool.golden_set.relevance_threshold
-    ).count()
+    relevant = JudgingTask.objects.filter(pool=pool, status=JudgingTask.Status.DONE, grade__gte=pool.golden_set.relevance_threshold).count()
     return PoolProgress(
         open=counts.get(JudgingTask.Status.OPEN, 0),
         queued=pool_queue(pool).count(),
@@ -146,17 +147,24 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     page = np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
     n = len(page)
     pairs = PoolPairs(
-        query_pks=np.repeat(stored_query_pks, lengths), page_pks=page,
+        query_pks=np.repeat(stored_query_pks, lengths),
+        page_pks=page,
         ranks=np.concatenate([row.ranks(runs) for row in stored]) if stored else np.zeros((0, runs), dtype=np.int64),
-        task_ids=np.zeros(n, dtype=np.int64), status=np.full(n, JudgingTask.Status.OPEN, dtype=object),
-        grade=np.full(n, -1, dtype=np.int64), position=np.full(n, -1, dtype=np.int64), done_at=[None] * n,
+        task_ids=np.zeros(n, dtype=np.int64),
+        status=np.full(n, JudgingTask.Status.OPEN, dtype=object),
+        grade=np.full(n, -1, dtype=np.int64),
+        position=np.full(n, -1, dtype=np.int64),
+        done_at=[None] * n,
     )
     if not n:
         return pairs
     # Through the unique index's (golden set, query) prefix.
     tasks = list(
         JudgingTask.objects.filter(
-            golden_set_id=pool.golden_set_id, query_id__in=stored_query_pks.tolist(), kind=JudgingTask.Kind.POOL, pool_id=pool.pk,
+            golden_set_id=pool.golden_set_id,
+            query_id__in=stored_query_pks.tolist(),
+            kind=JudgingTask.Kind.POOL,
+            pool_id=pool.pk,
         ).values_list("id", "query_id", "page_id", "status", "grade", "done_at", "position")
     )
     if not tasks:
@@ -177,4 +185,3 @@ def pool_pairs(pool: Pool, query_pks: Sequence[int] | None = None, runs: int | N
     for i, row in zip(at.tolist(), tasks):
         pairs.done_at[i] = row[5]
     return pairs
-

@@ -36,7 +36,6 @@ from django.utils import timezone
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Query
-from lib.progress import Progress, no_progress
 from labeling.leases import pool_query_lock
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
@@ -46,6 +45,7 @@ from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_u
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
 from lib.bulk import bulk_insert, copy_arrays, gc_paused
 from lib.errors import GoldsetError
+from lib.progress import Progress, no_progress
 
 # Beyond this many tasks a position or rank update goes through a temporary table and
 # one UPDATE ... FROM, and new tasks through a binary COPY; below it, one UPDATE with a
@@ -159,6 +159,7 @@ class TaskJudgedResult:
 
 # --- validation ----------------------------------------------------------------------
 
+
 def _check_depth(depth: object) -> int:
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise GoldsetError(f"depth must be a whole number of at least 1, got {depth!r}", field="depth")
@@ -210,12 +211,14 @@ def runs_by_name(*, golden_set: GoldenSet, names: Sequence[str]) -> list[Run]:
         known = ", ".join(repr(name) for name in Run.objects.filter(golden_set=golden_set).values_list("name", flat=True))
         raise GoldsetError(
             f"golden set {golden_set.slug!r} has no run named {', '.join(map(repr, missing))}",
-            problems=[f"its runs: {known or 'none'}"], field="runs",
+            problems=[f"its runs: {known or 'none'}"],
+            field="runs",
         )
     return [found[name] for name in names]
 
 
 # --- positions ---------------------------------------------------------------------
+
 
 def window_size(queries: int) -> int:
     """The window of a pool over `queries` queries: at least MIN_WINDOW tasks a query,
@@ -226,28 +229,54 @@ def window_size(queries: int) -> int:
 
 # --- writing -----------------------------------------------------------------------
 
-def _copy_tasks_binary(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, positions: np.ndarray,
-                       best_rank: np.ndarray, packed: np.ndarray, byte_width: int, progress: Progress) -> None:
+
+def _copy_tasks_binary(
+    pool: Pool,
+    query_pks: np.ndarray,
+    page_pks: np.ndarray,
+    positions: np.ndarray,
+    best_rank: np.ndarray,
+    packed: np.ndarray,
+    byte_width: int,
+    progress: Progress,
+) -> None:
     """COPY new queued pool tasks in binary: a pool's windows hold tens of thousands of
     tasks, whose columns are arrays already. Every row has a position (only queued pairs
     become tasks)."""
     kind, status = JudgingTask.Kind.POOL.encode(), JudgingTask.Status.OPEN.encode()
     columns = [
-        ("golden_set_id", ">i8", 8), ("pool_id", ">i8", 8), ("query_id", ">i8", 8), ("page_id", ">i8", 8),
-        ("kind", f"S{len(kind)}", len(kind)), ("position", ">i8", 8), ("best_rank", ">i4", 4),
-        ("run_ranks", f"V{byte_width}", byte_width), ("status", f"S{len(status)}", len(status)),
+        ("golden_set_id", ">i8", 8),
+        ("pool_id", ">i8", 8),
+        ("query_id", ">i8", 8),
+        ("page_id", ">i8", 8),
+        ("kind", f"S{len(kind)}", len(kind)),
+        ("position", ">i8", 8),
+        ("best_rank", ">i4", 4),
+        ("run_ranks", f"V{byte_width}", byte_width),
+        ("status", f"S{len(status)}", len(status)),
         ("judgments_required", ">i2", 2),
     ]
     values = {
-        "golden_set_id": pool.golden_set_id, "pool_id": pool.pk, "query_id": query_pks, "page_id": page_pks,
-        "kind": kind, "position": positions, "best_rank": best_rank, "run_ranks": packed, "status": status,
+        "golden_set_id": pool.golden_set_id,
+        "pool_id": pool.pk,
+        "query_id": query_pks,
+        "page_id": page_pks,
+        "kind": kind,
+        "position": positions,
+        "best_rank": best_rank,
+        "run_ranks": packed,
+        "status": status,
         "judgments_required": 1,
     }
     copy_arrays(JudgingTask._meta.db_table, columns, values, len(query_pks), progress=progress)
 
 
 def _insert_tasks(
-    pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray, ranks: np.ndarray, positions: np.ndarray,
+    pool: Pool,
+    query_pks: np.ndarray,
+    page_pks: np.ndarray,
+    ranks: np.ndarray,
+    positions: np.ndarray,
     progress: Progress = no_progress,
 ) -> int:
     """Write new open, queued pool tasks, one per row of the arrays, in the order given
@@ -262,13 +291,24 @@ def _insert_tasks(
         return len(query_pks)
     # The task or two a judgment brings into its query's window (and any write on SQLite):
     # one INSERT costs less than a COPY's round trips.
-    JudgingTask.objects.bulk_create([
-        JudgingTask(
-            golden_set_id=pool.golden_set_id, pool_id=pool.pk, query_id=q, page_id=p, kind=JudgingTask.Kind.POOL,
-            position=position, best_rank=best, run_ranks=bytes(blob), status=JudgingTask.Status.OPEN, judgments_required=1,
-        )
-        for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
-    ], batch_size=500)
+    JudgingTask.objects.bulk_create(
+        [
+            JudgingTask(
+                golden_set_id=pool.golden_set_id,
+                pool_id=pool.pk,
+                query_id=q,
+                page_id=p,
+                kind=JudgingTask.Kind.POOL,
+                position=position,
+                best_rank=best,
+                run_ranks=bytes(blob),
+                status=JudgingTask.Status.OPEN,
+                judgments_required=1,
+            )
+            for q, p, position, best, blob in zip(query_pks.tolist(), page_pks.tolist(), positions.tolist(), best_rank.tolist(), packed)
+        ],
+        batch_size=500,
+    )
     return len(query_pks)
 
 
@@ -300,6 +340,7 @@ def _budget_spent(pool: Pool) -> bool:
 
 
 # --- services ----------------------------------------------------------------------
+
 
 def _strategy_state(strategy: str, model_source: tuple[str, str] | None) -> dict:
     # Stored with the pool so that a later change of a default cannot change how the
@@ -338,8 +379,10 @@ def _choose_queries(golden_set: GoldenSet, union: Union, queries: Sequence[Query
     foreign = [query.query_id for query in queries if query.golden_set_id != golden_set.pk]
     if foreign or not len(chosen):
         raise GoldsetError(
-            f"queries {', '.join(map(repr, foreign[:5]))} are not of golden set {golden_set.slug!r}" if foreign
-            else "no query chosen: pass the queries to pool, or none for every query", field="queries",
+            f"queries {', '.join(map(repr, foreign[:5]))} are not of golden set {golden_set.slug!r}"
+            if foreign
+            else "no query chosen: pass the queries to pool, or none for every query",
+            field="queries",
         )
     union.unchosen = ~np.isin(union.query_pks, chosen)
 
@@ -350,7 +393,12 @@ def pool_settings_check(*, depth: object, strategy: object, budget: object) -> t
 
 
 def pool_build_check(
-    *, golden_set: GoldenSet, runs: Sequence[Run], depth: object, strategy: object, budget: object,
+    *,
+    golden_set: GoldenSet,
+    runs: Sequence[Run],
+    depth: object,
+    strategy: object,
+    budget: object,
 ) -> tuple[list[Run], int, str, int | None]:
     """What pool_build refuses before it reads a run (GoldsetError naming the field), so
     that a page can refuse it at once; returns (runs, depth, strategy, budget) checked."""
@@ -359,9 +407,17 @@ def pool_build_check(
 
 @gc_paused()
 def pool_build(
-    *, golden_set: GoldenSet, runs: Sequence[Run], depth: int, strategy: str, budget: int | None = None,
-    queries: Sequence[Query] | None = None, user: AbstractBaseUser | None = None, progress: Progress = no_progress,
-    model: str | None = None, prompt_hash: str | None = None,
+    *,
+    golden_set: GoldenSet,
+    runs: Sequence[Run],
+    depth: int,
+    strategy: str,
+    budget: int | None = None,
+    queries: Sequence[Query] | None = None,
+    user: AbstractBaseUser | None = None,
+    progress: Progress = no_progress,
+    model: str | None = None,
+    prompt_hash: str | None = None,
 ) -> PoolBuildResult:
     """Pool the top `depth` pages of `runs`, per query, into judging tasks of a new pool.
 
@@ -390,14 +446,22 @@ def pool_build(
         new = masks["new_tasks"]
         query_dense, ranks = union.query_dense[new], union.ranks[new]
         pool = Pool.objects.create(
-            golden_set=golden_set, depth=depth, strategy=strategy, budget=budget, strategy_state=_strategy_state(strategy, model_source),
-            window=window_size(int(np.count_nonzero(np.bincount(query_dense)))), created_by=user,
+            golden_set=golden_set,
+            depth=depth,
+            strategy=strategy,
+            budget=budget,
+            strategy_state=_strategy_state(strategy, model_source),
+            window=window_size(int(np.count_nonzero(np.bincount(query_dense)))),
+            created_by=user,
         )
         PoolRun.objects.bulk_create([PoolRun(pool=pool, run=spec.run, depth=spec.depth, ordinal=spec.ordinal) for spec in specs])
         query_pks, page_pks = union.query_pks[query_dense], union.page_keys[new]
         table = PairTable(
-            query=query_dense, ranks=ranks, status=np.full(len(query_dense), JudgingTask.Status.OPEN, dtype=object),
-            grade=np.zeros(len(query_dense), dtype=np.int64), done_order=np.full(len(query_dense), -1, dtype=np.int64),
+            query=query_dense,
+            ranks=ranks,
+            status=np.full(len(query_dense), JudgingTask.Status.OPEN, dtype=object),
+            grade=np.zeros(len(query_dense), dtype=np.int64),
+            done_order=np.full(len(query_dense), -1, dtype=np.int64),
             page=page_pks,
         )
         ahead, closed = forecast(pool, with_model_scores(pool, table, query_pks), golden_set.relevance_threshold, progress)
@@ -424,9 +488,7 @@ def pool_extend_check(*, pool: Pool, runs: Sequence[Run], depth: object = None, 
     if for_queries:
         return runs, depth
     pooled = {pool_run.run_id: pool_run.depth for pool_run in pool.pool_runs.all()}
-    problems = [
-        f"run {run.name!r} is already pooled at depth {pooled[run.pk]}" for run in runs if pooled.get(run.pk, 0) >= depth
-    ]
+    problems = [f"run {run.name!r} is already pooled at depth {pooled[run.pk]}" for run in runs if pooled.get(run.pk, 0) >= depth]
     if problems:
         raise GoldsetError(f"nothing to add to pool {pool.pk} at depth {depth}", problems=problems, field="runs")
     return runs, depth
@@ -434,7 +496,11 @@ def pool_extend_check(*, pool: Pool, runs: Sequence[Run], depth: object = None, 
 
 @gc_paused()
 def pool_extend(
-    *, pool: Pool, runs: Sequence[Run], depth: int | None = None, queries: Sequence[Query] | None = None,
+    *,
+    pool: Pool,
+    runs: Sequence[Run],
+    depth: int | None = None,
+    queries: Sequence[Query] | None = None,
     progress: Progress = no_progress,
 ) -> PoolBuildResult:
     """Add runs to a pool, or pool runs it holds deeper: only their new unjudged pairs
@@ -496,9 +562,10 @@ def pool_extend(
             credited = pair_rows[changed]
             old.ranks[credited] = merged[changed]
         tasked = credited[old.task_id[credited] > 0]
-        _update_tasks("run_ranks", [
-            (int(old.task_id[row]), bytes(blob)) for row, blob in zip(tasked.tolist(), strategies.pack_ranks(old.ranks[tasked]))
-        ])
+        _update_tasks(
+            "run_ranks",
+            [(int(old.task_id[row]), bytes(blob)) for row, blob in zip(tasked.tolist(), strategies.pack_ranks(old.ranks[tasked]))],
+        )
 
         # The queries that gained pairs or credits: their pairs, old and new, stored
         # again, and their windows formed again.
@@ -511,7 +578,8 @@ def pool_extend(
         page_all = np.concatenate([old.page[kept], union.page_keys[new]])
         sort = np.lexsort((page_all, query_all))
         table = PairTable(
-            query=query_all[sort], page=page_all[sort],
+            query=query_all[sort],
+            page=page_all[sort],
             ranks=np.concatenate([old.ranks[kept], union.ranks[new].astype(np.int64)])[sort],
             status=np.concatenate([old.status[kept], np.full(fresh, JudgingTask.Status.OPEN, dtype=object)])[sort],
             grade=np.concatenate([old.grade[kept], np.zeros(fresh, dtype=np.int64)])[sort],
@@ -547,22 +615,26 @@ def _pool_pairs(pool: Pool, query_pks: Sequence[int], columns: int | None = None
     done_order = judging_order(pairs.done_at, pairs.task_ids.tolist())
     table = PairTable(
         query=np.r_[0, np.cumsum(pairs.query_pks[1:] != pairs.query_pks[:-1])] if len(pairs) else np.zeros(0, dtype=np.int64),
-        ranks=pairs.ranks, status=pairs.status, grade=np.maximum(pairs.grade, 0), done_order=done_order,
-        page=pairs.page_pks, task_id=pairs.task_ids, position=pairs.position,
+        ranks=pairs.ranks,
+        status=pairs.status,
+        grade=np.maximum(pairs.grade, 0),
+        done_order=done_order,
+        page=pairs.page_pks,
+        task_id=pairs.task_ids,
+        position=pairs.position,
     )
     return pairs.query_pks, table
 
 
-def _queue_pairs(pool: Pool, query_pks: np.ndarray, table: PairTable, fresh: np.ndarray,
-                 progress: Progress = no_progress) -> tuple[int, int]:
+def _queue_pairs(
+    pool: Pool, query_pks: np.ndarray, table: PairTable, fresh: np.ndarray, progress: Progress = no_progress
+) -> tuple[int, int]:
     """Write the queue positions `fresh` (-1: not queued) of the pairs of `table` (read by
     _pool_pairs, or new with task_id 0): open tasks whose position changes are updated,
     and the pairs without a task that join the queue become tasks. Returns (moved, made)."""
     has_task = table.task_id > 0
     moving = np.flatnonzero(has_task & (table.status == JudgingTask.Status.OPEN) & (fresh != table.position))
-    moved = _update_tasks("position", [
-        (int(table.task_id[i]), None if fresh[i] < 0 else int(fresh[i])) for i in moving.tolist()
-    ])
+    moved = _update_tasks("position", [(int(table.task_id[i]), None if fresh[i] < 0 else int(fresh[i])) for i in moving.tolist()])
     joining = ~has_task & (fresh >= 0)
     made = _insert_tasks(pool, query_pks[joining], table.page[joining], table.ranks[joining], fresh[joining], progress)
     return moved, made
@@ -581,7 +653,7 @@ def _write_pool_queries(pool: Pool, query_pks: np.ndarray, page_pks: np.ndarray,
     packed = PoolQuery.packed(page_pks, ranks)
     pages, runs_bytes, runs = packed["page_ids"], packed["run_ranks"], packed["runs"]
     rows = (
-        (pool.pk, int(query_pks[start]), pages[8 * start: 8 * stop], runs_bytes[2 * runs * start: 2 * runs * stop], runs)
+        (pool.pk, int(query_pks[start]), pages[8 * start : 8 * stop], runs_bytes[2 * runs * start : 2 * runs * stop], runs)
         for start, stop in zip(starts.tolist(), stops.tolist())
     )
     return bulk_insert(PoolQuery._meta.db_table, _POOL_QUERY_COLUMNS, rows, types=["bigint", "bigint", "bytea", "bytea", "smallint"])
@@ -632,8 +704,13 @@ def pool_task_judged(*, task: JudgingTask, grade: int, judgments_required: int =
         task.leased_to, task.lease_expires_at = None, None
         task.judgments_done, task.judgments_required = task.judgments_done + 1, judgments_required
         JudgingTask.objects.filter(pk=task.pk).update(
-            status=task.status, grade=grade, done_at=task.done_at, leased_to=None, lease_expires_at=None,
-            judgments_done=F("judgments_done") + 1, judgments_required=judgments_required,
+            status=task.status,
+            grade=grade,
+            done_at=task.done_at,
+            leased_to=None,
+            lease_expires_at=None,
+            judgments_done=F("judgments_done") + 1,
+            judgments_required=judgments_required,
         )
         result = TaskJudgedResult(task=task, relevant=grade >= golden_set.relevance_threshold)
 

@@ -232,7 +232,7 @@ class _RunQueue(Strategy):
         taken = self.judged.copy()
         out = []
         for run in self.run_order():
-            pages = self.lists[run][self.pointers[run]:]
+            pages = self.lists[run][self.pointers[run] :]
             fresh = pages[~taken[pages]]
             taken[fresh] = True
             out.append(fresh)
@@ -313,7 +313,9 @@ def model_score_keys(scores: np.ndarray | None, candidates: int) -> tuple[np.nda
 class ModelFirst(_FixedOrder):
     name = "model_first"
     uses_model_labels = True
-    description = "model first (uses model labels): the pairs a model grades highest first, then the unlabelled ones in rank order; not adaptive"
+    description = (
+        "model first (uses model labels): the pairs a model grades highest first, then the unlabelled ones in rank order; not adaptive"
+    )
 
     def __init__(self, ranks: np.ndarray, scores: np.ndarray | None = None, model: str = "", prompt_hash: str = ""):
         """`scores`: the model's score of each candidate, higher first, NaN where it gave
@@ -353,7 +355,10 @@ def make_strategy(name: str, ranks: np.ndarray, params: Mapping | None = None, s
 
 
 def replay(
-    name: str, ranks: np.ndarray, history: Sequence[tuple[int, bool]], params: Mapping | None = None,
+    name: str,
+    ranks: np.ndarray,
+    history: Sequence[tuple[int, bool]],
+    params: Mapping | None = None,
     scores: np.ndarray | None = None,
 ) -> Strategy:
     """The strategy after observing `history`, (candidate, relevant) in judging order.
@@ -368,6 +373,7 @@ def replay(
 
 
 # --- many queries at once --------------------------------------------------------------
+
 
 def initial_slots(name: str, query_index: np.ndarray, ranks: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
     """Each candidate's slot (0 = judged first) within its query, before any judgment.
@@ -538,10 +544,13 @@ def simulate(
             judged += 1
             still.append((state, relevant))
         active = still
-    return SimulationResult(strategy=strategy, depth=depth, queries=len(query_ids), pool_size=pool_size, relevant=relevant_total, found=found)
+    return SimulationResult(
+        strategy=strategy, depth=depth, queries=len(query_ids), pool_size=pool_size, relevant=relevant_total, found=found
+    )
 
 
 # --- simulation inputs from files ----------------------------------------------------------
+
 
 def runs_from_trec_files(paths: Sequence[Path]) -> list[dict[str, list[str]]]:
     """Each TREC run file as {query_id: doc ids best first}, ordered as trec_eval orders

@@ -19,8 +19,8 @@ from django.db import connection
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Judgment, Query
-from lib.progress import Progress
 from labeling.models import Pool, PoolQuery
+from lib.progress import Progress
 from lib.runs import RankedRun
 
 # The union packs (pair, run, rank) into one int64 and sorts that when the bits suffice:
@@ -150,7 +150,7 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
         run_column, rank = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
     at = 0
     for ordinal, query_map, kept, docs in parts:
-        piece = key[at: at + len(docs)]
+        piece = key[at : at + len(docs)]
         np.add(np.repeat(query_map * page_span + page_offset, kept), docs, out=piece)
         starts = np.cumsum(kept) - kept
         ranks_of_run = np.arange(1, len(docs) + 1, dtype=np.int64) - np.repeat(starts, kept)
@@ -159,8 +159,8 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
             piece |= ranks_of_run
             piece |= ordinal << rank_bits
         else:
-            run_column[at: at + len(docs)] = ordinal
-            rank[at: at + len(docs)] = ranks_of_run
+            run_column[at : at + len(docs)] = ordinal
+            rank[at : at + len(docs)] = ranks_of_run
         at += len(docs)
     del parts
 
@@ -189,9 +189,14 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
     ranks_matrix.ravel()[cell] = sorted_rank
     del cell, sorted_column, sorted_rank
     return Union(
-        query_pks=query_pks, query_ids=query_ids, retired=retired,
-        query_dense=unique_keys // page_span, page_keys=unique_keys % page_span - page_offset,
-        ranks=ranks_matrix, page_offset=page_offset, page_span=page_span,
+        query_pks=query_pks,
+        query_ids=query_ids,
+        retired=retired,
+        query_dense=unique_keys // page_span,
+        page_keys=unique_keys % page_span - page_offset,
+        ranks=ranks_matrix,
+        page_offset=page_offset,
+        page_span=page_span,
     )
 
 

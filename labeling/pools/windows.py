@@ -69,7 +69,10 @@ def forecast(pool: Pool, table: PairTable, threshold: int, progress: Progress) -
     plain = is_open & ~replayed[table.query]
     if plain.any():
         ahead[plain] = strategies.initial_slots(
-            pool.strategy, table.query[plain], table.ranks[plain], None if scores is None else scores[plain],
+            pool.strategy,
+            table.query[plain],
+            table.ranks[plain],
+            None if scores is None else scores[plain],
         )
 
     replay_queries = np.flatnonzero(replayed)
@@ -83,7 +86,10 @@ def forecast(pool: Pool, table: PairTable, threshold: int, progress: Progress) -
             done = done[np.argsort(done_order[done], kind="stable")]
             relevant = table.grade[rows][done] >= threshold
             strategy = strategies.replay(
-                pool.strategy, table.ranks[rows], list(zip(done.tolist(), relevant.tolist())), pool.strategy_state,
+                pool.strategy,
+                table.ranks[rows],
+                list(zip(done.tolist(), relevant.tolist())),
+                pool.strategy_state,
                 None if scores is None else scores[rows],
             )
             for i in np.flatnonzero(status == JudgingTask.Status.SKIPPED).tolist():

@@ -14,16 +14,21 @@ class AdjudicateForm(forms.Form):
 
     def __init__(self, *args, golden_set: GoldenSet, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["grade"].choices = [(g["value"], f'{g["value"]} {g["label"]}') for g in golden_set.grade_scale]
+        self.fields["grade"].choices = [(g["value"], f"{g['value']} {g['label']}") for g in golden_set.grade_scale]
 
 
 class GoldChecksForm(forms.Form):
     count = forms.IntegerField(
-        required=False, min_value=1, max_value=GOLD_CHECKS_MAX_ADD, label="Draw at random",
+        required=False,
+        min_value=1,
+        max_value=GOLD_CHECKS_MAX_ADD,
+        label="Draw at random",
         help_text="labelled pairs of active queries, not gold checks yet",
     )
     pairs = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="Or these pairs",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="Or these pairs",
         help_text="one pair a line: query_id, whitespace, doc_id",
     )
 
@@ -48,24 +53,32 @@ class GoldChecksForm(forms.Form):
 
 class GoldShareForm(forms.Form):
     gold_share = forms.FloatField(
-        min_value=0, max_value=0.5, label="Share of gold checks",
+        min_value=0,
+        max_value=0.5,
+        label="Share of gold checks",
         help_text="fraction of the tasks served to an annotator that are hidden gold checks (0 to 0.5)",
     )
 
 
 class OverlapForm(forms.Form):
     overlap_share = forms.FloatField(
-        min_value=0, max_value=1, label="Share of pairs judged twice or more",
+        min_value=0,
+        max_value=1,
+        label="Share of pairs judged twice or more",
         help_text="fraction of the pairs that go to more than one annotator, so that agreement can be measured (0 to 1)",
     )
     overlap_annotators = forms.TypedChoiceField(
-        choices=[(2, "2 annotators"), (3, "3 annotators")], coerce=int, label="Annotators of such a pair",
+        choices=[(2, "2 annotators"), (3, "3 annotators")],
+        coerce=int,
+        label="Annotators of such a pair",
     )
 
 
 class QueryOrderForm(forms.Form):
     query_order = forms.ChoiceField(
-        choices=QueueSettings.QueryOrder.choices, widget=forms.RadioSelect, label="Order of queries",
+        choices=QueueSettings.QueryOrder.choices,
+        widget=forms.RadioSelect,
+        label="Order of queries",
         help_text=(
             "one query at a time: an annotator stays on a query until it has no pair left for them, as TREC assessors "
             "judge a query's pages together; a budget then goes to the first queries judged. Interleaved: queries take "

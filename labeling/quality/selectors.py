@@ -76,7 +76,8 @@ def _adjudicated_pairs(golden_set: GoldenSet) -> dict[Pair, int]:
     """{pair: grade of its latest adjudication}."""
     rows = (
         Judgment.objects.filter(query__golden_set=golden_set, source=Judgment.Source.ADJUDICATED)
-        .order_by("query_id", "page_id", "-id").values_list("query_id", "page_id", "grade")
+        .order_by("query_id", "page_id", "-id")
+        .values_list("query_id", "page_id", "grade")
     )
     decided: dict[Pair, int] = {}
     for query_pk, page_pk, grade in rows.iterator(chunk_size=20_000):
@@ -185,21 +186,33 @@ def agreement_report(golden_set: GoldenSet) -> AgreementReport:
         if not math.isnan(kappa):
             kappa_sum += kappa * len(first)
             kappa_weight += len(first)
-        pairs.append(PairAgreement(
-            first=names[a], second=names[b], units=len(first),
-            percent=_finite(agreement.percent_agreement(first, second)), kappa=_finite(kappa),
-            alpha=_finite(agreement.krippendorff_alpha_ordinal(np.array([first, second], dtype=float), values=values)),
-            confusion=confusion.tolist(), values=values,
-        ))
+        pairs.append(
+            PairAgreement(
+                first=names[a],
+                second=names[b],
+                units=len(first),
+                percent=_finite(agreement.percent_agreement(first, second)),
+                kappa=_finite(kappa),
+                alpha=_finite(agreement.krippendorff_alpha_ordinal(np.array([first, second], dtype=float), values=values)),
+                confusion=confusion.tolist(),
+                values=values,
+            )
+        )
     pairs.sort(key=lambda p: (-p.units, p.first, p.second))
 
     agreeing, compared = agreement.pairwise_agreement(reliability, values=values) if multi else (0, 0)
     return AgreementReport(
-        values=values, labels=[golden_set.grade_label(v) for v in values], judged_pairs=judged, units=len(multi),
-        comparisons=compared, percent=(agreeing / compared) if compared else None,
+        values=values,
+        labels=[golden_set.grade_label(v) for v in values],
+        judged_pairs=judged,
+        units=len(multi),
+        comparisons=compared,
+        percent=(agreeing / compared) if compared else None,
         kappa=(kappa_sum / kappa_weight) if kappa_weight else None,
         alpha=_finite(agreement.krippendorff_alpha_ordinal(reliability, values=values)) if multi else None,
-        confusion=total_confusion.tolist(), pairs=pairs, annotators=[names[pk] for pk in people],
+        confusion=total_confusion.tolist(),
+        pairs=pairs,
+        annotators=[names[pk] for pk in people],
     )
 
 
@@ -248,10 +261,7 @@ def disagreements(golden_set: GoldenSet, *, limit: int | None = DISAGREEMENT_LIS
     threshold = golden_set.relevance_threshold
     decided = _adjudicated_pairs(golden_set)
     multi, _ = _stream_people_grades(golden_set)
-    pending = {
-        pair: grades for pair, grades in multi.items()
-        if pair not in decided and is_disagreement(list(grades.values()), threshold)
-    }
+    pending = {pair: grades for pair, grades in multi.items() if pair not in decided and is_disagreement(list(grades.values()), threshold)}
     query_ids = dict(
         Query.objects.filter(golden_set=golden_set, retired_at__isnull=True, pk__in={q for q, _ in pending}).values_list("pk", "query_id")
     )
@@ -265,7 +275,12 @@ def disagreements(golden_set: GoldenSet, *, limit: int | None = DISAGREEMENT_LIS
     titles = dict(Page.objects.filter(pk__in={p for _, p in shown}).values_list("pk", "title"))
     items = [
         Disagreement(
-            query_pk=q, page_pk=p, query_id=query_ids[q], doc_id=doc_ids[p], query_text=texts.get(q, ""), page_title=titles.get(p, ""),
+            query_pk=q,
+            page_pk=p,
+            query_id=query_ids[q],
+            doc_id=doc_ids[p],
+            query_text=texts.get(q, ""),
+            page_title=titles.get(p, ""),
             grades=sorted(((names[a], g) for a, g in pending[(q, p)].items()), key=lambda item: item[0]),
             label=label_resolve(list(pending[(q, p)].values())),
         )
@@ -307,9 +322,7 @@ def pair_review(golden_set: GoldenSet, *, query_pk: int, page_pk: int) -> PairRe
     page = Page.objects.filter(corpus_id=golden_set.corpus_id, pk=page_pk).first()
     if query is None or page is None:
         return None
-    rows = list(
-        Judgment.objects.filter(query=query, page=page).select_related("annotator").order_by("-id")
-    )
+    rows = list(Judgment.objects.filter(query=query, page=page).select_related("annotator").order_by("-id"))
     if not rows:
         return None
     people = any(j.source == Judgment.Source.HUMAN for j in rows)
@@ -331,7 +344,10 @@ def pair_review(golden_set: GoldenSet, *, query_pk: int, page_pk: int) -> PairRe
         judgments.append(PairJudgment(who, row.source, row.grade, row.note, row.seconds_spent, row.created_at, current))
     latest_people = [j.grade for j in judgments if j.source == Judgment.Source.HUMAN and j.current]
     return PairReview(
-        query=query, page=page, judgments=judgments, label=label_of((row.grade, row.source, row.annotator_id) for row in rows),
+        query=query,
+        page=page,
+        judgments=judgments,
+        label=label_of((row.grade, row.source, row.annotator_id) for row in rows),
         adjudicated=adjudication is not None,
         disagreement=is_disagreement(latest_people, golden_set.relevance_threshold),
     )
@@ -396,9 +412,8 @@ def annotator_quality(golden_set: GoldenSet) -> list[AnnotatorQuality]:
     username. Six queries."""
     events: dict[int, list[tuple[datetime, float | None]]] = defaultdict(list)
     judgment_counts: dict[int, int] = defaultdict(int)
-    rows = (
-        Judgment.objects.filter(query__golden_set=golden_set, source=Judgment.Source.HUMAN)
-        .values_list("annotator_id", "created_at", "seconds_spent")
+    rows = Judgment.objects.filter(query__golden_set=golden_set, source=Judgment.Source.HUMAN).values_list(
+        "annotator_id", "created_at", "seconds_spent"
     )
     for pk, created_at, spent in rows.iterator(chunk_size=20_000):
         events[pk].append((created_at, spent))

@@ -28,12 +28,21 @@ def pair_adjudicate(*, query: Query, page: Page, adjudicator: AbstractBaseUser, 
     if isinstance(grade, bool):
         raise GoldsetError(f"grade {grade!r} is not a grade", field="grade")
     return judgment_record(
-        query=query, page=page, grade=grade, annotator=adjudicator, source=Judgment.Source.ADJUDICATED, note=(note or "").strip(),
+        query=query,
+        page=page,
+        grade=grade,
+        annotator=adjudicator,
+        source=Judgment.Source.ADJUDICATED,
+        note=(note or "").strip(),
     )
 
 
 def gold_checks_add(
-    *, golden_set: GoldenSet, count: int | None = None, pairs: Sequence[tuple[str, str]] | None = None, seed: int | None = None,
+    *,
+    golden_set: GoldenSet,
+    count: int | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    seed: int | None = None,
 ) -> int:
     """Make labelled pairs of the set hidden gold checks (JudgingTask rows of kind GOLD, no
     pool, a position so the queue can serve them); return how many were added.
@@ -85,13 +94,19 @@ def gold_checks_add(
     with transaction.atomic():
         start = JudgingTask.objects.filter(golden_set=golden_set, kind=JudgingTask.Kind.GOLD).aggregate(top=Max("position"))["top"]
         start = 0 if start is None else start + 1
-        JudgingTask.objects.bulk_create([
-            JudgingTask(
-                golden_set=golden_set, query_id=q, page_id=p, kind=JudgingTask.Kind.GOLD, position=start + i,
-                status=JudgingTask.Status.OPEN,
-            )
-            for i, (q, p) in enumerate(chosen)
-        ])
+        JudgingTask.objects.bulk_create(
+            [
+                JudgingTask(
+                    golden_set=golden_set,
+                    query_id=q,
+                    page_id=p,
+                    kind=JudgingTask.Kind.GOLD,
+                    position=start + i,
+                    status=JudgingTask.Status.OPEN,
+                )
+                for i, (q, p) in enumerate(chosen)
+            ]
+        )
     return len(chosen)
 
 

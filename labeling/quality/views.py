@@ -19,10 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
-from labeling.models import QueueSettings
-from labeling.quality import selectors, services
 from labeling.judging.selectors import query_order_of
 from labeling.judging.services import query_order_set, queue_overlap_set
+from labeling.models import QueueSettings
+from labeling.quality import selectors, services
 from labeling.quality.forms import AdjudicateForm, GoldChecksForm, GoldShareForm, OverlapForm, QueryOrderForm
 from lib.errors import GoldsetError
 from lib.sanitize import page_html
@@ -67,7 +67,7 @@ def _next_pair(golden_set: GoldenSet, query_pk: int, page_pk: int) -> selectors.
     keys = [(d.query_pk, d.page_pk) for d in items]
     if (query_pk, page_pk) in keys:
         at = keys.index((query_pk, page_pk))
-        rest = items[at + 1:] + items[:at]
+        rest = items[at + 1 :] + items[:at]
     else:
         rest = items
     return rest[0] if rest else None
@@ -87,22 +87,25 @@ def adjudicate_pair(request: HttpRequest, slug: str, query_pk: int, page_pk: int
         if form.is_valid():
             try:
                 services.pair_adjudicate(
-                    query=review.query, page=review.page, adjudicator=request.user,
-                    grade=form.cleaned_data["grade"], note=form.cleaned_data["note"],
+                    query=review.query,
+                    page=review.page,
+                    adjudicator=request.user,
+                    grade=form.cleaned_data["grade"],
+                    note=form.cleaned_data["note"],
                 )
             except GoldsetError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
-                messages.success(
-                    request, f"({review.query.query_id}, {review.page.doc_id}) decided: grade {form.cleaned_data['grade']}."
-                )
+                messages.success(request, f"({review.query.query_id}, {review.page.doc_id}) decided: grade {form.cleaned_data['grade']}.")
                 following = _next_pair(golden_set, query_pk, page_pk)
                 if following is None:
                     return redirect("adjudicate", slug=golden_set.slug)
                 return redirect("adjudicate_pair", slug=golden_set.slug, query_pk=following.query_pk, page_pk=following.page_pk)
         status = 400
     ctx = {
-        **_tabs(request, golden_set, "adjudicate"), "review": review, "form": form,
+        **_tabs(request, golden_set, "adjudicate"),
+        "review": review,
+        "form": form,
         "page_html": mark_safe(page_html(review.page.text)),  # noqa: S308 - sanitised by nh3 in lib.sanitize
         "following": _next_pair(golden_set, query_pk, page_pk),
     }
@@ -110,7 +113,13 @@ def adjudicate_pair(request: HttpRequest, slug: str, query_pk: int, page_pk: int
 
 
 def _quality_page(
-    request: HttpRequest, golden_set: GoldenSet, *, gold_form=None, share_form=None, order_form=None, overlap_form=None,
+    request: HttpRequest,
+    golden_set: GoldenSet,
+    *,
+    gold_form=None,
+    share_form=None,
+    order_form=None,
+    overlap_form=None,
     status: int = 200,
 ) -> HttpResponse:
     summary = selectors.gold_check_summary(golden_set)
@@ -120,9 +129,14 @@ def _quality_page(
         queue = QueueSettings.objects.filter(golden_set=golden_set).first() or QueueSettings()
         overlap_form = OverlapForm(initial={"overlap_share": queue.overlap_share, "overlap_annotators": queue.overlap_annotators})
     ctx = {
-        **_tabs(request, golden_set, "quality"), "people": selectors.annotator_quality(golden_set), "gold": summary,
-        "gold_form": gold_form or GoldChecksForm(), "share_form": share_form or GoldShareForm(initial={"gold_share": summary.gold_share}),
-        "order_form": order_form, "overlap_form": overlap_form, "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
+        **_tabs(request, golden_set, "quality"),
+        "people": selectors.annotator_quality(golden_set),
+        "gold": summary,
+        "gold_form": gold_form or GoldChecksForm(),
+        "share_form": share_form or GoldShareForm(initial={"gold_share": summary.gold_share}),
+        "order_form": order_form,
+        "overlap_form": overlap_form,
+        "session_gap_minutes": selectors.SESSION_GAP_SECONDS // 60,
     }
     return render(request, "labeling/quality/quality.html", ctx, status=status)
 
@@ -135,7 +149,12 @@ def quality_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _quality_post(
-    request: HttpRequest, golden_set: GoldenSet, form: forms.Form, act: Callable[[dict], str], *, shown_as: str,
+    request: HttpRequest,
+    golden_set: GoldenSet,
+    form: forms.Form,
+    act: Callable[[dict], str],
+    *,
+    shown_as: str,
 ) -> HttpResponse:
     """A form of the quality page posted. `act` runs the service on the form's cleaned data
     and says what it did, which the manager reads back on the page. A refusal is shown on
@@ -186,7 +205,7 @@ def overlap_update(request: HttpRequest, slug: str) -> HttpResponse:
 
     def overlap(data: dict) -> str:
         queue_overlap_set(golden_set=golden_set, overlap_share=data["overlap_share"], overlap_annotators=data["overlap_annotators"])
-        return (f"{data['overlap_share']:.0%} of the pairs first judged from now on go to {data['overlap_annotators']} annotators.")
+        return f"{data['overlap_share']:.0%} of the pairs first judged from now on go to {data['overlap_annotators']} annotators."
 
     return _quality_post(request, golden_set, OverlapForm(request.POST), overlap, shown_as="overlap_form")
 

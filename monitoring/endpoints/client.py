@@ -167,7 +167,12 @@ def backoff_delay(retry: int, pacing: Pacing, retry_after: float | None = None) 
     """Seconds to wait before retry number `retry` (lib.retrying's rule with the endpoint
     client's caps and the pacing's random source)."""
     return retrying.backoff_delay(
-        retry, pacing.random(), retry_after, base=BACKOFF_BASE, cap=BACKOFF_CAP, retry_after_cap=RETRY_AFTER_CAP,
+        retry,
+        pacing.random(),
+        retry_after,
+        base=BACKOFF_BASE,
+        cap=BACKOFF_CAP,
+        retry_after_cap=RETRY_AFTER_CAP,
     )
 
 
@@ -215,10 +220,14 @@ def _session(spec: EndpointSpec, allowed_networks: Sequence[str]) -> aiohttp.Cli
     # The endpoint's timeout is the session's total timeout (connect, send and the whole
     # answer): aiohttp times every request anyway, a second timer of our own cost as much.
     connector = aiohttp.TCPConnector(
-        limit=spec.max_in_flight, resolver=CheckedResolver(allowed_networks), socket_factory=checked_socket_factory(allowed_networks),
+        limit=spec.max_in_flight,
+        resolver=CheckedResolver(allowed_networks),
+        socket_factory=checked_socket_factory(allowed_networks),
     )
     return aiohttp.ClientSession(
-        connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+        connector=connector,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
         timeout=aiohttp.ClientTimeout(total=spec.timeout_seconds),
     )
 
@@ -255,7 +264,11 @@ async def _read_limited(response: aiohttp.ClientResponse) -> bytes:
 
 
 async def _attempt(
-    session: aiohttp.ClientSession, request: Request, headers: CIMultiDict, timeout: float, secrets: dict[str, str],
+    session: aiohttp.ClientSession,
+    request: Request,
+    headers: CIMultiDict,
+    timeout: float,
+    secrets: dict[str, str],
 ) -> _Attempt:
     """One request; whatever happens is told in the _Attempt, never raised. An error quoting
     the answer has the `secrets` written as their variables (an endpoint may echo headers)."""
@@ -322,8 +335,13 @@ def _read(spec: EndpointSpec, body: bytes, k: int) -> mapping.RankingRead:
     if error:
         return mapping.RankingRead(error=error)
     return mapping.read_ranking(
-        answer, k, hits_path=spec.hits_path, doc_id_path=spec.doc_id_path, score_path=spec.score_path,
-        index_size_path=spec.index_size_path, vespa_ids=spec.preset == "vespa",
+        answer,
+        k,
+        hits_path=spec.hits_path,
+        doc_id_path=spec.doc_id_path,
+        score_path=spec.score_path,
+        index_size_path=spec.index_size_path,
+        vespa_ids=spec.preset == "vespa",
     )
 
 
@@ -349,8 +367,13 @@ class _Sender:
             return QueryAnswer(ranking=[], error=scrub(_final_error(outcome, attempts), self.secrets), **common)
         read = _read(self.spec, outcome.body, self.k)
         return QueryAnswer(
-            ranking=read.ranking, error=scrub(read.error, self.secrets) if read.error else None, duplicates=read.duplicates, notes=tuple(read.notes), index_size=read.index_size,
-            columns=read.columns, **common,
+            ranking=read.ranking,
+            error=scrub(read.error, self.secrets) if read.error else None,
+            duplicates=read.duplicates,
+            notes=tuple(read.notes),
+            index_size=read.index_size,
+            columns=read.columns,
+            **common,
         )
 
 
@@ -463,7 +486,13 @@ def fetch_rankings_sync(
 
 
 async def probe(
-    spec: EndpointSpec, query_id: str, text: str, k: int, *, allowed_networks: Sequence[str] = DEFAULT_ALLOWED_NETWORKS, env_prefix: str = ENV_PREFIX
+    spec: EndpointSpec,
+    query_id: str,
+    text: str,
+    k: int,
+    *,
+    allowed_networks: Sequence[str] = DEFAULT_ALLOWED_NETWORKS,
+    env_prefix: str = ENV_PREFIX,
 ) -> ProbeAnswer:
     """Send one query once (no retries: the manager is watching) and show it all."""
     request = build_request(spec, query_id, text, k)
@@ -505,7 +534,11 @@ class IndexSizeError(Exception):
 
 
 async def fetch_index_size(
-    spec: EndpointSpec, *, allowed_networks: Sequence[str] = DEFAULT_ALLOWED_NETWORKS, env_prefix: str = ENV_PREFIX, pacing: Pacing | None = None
+    spec: EndpointSpec,
+    *,
+    allowed_networks: Sequence[str] = DEFAULT_ALLOWED_NETWORKS,
+    env_prefix: str = ENV_PREFIX,
+    pacing: Pacing | None = None,
 ) -> int | None:
     """The index's number of documents read at count_path of a GET to count_url (with the
     spec's headers and retries); None when the spec has no count URL. IndexSizeError
@@ -539,7 +572,9 @@ async def fetch_index_size(
     count = mapping.read_path(answer, mapping.parse_path(spec.count_path))
     if isinstance(count, bool) or not isinstance(count, int | float) or count < 0 or not float(count).is_integer():
         found = "nothing" if count is mapping.MISSING else mapping.kind_of(count)
-        raise IndexSizeError(f"count_path {spec.count_path!r} holds {found} in the count answer, not a number of documents ({mapping.top_level(answer)})")
+        raise IndexSizeError(
+            f"count_path {spec.count_path!r} holds {found} in the count answer, not a number of documents ({mapping.top_level(answer)})"
+        )
     return int(count)
 
 

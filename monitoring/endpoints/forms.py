@@ -10,8 +10,15 @@ from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endp
 
 # The fields a preset fills in; a generic endpoint needs them, the others may override them.
 REQUEST_FIELDS = (
-    "method", "body_template", "params_template", "hits_path", "doc_id_path", "score_path",
-    "index_size_path", "count_url", "count_path",
+    "method",
+    "body_template",
+    "params_template",
+    "hits_path",
+    "doc_id_path",
+    "score_path",
+    "index_size_path",
+    "count_url",
+    "count_path",
 )
 LIMIT_FIELDS = ("timeout_seconds", "retries", "max_in_flight", "max_per_second")
 SCHEDULE_FIELDS = ("run_schedule", "probe_schedule", "enabled")
@@ -29,43 +36,73 @@ class _EndpointFields(forms.Form):
 
     system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked endpoints form a funnel")
     url = forms.CharField(
-        label="URL", max_length=2000, widget=forms.TextInput(attrs=_CODE),
+        label="URL",
+        max_length=2000,
+        widget=forms.TextInput(attrs=_CODE),
         help_text="e.g. http://search:9200/wiki/_search; only addresses the deployment allows are called",
     )
     headers = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={**_CODE, "rows": 3}),
+        required=False,
+        widget=forms.Textarea(attrs={**_CODE, "rows": 3}),
         help_text="one 'Name: value' per line. Put secrets in environment variables whose names start with SEARCH_: "
         "'Authorization: Bearer ${SEARCH_TOKEN}' is resolved by the worker when it sends, and never stored or shown resolved.",
     )
     method = forms.ChoiceField(required=False, choices=[("", "preset's"), ("POST", "POST"), ("GET", "GET")])
     body_template = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={**_CODE, "rows": 4}),
+        required=False,
+        widget=forms.Textarea(attrs={**_CODE, "rows": 4}),
         help_text="JSON body holding {{query}}, {{query_id}} and {{k}}",
     )
     params_template = forms.CharField(
-        required=False, max_length=2000, widget=forms.TextInput(attrs=_CODE), help_text="URL query string, e.g. q={{query}}&rows={{k}}",
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="URL query string, e.g. q={{query}}&rows={{k}}",
     )
-    hits_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="dotted path of the hit list, e.g. hits.hits")
-    doc_id_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a hit, e.g. _id (Vespa: id, read as the id fed: id:ns:type::X is X)")
-    score_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a hit, e.g. _score (empty: rank order)")
+    hits_path = forms.CharField(
+        required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="dotted path of the hit list, e.g. hits.hits"
+    )
+    doc_id_path = forms.CharField(
+        required=False,
+        max_length=300,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="in a hit, e.g. _id (Vespa: id, read as the id fed: id:ns:type::X is X)",
+    )
+    score_path = forms.CharField(
+        required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a hit, e.g. _score (empty: rank order)"
+    )
     index_size_path = forms.CharField(
-        required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in a search answer, the documents searched",
+        required=False,
+        max_length=300,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="in a search answer, the documents searched",
     )
     count_url = forms.CharField(
-        required=False, max_length=2000, widget=forms.TextInput(attrs=_CODE), help_text="a GET URL answering the index size, e.g. .../_count",
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="a GET URL answering the index size, e.g. .../_count",
     )
-    count_path = forms.CharField(required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in the count answer, e.g. count")
+    count_path = forms.CharField(
+        required=False, max_length=300, widget=forms.TextInput(attrs=_CODE), help_text="in the count answer, e.g. count"
+    )
     # Their bounds are the client's (monitoring.endpoints.spec), checked by the service.
     timeout_seconds = forms.FloatField(required=False, label="Timeout (seconds)", help_text="per attempt, 0.1 to 120 (default 10)")
     retries = forms.IntegerField(required=False, help_text="extra attempts on errors, timeouts, 429 and 5xx, 0 to 5 (default 2)")
     max_in_flight = forms.IntegerField(required=False, label="Requests at once", help_text="1 to 64 (default 8)")
-    max_per_second = forms.FloatField(required=False, label="Requests per second", help_text="started per second, retries included (default 20)")
+    max_per_second = forms.FloatField(
+        required=False, label="Requests per second", help_text="started per second, retries included (default 20)"
+    )
     run_schedule = forms.CharField(
-        required=False, max_length=100, widget=forms.TextInput(attrs=_CODE),
+        required=False,
+        max_length=100,
+        widget=forms.TextInput(attrs=_CODE),
         help_text=f"cron line, UTC, of the nightly runs (default '{DEFAULT_RUN_SCHEDULE}')",
     )
     probe_schedule = forms.CharField(
-        required=False, max_length=100, widget=forms.TextInput(attrs=_CODE),
+        required=False,
+        max_length=100,
+        widget=forms.TextInput(attrs=_CODE),
         help_text=f"cron line, UTC, of the canary probes of a first stage (default '{DEFAULT_PROBE_SCHEDULE}')",
     )
     enabled = forms.BooleanField(required=False, initial=True, help_text="off: no scheduled runs or probes (run now still works)")
@@ -87,7 +124,9 @@ class _EndpointFields(forms.Form):
 
 class EndpointAddForm(_EndpointFields):
     name = forms.CharField(
-        max_length=100, widget=forms.TextInput(attrs=_CODE), help_text="within the set, e.g. prod-hybrid-first: letters, digits, '.', '_', '-'",
+        max_length=100,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="within the set, e.g. prod-hybrid-first: letters, digits, '.', '_', '-'",
     )
     stage = forms.ChoiceField(choices=Endpoint.Stage.choices, help_text="reranked is what the prompt sees")
     preset = forms.ChoiceField(
@@ -120,10 +159,13 @@ class EndpointEditForm(_EndpointFields):
     )
 
     def __init__(self, *args, endpoint: Endpoint, **kwargs):
-        kwargs.setdefault("initial", {
-            **{name: getattr(endpoint, name) for name in (*REQUEST_FIELDS, *LIMIT_FIELDS, *SCHEDULE_FIELDS, "system", "url")},
-            "headers": headers_text(endpoint.headers),
-        })
+        kwargs.setdefault(
+            "initial",
+            {
+                **{name: getattr(endpoint, name) for name in (*REQUEST_FIELDS, *LIMIT_FIELDS, *SCHEDULE_FIELDS, "system", "url")},
+                "headers": headers_text(endpoint.headers),
+            },
+        )
         super().__init__(*args, **kwargs)
         # An edit states every value: an empty limit or schedule is an error, not "the default".
         for name in ("method", *LIMIT_FIELDS, "run_schedule", "probe_schedule"):
@@ -137,7 +179,9 @@ class EndpointEditForm(_EndpointFields):
 class EndpointTryForm(forms.Form):
     query = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"autofocus": True}), help_text="the query text to send")
     query_id = forms.CharField(max_length=200, required=False, initial="probe", help_text="sent as {{query_id}} (default 'probe')")
-    k = forms.IntegerField(required=False, min_value=1, max_value=1000, help_text="depth asked (default: the stage's k of the latest version)")
+    k = forms.IntegerField(
+        required=False, min_value=1, max_value=1000, help_text="depth asked (default: the stage's k of the latest version)"
+    )
 
 
 def service_error_show(form: forms.Form, exc: GoldsetError) -> None:

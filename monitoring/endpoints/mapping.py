@@ -21,8 +21,8 @@ of that form is the user-specified part (`CR93E-3103#37`, colons in it kept), th
 the corpus was fed with, and any other value is read as it is.
 """
 
-import json
 import functools
+import json
 import math
 import operator
 import re
@@ -70,7 +70,7 @@ def _groonga(text: str) -> str:
 QUERY_SYNTAX_ESCAPES = {"lucene": _lucene, "groonga": _groonga}
 _LUCENE_SPECIALS = re.compile(r'[+\-=&|!(){}\[\]^"~*?:\\/]')
 _LUCENE_OPERATORS = re.compile(r"\b(?:AND|OR|NOT)\b")
-_GROONGA_SPECIALS = re.compile(r'[\\"'"'"'()+\-*<>=@~^:$!]')
+_GROONGA_SPECIALS = re.compile(r'[\\"' "'" r"()+\-*<>=@~^:$!]")
 _GROONGA_OPERATORS = re.compile(r"\bOR\b")
 
 
@@ -282,7 +282,14 @@ def _plain_ranking(hits: list, id_key: str, score_key: str, vespa_ids: bool = Fa
 
 
 def read_ranking(
-    answer: Any, k: int, *, hits_path: str, doc_id_path: str, score_path: str = "", index_size_path: str = "", vespa_ids: bool = False,
+    answer: Any,
+    k: int,
+    *,
+    hits_path: str,
+    doc_id_path: str,
+    score_path: str = "",
+    index_size_path: str = "",
+    vespa_ids: bool = False,
 ) -> RankingRead:
     """Read `answer` (parsed JSON) into a ranking of at most `k` distinct doc ids.
 

@@ -30,7 +30,8 @@ def doc_ids_known(golden_set: GoldenSet, doc_ids: list[str]) -> set[str]:
 def nights_in_progress(golden_set: GoldenSet, endpoint: Endpoint | None = None) -> list[NightlyRun]:
     """The set's nights (or `endpoint`'s) that are pending or running, oldest first."""
     nights = NightlyRun.objects.filter(
-        endpoint__golden_set=golden_set, status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING],
+        endpoint__golden_set=golden_set,
+        status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING],
     ).select_related("endpoint")
     if endpoint is not None:
         nights = nights.filter(endpoint=endpoint)

@@ -81,14 +81,23 @@ def _check(values: dict) -> None:
     if problems:
         first_field = problems[0].split(":", 1)[0].strip()
         raise GoldsetError(
-            f"the endpoint was not saved: {len(problems)} problem(s)", problems=problems,
+            f"the endpoint was not saved: {len(problems)} problem(s)",
+            problems=problems,
             field=first_field if first_field in values else None,
         )
 
 
 def endpoint_add(
-    *, golden_set: GoldenSet, name: str, system: str, stage: str, preset: str, url: str,
-    series: str = "", user: AbstractBaseUser | None = None, **options,
+    *,
+    golden_set: GoldenSet,
+    name: str,
+    system: str,
+    stage: str,
+    preset: str,
+    url: str,
+    series: str = "",
+    user: AbstractBaseUser | None = None,
+    **options,
 ) -> Endpoint:
     """Register an endpoint of `golden_set`; unset request options take the preset's
     defaults (monitoring.endpoints.spec.preset_defaults). GoldsetError naming the field for
@@ -96,7 +105,8 @@ def endpoint_add(
     name = (name or "").strip()
     if not NAME.match(name):
         raise GoldsetError(
-            f"endpoint name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit", field="name",
+            f"endpoint name {name!r}: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field="name",
         )
     if name in RESERVED_NAMES:
         raise GoldsetError(f"endpoint name {name!r} is taken by the pages themselves; choose another", field="name")
@@ -137,7 +147,12 @@ def endpoint_add(
                 raise ConflictError(f"series {series_name!r} is fed by another endpoint already", field="series")
             model_fields = {f.name for f in Endpoint._meta.get_fields()}
             return Endpoint.objects.create(
-                golden_set=golden_set, name=name, system=system, stage=stage, series=in_series, created_by=user,
+                golden_set=golden_set,
+                name=name,
+                system=system,
+                stage=stage,
+                series=in_series,
+                created_by=user,
                 **{key: value for key, value in values.items() if key in model_fields},
             )
     except IntegrityError:
@@ -162,7 +177,6 @@ def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None,
         setattr(endpoint, key, value.strip() if key == "system" else value)
     endpoint.save()
     return endpoint
-
 
 
 def endpoint_delete(*, endpoint: Endpoint) -> str:

@@ -189,7 +189,11 @@ class MissingVariable(LookupError):
 
 
 def resolve_headers(
-    spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX, environ=None, secrets: dict[str, str] | None = None,
+    spec: EndpointSpec,
+    *,
+    env_prefix: str = ENV_PREFIX,
+    environ=None,
+    secrets: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The headers to send, each `${VAR}` replaced by the variable's value from `environ`
     (os.environ by default) at the time of the call; the values used are added to `secrets`
@@ -240,7 +244,9 @@ def _header_problems(headers: tuple[tuple[str, str], ...], env_prefix: str) -> l
             if not ENV_NAME.match(variable):
                 problems.append(f"headers: {name} names ${{{variable}}}, not an environment variable name (letters, digits, _)")
             elif not variable.startswith(env_prefix):
-                problems.append(f"headers: {name} names ${{{variable}}}; only variables starting with {env_prefix} may be sent (say ${{{env_prefix}TOKEN}})")
+                problems.append(
+                    f"headers: {name} names ${{{variable}}}; only variables starting with {env_prefix} may be sent (say ${{{env_prefix}TOKEN}})"
+                )
         literal = ENV_REFERENCE.sub(" ", value)
         if _is_secret_header(name) and (not variables or not _SECRET_SURROUNDINGS.match(literal)):
             example = "Bearer ${SEARCH_TOKEN}" if name.lower() == "authorization" else "${" + env_prefix + "API_KEY}"
@@ -264,18 +270,26 @@ def _template_problems(spec: EndpointSpec) -> list[str]:
             problems.append(f"{field_name}: a '{{{{' that is not a placeholder like {{{{query}}}}")
     if problems:
         return problems
-    used = {mapping.placeholder_base(name) for f in ("url", "params_template", "body_template") for name in mapping.placeholders_in(getattr(spec, f))}
+    used = {
+        mapping.placeholder_base(name)
+        for f in ("url", "params_template", "body_template")
+        for name in mapping.placeholders_in(getattr(spec, f))
+    }
     if "query" not in used:
-        problems.append("body_template: no {{query}} placeholder in the URL, the parameters or the body, so every query would get the same answer")
+        problems.append(
+            "body_template: no {{query}} placeholder in the URL, the parameters or the body, so every query would get the same answer"
+        )
     if spec.method == "POST" and not spec.body_template.strip():
-        problems.append("body_template: a POST needs a JSON body template, like {\"query\": {{query}}, \"k\": {{k}}}")
+        problems.append('body_template: a POST needs a JSON body template, like {"query": {{query}}, "k": {{k}}}')
     if spec.method == "GET" and spec.body_template.strip():
         problems.append("body_template: a GET sends no body; put the query in params_template, like q={{query}}&rows={{k}}")
     if spec.body_template.strip():
         try:
             json.loads(mapping.render_json(spec.body_template, mapping.SAMPLE_VALUES))
         except json.JSONDecodeError as exc:
-            problems.append(f"body_template: not valid JSON once a sample query is put in: {exc.msg} at line {exc.lineno} column {exc.colno}")
+            problems.append(
+                f"body_template: not valid JSON once a sample query is put in: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            )
     if spec.params_template.startswith(("?", "&")):
         problems.append("params_template: write the parameters without a leading ? or &, like q={{query}}&rows={{k}}")
     return problems

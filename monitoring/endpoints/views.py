@@ -54,7 +54,8 @@ def endpoint_add_page(request: HttpRequest, slug: str) -> HttpResponse:
             service_error_show(form, exc)
         else:
             messages.success(
-                request, f"Endpoint {endpoint.name} added; its nights join the series '{endpoint.series.name}'. "
+                request,
+                f"Endpoint {endpoint.name} added; its nights join the series '{endpoint.series.name}'. "
                 "Try it with one query before its first night.",
             )
             return redirect("endpoint_try", slug=golden_set.slug, name=endpoint.name)
@@ -130,13 +131,21 @@ def endpoint_try_page(request: HttpRequest, slug: str, name: str) -> HttpRespons
         from monitoring.endpoints.client import probe_sync
 
         answer = probe_sync(
-            endpoint_spec(endpoint), values["query_id"] or "probe", values["query"], k,
+            endpoint_spec(endpoint),
+            values["query_id"] or "probe",
+            values["query"],
+            k,
             allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
         )
         known = doc_ids_known(golden_set, [doc_id for doc_id, _ in answer.ranking])
-        ctx.update({
-            "answer": answer, "k": k, "raw": _pretty(answer.raw_text), "raw_cut": len(answer.raw_text or "") > RAW_SHOWN_CHARS,
-            "ranking": [(rank, doc_id, score, doc_id in known) for rank, (doc_id, score) in enumerate(answer.ranking, start=1)],
-            "unknown": sum(doc_id not in known for doc_id, _ in answer.ranking),
-        })
+        ctx.update(
+            {
+                "answer": answer,
+                "k": k,
+                "raw": _pretty(answer.raw_text),
+                "raw_cut": len(answer.raw_text or "") > RAW_SHOWN_CHARS,
+                "ranking": [(rank, doc_id, score, doc_id in known) for rank, (doc_id, score) in enumerate(answer.ranking, start=1)],
+                "unknown": sum(doc_id not in known for doc_id, _ in answer.ranking),
+            }
+        )
     return render(request, "monitoring/endpoints/try.html", ctx)

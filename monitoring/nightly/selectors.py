@@ -24,9 +24,13 @@ def latest_nights(endpoint_ids: Iterable[int]) -> dict[int, LatestNights]:
     (the latest night of each endpoint in each status, at most four rows an endpoint)."""
     ids = list(endpoint_ids)
     rows = (
-        NightlyRun.objects.filter(endpoint_id__in=ids).select_related("run", "version")
-        .annotate(latest_in_status=Window(RowNumber(), partition_by=[F("endpoint_id"), F("status")], order_by=[F("slot").desc(), F("id").desc()]))
-        .filter(latest_in_status=1).order_by("-slot", "-id")
+        NightlyRun.objects.filter(endpoint_id__in=ids)
+        .select_related("run", "version")
+        .annotate(
+            latest_in_status=Window(RowNumber(), partition_by=[F("endpoint_id"), F("status")], order_by=[F("slot").desc(), F("id").desc()])
+        )
+        .filter(latest_in_status=1)
+        .order_by("-slot", "-id")
     )
     found: dict[int, dict[str, NightlyRun]] = {endpoint_id: {} for endpoint_id in ids}
     for night in rows:

@@ -66,7 +66,9 @@ NIGHTS = JobKind(
     # A pending night whose task was sent this long ago and never started was lost with a broker.
     send_again_after=timedelta(minutes=10),
     # A night running this long is stuck (its worker answers but never finishes): sent again.
-    give_up_after=timedelta(hours=6), stuck_sent_again=True, stopped="",
+    give_up_after=timedelta(hours=6),
+    stuck_sent_again=True,
+    stopped="",
     waiting=NightlyRun.Status.PENDING,
     claimed=lambda: {"attempts": F("attempts") + 1, "queries_done": 0, "failed_count": 0, "error": ""},
 )
@@ -90,7 +92,7 @@ def nightly_run_now(*, endpoint: Endpoint) -> NightlyRun:
 
 
 def nightly_run_start(*, endpoint: Endpoint) -> NightlyRun:
-    """"Run now" from a page, the API or `nightly_run`: a manual night at this second,
+    """ "Run now" from a page, the API or `nightly_run`: a manual night at this second,
     unless a night of the endpoint is pending or running, which is never doubled (a
     production system is asked once at a time): then ConflictError naming that night.
     The endpoint's row is locked for the check, so two requests at once start one night."""
@@ -98,7 +100,8 @@ def nightly_run_start(*, endpoint: Endpoint) -> NightlyRun:
         Endpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
         busy = (
             NightlyRun.objects.filter(endpoint=endpoint, status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING])
-            .order_by("slot").first()
+            .order_by("slot")
+            .first()
         )
         if busy is not None:
             raise ConflictError(
@@ -197,7 +200,11 @@ def nightly_run_execute(*, night_id: int, holder: Holder = NO_HOLDER) -> Nightly
     hands the night back to pending and is raised, so the task's retry starts it over
     instead of finding it held by itself."""
     job_run(
-        NIGHTS, night_id, holder=holder, load=lambda pk: pk, work=_work,
+        NIGHTS,
+        night_id,
+        holder=holder,
+        load=lambda pk: pk,
+        work=_work,
         refused=lambda exc: {"error": exc.message[:5000]},
         broke=lambda exc: {"error": f"the night stopped on an internal error ({type(exc).__name__}: {exc})"[:5000]},
     )
@@ -244,7 +251,9 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
     failures = answers.failures
     latencies = np.frombuffer(answers.latencies, dtype=np.float64) if len(answers.latencies) else np.zeros(0)
     figures = {
-        "queries_done": answers.done, "failed_count": len(failures), "seconds": seconds,
+        "queries_done": answers.done,
+        "failed_count": len(failures),
+        "seconds": seconds,
         "latency_p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else None,
         "latency_p95_ms": float(np.percentile(latencies, 95)) if len(latencies) else None,
         "finished_at": timezone.now(),
@@ -256,30 +265,50 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
         if not answers.answered:
             example = failures[0][1] if failures else "the endpoint returned no page for any query"
             NightlyRun.objects.filter(pk=night.pk).update(
-                status=NightlyRun.Status.FAILED, error=f"no query was answered: {example}"[:5000], **figures,
+                status=NightlyRun.Status.FAILED,
+                error=f"no query was answered: {example}"[:5000],
+                **figures,
             )
             endpoint_failing_raise(
-                version=version, endpoint_name=endpoint.name, run=None, failed=len(failures) or answers.done,
-                asked=answers.done, example=example,
+                version=version,
+                endpoint_name=endpoint.name,
+                run=None,
+                failed=len(failures) or answers.done,
+                asked=answers.done,
+                example=example,
             )
             return NightlyRun.objects.get(pk=night.pk)
         try:
             run = run_from_entries(
-                golden_set=endpoint.golden_set, entries=answers.builder.entries(), problems=answers.problems,
+                golden_set=endpoint.golden_set,
+                entries=answers.builder.entries(),
+                problems=answers.problems,
                 source_name=endpoint.url,
-                system=endpoint.system, stage=endpoint.stage, name=run_name(endpoint, night), series=endpoint.series,
-                measured_at=night.slot, failures=failures, index_size=index_size, version_asked=version,
+                system=endpoint.system,
+                stage=endpoint.stage,
+                name=run_name(endpoint, night),
+                series=endpoint.series,
+                measured_at=night.slot,
+                failures=failures,
+                index_size=index_size,
+                version_asked=version,
             )
         except GoldsetError as exc:
             problems = "; ".join(exc.problems[:5])
             NightlyRun.objects.filter(pk=night.pk).update(
-                status=NightlyRun.Status.FAILED, error=f"{exc.message}: {problems}"[:5000], **figures,
+                status=NightlyRun.Status.FAILED,
+                error=f"{exc.message}: {problems}"[:5000],
+                **figures,
             )
             return NightlyRun.objects.get(pk=night.pk)
         NightlyRun.objects.filter(pk=night.pk).update(status=NightlyRun.Status.DONE, run=run, **figures)
         if failures and _failing(run):
             endpoint_failing_raise(
-                version=version, endpoint_name=endpoint.name, run=run, failed=len(failures), asked=answers.done,
+                version=version,
+                endpoint_name=endpoint.name,
+                run=run,
+                failed=len(failures),
+                asked=answers.done,
                 example=f"query {failures[0][0]}: {failures[0][1]}",
             )
     return NightlyRun.objects.get(pk=night.pk)

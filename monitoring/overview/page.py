@@ -153,15 +153,23 @@ def series_chart(trend: SeriesTrend, *, slice_name: str, slice_floor: float) -> 
     ]
     x_rules += [
         (i, "", f"{_local(night.measured_at):%Y-%m-%d}: over the failing share of queries failed", "failing")
-        for i, night in enumerate(nights) if night.failing
+        for i, night in enumerate(nights)
+        if night.failing
     ]
     where = f", slice {slice_name}" if slice_name else ""
     chart = charts.line_chart(
-        series, x_min=0, x_max=max(len(nights) - 1, 1), x_ticks=_night_ticks([n.measured_at for n in nights]),
+        series,
+        x_min=0,
+        x_max=max(len(nights) - 1, 1),
+        x_ticks=_night_ticks([n.measured_at for n in nights]),
         x_label=f"night ({len(nights)} shown, oldest first)",
         y_label="mean recall" + (f" (axis from {bottom:.1f})" if bottom else ""),
-        title=f"{trend.series.name}: recall per night{where}", y_rules=[(scaled(y), label) for y, label in y_rules],
-        x_rules=x_rules, y_ticks=ticks, width=440, height=250,
+        title=f"{trend.series.name}: recall per night{where}",
+        y_rules=[(scaled(y), label) for y, label in y_rules],
+        x_rules=x_rules,
+        y_ticks=ticks,
+        width=440,
+        height=250,
     )
     return chart, slice_missing
 
@@ -186,16 +194,26 @@ def rerank_chart(system: str, nights: list[RerankNight], threshold_points: float
     top = max(step, math.ceil(top / step) * step)
     ticks = [(v / top, f"{v:g}") for v in range(0, int(top) + 1, step)]
     points = [
-        (i, max(n.loss_points, 0.0) / top,
-         f"{_local(n.measured_at):%Y-%m-%d %H:%M}: {n.loss_points:.1f} points (recall@k_first {n.recall_first:.3f} − "
-         f"recall@k_final {n.recall_final:.3f}) on v{n.version_number}")
+        (
+            i,
+            max(n.loss_points, 0.0) / top,
+            f"{_local(n.measured_at):%Y-%m-%d %H:%M}: {n.loss_points:.1f} points (recall@k_first {n.recall_first:.3f} − "
+            f"recall@k_final {n.recall_final:.3f}) on v{n.version_number}",
+        )
         for i, n in enumerate(nights)
     ]
     return charts.line_chart(
         [charts.Series(f"{system}: rerank loss", points, charts.color(3), dots=True)],
-        x_min=0, x_max=max(len(nights) - 1, 1), x_ticks=_night_ticks([n.measured_at for n in nights]),
-        x_label="night, oldest first", y_label="loss (points)", title=f"{system}: rerank loss per night",
-        y_rules=[(threshold_points / top, f"alert over {threshold_points:g}")], y_ticks=ticks, width=440, height=230,
+        x_min=0,
+        x_max=max(len(nights) - 1, 1),
+        x_ticks=_night_ticks([n.measured_at for n in nights]),
+        x_label="night, oldest first",
+        y_label="loss (points)",
+        title=f"{system}: rerank loss per night",
+        y_rules=[(threshold_points / top, f"alert over {threshold_points:g}")],
+        y_ticks=ticks,
+        width=440,
+        height=230,
     )
 
 
@@ -266,7 +284,7 @@ def _cell(probe: Probe | None, when: str) -> Cell:
 def _groups(rounds: list[ProbeRound]) -> list[ColumnGroup]:
     groups, previous_day = [], None
     for start in range(0, len(rounds), ROUND_LABEL_EVERY):
-        chunk = rounds[start:start + ROUND_LABEL_EVERY]
+        chunk = rounds[start : start + ROUND_LABEL_EVERY]
         first, last = _local(chunk[0].slot), _local(chunk[-1].slot)
         label = first.strftime("%H:%M") if first.date() == previous_day else first.strftime("%m-%d %H:%M")
         previous_day = first.date()
@@ -306,8 +324,13 @@ def night_alert_row(alert: Alert) -> NightAlertRow:
     if alert.reference is not None:
         figure = f"{alert.reference:.3f} → {alert.value:.3f} ({(alert.value - alert.reference) * 100:+.1f} points)".replace("-", "−")
     return NightAlertRow(
-        when=_local(alert.run.measured_at).strftime("%m-%d %H:%M"), series=alert.run.series.name if alert.run.series_id else alert.run.name,
-        kind=alert.get_kind_display(), slice=alert.slice, metric=alert.metric, figure=figure, message=alert.message,
+        when=_local(alert.run.measured_at).strftime("%m-%d %H:%M"),
+        series=alert.run.series.name if alert.run.series_id else alert.run.name,
+        kind=alert.get_kind_display(),
+        slice=alert.slice,
+        metric=alert.metric,
+        figure=figure,
+        message=alert.message,
     )
 
 

@@ -123,7 +123,8 @@ def _chosen_evaluations(run_ids: list[int]) -> dict[int, Evaluation]:
     chosen: dict[int, Evaluation] = {}
     rows = (
         Evaluation.objects.filter(run_id__in=run_ids, status=Evaluation.Status.DONE)
-        .select_related("version").order_by("run_id", "-version__number")
+        .select_related("version")
+        .order_by("run_id", "-version__number")
     )
     for evaluation in rows:
         chosen.setdefault(evaluation.run_id, evaluation)
@@ -146,9 +147,11 @@ def _nights_of(all_series: list[Series], *, slice_name: str, limit: int) -> dict
     # The last `limit` runs of every series in one query (a row number per series), not one a series.
     newest_first = (F("measured_at").desc(), F("id").desc())
     latest = (
-        Run.objects.filter(series__in=[series.pk for series in all_series]).select_related("golden_set")
+        Run.objects.filter(series__in=[series.pk for series in all_series])
+        .select_related("golden_set")
         .annotate(night_number=Window(RowNumber(), partition_by=[F("series_id")], order_by=newest_first))
-        .filter(night_number__lte=limit).order_by("series_id", "measured_at", "id")
+        .filter(night_number__lte=limit)
+        .order_by("series_id", "measured_at", "id")
     )
     for run in latest:
         runs_of[run.series_id].append(run)
@@ -174,14 +177,19 @@ def _nights_of(all_series: list[Series], *, slice_name: str, limit: int) -> dict
             figures = scores.get(evaluation.pk, {}) if evaluation else {}
             first = f"recall@{version.k_first}" if version else None
             final = f"recall@{version.k_final}" if version else None
-            nights.append(Night(
-                run=run, version_number=version.number if version else None,
-                k_first=version.k_first if version else None, k_final=version.k_final if version else None,
-                recall_first=figures.get((first, "")), recall_final=figures.get((final, "")),
-                failing=run_is_failing(run, settings),
-                slices={metric: value for (metric, name), value in figures.items() if slice_name and name == slice_name},
-                nightly=nightly.get(run.pk),
-            ))
+            nights.append(
+                Night(
+                    run=run,
+                    version_number=version.number if version else None,
+                    k_first=version.k_first if version else None,
+                    k_final=version.k_final if version else None,
+                    recall_first=figures.get((first, "")),
+                    recall_final=figures.get((final, "")),
+                    failing=run_is_failing(run, settings),
+                    slices={metric: value for (metric, name), value in figures.items() if slice_name and name == slice_name},
+                    nightly=nightly.get(run.pk),
+                )
+            )
         result[series.pk] = nights
     return result
 
@@ -199,8 +207,12 @@ def _rerank(trends: list[SeriesTrend]) -> dict[str, list[RerankNight]]:
         nights = []
         for moment in sorted(set(firsts) & set(finals)):
             first, final = firsts[moment], finals[moment]
-            if (first.version_number is not None and first.version_number == final.version_number
-                    and first.recall_first is not None and final.recall_final is not None):
+            if (
+                first.version_number is not None
+                and first.version_number == final.version_number
+                and first.recall_first is not None
+                and final.recall_final is not None
+            ):
                 nights.append(RerankNight(moment, first.version_number, first.recall_first, final.recall_final))
         if nights:
             result[system] = nights
@@ -215,9 +227,11 @@ def canary_strips(endpoints: list[Endpoint], canaries: list[Canary], *, limit: i
     """The strip of each of `endpoints`, in their order: two queries however many endpoints."""
     rounds_of: dict[int, list[ProbeRound]] = {endpoint.pk: [] for endpoint in endpoints}
     latest = (
-        ProbeRound.objects.filter(endpoint__in=[endpoint.pk for endpoint in endpoints]).exclude(finished_at=None)
+        ProbeRound.objects.filter(endpoint__in=[endpoint.pk for endpoint in endpoints])
+        .exclude(finished_at=None)
         .annotate(round_number=Window(RowNumber(), partition_by=[F("endpoint_id")], order_by=F("slot").desc()))
-        .filter(round_number__lte=limit).order_by("endpoint_id", "slot")
+        .filter(round_number__lte=limit)
+        .order_by("endpoint_id", "slot")
     )
     for probe_round in latest:
         rounds_of[probe_round.endpoint_id].append(probe_round)
@@ -237,7 +251,10 @@ def slice_names(golden_set: GoldenSet, version: Version | None) -> list[str]:
         return []
     return list(
         Score.objects.filter(evaluation__version=version, evaluation__run__golden_set=golden_set, evaluation__run__series__isnull=False)
-        .exclude(slice="").values_list("slice", flat=True).distinct().order_by("slice")
+        .exclude(slice="")
+        .values_list("slice", flat=True)
+        .distinct()
+        .order_by("slice")
     )
 
 
@@ -252,13 +269,23 @@ def _recent_night_alerts(trends: list[SeriesTrend]) -> list[Alert]:
     shown = {night.run.pk: night.version_number for trend in trends for night in trend.nights[-RECENT_NIGHTS:]}
     if not shown:
         return []
-    alerts = Alert.objects.filter(run_id__in=shown).select_related("version", "run__series").order_by("-run__measured_at", "kind", "slice", "metric", "id")
+    alerts = (
+        Alert.objects.filter(run_id__in=shown)
+        .select_related("version", "run__series")
+        .order_by("-run__measured_at", "kind", "slice", "metric", "id")
+    )
     order = [Alert.Kind.DROP_VS_PREVIOUS_NIGHT, Alert.Kind.DROP_VS_MEDIAN, Alert.Kind.SLICE_UNDER_FLOOR, Alert.Kind.RERANK_LOSS]
     kept = [alert for alert in alerts if alert.version.number == shown[alert.run_id]]
-    kept.sort(key=lambda alert: (
-        -alert.run.measured_at.timestamp(), alert.slice != "", alert.slice,
-        order.index(alert.kind) if alert.kind in order else len(order), alert.run.series.name, alert.metric,
-    ))
+    kept.sort(
+        key=lambda alert: (
+            -alert.run.measured_at.timestamp(),
+            alert.slice != "",
+            alert.slice,
+            order.index(alert.kind) if alert.kind in order else len(order),
+            alert.run.series.name,
+            alert.metric,
+        )
+    )
     return kept
 
 
@@ -277,15 +304,19 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         sample = series_nights_[-1].run if series_nights_ else None
         if endpoint is None and sample is None:
             continue
-        trends.append(SeriesTrend(
-            series=series, endpoint=endpoint,
-            system=endpoint.system if endpoint else sample.system, stage=endpoint.stage if endpoint else sample.stage,
-            nights=series_nights_,
-            last_night=latest[endpoint.pk].last if endpoint else None,
-            running=latest[endpoint.pk].running if endpoint else None,
-            next_run_at=next_run_at(endpoint, now) if endpoint else None,
-            next_probe_at=next_probe_at(endpoint, now) if endpoint else None,
-        ))
+        trends.append(
+            SeriesTrend(
+                series=series,
+                endpoint=endpoint,
+                system=endpoint.system if endpoint else sample.system,
+                stage=endpoint.stage if endpoint else sample.stage,
+                nights=series_nights_,
+                last_night=latest[endpoint.pk].last if endpoint else None,
+                running=latest[endpoint.pk].running if endpoint else None,
+                next_run_at=next_run_at(endpoint, now) if endpoint else None,
+                next_probe_at=next_probe_at(endpoint, now) if endpoint else None,
+            )
+        )
     canaries = []
     if version is not None:
         canaries = canaries_in_version(version)
@@ -295,12 +326,21 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
     )
     open_alerts = list(
         Alert.objects.filter(golden_set=golden_set, kind__in=[Alert.Kind.PROBE_MISSED, Alert.Kind.ENDPOINT_FAILING], resolved_at=None)
-        .select_related("version", "run", "canary__query", "canary__page").order_by("-created_at")[:20]
+        .select_related("version", "run", "canary__query", "canary__page")
+        .order_by("-created_at")[:20]
     )
     settings = evaluation_settings(golden_set)
     return MonitoringReport(
-        golden_set=golden_set, version=version, series=trends, rerank=_rerank(trends), strips=strips,
-        open_alerts=open_alerts, recent_alerts=_recent_night_alerts(trends), slice_name=slice_name, slice_choices=slice_names(golden_set, version),
-        alert_drop_points=settings.alert_drop_points, alert_slice_floor=settings.alert_slice_floor,
+        golden_set=golden_set,
+        version=version,
+        series=trends,
+        rerank=_rerank(trends),
+        strips=strips,
+        open_alerts=open_alerts,
+        recent_alerts=_recent_night_alerts(trends),
+        slice_name=slice_name,
+        slice_choices=slice_names(golden_set, version),
+        alert_drop_points=settings.alert_drop_points,
+        alert_slice_floor=settings.alert_slice_floor,
         alert_rerank_loss_points=settings.alert_rerank_loss_points,
     )

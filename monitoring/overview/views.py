@@ -45,7 +45,9 @@ def monitoring_view(request: HttpRequest, slug: str) -> HttpResponse:
     slice_name = request.GET.get("slice", "").strip()[:SLICE_MAX_CHARS]
     report = monitoring_report(golden_set, slice_name=slice_name)
     ctx = {
-        "golden_set": golden_set, "report": report, "page": monitoring_page(report),
+        "golden_set": golden_set,
+        "report": report,
+        "page": monitoring_page(report),
         "can_manage": _can_manage(request.user, golden_set),
         "slice_unknown": bool(slice_name) and slice_name not in report.slice_choices,
     }
@@ -78,7 +80,9 @@ def endpoint_run_now(request: HttpRequest, slug: str, name: str) -> HttpResponse
         messages.error(request, f"Not started: {exc.message}.")
         return redirect(_back(golden_set, "running"))
     night_send(night)
-    messages.success(request, f"Night of {endpoint.name} started at {night.slot:%Y-%m-%d %H:%M:%S} UTC: it asks every query of the latest version.")
+    messages.success(
+        request, f"Night of {endpoint.name} started at {night.slot:%Y-%m-%d %H:%M:%S} UTC: it asks every query of the latest version."
+    )
     return redirect(_back(golden_set, "running"))
 
 

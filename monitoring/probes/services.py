@@ -66,7 +66,10 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
     from monitoring.endpoints.client import fetch_rankings_sync
 
     report = fetch_rankings_sync(
-        endpoint_spec(endpoint), questions, k, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
+        endpoint_spec(endpoint),
+        questions,
+        k,
+        allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
         env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX,
     )
     answers = {answer.query_id: answer for answer in report.answers}
@@ -90,11 +93,17 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
                 probe_miss_resolve(canary=outcome.canary, endpoint_name=endpoint.name)
             else:
                 probe_miss_raise(
-                    version=version, canary=outcome.canary, endpoint_name=endpoint.name, rank=outcome.rank, k=k,
+                    version=version,
+                    canary=outcome.canary,
+                    endpoint_name=endpoint.name,
+                    rank=outcome.rank,
+                    k=k,
                     error=outcome.error,
                 )
         ProbeRound.objects.filter(pk=round_id).update(
-            finished_at=timezone.now(), canaries=len(outcomes), missed=sum(not o.found for o in outcomes),
+            finished_at=timezone.now(),
+            canaries=len(outcomes),
+            missed=sum(not o.found for o in outcomes),
         )
     return outcomes
 

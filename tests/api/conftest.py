@@ -33,8 +33,12 @@ def version(golden_set, manager):
 def uploaded_run(golden_set, version, manager):
     """A run of the set, not yet scored (tasks on commit do not run inside a test's transaction)."""
     return run_import(
-        golden_set=golden_set, lines=RUN.splitlines(keepends=True), source_name="run.txt",
-        system="bm25", stage="first_stage", user=manager,
+        golden_set=golden_set,
+        lines=RUN.splitlines(keepends=True),
+        source_name="run.txt",
+        system="bm25",
+        stage="first_stage",
+        user=manager,
     )
 
 

@@ -13,8 +13,14 @@ def reader(token, golden_set, version):
 
 
 def test_a_path_no_endpoint_has_is_404_in_the_error_shape(reader):
-    for path in ("/api/v1/nothing", "/api/v1/golden-sets/tiny/versions/x/", "/api/v1/golden-sets/bad%20slug/",
-                 "/api/v1/golden-sets/tiny/runs/-1/", "/api/", "/api/v2/golden-sets/"):
+    for path in (
+        "/api/v1/nothing",
+        "/api/v1/golden-sets/tiny/versions/x/",
+        "/api/v1/golden-sets/bad%20slug/",
+        "/api/v1/golden-sets/tiny/runs/-1/",
+        "/api/",
+        "/api/v2/golden-sets/",
+    ):
         assert_error(reader.get(path), 404, "not_found")
 
 
@@ -41,5 +47,7 @@ def test_huge_numbers_and_nul_bytes_are_refused_not_crashed_on(reader, run):
     assert_error(reader.get(base + "versions/1/qrels", {"slice": "lang=\x00"}), 400, "invalid")
     assert reader.get(base + "runs/", {"offset": 10**30}).json()["results"] == []
     # Not replaced by the default any more (hardening finding 15): refused, named.
-    assert assert_error(reader.get(base + "runs/", {"limit": "lots"}), 400, "invalid")["problems"] == ["limit: 'lots' is not a whole number"]
+    assert assert_error(reader.get(base + "runs/", {"limit": "lots"}), 400, "invalid")["problems"] == [
+        "limit: 'lots' is not a whole number"
+    ]
     assert_error(reader.get(base + "versions/1/diff/99999999999999999999999999"), 404, "not_found")

@@ -32,11 +32,15 @@ def test_a_trec_text_body_is_imported_too(writer):
 
 def test_unknown_ids_are_refused_all_listed_and_nothing_is_written(writer):
     before = Judgment.objects.count()
-    labels = [{"query_id": "q1", "doc_id": "d1", "grade": 1}, {"query_id": "q9", "doc_id": "d1", "grade": 1},
-              {"query_id": "q1", "doc_id": "nowhere", "grade": 1}]
+    labels = [
+        {"query_id": "q1", "doc_id": "d1", "grade": 1},
+        {"query_id": "q9", "doc_id": "d1", "grade": 1},
+        {"query_id": "q1", "doc_id": "nowhere", "grade": 1},
+    ]
     error = assert_error(writer.post(URL, {"labels": labels}, format="json"), 422, "invalid")
     assert error["problems"] == [
-        "labels[1]: query id 'q9' is not in the golden set", "labels[2]: doc id 'nowhere' is not in the corpus",
+        "labels[1]: query id 'q9' is not in the golden set",
+        "labels[2]: doc id 'nowhere' is not in the corpus",
     ]
     assert error["field"] == "labels"
     assert Judgment.objects.count() == before

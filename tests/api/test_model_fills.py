@@ -50,6 +50,7 @@ def url(version, suffix: str = "") -> str:
 
 # --- the service ---------------------------------------------------------------------------
 
+
 def test_a_variant_is_the_human_labels_with_the_models_filling_the_unlabelled_pairs(fill, labelled):
     assert list(model_fill_rows(fill)) == [_split(line) for line in trec({**QRELS, **FILLED})]
     assert (fill.human_label_count, fill.model_label_count, fill.model_relevant_count) == (6, 3, 3)
@@ -92,6 +93,7 @@ def test_a_variant_and_its_labels_cannot_be_changed_or_deleted(fill):
 
 
 # --- the API ---------------------------------------------------------------------------------
+
 
 def test_a_write_token_adds_a_variant_and_a_read_token_lists_and_downloads_it(labelled, token, golden_set):
     made = client_for(token("write", golden_set)).post(url(labelled), {"model": "judge", "prompt_hash": GRADE}, format="json")
@@ -138,6 +140,7 @@ def test_an_unknown_variant_is_a_404(labelled, token, golden_set):
 
 
 # --- the version page and the command -------------------------------------------------------
+
 
 def test_the_version_page_shows_a_variant_as_model_filled_with_its_share_and_its_own_downloads(client, fill, labelled, manager):
     client.force_login(manager)

@@ -78,7 +78,9 @@ def answering():
         server.server_close()
 
 
-def add_endpoint(golden_set, name: str, *, stage: str = "first_stage", system: str = "bm25", url: str = "http://127.0.0.1:9/search", **options):
+def add_endpoint(
+    golden_set, name: str, *, stage: str = "first_stage", system: str = "bm25", url: str = "http://127.0.0.1:9/search", **options
+):
     return endpoint_add(golden_set=golden_set, name=name, system=system, stage=stage, preset="goldset", url=url, retries=0, **options)
 
 
@@ -110,8 +112,11 @@ def nights(endpoint, version, answering) -> list[NightlyRun]:
 @pytest.fixture
 def probed(golden_set, endpoint, answering):
     """A canary (q1 must find CR93E-3103#37), found at rank 2 and then missed."""
-    canary_add(golden_set=golden_set, query=Query.objects.get(golden_set=golden_set, query_id="q1"),
-               page=Page.objects.get(corpus=golden_set.corpus, doc_id="CR93E-3103#37"))
+    canary_add(
+        golden_set=golden_set,
+        query=Query.objects.get(golden_set=golden_set, query_id="q1"),
+        page=Page.objects.get(corpus=golden_set.corpus, doc_id="CR93E-3103#37"),
+    )
     answering["rankings"]["q1"] = [("d1", 3.0), ("CR93E-3103#37", 2.0)]
     probe_now(endpoint=endpoint)
     answering["rankings"]["q1"] = [("d1", 3.0)]
@@ -160,7 +165,16 @@ READS_ONLY = SUCCESS[:-1] + [403]
     ],
 )
 def test_every_monitoring_operation_answers_each_kind_of_caller_as_the_api_does(
-    caller, expected, nights, token, golden_set, other_set, adjudicator, annotator, manager, django_capture_on_commit_callbacks,
+    caller,
+    expected,
+    nights,
+    token,
+    golden_set,
+    other_set,
+    adjudicator,
+    annotator,
+    manager,
+    django_capture_on_commit_callbacks,
 ):
     clients = {
         "anonymous": lambda: client_for(),
@@ -191,8 +205,16 @@ def writer(token, golden_set, version):
 
 
 def test_series_are_listed_with_their_endpoint_run_count_and_latest_night(reader, nights, golden_set, uploaded_run):
-    run_import(golden_set=golden_set, lines=RUN.splitlines(True), source_name="job.run", system="dense", stage="reranked",
-               name="dense job", series="dense job nightly", measured_at=NIGHT_1)
+    run_import(
+        golden_set=golden_set,
+        lines=RUN.splitlines(True),
+        source_name="job.run",
+        system="dense",
+        stage="reranked",
+        name="dense job",
+        series="dense job nightly",
+        measured_at=NIGHT_1,
+    )
     body = reader.get(BASE + "series/").json()
     assert body["count"] == 2
     by_name = {row["name"]: row for row in body["results"]}
@@ -216,8 +238,18 @@ def test_a_series_name_with_a_space_is_taken_url_encoded_and_its_nights_come_old
     assert [first["run_id"], second["run_id"]] == [nights[0].run_id, nights[1].run_id]
     assert first["name"] == "bm25 nightly 2026-11-30 02:00"
     assert set(first) == {
-        "run_id", "name", "measured_at", "version", "k_first", "k_final", "recall_first", "recall_final",
-        "failed_query_count", "failing", "index_size", "slice_scores",
+        "run_id",
+        "name",
+        "measured_at",
+        "version",
+        "k_first",
+        "k_final",
+        "recall_first",
+        "recall_final",
+        "failed_query_count",
+        "failing",
+        "index_size",
+        "slice_scores",
     }
     assert (first["failed_query_count"], first["failing"], first["index_size"], first["slice_scores"]) == (0, False, 1234, {})
     # q3 failed on the second night: one query of three, over the set's failing share (5%).
@@ -255,6 +287,7 @@ def test_an_unknown_series_endpoint_or_night_is_404_in_the_error_shape(reader, n
 
 # --- uploads that join a series ----------------------------------------------------------
 
+
 def upload(client, name: str, **fields):
     data = {"file": SimpleUploadedFile(f"{name}.run", RUN.encode()), "system": "dense", "stage": "reranked", "name": name, **fields}
     return client.post(BASE + "runs/", data, format="multipart")
@@ -266,7 +299,11 @@ def test_two_uploads_in_one_series_are_its_nights_in_the_order_they_measured(wri
     assert later.status_code == earlier.status_code == 201, later.content
     body = earlier.json()
     assert (body["series"], body["measured_at"], body["failed_query_count"], body["index_size"], body["entries_dropped"]) == (
-        "dense job", "2026-11-30T02:00:00Z", 0, None, False,
+        "dense job",
+        "2026-11-30T02:00:00Z",
+        0,
+        None,
+        False,
     )
     nights = reader.get(BASE + "series/dense%20job/nights/").json()["nights"]
     assert [n["name"] for n in nights] == ["dense 11-30", "dense 12-01"]
@@ -299,18 +336,39 @@ def test_the_runs_list_shows_series_fields_and_filters_by_series(writer, reader,
 
 # --- endpoints ----------------------------------------------------------------------------
 
+
 def test_an_endpoint_is_shown_as_registered_with_its_last_night_and_next_run(reader, nights, answering):
     body = reader.get(BASE + "endpoints/bm25/").json()
     assert (body["name"], body["system"], body["stage"], body["preset"], body["series"]) == (
-        "bm25", "bm25", "first_stage", "goldset", "bm25 nightly",
+        "bm25",
+        "bm25",
+        "first_stage",
+        "goldset",
+        "bm25 nightly",
     )
     assert (body["url"], body["enabled"], body["run_schedule"]) == (answering["url"], True, "0 2 * * *")
     assert body["headers"] == [{"name": "Authorization", "value": "Bearer ${SEARCH_TOKEN}"}]
-    assert {"method", "body_template", "params_template", "hits_path", "doc_id_path", "score_path", "count_url",
-            "timeout_seconds", "retries", "max_in_flight", "max_per_second", "probe_schedule"} <= set(body)
+    assert {
+        "method",
+        "body_template",
+        "params_template",
+        "hits_path",
+        "doc_id_path",
+        "score_path",
+        "count_url",
+        "timeout_seconds",
+        "retries",
+        "max_in_flight",
+        "max_per_second",
+        "probe_schedule",
+    } <= set(body)
     last = body["last_night"]
     assert (last["id"], last["status"], last["slot"], last["run_id"], last["failed_count"]) == (
-        nights[1].pk, "done", "2026-12-01T02:00:00Z", nights[1].run_id, 1,
+        nights[1].pk,
+        "done",
+        "2026-12-01T02:00:00Z",
+        nights[1].run_id,
+        1,
     )
     assert last["url"] == BASE + f"endpoints/bm25/runs/{nights[1].pk}/"
     assert body["running"] is None
@@ -333,9 +391,17 @@ def test_an_adjudicator_reads_an_endpoint_without_its_request_as_the_pages_show_
 def test_no_answer_holds_a_secret_from_the_environment(reader, nights, probed, writer, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         answers = [writer.post(BASE + "endpoints/bm25/runs/")] + [
-            reader.get(BASE + path) for path in (
-                "series/", "series/bm25%20nightly/nights/", "endpoints/", "endpoints/bm25/", "endpoints/bm25/probes/",
-                f"endpoints/bm25/runs/{nights[0].pk}/", "monitoring/", "runs/", f"runs/{nights[0].run_id}/",
+            reader.get(BASE + path)
+            for path in (
+                "series/",
+                "series/bm25%20nightly/nights/",
+                "endpoints/",
+                "endpoints/bm25/",
+                "endpoints/bm25/probes/",
+                f"endpoints/bm25/runs/{nights[0].pk}/",
+                "monitoring/",
+                "runs/",
+                f"runs/{nights[0].run_id}/",
             )
         ]
     for response in answers:
@@ -352,7 +418,12 @@ def test_probe_rounds_come_newest_first_with_each_canarys_rank(reader, probed):
     assert missed["slot"] > found["slot"]
     [probe] = found["probes"]
     assert (probe["query_id"], probe["doc_id"], probe["rank"], probe["k"], probe["found"], probe["error"]) == (
-        "q1", "CR93E-3103#37", 2, 10, True, "",
+        "q1",
+        "CR93E-3103#37",
+        2,
+        10,
+        True,
+        "",
     )
     assert (missed["probes"][0]["rank"], missed["probes"][0]["found"]) == (None, False)
     assert len(reader.get(BASE + "endpoints/bm25/probes/", {"limit": 1}).json()["rounds"]) == 1
@@ -378,7 +449,9 @@ def test_the_monitoring_figures_hold_each_series_rerank_loss_probes_and_open_ale
     assert kinds == [Alert.Kind.ENDPOINT_FAILING, Alert.Kind.PROBE_MISSED]
 
 
-def test_run_now_answers_202_with_the_night_to_poll_and_sends_its_task_on_commit(writer, reader, endpoint, django_capture_on_commit_callbacks):
+def test_run_now_answers_202_with_the_night_to_poll_and_sends_its_task_on_commit(
+    writer, reader, endpoint, django_capture_on_commit_callbacks
+):
     """The task is captured, not run (execute=False): running it would query the endpoint
     through the HTTP client; the nightly services' own tests cover that."""
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -395,7 +468,9 @@ def test_run_now_answers_202_with_the_night_to_poll_and_sends_its_task_on_commit
 
 
 def test_run_now_while_a_night_of_the_endpoint_is_pending_answers_409_naming_it_and_starts_nothing(
-    writer, endpoint, django_capture_on_commit_callbacks,
+    writer,
+    endpoint,
+    django_capture_on_commit_callbacks,
 ):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         first = writer.post(BASE + "endpoints/bm25/runs/")
@@ -418,6 +493,7 @@ def test_polling_a_night_shows_its_progress_run_and_error(reader, nights, endpoi
 
 # --- query counts -------------------------------------------------------------------------
 
+
 def queries_for(client, url: str) -> int:
     with CaptureQueriesContext(connection) as captured:
         assert client.get(url).status_code == 200
@@ -425,7 +501,12 @@ def queries_for(client, url: str) -> int:
 
 
 def test_the_lists_cost_the_same_queries_however_many_series_endpoints_nights_and_probes(
-    reader, nights, probed, golden_set, version, answering,
+    reader,
+    nights,
+    probed,
+    golden_set,
+    version,
+    answering,
 ):
     urls = ["series/", "endpoints/", "series/bm25%20nightly/nights/", "endpoints/bm25/probes/", "monitoring/"]
     reader.get(BASE)  # the token's first use of the minute stamps last_used_at: not counted

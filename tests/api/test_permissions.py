@@ -43,7 +43,12 @@ def endpoints(run_id: int) -> list[tuple[str, str, dict, int]]:
         ("post", BASE + "runs/", {"data": {"file": run_file, "system": "dense", "stage": "reranked"}, "format": "multipart"}, 201),
         ("post", BASE + f"runs/{run_id}/archive/", {}, 200),
         ("post", BASE + f"runs/{run_id}/unarchive/", {}, 200),
-        ("post", BASE + "versions/1/model-fills/", {"data": {"model": "judge", "prompt_hash": prompt_hash_of("strict")}, "format": "json"}, 201),
+        (
+            "post",
+            BASE + "versions/1/model-fills/",
+            {"data": {"model": "judge", "prompt_hash": prompt_hash_of("strict")}, "format": "json"},
+            201,
+        ),
     ]
 
 

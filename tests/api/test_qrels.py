@@ -110,8 +110,12 @@ def test_a_slice_value_no_query_has_gives_empty_qrels(reader):
 @pytest.mark.parametrize(
     ("name", "status", "message"),
     # Malformed is 400 (the schema's pattern); well formed but not this version's is 422.
-    [("lang", 400, "is not of the form FIELD=VALUE"), ("topic=x", 422, "'topic' is not a slice field of version 1"),
-     ("page:lang=de", 422, "'lang' is not a slice field"), ("=de", 400, "is not of the form")],
+    [
+        ("lang", 400, "is not of the form FIELD=VALUE"),
+        ("topic=x", 422, "'topic' is not a slice field of version 1"),
+        ("page:lang=de", 422, "'lang' is not a slice field"),
+        ("=de", 400, "is not of the form"),
+    ],
 )
 def test_a_slice_the_version_does_not_have_is_refused_naming_the_field(reader, name, status, message):
     error = assert_error(reader.get(URL, {"slice": name}), status, "invalid")
@@ -125,6 +129,7 @@ def test_the_export_reads_the_database_in_a_fixed_number_of_queries(reader, djan
 
 
 # --- the field's libraries ---------------------------------------------------------------
+
 
 def test_ranx_loads_the_trec_and_json_exports_as_the_version_holds_them(reader, version, tmp_path):
     # One test: ranx compiles its numba dicts on first use (seconds per process).

@@ -27,7 +27,9 @@ def test_a_client_accepting_gzip_decodes_the_plain_export_byte_for_byte(live_ser
     plain = requests.get(live_server.url + PATH, params={"format": fmt}, headers={**reader, "Accept-Encoding": "identity"}, timeout=30)
     assert plain.status_code == 200 and "Content-Encoding" not in plain.headers
 
-    zipped = requests.get(live_server.url + PATH, params={"format": fmt}, headers={**reader, "Accept-Encoding": "gzip"}, timeout=30, stream=True)
+    zipped = requests.get(
+        live_server.url + PATH, params={"format": fmt}, headers={**reader, "Accept-Encoding": "gzip"}, timeout=30, stream=True
+    )
     raw = zipped.raw.read(decode_content=False)
     assert zipped.status_code == 200
     assert zipped.headers["Content-Encoding"] == "gzip"
@@ -59,7 +61,9 @@ def test_gzip_changes_nothing_for_a_caller_without_access(live_server, golden_se
 
 def test_an_error_answer_of_the_qrels_endpoint_stays_plain_json(live_server, reader):
     """Only the qrels stream is compressed: a refusal keeps the JSON error shape the schema names."""
-    response = requests.get(live_server.url + PATH, params={"slice": "no-equals-sign"}, headers={**reader, "Accept-Encoding": "gzip"}, timeout=30, stream=True)
+    response = requests.get(
+        live_server.url + PATH, params={"slice": "no-equals-sign"}, headers={**reader, "Accept-Encoding": "gzip"}, timeout=30, stream=True
+    )
     assert response.status_code == 400 and "Content-Encoding" not in response.headers
     assert "Accept-Encoding" in response.headers["Vary"]
     assert response.json()["error"]["field"] == "slice"

@@ -25,7 +25,9 @@ def api(live_server, token, golden_set, version):
 
 def jsonl(text: str) -> bytes:
     records = [dict(zip(("query_id", "_", "doc_id", "_r", "score"), line.split())) for line in text.splitlines()]
-    return "".join(json.dumps({"query_id": r["query_id"], "doc_id": r["doc_id"], "score": float(r["score"])}) + "\n" for r in records).encode()
+    return "".join(
+        json.dumps({"query_id": r["query_id"], "doc_id": r["doc_id"], "score": float(r["score"])}) + "\n" for r in records
+    ).encode()
 
 
 def test_a_gzipped_jsonl_run_is_uploaded_as_its_trec_original(api):
@@ -60,15 +62,17 @@ def test_the_judgments_api_takes_the_json_export_form(api):
     assert Judgment.objects.filter(page__doc_id="d5", query__query_id="q1", grade=3).count() == 1
 
 
-@pytest.mark.parametrize(("fmt", "body"), [
-    ("trec", "q1 0 d5 3\nq3 0 d1 1\n"),
-    ("beir", "query-id\tcorpus-id\tscore\nq1\td5\t3\nq3\td1\t1\n"),
-    ("csv", "query_id,doc_id,relevance\nq1,d5,3\nq3,d1,1\n"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "body"),
+    [
+        ("trec", "q1 0 d5 3\nq3 0 d1 1\n"),
+        ("beir", "query-id\tcorpus-id\tscore\nq1\td5\t3\nq3\td1\t1\n"),
+        ("csv", "query_id,doc_id,relevance\nq1,d5,3\nq3,d1,1\n"),
+    ],
+)
 def test_the_judgments_api_takes_every_text_export_form_named_by_format(api, fmt, body):
     """?format= is the qrels form here, not a DRF renderer (which answered 404 for trec, beir, csv)."""
     response = api("POST", f"judgments/?format={fmt}", data=body.encode(), headers={"Content-Type": "text/plain"})
     assert response.status_code == 201, response.text
     assert response.json()["judgments_created"] == 2
     assert api("TRACE", f"judgments/?format={fmt}").status_code == 405
-

@@ -55,7 +55,7 @@ def test_a_bad_line_is_refused_with_its_line_number_in_the_error_shape(writer, t
 
 
 def test_a_file_that_is_not_utf8_is_refused_naming_the_line(writer):
-    error = assert_error(upload(writer, "q1 Q0 d1 1 3.0 s\n".encode() + b"q1 Q0 \xff 2 1.0 s\n"), 422, "invalid")
+    error = assert_error(upload(writer, b"q1 Q0 d1 1 3.0 s\n" + b"q1 Q0 \xff 2 1.0 s\n"), 422, "invalid")
     assert error["problems"] == ["run.txt:2: bytes that are not UTF-8 (invalid start byte)"]
 
 
@@ -96,7 +96,14 @@ def test_a_runs_evaluations_hold_overall_and_slice_scores_and_completeness(reade
     assert body["count"] == 1
     evaluation = body["results"][0]
     assert (evaluation["version"], evaluation["content_hash"], evaluation["status"]) == (1, version.content_hash, "done")
-    assert evaluation["run"] == {"id": run.id, "name": "bm25 first_stage", "system": "bm25", "stage": "first_stage", "archived": False, "partial": False}
+    assert evaluation["run"] == {
+        "id": run.id,
+        "name": "bm25 first_stage",
+        "system": "bm25",
+        "stage": "first_stage",
+        "archived": False,
+        "partial": False,
+    }
     # q1: d1 relevant at rank 1, CR93E-3103#37 relevant and missed; q/2:ü: d3 at rank 1, d:ü/4 missed; q3 has none.
     assert evaluation["scores"]["recall@10"] == 0.5
     assert (evaluation["queries_averaged"], evaluation["no_relevant_count"]) == (2, 1)

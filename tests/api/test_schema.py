@@ -9,23 +9,32 @@ from django.contrib.staticfiles import finders
 pytestmark = pytest.mark.django_db
 
 OPERATIONS = {
-    ("get", "/api/v1/golden-sets/"), ("get", "/api/v1/golden-sets/{slug}/"),
-    ("get", "/api/v1/golden-sets/{slug}/versions/"), ("post", "/api/v1/golden-sets/{slug}/versions/"),
-    ("get", "/api/v1/golden-sets/{slug}/versions/{number}/"), ("get", "/api/v1/golden-sets/{slug}/versions/{number}/qrels"),
+    ("get", "/api/v1/golden-sets/"),
+    ("get", "/api/v1/golden-sets/{slug}/"),
+    ("get", "/api/v1/golden-sets/{slug}/versions/"),
+    ("post", "/api/v1/golden-sets/{slug}/versions/"),
+    ("get", "/api/v1/golden-sets/{slug}/versions/{number}/"),
+    ("get", "/api/v1/golden-sets/{slug}/versions/{number}/qrels"),
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/queries"),
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/model-fills/"),
     ("post", "/api/v1/golden-sets/{slug}/versions/{number}/model-fills/"),
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/model-fills/{fill_id}/qrels"),
     ("get", "/api/v1/golden-sets/{slug}/versions/{number}/diff/{other}"),
     ("get", "/api/v1/golden-sets/{slug}/publish-jobs/{job_id}/"),
-    ("get", "/api/v1/golden-sets/{slug}/runs/"), ("post", "/api/v1/golden-sets/{slug}/runs/"),
-    ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/"), ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
-    ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/archive/"), ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/unarchive/"),
+    ("get", "/api/v1/golden-sets/{slug}/runs/"),
+    ("post", "/api/v1/golden-sets/{slug}/runs/"),
+    ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/"),
+    ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
+    ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/archive/"),
+    ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/unarchive/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/mark-complete/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/mark-partial/"),
-    ("get", "/api/v1/golden-sets/{slug}/evaluations/"), ("post", "/api/v1/golden-sets/{slug}/judgments/"),
-    ("get", "/api/v1/golden-sets/{slug}/series/"), ("get", "/api/v1/golden-sets/{slug}/series/{series}/nights/"),
-    ("get", "/api/v1/golden-sets/{slug}/endpoints/"), ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/"),
+    ("get", "/api/v1/golden-sets/{slug}/evaluations/"),
+    ("post", "/api/v1/golden-sets/{slug}/judgments/"),
+    ("get", "/api/v1/golden-sets/{slug}/series/"),
+    ("get", "/api/v1/golden-sets/{slug}/series/{series}/nights/"),
+    ("get", "/api/v1/golden-sets/{slug}/endpoints/"),
+    ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/"),
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/probes/"),
     ("post", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/"),
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/{night_id}/"),
@@ -49,7 +58,9 @@ def test_the_schema_is_openapi_3_with_every_operation_and_nothing_else(schema):
 
 def test_every_operation_documents_the_error_shape_and_the_bearer_token(schema):
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {
-        "type": "http", "scheme": "bearer", "description": "an API token, gs_..., made by a manager",
+        "type": "http",
+        "scheme": "bearer",
+        "description": "an API token, gs_..., made by a manager",
     }
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():

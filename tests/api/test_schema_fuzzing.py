@@ -60,12 +60,22 @@ def monitored(run):
     the monitoring operations reach real rows (the night is never run: tasks sent on
     commit do not run inside a test's transaction)."""
     endpoint = endpoint_add(
-        golden_set=run.golden_set, name="bm25", system="bm25", stage="first_stage", preset="goldset",
+        golden_set=run.golden_set,
+        name="bm25",
+        system="bm25",
+        stage="first_stage",
+        preset="goldset",
         url="http://127.0.0.1:9/search",
     )
     run_import(
-        golden_set=run.golden_set, lines=RUN.splitlines(keepends=True), source_name="night.run", system="bm25",
-        stage="first_stage", name="bm25 night", series=endpoint.series.name, measured_at=timezone.now(),
+        golden_set=run.golden_set,
+        lines=RUN.splitlines(keepends=True),
+        source_name="night.run",
+        system="bm25",
+        stage="first_stage",
+        name="bm25 night",
+        series=endpoint.series.name,
+        measured_at=timezone.now(),
     )
     night = nightly_run_request(endpoint=endpoint, slot=timezone.now())
     # By location: the runs list has a `series` query parameter, which stays fuzzed.
@@ -76,15 +86,19 @@ def monitored(run):
 def api_schema(wsgi_application, run, token, monitored):
     loaded = schemathesis.openapi.from_wsgi("/api/schema/", wsgi_application)
     loaded.config.generation.update(max_examples=EXAMPLES_PER_OPERATION, deterministic=True)
-    loaded.config.checks = ChecksConfig(positive_data_acceptance=PositiveDataAcceptanceConfig(
-        expected_statuses=["2xx", "3xx", "401", "403", "404", "409", "422", "429"],
-    ))
+    loaded.config.checks = ChecksConfig(
+        positive_data_acceptance=PositiveDataAcceptanceConfig(
+            expected_statuses=["2xx", "3xx", "401", "403", "404", "409", "422", "429"],
+        )
+    )
     # Through the schema's own scheme (bearerAuth), not a fixed header, so that the auth
     # checks can take the credentials away and see the request refused.
     loaded.config.auth = AuthConfig(openapi={"bearerAuth": {"bearer": token("write")}})
     # A finished publish job of the set, so that polling one reaches a real row.
     job = PublishJob.objects.create(
-        golden_set=run.golden_set, status=PublishJob.Status.DONE, version=run.golden_set.latest_version(),
+        golden_set=run.golden_set,
+        status=PublishJob.Status.DONE,
+        version=run.golden_set.latest_version(),
         progress={"step": "writing pages", "number": 6, "steps": 6, "done": 6, "total": 6},
     )
     loaded.config.update(parameters={"slug": SLUG, "run_id": run.id, "number": "1", "other": "1", "job_id": job.pk, **monitored})
@@ -97,7 +111,11 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @pytest.mark.django_db
 @schema.parametrize()
 @settings(
-    max_examples=EXAMPLES_PER_OPERATION, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+    max_examples=EXAMPLES_PER_OPERATION,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
 )
 def test_no_operation_answers_5xx_or_breaks_its_schema(case):
     case.call_and_validate(checks=CHECKS.get_all())

@@ -24,6 +24,7 @@ PAGE = f"/sets/{SLUG}/tokens/"
 
 # --- the service and authentication --------------------------------------------------------
 
+
 def test_only_a_hash_of_the_secret_is_stored(manager, golden_set):
     token, secret = api_token_create(owner=manager, scope="read", golden_set=golden_set)
     assert secret.startswith("gs_") and len(secret) > 40
@@ -76,6 +77,7 @@ def test_a_scheme_other_than_bearer_is_not_a_token(golden_set, version):
 
 # --- manage.py create_api_token ----------------------------------------------------------
 
+
 def test_the_command_prints_the_token_once_and_it_works(manager, golden_set, version):
     out, err = io.StringIO(), io.StringIO()
     call_command("create_api_token", "manager", "--scope", "read", "--golden-set", SLUG, "--expires-in-days", "30", stdout=out, stderr=err)
@@ -104,6 +106,7 @@ def test_the_command_refuses_what_cannot_work(manager, adjudicator, args, messag
 
 
 # --- the managers' token page ----------------------------------------------------------------
+
 
 def test_a_manager_sees_makes_and_revokes_the_sets_tokens(client, manager, golden_set, version):
     client.force_login(manager)
@@ -166,6 +169,7 @@ def test_staff_manage_tokens_of_any_set(client, make_user, golden_set):
 
 
 # --- the admin -----------------------------------------------------------------------------
+
 
 def test_the_admin_lists_and_revokes_tokens_but_never_makes_them(client, make_user, manager):
     token, _ = api_token_create(owner=manager, scope="read")

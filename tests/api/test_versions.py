@@ -32,7 +32,12 @@ def test_versions_are_listed_newest_first_with_their_hash_and_counts(reader, ver
     body = reader.get(BASE).json()
     assert body["count"] == 2
     newest = body["results"][0]
-    assert (newest["number"], newest["content_hash"], newest["note"], newest["author"]) == (2, second_version.content_hash, "second look", "manager")
+    assert (newest["number"], newest["content_hash"], newest["note"], newest["author"]) == (
+        2,
+        second_version.content_hash,
+        "second look",
+        "manager",
+    )
     assert [v["number"] for v in body["results"]] == [2, 1]
     oldest = body["results"][1]
     assert (oldest["query_count"], oldest["label_count"], oldest["relevant_count"], oldest["queries_without_relevant"]) == (3, 6, 4, 1)
@@ -98,8 +103,8 @@ def test_a_second_publish_while_one_is_under_way_is_refused(writer, version, gol
 
 
 def test_a_failed_job_says_why(writer, version, golden_set, django_capture_on_commit_callbacks):
-    from goldenset.services import judgment_record
     from goldenset.models import Page, Query
+    from goldenset.services import judgment_record
 
     # A new judgment that changes no label: the request cannot tell, the job can.
     judgment_record(query=Query.objects.get(query_id="q1"), page=Page.objects.get(doc_id="d1"), grade=2, annotator=None, source="imported")
@@ -132,19 +137,27 @@ def job_url(golden_set, version, manager):
     return f"/api/v1/golden-sets/{SLUG}/publish-jobs/{job.pk}/"
 
 
-@pytest.mark.parametrize("who, poll, start", [
-    ("manager write", 200, 202),
-    ("manager read", 200, 403),
-    ("adjudicator write", 200, 403),
-    ("annotator write", 404, 404),
-    ("other set's write", 404, 404),
-    ("anonymous", 401, 401),
-])
-def test_read_tokens_poll_and_only_managers_write_tokens_start(job_url, token, golden_set, other_set, adjudicator, annotator, who, poll, start):
+@pytest.mark.parametrize(
+    "who, poll, start",
+    [
+        ("manager write", 200, 202),
+        ("manager read", 200, 403),
+        ("adjudicator write", 200, 403),
+        ("annotator write", 404, 404),
+        ("other set's write", 404, 404),
+        ("anonymous", 401, 401),
+    ],
+)
+def test_read_tokens_poll_and_only_managers_write_tokens_start(
+    job_url, token, golden_set, other_set, adjudicator, annotator, who, poll, start
+):
     secret = {
-        "manager write": lambda: token("write", golden_set), "manager read": lambda: token("read", golden_set),
-        "adjudicator write": lambda: token("write", owner=adjudicator), "annotator write": lambda: token("write", owner=annotator),
-        "other set's write": lambda: token("write", other_set), "anonymous": lambda: None,
+        "manager write": lambda: token("write", golden_set),
+        "manager read": lambda: token("read", golden_set),
+        "adjudicator write": lambda: token("write", owner=adjudicator),
+        "annotator write": lambda: token("write", owner=annotator),
+        "other set's write": lambda: token("write", other_set),
+        "anonymous": lambda: None,
     }[who]()
     client = client_for(secret)
     response = client.get(job_url)
@@ -166,7 +179,9 @@ def test_the_queries_of_a_version_come_in_natural_order_with_their_slice_metadat
     body = reader.get(BASE + "1/queries").json()
     assert body["count"] == 3
     assert [(q["query_id"], q["metadata"], q["label_count"], q["relevant_count"]) for q in body["results"]] == [
-        ("q1", {"lang": "en"}, 3, 2), ("q3", {"lang": "en"}, 1, 0), ("q/2:ü", {"lang": "de"}, 2, 2),
+        ("q1", {"lang": "en"}, 3, 2),
+        ("q3", {"lang": "en"}, 1, 0),
+        ("q/2:ü", {"lang": "de"}, 2, 2),
     ]
 
 

@@ -7,7 +7,7 @@ by the server's own thread as the upload commits, as on the embedded default."""
 import pytest
 
 from goldset_client import GoldsetClient, RetryPolicy
-from tests.api import SLUG
+
 # The API tests' set, version and real tokens, shared rather than written again.
 from tests.api.conftest import golden_set, manager, token, version  # noqa: F401 - fixtures
 

@@ -51,7 +51,13 @@ def test_push_waits_for_the_scores_and_prints_them(cli_env, version, tmp_path, c
     run = Run.objects.get()
     assert out[0] == f"run {run.id} 'bm25 first_stage': 5 entries over 3 queries"
     header, row = out[1].split("\t"), out[2].split("\t")
-    assert header[:5] == ["run", "system", "stage", "version", "status"] and row[:5] == ["bm25 first_stage", "bm25", "first_stage", "1", "done"]
+    assert header[:5] == ["run", "system", "stage", "version", "status"] and row[:5] == [
+        "bm25 first_stage",
+        "bm25",
+        "first_stage",
+        "1",
+        "done",
+    ]
     stored = dict(Score.objects.filter(evaluation__run=run, slice="").values_list("metric", "value"))
     assert {name: float(value) for name, value in zip(header[5:], row[5:])} == {m: round(v, 4) for m, v in stored.items()}
 
@@ -86,7 +92,10 @@ def test_the_installed_goldset_command_pulls_to_standard_output(cli_env, version
     env = {**os.environ, "GOLDSET_URL": "http://nowhere.invalid", "GOLDSET_TOKEN": "gs_wrong"}  # the flags win
     done = subprocess.run(
         [str(GOLDSET), "--url", cli_env["url"], "--token", cli_env["token"], "pull", SLUG, "--version", "1", "--format", "json"],
-        capture_output=True, env=env, timeout=60, check=False,
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
     pulled = json.loads(done.stdout)

@@ -1,7 +1,7 @@
 """GoldsetClient against a live server: sets and versions, pinned qrels cached by ETag and
 checked, runs uploaded and waited for, scores, completeness, series, and the API's errors."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -133,7 +133,7 @@ def test_a_failed_evaluation_is_raised_with_its_reason(client, version):
 
 
 def test_series_nights_and_monitoring_are_read(client, version):
-    night = datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc)
+    night = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
     run = client.upload_run(SLUG, RUN.encode(), system="bm25", stage="first_stage", series="bm25 nightly", measured_at=night)
     client.wait_for_scores(SLUG, run["id"])
     [series] = client.series(SLUG)

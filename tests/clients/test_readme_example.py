@@ -26,8 +26,11 @@ PIN = re.compile(r"^SET, VERSION, CONTENT_HASH = .*$", re.M)
 # query without a relevant page is left out, an unanswered one scores 0) and pytrec_eval's
 # (it scores the queries it is given) agree here.
 QRELS = {
-    ("q1", "d1"): 2, ("q1", "d2"): 1, ("q1", "d7"): 0,
-    ("q2", "d3"): 1, ("q2", "d8"): 2,
+    ("q1", "d1"): 2,
+    ("q1", "d2"): 1,
+    ("q1", "d7"): 0,
+    ("q2", "d3"): 1,
+    ("q2", "d8"): 2,
     ("q3", "d5"): 1,
 }
 # q1: d9 first, then six pages tied at 1.0. trec_eval ranks ties by doc id descending
@@ -49,8 +52,13 @@ q2 Q0 d2 6 0.5 bm25
 q3 Q0 d5 1 3.0 bm25
 """
 # Goldset's metric names -> pytrec_eval's measure (the result key is the measure with _ for .)
-TREC_EVAL = [(r"recall@(\d+)", "recall.{}"), (r"precision@(\d+)", "P.{}"), (r"ndcg@(\d+)", "ndcg_cut.{}"),
-             (r"hit_rate@(\d+)", "success.{}"), (r"mrr", "recip_rank")]
+TREC_EVAL = [
+    (r"recall@(\d+)", "recall.{}"),
+    (r"precision@(\d+)", "P.{}"),
+    (r"ndcg@(\d+)", "ndcg_cut.{}"),
+    (r"hit_rate@(\d+)", "success.{}"),
+    (r"mrr", "recip_rank"),
+]
 
 
 def readme_block() -> str:

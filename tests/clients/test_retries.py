@@ -59,8 +59,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
             self.wfile.write(text)
             return
         forwarded = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host", "accept-encoding"}}
-        answer = requests.request(self.command, self.server.upstream + self.path, headers=forwarded, data=body,
-                                  allow_redirects=False, timeout=30)
+        answer = requests.request(
+            self.command, self.server.upstream + self.path, headers=forwarded, data=body, allow_redirects=False, timeout=30
+        )
         self.send_response(answer.status_code)
         for name, value in answer.headers.items():
             if name.lower() not in HOP_BY_HOP:

@@ -14,7 +14,8 @@ from goldenset.models import Page, Query
 from goldenset.services import query_retire, version_publish
 from lib.errors import GoldsetError
 from tests.support import factories
-from tests.support.factories import alerting_run as upload, score as evaluate
+from tests.support.factories import alerting_run as upload
+from tests.support.factories import score as evaluate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("canaries", factory="alerting_set", manager="owner")]
 
@@ -26,8 +27,10 @@ def v1(golden_set):
 
 def add(golden_set, query_id: str, doc_id: str, note: str = "") -> Canary:
     return canary_add(
-        golden_set=golden_set, query=Query.objects.get(golden_set=golden_set, query_id=query_id),
-        page=Page.objects.get(corpus=golden_set.corpus, doc_id=doc_id), note=note,
+        golden_set=golden_set,
+        query=Query.objects.get(golden_set=golden_set, query_id=query_id),
+        page=Page.objects.get(corpus=golden_set.corpus, doc_id=doc_id),
+        note=note,
     )
 
 
@@ -140,8 +143,9 @@ def test_staff_add_a_canary_in_the_admin_through_the_service(client, golden_set,
     client.force_login(superuser)
     query = Query.objects.get(golden_set=golden_set, query_id="q1")
     page = Page.objects.get(corpus=golden_set.corpus, doc_id="d1")
-    response = client.post(reverse("admin:evaluation_canary_add"),
-                           {"golden_set": golden_set.pk, "query": query.pk, "page": page.pk, "note": " new runbook "})
+    response = client.post(
+        reverse("admin:evaluation_canary_add"), {"golden_set": golden_set.pk, "query": query.pk, "page": page.pk, "note": " new runbook "}
+    )
     assert response.status_code == 302
     canary = Canary.objects.get()
     assert (canary.query, canary.page, canary.note) == (query, page, "new runbook")
@@ -150,10 +154,14 @@ def test_staff_add_a_canary_in_the_admin_through_the_service(client, golden_set,
 def test_the_admin_refuses_a_canary_query_of_another_set(client, golden_set, owner, superuser):
     other = factories.golden_set("other", manager=owner)
     client.force_login(superuser)
-    response = client.post(reverse("admin:evaluation_canary_add"), {
-        "golden_set": golden_set.pk, "query": Query.objects.get(golden_set=other, query_id="q1").pk,
-        "page": Page.objects.get(corpus=golden_set.corpus, doc_id="d1").pk,
-    })
+    response = client.post(
+        reverse("admin:evaluation_canary_add"),
+        {
+            "golden_set": golden_set.pk,
+            "query": Query.objects.get(golden_set=other, query_id="q1").pk,
+            "page": Page.objects.get(corpus=golden_set.corpus, doc_id="d1").pk,
+        },
+    )
     assert response.status_code == 200
     assert "is not a query of golden set" in response.content.decode()
     assert not Canary.objects.exists()

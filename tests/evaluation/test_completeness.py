@@ -17,9 +17,9 @@ import pytest
 import ranx
 from django.core.management import call_command
 
+from evaluation import pooled_labels as pooled_store
 from evaluation.completeness import judged_at_k, judged_at_k_by_slice, judged_at_ks_by_slice, leave_one_run_out, pooled_labels
 from evaluation.engine import QrelsArrays
-from evaluation import pooled_labels as pooled_store
 from evaluation.models import Completeness, Evaluation, EvaluationSettings, Run, RunPooledLabels, Score
 from evaluation.selectors import version_labels, version_query_ids
 from evaluation.services import evaluation_compute, run_import
@@ -28,8 +28,8 @@ from goldenset.models import GoldenSet
 from goldenset.services import golden_set_import_beir, qrels_import, version_publish
 from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
-from tests.support import factories
 from tests.evaluation.test_trec_eval_parity import CRANFIELD_RUNS, load
+from tests.support import factories
 
 # --- Judged@k against ir_measures -------------------------------------------------------------
 
@@ -196,9 +196,7 @@ def ranx_leave_one_run_out(qrels, runs, system, *, threshold=1) -> dict[str, tup
     """metric -> (full mean, reduced mean) by ranx alone: the unique relevant pages of
     `system` are found with sets, and regraded 0 (an unjudged page scores as a grade-0 one)."""
     averaged = sorted({q for (q, _), grade in qrels.items() if grade >= threshold})
-    pooled_elsewhere = {
-        (q, doc) for other in runs if other != system for q, docs in runs[other].items() for doc in docs[:DEPTH]
-    }
+    pooled_elsewhere = {(q, doc) for other in runs if other != system for q, docs in runs[other].items() for doc in docs[:DEPTH]}
     unique = {(q, doc) for q, docs in runs[system].items() for doc in docs[:DEPTH] if (q, doc) not in pooled_elsewhere}
     full, reduced = {}, {}
     for (q, doc), grade in qrels.items():
@@ -217,13 +215,25 @@ def synthetic_set(db):
     queries, runs, qrels = synthetic_data()
     pages = factories.pages(*(f"d{n}" for n in range(1, 401)))
     golden_set = factories.golden_set(
-        "pooled", qrels=qrels, pages=pages, queries=factories.queries(*queries[:15], lang="en") + factories.queries(*queries[15:], lang="de"),
-        k_first=K_FIRST, k_final=K_FINAL, query_slice_fields=["lang"], page_slice_fields=[],
+        "pooled",
+        qrels=qrels,
+        pages=pages,
+        queries=factories.queries(*queries[:15], lang="en") + factories.queries(*queries[15:], lang="de"),
+        k_first=K_FIRST,
+        k_final=K_FINAL,
+        query_slice_fields=["lang"],
+        page_slice_fields=[],
     )
     EvaluationSettings.objects.create(golden_set=golden_set, completeness_depth=DEPTH)
     for system in SYSTEMS:
-        run_import(golden_set=golden_set, lines=run_lines(runs[system]), source_name=f"{system}.run", system=system,
-                   stage="first_stage", name=system)
+        run_import(
+            golden_set=golden_set,
+            lines=run_lines(runs[system]),
+            source_name=f"{system}.run",
+            system=system,
+            stage="first_stage",
+            name=system,
+        )
     version = version_publish(golden_set=golden_set)
     return golden_set, version, runs, qrels
 
@@ -273,7 +283,9 @@ def test_publishing_the_labels_without_the_runs_unique_pages_scores_it_as_leave_
     predicted = overall_row("alpha", version)
     pooled_elsewhere = {(q, doc) for s in ("beta", "gamma") for q, docs in runs[s].items() for doc in docs[:DEPTH]}
     unique = sorted(
-        (q, doc) for q, docs in runs["alpha"].items() for doc in docs[:DEPTH]
+        (q, doc)
+        for q, docs in runs["alpha"].items()
+        for doc in docs[:DEPTH]
         if qrels.get((q, doc), 0) >= 1 and (q, doc) not in pooled_elsewhere
     )
     assert len(unique) == predicted.unique_relevant_count
@@ -315,7 +327,9 @@ def test_the_runs_own_system_is_not_part_of_the_pool_it_is_left_out_of(synthetic
     evaluation_compute(run=Run.objects.get(name="alpha"), version=version)
     before = overall_row("alpha", version)
     reranked = {q: list(reversed(docs[:DEPTH])) for q, docs in runs["alpha"].items()}
-    run_import(golden_set=golden_set, lines=run_lines(reranked), source_name="r.run", system="alpha", stage="reranked", name="alpha reranked")
+    run_import(
+        golden_set=golden_set, lines=run_lines(reranked), source_name="r.run", system="alpha", stage="reranked", name="alpha reranked"
+    )
     evaluation_compute(run=Run.objects.get(name="alpha"), version=version)
     after = overall_row("alpha", version)
     assert (after.loro_other_runs, after.unique_relevant_count) == (2, before.unique_relevant_count)
@@ -357,7 +371,9 @@ def test_the_labels_a_run_pooled_are_those_of_its_top_pages():
 
 def test_with_no_other_system_leave_one_run_out_is_not_computed(db):
     golden_set = factories.golden_set("alone")
-    run = run_import(golden_set=golden_set, lines=["q1 Q0 d1 1 2 t\n", "q2 Q0 d3 1 2 t\n"], source_name="r", system="s", stage="first_stage")
+    run = run_import(
+        golden_set=golden_set, lines=["q1 Q0 d1 1 2 t\n", "q2 Q0 d3 1 2 t\n"], source_name="r", system="s", stage="first_stage"
+    )
     version = version_publish(golden_set=golden_set)
     evaluation_compute(run=run, version=version)
     row = overall_row(run.name, version)
@@ -396,8 +412,9 @@ def test_judged_at_k_is_stored_overall_and_per_query_slice_over_the_queries_the_
 
 def test_a_page_slice_has_scores_but_no_completeness_row(db):
     pages = factories.pages("old1", "old2", kind="old") + factories.pages("new1", kind="new")
-    golden_set = factories.golden_set("paged", pages=pages, queries=factories.queries("q1"), page_slice_fields=["kind"],
-                                      qrels={("q1", "old1"): 1, ("q1", "new1"): 1})
+    golden_set = factories.golden_set(
+        "paged", pages=pages, queries=factories.queries("q1"), page_slice_fields=["kind"], qrels={("q1", "old1"): 1, ("q1", "new1"): 1}
+    )
     run = run_import(golden_set=golden_set, lines=["q1 Q0 old1 1 2 t\n"], source_name="r", system="s", stage="first_stage")
     evaluation = evaluation_compute(run=run, version=version_publish(golden_set=golden_set))
     assert Score.objects.filter(evaluation=evaluation, slice="page:kind=old").exists()
@@ -444,12 +461,18 @@ def test_the_evaluate_command_prints_completeness_beside_each_record(synthetic_s
     assert loro[f"recall@{K_FIRST}"] == round(row.loro_recall_k_first, 6)
     assert loro[f"recall@{K_FIRST}_change_points"] == round(row.loro_recall_change_points, 4)
     assert (loro["depth"], loro["other_runs"], loro["unique_relevant_pages"], loro["emptied_queries"]) == (
-        DEPTH, 2, row.unique_relevant_count, 1,
+        DEPTH,
+        2,
+        row.unique_relevant_count,
+        1,
     )
     sliced = next(r for r in records if r["run"] == "alpha" and r["slice"] == "query:lang=en")
     assert "leave_one_run_out" not in sliced["completeness"] and sliced["completeness"]["queries"] == 15
     # Half the pooled pages are labelled: every run is under the 0.9 floor, and says so.
-    assert completeness["warning"].startswith(f"Judged@{K_FINAL} = ") and f"pool this run (build_pool pooled --runs alpha --depth {DEPTH})" in completeness["warning"]
+    assert (
+        completeness["warning"].startswith(f"Judged@{K_FINAL} = ")
+        and f"pool this run (build_pool pooled --runs alpha --depth {DEPTH})" in completeness["warning"]
+    )
 
     call_command("evaluate", golden_set.slug)
     table = capsys.readouterr().out

@@ -45,9 +45,7 @@ def build(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], *,
     for docs in qrels.values():
         for doc_id in docs:
             keys.setdefault(doc_id, len(keys) + 1)
-    labels = QrelsArrays.from_rows(
-        ((q, keys[d], g) for q, docs in qrels.items() for d, g in docs.items()), query_ids=list(qrels)
-    )
+    labels = QrelsArrays.from_rows(((q, keys[d], g) for q, docs in qrels.items() for d, g in docs.items()), query_ids=list(qrels))
     lines = [f"{q} Q0 {d} 0 {s!r} sys\n" for q, docs in run.items() for d, s in docs.items()]
     problems = ProblemCollector()
     entries = read_trec_run(lines, "run", problems)
@@ -70,8 +68,16 @@ def trec_eval(qrels, run, names, threshold=1) -> dict[str, dict[str, float]]:
 def test_default_metrics_are_the_ten_the_design_names_in_order():
     names = [m.name for m in default_metrics(100, 8)]
     assert names == [
-        "recall@5", "recall@8", "recall@10", "recall@20", "recall@50", "recall@100",
-        "ndcg@10", "mrr", "hit_rate@8", "precision@8",
+        "recall@5",
+        "recall@8",
+        "recall@10",
+        "recall@20",
+        "recall@50",
+        "recall@100",
+        "ndcg@10",
+        "mrr",
+        "hit_rate@8",
+        "precision@8",
     ]
 
 
@@ -330,8 +336,23 @@ def test_a_query_slice_taken_from_the_overall_evaluation_is_the_slice_scored_aga
 
 
 RANX_NAMES = [
-    "recall@5", "recall@8", "recall@100", "recall", "precision@8", "precision", "precision@200", "hit_rate@8",
-    "hit_rate", "mrr", "mrr@3", "map", "map@10", "ndcg@10", "ndcg", "ndcg@3", "ndcg@500",
+    "recall@5",
+    "recall@8",
+    "recall@100",
+    "recall",
+    "precision@8",
+    "precision",
+    "precision@200",
+    "hit_rate@8",
+    "hit_rate",
+    "mrr",
+    "mrr@3",
+    "map",
+    "map@10",
+    "ndcg@10",
+    "ndcg",
+    "ndcg@3",
+    "ndcg@500",
 ]
 
 
@@ -341,8 +362,14 @@ def ranx_per_query(labels: QrelsArrays, ranked: RankedRun, names, threshold: int
     from numba.typed import List as TypedList
     from ranx.metrics import average_precision, hit_rate, ndcg, precision, recall, reciprocal_rank
 
-    kernels = {"recall": recall, "precision": precision, "hit_rate": hit_rate, "mrr": reciprocal_rank,
-               "map": average_precision, "ndcg": ndcg}
+    kernels = {
+        "recall": recall,
+        "precision": precision,
+        "hit_rate": hit_rate,
+        "mrr": reciprocal_rank,
+        "map": average_precision,
+        "ndcg": ndcg,
+    }
     found = {name: np.zeros(len(labels.query_ids)) for name in names}
     for q, query_id in enumerate(labels.query_ids):
         rows = np.arange(labels.offsets[q], labels.offsets[q + 1])
@@ -372,7 +399,8 @@ def test_the_one_pass_kernel_gives_ranx_kernels_values_to_the_bit(seed):
         query_ids = [f"q{i}" for i in range(30)]
         rows = [
             (query_id, int(doc) + 1, int(rng.choice([-1, 0, 0, 1, 2, 3, 5])))
-            for query_id in query_ids for doc in rng.choice(300, size=rng.integers(0, 30), replace=False)
+            for query_id in query_ids
+            for doc in rng.choice(300, size=rng.integers(0, 30), replace=False)
         ]
         labels = QrelsArrays.from_rows(rows, query_ids=query_ids)
         answered = [q for q in query_ids if rng.random() < 0.85]
@@ -382,13 +410,22 @@ def test_the_one_pass_kernel_gives_ranx_kernels_values_to_the_bit(seed):
             keys.extend(returned.tolist())
             offsets.append(len(keys))
         ranked = RankedRun(
-            tuple(answered), np.array(offsets, dtype=np.int64), np.array(keys, dtype=np.int64), np.zeros(len(keys)),
-            tuple(f"x{i}" for i in range(19)), 1000, 0,
+            tuple(answered),
+            np.array(offsets, dtype=np.int64),
+            np.array(keys, dtype=np.int64),
+            np.zeros(len(keys)),
+            tuple(f"x{i}" for i in range(19)),
+            1000,
+            0,
         )
         threshold = int(rng.choice([0, 1, 2, 3]))
         kept = rng.random(len(labels.doc_keys)) < (0.5 if trial % 2 else 2)
         result = evaluate_run(
-            labels, ranked, RANX_NAMES, relevance_threshold=threshold, labels_kept=kept,
+            labels,
+            ranked,
+            RANX_NAMES,
+            relevance_threshold=threshold,
+            labels_kept=kept,
             average_queries_without_relevant=True,
         )
         expected = ranx_per_query(labels, ranked, RANX_NAMES, threshold, kept)

@@ -21,7 +21,12 @@ from lib.errors import GoldsetError
 from lib.runs import RankedRun
 from tests.support import factories
 
-pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("forms", manager="owner", qrels={("q1", "d1"): 2, ("q/2", "d3"): 1}, queries=factories.queries("q1", "q/2", "q3"))]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set(
+        "forms", manager="owner", qrels={("q1", "d1"): 2, ("q/2", "d3"): 1}, queries=factories.queries("q1", "q/2", "q3")
+    ),
+]
 
 RANKINGS = {"q1": {"d1": 3.0, "d2": 2.0, "out#1": 2.0}, "q/2": {"d3": 5.0, "d1": 1.0}}
 TREC = "".join(
@@ -49,9 +54,14 @@ def forms(tmp_path) -> dict[str, bytes]:
 
     jsonl = "".join(json.dumps({"query_id": q, "doc_id": d, "score": s}) + "\n" for q, r in RANKINGS.items() for d, s in r.items())
     return {
-        "trec.gz": gzip.compress(TREC.encode()), "header.trec": ("query_id Q0 doc_id rank score tag\n" + TREC).encode(),
-        "ranx.json": ranx("json"), "beir.json": json.dumps(RANKINGS).encode(), "run.jsonl": jsonl.encode(),
-        "run.jsonl.gz": gzip.compress(jsonl.encode()), "run.parquet": ranx("parquet"), "run.lz4": ranx("lz4"),
+        "trec.gz": gzip.compress(TREC.encode()),
+        "header.trec": ("query_id Q0 doc_id rank score tag\n" + TREC).encode(),
+        "ranx.json": ranx("json"),
+        "beir.json": json.dumps(RANKINGS).encode(),
+        "run.jsonl": jsonl.encode(),
+        "run.jsonl.gz": gzip.compress(jsonl.encode()),
+        "run.parquet": ranx("parquet"),
+        "run.lz4": ranx("lz4"),
     }
 
 
@@ -64,13 +74,19 @@ def test_every_form_stores_the_run_its_trec_original_stores(golden_set, tmp_path
 
 def test_an_ms_marco_run_stores_its_rank_order(golden_set):
     run = run_import(golden_set=golden_set, data=io.BytesIO(b"q1\td2\t2\nq1\td1\t1\n"), source_name="r.tsv", system="m", stage="other")
-    reference = run_import(golden_set=golden_set, lines=["q1 Q0 d1 1 -1 s\n", "q1 Q0 d2 2 -2 s\n"], source_name="r", system="t", stage="other")
+    reference = run_import(
+        golden_set=golden_set, lines=["q1 Q0 d1 1 -1 s\n", "q1 Q0 d2 2 -2 s\n"], source_name="r", system="t", stage="other"
+    )
     assert_same_run(run, reference)
 
 
 def test_a_malformed_run_in_any_form_stores_nothing(golden_set):
-    for data in (b'{"q1": {"d1": 1.0, "d2": null}}', b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1"}\n',
-                 gzip.compress(b"q1 Q0 has space 1 1.0 sys\n"), b"q1\td1\t1\nq1\td2\t1\n"):
+    for data in (
+        b'{"q1": {"d1": 1.0, "d2": null}}',
+        b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1"}\n',
+        gzip.compress(b"q1 Q0 has space 1 1.0 sys\n"),
+        b"q1\td1\t1\nq1\td2\t1\n",
+    ):
         with pytest.raises(GoldsetError) as caught:
             run_import(golden_set=golden_set, data=io.BytesIO(data), source_name="bad", system="bad", stage="other")
         assert caught.value.problems and caught.value.problems[0].startswith("bad:")

@@ -20,7 +20,10 @@ from lib.errors import GoldsetError
 from tests.evaluation.test_trec_eval_parity import ACCEPTANCE, CRANFIELD_RUNS, read_trec_eval_output
 from tests.support import factories
 
-pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny", query_slice_fields=["lang"], queries=factories.queries("q1", "q2", "q3", lang="en"))]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.golden_set("tiny", query_slice_fields=["lang"], queries=factories.queries("q1", "q2", "q3", lang="en")),
+]
 
 
 def upload(golden_set, text: str, **options):
@@ -197,7 +200,10 @@ def test_the_sweeper_restarts_an_evaluation_running_for_longer_than_stale_after(
 def test_page_slices_count_only_the_relevant_pages_of_the_slice():
     pages = factories.pages("old1", "old2", kind="old") + factories.pages("new1", "new2", kind="new")
     golden_set = factories.golden_set(
-        "sliced", pages=pages, queries=factories.queries("q1"), page_slice_fields=["kind"],
+        "sliced",
+        pages=pages,
+        queries=factories.queries("q1"),
+        page_slice_fields=["kind"],
         qrels={("q1", "old1"): 1, ("q1", "old2"): 1, ("q1", "new1"): 1, ("q1", "new2"): 1},
     )
     run = upload(golden_set, "q1 Q0 old1 1 4 s\nq1 Q0 old2 2 3 s\nq1 Q0 new1 3 2 s\nq1 Q0 x 4 1 s\n")
@@ -214,7 +220,11 @@ def test_the_evaluate_command_prints_json_records(golden_set, capsys):
     records = json.loads(capsys.readouterr().out)
     overall = next(r for r in records if r["slice"] is None)
     assert {k: overall[k] for k in ("run", "system", "stage", "version", "queries")} == {
-        "run": "bm25 first_stage", "system": "bm25", "stage": "first_stage", "version": 1, "queries": 2,
+        "run": "bm25 first_stage",
+        "system": "bm25",
+        "stage": "first_stage",
+        "version": 1,
+        "queries": 2,
     }
     assert overall["metrics"]["recall@5"] == 1.0
     assert {r["slice"] for r in records} == {None, "lang=en"} or {r["slice"] for r in records} == {None, "query:lang=en"}

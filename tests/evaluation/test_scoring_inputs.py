@@ -40,9 +40,7 @@ def test_a_cold_process_reads_back_what_it_would_have_built(version):
     qrels, slices = _cold(version)
     built_labels = sorted(version_labels(version))
     query_ids = qrels.query_ids
-    read_labels = sorted(
-        (query_ids[q], int(key), int(grade)) for q, key, grade in zip(qrels.query_index, qrels.doc_keys, qrels.grades)
-    )
+    read_labels = sorted((query_ids[q], int(key), int(grade)) for q, key, grade in zip(qrels.query_index, qrels.doc_keys, qrels.grades))
     assert read_labels == sorted((q, key, grade) for q, key, grade in built_labels)
     assert list(query_ids) == version_query_ids(version)
     assert qrels.grades.dtype == np.int64 and qrels.doc_keys.dtype == np.int64

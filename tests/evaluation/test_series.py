@@ -8,19 +8,30 @@ import pytest
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run, RunData, Score
 from evaluation.retention import series_entries_thin
-from evaluation.services import evaluation_compute, evaluations_missing_create, evaluations_schedule, run_from_rankings, run_import, series_for
+from evaluation.services import (
+    evaluation_compute,
+    evaluations_missing_create,
+    evaluations_schedule,
+    run_from_rankings,
+    run_import,
+    series_for,
+)
 from evaluation.settings_service import evaluation_settings_update
-from goldenset.services import judgment_record, version_publish
 from goldenset.models import Page, Query
+from goldenset.services import judgment_record, version_publish
 from tests.support import factories
 
 QUERIES = [f"q{n}" for n in range(1, 11)]
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.golden_set(
-        "nightly", qrels={(f"q{n}", f"d{n}{side}"): 1 for n in range(1, 11) for side in "ab"},
+        "nightly",
+        qrels={(f"q{n}", f"d{n}{side}"): 1 for n in range(1, 11) for side in "ab"},
         pages=factories.pages(*[f"d{n}{side}" for n in range(1, 11) for side in "ab"], *[f"x{n}" for n in range(1, 21)]),
-        queries=factories.queries(*QUERIES, lang="en"), k_first=10, k_final=3, query_slice_fields=["lang"],
+        queries=factories.queries(*QUERIES, lang="en"),
+        k_first=10,
+        k_final=3,
+        query_slice_fields=["lang"],
     ),
 ]
 NIGHT_ONE = datetime(2026, 11, 1, 2, tzinfo=UTC)
@@ -47,8 +58,15 @@ def night(golden_set, number: int, found_both: int, *, failures=(), index_size=N
     task its upload sends on commit would (the test's transaction never commits)."""
     series = series_for(golden_set=golden_set, name=series_name)
     run = run_from_rankings(
-        golden_set=golden_set, rankings=rankings(found_both), source_name="http://search/", system="prod", stage="first_stage",
-        name=f"{series_name} {number}", series=series, measured_at=NIGHT_ONE + timedelta(days=number), failures=failures,
+        golden_set=golden_set,
+        rankings=rankings(found_both),
+        source_name="http://search/",
+        system="prod",
+        stage="first_stage",
+        name=f"{series_name} {number}",
+        series=series,
+        measured_at=NIGHT_ONE + timedelta(days=number),
+        failures=failures,
         index_size=index_size,
     )
     score(run)

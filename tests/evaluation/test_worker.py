@@ -73,6 +73,7 @@ def workers(transactional_db, tmp_path):
 
 # --- data, made through the services --------------------------------------------------
 
+
 def build_golden_set(slug: str, *, queries: int, pages: int, seed: int) -> GoldenSet:
     """`queries` queries in three languages (a query slice) over `pages` pages of three doc
     types (a page slice), each query with about 6 labels, one in six of grade 0."""
@@ -81,16 +82,18 @@ def build_golden_set(slug: str, *, queries: int, pages: int, seed: int) -> Golde
         JsonRecord(line=n, id=f"kb/{n}#chunk", title=f"page {n}", text=f"text {n}", metadata={"doc_type": DOC_TYPES[n % 3]})
         for n in range(1, pages + 1)
     ]
-    query_records = [
-        JsonRecord(line=n, id=f"q{n}", text=f"question {n}", metadata={"lang": LANGS[n % 3]}) for n in range(1, queries + 1)
-    ]
+    query_records = [JsonRecord(line=n, id=f"q{n}", text=f"question {n}", metadata={"lang": LANGS[n % 3]}) for n in range(1, queries + 1)]
     qrels = {}
     for query in query_records:
         for page in rng.sample(page_records, 6):
             qrels[(query.id, page.id)] = rng.choice((0, 1, 1, 2, 2, 3))
     source = GoldenSetSource(
-        pages=page_records, queries=query_records, qrels=qrels, grade_scale=default_grade_scale(),
-        query_slice_fields=["lang"], page_slice_fields=["doc_type"],
+        pages=page_records,
+        queries=query_records,
+        qrels=qrels,
+        grade_scale=default_grade_scale(),
+        query_slice_fields=["lang"],
+        page_slice_fields=["doc_type"],
     )
     golden_set_create(slug=slug, name=slug, source=source)
     return GoldenSet.objects.get(slug=slug)
@@ -117,6 +120,7 @@ def upload_run(golden_set: GoldenSet, system: str, *, seed: int) -> Run:
 
 
 # --- waiting and checking --------------------------------------------------------------
+
 
 def wait_until(condition, what: str, pool: WorkerPool, *, timeout: float = WAIT, every: float = 0.1):
     """Poll `condition` until it returns something truthy and return that; fail with the logs."""
@@ -187,6 +191,7 @@ def task_results(log: str, task: str) -> list[str]:
 
 # --- the tests -----------------------------------------------------------------------------
 
+
 def test_publishing_a_version_gets_every_run_scored_by_the_worker_without_anyone_asking(workers):
     worker = workers.start(wait=False)  # it starts while the data is made
     golden_set = build_golden_set("worker-publish", queries=60, pages=300, seed=1)
@@ -214,11 +219,14 @@ def kill_mid_evaluation(worker: Worker, version: Version, pool: WorkerPool, *, d
     Returns the evaluation it held, left running, and the id of its task, whose message
     Redis now holds as delivered and never acknowledged.
     """
+
     def just_started() -> bool:
         # One running that started a moment ago, so that the kill lands inside it rather
         # than in the gap after it (a poll that saw it late could kill between tasks).
         fresh = Evaluation.objects.filter(
-            version=version, status=Evaluation.Status.RUNNING, started_at__gte=timezone.now() - timedelta(milliseconds=40),
+            version=version,
+            status=Evaluation.Status.RUNNING,
+            started_at__gte=timezone.now() - timedelta(milliseconds=40),
         )
         return statuses(version)[Evaluation.Status.DONE] >= done_at_least and fresh.exists()
 

@@ -17,8 +17,10 @@ pytestmark = pytest.mark.django_db
 def versions(owner):
     """v1 of the tiny set; v2 regrades q1/d1, adds q3/d4 and q4 (with d5), retires q2."""
     golden_set = factories.golden_set(
-        "tiny", manager=owner,
-        queries=factories.queries("q1", "q3", lang="en") + factories.queries("q2", lang="de"), query_slice_fields=["lang"],
+        "tiny",
+        manager=owner,
+        queries=factories.queries("q1", "q3", lang="en") + factories.queries("q2", lang="de"),
+        query_slice_fields=["lang"],
     )
     v1 = version_publish(golden_set=golden_set)
     qrels_import(golden_set_slug="tiny", lines=["q1 0 d1 3\n", "q3 0 d4 1\n", "q4 0 d5 2\n"], source_name="f", create_missing=True)
@@ -30,8 +32,12 @@ def test_each_change_carries_its_query_text_page_title_and_slices(versions):
     _, v1, v2 = versions
     changes = version_changes(v1, v2)
     assert [(c.kind, c.query_id, c.doc_id) for c in changes.changes] == [
-        (QUERY_REMOVED, "q2", ""), (QUERY_ADDED, "q4", ""),
-        (REGRADED, "q1", "d1"), (REMOVED, "q2", "d3"), (ADDED, "q3", "d4"), (ADDED, "q4", "d5"),
+        (QUERY_REMOVED, "q2", ""),
+        (QUERY_ADDED, "q4", ""),
+        (REGRADED, "q1", "d1"),
+        (REMOVED, "q2", "d3"),
+        (ADDED, "q3", "d4"),
+        (ADDED, "q4", "d5"),
     ]
     regraded = changes.filtered(kind=REGRADED)[0]
     assert (regraded.old_grade, regraded.new_grade, regraded.query_text, regraded.page_title) == (2, 3, "question q1", "title d1")
@@ -61,10 +67,10 @@ def test_the_changes_page_shows_text_filters_and_compares_any_two_versions(clien
     body = client.get(url).content.decode()  # default: the latest against the one before
     assert "v1 → v2" in body and "question q1" in body and "title d1" in body and "2 → 3" in body
     body = client.get(url, {"from": 1, "to": 2, "kind": "added"}).content.decode()
-    table = body[body.index('<table class="grid compact changes">'):]
+    table = body[body.index('<table class="grid compact changes">') :]
     assert "title d4" in table and "title d5" in table and "2 → 3" not in table
     body = client.get(url, {"from": 1, "to": 2, "slice": "lang=de"}).content.decode()
-    table = body[body.index('<table class="grid compact changes">'):]
+    table = body[body.index('<table class="grid compact changes">') :]
     assert "q2" in table and "q1" not in table
     assert "v2 → v1" in client.get(url, {"from": 2, "to": 1}).content.decode()
 

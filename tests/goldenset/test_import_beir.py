@@ -1,5 +1,5 @@
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -60,7 +60,10 @@ def test_it_imports_pages_queries_and_judgments_with_ids_unchanged(beir):
         ("q#1\tCR93E-3103#37\tyes\n", "qrels/test.tsv:2: grade 'yes' is not an integer"),
         ("q9\tCR93E-3103#37\t1\n", "qrels/test.tsv:2: query id 'q9' is not in queries.jsonl"),
         ("q#1\tnope\t1\n", "qrels/test.tsv:2: doc id 'nope' is not in corpus.jsonl"),
-        ("q#1\tCR93E-3103#37\t1\nq#1\tCR93E-3103#37\t2\n", "qrels/test.tsv:3: pair ('q#1', 'CR93E-3103#37') has grade 2, but line 2 gave it grade 1"),
+        (
+            "q#1\tCR93E-3103#37\t1\nq#1\tCR93E-3103#37\t2\n",
+            "qrels/test.tsv:3: pair ('q#1', 'CR93E-3103#37') has grade 2, but line 2 gave it grade 1",
+        ),
     ],
 )
 def test_a_bad_qrels_line_fails_the_whole_import_and_names_the_line(tmp_path, qrels, message):
@@ -148,8 +151,10 @@ def test_a_judgment_written_outside_its_set_is_refused_and_nothing_is_written(be
 
 def test_golden_set_create_names_a_judgment_whose_ids_are_not_in_its_input():
     source = GoldenSetSource(
-        pages=[JsonRecord(line=1, id="d1", text="x")], queries=[JsonRecord(line=1, id="q1", text="q")],
-        qrels={("q1", "d1"): 1, ("q1", "d9"): 2, ("q9", "d1"): 0}, source_name="generated",
+        pages=[JsonRecord(line=1, id="d1", text="x")],
+        queries=[JsonRecord(line=1, id="q1", text="q")],
+        qrels={("q1", "d1"): 1, ("q1", "d9"): 2, ("q9", "d1"): 0},
+        source_name="generated",
     )
     with pytest.raises(GoldsetError) as caught:
         golden_set_create(slug="made", name="Made", source=source)
@@ -164,14 +169,16 @@ def test_imported_judgments_hold_their_grade_their_page_s_hash_and_the_time_of_t
     # On PostgreSQL they go as numpy columns in a binary COPY, elsewhere as rows: the same values.
     before = timezone.now()
     golden_set_import_beir(directory=beir, slug="set")
-    rows = Judgment.objects.order_by("id").values_list("query__query_id", "page__doc_id", "grade", "source", "note", "page_hash", "page__content_hash", "annotator", "created_at")
+    rows = Judgment.objects.order_by("id").values_list(
+        "query__query_id", "page__doc_id", "grade", "source", "note", "page_hash", "page__content_hash", "annotator", "created_at"
+    )
     assert [row[:5] for row in rows] == [("q#1", "CR93E-3103#37", 2, "imported", ""), ("q2", "doc/2:ü", 0, "imported", "")]
     assert all(row[5] == row[6] and row[7] is None and before <= row[8] <= timezone.now() for row in rows)
 
 
 def test_pages_and_queries_keep_their_metadata_and_dates_as_the_files_give_them(tmp_path):
     # On PostgreSQL they go in COPY's binary format, metadata written by orjson where it can.
-    metadata = {"lang": "de", "tags": ["a", 1, 2.5, None], "deep": {"x": "é\"\\\t"}, "big": 2**70, "ok": True}
+    metadata = {"lang": "de", "tags": ["a", 1, 2.5, None], "deep": {"x": 'é"\\\t'}, "big": 2**70, "ok": True}
     corpus = [
         {"_id": "d1", "text": "x", "metadata": dict(metadata), "published_at": "2026-01-02T03:04:05+02:00", "modified_at": "2026-02-03"},
         {"_id": "d2", "text": "y", "lang": "fr"},
@@ -181,7 +188,7 @@ def test_pages_and_queries_keep_their_metadata_and_dates_as_the_files_give_them(
     first, second = Page.objects.order_by("id")
     assert first.metadata == metadata and second.metadata == {"lang": "fr"}
     # The same instants (SQLite hands the offset back as written): a date without one is UTC.
-    assert first.published_at == datetime(2026, 1, 2, 1, 4, 5, tzinfo=dt_timezone.utc)
-    assert first.modified_at == datetime(2026, 2, 3, tzinfo=dt_timezone.utc)
+    assert first.published_at == datetime(2026, 1, 2, 1, 4, 5, tzinfo=UTC)
+    assert first.modified_at == datetime(2026, 2, 3, tzinfo=UTC)
     assert second.published_at is None and second.modified_at is None
     assert Query.objects.get().metadata == {"intent": "faq", "n": 3}

@@ -75,8 +75,10 @@ def test_the_members_page_is_404_to_all_but_managers(client, golden_set, teammat
         membership_grant(user=teammate, golden_set=golden_set, role=role)
     client.force_login(teammate)
     data = {"action": "grant", "username": "stranger", "role": "manager"}
-    response = client.post(reverse("golden_set_members", args=[golden_set.slug]), data) if method == "post" else client.get(
-        reverse("golden_set_members", args=[golden_set.slug])
+    response = (
+        client.post(reverse("golden_set_members", args=[golden_set.slug]), data)
+        if method == "post"
+        else client.get(reverse("golden_set_members", args=[golden_set.slug]))
     )
     assert response.status_code == 404
     assert not Membership.objects.filter(user=stranger).exists()
@@ -90,7 +92,9 @@ def test_revoking_asks_first_and_only_the_confirmation_takes_the_role(client, go
     assert f'action="{confirm_url}"' in page and 'method="get"' in page
     asked = client.get(confirm_url).content.decode()
     assert "Take the annotator role from teammate?" in asked and Membership.objects.filter(pk=membership.pk).exists()
-    done = client.post(reverse("golden_set_members", args=[golden_set.slug]), {"action": "revoke", "membership": membership.pk}, follow=True)
+    done = client.post(
+        reverse("golden_set_members", args=[golden_set.slug]), {"action": "revoke", "membership": membership.pk}, follow=True
+    )
     assert "teammate is no longer annotator" in done.content.decode()
 
 

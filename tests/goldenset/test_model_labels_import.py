@@ -41,8 +41,9 @@ def run_command(path, *options, slug="tiny", model="umbrela-llama3"):
 
 def stored() -> list[tuple]:
     return list(
-        ModelJudgment.objects.order_by("query__query_id", "page__doc_id")
-        .values_list("query__query_id", "page__doc_id", "model", "prompt_hash", "grade", "score", "raw_answer")
+        ModelJudgment.objects.order_by("query__query_id", "page__doc_id").values_list(
+            "query__query_id", "page__doc_id", "model", "prompt_hash", "grade", "score", "raw_answer"
+        )
     )
 
 
@@ -76,13 +77,18 @@ def test_it_imports_gzipped_jsonl_with_scores_and_raw_answers(tiny, tmp_path):
 
 def test_it_names_every_bad_line_and_writes_nothing(tiny, tmp_path):
     path = tmp_path / "labels.jsonl"
-    path.write_text("\n".join([
-        json.dumps({"query_id": "q1", "doc_id": "d1", "grade": 2}),
-        json.dumps({"query_id": "nope", "doc_id": "d1", "grade": 2}),
-        json.dumps({"query_id": "q1", "doc_id": "ghost", "grade": 2}),
-        json.dumps({"query_id": "q1", "doc_id": "d2", "grade": 7}),
-        json.dumps({"query_id": "q1", "doc_id": "d1", "grade": 1}),
-    ]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps({"query_id": "q1", "doc_id": "d1", "grade": 2}),
+                json.dumps({"query_id": "nope", "doc_id": "d1", "grade": 2}),
+                json.dumps({"query_id": "q1", "doc_id": "ghost", "grade": 2}),
+                json.dumps({"query_id": "q1", "doc_id": "d2", "grade": 7}),
+                json.dumps({"query_id": "q1", "doc_id": "d1", "grade": 1}),
+            ]
+        )
+        + "\n"
+    )
     with pytest.raises(CommandError) as refused:
         run_command(path, "--format", "jsonl", "--prompt-hash", "b" * 64)
     message = str(refused.value)
@@ -95,9 +101,11 @@ def test_it_names_every_bad_line_and_writes_nothing(tiny, tmp_path):
 
 def test_it_names_lines_it_cannot_read_and_writes_nothing(tiny, tmp_path):
     path = tmp_path / "labels.jsonl"
-    path.write_text('{"query_id": "q1", "doc_id": "d1", "grade": 2}\n{"query_id": "q 1", "doc_id": "d1", "grade": 2}\n'
-                    '{"query_id": "q1", "doc_id": "d2"}\n{"query_id": "q1", "doc_id": "d3", "grade": 1, "score": "high"}\nnot json\n'
-                    '{"query_id": "q9", "doc_id": "d1", "grade": 1}\n{"query_id": "q2", "doc_id": "d1", "grade": 1, "raw": "a\\u0000b"}\n')
+    path.write_text(
+        '{"query_id": "q1", "doc_id": "d1", "grade": 2}\n{"query_id": "q 1", "doc_id": "d1", "grade": 2}\n'
+        '{"query_id": "q1", "doc_id": "d2"}\n{"query_id": "q1", "doc_id": "d3", "grade": 1, "score": "high"}\nnot json\n'
+        '{"query_id": "q9", "doc_id": "d1", "grade": 1}\n{"query_id": "q2", "doc_id": "d1", "grade": 1, "raw": "a\\u0000b"}\n'
+    )
     with pytest.raises(CommandError) as refused:
         run_command(path, "--format", "jsonl", "--prompt-hash", "c" * 64)
     message = str(refused.value)
@@ -146,7 +154,9 @@ def test_the_prompt_is_named_by_its_text_or_its_hash_exactly_once_and_the_model_
 def test_the_database_holds_one_label_per_pair_model_and_prompt_and_grades_within_the_scale(tiny):
     model_labels_import(golden_set=tiny, model="m", prompt_hash="d" * 64, records=[ModelLabelLine(1, "q1", "d1", 2)])
     first = ModelJudgment.objects.get()
-    fields = {name: getattr(first, name) for name in ("golden_set_id", "query_id", "page_id", "model", "prompt_hash", "scale_low", "scale_high")}
+    fields = {
+        name: getattr(first, name) for name in ("golden_set_id", "query_id", "page_id", "model", "prompt_hash", "scale_low", "scale_high")
+    }
     # PostgreSQL names the constraint; SQLite names its columns.
     unique = "model_judgment_unique_per_prompt|UNIQUE constraint failed: goldenset_modeljudgment.query_id"
     with pytest.raises(IntegrityError, match=unique), transaction.atomic():
@@ -156,6 +166,7 @@ def test_the_database_holds_one_label_per_pair_model_and_prompt_and_grades_withi
 
 
 # --- kept apart ---------------------------------------------------------------------
+
 
 def _judged_set(slug: str, make_user) -> GoldenSet:
     golden_set = factories.golden_set(slug)

@@ -15,21 +15,30 @@ from django.utils import timezone
 from goldenset import version_rows
 from goldenset.models import GoldenSet, Page, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.publishing import (
-    GIVE_UP_AFTER, SEND_AGAIN_AFTER, publish_job_progress, publish_job_run, publish_jobs_sweep, version_publish_request,
+    GIVE_UP_AFTER,
+    SEND_AGAIN_AFTER,
+    publish_job_progress,
+    publish_job_run,
+    publish_jobs_sweep,
+    version_publish_request,
 )
 from goldenset.selectors import version_check_intact, version_label_rows
 from goldenset.services import PUBLISH_STEPS, judgment_record, query_retire, version_publish
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
 from lib.ids import natural_key
-from tests.support import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
+from tests.support import factories
 
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.golden_set(
-        "jobs", manager="owner", query_slice_fields=["lang"], page_slice_fields=["kind"],
-        pages=factories.pages("d1", "d2", "d3", "d4", "d5", kind="doc"), queries=factories.queries("q1", "q2", "q3", lang="de"),
+        "jobs",
+        manager="owner",
+        query_slice_fields=["lang"],
+        page_slice_fields=["kind"],
+        pages=factories.pages("d1", "d2", "d3", "d4", "d5", kind="doc"),
+        queries=factories.queries("q1", "q2", "q3", lang="de"),
         qrels={("q1", "d1"): 2, ("q1", "d2"): 0, ("q2", "d3"): 1, ("q3", "d5"): 3},
     ),
 ]
@@ -49,7 +58,11 @@ def snapshot(version: Version) -> dict:
         "labels": list(version_label_rows(version)),
         "positions": list(VersionLabel.objects.filter(version=version).order_by("position").values_list("query_id", "page_id", "grade")),
         "queries": list(VersionQuery.objects.filter(version=version).order_by("query_id").values_list("query_id", "metadata")),
-        "pages": list(VersionPage.objects.filter(version=version).order_by("page_id").values_list("page_id", "metadata", "published_at", "content_hash")),
+        "pages": list(
+            VersionPage.objects.filter(version=version)
+            .order_by("page_id")
+            .values_list("page_id", "metadata", "published_at", "content_hash")
+        ),
         "counts": (version.number, version.query_count, version.label_count, version.relevant_count, version.queries_without_relevant),
         "settings": (version.relevance_threshold, version.k_first, version.k_final, version.query_slice_fields, version.page_slice_fields),
     }
@@ -112,11 +125,15 @@ def test_labels_are_stored_in_the_natural_order_of_their_ids_and_give_the_versio
     doc_ids = ["d10", "d9", "D1", "d1", "é2", "d01", "x#1/2", "10", "9"]
     query_ids = ["q10", "q2", "q1", "Q1", "ü", "q01"]
     qrels = {(q, d): (n + m) % 4 for n, q in enumerate(query_ids) for m, d in enumerate(doc_ids) if (n + m) % 3}
-    golden_set = factories.golden_set("order", manager=owner, pages=factories.pages(*doc_ids), queries=factories.queries(*query_ids), qrels=qrels)
+    golden_set = factories.golden_set(
+        "order", manager=owner, pages=factories.pages(*doc_ids), queries=factories.queries(*query_ids), qrels=qrels
+    )
     version = requested(golden_set, owner).version
     expected = sorted(((q, d, g) for (q, d), g in qrels.items()), key=lambda row: (natural_key(row[0]), natural_key(row[1])))
     assert list(version_label_rows(version)) == expected
-    assert list(VersionLabel.objects.filter(version=version).order_by("position").values_list("position", flat=True)) == list(range(len(expected)))
+    assert list(VersionLabel.objects.filter(version=version).order_by("position").values_list("position", flat=True)) == list(
+        range(len(expected))
+    )
     version_check_intact(version)  # the stored rows give the version's hash again
 
 
@@ -178,7 +195,11 @@ def test_a_judgment_that_changes_no_label_goes_to_the_job_which_refuses_with_the
     # A second import of the same grade: a new judgment, the same label.
     judgment_record(query=Query.objects.get(query_id="q1"), page=Page.objects.get(doc_id="d1"), grade=2, annotator=None, source="imported")
     job = requested(golden_set, owner)
-    assert (job.status, job.error, job.version) == (PublishJob.Status.FAILED, "nothing changed since version 1 of 'jobs'; not published", None)
+    assert (job.status, job.error, job.version) == (
+        PublishJob.Status.FAILED,
+        "nothing changed since version 1 of 'jobs'; not published",
+        None,
+    )
     assert Version.objects.count() == 1
 
 
@@ -255,7 +276,9 @@ def test_the_sweeper_sends_lost_jobs_again_and_fails_those_whose_worker_vanished
     vanished = requested(other, owner)
     now = timezone.now()
     PublishJob.objects.filter(pk=lost.pk).update(enqueued_at=now - SEND_AGAIN_AFTER - timedelta(seconds=1))
-    PublishJob.objects.filter(pk=vanished.pk).update(status=PublishJob.Status.RUNNING, started_at=now - GIVE_UP_AFTER - timedelta(seconds=1))
+    PublishJob.objects.filter(pk=vanished.pk).update(
+        status=PublishJob.Status.RUNNING, started_at=now - GIVE_UP_AFTER - timedelta(seconds=1)
+    )
     sent = []
 
     class Task:

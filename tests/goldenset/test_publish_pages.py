@@ -96,9 +96,17 @@ def test_with_nothing_to_publish_the_page_offers_no_publish_button(client, golde
     assert "Publish v2</button>" not in body and 'class="card publish-form"' not in body
 
 
-@pytest.mark.parametrize("who, status", [
-    ("manager", 200), ("staff", 200), ("adjudicator", 404), ("annotator", 404), ("stranger", 404), ("anonymous", 302),
-])
+@pytest.mark.parametrize(
+    "who, status",
+    [
+        ("manager", 200),
+        ("staff", 200),
+        ("adjudicator", 404),
+        ("annotator", 404),
+        ("stranger", 404),
+        ("anonymous", 302),
+    ],
+)
 def test_only_those_who_may_publish_follow_a_publish(client, golden_set, owner, make_user, unsent, who, status):
     client.force_login(owner)
     job = publish(client)

@@ -5,16 +5,16 @@ every JSON kind, page dates. The previous publish is kept here, as it was, as th
 bench/publish.py measures the speed."""
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage, VersionQuery
+from goldenset.resolution import resolve_columns
 from goldenset.selectors import resolved_labels, version_check_intact, version_settings
 from goldenset.services import judgment_record, membership_grant, query_retire, version_publish
-from goldenset.resolution import resolve_columns
 from goldenset.version_rows import resolved_label_columns
 from lib.hashing import version_hash
 from lib.ids import natural_key
@@ -33,7 +33,10 @@ def previous_publish_rows(golden_set) -> dict:
     labels = [(q, p, g) for q, p, g in resolved_labels(golden_set) if q in query_ids]
     labelled = {p for _, p, _ in labels}
     page_rows = [
-        row for row in Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("id", "doc_id", "metadata", "published_at", "content_hash")
+        row
+        for row in Page.objects.filter(corpus_id=golden_set.corpus_id).values_list(
+            "id", "doc_id", "metadata", "published_at", "content_hash"
+        )
         if row[0] in labelled
     ]
     doc_ids = {pk: doc_id for pk, doc_id, *_ in page_rows}
@@ -55,15 +58,21 @@ def previous_publish_rows(golden_set) -> dict:
         "labels": [(q, p, g, position) for position, (q, p, g) in enumerate(labels)],
         "queries": sorted((pk, query_metadata[pk]) for pk, _, _ in queries),
         "pages": sorted((pk, page_metadata[pk], published_at, page_hash) for pk, _, _, published_at, page_hash in page_rows),
-        "counts": (len(queries), len(labels), sum(1 for *_, g in labels if g >= threshold),
-                   len(queries) - len({q for q, _, g in labels if g >= threshold})),
+        "counts": (
+            len(queries),
+            len(labels),
+            sum(1 for *_, g in labels if g >= threshold),
+            len(queries) - len({q for q, _, g in labels if g >= threshold}),
+        ),
     }
 
 
 def published_rows(version) -> dict:
     return {
         "hash": version.content_hash,
-        "labels": list(VersionLabel.objects.filter(version=version).order_by("position").values_list("query_id", "page_id", "grade", "position")),
+        "labels": list(
+            VersionLabel.objects.filter(version=version).order_by("position").values_list("query_id", "page_id", "grade", "position")
+        ),
         "queries": sorted(VersionQuery.objects.filter(version=version).values_list("query_id", "metadata")),
         "pages": sorted(VersionPage.objects.filter(version=version).values_list("page_id", "metadata", "published_at", "content_hash")),
         "counts": (version.query_count, version.label_count, version.relevant_count, version.queries_without_relevant),
@@ -85,10 +94,15 @@ def mixed_set(owner):
         query.metadata = {"lang": SLICE_VALUES[(n * 2) % len(SLICE_VALUES)]} if n % 4 else {}
     qrels = {(q, d): rng.randrange(4) for q in query_ids for d in rng.sample(doc_ids, 6)}
     golden_set = factories.golden_set(
-        "mixed", manager=owner, pages=pages, queries=queries, qrels=qrels,
-        query_slice_fields=["lang"], page_slice_fields=["kind"],
+        "mixed",
+        manager=owner,
+        pages=pages,
+        queries=queries,
+        qrels=qrels,
+        query_slice_fields=["lang"],
+        page_slice_fields=["kind"],
     )
-    Page.objects.filter(doc_id__in=["d3", "d4", "x#1/2"]).update(published_at=datetime(2024, 5, 1, 12, tzinfo=timezone.utc))
+    Page.objects.filter(doc_id__in=["d3", "d4", "x#1/2"]).update(published_at=datetime(2024, 5, 1, 12, tzinfo=UTC))
     people = [owner] + [get_user_model().objects.create_user(f"annotator{n}") for n in range(4)]
     for person in people[1:]:
         membership_grant(user=person, golden_set=golden_set, role=Membership.Role.ANNOTATOR)
@@ -121,13 +135,23 @@ def test_a_tie_between_people_resolves_to_the_lower_median_and_a_persons_later_g
 
     # One pair: person 7 said 3 then 0; person 8 said 2; person 9 said 1 -> grades {0, 2, 1}: median 1.
     # Another: two people, 1 and 2 -> the lower median, 1. A third: an import, then an adjudication.
-    rows = np.array([
-        # query, page, grade, source, annotator, id
-        (1, 1, 3, 1, 7, 1), (1, 1, 0, 1, 7, 5), (1, 1, 2, 1, 8, 2), (1, 1, 1, 1, 9, 3),
-        (1, 2, 1, 1, 7, 4), (1, 2, 2, 1, 8, 6),
-        (2, 1, 3, 0, 0, 7), (2, 1, 0, 2, 7, 8), (2, 1, 2, 1, 8, 9),
-        (2, 2, 1, 0, 0, 10), (2, 2, 3, 0, 0, 11),
-    ], dtype=np.int64)
+    rows = np.array(
+        [
+            # query, page, grade, source, annotator, id
+            (1, 1, 3, 1, 7, 1),
+            (1, 1, 0, 1, 7, 5),
+            (1, 1, 2, 1, 8, 2),
+            (1, 1, 1, 1, 9, 3),
+            (1, 2, 1, 1, 7, 4),
+            (1, 2, 2, 1, 8, 6),
+            (2, 1, 3, 0, 0, 7),
+            (2, 1, 0, 2, 7, 8),
+            (2, 1, 2, 1, 8, 9),
+            (2, 2, 1, 0, 0, 10),
+            (2, 2, 3, 0, 0, 11),
+        ],
+        dtype=np.int64,
+    )
     query, page, label = resolve_columns(*(rows[:, c] for c in range(6)))
     assert list(zip(query.tolist(), page.tolist(), label.tolist())) == [(1, 1, 1), (1, 2, 1), (2, 1, 0), (2, 2, 3)]
 
@@ -146,7 +170,9 @@ def test_a_set_larger_than_one_block_of_labels_publishes_the_same(owner, monkeyp
     doc_ids = [f"p{n}" for n in range(40)]
     query_ids = [f"q{n}" for n in range(9)]
     qrels = {(q, d): (i * j) % 4 for i, q in enumerate(query_ids) for j, d in enumerate(doc_ids) if (i + j) % 3 == 0}
-    golden_set = factories.golden_set("blocks", manager=owner, pages=factories.pages(*doc_ids), queries=factories.queries(*query_ids), qrels=qrels)
+    golden_set = factories.golden_set(
+        "blocks", manager=owner, pages=factories.pages(*doc_ids), queries=factories.queries(*query_ids), qrels=qrels
+    )
     expected = previous_publish_rows(golden_set)
     assert len(expected["labels"]) > 7 * 3
     with transaction.atomic():

@@ -5,10 +5,10 @@ from django.core.management.base import CommandError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test import RequestFactory
 
-from goldenset.models import Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.diffs import version_diff
+from goldenset.models import Judgment, Page, Query, Version, VersionLabel, VersionPage, VersionQuery
 from goldenset.selectors import version_label_rows
-from goldenset.services import judgment_record, query_retire, qrels_import, version_publish
+from goldenset.services import judgment_record, qrels_import, query_retire, version_publish
 from goldenset.signals import version_published
 from lib.errors import GoldsetError
 from tests.support import factories
@@ -16,8 +16,12 @@ from tests.support import factories
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.golden_set(
-        "tiny", manager="owner", query_slice_fields=["lang"], page_slice_fields=["lang"],
-        pages=factories.pages("d1", "d2", "d3", "d4", "d5", lang="en"), queries=factories.queries("q1", "q2", "q3", lang="de"),
+        "tiny",
+        manager="owner",
+        query_slice_fields=["lang"],
+        page_slice_fields=["lang"],
+        pages=factories.pages("d1", "d2", "d3", "d4", "d5", lang="en"),
+        queries=factories.queries("q1", "q2", "q3", lang="de"),
     ),
 ]
 
@@ -114,6 +118,7 @@ def test_the_command_prints_number_and_hash_and_refuses_an_unchanged_set(golden_
 
 
 # --- immutability: no path of the app changes a published version -------------------
+
 
 @pytest.fixture
 def published(golden_set):

@@ -86,13 +86,28 @@ def team(make_user):
     # A judge job that could not read one answer, so the jobs list is crawled with its counts
     # and a failure's raw answer.
     job = JudgeJob.objects.create(
-        golden_set=golden_set, pool=pool, base_url="http://127.0.0.1:9/v1", model="judge-8b", prompt_hash="0" * 64,
-        status="done", pairs_total=3, pairs_done=2, pairs_failed=1, requests=3, prompt_tokens=300, completion_tokens=30,
-        price_in=Decimal("0.15"), price_out=Decimal("0.60"), created_by=people["manager"],
+        golden_set=golden_set,
+        pool=pool,
+        base_url="http://127.0.0.1:9/v1",
+        model="judge-8b",
+        prompt_hash="0" * 64,
+        status="done",
+        pairs_total=3,
+        pairs_done=2,
+        pairs_failed=1,
+        requests=3,
+        prompt_tokens=300,
+        completion_tokens=30,
+        price_in=Decimal("0.15"),
+        price_out=Decimal("0.60"),
+        created_by=people["manager"],
     )
     JudgeFailure.objects.create(
-        job=job, query=golden_set.queries.get(query_id="q3"), page=Page.objects.get(corpus=golden_set.corpus, doc_id="d3a"),
-        error="no score found in the answer", raw_answer="A long, hesitant answer that names no grade at all.",
+        job=job,
+        query=golden_set.queries.get(query_id="q3"),
+        page=Page.objects.get(corpus=golden_set.corpus, doc_id="d3a"),
+        error="no score found in the answer",
+        raw_answer="A long, hesitant answer that names no grade at all.",
     )
     people["staff"] = make_user("staff", is_staff=True, is_superuser=True)
     # An archived run (its page, and the runs list's "show archived" view) and a published
@@ -106,6 +121,8 @@ def team(make_user):
         publish_job_run(publishing.pk)
     # A variant of v1 with the model's labels, so the version page is crawled with it listed.
     version_model_fill_create(
-        version=golden_set.versions.get(number=1), model="judge-7b", prompt_hash=prompt_hash_of("Grade the page for the query, 0-3."),
+        version=golden_set.versions.get(number=1),
+        model="judge-7b",
+        prompt_hash=prompt_hash_of("Grade the page for the query, 0-3."),
     )
     return golden_set, people

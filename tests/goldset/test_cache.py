@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def in_fresh_process(script: str, **env: str) -> str:
     clean = {name: value for name, value in os.environ.items() if name not in ("CACHE_URL", "DJANGO_SETTINGS_MODULE")}
     result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**clean, "DJANGO_SETTINGS_MODULE": "goldset.settings", **env},
     )
     assert result.returncode == 0, result.stderr
@@ -72,7 +76,8 @@ def test_two_processes_share_the_api_rate_limit(redis_url):
         assert answers == ["True", "True", "False"]
     finally:
         in_fresh_process(
-            f"from django.core.cache import cache; cache.delete('throttle_anon_{address}'); print('gone')", CACHE_URL=redis_url,
+            f"from django.core.cache import cache; cache.delete('throttle_anon_{address}'); print('gone')",
+            CACHE_URL=redis_url,
         )
 
 

@@ -36,7 +36,9 @@ def loop_set(manager):
     line = 0
     for n in range(1, QUERIES + 1):
         query_id = f"q{n}"
-        query_records.append(JsonRecord(line=n, id=query_id, text=f"how do I rotate key {n}", metadata={"lang": "de" if query_id in GERMAN else "en"}))
+        query_records.append(
+            JsonRecord(line=n, id=query_id, text=f"how do I rotate key {n}", metadata={"lang": "de" if query_id in GERMAN else "en"})
+        )
         names = [f"d{n}-rel"] + [f"d{n}-new{m}" for m in range(1, POOLED_PAGES + 1)]
         if query_id in GERMAN:
             names += [f"d{n}-missed1", f"d{n}-missed2"]
@@ -48,8 +50,15 @@ def loop_set(manager):
             qrels[(query_id, f"d{n}-missed1")] = 2
             qrels[(query_id, f"d{n}-missed2")] = 1
     golden_set = factories.golden_set(
-        "loop", manager=manager, qrels=qrels, pages=page_records, queries=query_records, k_first=10, k_final=5,
-        query_slice_fields=["lang"], page_slice_fields=[],
+        "loop",
+        manager=manager,
+        qrels=qrels,
+        pages=page_records,
+        queries=query_records,
+        k_first=10,
+        k_final=5,
+        query_slice_fields=["lang"],
+        page_slice_fields=[],
     )
     version_publish(golden_set=golden_set, note="labels before the loop")
     return golden_set
@@ -142,9 +151,7 @@ def test_a_team_walks_the_daily_loop_through_the_pages_alone(browser, live_serve
     assert Judgment.objects.filter(annotator=first).count() == 30
 
     # 4. The second annotator judges the overlap pairs the first one judged, and disagrees.
-    overlap = set(
-        JudgingTask.objects.filter(golden_set=golden_set, judgments_required=2, judgments_done=1).values_list("pk", flat=True)
-    )
+    overlap = set(JudgingTask.objects.filter(golden_set=golden_set, judgments_required=2, judgments_done=1).values_list("pk", flat=True))
     assert overlap, "the queue gave no pair to two annotators"
     bob = person("bob")
     bob.goto(reverse("judging_screen", args=[slug]))

@@ -15,10 +15,10 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage
 from goldenset.diffs import version_diff
+from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, VersionPage
 from goldenset.services import version_publish
-from goldset.demo.generate import REFERENCE_DATE, DEFAULT_SEED, NEW_SINCE, SCRIPT_TAG, WIKI_URL, demo_generate
+from goldset.demo.generate import DEFAULT_SEED, NEW_SINCE, REFERENCE_DATE, SCRIPT_TAG, WIKI_URL, demo_generate
 from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load
 from lib.errors import GoldsetError
 
@@ -226,7 +226,12 @@ def test_generation_does_not_depend_on_the_process_hash_seed():
     other_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     env = {**os.environ, "PYTHONHASHSEED": other_seed, "DJANGO_SETTINGS_MODULE": "goldset.settings"}
     result = subprocess.run(
-        [sys.executable, "-c", GENERATION_DIGEST], cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", GENERATION_DIGEST],
+        cwd=REPOSITORY,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert result.stdout.strip() == expected
 

@@ -43,8 +43,11 @@ def demo(service, django_db_setup, django_db_blocker):
         try:
             loaded = demo_golden_set_load(seed=DEFAULT_SEED)
             watched = demo_monitoring_load(
-                golden_set=loaded.golden_set, search=service.search, base_url=service.base_url,
-                nights=HEALTHY_NIGHTS, stale_nights=0,
+                golden_set=loaded.golden_set,
+                search=service.search,
+                base_url=service.base_url,
+                nights=HEALTHY_NIGHTS,
+                stale_nights=0,
             )
             version = loaded.golden_set.latest_version()
             for run in Run.objects.filter(golden_set=loaded.golden_set, series__isnull=False).order_by("measured_at", "id"):
@@ -57,7 +60,9 @@ def demo(service, django_db_setup, django_db_blocker):
 
 def shards(service, stale: int) -> dict:
     request = urllib.request.Request(
-        service.base_url + "/admin/shards", data=json.dumps({"stale": stale}).encode(), method="POST",
+        service.base_url + "/admin/shards",
+        data=json.dumps({"stale": stale}).encode(),
+        method="POST",
         headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=5) as answer:
@@ -67,7 +72,8 @@ def shards(service, stale: int) -> dict:
 def test_the_demo_registers_both_stages_canaries_and_healthy_nights(demo, db):
     loaded, watched = demo
     assert [(e.name, e.stage) for e in watched.endpoints] == [
-        ("wiki-search-first", "first_stage"), ("wiki-search-reranked", "reranked"),
+        ("wiki-search-first", "first_stage"),
+        ("wiki-search-reranked", "reranked"),
     ]
     assert len(watched.canaries) == 3
     assert Run.objects.filter(series__endpoint__in=watched.endpoints).count() == 2 * HEALTHY_NIGHTS
@@ -75,7 +81,10 @@ def test_the_demo_registers_both_stages_canaries_and_healthy_nights(demo, db):
 
 
 def test_stale_shards_raise_the_drop_the_age_slice_alert_and_the_canary_alerts_and_a_refresh_resolves_them(
-    demo, service, db, django_capture_on_commit_callbacks,
+    demo,
+    service,
+    db,
+    django_capture_on_commit_callbacks,
 ):
     loaded, watched = demo
     first, reranked = watched.endpoints

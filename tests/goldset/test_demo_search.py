@@ -204,8 +204,11 @@ def test_count_and_healthz_report_the_shards(server):
 
 
 def test_posting_admin_shards_makes_shards_stale_and_refreshes_them_at_runtime(server, latest):
-    new_query = next(text for query_id, text in latest.queries.items()
-                     if any(doc_id in server.search.new_doc_ids for doc_id in latest.relevant(query_id)))
+    new_query = next(
+        text
+        for query_id, text in latest.queries.items()
+        if any(doc_id in server.search.new_doc_ids for doc_id in latest.relevant(query_id))
+    )
 
     status, state = call(server, "/admin/shards", {"stale": 2})
     assert status == 200 and state["stale"] == 2 and len(state["stale_shard_numbers"]) == 2
@@ -223,17 +226,20 @@ def test_posting_admin_shards_makes_shards_stale_and_refreshes_them_at_runtime(s
     assert fresh_new - {r["doc_id"] for r in stale_results["results"]}
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"query_id": "q001", "k": 10}, "query"),
-    ({"query": "   ", "k": 10}, "query"),
-    ({"query": 12}, "query"),
-    ({"query": QUERY, "k": "10"}, "k"),
-    ({"query": QUERY, "k": 0}, "k"),
-    ({"query": QUERY, "k": 1001}, "k"),
-    ({"query": QUERY, "k": True}, "k"),
-    ({"query": QUERY, "k": 2.5}, "k"),
-    ({"query": QUERY, "query_id": ["q001"]}, "query_id"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"query_id": "q001", "k": 10}, "query"),
+        ({"query": "   ", "k": 10}, "query"),
+        ({"query": 12}, "query"),
+        ({"query": QUERY, "k": "10"}, "k"),
+        ({"query": QUERY, "k": 0}, "k"),
+        ({"query": QUERY, "k": 1001}, "k"),
+        ({"query": QUERY, "k": True}, "k"),
+        ({"query": QUERY, "k": 2.5}, "k"),
+        ({"query": QUERY, "query_id": ["q001"]}, "query_id"),
+    ],
+)
 def test_a_bad_search_body_answers_400_naming_the_field(server, body, field):
     for path in ("/first-stage/search", "/reranked/search"):
         status, answer = call(server, path, body)
@@ -281,7 +287,11 @@ def test_the_command_prints_its_urls_and_serves_until_interrupted():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings"}
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve_demo_search", "--port", "0", "--stale-shards", "2"],
-        cwd=REPOSITORY, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPOSITORY,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         # Ctrl-C as at a terminal: a suite started in the background (`make test &`) ignores
         # SIGINT, and its children would inherit that and never stop.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),

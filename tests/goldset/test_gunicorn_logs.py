@@ -22,9 +22,11 @@ def served_lines(**env: str) -> tuple[list[str], list[str]]:
     """(standard output lines, standard error lines) of gunicorn serving /healthz and a 404."""
     port = free_port()
     process = subprocess.Popen(
-        [str(GUNICORN), "-c", "python:goldset.gunicorn_conf", "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", "1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [str(GUNICORN), "-c", "python:goldset.gunicorn_conf", "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "ALLOWED_HOSTS": "127.0.0.1", "BEAT_IN_PROCESS": "false", **env},
     )
     try:

@@ -42,8 +42,12 @@ def with_port(url: str, port: int, path: str | None = None) -> str:
 def start_app(database_url: str, broker_url: str):
     port = free_port()
     env = {
-        **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
-        "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url,
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "goldset.settings",
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": broker_url,
     }
     # A file, not a pipe nobody reads: with the database cut, the tracebacks would fill a pipe
     # and block the server mid-request.
@@ -51,7 +55,10 @@ def start_app(database_url: str, broker_url: str):
     with log:
         server = subprocess.Popen(
             [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     server.log_path = log.name
     base = f"http://127.0.0.1:{port}"

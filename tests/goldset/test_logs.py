@@ -24,7 +24,11 @@ def log_in_fresh_process(**env: str) -> str:
     """stderr of manage.py shell logging one warning, under goldset.settings and `env`."""
     clean = {name: value for name, value in os.environ.items() if name not in ("LOG_FORMAT", "DJANGO_SETTINGS_MODULE")}
     result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", LOG_SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", "shell", "-c", LOG_SCRIPT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**clean, "DJANGO_SETTINGS_MODULE": "goldset.settings", **env},
     )
     assert result.returncode == 0, result.stderr
@@ -46,7 +50,11 @@ def test_log_format_json_writes_one_object_a_line():
 def test_an_unknown_log_format_stops_the_start():
     clean = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
     result = subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**clean, "DJANGO_SETTINGS_MODULE": "goldset.settings", "LOG_FORMAT": "xml"},
     )
     assert result.returncode != 0 and "LOG_FORMAT='xml'" in result.stderr

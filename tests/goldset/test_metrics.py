@@ -36,8 +36,10 @@ def activity(owner):
     """A set with imported labels, one judgment by a person, and a run scored on its version."""
     golden_set = factories.golden_set(manager=owner)
     judgment_record(
-        query=Query.objects.get(golden_set=golden_set, query_id="q1"), page=Page.objects.get(doc_id="d4"),
-        grade=1, annotator=owner,
+        query=Query.objects.get(golden_set=golden_set, query_id="q1"),
+        page=Page.objects.get(doc_id="d4"),
+        grade=1,
+        annotator=owner,
     )
     version = version_publish(golden_set=golden_set, user=owner)
     run = factories.run(golden_set, "bm25", {"q1": ["d1", "d2"], "q2": ["d3"]})
@@ -104,7 +106,8 @@ def test_a_logged_in_user_is_not_let_in_either(live_server, owner):
     session = requests.Session()
     login = session.get(live_server.url + "/accounts/login/", timeout=30)
     session.post(
-        live_server.url + "/accounts/login/", timeout=30,
+        live_server.url + "/accounts/login/",
+        timeout=30,
         data={"username": "owner", "password": "pw-owner", "csrfmiddlewaretoken": session.cookies["csrftoken"]},
         headers={"Referer": login.url},
     )
@@ -132,16 +135,25 @@ def test_with_a_multiprocess_folder_metrics_sum_the_requests_of_every_gunicorn_w
     port, folder = free_port(), tmp_path / "metrics"
     folder.mkdir()
     env = {
-        **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
-        "SQLITE_PATH": str(tmp_path / "empty.sqlite3"), "DATABASE_URL": "", "CELERY_BROKER_URL": "",
-        "TASKS_OFF_REQUEST_THREAD": "false", "PROMETHEUS_MULTIPROC_DIR": str(folder),
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "goldset.settings",
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SQLITE_PATH": str(tmp_path / "empty.sqlite3"),
+        "DATABASE_URL": "",
+        "CELERY_BROKER_URL": "",
+        "TASKS_OFF_REQUEST_THREAD": "false",
+        "PROMETHEUS_MULTIPROC_DIR": str(folder),
     }
     gunicorn = Path(sys.executable).with_name("gunicorn")
     log = tmp_path / "gunicorn.log"  # a file, not a pipe nobody reads: a full pipe blocks the server
     with log.open("wb") as output:
         server = subprocess.Popen(
             [str(gunicorn), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "3", "--log-level", "warning"],
-            cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT,
+            cwd=root,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
         )
     base = f"http://127.0.0.1:{port}"
 
@@ -170,7 +182,8 @@ def test_with_a_multiprocess_folder_metrics_sum_the_requests_of_every_gunicorn_w
         server.wait(timeout=20)
     samples = {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text) for sample in family.samples
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
     }
     assert value(samples, "goldset_request_duration_seconds_count", view="healthz", method="GET", status="200") == sent
     assert len(workers) >= 2, f"the requests reached one worker only ({workers}): the sum proves nothing"
@@ -183,8 +196,11 @@ def test_production_settings_require_the_token_unless_networks_are_named():
     from tests.goldset.test_cache import in_fresh_process
 
     script = "from django.conf import settings; print(settings.METRICS_ALLOWED_NETWORKS)"
-    production = {"DJANGO_SETTINGS_MODULE": "goldset.settings_production", "SECRET_KEY": "k" * 64,
-                  "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/goldset"}
+    production = {
+        "DJANGO_SETTINGS_MODULE": "goldset.settings_production",
+        "SECRET_KEY": "k" * 64,
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/goldset",
+    }
     assert in_fresh_process(script, **production) == "[]"
     assert in_fresh_process(script, **production, METRICS_ALLOWED_NETWORKS="10.1.0.0/16") == "['10.1.0.0/16']"
     assert in_fresh_process(script) == "['127.0.0.0/8', '::1/128']"  # the embedded default, on a laptop

@@ -39,7 +39,7 @@ def test_the_set_menu_offers_exactly_the_pages_the_role_opens(client, team, role
     # The menu as a page of the set shows it: the set page for readers, the judging screen for annotators.
     page = reverse("judging_screen" if role == "annotator" else "golden_set", args=[golden_set.slug])
     html = client.get(page).content.decode()
-    menu = html[html.index('<nav class="set-nav"'):]
+    menu = html[html.index('<nav class="set-nav"') :]
     menu = menu[: menu.index("</nav>")]
     shown = {page.label for page in SET_PAGES if f">{page.label}</a>" in menu}
     assert shown == opens

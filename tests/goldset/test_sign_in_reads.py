@@ -50,4 +50,3 @@ def test_a_session_reads_back_what_was_saved_and_nothing_for_an_unknown_key():
     unknown = SessionStore("no-such-session-key-0000000000")
     assert unknown.load() == {}
     assert unknown.session_key is None  # forgotten, so that a save makes a new one
-

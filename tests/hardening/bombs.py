@@ -50,16 +50,27 @@ def parquet_bomb(rows: int) -> bytes:
     import pyarrow.parquet
 
     chunk = 1_000_000
-    schema = pyarrow.schema([("q_id", pyarrow.dictionary(pyarrow.int8(), pyarrow.string())),
-                             ("doc_id", pyarrow.dictionary(pyarrow.int8(), pyarrow.string())), ("score", pyarrow.float64())])
+    schema = pyarrow.schema(
+        [
+            ("q_id", pyarrow.dictionary(pyarrow.int8(), pyarrow.string())),
+            ("doc_id", pyarrow.dictionary(pyarrow.int8(), pyarrow.string())),
+            ("score", pyarrow.float64()),
+        ]
+    )
     out = pyarrow.BufferOutputStream()
     with pyarrow.parquet.ParquetWriter(out, schema, compression="gzip") as writer:
         for start in range(0, rows, chunk):
             size = min(chunk, rows - start)
             codes = pyarrow.array(np.zeros(size, dtype=np.int8))
-            writer.write_table(pyarrow.table({
-                "q_id": pyarrow.DictionaryArray.from_arrays(codes, pyarrow.array(["q1"])),
-                "doc_id": pyarrow.DictionaryArray.from_arrays(codes, pyarrow.array(["d1"])),
-                "score": pyarrow.array(np.zeros(size)),
-            }, schema=schema), row_group_size=chunk)
+            writer.write_table(
+                pyarrow.table(
+                    {
+                        "q_id": pyarrow.DictionaryArray.from_arrays(codes, pyarrow.array(["q1"])),
+                        "doc_id": pyarrow.DictionaryArray.from_arrays(codes, pyarrow.array(["d1"])),
+                        "score": pyarrow.array(np.zeros(size)),
+                    },
+                    schema=schema,
+                ),
+                row_group_size=chunk,
+            )
     return out.getvalue().to_pybytes()

@@ -7,14 +7,15 @@ refused where they enter, naming the id and the character."""
 import pytest
 from django.test import Client
 from django.urls import reverse
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluation.services import run_import
 from goldenset.selectors import version_label_rows
 from goldenset.services import version_publish
 from lib.ids import id_problem, natural_key, natural_order
-from tests.support import factories
 from tests.api import SLUG, assert_error, client_for
+from tests.support import factories
 
 URL = f"/api/v1/golden-sets/{SLUG}/judgments/"
 
@@ -26,8 +27,11 @@ def writer(token, golden_set):
 
 @pytest.mark.django_db
 def test_ids_with_superscript_digits_import_publish_and_export(writer, golden_set):
-    labels = [{"query_id": "²", "doc_id": "d1", "grade": 1}, {"query_id": "q1²", "doc_id": "d²", "grade": 2},
-              {"query_id": "q1", "doc_id": "d²", "grade": 0}]
+    labels = [
+        {"query_id": "²", "doc_id": "d1", "grade": 1},
+        {"query_id": "q1²", "doc_id": "d²", "grade": 2},
+        {"query_id": "q1", "doc_id": "d²", "grade": 0},
+    ]
     response = writer.post(URL, {"labels": labels, "create_missing": True}, format="json")
     assert response.status_code == 201, response.content
     version = version_publish(golden_set=golden_set)
@@ -40,8 +44,14 @@ def test_a_run_whose_name_holds_a_superscript_digit_shows_on_the_results_page(ow
     golden_set = factories.golden_set("tiny", manager=owner)
     version_publish(golden_set=golden_set)
     for name in ("bm25 1²", "bm25 12"):
-        run_import(golden_set=golden_set, lines=["q1 Q0 d1 1 2.0 bm25\n", "q2 Q0 d3 1 1.0 bm25\n"],
-                   source_name="bm25.run", system=name, stage="first_stage", name=name)
+        run_import(
+            golden_set=golden_set,
+            lines=["q1 Q0 d1 1 2.0 bm25\n", "q2 Q0 d3 1 1.0 bm25\n"],
+            source_name="bm25.run",
+            system=name,
+            stage="first_stage",
+            name=name,
+        )
     client = Client()
     client.force_login(owner)
     response = client.get(reverse("results", kwargs={"slug": "tiny"}))
@@ -68,8 +78,9 @@ def test_invisible_reordering_and_unnormalised_ids_are_refused_naming_the_charac
 
 @pytest.mark.django_db
 def test_the_api_refuses_a_zero_width_id_naming_the_label(writer):
-    error = assert_error(writer.post(URL, {"labels": [{"query_id": "f\u200b1", "doc_id": "d1", "grade": 1}],
-                                           "create_missing": True}, format="json"), 422)
+    error = assert_error(
+        writer.post(URL, {"labels": [{"query_id": "f\u200b1", "doc_id": "d1", "grade": 1}], "create_missing": True}, format="json"), 422
+    )
     assert any("labels[0].query_id" in p and "U+200B" in p for p in error["problems"]), error
 
 

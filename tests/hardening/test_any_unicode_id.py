@@ -16,15 +16,16 @@ import pytest
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from api.services import api_token_create
 from goldenset.models import PublishJob
 from goldenset.publishing import publish_job_run
 from lib.formats import csv_cell_value
 from lib.ids import id_problem
-from tests.support import factories
 from tests.api import client_for
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -76,7 +77,9 @@ def _one_example(owner, query_id: str, doc_id: str) -> None:
     assert f"{query_id} 0 {doc_id} 2\n".encode() in b"".join(trec.streaming_content)
     as_json = json.loads(b"".join(api.get(base + "versions/1/qrels", {"format": "json"}).streaming_content))
     assert as_json[query_id][doc_id] == 2
-    rows = list(csv.reader(io.StringIO(b"".join(api.get(base + "versions/1/qrels", {"format": "csv"}).streaming_content).decode(), newline="")))
+    rows = list(
+        csv.reader(io.StringIO(b"".join(api.get(base + "versions/1/qrels", {"format": "csv"}).streaming_content).decode(), newline=""))
+    )
     assert (query_id, doc_id, "2") in {(csv_cell_value(q), csv_cell_value(d), g) for q, d, g in rows[1:]}
 
     run_text = f"{query_id} Q0 {doc_id} 1 2.0 sys\nq1 Q0 d1 1 1.0 sys\n".encode()
@@ -86,9 +89,12 @@ def _one_example(owner, query_id: str, doc_id: str) -> None:
 
     pages = Client()
     pages.force_login(owner)
-    for url in (reverse("results", kwargs={"slug": "prop"}), reverse("run", kwargs={"slug": "prop", "run_id": run_id}),
-                reverse("run_query", kwargs={"slug": "prop", "run_id": run_id, "query_id": query_id}),
-                reverse("version", kwargs={"slug": "prop", "number": 1})):
+    for url in (
+        reverse("results", kwargs={"slug": "prop"}),
+        reverse("run", kwargs={"slug": "prop", "run_id": run_id}),
+        reverse("run_query", kwargs={"slug": "prop", "run_id": run_id, "query_id": query_id}),
+        reverse("version", kwargs={"slug": "prop", "number": 1}),
+    ):
         response = pages.get(url)
         assert response.status_code == 200, (url, response.status_code)
     evaluations = api.get(base + f"runs/{run_id}/evaluations/")

@@ -14,7 +14,7 @@ from api.parsers import JSON_MAX_DEPTH
 from goldenset.models import Judgment, Membership
 from goldenset.services import membership_grant
 from labeling.models import JudgingTask
-from tests.api import client_for, assert_error
+from tests.api import assert_error, client_for
 from tests.labeling.judging.judging_data import pooled_set
 
 BAD_NUMBERS = ["²", "1²", "-1", "1.5", "x", "99999999999999999999999"]
@@ -126,6 +126,7 @@ def test_a_grade_sent_with_a_garbled_judged_count_is_recorded(judging):
 
 # --- the API -------------------------------------------------------------------------------
 
+
 def judgments_url(golden_set) -> str:
     return reverse("api_judgments", kwargs={"slug": golden_set.slug})
 
@@ -157,12 +158,16 @@ def test_a_json_body_nested_too_deep_is_refused_with_400_saying_so(golden_set, t
 @pytest.mark.django_db
 def test_a_version_publish_body_nested_too_deep_is_refused_with_400(golden_set, token):
     url = reverse("api_versions", kwargs={"slug": golden_set.slug})
-    response = client_for(token("write", golden_set)).post(url, '{"note": ' + "[" * 1000 + "]" * 1000 + "}", content_type="application/json")
+    response = client_for(token("write", golden_set)).post(
+        url, '{"note": ' + "[" * 1000 + "]" * 1000 + "}", content_type="application/json"
+    )
     assert_error(response, 400, "parse_error")
 
 
 @pytest.mark.django_db
 def test_a_json_body_nested_within_the_limit_is_read_as_before(golden_set, token):
     labels = [{"query_id": "q1", "doc_id": "d1", "grade": 1}]
-    response = client_for(token("write", golden_set)).post(judgments_url(golden_set), json.dumps({"labels": labels}), content_type="application/json")
+    response = client_for(token("write", golden_set)).post(
+        judgments_url(golden_set), json.dumps({"labels": labels}), content_type="application/json"
+    )
     assert response.status_code == 201, response.content

@@ -10,7 +10,6 @@ annotator is told and that the grade is sent again and saved."""
 
 import pytest
 from django.test import Client
-from django.urls import reverse
 
 from goldenset.models import Judgment
 from tests.browser import login

@@ -7,7 +7,8 @@ import io
 
 import pytest
 from django.core.management import call_command
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from goldenset.selectors import version_label_rows
 from goldenset.services import version_publish
@@ -23,7 +24,9 @@ def test_a_csv_export_starts_no_cell_with_a_formula_and_imports_back_to_the_same
     qrels = {(query_id, f"d{n}"): 1 for n, query_id in enumerate(HOSTILE)}
     qrels.update({("q1", doc_id): 2 for doc_id in HOSTILE})
     golden_set = factories.golden_set(
-        "hostile", qrels=qrels, queries=factories.queries("q1", *HOSTILE),
+        "hostile",
+        qrels=qrels,
+        queries=factories.queries("q1", *HOSTILE),
         pages=factories.pages(*(f"d{n}" for n in range(len(HOSTILE))), *HOSTILE),
     )
     version = version_publish(golden_set=golden_set)

@@ -30,8 +30,11 @@ def free_port() -> int:
 def app_without_database():
     port, dead_database = free_port(), free_port()
     env = {
-        **os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DEBUG": "false",
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{dead_database}/goldset", "ALLOWED_HOSTS": "127.0.0.1",
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "goldset.settings",
+        "DEBUG": "false",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{dead_database}/goldset",
+        "ALLOWED_HOSTS": "127.0.0.1",
         "CELERY_BROKER_URL": "",
     }
     # The server's log goes to a file: a pipe nobody reads fills up with the failing
@@ -39,7 +42,10 @@ def app_without_database():
     log = tempfile.TemporaryFile()
     server = subprocess.Popen(
         [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -51,7 +57,7 @@ def app_without_database():
             except (requests.ConnectionError, requests.Timeout):
                 if server.poll() is not None:
                     log.seek(0)
-                    raise AssertionError(log.read().decode(errors='replace')[-5000:])
+                    raise AssertionError(log.read().decode(errors="replace")[-5000:]) from None
                 time.sleep(0.2)
         yield base
     finally:
@@ -74,9 +80,19 @@ def test_the_api_answers_503_in_its_error_shape(app_without_database):
 
 
 def test_an_htmx_request_gets_the_503_too(app_without_database):
-    response = requests.post(app_without_database + "/label/demo/", headers={"HX-Request": "true"},
-                             cookies={"sessionid": "b" * 32}, timeout=10, allow_redirects=False)
+    response = requests.post(
+        app_without_database + "/label/demo/",
+        headers={"HX-Request": "true"},
+        cookies={"sessionid": "b" * 32},
+        timeout=10,
+        allow_redirects=False,
+    )
     assert response.status_code in (403, 503)  # CSRF may refuse first; it never becomes a 500
-    response = requests.get(app_without_database + "/label/demo/", headers={"HX-Request": "true"},
-                            cookies={"sessionid": "b" * 32}, timeout=10, allow_redirects=False)
+    response = requests.get(
+        app_without_database + "/label/demo/",
+        headers={"HX-Request": "true"},
+        cookies={"sessionid": "b" * 32},
+        timeout=10,
+        allow_redirects=False,
+    )
     assert response.status_code == 503 and response.headers["Retry-After"] == "30"

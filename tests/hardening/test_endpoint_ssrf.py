@@ -41,16 +41,21 @@ def stand_in():
         engine_server.stop(server)
 
 
-@pytest.mark.parametrize("url", [
-    "http://{{query_id}}:9200/goldset",
-    "http://{{query}}/goldset",
-    "http://search-{{k}}.internal/goldset",
-    "http://search:{{k}}/goldset",
-    "{{query_id}}://search/goldset",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://{{query_id}}:9200/goldset",
+        "http://{{query}}/goldset",
+        "http://search-{{k}}.internal/goldset",
+        "http://search:{{k}}/goldset",
+        "{{query_id}}://search/goldset",
+    ],
+)
 def test_a_placeholder_in_the_scheme_host_or_port_is_refused_naming_the_field(url):
     problems = spec_problems(replace(spec_from_preset("goldset", "http://search:9200/goldset"), url=url))
-    assert problems and problems[0].startswith("url: placeholders may go in the path, the parameters and the body, not in the scheme, host or port")
+    assert problems and problems[0].startswith(
+        "url: placeholders may go in the path, the parameters and the body, not in the scheme, host or port"
+    )
 
 
 def test_placeholders_in_the_path_and_parameters_are_still_taken():
@@ -62,8 +67,14 @@ def test_placeholders_in_the_path_and_parameters_are_still_taken():
 def test_an_endpoint_with_a_templated_host_is_not_saved():
     golden_set = factories.golden_set("ssrf")
     with pytest.raises(GoldsetError) as refused:
-        endpoint_add(golden_set=golden_set, name="probe", system="prod", stage="first_stage", preset="goldset",
-                     url="http://{{query_id}}:8080/goldset")
+        endpoint_add(
+            golden_set=golden_set,
+            name="probe",
+            system="prod",
+            stage="first_stage",
+            preset="goldset",
+            url="http://{{query_id}}:8080/goldset",
+        )
     assert refused.value.field == "url" and "not in the scheme, host or port" in refused.value.problems[0]
     assert not Endpoint.objects.exists()
 
@@ -83,8 +94,16 @@ def test_a_night_of_an_endpoint_stored_with_a_templated_host_fails_and_connects_
     """An endpoint saved before the check (written straight to its row) is refused when its night runs."""
     golden_set = factories.golden_set("ssrf-night", queries=factories.queries("127.0.0.1", "q2"), qrels={("q2", "d1"): 1})
     version_publish(golden_set=golden_set, note="v1")
-    endpoint = endpoint_add(golden_set=golden_set, name="prod", system="prod", stage="first_stage", preset="goldset",
-                            url=stand_in.base + "/goldset", timeout_seconds=0.5, retries=0)
+    endpoint = endpoint_add(
+        golden_set=golden_set,
+        name="prod",
+        system="prod",
+        stage="first_stage",
+        preset="goldset",
+        url=stand_in.base + "/goldset",
+        timeout_seconds=0.5,
+        retries=0,
+    )
     Endpoint.objects.filter(pk=endpoint.pk).update(url=f"http://{{{{query_id}}}}:{stand_in.server_port}/goldset")
     endpoint.refresh_from_db()
     with override_settings(RETRIEVAL_ALLOWED_NETWORKS=list(NOT_LOOPBACK)), django_capture_on_commit_callbacks(execute=True):

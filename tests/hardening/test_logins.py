@@ -60,9 +60,14 @@ def test_any_user_changes_their_own_password(teammate):
     client.force_login(teammate)
     page = client.get(reverse("password_change"))
     assert page.status_code == 200 and 'name="new_password1"' in page.content.decode()
-    response = client.post(reverse("password_change"), {
-        "old_password": "pw-teammate", "new_password1": "a-much-better-secret-2026", "new_password2": "a-much-better-secret-2026",
-    })
+    response = client.post(
+        reverse("password_change"),
+        {
+            "old_password": "pw-teammate",
+            "new_password1": "a-much-better-secret-2026",
+            "new_password2": "a-much-better-secret-2026",
+        },
+    )
     assert response.status_code == 302 and response["Location"] == reverse("password_change_done")
     assert log_in(Client(), "teammate", "a-much-better-secret-2026").status_code == 302
     assert log_in(Client(), "teammate", "pw-teammate").status_code == 200

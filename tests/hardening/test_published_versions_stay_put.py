@@ -36,8 +36,9 @@ def fresh_cache():
 
 @pytest.fixture
 def published(owner):
-    golden_set = factories.golden_set("tiny", manager=owner, query_slice_fields=["lang"],
-                                      queries=factories.queries("q1", "q2", "q3", lang="de"))
+    golden_set = factories.golden_set(
+        "tiny", manager=owner, query_slice_fields=["lang"], queries=factories.queries("q1", "q2", "q3", lang="de")
+    )
     return version_publish(golden_set=golden_set, note="pinned")
 
 
@@ -66,10 +67,14 @@ def test_renaming_a_published_query_or_page_in_the_admin_leaves_the_export_byte_
 
     query_form = staff_editor.get(reverse("admin:goldenset_query_change", args=[query.pk])).content.decode()
     assert 'name="query_id"' not in query_form and "q1" in query_form  # shown, not editable
-    staff_editor.post(reverse("admin:goldenset_query_change", args=[query.pk]),
-                      {"query_id": "renamed", "golden_set": query.golden_set_id, "text": "new text", "metadata": "{}"})
-    staff_editor.post(reverse("admin:goldenset_page_change", args=[page.pk]),
-                      {"doc_id": "renamed", "corpus": page.corpus_id, "title": "t", "text": "x", "metadata": "{}"})
+    staff_editor.post(
+        reverse("admin:goldenset_query_change", args=[query.pk]),
+        {"query_id": "renamed", "golden_set": query.golden_set_id, "text": "new text", "metadata": "{}"},
+    )
+    staff_editor.post(
+        reverse("admin:goldenset_page_change", args=[page.pk]),
+        {"doc_id": "renamed", "corpus": page.corpus_id, "title": "t", "text": "x", "metadata": "{}"},
+    )
 
     query.refresh_from_db()
     page.refresh_from_db()
@@ -80,8 +85,10 @@ def test_renaming_a_published_query_or_page_in_the_admin_leaves_the_export_byte_
 
 def test_a_query_or_page_in_no_version_can_still_be_renamed_in_the_admin(published, staff_editor):
     query = Query.objects.create(golden_set=published.golden_set, query_id="draft", text="new")
-    response = staff_editor.post(reverse("admin:goldenset_query_change", args=[query.pk]),
-                                 {"query_id": "draft-2", "golden_set": query.golden_set_id, "text": "new", "metadata": "{}"})
+    response = staff_editor.post(
+        reverse("admin:goldenset_query_change", args=[query.pk]),
+        {"query_id": "draft-2", "golden_set": query.golden_set_id, "text": "new", "metadata": "{}"},
+    )
     assert response.status_code == 302, response.content[:2000]
     query.refresh_from_db()
     assert query.query_id == "draft-2"
@@ -142,8 +149,9 @@ def test_every_export_refuses_a_version_that_no_longer_matches_its_hash(publishe
 
 def test_the_hash_check_reads_versions_whose_snapshots_are_not_in_id_order(owner):
     """Snapshots written by publishing stream in hash order; rows in another order are sorted."""
-    golden_set = factories.golden_set("tiny", manager=owner, queries=factories.queries("q10", "q9", "q1"),
-                                      qrels={("q10", "d1"): 1, ("q9", "d2"): 2, ("q1", "d3"): 0})
+    golden_set = factories.golden_set(
+        "tiny", manager=owner, queries=factories.queries("q10", "q9", "q1"), qrels={("q10", "d1"): 1, ("q9", "d2"): 2, ("q1", "d3"): 0}
+    )
     version = version_publish(golden_set=golden_set)
     # Publishing wrote q1, q9, q10 in that order; a version restored row by row may not be.
     with connection.cursor() as cursor:

@@ -25,10 +25,10 @@ from evaluation.models import Evaluation, Run
 from goldenset.models import Judgment, PublishJob, Version
 from goldset import cache as failover
 from labeling.models import JudgingTask
-from tests.support import factories
 from tests.evaluation.test_worker import wait_until
-from tests.support.forwarder import Forwarder
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
+from tests.support import factories
+from tests.support.forwarder import Forwarder
 from tests.worker_harness import WorkerPool, purge_queue, sending_to, session_queue
 
 pytestmark = pytest.mark.skipif(not settings.REDIS_AVAILABLE, reason=f"Redis does not answer at {settings.TEST_REDIS_URL}")
@@ -59,7 +59,10 @@ def task_id(response) -> int:
 
 @pytest.mark.django_db
 def test_the_read_api_and_the_judging_screen_answer_and_keep_every_grade_while_the_cache_is_away(
-    forwarder, client, make_user, monkeypatch,
+    forwarder,
+    client,
+    make_user,
+    monkeypatch,
 ):
     pool = pooled_set("outage")
     golden_set = pool.golden_set
@@ -98,7 +101,11 @@ def test_the_read_api_and_the_judging_screen_answer_and_keep_every_grade_while_t
 @pytest.mark.worker
 @pytest.mark.skipif(not settings.POSTGRES_AVAILABLE, reason="a worker process needs the PostgreSQL test database")
 def test_a_publish_and_an_upload_made_while_redis_is_away_are_done_once_soon_after_it_returns(
-    forwarder, transactional_db, tmp_path, client, make_user,
+    forwarder,
+    transactional_db,
+    tmp_path,
+    client,
+    make_user,
 ):
     """The broker and the cache on one Redis, as compose runs them; beat's sweepers at a
     5-second interval here (60 s by default: the README's "within a minute" of the return)."""
@@ -116,12 +123,14 @@ def test_a_publish_and_an_upload_made_while_redis_is_away_are_done_once_soon_aft
             pool.start_beat(env=env)
             forwarder.close()
             uploaded = client.post(
-                f"/api/v1/golden-sets/{golden_set.slug}/runs/", {"system": "bm25", "stage": "first_stage", "file": SimpleUploadedFile("r.run", RUN)},
+                f"/api/v1/golden-sets/{golden_set.slug}/runs/",
+                {"system": "bm25", "stage": "first_stage", "file": SimpleUploadedFile("r.run", RUN)},
                 **bearer,
             )
             assert uploaded.status_code == 201, uploaded.content
-            published = client.post(f"/api/v1/golden-sets/{golden_set.slug}/versions/", {"note": "in the outage"},
-                                    content_type="application/json", **bearer)
+            published = client.post(
+                f"/api/v1/golden-sets/{golden_set.slug}/versions/", {"note": "in the outage"}, content_type="application/json", **bearer
+            )
             assert published.status_code == 202, published.content
             job = PublishJob.objects.get(pk=published.json()["id"])
             assert job.enqueued_at is None  # refused by the broker: the sweeper's to send

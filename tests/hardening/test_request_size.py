@@ -42,12 +42,23 @@ def worker_pids(master: int) -> list[int]:
 @pytest.fixture
 def app(tmp_path):
     port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
-           "SQLITE_PATH": str(tmp_path / "db.sqlite3"), "CELERY_BROKER_URL": ""}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "goldset.settings",
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SQLITE_PATH": str(tmp_path / "db.sqlite3"),
+        "CELERY_BROKER_URL": "",
+    }
     env.pop("DATABASE_URL", None)
     subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=ROOT, env=env, check=True)
-    server = subprocess.Popen([str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -110,6 +121,10 @@ def test_a_500_mb_upload_is_refused_with_413_and_the_worker_stays_small(app):
 
 def test_a_body_under_the_limit_is_read_as_usual(app):
     port, _ = app
-    response = requests.post(f"http://127.0.0.1:{port}/api/v1/golden-sets/demo/runs/", data=b"q1 Q0 d1 1 1.0 x\n" * 1000,
-                             headers={"Content-Type": "text/plain"}, timeout=30)
+    response = requests.post(
+        f"http://127.0.0.1:{port}/api/v1/golden-sets/demo/runs/",
+        data=b"q1 Q0 d1 1 1.0 x\n" * 1000,
+        headers={"Content-Type": "text/plain"},
+        timeout=30,
+    )
     assert response.status_code == 401  # read and answered by the API: no token here

@@ -14,10 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from evaluation.models import RunQueryFailure
 from lib.outbound import scrub, secret_host_problem
 from monitoring.endpoints.client import fetch_rankings_sync, probe_sync
 from monitoring.endpoints.spec import MissingVariable, resolve_headers, spec_from_preset
-from evaluation.models import RunQueryFailure
 from monitoring.models import NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
 from tests.monitoring.conftest import watched_set  # noqa: F401
@@ -55,7 +55,9 @@ def echo():
 
 
 def echo_spec(server, host: str = "127.0.0.1"):
-    spec = spec_from_preset("goldset", f"http://{host}:{server.server_port}/goldset", headers=(("Authorization", "Bearer ${SEARCH_TOKEN}"),))
+    spec = spec_from_preset(
+        "goldset", f"http://{host}:{server.server_port}/goldset", headers=(("Authorization", "Bearer ${SEARCH_TOKEN}"),)
+    )
     return replace(spec, retries=0, timeout_seconds=2.0)
 
 
@@ -104,8 +106,14 @@ def test_a_failed_night_stores_no_secret_for_the_api_to_show(echo, monkeypatch, 
     monkeypatch.setenv("SEARCH_TOKEN", SECRET)
     monkeypatch.setenv("SEARCH_TOKEN_HOSTS", "127.0.0.1")
     endpoint = endpoint_add(
-        golden_set=watched_set, name="echo", system="prod", stage="first_stage", preset="goldset",
-        url=f"http://127.0.0.1:{echo.server_port}/goldset", headers=[["Authorization", "Bearer ${SEARCH_TOKEN}"]], retries=0,
+        golden_set=watched_set,
+        name="echo",
+        system="prod",
+        stage="first_stage",
+        preset="goldset",
+        url=f"http://127.0.0.1:{echo.server_port}/goldset",
+        headers=[["Authorization", "Bearer ${SEARCH_TOKEN}"]],
+        retries=0,
     )
     with django_capture_on_commit_callbacks(execute=True):
         night = nightly_run_execute(night_id=nightly_run_now(endpoint=endpoint).pk)

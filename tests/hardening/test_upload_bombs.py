@@ -71,9 +71,16 @@ def test_the_api_answers_413_naming_the_limit_and_stores_nothing(api, name):
 def test_the_upload_page_answers_413_and_says_which_limit(client, manager, golden_set, version):  # noqa: F811
     client.force_login(manager)
     data = gzip.compress(RUN.encode() * 100_000)
-    response = client.post(reverse("runs", args=[golden_set.slug]), {
-        "file": SimpleUploadedFile("big.trec.gz", data), "system": "big", "stage": "other", "name": "", "format": "",
-    })
+    response = client.post(
+        reverse("runs", args=[golden_set.slug]),
+        {
+            "file": SimpleUploadedFile("big.trec.gz", data),
+            "system": "big",
+            "stage": "other",
+            "name": "",
+            "format": "",
+        },
+    )
     assert response.status_code == 413
     assert b"expands past 1 MB once decompressed (the limit, RUN_MAX_EXPANDED_MB)" in response.content
     assert not Run.objects.filter(system="big").exists()

@@ -31,10 +31,16 @@ def test_a_webhook_on_an_internal_address_is_never_connected_to(golden_set, v1, 
 
 
 @override_settings(ALERT_WEBHOOK_ALLOWED_NETWORKS=[])
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:6379/", "http://[::1]:6379/", "http://169.254.169.254/latest/meta-data/",
-    "http://metadata.google.internal/computeMetadata/v1/", "http://localhost:5432/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:6379/",
+        "http://[::1]:6379/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://localhost:5432/",
+    ],
+)
 def test_redis_the_metadata_service_and_loopback_are_refused_with_one_text(golden_set, v1, url):  # noqa: F811
     alert = slice_alert(golden_set, v1, webhook_url=url)
     alert_deliver_task.delay(alert.id).get()

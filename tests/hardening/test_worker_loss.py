@@ -37,7 +37,9 @@ def test_a_worker_killed_mid_recompute_is_replaced_and_every_score_is_stored_onc
     killed_at = time.monotonic()
     second = workers.start()  # with the hour-long visibility timeout: no redelivery
     wait_until(
-        lambda: all_done(version, len(runs)), "every run scored after the kill", workers,
+        lambda: all_done(version, len(runs)),
+        "every run scored after the kill",
+        workers,
         timeout=RECOVERY - (time.monotonic() - killed_at),
     )
     # It was the sweeper that sent the orphan again, not Redis that gave its message back.

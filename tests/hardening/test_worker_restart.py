@@ -66,16 +66,24 @@ def test_a_worker_restarted_under_its_own_name_leaves_no_publish_score_or_night_
 
     # The recompute that publish sent: the worker dies holding an evaluation.
     just_started = Evaluation.objects.filter(
-        version=version, status=Evaluation.Status.RUNNING, started_at__gte=timezone.now() - timedelta(milliseconds=40),
+        version=version,
+        status=Evaluation.Status.RUNNING,
+        started_at__gte=timezone.now() - timedelta(milliseconds=40),
     )
-    wait_until(lambda: statuses(version)[Evaluation.Status.DONE] >= 1 and just_started.exists(),
-               "an evaluation just started after one finished", workers, every=0.005)
+    wait_until(
+        lambda: statuses(version)[Evaluation.Status.DONE] >= 1 and just_started.exists(),
+        "an evaluation just started after one finished",
+        workers,
+        every=0.005,
+    )
     second.kill()
     orphan = Evaluation.objects.get(version=version, status=Evaluation.Status.RUNNING)
     assert orphan.worker == second.node
     third, restarted = _restart(workers, second)
     wait_until(
-        lambda: all_done(version, len(runs)), "every run scored after the restart", workers,
+        lambda: all_done(version, len(runs)),
+        "every run scored after the restart",
+        workers,
         timeout=RECOVERY - (time.monotonic() - restarted),
     )
     assert_every_result_there_exactly_once(version, runs)
@@ -87,15 +95,19 @@ def test_a_worker_restarted_under_its_own_name_leaves_no_publish_score_or_night_
     night_send(night)
     wait_until(
         lambda: NightlyRun.objects.filter(pk=night.pk, status=NightlyRun.Status.RUNNING).exists() and len(engines.seen) >= 2,
-        "the night running", workers, every=0.02,
+        "the night running",
+        workers,
+        every=0.02,
     )
     third.kill()
     assert NightlyRun.objects.get(pk=night.pk).worker == third.node
     engines.hold_seconds = 0.0
     _, restarted = _restart(workers, third)
     wait_until(
-        lambda: NightlyRun.objects.filter(pk=night.pk, status=NightlyRun.Status.DONE).exists(), "the night done after the restart",
-        workers, timeout=RECOVERY - (time.monotonic() - restarted),
+        lambda: NightlyRun.objects.filter(pk=night.pk, status=NightlyRun.Status.DONE).exists(),
+        "the night done after the restart",
+        workers,
+        timeout=RECOVERY - (time.monotonic() - restarted),
     )
     done_night = NightlyRun.objects.get(pk=night.pk)
     assert list(endpoint.series.runs.all()) == [done_night.run] and done_night.attempts == 2

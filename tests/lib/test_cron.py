@@ -39,14 +39,17 @@ def test_both_day_fields_restricted_match_either_as_in_cron():
     assert line.next_fire(at("2026-12-02 12:00")) == at("2026-12-07 00:00")
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("0 2 * *", "has 4"),
-    ("61 * * * *", "minute: '61' is outside 0-59"),
-    ("0 2 * * */0", "day of week: step must be 1 or more"),
-    ("0 5-2 * * *", "hour: range '5-2' runs backwards"),
-    ("x 2 * * *", "minute: 'x' is not"),
-    ("0 0 30 2 *", "never fires"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("0 2 * *", "has 4"),
+        ("61 * * * *", "minute: '61' is outside 0-59"),
+        ("0 2 * * */0", "day of week: step must be 1 or more"),
+        ("0 5-2 * * *", "hour: range '5-2' runs backwards"),
+        ("x 2 * * *", "minute: 'x' is not"),
+        ("0 0 30 2 *", "never fires"),
+    ],
+)
 def test_a_bad_line_names_the_field_at_fault(line, message):
     with pytest.raises(CronError, match=message.replace("*", r"\*")):
         cron_parse(line)

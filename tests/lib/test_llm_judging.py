@@ -9,27 +9,33 @@ from lib.llm_judging import DEFAULT_PROMPT, api_key_env_problem, backoff_delay, 
 from lib.retrying import retry_after_seconds
 
 
-@pytest.mark.parametrize("answer, grade", [
-    ("##final score: 2", 2),
-    ("The passage answers it.\n##final score: 3", 3),
-    ("## Final Score = 1", 1),
-    ("final score: **0**", 0),
-    ("2", 2),
-    (" **3** ", 3),
-    ("Reasoning mentions 1 and 2.\n##final score: 2", 2),
-])
+@pytest.mark.parametrize(
+    "answer, grade",
+    [
+        ("##final score: 2", 2),
+        ("The passage answers it.\n##final score: 3", 3),
+        ("## Final Score = 1", 1),
+        ("final score: **0**", 0),
+        ("2", 2),
+        (" **3** ", 3),
+        ("Reasoning mentions 1 and 2.\n##final score: 2", 2),
+    ],
+)
 def test_a_grade_is_read_after_final_score_or_from_a_number_alone(answer, grade):
     assert read_grade(answer, (0, 3)).grade == grade
 
 
-@pytest.mark.parametrize("answer, error", [
-    ("Quite relevant.", "no score found"),
-    ("", "no score found"),
-    ("I'd give it a 2 or a 3", "no score found"),
-    ("##final score: 2\n##final score: 3", "several scores (2, 3)"),
-    ("##final score: 5", "score 5 is not on the set's scale 0-3"),
-    ("-1", "score -1 is not on the set's scale 0-3"),
-])
+@pytest.mark.parametrize(
+    "answer, error",
+    [
+        ("Quite relevant.", "no score found"),
+        ("", "no score found"),
+        ("I'd give it a 2 or a 3", "no score found"),
+        ("##final score: 2\n##final score: 3", "several scores (2, 3)"),
+        ("##final score: 5", "score 5 is not on the set's scale 0-3"),
+        ("-1", "score -1 is not on the set's scale 0-3"),
+    ],
+)
 def test_an_answer_without_one_clear_grade_on_the_scale_is_an_error_never_a_guess(answer, error):
     read = read_grade(answer, (0, 3))
     assert read.grade is None and error in read.error
@@ -72,7 +78,9 @@ def test_a_batch_answer_gives_one_grade_per_numbered_passage_each_read_alone():
     answer = "1. The query asks for x.\n[1] ##final score: 2\n2: 0\n[3] ##final score: 7\nSome closing words."
     reads = read_batch_grades(answer, 4, (0, 3))
     assert [(read.grade, read.error) for read in reads] == [
-        (2, None), (0, None), (None, "score 7 is not on the set's scale 0-3"),
+        (2, None),
+        (0, None),
+        (None, "score 7 is not on the set's scale 0-3"),
         (None, "the batch answer gives no score for passage [4] of 4"),
     ]
 
@@ -82,7 +90,8 @@ def test_a_passage_graded_twice_differently_fails_and_a_number_beyond_the_batch_
 
     reads = read_batch_grades("[1] ##final score: 1\n[1] ##final score: 3\n[2] 2\n[5] ##final score: 1", 2, (0, 3))
     assert [(read.grade, read.error) for read in reads] == [
-        (None, "the batch answer grades passage [1] more than once, differently"), (2, None),
+        (None, "the batch answer grades passage [1] more than once, differently"),
+        (2, None),
     ]
 
 
@@ -95,9 +104,22 @@ def test_the_batch_prompt_numbers_each_passage_on_a_line_of_its_own_and_cuts_lon
     assert "x" * (PASSAGE_CHARS + 1) not in text and message["role"] == "user"
 
 
-@pytest.mark.parametrize(("value", "count"), [
-    (12, 12), (12.0, 12), (0, 0), (None, 0), ("12", 0), (-5, 0), (True, 0), (3.5, 0), (float("nan"), 0), (float("inf"), 0), ([1], 0),
-])
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        (12, 12),
+        (12.0, 12),
+        (0, 0),
+        (None, 0),
+        ("12", 0),
+        (-5, 0),
+        (True, 0),
+        (3.5, 0),
+        (float("nan"), 0),
+        (float("inf"), 0),
+        ([1], 0),
+    ],
+)
 def test_a_token_count_is_a_whole_number_of_at_least_zero_or_nothing(value, count):
     """Hardening #31 item 10: a usage that was not a number failed the whole job, and a
     negative count gave a negative cost."""

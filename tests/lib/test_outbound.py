@@ -53,10 +53,19 @@ def closed_port() -> int:
 @pytest.mark.parametrize(
     "url",
     [
-        "http://127.0.0.1:6379/", "http://localhost/", "http://[::1]/", "http://[::ffff:127.0.0.1]/",
-        "http://169.254.169.254/latest/meta-data/", "http://metadata.google.internal/computeMetadata/v1/",
-        "http://100.100.100.200/", "http://10.1.2.3/", "http://192.168.0.1/", "http://172.16.0.1/",
-        "http://0.0.0.0/", "http://[fe80::1]/", "http://224.0.0.1/",
+        "http://127.0.0.1:6379/",
+        "http://localhost/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://100.100.100.200/",
+        "http://10.1.2.3/",
+        "http://192.168.0.1/",
+        "http://172.16.0.1/",
+        "http://0.0.0.0/",
+        "http://[fe80::1]/",
+        "http://224.0.0.1/",
     ],
 )
 def test_internal_and_metadata_targets_are_refused(url):
@@ -65,14 +74,17 @@ def test_internal_and_metadata_targets_are_refused(url):
     assert str(refused.value) == UNREACHABLE
 
 
-@pytest.mark.parametrize("spelling", [
-    "64:ff9b::a9fe:a9fe",  # NAT64's well-known prefix
-    "64:ff9b:1::a9fe:a9fe",  # NAT64's local-use prefix
-    "2002:a9fe:a9fe::1",  # 6to4
-    "::a9fe:a9fe",  # IPv4-compatible
-    "::ffff:a9fe:a9fe",  # IPv4-mapped
-    "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254 (bits inverted)
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "64:ff9b::a9fe:a9fe",  # NAT64's well-known prefix
+        "64:ff9b:1::a9fe:a9fe",  # NAT64's local-use prefix
+        "2002:a9fe:a9fe::1",  # 6to4
+        "::a9fe:a9fe",  # IPv4-compatible
+        "::ffff:a9fe:a9fe",  # IPv4-mapped
+        "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254 (bits inverted)
+    ],
+)
 def test_every_ipv6_spelling_of_the_metadata_address_is_metadata_whatever_is_allowed(spelling):
     """Issue 30 item 14: the NAT64, 6to4 and IPv4-compatible spellings of 169.254.169.254 passed."""
     address = ipaddress.ip_address(spelling)

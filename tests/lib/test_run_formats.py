@@ -16,8 +16,7 @@ from lib.runs import read_trec_run
 # Ids that a careless reader would split or alter: '#', '/', ':', non-ASCII letters, a comma.
 RANKINGS = {"q1": {"d#1": 2.5, "d/2:ü": 1.5, "a,b": -0.25}, "q/2": {"d#1": 3.0, "x": 3.0}}
 TREC = "".join(
-    f"{q} Q0 {d} {rank} {score!r} sys\n"
-    for q, ranking in RANKINGS.items() for rank, (d, score) in enumerate(ranking.items(), start=1)
+    f"{q} Q0 {d} {rank} {score!r} sys\n" for q, ranking in RANKINGS.items() for rank, (d, score) in enumerate(ranking.items(), start=1)
 )
 
 
@@ -50,7 +49,8 @@ def ranx_file(tmp_path, suffix: str) -> bytes:
 def jsonl() -> bytes:
     return "".join(
         json.dumps({"query_id": q, "doc_id": d, "score": s, "text": "a passage"}, ensure_ascii=False) + "\n"
-        for q, ranking in RANKINGS.items() for d, s in ranking.items()
+        for q, ranking in RANKINGS.items()
+        for d, s in ranking.items()
     ).encode()
 
 
@@ -99,7 +99,7 @@ def test_ms_marco_ranks_become_scores_in_rank_order():
 
 def test_a_stream_of_chunks_split_anywhere_reads_as_the_whole_file():
     data = gzip.compress(TREC.encode())
-    chunks = [data[i:i + 7] for i in range(0, len(data), 7)]
+    chunks = [data[i : i + 7] for i in range(0, len(data), 7)]
     problems = ProblemCollector()
     entries = read_run(chunks, "f", problems)
     assert problems.problems == [] and sorted(as_pairs(entries)) == sorted(as_pairs(original()))
@@ -108,17 +108,22 @@ def test_a_stream_of_chunks_split_anywhere_reads_as_the_whole_file():
 @pytest.mark.parametrize(
     ("data", "fmt", "problem"),
     [
-        (b"q1 Q0 d1 1 2.5 sys\nq1 Q0 has space 2 8.5 sys\n", "auto", "f:2: expected 6 columns 'query_id Q0 doc_id rank score tag', found 7"),
+        (
+            b"q1 Q0 d1 1 2.5 sys\nq1 Q0 has space 2 8.5 sys\n",
+            "auto",
+            "f:2: expected 6 columns 'query_id Q0 doc_id rank score tag', found 7",
+        ),
         (b"q1 Q0 d1 1 2.5 sys\nq1 Q0 d2 2 x sys\n", "auto", "f:2: score 'x' is not a finite number"),
         (b"q1\td1\t1\nq1\td2\tfirst\n", "auto", "f:2: rank 'first' is not a whole number from 1"),
         (b"q1\td1\t1\nq1\td2\t1\n", "auto", "f:2: rank 1 is given twice for query 'q1' (first on line 1)"),
         (b"q1\td1\t1\nq1\td has\t2\n", "tsv", "f:2: expected 3 columns 'qid docid rank', found 4"),
-        (b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d1", "score": 2}\n', "auto",
-         "f:2: doc id 'd1' appears twice for query 'q1' (first on f:1)"),
-        (b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d2"}\n', "auto",
-         "f:2: the record has no 'score'"),
-        (b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d 2", "score": 1}\n', "auto",
-         "f:2: doc id 'd 2'"),
+        (
+            b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d1", "score": 2}\n',
+            "auto",
+            "f:2: doc id 'd1' appears twice for query 'q1' (first on f:1)",
+        ),
+        (b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d2"}\n', "auto", "f:2: the record has no 'score'"),
+        (b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d 2", "score": 1}\n', "auto", "f:2: doc id 'd 2'"),
         (b'{"query_id": "q1", "doc_id": "d1", "score": "1"}\n', "jsonl", "f:1: score '1' is not a finite number"),
         (b'{"query_id": "q1", "doc_id": 7, "score": 1}\n', "jsonl", "f:1: doc id 7 is not a string"),
         (b'{"q1": {"d1": 1.0, "d2": "high"}}', "auto", 'f: ["q1"]["d2"]: score \'high\' is not a finite number'),

@@ -43,8 +43,7 @@ def test_it_refuses_a_line_with_text_after_the_run_tag_naming_it():
     # `has`: an id with whitespace is refused (SEMANTICS.md), so the seventh column is too.
     entries, problems = read("q1 Q0 d1 1 1.0 t\nq1 Q0 has space 2 8.5 sys\n")
     assert problems == [
-        "f:2: expected 6 columns 'query_id Q0 doc_id rank score tag', found 7 (an id cannot hold whitespace): "
-        "'q1 Q0 has space 2 8.5 sys'"
+        "f:2: expected 6 columns 'query_id Q0 doc_id rank score tag', found 7 (an id cannot hold whitespace): 'q1 Q0 has space 2 8.5 sys'"
     ]
     assert entries.doc_ids == ["d1"] and entries.extra_column_lines == 0
 

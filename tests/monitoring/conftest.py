@@ -36,8 +36,12 @@ def watched_set(db):
         top = [doc for doc, _ in engine_server.ranking_for(text_of(query_id), 3)]
         qrels.update({(query_id, top[0]): 2, (query_id, top[1]): 1, (query_id, top[2]): 0})
     made = factories.golden_set(
-        "watched", qrels=qrels, pages=factories.pages(*engine_server.CORPUS), queries=factories.queries(*QUERY_IDS),
-        k_first=10, k_final=3,
+        "watched",
+        qrels=qrels,
+        pages=factories.pages(*engine_server.CORPUS),
+        queries=factories.queries(*QUERY_IDS),
+        k_first=10,
+        k_final=3,
     )
     version_publish(golden_set=made, note="v1")
     return made
@@ -46,6 +50,14 @@ def watched_set(db):
 @pytest.fixture
 def endpoint(watched_set, engines):
     return endpoint_add(
-        golden_set=watched_set, name="prod-first", system="prod", stage=Run.Stage.FIRST_STAGE, preset="goldset",
-        url=engines.base + "/goldset", timeout_seconds=0.5, retries=1, max_in_flight=4, max_per_second=1000,
+        golden_set=watched_set,
+        name="prod-first",
+        system="prod",
+        stage=Run.Stage.FIRST_STAGE,
+        preset="goldset",
+        url=engines.base + "/goldset",
+        timeout_seconds=0.5,
+        retries=1,
+        max_in_flight=4,
+        max_per_second=1000,
     )

@@ -39,8 +39,13 @@ def relevant(query_id: str) -> str:
 def monitored_set(slug: str = "watched") -> GoldenSet:
     now = timezone.now()
     page_records = [
-        JsonRecord(line=n, id=f"d{n}", title=f"page {n}", text=f"text {n}",
-                   metadata={"published_at": (now - timedelta(days=400 if n <= 6 else 5)).isoformat()})
+        JsonRecord(
+            line=n,
+            id=f"d{n}",
+            title=f"page {n}",
+            text=f"text {n}",
+            metadata={"published_at": (now - timedelta(days=400 if n <= 6 else 5)).isoformat()},
+        )
         for n in range(1, 13)
     ] + [JsonRecord(line=12 + i, id=doc, title=doc, text=doc, metadata={}) for i, doc in enumerate(FILLER, 1)]
     query_records = [
@@ -48,8 +53,14 @@ def monitored_set(slug: str = "watched") -> GoldenSet:
         for n, query_id in enumerate(QUERY_IDS, 1)
     ]
     return factories.golden_set(
-        slug, qrels={(query_id, relevant(query_id)): 2 for query_id in QUERY_IDS}, pages=page_records, queries=query_records,
-        k_first=5, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
+        slug,
+        qrels={(query_id, relevant(query_id)): 2 for query_id in QUERY_IDS},
+        pages=page_records,
+        queries=query_records,
+        k_first=5,
+        k_final=2,
+        query_slice_fields=["lang"],
+        page_slice_fields=[],
     )
 
 
@@ -114,12 +125,22 @@ def search_service_started() -> Iterator[SearchService]:
 def endpoints_add(golden_set: GoldenSet, service: SearchService, **options) -> tuple[Endpoint, Endpoint]:
     """A first-stage and a reranked endpoint of one system, "hybrid"."""
     first = endpoint_add(
-        golden_set=golden_set, name="hybrid-first", system="hybrid", stage=Endpoint.Stage.FIRST_STAGE, preset="goldset",
-        url=f"{service.base_url}/first-stage/search", **options,
+        golden_set=golden_set,
+        name="hybrid-first",
+        system="hybrid",
+        stage=Endpoint.Stage.FIRST_STAGE,
+        preset="goldset",
+        url=f"{service.base_url}/first-stage/search",
+        **options,
     )
     final = endpoint_add(
-        golden_set=golden_set, name="hybrid-reranked", system="hybrid", stage=Endpoint.Stage.RERANKED, preset="goldset",
-        url=f"{service.base_url}/reranked/search", **options,
+        golden_set=golden_set,
+        name="hybrid-reranked",
+        system="hybrid",
+        stage=Endpoint.Stage.RERANKED,
+        preset="goldset",
+        url=f"{service.base_url}/reranked/search",
+        **options,
     )
     return first, final
 
@@ -131,9 +152,16 @@ def night_store(endpoint: Endpoint, measured_at: datetime, *, stale: bool = Fals
     depth = 2 if reranked else 5
     rankings = [(q, ranking(q, stale=stale, reranked=reranked)[:depth]) for q in QUERY_IDS if q not in failed]
     return run_from_rankings(
-        golden_set=endpoint.golden_set, rankings=rankings, source_name=endpoint.url, system=endpoint.system,
-        stage=endpoint.stage, name=f"{endpoint.series.name} {measured_at:%Y-%m-%d %H:%M}", series=endpoint.series,
-        measured_at=measured_at, failures=[(q, "HTTP 503", 503) for q in failed], index_size=17,
+        golden_set=endpoint.golden_set,
+        rankings=rankings,
+        source_name=endpoint.url,
+        system=endpoint.system,
+        stage=endpoint.stage,
+        name=f"{endpoint.series.name} {measured_at:%Y-%m-%d %H:%M}",
+        series=endpoint.series,
+        measured_at=measured_at,
+        failures=[(q, "HTTP 503", 503) for q in failed],
+        index_size=17,
     )
 
 

@@ -12,9 +12,24 @@ pytestmark = pytest.mark.django_db
 def test_endpoint_add_registers_an_endpoint_with_its_series_and_secret_by_name(watched_set, engines, capsys, monkeypatch):
     monkeypatch.setenv("SEARCH_TOKEN", "only-the-worker-knows")
     call_command(
-        "endpoint_add", "watched", "--name", "os-first", "--system", "prod", "--stage", "first_stage", "--preset", "opensearch",
-        "--url", engines.base + "/wiki/_search", "--header", "Authorization: Bearer ${SEARCH_TOKEN}",
-        "--count-url", engines.base + "/wiki/_count", "--max-in-flight", "4",
+        "endpoint_add",
+        "watched",
+        "--name",
+        "os-first",
+        "--system",
+        "prod",
+        "--stage",
+        "first_stage",
+        "--preset",
+        "opensearch",
+        "--url",
+        engines.base + "/wiki/_search",
+        "--header",
+        "Authorization: Bearer ${SEARCH_TOKEN}",
+        "--count-url",
+        engines.base + "/wiki/_count",
+        "--max-in-flight",
+        "4",
     )
     out = capsys.readouterr().out
     assert "endpoint os-first of watched: prod first_stage, OpenSearch _search" in out and "series 'os-first nightly'" in out
@@ -26,8 +41,22 @@ def test_endpoint_add_registers_an_endpoint_with_its_series_and_secret_by_name(w
 def test_endpoint_add_refuses_a_literal_secret_and_a_bad_cron_line_naming_the_fields(watched_set, engines):
     with pytest.raises(CommandError) as refused:
         call_command(
-            "endpoint_add", "watched", "--name", "x", "--system", "prod", "--stage", "first_stage", "--preset", "goldset",
-            "--url", engines.base + "/goldset", "--header", "Authorization: Bearer abc123", "--run-schedule", "0 2 * *",
+            "endpoint_add",
+            "watched",
+            "--name",
+            "x",
+            "--system",
+            "prod",
+            "--stage",
+            "first_stage",
+            "--preset",
+            "goldset",
+            "--url",
+            engines.base + "/goldset",
+            "--header",
+            "Authorization: Bearer abc123",
+            "--run-schedule",
+            "0 2 * *",
         )
     message = str(refused.value)
     assert "headers:" in message and "${SEARCH_" in message
@@ -41,27 +70,66 @@ def test_a_run_schedule_more_often_than_hourly_is_refused_naming_its_interval(wa
     """Hardening #31 item 10: `* * * * *` (a full nightly run every minute) was accepted."""
     with pytest.raises(CommandError) as refused:
         call_command(
-            "endpoint_add", "watched", "--name", "x", "--system", "prod", "--stage", "first_stage", "--preset", "goldset",
-            "--url", engines.base + "/goldset", "--run-schedule", schedule,
+            "endpoint_add",
+            "watched",
+            "--name",
+            "x",
+            "--system",
+            "prod",
+            "--stage",
+            "first_stage",
+            "--preset",
+            "goldset",
+            "--url",
+            engines.base + "/goldset",
+            "--run-schedule",
+            schedule,
         )
     assert f"run_schedule: {schedule!r} runs every {every} minute(s)" in str(refused.value) and "at most once an hour" in str(refused.value)
     assert not Endpoint.objects.filter(name="x").exists()
     for hourly in ("0 * * * *", "0 2 * * 1-5"):
         call_command(
-            "endpoint_add", "watched", "--name", f"ok{len(hourly)}", "--system", "prod", "--stage", "first_stage",
-            "--preset", "goldset", "--url", engines.base + "/goldset", "--run-schedule", hourly,
+            "endpoint_add",
+            "watched",
+            "--name",
+            f"ok{len(hourly)}",
+            "--system",
+            "prod",
+            "--stage",
+            "first_stage",
+            "--preset",
+            "goldset",
+            "--url",
+            engines.base + "/goldset",
+            "--run-schedule",
+            hourly,
         )
 
 
-@pytest.mark.parametrize(("preset", "path", "count_url"), [
-    ("opensearch", "/wiki/_search", "/wiki/_count"),
-    ("solr", "/solr/wiki/select", "/solr/wiki/select?q=*:*&rows=0&wt=json"),
-])
+@pytest.mark.parametrize(
+    ("preset", "path", "count_url"),
+    [
+        ("opensearch", "/wiki/_search", "/wiki/_count"),
+        ("solr", "/solr/wiki/select", "/solr/wiki/select?q=*:*&rows=0&wt=json"),
+    ],
+)
 def test_an_engine_endpoint_typed_with_its_search_url_alone_is_taken_and_counts_its_index(watched_set, engines, preset, path, count_url):
     """Issue 30 item 3: `--preset opensearch --url .../_search` (and Solr's /select) was refused,
     "count_path is set but there is no count URL", though the count URL follows from it."""
-    call_command("endpoint_add", "watched", "--name", preset, "--system", "prod", "--stage", "first_stage",
-                 "--preset", preset, "--url", engines.base + path)
+    call_command(
+        "endpoint_add",
+        "watched",
+        "--name",
+        preset,
+        "--system",
+        "prod",
+        "--stage",
+        "first_stage",
+        "--preset",
+        preset,
+        "--url",
+        engines.base + path,
+    )
     endpoint = Endpoint.objects.get(name=preset)
     assert endpoint.count_url == engines.base + count_url
     from monitoring.endpoints.client import fetch_index_size_sync
@@ -74,10 +142,30 @@ def test_a_generic_get_endpoint_is_registered_as_a_new_user_types_it_and_answers
     """Issue 30 item 3: `--method GET --body-template ''` was refused ("a GET sends no body"):
     the empty body was dropped and the preset's POST body kept."""
     call_command(
-        "endpoint_add", "watched", "--name", "house", "--system", "prod", "--stage", "first_stage", "--preset", "generic",
-        "--url", engines.base + "/house/v2/find", "--method", "GET", "--body-template", "",
-        "--params-template", "text={{query}}&limit={{k}}&qid={{query_id}}", "--hits-path", "data.matches",
-        "--doc-id-path", "doc.key", "--score-path", "relevance.value",
+        "endpoint_add",
+        "watched",
+        "--name",
+        "house",
+        "--system",
+        "prod",
+        "--stage",
+        "first_stage",
+        "--preset",
+        "generic",
+        "--url",
+        engines.base + "/house/v2/find",
+        "--method",
+        "GET",
+        "--body-template",
+        "",
+        "--params-template",
+        "text={{query}}&limit={{k}}&qid={{query_id}}",
+        "--hits-path",
+        "data.matches",
+        "--doc-id-path",
+        "doc.key",
+        "--score-path",
+        "relevance.value",
     )
     endpoint = Endpoint.objects.get(name="house")
     assert (endpoint.method, endpoint.body_template, endpoint.count_url) == ("GET", "", "")
@@ -118,8 +206,16 @@ def test_nightly_run_does_not_ask_an_endpoint_whose_scheduled_night_is_running(e
 def test_nightly_run_fails_loudly_when_no_run_was_made(watched_set):
     from monitoring.endpoints.services import endpoint_add
 
-    endpoint_add(golden_set=watched_set, name="down", system="prod", stage="first_stage", preset="goldset",
-                 url="http://127.0.0.1:9/goldset", retries=0, timeout_seconds=0.5)
+    endpoint_add(
+        golden_set=watched_set,
+        name="down",
+        system="prod",
+        stage="first_stage",
+        preset="goldset",
+        url="http://127.0.0.1:9/goldset",
+        retries=0,
+        timeout_seconds=0.5,
+    )
     with pytest.raises(CommandError, match="1 of 1 nightly run"):
         call_command("nightly_run", "watched", "--endpoint", "down")
     with pytest.raises(CommandError, match="has no endpoint 'nope'"):
@@ -128,5 +224,17 @@ def test_nightly_run_fails_loudly_when_no_run_was_made(watched_set):
 
 def test_an_endpoint_may_not_be_named_as_a_page_of_its_own(watched_set, engines):
     with pytest.raises(CommandError, match="'add' is taken by the pages"):
-        call_command("endpoint_add", "watched", "--name", "add", "--system", "prod", "--stage", "first_stage",
-                     "--preset", "goldset", "--url", engines.base + "/goldset")
+        call_command(
+            "endpoint_add",
+            "watched",
+            "--name",
+            "add",
+            "--system",
+            "prod",
+            "--stage",
+            "first_stage",
+            "--preset",
+            "goldset",
+            "--url",
+            engines.base + "/goldset",
+        )

@@ -16,7 +16,6 @@ from django.contrib.auth import get_user_model
 from evaluation.selectors import evaluation_settings
 from goldenset.models import Page, Query
 from goldenset.services import judgment_record, version_publish
-
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import NIGHTS, demo_monitoring_load
 from goldset.demo.search import DemoSearch

@@ -37,7 +37,11 @@ def test_a_nightly_run_stores_the_answers_as_a_run_that_scores_like_its_trec_fil
     assert night.status == NightlyRun.Status.DONE, night.error
     run = night.run
     assert (run.series, run.measured_at, run.stage, run.query_count, run.failed_query_count) == (
-        endpoint.series, night.slot, "first_stage", 10, 0,
+        endpoint.series,
+        night.slot,
+        "first_stage",
+        10,
+        0,
     )
     assert (night.queries_total, night.queries_done, night.failed_count) == (10, 10, 0)
     assert night.latency_p50_ms is not None and night.seconds is not None
@@ -45,7 +49,8 @@ def test_a_nightly_run_stores_the_answers_as_a_run_that_scores_like_its_trec_fil
 
     lines = [
         f"{query_id} Q0 {doc} {rank} {score} prod\n"
-        for query_id in QUERY_IDS for rank, (doc, score) in enumerate(ranking_for(text_of(query_id), 10), start=1)
+        for query_id in QUERY_IDS
+        for rank, (doc, score) in enumerate(ranking_for(text_of(query_id), 10), start=1)
     ]
     with django_capture_on_commit_callbacks(execute=True):
         uploaded = run_import(golden_set=endpoint.golden_set, lines=lines, source_name="same.trec", system="file", stage="first_stage")
@@ -54,18 +59,27 @@ def test_a_nightly_run_stores_the_answers_as_a_run_that_scores_like_its_trec_fil
 
 
 def test_a_reranked_endpoint_is_asked_at_k_final(watched_set, engines, django_capture_on_commit_callbacks):
-    reranked = endpoint_add(golden_set=watched_set, name="prod-rerank", system="prod", stage="reranked", preset="goldset",
-                            url=engines.base + "/goldset")
+    reranked = endpoint_add(
+        golden_set=watched_set, name="prod-rerank", system="prod", stage="reranked", preset="goldset", url=engines.base + "/goldset"
+    )
     night = run_night(reranked, django_capture_on_commit_callbacks)
     assert {request["body"]["k"] for request in engines.seen} == {3}
     assert night.run.entry_count == 30
 
 
 def test_a_reranked_night_that_loses_over_10_points_of_its_first_stage_that_night_raises_rerank_loss(
-    endpoint, engines, django_capture_on_commit_callbacks,
+    endpoint,
+    engines,
+    django_capture_on_commit_callbacks,
 ):
-    reranked = endpoint_add(golden_set=endpoint.golden_set, name="prod-rerank", system="prod", stage="reranked",
-                            preset="goldset", url=engines.base + "/reranked")
+    reranked = endpoint_add(
+        golden_set=endpoint.golden_set,
+        name="prod-rerank",
+        system="prod",
+        stage="reranked",
+        preset="goldset",
+        url=engines.base + "/reranked",
+    )
     first_night, second_night = datetime(2026, 12, 1, 2, tzinfo=UTC), datetime(2026, 12, 2, 2, tzinfo=UTC)
     for one in (endpoint, reranked):
         run_night(one, django_capture_on_commit_callbacks, slot=first_night)
@@ -79,10 +93,19 @@ def test_a_reranked_night_that_loses_over_10_points_of_its_first_stage_that_nigh
 
 
 def test_a_drop_after_the_index_grew_says_so_with_the_sizes_its_count_url_answered(
-    watched_set, engines, django_capture_on_commit_callbacks,
+    watched_set,
+    engines,
+    django_capture_on_commit_callbacks,
 ):
-    searched = endpoint_add(golden_set=watched_set, name="os-first", system="os", stage="first_stage", preset="opensearch",
-                            url=engines.base + "/wiki/_search", count_url=engines.base + "/wiki/_count")
+    searched = endpoint_add(
+        golden_set=watched_set,
+        name="os-first",
+        system="os",
+        stage="first_stage",
+        preset="opensearch",
+        url=engines.base + "/wiki/_search",
+        count_url=engines.base + "/wiki/_count",
+    )
     engines.index_size = 1_200_000
     first = run_night(searched, django_capture_on_commit_callbacks, slot=datetime(2026, 12, 1, 2, tzinfo=UTC))
     engines.index_size = 1_500_000
@@ -95,7 +118,9 @@ def test_a_drop_after_the_index_grew_says_so_with_the_sizes_its_count_url_answer
 
 
 def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagged(
-    endpoint, engines, django_capture_on_commit_callbacks,
+    endpoint,
+    engines,
+    django_capture_on_commit_callbacks,
 ):
     engines.faults = {text_of("q3"): "500", text_of("q7"): "malformed"}
     night = run_night(endpoint, django_capture_on_commit_callbacks)
@@ -116,7 +141,11 @@ def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagge
 
 
 def test_a_night_with_failed_queries_says_so_on_the_run_list_the_run_page_and_the_results(
-    endpoint, engines, client, make_user, django_capture_on_commit_callbacks,
+    endpoint,
+    engines,
+    client,
+    make_user,
+    django_capture_on_commit_callbacks,
 ):
     engines.faults = {text_of("q3"): "500", text_of("q7"): "malformed"}
     night = run_night(endpoint, django_capture_on_commit_callbacks)
@@ -133,8 +162,16 @@ def test_a_night_with_failed_queries_says_so_on_the_run_list_the_run_page_and_th
 
 
 def test_an_endpoint_that_is_down_raises_endpoint_failing_and_no_recall_alert(watched_set, django_capture_on_commit_callbacks):
-    down = endpoint_add(golden_set=watched_set, name="down", system="prod", stage="first_stage", preset="goldset",
-                        url="http://127.0.0.1:9/goldset", timeout_seconds=0.5, retries=0)
+    down = endpoint_add(
+        golden_set=watched_set,
+        name="down",
+        system="prod",
+        stage="first_stage",
+        preset="goldset",
+        url="http://127.0.0.1:9/goldset",
+        timeout_seconds=0.5,
+        retries=0,
+    )
     night = run_night(down, django_capture_on_commit_callbacks)
     assert night.status == NightlyRun.Status.FAILED and night.run is None
     assert "no query was answered" in night.error
@@ -163,8 +200,9 @@ def test_one_slot_makes_one_run_however_often_it_is_asked(endpoint, django_captu
     assert Run.objects.filter(series=endpoint.series).count() == 1
 
 
-def test_a_night_whose_store_hits_a_database_error_is_retried_to_one_complete_run(endpoint, engines, monkeypatch,
-                                                                                    django_capture_on_commit_callbacks):
+def test_a_night_whose_store_hits_a_database_error_is_retried_to_one_complete_run(
+    endpoint, engines, monkeypatch, django_capture_on_commit_callbacks
+):
     """The task's retry (autoretry on OperationalError) claims the night again: the failed
     attempt handed it back to pending instead of leaving it held by its own worker."""
     from celery.exceptions import Retry

@@ -24,7 +24,9 @@ def test_a_worker_killed_mid_night_leaves_one_complete_run_for_that_night(worker
     night_send(night)
     wait_until(
         lambda: NightlyRun.objects.filter(pk=night.pk, status=NightlyRun.Status.RUNNING).exists() and len(engines.seen) >= 2,
-        "the first worker querying the endpoint", workers, every=0.02,
+        "the first worker querying the endpoint",
+        workers,
+        every=0.02,
     )
     first.kill()
     held_by = NightlyRun.objects.get(pk=night.pk)
@@ -36,7 +38,9 @@ def test_a_worker_killed_mid_night_leaves_one_complete_run_for_that_night(worker
     workers.start_beat(env={"MONITORING_TICK_SECONDS": TICK_SECONDS})
     wait_until(
         lambda: NightlyRun.objects.filter(pk=night.pk, status=NightlyRun.Status.DONE).exists(),
-        "the night done by the second worker", workers, timeout=90,
+        "the night done by the second worker",
+        workers,
+        timeout=90,
     )
     done = NightlyRun.objects.select_related("run").get(pk=night.pk)
     runs = list(endpoint.series.runs.all())

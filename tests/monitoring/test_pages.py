@@ -56,6 +56,7 @@ def _canary(golden_set, query_id: str, doc_id: str):
 
 # --- who may see and do what -------------------------------------------------------------
 
+
 def _gets(slug):
     return [
         reverse("monitoring", args=[slug]),
@@ -166,6 +167,7 @@ def test_an_unknown_endpoint_is_a_404(client, endpoints, watched, people):
 
 # --- the monitoring page --------------------------------------------------------------------
 
+
 def test_the_page_shows_each_series_trend_and_its_latest_night_with_version_and_k(client, nights, watched, people):
     _login(client, people["adjudicator"])
     html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
@@ -179,7 +181,11 @@ def test_the_page_shows_each_series_trend_and_its_latest_night_with_version_and_
 
 
 def test_the_latest_night_table_says_when_queries_failed_and_flags_a_failing_night(
-    client, endpoints, watched, people, django_capture_on_commit_callbacks,
+    client,
+    endpoints,
+    watched,
+    people,
+    django_capture_on_commit_callbacks,
 ):
     first, final = endpoints
     moment = (timezone.now() - timedelta(days=1)).replace(microsecond=0)
@@ -210,7 +216,11 @@ def test_a_first_stage_without_canaries_says_how_to_add_one(client, endpoints, w
 
 
 def test_the_canary_strip_shows_found_and_missed_per_round_in_words_as_well_as_colour(
-    client, endpoints, watched, people, search_service,
+    client,
+    endpoints,
+    watched,
+    people,
+    search_service,
 ):
     _canary(watched, "q7", "d7")
     _canary(watched, "q1", "d1")
@@ -240,15 +250,22 @@ def test_the_slice_chooser_suggests_the_age_slice_first_and_draws_the_slice_agai
 
 
 def test_the_alerts_of_the_weeks_nights_are_listed_above_the_trends(
-    client, endpoints, watched, people, django_capture_on_commit_callbacks,
+    client,
+    endpoints,
+    watched,
+    people,
+    django_capture_on_commit_callbacks,
 ):
     with django_capture_on_commit_callbacks(execute=True):
         nights_store(endpoints, 4, stale_last=1)  # the new pages lost on the last night
     _login(client, people["adjudicator"])
     html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
-    listed = html[html.index('id="night-alerts"'):html.index('id="latest"')]
+    listed = html[html.index('id="night-alerts"') : html.index('id="latest"')]
     assert "on each series' last 7 nights" in listed
-    rows = re.findall(r'<tr title="([^"]*)"><td>[^<]*</td><td><code>([^<]*)</code></td><td>([^<]*)</td>\s*<td[^>]*>(?:<code>|<span class="muted">)?([^<]*)', listed)
+    rows = re.findall(
+        r'<tr title="([^"]*)"><td>[^<]*</td><td><code>([^<]*)</code></td><td>([^<]*)</td>\s*<td[^>]*>(?:<code>|<span class="muted">)?([^<]*)',
+        listed,
+    )
     overall = [(series, kind) for _, series, kind, where in rows if where == "overall"]
     assert ("hybrid-first nightly", "drop against the series&#x27; previous night") in overall
     assert any(kind == "slice under the recall floor" and where == "page:age=0-30d" for _, _, kind, where in rows)
@@ -258,14 +275,22 @@ def test_the_alerts_of_the_weeks_nights_are_listed_above_the_trends(
 
 
 def test_a_mark_on_each_trend_shows_the_night_from_which_the_nights_are_scored_on_a_new_version(
-    client, nights, watched, people, django_capture_on_commit_callbacks,
+    client,
+    nights,
+    watched,
+    people,
+    django_capture_on_commit_callbacks,
 ):
     """A publish re-scores the latest nights only (here 2): the older ones keep v1's scores,
     so the trend changes version between them, and says where."""
     evaluation_settings_update(golden_set=watched, user=None, series_rescore_nights=2)
     with django_capture_on_commit_callbacks(execute=True):
-        judgment_record(query=Query.objects.get(golden_set=watched, query_id="q1"), page=Page.objects.get(doc_id="x1"),
-                        grade=0, annotator=people["manager"])
+        judgment_record(
+            query=Query.objects.get(golden_set=watched, query_id="q1"),
+            page=Page.objects.get(doc_id="x1"),
+            grade=0,
+            annotator=people["manager"],
+        )
         version_publish(golden_set=watched, note="one more label")
     _login(client, people["adjudicator"])
     html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
@@ -276,7 +301,11 @@ def test_a_mark_on_each_trend_shows_the_night_from_which_the_nights_are_scored_o
 
 
 def test_the_page_reads_a_constant_number_of_queries_however_many_nights(
-    client, endpoints, watched, people, django_capture_on_commit_callbacks,
+    client,
+    endpoints,
+    watched,
+    people,
+    django_capture_on_commit_callbacks,
 ):
     _canary(watched, "q7", "d7")
     _login(client, people["manager"])
@@ -302,8 +331,14 @@ def test_the_page_reads_a_constant_number_of_queries_however_many_nights(
 
 # --- run now, probe now ----------------------------------------------------------------------
 
+
 def test_run_now_starts_one_night_that_asks_the_endpoint_and_stores_its_run(
-    client, endpoints, watched, people, search_service, django_capture_on_commit_callbacks,
+    client,
+    endpoints,
+    watched,
+    people,
+    search_service,
+    django_capture_on_commit_callbacks,
 ):
     first, _ = endpoints
     _login(client, people["manager"])
@@ -360,10 +395,17 @@ def test_probe_now_probes_every_canary_of_a_first_stage(client, endpoints, watch
 
 # --- the endpoint pages ----------------------------------------------------------------------
 
+
 def _form(service, **changes) -> dict:
     data = {
-        "name": "bm25-first", "system": "bm25", "stage": "first_stage", "preset": "goldset",
-        "url": f"{service.base_url}/first-stage/search", "headers": "", "run_schedule": "", "probe_schedule": "",
+        "name": "bm25-first",
+        "system": "bm25",
+        "stage": "first_stage",
+        "preset": "goldset",
+        "url": f"{service.base_url}/first-stage/search",
+        "headers": "",
+        "run_schedule": "",
+        "probe_schedule": "",
         "enabled": "on",
     }
     data.update(changes)
@@ -379,15 +421,18 @@ def test_a_manager_adds_an_endpoint_through_the_form_and_is_sent_to_try_it(clien
     assert endpoint.created_by == people["manager"]
 
 
-@pytest.mark.parametrize(("changes", "field", "words"), [
-    ({"url": "ftp://nowhere"}, "url", ""),
-    ({"run_schedule": "every night"}, "run_schedule", ""),
-    ({"name": "no spaces please"}, "name", "letters, digits"),
-    ({"preset": "generic", "body_template": '{"query": {{query}}, '}, "body_template", "not valid JSON"),
-    ({"timeout_seconds": "soon"}, "timeout_seconds", "number"),
-    ({"timeout_seconds": "500"}, "timeout_seconds", "0.1 to 120"),
-    ({"headers": "Authorization: Bearer abc123"}, "headers", "environment variable"),
-])
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"url": "ftp://nowhere"}, "url", ""),
+        ({"run_schedule": "every night"}, "run_schedule", ""),
+        ({"name": "no spaces please"}, "name", "letters, digits"),
+        ({"preset": "generic", "body_template": '{"query": {{query}}, '}, "body_template", "not valid JSON"),
+        ({"timeout_seconds": "soon"}, "timeout_seconds", "number"),
+        ({"timeout_seconds": "500"}, "timeout_seconds", "0.1 to 120"),
+        ({"headers": "Authorization: Bearer abc123"}, "headers", "environment variable"),
+    ],
+)
 def test_the_add_form_shows_each_error_on_its_field(client, watched, people, search_service, changes, field, words):
     _login(client, people["manager"])
     response = client.post(reverse("endpoint_add", args=[watched.slug]), _form(search_service, **changes))
@@ -429,7 +474,11 @@ def test_a_manager_edits_schedules_limits_templates_and_enabled(client, endpoint
     assert response.status_code == 302, response.context["form"].errors
     first.refresh_from_db()
     assert (first.run_schedule, first.probe_schedule, first.max_per_second, first.retries, first.enabled) == (
-        "15 1 * * *", "*/10 * * * *", 5.0, 1, False,
+        "15 1 * * *",
+        "*/10 * * * *",
+        5.0,
+        1,
+        False,
     )
     assert first.headers == [["Authorization", "Bearer ${SEARCH_TOKEN}"], ["X-Team", "search"]]
 
@@ -486,7 +535,12 @@ def test_no_page_shows_a_resolved_secret(client, nights, endpoints, watched, peo
 
 
 def test_a_night_run_through_the_service_appears_on_the_page(
-    client, endpoints, watched, people, search_service, django_capture_on_commit_callbacks,
+    client,
+    endpoints,
+    watched,
+    people,
+    search_service,
+    django_capture_on_commit_callbacks,
 ):
     first, final = endpoints
     slot = (timezone.now() - timedelta(days=1)).replace(hour=2, minute=0, second=0, microsecond=0)

@@ -20,8 +20,10 @@ def canary(watched_set):
     """The page the engine ranks 5th for q1: found in the top k_first = 10."""
     fifth = ranking_for(text_of("q1"), 5)[-1][0]
     return canary_add(
-        golden_set=watched_set, query=Query.objects.get(golden_set=watched_set, query_id="q1"),
-        page=Page.objects.get(corpus=watched_set.corpus, doc_id=fifth), note="the newest runbook",
+        golden_set=watched_set,
+        query=Query.objects.get(golden_set=watched_set, query_id="q1"),
+        page=Page.objects.get(corpus=watched_set.corpus, doc_id=fifth),
+        note="the newest runbook",
     )
 
 

@@ -51,6 +51,7 @@ def run(golden_set: GoldenSet, name: str, ranking: dict[str, list[str]], *, stag
 
 # --- the sliced set of the coverage tests (and the admin's) -----------------------------
 
+
 def sliced_set(slug: str = "sliced", *, queries: int = 30, langs: int = 3, doc_types: int = 3, manager=None):
     """`queries` queries over `langs` languages, relevant pages over `doc_types` doc types,
     every third relevant page new; published as v1, with one first-stage run scored on it."""
@@ -59,16 +60,37 @@ def sliced_set(slug: str = "sliced", *, queries: int = 30, langs: int = 3, doc_t
     for n in range(1, queries + 1):
         new = n % 3 == 0
         published = now - timedelta(days=5 if new else 400)
-        page_records.append(JsonRecord(line=2 * n - 1, id=f"d{n}a", title=f"page {n}a", text=f"text {n}a",
-                                metadata={"doc_type": f"t{n % doc_types}", "published_at": published.isoformat()}))
-        page_records.append(JsonRecord(line=2 * n, id=f"d{n}b", title=f"page {n}b", text=f"text {n}b",
-                                metadata={"doc_type": f"t{n % doc_types}", "published_at": (now - timedelta(days=400)).isoformat()}))
+        page_records.append(
+            JsonRecord(
+                line=2 * n - 1,
+                id=f"d{n}a",
+                title=f"page {n}a",
+                text=f"text {n}a",
+                metadata={"doc_type": f"t{n % doc_types}", "published_at": published.isoformat()},
+            )
+        )
+        page_records.append(
+            JsonRecord(
+                line=2 * n,
+                id=f"d{n}b",
+                title=f"page {n}b",
+                text=f"text {n}b",
+                metadata={"doc_type": f"t{n % doc_types}", "published_at": (now - timedelta(days=400)).isoformat()},
+            )
+        )
         query_records.append(JsonRecord(line=n, id=f"q{n}", text=f"question {n}", metadata={"lang": f"l{n % langs}"}))
         qrels[(f"q{n}", f"d{n}a")] = 2
         qrels[(f"q{n}", f"d{n}b")] = 0
     made = golden_set(
-        slug, manager=manager, qrels=qrels, pages=page_records, queries=query_records, k_first=10, k_final=3,
-        query_slice_fields=["lang"], page_slice_fields=["doc_type"],
+        slug,
+        manager=manager,
+        qrels=qrels,
+        pages=page_records,
+        queries=query_records,
+        k_first=10,
+        k_final=3,
+        query_slice_fields=["lang"],
+        page_slice_fields=["doc_type"],
     )
     version = version_publish(golden_set=made, note="first labels")
     run = sliced_run(made, queries)
@@ -98,8 +120,15 @@ def alerting_set(slug: str = "alerting", *, manager=None):
     page_records = pages(*(f"d{n}" for n in range(1, 21)), "x1", "x2", "x3", "x4")
     qrels = {(query_id, f"d{n}"): 1 for n, query_id in enumerate(ALERTING_QUERIES, 1)}
     return golden_set(
-        slug, manager=manager, qrels=qrels, queries=query_records, pages=page_records,
-        k_first=3, k_final=1, query_slice_fields=["lang"], page_slice_fields=[],
+        slug,
+        manager=manager,
+        qrels=qrels,
+        queries=query_records,
+        pages=page_records,
+        k_first=3,
+        k_final=1,
+        query_slice_fields=["lang"],
+        page_slice_fields=[],
     )
 
 
@@ -115,7 +144,9 @@ def alerting_run_lines(ranks: dict[str, int] | None = None) -> list[str]:
 
 
 def alerting_run(golden_set, name: str, *, system: str = "bm25", stage: str = "first_stage", ranks: dict | None = None) -> Run:
-    return run_import(golden_set=golden_set, lines=alerting_run_lines(ranks), source_name=f"{name}.run", system=system, stage=stage, name=name)
+    return run_import(
+        golden_set=golden_set, lines=alerting_run_lines(ranks), source_name=f"{name}.run", system=system, stage=stage, name=name
+    )
 
 
 def score(run: Run, version) -> Evaluation:

@@ -41,7 +41,10 @@ class Command(BaseCommand):
             raise CommandError("--expires-in-days must be at least 1")
         try:
             token, secret = api_token_create(
-                owner=user, scope=options["scope"], golden_set=golden_set, name=options["name"],
+                owner=user,
+                scope=options["scope"],
+                golden_set=golden_set,
+                name=options["name"],
                 expires_at=timezone.now() + timedelta(days=days) if days else None,
             )
         except GoldsetError as exc:

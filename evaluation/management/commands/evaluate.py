@@ -51,11 +51,18 @@ class Command(BaseCommand):
                 counts[score.slice] = score.queries_averaged
             completeness = {row.slice: row for row in Completeness.objects.filter(evaluation=evaluation)}
             for slice_name, metrics in by_slice.items():
-                records.append({
-                    "run": evaluation.run.name, "system": evaluation.run.system, "stage": evaluation.run.stage,
-                    "version": version.number, "slice": slice_name or None, "queries": counts[slice_name], "metrics": metrics,
-                    "completeness": _completeness(completeness.get(slice_name), evaluation.run, version, settings),
-                })
+                records.append(
+                    {
+                        "run": evaluation.run.name,
+                        "system": evaluation.run.system,
+                        "stage": evaluation.run.stage,
+                        "version": version.number,
+                        "slice": slice_name or None,
+                        "queries": counts[slice_name],
+                        "metrics": metrics,
+                        "completeness": _completeness(completeness.get(slice_name), evaluation.run, version, settings),
+                    }
+                )
         if fmt == "json":
             self.stdout.write(json.dumps(records, indent=2, ensure_ascii=False))
             return
@@ -63,12 +70,19 @@ class Command(BaseCommand):
 
     def _table(self, records, version, evaluations):
         metric_names = list(evaluations[0].metrics)
-        self.stdout.write(f"version {version.number} ({version.short_hash}); values are fractions; k_first={version.k_first}, k_final={version.k_final}")
+        self.stdout.write(
+            f"version {version.number} ({version.short_hash}); values are fractions; k_first={version.k_first}, k_final={version.k_final}"
+        )
         judged = f"judged@{version.k_final}"
         header = ["run", "slice", "queries", *metric_names, judged]
         rows = [
-            [r["run"], r["slice"] or "all", str(r["queries"]), *(f"{r['metrics'].get(m, float('nan')):.4f}" for m in metric_names),
-             f"{r['completeness']['judged_at_k_final']:.4f}" if r["completeness"] else "-"]
+            [
+                r["run"],
+                r["slice"] or "all",
+                str(r["queries"]),
+                *(f"{r['metrics'].get(m, float('nan')):.4f}" for m in metric_names),
+                f"{r['completeness']['judged_at_k_final']:.4f}" if r["completeness"] else "-",
+            ]
             for r in records
         ]
         widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
@@ -92,20 +106,27 @@ def _completeness(row: Completeness | None, run, version, settings) -> dict | No
     if row is None:
         return None
     found = {
-        "k_final": version.k_final, "judged_at_k_final": round(row.judged_at_k_final, 6),
-        "k_first": version.k_first, "judged_at_k_first": round(row.judged_at_k_first, 6),
-        "queries": row.queries, "judged_floor": settings.judged_floor,
+        "k_final": version.k_final,
+        "judged_at_k_final": round(row.judged_at_k_final, 6),
+        "k_first": version.k_first,
+        "judged_at_k_first": round(row.judged_at_k_first, 6),
+        "queries": row.queries,
+        "judged_floor": settings.judged_floor,
     }
     if not row.slice:
         found["warning"] = run_completeness(row, run, version, settings, run.golden_set.slug).warning or None
-        found["leave_one_run_out"] = None if row.loro_other_runs is None else {
-            "depth": row.loro_depth,
-            "other_runs": row.loro_other_runs,
-            f"recall@{version.k_first}": round(row.loro_recall_k_first, 6),
-            f"recall@{version.k_first}_change_points": round(row.loro_recall_change_points, 4),
-            "ndcg@10": round(row.loro_ndcg_10, 6),
-            "ndcg@10_change_points": round(row.loro_ndcg_change_points, 4),
-            "unique_relevant_pages": row.unique_relevant_count,
-            "emptied_queries": row.loro_emptied_queries,
-        }
+        found["leave_one_run_out"] = (
+            None
+            if row.loro_other_runs is None
+            else {
+                "depth": row.loro_depth,
+                "other_runs": row.loro_other_runs,
+                f"recall@{version.k_first}": round(row.loro_recall_k_first, 6),
+                f"recall@{version.k_first}_change_points": round(row.loro_recall_change_points, 4),
+                "ndcg@10": round(row.loro_ndcg_10, 6),
+                "ndcg@10_change_points": round(row.loro_ndcg_change_points, 4),
+                "unique_relevant_pages": row.unique_relevant_count,
+                "emptied_queries": row.loro_emptied_queries,
+            }
+        )
     return found

@@ -41,7 +41,10 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="username recorded as uploader")
         parser.add_argument("--series", default="", help="put the run in this series (made on first use), e.g. 'prod-hybrid nightly'")
         parser.add_argument(
-            "--measured-at", dest="measured_at", type=_moment, default=None,
+            "--measured-at",
+            dest="measured_at",
+            type=_moment,
+            default=None,
             help="with --series: when the system was queried, ISO 8601 (default: now), e.g. 2026-11-30T02:00:00Z",
         )
 
@@ -52,8 +55,16 @@ class Command(BaseCommand):
         try:
             with input_bytes(file) as handle:
                 run = run_import(
-                    golden_set=found, data=handle, fmt=fmt, source_name=source_name(file), system=system, stage=stage,
-                    name=name, user=user_by_name(user), progress=tqdm_progress(verbosity), series=series,
+                    golden_set=found,
+                    data=handle,
+                    fmt=fmt,
+                    source_name=source_name(file),
+                    system=system,
+                    stage=stage,
+                    name=name,
+                    user=user_by_name(user),
+                    progress=tqdm_progress(verbosity),
+                    series=series,
                     measured_at=measured_at,
                 )
         except GoldsetError as exc:

@@ -15,7 +15,7 @@ class Command(BaseCommand):
     help = (
         "Write the labels of a published version (the latest unless --version) as TREC qrels, "
         "JSON ({query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict), BEIR TSV or CSV. "
-        "With --model-fill ID, write instead that variant of the version \"with model labels\" (human labels with a "
+        'With --model-fill ID, write instead that variant of the version "with model labels" (human labels with a '
         "model's labels filling the pairs no person labelled; its id is on the version page): never the default."
     )
 

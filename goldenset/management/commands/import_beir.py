@@ -24,8 +24,12 @@ class Command(BaseCommand):
     def handle(self, *args, directory, slug, name, split, user, verbosity, **options):
         try:
             summary = golden_set_import_beir(
-                directory=directory, slug=slug, name=name, split=split,
-                user=user_by_name(user), progress=tqdm_progress(verbosity),
+                directory=directory,
+                slug=slug,
+                name=name,
+                split=split,
+                user=user_by_name(user),
+                progress=tqdm_progress(verbosity),
             )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

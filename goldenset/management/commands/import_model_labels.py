@@ -14,7 +14,7 @@ from lib.uploads import ungzipped_lines
 class Command(BaseCommand):
     help = (
         "Import grades a model gave (query, page) pairs, made elsewhere, as model labels of a golden set: "
-        "TREC qrels ('query_id 0 doc_id grade') or JSON lines ({\"query_id\", \"doc_id\", \"grade\", \"score\"?, \"raw\"?}), "
+        'TREC qrels (\'query_id 0 doc_id grade\') or JSON lines ({"query_id", "doc_id", "grade", "score"?, "raw"?}), '
         "gzipped or not ('-' reads standard input). Name the prompt (or configuration) that made them by its text "
         "(--prompt-file, stored once and hashed) or its sha256 (--prompt-hash). Model labels are kept apart: they "
         "never enter versions, exports, scores or agreement. Every bad line is listed; all or nothing."
@@ -27,7 +27,9 @@ class Command(BaseCommand):
         prompt = parser.add_mutually_exclusive_group(required=True)
         prompt.add_argument("--prompt-file", dest="prompt_file", help="file holding the exact prompt or configuration text")
         prompt.add_argument("--prompt-hash", dest="prompt_hash", help="sha256 hex of the prompt, when its text is kept elsewhere")
-        parser.add_argument("--format", choices=list(MODEL_LABEL_READERS), default="trec", dest="fmt", help="the file's form (default: trec)")
+        parser.add_argument(
+            "--format", choices=list(MODEL_LABEL_READERS), default="trec", dest="fmt", help="the file's form (default: trec)"
+        )
 
     def handle(self, *args, file, golden_set, model, prompt_file, prompt_hash, fmt, verbosity, **options):
         found = GoldenSet.objects.filter(slug=golden_set).first()
@@ -48,8 +50,14 @@ class Command(BaseCommand):
                 # both kinds refused together: one attempt names every bad line.
                 records = MODEL_LABEL_READERS[fmt](ungzipped_lines(handle, name, "model labels"), name, problems)
                 summary = model_labels_import(
-                    golden_set=found, model=model, records=records, prompt_text=prompt_text, prompt_hash=prompt_hash,
-                    source_name=name, progress=tqdm_progress(verbosity), problems=problems,
+                    golden_set=found,
+                    model=model,
+                    records=records,
+                    prompt_text=prompt_text,
+                    prompt_hash=prompt_hash,
+                    source_name=name,
+                    progress=tqdm_progress(verbosity),
+                    problems=problems,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

@@ -26,9 +26,13 @@ class Command(BaseCommand):
         try:
             with input_bytes(file) as handle:
                 summary = qrels_import(
-                    golden_set_slug=golden_set, lines=ungzipped_lines(handle, source_name(file), "qrels"),
-                    source_name=source_name(file), create_missing=create_missing, user=user_by_name(user),
-                    progress=tqdm_progress(verbosity), fmt=fmt,
+                    golden_set_slug=golden_set,
+                    lines=ungzipped_lines(handle, source_name(file), "qrels"),
+                    source_name=source_name(file),
+                    create_missing=create_missing,
+                    user=user_by_name(user),
+                    progress=tqdm_progress(verbosity),
+                    fmt=fmt,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

@@ -21,19 +21,24 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--search-port", type=int, default=int(os.environ.get("DEMO_SEARCH_PORT") or DEMO_SEARCH_PORT),
+            "--search-port",
+            type=int,
+            default=int(os.environ.get("DEMO_SEARCH_PORT") or DEMO_SEARCH_PORT),
             help=f"port of the demo search service its endpoints point at (default {DEMO_SEARCH_PORT}, or DEMO_SEARCH_PORT)",
         )
         parser.add_argument(
-            "--seed", type=int, default=DEFAULT_SEED,
+            "--seed",
+            type=int,
+            default=DEFAULT_SEED,
             help=f"seed of the generator (default {DEFAULT_SEED}); the same seed gives the same pages, labels and "
-                 "version hashes on every machine",
+            "version hashes on every machine",
         )
 
         parser.add_argument(
-            "--serving", action="store_true",
+            "--serving",
+            action="store_true",
             help="the caller (make run) is starting the web app and the demo search service itself: say where "
-                 "to go and who to log in as instead of how to start them",
+            "to go and who to log in as instead of how to start them",
         )
 
     def handle(self, *args, seed, search_port, serving, verbosity, **options):
@@ -51,8 +56,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{DEMO_SLUG} is already loaded; nothing written{ignored}.")
         self._versions(result)
         for run in result.runs:
-            self.stdout.write(f"  run {run.name!r} ({run.system}, {run.stage}): {run.query_count} queries"
-                              + (" (new)" if run in result.new_runs else ""))
+            self.stdout.write(
+                f"  run {run.name!r} ({run.system}, {run.stage}): {run.query_count} queries" + (" (new)" if run in result.new_runs else "")
+            )
         if result.monitoring is not None and result.monitoring.created:
             watched = result.monitoring
             self.stdout.write(
@@ -87,8 +93,7 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(
-                f"Start the web app with `python manage.py runserver`, then open {base}/sets/{DEMO_SLUG}/ "
-                f"(Django admin: {base}/admin/)."
+                f"Start the web app with `python manage.py runserver`, then open {base}/sets/{DEMO_SLUG}/ (Django admin: {base}/admin/)."
             )
         self.stdout.write("Demo logins (fixed demo passwords: never load the demo on a shared or public server):")
         rows = [("username", "password", "role")]

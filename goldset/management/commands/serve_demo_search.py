@@ -15,21 +15,24 @@ class Command(BaseCommand):
         f"needed) on Goldset's live-endpoint JSON contract: BM25 over {SHARD_COUNT} shards for the first stage "
         f"(top 100) and a reranker (top {K_FINAL}). With --stale-shards 2 it replays the seed's incident: two shards "
         "were not refreshed after the last 30 days' pages were indexed, so most new runbooks cannot be found. "
-        "POST /admin/shards {\"stale\": 0} refreshes them while it runs. Serves until interrupted (Ctrl-C)."
+        'POST /admin/shards {"stale": 0} refreshes them while it runs. Serves until interrupted (Ctrl-C).'
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765; 0 picks a free one)")
         parser.add_argument(
-            "--stale-shards", type=int, default=0,
+            "--stale-shards",
+            type=int,
+            default=0,
             help=f"how many of the {SHARD_COUNT} shards answer from their snapshot without the new pages (default 0)",
         )
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the demo generator (default {DEFAULT_SEED})")
         parser.add_argument(
-            "--reference-date", type=_date,
+            "--reference-date",
+            type=_date,
             help="the day the demo was loaded on, YYYY-MM-DD (default today, as load_demo does): the pages' dates are "
-                 "moved to it; which pages are new (the last 30 days) is the same whatever the day",
+            "moved to it; which pages are new (the last 30 days) is the same whatever the day",
         )
 
     def handle(self, *args, host, port, stale_shards, seed, reference_date, verbosity, **options):
@@ -47,8 +50,14 @@ class Command(BaseCommand):
             f"(shards {search.stale_shard_numbers or 'none'}); new pages published after {search.new_since:%Y-%m-%d}; "
             f"built in {time.monotonic() - started:.1f}s"
         )
-        for method, path in [("POST", "/first-stage/search"), ("POST", "/reranked/search"), ("GET", "/count"),
-                             ("GET", "/healthz"), ("GET", "/admin/shards"), ("POST", "/admin/shards")]:
+        for method, path in [
+            ("POST", "/first-stage/search"),
+            ("POST", "/reranked/search"),
+            ("GET", "/count"),
+            ("GET", "/healthz"),
+            ("GET", "/admin/shards"),
+            ("POST", "/admin/shards"),
+        ]:
             self.stdout.write(f"  {method:4} {base}{path}")
         self.stdout.write("Serving until interrupted (Ctrl-C).")
         self.stdout.flush()

@@ -27,11 +27,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
         parser.add_argument("--runs", nargs="+", required=True, metavar="NAME", help="names of the runs to pool (see the set's runs page)")
-        parser.add_argument("--depth", type=int, metavar="K", help="pages taken from the top of each run, per query (required for a new pool)")
+        parser.add_argument(
+            "--depth", type=int, metavar="K", help="pages taken from the top of each run, per query (required for a new pool)"
+        )
         parser.add_argument("--strategy", choices=list(strategies.STRATEGIES), help="judging order of a new pool (default: depth)")
         parser.add_argument("--budget", type=int, metavar="N", help="most pairs to judge in this pool (default: no cap)")
         parser.add_argument("--model", metavar="NAME", help="model_first only: the model whose labels order the queue")
-        parser.add_argument("--prompt-hash", metavar="SHA256", help="model_first only: the model's prompt, when it labelled the set with several")
+        parser.add_argument(
+            "--prompt-hash", metavar="SHA256", help="model_first only: the model's prompt, when it labelled the set with several"
+        )
         parser.add_argument("--extend", type=int, metavar="POOL_ID", help="add the runs to this pool instead of building a new one")
         parser.add_argument("--user", help="username recorded as the pool's creator")
 
@@ -55,8 +59,15 @@ class Command(BaseCommand):
                 if depth is None:
                     raise CommandError("--depth is required for a new pool")
                 result = pool_build(
-                    golden_set=found, runs=chosen, depth=depth, strategy=strategy or "depth", budget=budget,
-                    user=user_by_name(user), progress=progress, model=model, prompt_hash=prompt_hash,
+                    golden_set=found,
+                    runs=chosen,
+                    depth=depth,
+                    strategy=strategy or "depth",
+                    budget=budget,
+                    user=user_by_name(user),
+                    progress=progress,
+                    model=model,
+                    prompt_hash=prompt_hash,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

@@ -2,8 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from goldenset.management.progress import tqdm_progress, user_by_name
 from goldenset.models import GoldenSet
-from labeling.models import Pool
 from labeling.completeness.services import completeness_sample_draw
+from labeling.models import Pool
 from lib.errors import GoldsetError
 
 
@@ -19,7 +19,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
-        parser.add_argument("--pool", type=int, required=True, metavar="POOL_ID", help="the pool to sample below (see the completeness page)")
+        parser.add_argument(
+            "--pool", type=int, required=True, metavar="POOL_ID", help="the pool to sample below (see the completeness page)"
+        )
         parser.add_argument("--size", type=int, required=True, metavar="N", help="pairs to draw")
         parser.add_argument("--depth-to", type=int, metavar="K", help="deepest rank sampled (default: the set's k_first)")
         parser.add_argument("--seed", type=int, help="seed of the random draw (default: a random one, printed)")
@@ -34,7 +36,12 @@ class Command(BaseCommand):
             raise CommandError(f"golden set {golden_set!r} has no pool {pool}")
         try:
             result = completeness_sample_draw(
-                pool=chosen, size=size, depth_to=depth_to, seed=seed, user=user_by_name(user), progress=tqdm_progress(verbosity),
+                pool=chosen,
+                size=size,
+                depth_to=depth_to,
+                seed=seed,
+                user=user_by_name(user),
+                progress=tqdm_progress(verbosity),
             )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

@@ -38,22 +38,50 @@ class Command(BaseCommand):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
         parser.add_argument("--pool", type=int, required=True, metavar="ID", help="the pool whose pairs are graded")
         parser.add_argument("--local", action="store_true", help="grade with the packaged local model instead of a chat API")
-        parser.add_argument("--config-file", type=Path, metavar="F",
-                            help="--local: the thresholds, lines 'grade G from cosine C' (default: the ones chosen on the demo)")
+        parser.add_argument(
+            "--config-file",
+            type=Path,
+            metavar="F",
+            help="--local: the thresholds, lines 'grade G from cosine C' (default: the ones chosen on the demo)",
+        )
         parser.add_argument("--base-url", default="", metavar="URL", help="chat: the API's base URL (…/chat/completions is added)")
         parser.add_argument("--model", default="", metavar="NAME", help="chat: the model's name as the API knows it")
         parser.add_argument("--api-key-env", default="", metavar="VAR", help="the environment variable holding the API key")
         parser.add_argument("--sample", type=int, metavar="N", help="grade N pairs of the pool drawn at random")
-        parser.add_argument("--prompt-file", type=Path, metavar="F", help="the prompt, with {query} and {passage} (default: Goldset's UMBRELA-style prompt)")
+        parser.add_argument(
+            "--prompt-file", type=Path, metavar="F", help="the prompt, with {query} and {passage} (default: Goldset's UMBRELA-style prompt)"
+        )
         parser.add_argument("--in-flight", type=int, default=4, metavar="N", help="requests open at once (default 4)")
-        parser.add_argument("--batch", type=int, default=1, metavar="N",
-                            help="grade up to N passages of one query in one request, numbered in the prompt (default 1: a request per pair; at most 20)")
+        parser.add_argument(
+            "--batch",
+            type=int,
+            default=1,
+            metavar="N",
+            help="grade up to N passages of one query in one request, numbered in the prompt (default 1: a request per pair; at most 20)",
+        )
         parser.add_argument("--price-in", metavar="P", help="your price per million input tokens, to count the cost")
         parser.add_argument("--price-out", metavar="P", help="your price per million output tokens")
         parser.add_argument("--user", help="username recorded as the job's creator")
 
-    def handle(self, *args, golden_set, pool, local, config_file, base_url, model, api_key_env, sample, prompt_file, in_flight, batch,
-               price_in, price_out, user, **options):
+    def handle(
+        self,
+        *args,
+        golden_set,
+        pool,
+        local,
+        config_file,
+        base_url,
+        model,
+        api_key_env,
+        sample,
+        prompt_file,
+        in_flight,
+        batch,
+        price_in,
+        price_out,
+        user,
+        **options,
+    ):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
             raise CommandError(f"no golden set {golden_set!r}")
@@ -66,10 +94,20 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read the {'configuration' if local else 'prompt'} file {read}: {exc}") from exc
         try:
             job = judge_job_submit(
-                golden_set=found, pool_id=pool, kind=JudgeJob.Kind.LOCAL if local else JudgeJob.Kind.CHAT,
-                base_url=base_url, model=model, prompt_text=prompt, job_task=None,
-                api_key_env=api_key_env, sample_size=sample, max_in_flight=in_flight, price_in=_price(price_in),
-                price_out=_price(price_out), user=user_by_name(user), batch_size=batch,
+                golden_set=found,
+                pool_id=pool,
+                kind=JudgeJob.Kind.LOCAL if local else JudgeJob.Kind.CHAT,
+                base_url=base_url,
+                model=model,
+                prompt_text=prompt,
+                job_task=None,
+                api_key_env=api_key_env,
+                sample_size=sample,
+                max_in_flight=in_flight,
+                price_in=_price(price_in),
+                price_out=_price(price_out),
+                user=user_by_name(user),
+                batch_size=batch,
             )
         except GoldsetError as exc:
             raise CommandError("\n".join([exc.message, *exc.problems])) from exc
@@ -81,8 +119,9 @@ class Command(BaseCommand):
         job = judge_job_run(job.pk, on_chunk=progress)
         money = cost(job.prompt_tokens, job.completion_tokens, job.price_in, job.price_out)
         usage = (
-            f"forward passes: {job.requests}, word pieces: {job.prompt_tokens} (offline, free)" if local else
-            f"requests: {job.requests}, prompt tokens: {job.prompt_tokens}, completion tokens: {job.completion_tokens}"
+            f"forward passes: {job.requests}, word pieces: {job.prompt_tokens} (offline, free)"
+            if local
+            else f"requests: {job.requests}, prompt tokens: {job.prompt_tokens}, completion tokens: {job.completion_tokens}"
             + (f", cost at your prices: {money}" if money is not None else "")
         )
         lines = [

@@ -30,8 +30,11 @@ class Command(BaseCommand):
                 self.stdout.write(f"{one.name}: no canary in the latest version (add one with canary_add)")
             for outcome in outcomes:
                 canary = outcome.canary
-                where = f"rank {outcome.rank}" if outcome.found else ("missed" + (f" ({outcome.error})" if outcome.error else
-                        f" (rank {outcome.rank})" if outcome.rank else ""))
+                where = (
+                    f"rank {outcome.rank}"
+                    if outcome.found
+                    else ("missed" + (f" ({outcome.error})" if outcome.error else f" (rank {outcome.rank})" if outcome.rank else ""))
+                )
                 latency = f", {outcome.latency_ms:.0f} ms" if outcome.latency_ms is not None else ""
                 self.stdout.write(f"{one.name}: query {canary.query.query_id} page {canary.page.doc_id}: {where}{latency}")
                 missed += not outcome.found

@@ -27,8 +27,14 @@ class Command(BaseCommand):
         parser.add_argument("--method", choices=["GET", "POST"])
         parser.add_argument("--body-template", dest="body_template", help="JSON body with {{query}}, {{query_id}}, {{k}}")
         parser.add_argument("--params-template", dest="params_template", help="URL query string, e.g. 'q={{query}}&rows={{k}}'")
-        parser.add_argument("--header", dest="headers", action="append", default=[], metavar="'NAME: VALUE'",
-                            help="a request header; repeat for more. Secrets as ${ENV_VAR}")
+        parser.add_argument(
+            "--header",
+            dest="headers",
+            action="append",
+            default=[],
+            metavar="'NAME: VALUE'",
+            help="a request header; repeat for more. Secrets as ${ENV_VAR}",
+        )
         parser.add_argument("--hits-path", dest="hits_path", help="dotted path of the hit list, e.g. hits.hits")
         parser.add_argument("--doc-id-path", dest="doc_id_path", help="in a hit, e.g. _id")
         parser.add_argument("--score-path", dest="score_path", help="in a hit, e.g. _score (empty: rank order)")
@@ -45,15 +51,39 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, name, system, stage, preset, url, series, headers, disabled, **options):
         golden_set = golden_set_named(slug)
-        spec_options = {key: options[key] for key in (
-            "method", "body_template", "params_template", "hits_path", "doc_id_path", "score_path", "index_size_path",
-            "count_url", "count_path", "timeout_seconds", "retries", "max_in_flight", "max_per_second",
-            "run_schedule", "probe_schedule",
-        ) if options.get(key) is not None}
+        spec_options = {
+            key: options[key]
+            for key in (
+                "method",
+                "body_template",
+                "params_template",
+                "hits_path",
+                "doc_id_path",
+                "score_path",
+                "index_size_path",
+                "count_url",
+                "count_path",
+                "timeout_seconds",
+                "retries",
+                "max_in_flight",
+                "max_per_second",
+                "run_schedule",
+                "probe_schedule",
+            )
+            if options.get(key) is not None
+        }
         try:
             endpoint = endpoint_add(
-                golden_set=golden_set, name=name, system=system, stage=stage, preset=preset, url=url, series=series,
-                headers="\n".join(headers), enabled=not disabled, **spec_options,
+                golden_set=golden_set,
+                name=name,
+                system=system,
+                stage=stage,
+                preset=preset,
+                url=url,
+                series=series,
+                headers="\n".join(headers),
+                enabled=not disabled,
+                **spec_options,
             )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

@@ -28,7 +28,11 @@ class Command(BaseCommand):
         version = latest_version(golden_set.pk)
         depth = k or (endpoint_depth(endpoint, version) if version else 10)
         answer = probe_sync(
-            endpoint_spec(endpoint), query_id, query, depth, allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
+            endpoint_spec(endpoint),
+            query_id,
+            query,
+            depth,
+            allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
             env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX,
         )
         write = self.stdout.write

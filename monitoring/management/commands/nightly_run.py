@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from lib.errors import ConflictError
 from monitoring.management.commands._lookup import endpoint_named, golden_set_named
 from monitoring.models import Endpoint, NightlyRun
-from lib.errors import ConflictError
 from monitoring.nightly.services import nightly_run_execute, nightly_run_start
 
 
@@ -19,8 +19,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, endpoint, **options):
         golden_set = golden_set_named(slug)
-        endpoints = [endpoint_named(golden_set, endpoint)] if endpoint else list(
-            Endpoint.objects.filter(golden_set=golden_set).select_related("series").order_by("stage", "name")
+        endpoints = (
+            [endpoint_named(golden_set, endpoint)]
+            if endpoint
+            else list(Endpoint.objects.filter(golden_set=golden_set).select_related("series").order_by("stage", "name"))
         )
         if not endpoints:
             raise CommandError(f"golden set {slug!r} has no endpoint; add one with endpoint_add")

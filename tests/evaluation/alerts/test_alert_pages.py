@@ -13,7 +13,8 @@ from evaluation.settings_service import evaluation_settings_update
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from lib.errors import GoldsetError
-from tests.support.factories import alerting_run as upload, score as evaluate
+from tests.support.factories import alerting_run as upload
+from tests.support.factories import score as evaluate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("alerting", factory="alerting_set", manager="owner")]
 
@@ -142,8 +143,14 @@ def test_the_summary_partial_shows_the_latest_alerts_and_links_to_all(alerted):
 
 def form_data(**changes) -> dict:
     data = {
-        "metrics": "", "run_depth_cap": "1000", "alert_drop_points": "3", "alert_slice_floor": "0.75",
-        "alert_rerank_loss_points": "10", "age_buckets": "", "alert_emails": "", "webhook_url": "",
+        "metrics": "",
+        "run_depth_cap": "1000",
+        "alert_drop_points": "3",
+        "alert_slice_floor": "0.75",
+        "alert_rerank_loss_points": "10",
+        "age_buckets": "",
+        "alert_emails": "",
+        "webhook_url": "",
     }
     return {**data, **changes}
 
@@ -159,11 +166,19 @@ def test_the_settings_page_shows_the_seed_defaults_and_this_sets_default_metrics
 
 def test_a_manager_saves_the_settings(client, golden_set, owner):
     client.force_login(owner)
-    response = client.post(url("evaluation_settings"), form_data(
-        metrics="recall@3, recall@1, ndcg@10", run_depth_cap="200", alert_drop_points="2.5", alert_slice_floor="0.8",
-        alert_rerank_loss_points="12", age_buckets="365, 30", alert_emails="oncall@example.com,\nlead@example.com",
-        webhook_url="https://hooks.example.com/goldset",
-    ))
+    response = client.post(
+        url("evaluation_settings"),
+        form_data(
+            metrics="recall@3, recall@1, ndcg@10",
+            run_depth_cap="200",
+            alert_drop_points="2.5",
+            alert_slice_floor="0.8",
+            alert_rerank_loss_points="12",
+            age_buckets="365, 30",
+            alert_emails="oncall@example.com,\nlead@example.com",
+            webhook_url="https://hooks.example.com/goldset",
+        ),
+    )
     # Turning the webhook on makes its signing secret, shown in this answer (not a redirect).
     saved = evaluation_settings(golden_set)
     assert response.status_code == 200 and saved.webhook_secret in response.content.decode()

@@ -21,7 +21,6 @@ import pytest
 from django.core import mail
 
 from evaluation.alerts.delivery import alert_payload, delivery_backoff_seconds
-from lib.outbound import UNREACHABLE
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert
 from evaluation.services import evaluation_fail
@@ -29,9 +28,15 @@ from evaluation.settings_service import evaluation_settings_update
 from evaluation.tasks import alert_deliver_task, evaluate_run_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
-from tests.support.factories import ALERTING_QUERIES as QUERIES, GERMAN, alerting_run as upload, alerting_set as make_set, score as evaluate
+from lib.outbound import UNREACHABLE
+from tests.support.factories import ALERTING_QUERIES as QUERIES
+from tests.support.factories import GERMAN
+from tests.support.factories import alerting_run as upload
+from tests.support.factories import alerting_set as make_set
+from tests.support.factories import score as evaluate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set(factory="alerting_set")]
+
 
 def kinds(alerts) -> list[tuple[str, str, str]]:
     return [(alert.kind, alert.metric, alert.slice) for alert in alerts]
@@ -55,8 +60,7 @@ def test_a_drop_of_five_points_against_the_previous_run_raises_one_alert(golden_
     assert (alert.run, alert.version, alert.golden_set) == (tuesday, v1, golden_set)
     assert (alert.value, alert.reference) == pytest.approx((0.95, 1.0))
     assert alert.message == (
-        'recall@1 of bm25 first_stage (run "tuesday") on alerting v1 dropped 5.0 points '
-        'against the previous run "monday" (1.000 → 0.950)'
+        'recall@1 of bm25 first_stage (run "tuesday") on alerting v1 dropped 5.0 points against the previous run "monday" (1.000 → 0.950)'
     )
 
 
@@ -141,8 +145,7 @@ def test_a_slice_under_the_floor_raises_one_alert(golden_set, v1):
     assert kinds(alerts) == [(Alert.Kind.SLICE_UNDER_FLOOR, "recall@3", "query:lang=de")]
     assert (alerts[0].value, alerts[0].reference) == pytest.approx((0.5, 0.75))
     assert alerts[0].message == (
-        'recall@3 of bm25 first_stage (run "nightly") on alerting v1 is 0.500 in slice query:lang=de '
-        "(4 queries), under the floor of 0.750"
+        'recall@3 of bm25 first_stage (run "nightly") on alerting v1 is 0.500 in slice query:lang=de (4 queries), under the floor of 0.750'
     )
 
 
@@ -423,7 +426,11 @@ def test_a_worker_registers_the_delivery_task_at_start_even_without_system_check
         "print('evaluation.alerts.alert_deliver_task' in app.tasks)\n"
     )
     found = subprocess.run(
-        [sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "goldset.settings", "CELERY_SKIP_CHECKS": "1"},
     )
     assert found.stdout.strip().splitlines()[-1:] == ["True"], found.stderr

@@ -11,6 +11,7 @@ import base64
 import json
 import re
 import threading
+from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
@@ -31,7 +32,9 @@ from evaluation.tasks import alert_deliver_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from tests.evaluation.alerts.test_alerts import closed_port
-from tests.support.factories import alerting_run as upload, alerting_set as make_set, score as evaluate
+from tests.support.factories import alerting_run as upload
+from tests.support.factories import alerting_set as make_set
+from tests.support.factories import score as evaluate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("alerting", factory="alerting_set", manager="owner")]
 
@@ -126,12 +129,12 @@ def test_goldsets_verifier_refuses_an_old_timestamp_and_missing_headers():
 def test_signatures_match_the_reference_library_and_its_published_example():
     """The reference's sign() and the spec's test vector, byte for byte; a list of several
     signatures (a rotation) verifies when any one is right."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     secret, body = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", b'{"test": 2432232314}'
     headers = webhook_headers(secret=secret, message_id="msg_p5jXN8AQM9LWM0D4loKWxJek", body=body, timestamp=1614265330)
     assert headers["webhook-signature"] == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-    reference = Webhook(secret).sign("msg_p5jXN8AQM9LWM0D4loKWxJek", datetime.fromtimestamp(1614265330, tz=timezone.utc), body.decode())
+    reference = Webhook(secret).sign("msg_p5jXN8AQM9LWM0D4loKWxJek", datetime.fromtimestamp(1614265330, tz=UTC), body.decode())
     assert reference == headers["webhook-signature"]
     rotating = {**headers, "webhook-signature": "v1,bm90IHRoaXMgb25l " + headers["webhook-signature"]}
     webhook_verify(secret=secret, headers=rotating, body=body, now=1614265330)
@@ -170,7 +173,15 @@ def test_the_payload_has_a_slack_and_teams_text_line_linking_to_the_alerts_page(
     alert_deliver_task.delay(raise_alert(golden_set, v1).id).get()
     text = json.loads(receiver.received[0].body)["text"]
     headline, link = text.split("\n")
-    for part in ["alerting v1", "slice under the recall floor", "recall@3", "query:lang=de", "0.500 vs 0.750", "-25.0 points", "run nightly"]:
+    for part in [
+        "alerting v1",
+        "slice under the recall floor",
+        "recall@3",
+        "query:lang=de",
+        "0.500 vs 0.750",
+        "-25.0 points",
+        "run nightly",
+    ]:
         assert part in headline
     assert link == "https://goldset.example.com/sets/alerting/alerts/"
 
@@ -269,22 +280,41 @@ def test_rotating_and_testing_answer_only_posts(client, golden_set, owner):
 
 def test_the_secret_is_shown_once_right_after_creation_and_never_again(client, golden_set, owner, make_user):
     client.force_login(owner)
-    response = client.post(url("evaluation_settings"), {
-        "metrics": "", "run_depth_cap": "1000", "alert_drop_points": "3", "alert_slice_floor": "0.75",
-        "alert_rerank_loss_points": "10", "age_buckets": "", "completeness_depth": "100", "judged_floor": "0.9",
-        "min_queries_per_slice": "30", "alert_emails": "", "webhook_url": "https://hooks.example.com/services/T0/B0/x",
-        "failing_share": "0.05", "series_rescore_nights": "8", "series_keep_days": "90",
-    })
+    response = client.post(
+        url("evaluation_settings"),
+        {
+            "metrics": "",
+            "run_depth_cap": "1000",
+            "alert_drop_points": "3",
+            "alert_slice_floor": "0.75",
+            "alert_rerank_loss_points": "10",
+            "age_buckets": "",
+            "completeness_depth": "100",
+            "judged_floor": "0.9",
+            "min_queries_per_slice": "30",
+            "alert_emails": "",
+            "webhook_url": "https://hooks.example.com/services/T0/B0/x",
+            "failing_share": "0.05",
+            "series_rescore_nights": "8",
+            "series_keep_days": "90",
+        },
+    )
     secret = evaluation_settings(golden_set).webhook_secret
     assert response.status_code == 200 and SECRET_PATTERN.findall(response.content.decode()) == [secret]
 
-    later = [client.get(url("evaluation_settings")), client.get(url("alerts")), client.get(reverse("golden_set", args=["alerting"])),
-             client.get(reverse("api_golden_set", args=["alerting"]))]
+    later = [
+        client.get(url("evaluation_settings")),
+        client.get(url("alerts")),
+        client.get(reverse("golden_set", args=["alerting"])),
+        client.get(reverse("api_golden_set", args=["alerting"])),
+    ]
     staff = make_user("staff", is_staff=True, is_superuser=True)
     client.force_login(staff)
     settings_pk = evaluation_settings(golden_set).pk
-    later += [client.get(reverse("admin:evaluation_evaluationsettings_change", args=[settings_pk])),
-              client.get(reverse("admin:evaluation_evaluationsettings_changelist"))]
+    later += [
+        client.get(reverse("admin:evaluation_evaluationsettings_change", args=[settings_pk])),
+        client.get(reverse("admin:evaluation_evaluationsettings_changelist")),
+    ]
     for page in later:
         assert page.status_code == 200, page.request["PATH_INFO"]
         assert secret not in page.content.decode() and not SECRET_PATTERN.search(page.content.decode())

@@ -30,8 +30,13 @@ def run_lines(query_ids, *, missed=()) -> list[str]:
 
 def upload(golden_set, name: str, query_ids=QUERIES, *, missed=(), system: str | None = None, user=None) -> Run:
     return run_import(
-        golden_set=golden_set, lines=run_lines(query_ids, missed=set(missed)), source_name=f"{name}.run",
-        system=system or name, stage="first_stage", name=name, user=user,
+        golden_set=golden_set,
+        lines=run_lines(query_ids, missed=set(missed)),
+        source_name=f"{name}.run",
+        system=system or name,
+        stage="first_stage",
+        name=name,
+        user=user,
     )
 
 
@@ -45,14 +50,18 @@ def score(run: Run) -> None:
 # page dN, and three unjudged pages x1-x3. Every module here puts it in its pytestmark; the
 # shared golden_set fixture (tests/support/fixtures.py) makes it and the one below adds to it.
 LIFECYCLE_SET = pytest.mark.golden_set(
-    SLUG, manager="owner",
+    SLUG,
+    manager="owner",
     queries=[
         JsonRecord(line=n, id=query_id, text=f"question {query_id}", metadata={"lang": "en" if n % 2 else "de"})
         for n, query_id in enumerate(QUERIES, 1)
     ],
     pages=factories.pages(*(f"d{n}" for n in range(1, 301)), "x1", "x2", "x3"),
     qrels={(query_id, f"d{n}"): 2 for n, query_id in enumerate(QUERIES, 1)},
-    k_first=3, k_final=1, query_slice_fields=["lang"], page_slice_fields=[],
+    k_first=3,
+    k_final=1,
+    query_slice_fields=["lang"],
+    page_slice_fields=[],
 )
 
 

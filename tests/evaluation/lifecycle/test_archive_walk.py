@@ -29,7 +29,8 @@ def test_archiving_the_test_run_takes_away_the_coverage_flags_it_caused(client, 
     queries = ENGLISH + GERMAN[:50]
     upload = SimpleUploadedFile("test.run", "".join(run_lines(queries, missed=set(GERMAN))).encode())
     response = client.post(
-        reverse("runs", kwargs={"slug": SLUG}), {"file": upload, "system": "test", "stage": "first_stage", "name": "test"},
+        reverse("runs", kwargs={"slug": SLUG}),
+        {"file": upload, "system": "test", "stage": "first_stage", "name": "test"},
     )
     assert response.status_code == 302
     run = Run.objects.get(golden_set=golden_set, name="test")
@@ -40,9 +41,13 @@ def test_archiving_the_test_run_takes_away_the_coverage_flags_it_caused(client, 
     assert "test" in alerted(client)
 
     runs_page = client.get(reverse("runs", kwargs={"slug": SLUG}))
-    assert f'action="{reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"})}"'.encode() in runs_page.content
+    assert (
+        f'action="{reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"})}"'.encode() in runs_page.content
+    )
     archived = client.post(
-        reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"}), {"back": "runs"}, follow=True,
+        reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"}),
+        {"back": "runs"},
+        follow=True,
     )
     assert [row.run.name for row in archived.context["report"].rows] == ["bm25"]
     assert b"show archived (1)" in archived.content

@@ -33,8 +33,10 @@ def ready(action: str, run: Run, owner) -> Run:
 def changed(action: str, run: Run) -> bool:
     run.refresh_from_db()
     return {
-        "archive": run.archived_at is not None, "unarchive": run.archived_at is None,
-        "mark-complete": run.completed_at is not None, "mark-partial": run.completed_at is None,
+        "archive": run.archived_at is not None,
+        "unarchive": run.archived_at is None,
+        "mark-complete": run.completed_at is not None,
+        "mark-partial": run.completed_at is None,
     }[action]
 
 
@@ -115,7 +117,9 @@ def test_a_managers_write_token_changes_the_lifecycle(small, owner, token, actio
     assert changed(action, run)
 
 
-@pytest.mark.parametrize(("who", "status"), [("read", 403), ("adjudicator", 403), ("annotator", 404), ("stranger", 404), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("who", "status"), [("read", 403), ("adjudicator", 403), ("annotator", 404), ("stranger", 404), ("anonymous", 401)]
+)
 @pytest.mark.parametrize("action", ACTIONS)
 def test_other_callers_may_not(small, owner, token, request, action, who, status):
     run = ready(action, small, owner)

@@ -126,7 +126,9 @@ def test_the_upload_page_says_a_run_is_partial(client, golden_set, owner):
     client.force_login(owner)
     upload_file = SimpleUploadedFile("test.run", "".join(run_lines(QUERIES[:8])).encode())
     response = client.post(
-        reverse("runs", kwargs={"slug": SLUG}), {"file": upload_file, "system": "test", "stage": "first_stage", "name": ""}, follow=True,
+        reverse("runs", kwargs={"slug": SLUG}),
+        {"file": upload_file, "system": "test", "stage": "first_stage", "name": ""},
+        follow=True,
     )
     assert response.status_code == 200
     assert f"Run 'test first_stage' {NOTE}." in [str(message) for message in response.context["messages"]]
@@ -159,7 +161,12 @@ def test_a_series_run_is_never_partial(golden_set):
     from evaluation.services import run_import
 
     run = run_import(
-        golden_set=golden_set, lines=run_lines(QUERIES[:8]), source_name="night.run", system="prod", stage="first_stage",
-        name="prod night 1", series="prod nightly",
+        golden_set=golden_set,
+        lines=run_lines(QUERIES[:8]),
+        source_name="night.run",
+        system="prod",
+        stage="first_stage",
+        name="prod night 1",
+        series="prod nightly",
     )
     assert run.series_id is not None and not run.partial

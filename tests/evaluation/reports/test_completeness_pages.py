@@ -36,8 +36,15 @@ def lines(ranking):
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.golden_set(
-        SLUG, manager="owner", qrels=QRELS, pages=factories.pages(*(f"{prefix}{n}" for prefix in "rsztuw" for n in range(1, 5))),
-        queries=factories.queries(*QUERIES, lang="en"), k_first=4, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
+        SLUG,
+        manager="owner",
+        qrels=QRELS,
+        pages=factories.pages(*(f"{prefix}{n}" for prefix in "rsztuw" for n in range(1, 5))),
+        queries=factories.queries(*QUERIES, lang="en"),
+        k_first=4,
+        k_final=2,
+        query_slice_fields=["lang"],
+        page_slice_fields=[],
     ),
 ]
 
@@ -72,7 +79,7 @@ def run_id(name: str) -> int:
 
 
 def table_row(body: str, table_class: str, run_name: str) -> str:
-    table = body[body.index(f'<table class="{table_class}">'):]
+    table = body[body.index(f'<table class="{table_class}">') :]
     table = table[: table.index("</table>")]
     return next(row for row in table.split("<tr") if f">{run_name}</a>" in row)
 
@@ -83,9 +90,9 @@ def test_the_results_page_warns_about_a_run_under_the_floor_and_not_about_one_ab
     assert 'class="unreliable"' in thin
     assert "unreliable" not in judged
     # The warning has a row of its own under the run's, across the table, where it widens no column.
-    table = body[body.index('<table class="grid results">'):]
-    after_thin = table[table.index(">thin run</a>"):]
-    warning_row = after_thin[after_thin.index('<tr class="unreliable warning-row">'):]
+    table = body[body.index('<table class="grid results">') :]
+    after_thin = table[table.index(">thin run</a>") :]
+    warning_row = after_thin[after_thin.index('<tr class="unreliable warning-row">') :]
     columns = table[: table.index("</thead>")].count("<th ") + table[: table.index("</thead>")].count("<th>")
     assert warning_row.startswith(f'<tr class="unreliable warning-row"><td colspan="{columns}">{WARNING.format(run=run_id("thin run"))}')
     assert "unreliable-note" not in thin
@@ -94,7 +101,7 @@ def test_the_results_page_warns_about_a_run_under_the_floor_and_not_about_one_ab
 
 def test_the_results_table_shows_judged_at_k_final_and_k_first_beside_the_scores(client, golden_set, owner):
     body = get(client, owner, "results")
-    assert ">Judged@2<br><span class=\"muted\">v1</span>" in body and ">Judged@4<br><span class=\"muted\">v1</span>" in body
+    assert '>Judged@2<br><span class="muted">v1</span>' in body and '>Judged@4<br><span class="muted">v1</span>' in body
     thin, judged = table_row(body, "grid results", "thin run"), table_row(body, "grid results", "judged")
     assert 'title="Judged@2 on v1">0.500</td>' in thin and 'title="Judged@4 on v1">0.500</td>' in thin
     assert 'title="Judged@2 on v1">1.000</td>' in judged and 'title="Judged@4 on v1">0.750</td>' in judged
@@ -113,10 +120,10 @@ def test_the_completeness_section_shows_leave_one_run_out(client, golden_set, ow
 
 def test_the_funnel_marks_the_unreliable_first_stage(client, golden_set, owner):
     body = get(client, owner, "results")
-    funnels = body[body.index('<div class="funnels">'):body.index('id="calculator"')]
-    thin = funnels[funnels.index("<h3>thin</h3>"):]
+    funnels = body[body.index('<div class="funnels">') : body.index('id="calculator"')]
+    thin = funnels[funnels.index("<h3>thin</h3>") :]
     assert WARNING.format(run=run_id("thin run")) in thin[: thin.index("</article>")]
-    judged = funnels[funnels.index("<h3>judged</h3>"):]
+    judged = funnels[funnels.index("<h3>judged</h3>") :]
     assert "unreliable" not in judged[: judged.index("</article>")]
 
 
@@ -149,20 +156,27 @@ def test_the_runs_page_the_drilldown_and_the_version_move_carry_the_warning(clie
 
 def test_pool_this_run_opens_the_pool_form_filled_in(client, golden_set, owner):
     body = get(client, owner, "completeness", query=f"?run={run_id('thin run')}&depth=100")
-    form = body[body.index('id="pool-form"'):]
+    form = body[body.index('id="pool-form"') :]
     assert f'value="{run_id("thin run")}" id="run-{run_id("thin run")}" checked' in form
     assert f'value="{run_id("judged")}" id="run-{run_id("judged")}">' in form  # the other run is not chosen
     assert re.search(r'name="depth" value="100"', form)
     # Junk in the link is left out, not an error.
-    assert get(client, owner, "completeness", query="?run=x&depth=-3").count('checked') == 0
+    assert get(client, owner, "completeness", query="?run=x&depth=-3").count("checked") == 0
 
 
 def test_a_floor_lowered_in_the_settings_lifts_the_warning(client, golden_set, owner):
     client.force_login(owner)
     data = {
-        "metrics": "", "run_depth_cap": "1000", "alert_drop_points": "3", "alert_slice_floor": "0.75",
-        "alert_rerank_loss_points": "10", "age_buckets": "", "alert_emails": "", "webhook_url": "",
-        "completeness_depth": "50", "judged_floor": "0.5",
+        "metrics": "",
+        "run_depth_cap": "1000",
+        "alert_drop_points": "3",
+        "alert_slice_floor": "0.75",
+        "alert_rerank_loss_points": "10",
+        "age_buckets": "",
+        "alert_emails": "",
+        "webhook_url": "",
+        "completeness_depth": "50",
+        "judged_floor": "0.5",
     }
     assert client.post(reverse("evaluation_settings", kwargs={"slug": SLUG}), data).status_code == 302
     body = get(client, owner, "evaluation_settings")
@@ -190,7 +204,9 @@ def test_an_evaluation_scored_before_completeness_was_kept_shows_dashes_and_no_w
 
 def test_the_results_and_run_pages_fetch_completeness_in_bulk(client, golden_set, owner, django_assert_max_num_queries):
     for n in range(5):
-        run_import(golden_set=golden_set, lines=lines(THIN), source_name="x.run", system=f"extra{n}", stage="first_stage", name=f"extra {n}")
+        run_import(
+            golden_set=golden_set, lines=lines(THIN), source_name="x.run", system=f"extra{n}", stage="first_stage", name=f"extra {n}"
+        )
     for n in range(2):
         qrels_import(golden_set_slug=SLUG, lines=[f"q1 0 w1 {n}\n"], source_name=f"more {n}")
         version_publish(golden_set=golden_set)

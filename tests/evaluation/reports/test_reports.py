@@ -4,7 +4,6 @@ the stored recall curve and the chart geometry."""
 import numpy as np
 import pytest
 
-from lib import charts
 from evaluation.models import Score
 from evaluation.reports.calculator import RerankCost
 from evaluation.reports.compare import compare_report, paired_p_value
@@ -12,6 +11,7 @@ from evaluation.reports.results import scoring_progress
 from evaluation.reports.targets import funnel_diagnosis
 from evaluation.services import evaluation_compute, evaluations_schedule, recall_curve_cutoffs, run_import
 from goldenset.services import version_publish
+from lib import charts
 from tests.support import factories
 
 # --- the decision table --------------------------------------------------------------------
@@ -110,9 +110,13 @@ def test_one_query_is_too_few_to_test():
 @pytest.fixture
 def small_set(owner):
     golden_set = factories.golden_set(
-        "curve", manager=owner, k_first=5, k_final=2,
+        "curve",
+        manager=owner,
+        k_first=5,
+        k_final=2,
         qrels={("q1", "d1"): 2, ("q1", "d4"): 1, ("q2", "d3"): 1, ("q3", "d5"): 3},
-        queries=factories.queries("q1", "q2", "q3", lang="en"), query_slice_fields=["lang"],
+        queries=factories.queries("q1", "q2", "q3", lang="en"),
+        query_slice_fields=["lang"],
     )
     version = version_publish(golden_set=golden_set, note="v1")
     return golden_set, version
@@ -122,7 +126,10 @@ def small_set(owner):
 def test_the_stored_recall_curve_agrees_with_the_stored_recall_scores(small_set):
     golden_set, version = small_set
     run = run_import(
-        golden_set=golden_set, source_name="r", system="s", stage="first_stage",
+        golden_set=golden_set,
+        source_name="r",
+        system="s",
+        stage="first_stage",
         lines=["q1 Q0 d2 1 9 s\n", "q1 Q0 d1 2 8 s\n", "q1 Q0 d3 3 7 s\n", "q1 Q0 d4 4 6 s\n", "q2 Q0 d3 1 5 s\n"],
     )
     evaluation = evaluation_compute(run=run, version=version)
@@ -156,10 +163,17 @@ def test_progress_counts_each_status(small_set):
 @pytest.mark.django_db
 def test_compare_reports_the_stored_difference_per_metric_and_per_query_slice(small_set):
     golden_set, version = small_set
-    good = run_import(golden_set=golden_set, source_name="g", system="g", stage="first_stage", name="good",
-                      lines=["q1 Q0 d1 1 9 s\n", "q1 Q0 d4 2 8 s\n", "q2 Q0 d3 1 5 s\n", "q3 Q0 d5 1 5 s\n"])
-    poor = run_import(golden_set=golden_set, source_name="p", system="p", stage="first_stage", name="poor",
-                      lines=["q1 Q0 d2 1 9 s\n", "q2 Q0 d1 1 5 s\n"])
+    good = run_import(
+        golden_set=golden_set,
+        source_name="g",
+        system="g",
+        stage="first_stage",
+        name="good",
+        lines=["q1 Q0 d1 1 9 s\n", "q1 Q0 d4 2 8 s\n", "q2 Q0 d3 1 5 s\n", "q3 Q0 d5 1 5 s\n"],
+    )
+    poor = run_import(
+        golden_set=golden_set, source_name="p", system="p", stage="first_stage", name="poor", lines=["q1 Q0 d2 1 9 s\n", "q2 Q0 d1 1 5 s\n"]
+    )
     for run in (good, poor):
         evaluation_compute(run=run, version=version)
     report = compare_report(version, poor, good)
@@ -183,7 +197,12 @@ def test_k_ticks_are_round_numbers_from_1_to_k_first():
 def test_a_line_chart_maps_fractions_into_the_plot_and_keeps_labels_as_text():
     chart = charts.line_chart(
         [charts.Series(label="<b>run</b>", points=[(1, 0.0, "a"), (10, 1.0, "b")], color="#000")],
-        x_min=1, x_max=10, x_ticks=[(1, "1"), (10, "10")], x_label="k", y_label="recall", title="t",
+        x_min=1,
+        x_max=10,
+        x_ticks=[(1, "1"), (10, "10")],
+        x_label="k",
+        y_label="recall",
+        title="t",
     )
     points = [tuple(float(v) for v in point.split(",")) for point in chart.lines[0].points.split()]
     assert points == [(chart.left, chart.bottom), (chart.right, chart.top)]
@@ -193,7 +212,10 @@ def test_a_line_chart_maps_fractions_into_the_plot_and_keeps_labels_as_text():
 def test_bars_under_the_target_are_marked():
     chart = charts.bar_chart(
         [charts.BarGroup(label="new pages", bars=[(0.41, "#000", "x"), (0.93, "#111", "y")])],
-        target=0.75, target_label="0.75", title="t", x_label="recall",
+        target=0.75,
+        target_label="0.75",
+        title="t",
+        x_label="recall",
     )
     low, high = chart.rows[0].bars
     assert low.under and not high.under and chart.target.x1 == pytest.approx(chart.left + 0.75 * (chart.right - chart.left), abs=0.01)
@@ -228,6 +250,14 @@ def test_the_p_value_is_ranxs_to_the_bit_and_the_compare_page_does_not_import_ra
         "import sys, numpy as np; from evaluation.reports.compare import paired_p_value; "
         "paired_p_value(np.array([0.1, 0.4, 0.3]), np.array([0.2, 0.6, 0.3])); print('ranx' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", f"import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'goldset.settings'); django.setup(); {script}"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'goldset.settings'); django.setup(); {script}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip().splitlines()[-1] == "False"

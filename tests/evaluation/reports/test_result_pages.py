@@ -29,10 +29,15 @@ for n, query_id in enumerate(QUERY_IDS, start=1):
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.golden_set(
-        SLUG, manager="owner", qrels=QRELS,
+        SLUG,
+        manager="owner",
+        qrels=QRELS,
         pages=factories.pages(*[f"d{i}" for i in range(1, 50)], kind="doc") + factories.pages(*[f"f{i}" for i in range(1, 9)], kind="faq"),
         queries=factories.queries(*QUERY_IDS[:4], lang="en") + factories.queries(*QUERY_IDS[4:], lang="de"),
-        k_first=10, k_final=3, query_slice_fields=["lang"], page_slice_fields=["kind"],
+        k_first=10,
+        k_final=3,
+        query_slice_fields=["lang"],
+        page_slice_fields=["kind"],
     ),
 ]
 
@@ -100,6 +105,7 @@ def upload_post(client, name="new run", text="q1 Q0 d1 1 2.0 sys\nq2 Q0 d2 1 1.0
 
 # --- permissions ---------------------------------------------------------------------------
 
+
 def test_anonymous_visitors_are_sent_to_log_in_from_every_page(client, golden_set):
     for url in page_urls():
         response = client.get(url)
@@ -131,7 +137,9 @@ def test_managers_and_staff_can_read_every_page(client, golden_set, owner, make_
             response = client.get(url)
             assert response.status_code in (200, 302), url
             if "queries/?" in url:
-                assert response["Location"] == reverse("run_query", kwargs={"slug": SLUG, "run_id": run_id("hybrid first"), "query_id": "q1"})
+                assert response["Location"] == reverse(
+                    "run_query", kwargs={"slug": SLUG, "run_id": run_id("hybrid first"), "query_id": "q1"}
+                )
 
 
 def test_an_adjudicator_reads_but_cannot_upload(client, golden_set, teammate):
@@ -156,6 +164,7 @@ def test_managers_and_staff_can_upload_a_run(client, golden_set, owner, make_use
 
 
 # --- upload --------------------------------------------------------------------------------
+
 
 def test_an_upload_with_a_bad_line_shows_the_line_number_and_stores_nothing(client, golden_set, owner):
     client.force_login(owner)
@@ -186,24 +195,25 @@ def test_an_upload_under_a_taken_name_is_refused_beside_the_name_field(client, g
 
 # --- the results page ----------------------------------------------------------------------
 
+
 def test_the_results_page_lists_runs_best_first_with_version_and_k(client, golden_set, owner, django_assert_max_num_queries):
     client.force_login(owner)
     with django_assert_max_num_queries(16):
         body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
     assert "Runs, best first by recall@3 on v1" in body
-    table = body[body.index("<table class=\"grid results\">"):]
+    table = body[body.index('<table class="grid results">') :]
     table = table[: table.index("</table>")]
     # recall@3: reranked 0.5 (the doc page), first 0.5 too but ranked after by name, bm25 0
     names = re.findall(r'<a href="/sets/wiki/runs/\d+/">([^<]+)</a>', table)
     assert names == ["hybrid first", "hybrid reranked", "bm25"]
     assert 'title="recall@10 on v1"' in table and 'title="recall@3 on v1"' in table
-    assert ">recall@10</a><br><span class=\"muted\">v1</span>" in table
+    assert '>recall@10</a><br><span class="muted">v1</span>' in table
 
 
 def test_ordering_by_another_metric_puts_its_best_run_first(client, golden_set, owner):
     client.force_login(owner)
     body = client.get(reverse("results", kwargs={"slug": SLUG}) + "?order=recall@10").content.decode()
-    table = body[body.index("<table class=\"grid results\">"):]
+    table = body[body.index('<table class="grid results">') :]
     names = re.findall(r'<a href="/sets/wiki/runs/\d+/">([^<]+)</a>', table[: table.index("</table>")])
     assert names[0] == "hybrid first" and names[-1] == "bm25"
 
@@ -220,7 +230,7 @@ def test_the_results_page_stays_within_its_query_budget_however_many_runs(client
 def test_the_results_page_shows_the_funnel_with_its_diagnosis_and_counts(client, golden_set, owner):
     client.force_login(owner)
     body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
-    funnels = body[body.index('<div class="funnels">'):body.index('id="calculator"')]
+    funnels = body[body.index('<div class="funnels">') : body.index('id="calculator"')]
     # hybrid: recall@10 = 1.0, recall@3 of the reranked run = 0.5, a loss of 50 points
     assert "recall@10 = <strong>1.000</strong> on v1" in funnels
     assert "recall@3 = <strong>0.500</strong> on v1" in funnels
@@ -281,6 +291,7 @@ def test_the_trend_marks_a_new_version_because_its_labels_changed(client, golden
 
 # --- progress ------------------------------------------------------------------------------
 
+
 def test_progress_polls_while_runs_are_being_scored_and_stops_when_all_are_done(client, golden_set, owner):
     qrels_import(golden_set_slug=SLUG, lines=["q1 0 d20 2\n"], source_name="more")
     version = version_publish(golden_set=golden_set, note="v2")
@@ -312,6 +323,7 @@ def test_a_failed_evaluation_is_counted_and_does_not_keep_polling(client, golden
 
 # --- runs and one run ----------------------------------------------------------------------
 
+
 def test_the_runs_page_stays_within_its_query_budget(client, golden_set, owner, django_assert_max_num_queries):
     for n in range(6):
         upload(golden_set, WEAK, name=f"extra {n}", system=f"extra{n}", stage="first_stage")
@@ -323,7 +335,9 @@ def test_the_runs_page_stays_within_its_query_budget(client, golden_set, owner, 
 
 
 def test_the_run_page_shows_the_upload_facts_and_each_versions_scores(client, golden_set, owner):
-    run_import(golden_set=golden_set, lines=run_lines({"q1": ["d1", "elsewhere#1"]}), source_name="ext.run", system="x", stage="other", name="ext")
+    run_import(
+        golden_set=golden_set, lines=run_lines({"q1": ["d1", "elsewhere#1"]}), source_name="ext.run", system="x", stage="other", name="ext"
+    )
     client.force_login(owner)
     body = client.get(reverse("run", kwargs={"slug": SLUG, "run_id": run_id("ext")})).content.decode()
     assert "<dt>Queries</dt><dd>1</dd>" in body and "<dt>Entries kept</dt><dd>2</dd>" in body
@@ -334,6 +348,7 @@ def test_the_run_page_shows_the_upload_facts_and_each_versions_scores(client, go
 
 
 # --- comparisons ---------------------------------------------------------------------------
+
 
 def test_compare_shows_deltas_equal_to_the_stored_scores_and_flags_the_better_run(client, golden_set, owner):
     client.force_login(owner)
@@ -358,11 +373,11 @@ def test_compare_lists_the_queries_each_run_wins_largest_difference_first(client
     first = run_id("hybrid first")
     body = client.get(reverse("compare", kwargs={"slug": SLUG}), {"a": run.id, "b": first, "version": 1}).content.decode()
     assert "Query by query: recall@3" in body and "a wins 3 queries, b wins 5, 0 tie" in body
-    a_side = body[body.index('class="grid compact duel duel-a"'):]
+    a_side = body[body.index('class="grid compact duel duel-a"') :]
     a_side = a_side[: a_side.index("</table>")]
     assert re.findall(r"<code>([^<]+)</code>", a_side) == ["q1", "q2", "q3"]
     assert a_side.count('<td class="num">50.0</td>') == 3
-    b_side = body[body.index('class="grid compact duel duel-b"'):]
+    b_side = body[body.index('class="grid compact duel duel-b"') :]
     b_side = b_side[: b_side.index("</table>")]
     assert re.findall(r"<code>([^<]+)</code>", b_side) == ["doc/faq#8:de", "q4", "q5", "q6", "q7"]  # ties by natural id order
     # Each query opens its drill-down, for either run, even an id with / and #.
@@ -370,7 +385,9 @@ def test_compare_lists_the_queries_each_run_wins_largest_difference_first(client
         assert client.get(href.replace("&amp;", "&")).status_code == 200, href
     assert "question q4" in b_side
     # Another metric: on recall@10 both find everything of q1-q3.
-    body = client.get(reverse("compare", kwargs={"slug": SLUG}), {"a": run.id, "b": first, "version": 1, "duel": "recall@10"}).content.decode()
+    body = client.get(
+        reverse("compare", kwargs={"slug": SLUG}), {"a": run.id, "b": first, "version": 1, "duel": "recall@10"}
+    ).content.decode()
     assert "Query by query: recall@10" in body and "a wins 0 queries, b wins 5, 3 tie" in body
 
 
@@ -437,12 +454,13 @@ def test_one_run_across_two_versions_shows_how_much_the_labels_moved_it(client, 
     assert "<strong>-4.2</strong>" in row and row.count("-4.2") == 2 and "0.0" in row
     assert "every move below is the labels' doing" in body
     assert "<strong>1</strong> pairs added" in body
-    assert 'href="/sets/wiki/runs/%d/queries/q1/?version=2"' % run_id("hybrid first") in body
+    assert f'href="/sets/wiki/runs/{run_id("hybrid first")}/queries/q1/?version=2"' in body
     # the defaults are the two latest versions it was scored on
     assert "<strong>-4.2</strong>" in client.get(url).content.decode()
 
 
 # --- the drill-down ------------------------------------------------------------------------
+
 
 def test_the_drilldown_lists_the_relevant_pages_the_run_missed(client, golden_set, owner):
     client.force_login(owner)
@@ -450,11 +468,11 @@ def test_the_drilldown_lists_the_relevant_pages_the_run_missed(client, golden_se
     url = reverse("run_query", kwargs={"slug": SLUG, "run_id": run_id("bm25"), "query_id": query_id}) + "?version=1"
     assert "%23" in url and "doc/faq" in url
     body = client.get(url).content.decode()
-    missed = body[body.index("Relevant pages the run missed"):body.index("The run's top")]
+    missed = body[body.index("Relevant pages the run missed") : body.index("The run's top")]
     assert "Relevant pages the run missed (1)" in missed
     assert "<code>f8</code>" in missed and "not retrieved" in missed
     assert "<code>d8</code>" not in missed
-    top = body[body.index("The run's top"):]
+    top = body[body.index("The run's top") :]
     assert re.search(r'<tr class="relevant">\s*<td class="num">6</td>', top)
     assert "recall@10 = 0.500 on v1" in body and "recall@3 = 0.000 on v1" in body
 

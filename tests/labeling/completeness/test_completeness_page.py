@@ -57,8 +57,15 @@ def judge(task, grade: int, annotator):
 
 # The judging set, also of test_pool_summaries (which takes this module's golden_set fixture).
 JUDGING_SET = pytest.mark.golden_set(
-    SLUG, manager="owner", qrels=QRELS, pages=factories.pages(*(f"{prefix}{n}" for prefix in "rsztuwv" for n in range(1, 5))),
-    queries=factories.queries(*QUERIES, lang="en"), k_first=4, k_final=2, query_slice_fields=["lang"], page_slice_fields=[],
+    SLUG,
+    manager="owner",
+    qrels=QRELS,
+    pages=factories.pages(*(f"{prefix}{n}" for prefix in "rsztuwv" for n in range(1, 5))),
+    queries=factories.queries(*QUERIES, lang="en"),
+    k_first=4,
+    k_final=2,
+    query_slice_fields=["lang"],
+    page_slice_fields=[],
 )
 pytestmark = [pytest.mark.django_db, JUDGING_SET]
 
@@ -98,7 +105,7 @@ def page(client, user) -> str:
 
 
 def cell(body: str, row_id: str, css: str) -> str:
-    row = body[body.index(f'<tr id="{row_id}">'):]
+    row = body[body.index(f'<tr id="{row_id}">') :]
     row = row[: row.index("</tr>")]
     return re.search(rf'<td class="[^"]*\b{css}\b[^"]*"[^>]*>(.*?)</td>', row, re.S).group(1).strip()
 
@@ -108,6 +115,7 @@ def run_id(name: str) -> int:
 
 
 # --- what the page shows ------------------------------------------------------------------------
+
 
 def test_the_pool_figures_on_the_page_are_the_selectors(client, pool, owner):
     body = page(client, owner)
@@ -127,7 +135,9 @@ def test_the_pool_figures_on_the_page_are_the_selectors(client, pool, owner):
     # Two judgments within the last day: 2 / 24 an hour; overall, 2 over the seconds between them.
     assert cell(body, row, "rate-recent") == "0.1"
     assert re.search(r'<span class="figure" id="pool-size">4</span>', body)
-    assert re.search(r'<span class="figure" id="judged">2</span>', body) and re.search(r'<span class="figure" id="remaining">2</span>', body)
+    assert re.search(r'<span class="figure" id="judged">2</span>', body) and re.search(
+        r'<span class="figure" id="remaining">2</span>', body
+    )
     assert "over the last 24 hours" in body and "from the first judgment to the last" in body
 
 
@@ -149,21 +159,21 @@ def test_judgments_per_hour_are_counted_from_done_at(client, pool, owner):
 
 def test_the_page_shows_judged_at_k_per_run_and_slice_and_flags_the_run_to_pool(client, pool, owner):
     body = page(client, owner)
-    runs = body[body.index('<table class="grid compact judged-runs">'):]
+    runs = body[body.index('<table class="grid compact judged-runs">') :]
     runs = runs[: runs.index("</table>")]
     thin = next(row for row in runs.split("<tr") if ">thin run</a>" in row)
     judged = next(row for row in runs.split("<tr") if ">judged</a>" in row)
     assert 'title="Judged@2 on v1">0.500</td>' in thin and 'class="unreliable"' in thin
     assert 'title="Judged@2 on v1">1.000</td>' in judged and 'title="Judged@4 on v1">0.750</td>' in judged
     assert f"pool {pool.pk} (depth 2)" in thin
-    assert "thin run: <span class=\"unreliable-note\">Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; <a href=" in body
-    slices = body[body.index('<table class="grid compact judged-slices">'):]
+    assert 'thin run: <span class="unreliable-note">Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; <a href=' in body
+    slices = body[body.index('<table class="grid compact judged-slices">') :]
     assert "<td>queries lang = en</td>" in slices and "1.000 / 0.750" in slices and "0.500 / 0.500" in slices
 
 
 def test_the_page_shows_leave_one_run_out(client, pool, owner):
     body = page(client, owner)
-    table = body[body.index('<table class="grid compact loro">'):]
+    table = body[body.index('<table class="grid compact loro">') :]
     table = table[: table.index("</table>")]
     judged = next(row for row in table.split("<tr") if ">judged</a>" in row)
     cells = re.findall(r'<td class="num">([^<]+)</td>', judged)
@@ -178,7 +188,12 @@ def test_the_page_shows_the_sample_estimate_with_its_interval(client, pool, owne
     estimate = completeness_estimate(sample)
     row = f"sample-{sample.pk}"
     assert (estimate.population, estimate.size, estimate.judged, estimate.relevant) == (4, 3, 2, 1)
-    assert (cell(body, row, "population"), cell(body, row, "size"), cell(body, row, "judged"), cell(body, row, "relevant")) == ("4", "3", "2", "1")
+    assert (cell(body, row, "population"), cell(body, row, "size"), cell(body, row, "judged"), cell(body, row, "relevant")) == (
+        "4",
+        "3",
+        "2",
+        "1",
+    )
     low, high = estimate.interval
     assert cell(body, row, "estimate") == f"{round(estimate.estimate)} ({round(low)}–{round(high)})"
     share_low, share_high = estimate.share_interval
@@ -191,7 +206,7 @@ def test_the_page_draws_relevant_pages_found_against_judgments_made(client, pool
     assert '<svg class="chart-svg"' in body and "Relevant pages found against judgments made, per pool" in body
     assert f"pool {pool.pk}: 1 relevant page found in the first 2 judgments" in body
     assert "judgments made in the pool" in body and f"pool {pool.pk} (depth, depth 2)" in body
-    chart = body[body.index('<svg class="chart-svg"'):body.index("</svg>")]
+    chart = body[body.index('<svg class="chart-svg"') : body.index("</svg>")]
     assert chart.count("<polyline") == 1 and chart.count("<circle") == 3  # (0, 0), (1, 1), (2, 1)
 
 
@@ -210,6 +225,7 @@ def test_the_golden_set_and_results_pages_link_here(client, pool, owner):
 
 # --- the forms --------------------------------------------------------------------------------
 
+
 def post(client, **data):
     """POST the page's form, then run what the request left for its commit (the job's
     task, in-process in the tests), as a real request's commit would: the test's own
@@ -220,17 +236,22 @@ def post(client, **data):
 
 def test_a_manager_builds_a_pool_from_the_form_and_sees_its_summary(client, pool, owner):
     client.force_login(owner)
-    extra = run_import(golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra")
+    extra = run_import(
+        golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra"
+    )
     response = post(client, form="pool", pool="", runs=[extra.pk], depth="2", strategy="mtf", budget="10")
     assert response.status_code == 302 and response["Location"] == url() + "#jobs"
     built = Pool.objects.exclude(pk=pool.pk).get()
     assert (built.strategy, built.depth, built.budget, built.created_by, built.pair_count) == ("mtf", 2, 10, owner, 4)
     job = PoolJob.objects.get()
     assert (job.kind, job.status, job.created_by, job.arguments) == (
-        "build", "done", owner, {"runs": [extra.pk], "depth": 2, "strategy": "mtf", "budget": 10},
+        "build",
+        "done",
+        owner,
+        {"runs": [extra.pk], "depth": 2, "strategy": "mtf", "budget": 10},
     )
     body = client.get(url()).content.decode()
-    assert f'id="job-{job.pk}"' in body and "Build a pool</strong> · <span class=\"status\">Done" in body
+    assert f'id="job-{job.pk}"' in body and 'Build a pool</strong> · <span class="status">Done' in body
     assert '<p class="hint asked">runs extra · depth 2 · strategy mtf · budget 10</p>' in body
     assert f"pool {built.pk} of {SLUG}: strategy mtf, runs extra (depth 2)" in body
     assert "pairs to judge added to the pool: 4" in body and "already in a pool of the set (skipped): 4" in body
@@ -242,8 +263,12 @@ def test_a_manager_builds_a_model_first_pool_from_the_form_with_the_model_labels
     model_labels_import(golden_set=pool.golden_set, model="judge 7b", records=records, prompt_text="grade it")
     digest = prompt_hash_of("grade it")
     client.force_login(owner)
-    assert f'<option value="{digest} judge 7b">judge 7b, prompt {digest[:12]} (2 model labels)</option>' in client.get(url()).content.decode()
-    extra = run_import(golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra")
+    assert (
+        f'<option value="{digest} judge 7b">judge 7b, prompt {digest[:12]} (2 model labels)</option>' in client.get(url()).content.decode()
+    )
+    extra = run_import(
+        golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra"
+    )
     response = post(client, form="pool", pool="", runs=[extra.pk], depth="2", strategy="model_first", model_labels=f"{digest} judge 7b")
     assert response.status_code == 302
     built = Pool.objects.exclude(pk=pool.pk).get()
@@ -260,7 +285,9 @@ def test_the_pool_form_refuses_model_first_without_model_labels_and_writes_nothi
 
 def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):
     client.force_login(owner)
-    extra = run_import(golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra")
+    extra = run_import(
+        golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra"
+    )
     response = post(client, form="pool", pool=str(pool.pk), runs=[extra.pk], depth="", strategy="depth")
     assert response.status_code == 302
     assert list(PoolRun.objects.filter(pool=pool).values_list("run__name", "depth")) == [("judged", 2), ("thin run", 2), ("extra", 2)]
@@ -269,13 +296,19 @@ def test_a_manager_extends_a_pool_from_the_form(client, pool, owner):
     assert "pairs to judge added to the pool: 4" in client.get(url()).content.decode()
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"pool": "", "depth": "", "strategy": "depth"}, "a new pool needs a depth"),
-    ({"pool": "", "depth": "0", "strategy": "depth"}, "depth must be a whole number of at least 1, got 0"),
-    ({"pool": "POOL", "depth": "", "strategy": "depth", "budget": "4"}, "a budget is set when a pool is built; pool POOL keeps its own"),
-    ({"pool": "POOL", "depth": "2", "strategy": "depth"}, "nothing to add to pool POOL at depth 2"),
-    ({"pool": "", "depth": "2", "strategy": "depth", "runs": []}, "choose at least one run"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"pool": "", "depth": "", "strategy": "depth"}, "a new pool needs a depth"),
+        ({"pool": "", "depth": "0", "strategy": "depth"}, "depth must be a whole number of at least 1, got 0"),
+        (
+            {"pool": "POOL", "depth": "", "strategy": "depth", "budget": "4"},
+            "a budget is set when a pool is built; pool POOL keeps its own",
+        ),
+        ({"pool": "POOL", "depth": "2", "strategy": "depth"}, "nothing to add to pool POOL at depth 2"),
+        ({"pool": "", "depth": "2", "strategy": "depth", "runs": []}, "choose at least one run"),
+    ],
+)
 def test_the_pool_form_shows_what_it_refuses_and_writes_nothing(client, pool, owner, data, message):
     client.force_login(owner)
     data = {key: (value.replace("POOL", str(pool.pk)) if isinstance(value, str) else value) for key, value in data.items()}
@@ -322,6 +355,7 @@ def test_the_sample_form_shows_what_it_refuses(client, pool, owner):
 
 # --- permissions ----------------------------------------------------------------------------------
 
+
 def build_post(client):
     return post(client, form="pool", pool="", runs=[run_id("judged")], depth="3", strategy="depth")
 
@@ -363,6 +397,7 @@ def test_an_unknown_form_is_a_bad_request(client, golden_set, owner):
 
 # --- cost -------------------------------------------------------------------------------------
 
+
 def test_the_page_stays_within_its_query_budget_however_many_pools_and_tasks(client, pool, owner, django_assert_max_num_queries):
     client.force_login(owner)
     with django_assert_max_num_queries(18):
@@ -370,7 +405,9 @@ def test_the_page_stays_within_its_query_budget_however_many_pools_and_tasks(cli
     with CaptureQueriesContext(connection) as first:
         client.get(url())
 
-    extra = run_import(golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra")
+    extra = run_import(
+        golden_set=pool.golden_set, lines=lines(EXTRA), source_name="x.run", system="extra", stage="first_stage", name="extra"
+    )
     other = pool_build(golden_set=pool.golden_set, runs=[extra], depth=2, strategy="bandit").pool
     judge(pool_queue(other).first(), 1, owner)
     judge(pool_queue(pool).first(), 1, owner)

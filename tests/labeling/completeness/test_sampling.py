@@ -11,7 +11,6 @@ from django.db import transaction
 from goldenset.models import Judgment, Membership
 from goldenset.services import judgment_record, membership_grant, query_retire
 from labeling.completeness.selectors import completeness_estimate
-from lib.ppi import wilson_interval
 from labeling.completeness.services import completeness_sample_draw
 from labeling.models import CompletenessSample, JudgingTask
 from labeling.pools import services
@@ -19,6 +18,7 @@ from labeling.pools import strategies as pooling
 from labeling.pools.selectors import pool_queue
 from labeling.pools.services import pool_build
 from lib.errors import GoldsetError
+from lib.ppi import wilson_interval
 from tests.support import factories
 
 # Three queries over twelve pages; q1-d1 is labelled relevant, q1-d4 not relevant.
@@ -30,10 +30,15 @@ pytestmark = [
 
 @pytest.fixture
 def runs(golden_set):
-    a = factories.run(golden_set, "a", {
-        "q1": [f"d{n}" for n in range(1, 9)], "q2": [f"d{n}" for n in range(1, 9)],
-        "q3": ["d9", "d10", "d11", "d12", "elsewhere", "d1"],
-    })
+    a = factories.run(
+        golden_set,
+        "a",
+        {
+            "q1": [f"d{n}" for n in range(1, 9)],
+            "q2": [f"d{n}" for n in range(1, 9)],
+            "q3": ["d9", "d10", "d11", "d12", "elsewhere", "d1"],
+        },
+    )
     b = factories.run(golden_set, "b", {"q1": ["d2", "d1", "d9", "d10"], "q2": ["d8", "d7", "d6", "d5"]})
     return [a, b]
 
@@ -47,9 +52,16 @@ def pool(golden_set, runs):
 
 
 ELIGIBLE = {
-    ("q1", "d3"), ("q1", "d5"), ("q1", "d9"), ("q1", "d10"),
-    ("q2", "d3"), ("q2", "d4"), ("q2", "d5"), ("q2", "d6"),
-    ("q3", "d11"), ("q3", "d12"),
+    ("q1", "d3"),
+    ("q1", "d5"),
+    ("q1", "d9"),
+    ("q1", "d10"),
+    ("q2", "d3"),
+    ("q2", "d4"),
+    ("q2", "d5"),
+    ("q2", "d6"),
+    ("q3", "d11"),
+    ("q3", "d12"),
 }
 
 
@@ -66,6 +78,7 @@ def drawn_then_undone(**kwargs) -> set[tuple[str, str]]:
 
 
 # --- the draw -----------------------------------------------------------------------------
+
 
 def test_a_sample_of_the_whole_population_is_every_unjudged_pair_below_the_pool_depth(pool):
     result = completeness_sample_draw(pool=pool, size=10, depth_to=5, seed=1)
@@ -171,8 +184,11 @@ def test_sample_tasks_are_spread_over_the_pools_remaining_turns(golden_set, pool
 
 # --- refusals -----------------------------------------------------------------------------
 
+
 def test_a_size_over_the_population_is_refused_and_nothing_is_written(pool):
-    with pytest.raises(GoldsetError, match=r"size 11 is over the population: ranks 3\.\.5 of the runs of pool \d+ hold 10 unjudged pair") as caught:
+    with pytest.raises(
+        GoldsetError, match=r"size 11 is over the population: ranks 3\.\.5 of the runs of pool \d+ hold 10 unjudged pair"
+    ) as caught:
         completeness_sample_draw(pool=pool, size=11, depth_to=5, seed=1)
     assert caught.value.field == "size"
     assert not CompletenessSample.objects.exists() and not JudgingTask.objects.filter(kind="sample").exists()
@@ -186,13 +202,16 @@ def test_a_pool_with_nothing_below_its_depth_is_refused(golden_set):
     assert not CompletenessSample.objects.exists()
 
 
-@pytest.mark.parametrize("kwargs, field, message", [
-    ({"size": 0}, "size", "size must be a whole number of at least 1, got 0"),
-    ({"size": True}, "size", "size must be a whole number"),
-    ({"size": 1, "depth_to": 2}, "depth_to", "depth_to 2 is not below pool"),
-    ({"size": 1, "depth_to": 70_000}, "depth_to", "depth_to must be a whole number from 1 to 65535"),
-    ({"size": 1, "seed": -1}, "seed", "seed must be a whole number from 0 to"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field, message",
+    [
+        ({"size": 0}, "size", "size must be a whole number of at least 1, got 0"),
+        ({"size": True}, "size", "size must be a whole number"),
+        ({"size": 1, "depth_to": 2}, "depth_to", "depth_to 2 is not below pool"),
+        ({"size": 1, "depth_to": 70_000}, "depth_to", "depth_to must be a whole number from 1 to 65535"),
+        ({"size": 1, "seed": -1}, "seed", "seed must be a whole number from 0 to"),
+    ],
+)
 def test_bad_arguments_are_refused_naming_the_field(pool, kwargs, field, message):
     with pytest.raises(GoldsetError, match=message) as caught:
         completeness_sample_draw(pool=pool, **kwargs)
@@ -200,6 +219,7 @@ def test_bad_arguments_are_refused_naming_the_field(pool, kwargs, field, message
 
 
 # --- the estimate -------------------------------------------------------------------------
+
 
 def scipy_wilson(r: int, n: int) -> tuple[float, float]:
     stats = pytest.importorskip("scipy.stats")
@@ -270,6 +290,7 @@ def test_an_estimate_with_no_relevant_page_found_still_has_an_upper_bound(pool, 
 
 
 # --- the command --------------------------------------------------------------------------
+
 
 def test_the_draw_sample_command_draws_and_reports(golden_set, pool, capsys):
     expected = drawn_then_undone(pool=pool, size=3, depth_to=5, seed=9)

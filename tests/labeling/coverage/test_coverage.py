@@ -30,7 +30,8 @@ from labeling.models import JudgingTask, Pool, PoolJob
 from labeling.pools.selectors import pool_pairs
 from labeling.pools.services import pool_build
 from tests.support import factories
-from tests.support.factories import sliced_run as upload, sliced_set as make_sliced_set
+from tests.support.factories import sliced_run as upload
+from tests.support.factories import sliced_set as make_sliced_set
 
 pytestmark = pytest.mark.django_db
 
@@ -136,8 +137,10 @@ def test_the_suggestions_are_those_a_plain_reading_of_every_relevant_page_gives(
     relevant = set(qrels.doc_keys[qrels.grades >= version.relevance_threshold].tolist())
     dated = {
         page_id: (published_at, doc_id)
-        for page_id, published_at, doc_id in VersionPage.objects.filter(version=version, published_at__isnull=False)
-        .values_list("page_id", "published_at", "page__doc_id") if page_id in relevant
+        for page_id, published_at, doc_id in VersionPage.objects.filter(version=version, published_at__isnull=False).values_list(
+            "page_id", "published_at", "page__doc_id"
+        )
+        if page_id in relevant
     }
     expected, taken = [], set()
     for name in sorted(slices.page, key=lambda name: (not name.startswith("page:age="), name)):
@@ -178,8 +181,11 @@ def test_it_counts_queries_pairs_and_relevant_pages_per_query_slice(golden_set):
 
 def test_a_query_with_no_relevant_page_is_a_gap_not_an_average(owner):
     golden_set = factories.golden_set(
-        "gappy", manager=owner, qrels={("q1", "d1"): 2, ("q2", "d2"): 0, ("q3", "d3"): 0},
-        queries=factories.queries("q1", "q2", "q3", lang="en"), query_slice_fields=["lang"],
+        "gappy",
+        manager=owner,
+        qrels={("q1", "d1"): 2, ("q2", "d2"): 0, ("q3", "d3"): 0},
+        queries=factories.queries("q1", "q2", "q3", lang="en"),
+        query_slice_fields=["lang"],
     )
     version = version_publish(golden_set=golden_set)
     report = coverage_report(golden_set, version)
@@ -197,8 +203,9 @@ def test_a_label_on_a_page_changed_since_it_was_judged_is_stale_until_judged_aga
     client.force_login(owner)
     assert "<strong>1</strong> stale label " in client.get(url("coverage")).content.decode()
 
-    judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q3"), page=Page.objects.get(doc_id="d3a"),
-                    grade=2, annotator=owner)
+    judgment_record(
+        query=Query.objects.get(golden_set=golden_set, query_id="q3"), page=Page.objects.get(doc_id="d3a"), grade=2, annotator=owner
+    )
     assert coverage_report(golden_set, golden_set.latest_version()).stale_total == 0
 
 
@@ -233,8 +240,9 @@ def test_a_set_without_a_version_says_so(client, owner):
 
 
 def test_an_older_version_can_be_chosen(client, golden_set, owner):
-    judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"), page=Page.objects.get(doc_id="d2a"),
-                    grade=1, annotator=owner)
+    judgment_record(
+        query=Query.objects.get(golden_set=golden_set, query_id="q1"), page=Page.objects.get(doc_id="d2a"), grade=1, annotator=owner
+    )
     version_publish(golden_set=golden_set, note="one more pair")
     client.force_login(owner)
     assert client.get(url("coverage") + "?version=1").context["report"].version.number == 1
@@ -258,8 +266,9 @@ def test_a_manager_publishes_a_version_from_the_page(client, golden_set, owner):
     client.force_login(owner)
     response = client.post(url("coverage_publish"), {"note": "nothing new"}, follow=True)
     assert "Not published: nothing changed since version 1" in response.content.decode()
-    judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"), page=Page.objects.get(doc_id="d2a"),
-                    grade=1, annotator=owner)
+    judgment_record(
+        query=Query.objects.get(golden_set=golden_set, query_id="q1"), page=Page.objects.get(doc_id="d2a"), grade=1, annotator=owner
+    )
     with TestCase.captureOnCommitCallbacks(execute=True):  # the publish job, in-process here
         response = client.post(url("coverage_publish"), {"note": "round 2"})
     job = PublishJob.objects.get()
@@ -278,7 +287,9 @@ def test_a_manager_pools_the_flagged_slices_with_the_latest_runs(client, golden_
     assert response["Location"] == reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs"
     job = PoolJob.objects.get()
     assert (job.kind, job.status, job.arguments) == (
-        "flagged", "done", {"version": 1, "pool": None, "depth": 2, "strategy": "depth", "budget": None},
+        "flagged",
+        "done",
+        {"version": 1, "pool": None, "depth": 2, "strategy": "depth", "budget": None},
     )
     response = client.get(response["Location"])
     pool = Pool.objects.get()
@@ -363,8 +374,11 @@ def test_the_page_costs_a_bounded_number_of_queries_whatever_the_size_of_the_set
     for slug, queries, values in (("small", 12, 2), ("large", 240, 25)):
         golden_set = make_sliced_set(slug, queries=queries, langs=values, doc_types=values, manager=owner)
         for n in (1, 2, 3):
-            canary_add(golden_set=golden_set, query=Query.objects.get(golden_set=golden_set, query_id=f"q{n}"),
-                       page=Page.objects.get(corpus=golden_set.corpus, doc_id=f"d{n}a"))
+            canary_add(
+                golden_set=golden_set,
+                query=Query.objects.get(golden_set=golden_set, query_id=f"q{n}"),
+                page=Page.objects.get(corpus=golden_set.corpus, doc_id=f"d{n}a"),
+            )
         evaluation_compute(run=golden_set.runs.get(), version=golden_set.latest_version())  # stores the canaries' ranks
     client.force_login(owner)
     small = _render_queries(client, "small")

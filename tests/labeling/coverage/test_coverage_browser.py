@@ -30,9 +30,15 @@ def demo():
     # hybrid first stage missed (the seed's stale shards), and one it found.
     version = result.golden_set.latest_version()
     ranked = run_ranked(Run.objects.get(golden_set=result.golden_set, name="hybrid-2026-11 first stage"))
-    labels = VersionLabel.objects.filter(
-        version=version, grade__gte=2, page__published_at__gte=version.created_at - timedelta(days=30),
-    ).select_related("query", "page").order_by("position")
+    labels = (
+        VersionLabel.objects.filter(
+            version=version,
+            grade__gte=2,
+            page__published_at__gte=version.created_at - timedelta(days=30),
+        )
+        .select_related("query", "page")
+        .order_by("position")
+    )
     missed, found = [], []
     for label in labels:
         in_top = label.page_id in ranked.doc_keys[ranked.rows(label.query.query_id)][: version.k_first].tolist()

@@ -16,8 +16,8 @@ from labeling.jobs.services import GIVE_UP_AFTER, SEND_AGAIN_AFTER, pool_job_run
 from labeling.models import CompletenessSample, Pool, PoolJob
 from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
-from tests.support import factories
 from tests.evaluation.test_worker import wait_until, workers  # noqa: F401  (workers: a fixture)
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -45,15 +45,18 @@ def submitted(**kwargs) -> PoolJob:
 # --- submit -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind, arguments, field, message", [
-    ("build", {"depth": 0}, "depth", "depth must be a whole number of at least 1, got 0"),
-    ("build", {"strategy": "random"}, "strategy", "unknown strategy 'random'"),
-    ("build", {"runs": [999999]}, "runs", "has no run with id 999999"),
-    ("extend", {"pool": 999999}, "pool", "has no pool 999999"),
-    ("sample", {"pool": 999999, "size": 3}, "pool", "has no pool 999999"),
-    ("flagged", {"version": 7, "depth": 5, "strategy": "depth"}, "version", "has no version 7"),
-    ("other", {}, "kind", "unknown job kind 'other'"),
-])
+@pytest.mark.parametrize(
+    "kind, arguments, field, message",
+    [
+        ("build", {"depth": 0}, "depth", "depth must be a whole number of at least 1, got 0"),
+        ("build", {"strategy": "random"}, "strategy", "unknown strategy 'random'"),
+        ("build", {"runs": [999999]}, "runs", "has no run with id 999999"),
+        ("extend", {"pool": 999999}, "pool", "has no pool 999999"),
+        ("sample", {"pool": 999999, "size": 3}, "pool", "has no pool 999999"),
+        ("flagged", {"version": 7, "depth": 5, "strategy": "depth"}, "version", "has no version 7"),
+        ("other", {}, "kind", "unknown job kind 'other'"),
+    ],
+)
 def test_what_the_service_refuses_unread_is_refused_at_once_and_nothing_is_recorded(golden_set, run, kind, arguments, field, message):
     if kind == "build":
         arguments = build(golden_set, run, **arguments)
@@ -68,7 +71,10 @@ def test_a_run_pooled_already_at_that_depth_is_refused_at_once(golden_set, run):
     pool = Pool.objects.get()
     with pytest.raises(GoldsetError) as caught:
         pool_job_submit(
-            golden_set=golden_set, kind="extend", arguments={"pool": pool.pk, "runs": [run.pk], "depth": 2}, job_task=pool_job_task,
+            golden_set=golden_set,
+            kind="extend",
+            arguments={"pool": pool.pk, "runs": [run.pk], "depth": 2},
+            job_task=pool_job_task,
         )
     assert caught.value.problems == ["run 'a' is already pooled at depth 2"]
 

@@ -18,7 +18,13 @@ from tests.support import factories
 
 
 def pooled_set(
-    slug: str = "judged", *, queries: int = 3, pages: int = 8, depth: int = 4, overlap_share: float = 0.0, strategy: str = "depth",
+    slug: str = "judged",
+    *,
+    queries: int = 3,
+    pages: int = 8,
+    depth: int = 4,
+    overlap_share: float = 0.0,
+    strategy: str = "depth",
     **options,
 ) -> Pool:
     """A set of `queries` queries over `pages` pages, nothing labelled, and a pool of one
@@ -27,8 +33,11 @@ def pooled_set(
     d6, ... highest). Overlap is off unless asked for, so each task is judged once."""
     query_ids = [f"q{n}" for n in range(1, queries + 1)]
     golden_set = factories.golden_set(
-        slug, pages=options.pop("page_records", None) or factories.pages(*(f"d{n}" for n in range(1, pages + 1))),
-        queries=factories.queries(*query_ids), qrels={}, **options,
+        slug,
+        pages=options.pop("page_records", None) or factories.pages(*(f"d{n}" for n in range(1, pages + 1))),
+        queries=factories.queries(*query_ids),
+        qrels={},
+        **options,
     )
     run = factories.run(golden_set, "bm25", {query_id: [f"d{n}" for n in range(1, pages + 1)] for query_id in query_ids})
     QueueSettings.objects.create(golden_set=golden_set, overlap_share=overlap_share)

@@ -35,7 +35,9 @@ def place(page) -> str:
 
 
 def test_an_annotator_judges_five_pairs_from_the_keyboard_undoes_one_and_a_reload_keeps_their_place(
-    browser_page, live_server, make_user,
+    browser_page,
+    live_server,
+    make_user,
 ):
     records = [JsonRecord(line=1, id="d1", title="<script>window.pwned = 3</script>Runbook", text=HOSTILE)]
     records += factories.pages(*(f"d{n}" for n in range(2, 9)))

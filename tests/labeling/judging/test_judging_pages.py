@@ -9,11 +9,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from goldenset.models import Judgment
-from labeling.models import JudgingTask
 from labeling.judging.views import highlight, query_terms
+from labeling.models import JudgingTask
 from lib.formats import JsonRecord
-from tests.support import factories
 from tests.labeling.judging.judging_data import annotator_of, pooled_set
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +66,9 @@ def test_the_counts_stop_at_a_pools_budget_and_today_counts_pairs_as_judged_by_y
     from labeling.models import Pool
     from labeling.pools.services import pool_build
 
-    extra = pool_build(golden_set=golden_set, runs=list(Pool.objects.get(golden_set=golden_set).runs.all()), depth=8, strategy="depth", budget=2).pool
+    extra = pool_build(
+        golden_set=golden_set, runs=list(Pool.objects.get(golden_set=golden_set).runs.all()), depth=8, strategy="depth", budget=2
+    ).pool
     assert extra.pair_count == 12  # d5 to d8 of three queries, two of which may be judged
     first = judging_progress(golden_set=golden_set, annotator=ann)
     assert first.total == JudgingTask.objects.filter(golden_set=golden_set, pool__budget__isnull=True).count() + 2
@@ -142,7 +144,7 @@ def test_a_page_with_script_or_event_handlers_runs_nothing(make_user, client):
 def test_the_next_fragment_is_the_pair_alone(client, golden_set, ann):
     response = client.get(reverse("judging_next", args=[golden_set.slug]), **HTMX)
     body = response.content.decode()
-    assert body.lstrip().startswith("<section id=\"pair\"")
+    assert body.lstrip().startswith('<section id="pair"')
     assert "<html" not in body
     assert task_id(response) == JudgingTask.objects.get(leased_to=ann).pk
 
@@ -150,7 +152,9 @@ def test_the_next_fragment_is_the_pair_alone(client, golden_set, ann):
 def test_judging_through_htmx_records_the_grade_and_returns_the_next_pair(client, golden_set, ann):
     first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
     response = client.post(
-        reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "2", "note": "close", "seconds": "3.25"}, **HTMX,
+        reverse("judging_judge", args=[golden_set.slug, first]),
+        {"grade": "2", "note": "close", "seconds": "3.25"},
+        **HTMX,
     )
     assert response.status_code == 200
     judgment = Judgment.objects.get(annotator=ann)
@@ -281,10 +285,12 @@ def test_the_judged_count_rides_in_the_fragment_so_judging_writes_no_session(cli
         carried = re.search(r'name="judged" value="(\d+)"', response.content.decode()).group(1)
         with CaptureQueriesContext(connection) as judged:
             response = client.post(
-                reverse("judging_judge", args=[golden_set.slug, task_id(response)]), {"grade": "1", "judged": carried}, **HTMX,
+                reverse("judging_judge", args=[golden_set.slug, task_id(response)]),
+                {"grade": "1", "judged": carried},
+                **HTMX,
             )
         assert f'<strong class="judged-by-you">{expected}</strong> judged by you' in response.content.decode()
-        assert not any(query["sql"].startswith("UPDATE \"django_session\"") for query in judged.captured_queries)
+        assert not any(query["sql"].startswith('UPDATE "django_session"') for query in judged.captured_queries)
     # A fresh visit counts again from the judgments.
     body = client.get(reverse("judging_screen", args=[golden_set.slug])).content.decode()
     assert '<strong class="judged-by-you">2</strong> judged by you' in body
@@ -308,6 +314,7 @@ def test_a_post_without_the_carried_count_falls_back_to_the_session(client, gold
 
 
 # --- the demo --------------------------------------------------------------------------------
+
 
 def test_the_demo_annotator_finds_pairs_to_judge_after_load_demo(client):
     from io import StringIO

@@ -31,7 +31,9 @@ def _judge_in_a_loop(client, golden_set, times: int) -> int:
         task_id = re.search(r'data-task-id="(\d+)"', page.content.decode())
         if not task_id:
             break
-        answer = client.post(reverse("judging_judge", args=[golden_set.slug, int(task_id.group(1))]), {"grade": "1"}, HTTP_HX_REQUEST="true")
+        answer = client.post(
+            reverse("judging_judge", args=[golden_set.slug, int(task_id.group(1))]), {"grade": "1"}, HTTP_HX_REQUEST="true"
+        )
         assert answer.status_code == 200
         made += 1
     return made

@@ -102,6 +102,7 @@ class Annotator:
 
 # --- the setting -------------------------------------------------------------------------
 
+
 def test_a_new_set_judges_one_query_at_a_time(make_user):
     golden_set = factories.golden_set("fresh")
     assert queue_settings_of(golden_set).query_order == ONE_AT_A_TIME
@@ -123,6 +124,7 @@ def test_an_unknown_order_is_refused_naming_the_field_and_the_choices(golden_set
 
 
 # --- one annotator -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("strategy", ["depth", "mtf", "bandit"])
 def test_an_annotator_changes_query_only_once_its_window_is_exhausted(make_user, strategy):
@@ -196,6 +198,7 @@ def test_a_gold_check_does_not_move_the_annotator_off_their_query(golden_set, an
 
 # --- several annotators ------------------------------------------------------------------
 
+
 def test_annotators_at_work_together_take_queries_of_their_own(make_user):
     pool = pooled_set("team", queries=6, pages=8, depth=5)
     team = [Annotator(pool.golden_set, annotator_of(pool.golden_set, make_user, name)) for name in ("ann", "bob", "cid")]
@@ -224,6 +227,7 @@ def test_overlap_tasks_of_the_query_come_to_a_second_annotator_on_it(make_user):
 
 
 # --- where the pair stands in its query ---------------------------------------------------
+
 
 def test_each_pair_says_its_place_among_its_querys_pairs(golden_set, ann):
     places = []

@@ -40,6 +40,7 @@ def judge(golden_set, user, grade=1):
 
 # --- handing out ------------------------------------------------------------------------
 
+
 def test_the_next_task_is_the_queued_one_of_lowest_position_and_is_leased(pool, golden_set, ann):
     head = pool_queue(pool).first()
     task = task_next(golden_set=golden_set, annotator=ann)
@@ -92,6 +93,7 @@ def test_a_set_without_a_pool_has_nothing_to_judge(make_user):
 
 
 # --- judging -----------------------------------------------------------------------------
+
 
 def test_a_judgment_is_recorded_and_closes_the_pool_task(pool, golden_set, ann):
     task = task_next(golden_set=golden_set, annotator=ann)
@@ -159,6 +161,7 @@ def test_a_pair_is_never_judged_twice_by_the_same_annotator(golden_set, ann):
 
 # --- overlap -----------------------------------------------------------------------------
 
+
 def test_overlap_is_decided_from_the_task_id_at_about_the_share_asked():
     chosen = [overlap_chosen(task_id, 0.1) for task_id in range(1, 2001)]
     assert 0.09 <= sum(chosen) / len(chosen) <= 0.11
@@ -186,12 +189,18 @@ def test_an_overlap_task_goes_to_as_many_annotators_as_asked_and_no_more(golden_
 
 # --- completeness samples and gold checks ------------------------------------------------
 
+
 def sample_task(golden_set, doc_id="d8", position=0):
     sample = CompletenessSample.objects.create(golden_set=golden_set, depth_from=4, depth_to=8, population=12, size=1, seed=1)
     query = golden_set.queries.get(query_id="q1")
     page = golden_set.corpus.pages.get(doc_id=doc_id)
     return JudgingTask.objects.create(
-        golden_set=golden_set, query=query, page=page, kind=JudgingTask.Kind.SAMPLE, sample=sample, position=position,
+        golden_set=golden_set,
+        query=query,
+        page=page,
+        kind=JudgingTask.Kind.SAMPLE,
+        sample=sample,
+        position=position,
     )
 
 
@@ -230,6 +239,7 @@ def test_a_gold_check_is_served_at_its_rate_and_answered_into_a_gold_answer(gold
 
 
 # --- skips and undo ----------------------------------------------------------------------
+
 
 def test_a_skipped_task_goes_to_someone_else_not_back_to_the_skipper(golden_set, ann, bob):
     task = task_next(golden_set=golden_set, annotator=ann)
@@ -290,6 +300,7 @@ def test_undo_of_a_gold_answer_lets_the_annotator_answer_again(golden_set, ann, 
 
 # --- progress ----------------------------------------------------------------------------
 
+
 def test_progress_counts_the_sets_tasks_done_and_the_annotators_own(pool, golden_set, ann, bob):
     judge(golden_set, ann)
     judge(golden_set, ann)
@@ -311,6 +322,7 @@ def test_the_sets_progress_may_come_from_the_cache_for_the_screens(pool, golden_
 
 # --- statements a judgment costs -------------------------------------------------------------
 
+
 def test_a_pool_judgment_closes_and_counts_its_task_in_one_update_without_savepoints(pool, golden_set, ann):
     from django.test.utils import CaptureQueriesContext
 
@@ -321,7 +333,7 @@ def test_a_pool_judgment_closes_and_counts_its_task_in_one_update_without_savepo
     statements = [query["sql"] for query in captured.captured_queries]
     # The judgment's own transaction only (a savepoint in a test), none for pool_task_judged.
     assert sum(sql.startswith("SAVEPOINT") for sql in statements) == 1
-    assert not any("labeling_poolrun\" WHERE" in sql for sql in statements)
+    assert not any('labeling_poolrun" WHERE' in sql for sql in statements)
     updates = [sql for sql in statements if sql.startswith('UPDATE "labeling_judgingtask" SET "status"')]
     assert len(updates) == 1 and "judgments_done" in updates[0]
     task.refresh_from_db()
@@ -330,6 +342,7 @@ def test_a_pool_judgment_closes_and_counts_its_task_in_one_update_without_savepo
 
 
 # --- concurrency ---------------------------------------------------------------------------
+
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("overlap_share", "strategy"), [(0.0, "depth"), (0.3, "depth"), (0.3, "model_first")])

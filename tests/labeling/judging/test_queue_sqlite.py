@@ -19,7 +19,11 @@ def test_the_embedded_default_hands_each_task_to_one_annotator_at_a_time(tmp_pat
     env.update(DJANGO_SETTINGS_MODULE="goldset.settings", SQLITE_PATH=str(tmp_path / "race.sqlite3"))
     done = subprocess.run(
         [sys.executable, "-m", "tests.labeling.judging.sqlite_race", str(overlap_share)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"vendor": "sqlite", "problems": []}

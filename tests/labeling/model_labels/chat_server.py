@@ -9,10 +9,9 @@ batch of numbered passages ("[1] title d3 ...", as the judge sends with a batch 
 1) is answered with one "[i] ##final score: N" line per passage by default.
 """
 
-import re
-
 import asyncio
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 
@@ -95,10 +94,13 @@ class ChatServer:
             if reply.body is not None:
                 return web.Response(text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json")
             if reply.status != 200:
-                return web.Response(text='{"error": {"message": "busy"}}', status=reply.status, headers=reply.headers,
-                                    content_type="application/json")
+                return web.Response(
+                    text='{"error": {"message": "busy"}}', status=reply.status, headers=reply.headers, content_type="application/json"
+                )
             answer = {
-                "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
             }
@@ -132,9 +134,7 @@ def batch_answer(prompt: str, grades: dict[int, str] | None = None) -> str:
     """A batch's answer, one line per passage: "[i] ##final score: N" with N its doc number
     modulo 4, or the line `grades` gives for passage i (a test's malformed one)."""
     grades = grades or {}
-    return "\n".join(
-        grades.get(i, f"[{i}] ##final score: {doc % 4}") for i, doc in enumerate(batch_docs(prompt), start=1)
-    )
+    return "\n".join(grades.get(i, f"[{i}] ##final score: {doc % 4}") for i, doc in enumerate(batch_docs(prompt), start=1))
 
 
 class SilentServer:

@@ -29,8 +29,14 @@ RUNS = {
 def golden_set(owner):
     queries = factories.queries("q1", "q2", lang="en") + factories.queries("q3", "q4", lang="de")
     made = factories.golden_set(
-        "calib", manager=owner, qrels=HUMAN, pages=factories.pages("d1", "d2", "d3", "d4", "d5", "d6"), queries=queries,
-        query_slice_fields=["lang"], k_first=10, k_final=2,
+        "calib",
+        manager=owner,
+        qrels=HUMAN,
+        pages=factories.pages("d1", "d2", "d3", "d4", "d5", "d6"),
+        queries=queries,
+        query_slice_fields=["lang"],
+        k_first=10,
+        k_final=2,
     )
     version_publish(golden_set=made)
     records = [ModelLabelLine(n, q, d, g) for n, ((q, d), g) in enumerate(MODEL.items(), start=1)]
@@ -43,9 +49,16 @@ def golden_set(owner):
 
 # The population below the pool (tests/labeling/completeness/test_sampling.py's): ten pairs.
 POPULATION = {
-    ("q1", "d3"), ("q1", "d5"), ("q1", "d9"), ("q1", "d10"),
-    ("q2", "d3"), ("q2", "d4"), ("q2", "d5"), ("q2", "d6"),
-    ("q3", "d11"), ("q3", "d12"),
+    ("q1", "d3"),
+    ("q1", "d5"),
+    ("q1", "d9"),
+    ("q1", "d10"),
+    ("q2", "d3"),
+    ("q2", "d4"),
+    ("q2", "d5"),
+    ("q2", "d6"),
+    ("q3", "d11"),
+    ("q3", "d12"),
 }
 TRULY_RELEVANT = {("q1", "d3"), ("q2", "d6")}
 MODEL_RELEVANT = {("q1", "d3"), ("q2", "d5"), ("q3", "d11")}
@@ -56,11 +69,20 @@ def sampled(owner):
     """q1/d1 labelled relevant; runs a and b pooled at depth 2; the whole population of ten
     pairs at ranks 3-5 drawn as a sample, judged by people; the model labels all ten."""
     made = factories.golden_set(
-        "sampled", manager=owner, pages=factories.pages(*(f"d{n}" for n in range(1, 13))), qrels={("q1", "d1"): 2, ("q1", "d4"): 0},
+        "sampled",
+        manager=owner,
+        pages=factories.pages(*(f"d{n}" for n in range(1, 13))),
+        qrels={("q1", "d1"): 2, ("q1", "d4"): 0},
     )
-    a = factories.run(made, "a", {
-        "q1": [f"d{n}" for n in range(1, 9)], "q2": [f"d{n}" for n in range(1, 9)], "q3": ["d9", "d10", "d11", "d12", "elsewhere", "d1"],
-    })
+    a = factories.run(
+        made,
+        "a",
+        {
+            "q1": [f"d{n}" for n in range(1, 9)],
+            "q2": [f"d{n}" for n in range(1, 9)],
+            "q3": ["d9", "d10", "d11", "d12", "elsewhere", "d1"],
+        },
+    )
     b = factories.run(made, "b", {"q1": ["d2", "d1", "d9", "d10"], "q2": ["d8", "d7", "d6", "d5"]})
     pool = pool_build(golden_set=made, runs=[a, b], depth=2, strategy="depth").pool
     sample = completeness_sample_draw(pool=pool, size=10, depth_to=5, seed=1).sample

@@ -20,6 +20,7 @@ from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 
+
 def report(golden_set):
     return calibration_report(golden_set, model_sources(golden_set)[0])
 
@@ -58,7 +59,9 @@ def test_agreement_is_given_per_query_slice(golden_set, monkeypatch):
 def test_the_worst_disagreements_come_largest_difference_first_then_flips(golden_set):
     worst = report(golden_set).worst
     assert [(d.query_id, d.doc_id, d.human, d.model, d.flip) for d in worst] == [
-        ("q1", "d2", 0, 2, True), ("q2", "d4", 1, 0, True), ("q3", "d5", 2, 3, False),
+        ("q1", "d2", 0, 2, True),
+        ("q2", "d4", 1, 0, True),
+        ("q3", "d5", 2, 3, False),
     ]
     assert worst[0].query_text == "question q1" and worst[0].page_title == "title d2"
 
@@ -70,7 +73,9 @@ def test_runs_are_ranked_on_human_labels_and_with_the_model_filling_the_gaps(gol
     runs = {r.name: r for r in calibration.runs}
     assert set(runs) == {"alpha", "beta", "gamma"}  # the archived run is left out
     assert [(runs[n].human, runs[n].filled) for n in ("alpha", "beta", "gamma")] == [
-        pytest.approx((1.0, 0.75)), pytest.approx((0.875, 0.875)), pytest.approx((0.125, 0.375)),
+        pytest.approx((1.0, 0.75)),
+        pytest.approx((0.875, 0.875)),
+        pytest.approx((0.125, 0.375)),
     ]
     assert [(runs[n].human_rank, runs[n].filled_rank) for n in ("alpha", "beta", "gamma")] == [(1, 2), (2, 1), (3, 3)]
     # alpha/beta swap, the other two pairs keep their order: (2 - 1) / 3.
@@ -86,6 +91,7 @@ def test_a_set_with_model_labels_and_no_version_says_there_is_nothing_to_compare
 
 
 # --- the page ------------------------------------------------------------------------
+
 
 def url(golden_set) -> str:
     return reverse("model_labels", args=[golden_set.slug])
@@ -154,8 +160,12 @@ def test_the_page_makes_as_many_queries_however_many_runs_and_labels(client, gol
         assert client.get(url(golden_set)).status_code == 200
     for n in range(3):
         factories.run(golden_set, f"more{n}", {"q1": ["d1"], "q2": ["d4", "d3"]})
-    model_labels_import(golden_set=golden_set, model="judge-7b", prompt_text="grade it",
-                        records=[ModelLabelLine(1, "q2", "d1", 1), ModelLabelLine(2, "q3", "d2", 0)])
+    model_labels_import(
+        golden_set=golden_set,
+        model="judge-7b",
+        prompt_text="grade it",
+        records=[ModelLabelLine(1, "q2", "d1", 1), ModelLabelLine(2, "q3", "d2", 0)],
+    )
     with CaptureQueriesContext(connection) as after:
         assert client.get(url(golden_set)).status_code == 200
     assert len(after) == len(before) <= 20

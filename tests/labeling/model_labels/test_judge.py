@@ -43,7 +43,10 @@ def server():
 def pooled(owner):
     """Three queries over eight pages, one pair labelled by people; a pool of 10 unlabelled pairs."""
     golden_set = factories.golden_set(
-        "judged", manager=owner, pages=factories.pages(*(f"d{n}" for n in range(1, 9))), qrels={("q1", "d1"): 2},
+        "judged",
+        manager=owner,
+        pages=factories.pages(*(f"d{n}" for n in range(1, 9))),
+        qrels={("q1", "d1"): 2},
     )
     run = factories.run(golden_set, "bm25", {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d3", "d4", "d5", "d6"], "q3": ["d6", "d7", "d8"]})
     pool = pool_build(golden_set=golden_set, runs=[run], depth=4, strategy="depth").pool
@@ -63,8 +66,13 @@ class NoWait(Waiting):
 
 def run_job(golden_set, pool, server, waiting=None, **options):
     job = judge_job_submit(
-        golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model=options.pop("model", "judge-8b"),
-        prompt_text=options.pop("prompt_text", DEFAULT_PROMPT), job_task=None, **options,
+        golden_set=golden_set,
+        pool_id=pool.pk,
+        base_url=server.base_url,
+        model=options.pop("model", "judge-8b"),
+        prompt_text=options.pop("prompt_text", DEFAULT_PROMPT),
+        job_task=None,
+        **options,
     )
     return judge_job_run(job.pk, waiting=waiting or NoWait())
 
@@ -122,7 +130,11 @@ def test_a_malformed_answer_is_a_failure_kept_with_its_raw_text_never_a_guess(po
     server.reply = reply
     job = run_job(golden_set, pool, server)
     failures = {(f.page.doc_id, f.error, f.raw_answer) for f in JudgeFailure.objects.filter(job=job).select_related("page")}
-    assert ("d2", "no score found in the answer (expected “##final score: N” or a number alone)", "Fairly relevant, I would say.") in failures
+    assert (
+        "d2",
+        "no score found in the answer (expected “##final score: N” or a number alone)",
+        "Fairly relevant, I would say.",
+    ) in failures
     assert ("d4", "score 7 is not on the set's scale 0-3", "##final score: 7") in failures
     assert any(doc == "d5" and "not a chat completion" in error and raw == '{"choices": []}' for doc, error, raw in failures)
     # d2 is pooled for q1, d4 for q1 and q2, d5 for q2.
@@ -149,10 +161,14 @@ def test_a_usage_that_is_not_a_count_is_counted_as_nothing_and_the_job_goes_on(p
 
     def reply(seen, attempt):
         usage = {"prompt_tokens": "lots", "completion_tokens": -5} if "text of d2" in seen.prompt else {"prompt_tokens": -100}
-        return Reply(body=json_module.dumps({
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": f"##final score: {grade_of(seen.prompt)}"}}],
-            "usage": usage,
-        }))
+        return Reply(
+            body=json_module.dumps(
+                {
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": f"##final score: {grade_of(seen.prompt)}"}}],
+                    "usage": usage,
+                }
+            )
+        )
 
     server.reply = reply
     job = run_job(golden_set, pool, server, price_in=Decimal("3"), price_out=Decimal("15"))
@@ -185,7 +201,9 @@ def test_an_answer_that_does_not_come_in_time_is_a_failure_after_its_retries(poo
 def test_a_429_is_retried_after_the_servers_retry_after_and_then_graded(pooled, server):
     golden_set, pool = pooled
     server.reply = lambda seen, attempt: (
-        Reply(status=429, headers={"Retry-After": "7"}) if attempt == 1 and "text of d8" in seen.prompt else Reply(content="##final score: 1")
+        Reply(status=429, headers={"Retry-After": "7"})
+        if attempt == 1 and "text of d8" in seen.prompt
+        else Reply(content="##final score: 1")
     )
     waiting = NoWait()
     job = run_job(golden_set, pool, server, waiting=waiting)
@@ -229,10 +247,17 @@ def test_a_job_that_stopped_keeps_what_it_graded_and_a_run_again_continues_witho
         return real(*args, **kwargs)
 
     monkeypatch.setattr(judge_jobs, "grade_pairs_sync", crashing)
-    job = JudgeJob.objects.get(pk=judge_job_submit(
-        golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="judge-8b", prompt_text=DEFAULT_PROMPT,
-        job_task=None, max_in_flight=1,
-    ).pk)
+    job = JudgeJob.objects.get(
+        pk=judge_job_submit(
+            golden_set=golden_set,
+            pool_id=pool.pk,
+            base_url=server.base_url,
+            model="judge-8b",
+            prompt_text=DEFAULT_PROMPT,
+            job_task=None,
+            max_in_flight=1,
+        ).pk
+    )
     with pytest.raises(RuntimeError):
         judge_job_run(job.pk, waiting=NoWait())
     job.refresh_from_db()
@@ -248,8 +273,9 @@ def test_a_job_that_stopped_keeps_what_it_graded_and_a_run_again_continues_witho
 
 def test_a_database_gone_for_a_moment_puts_the_job_back_in_the_queue_for_its_retry(pooled, server, monkeypatch):
     golden_set, pool = pooled
-    job = judge_job_submit(golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m",
-                           prompt_text=DEFAULT_PROMPT, job_task=None)
+    job = judge_job_submit(
+        golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m", prompt_text=DEFAULT_PROMPT, job_task=None
+    )
 
     def gone(*args, **kwargs):
         raise OperationalError("server closed the connection unexpectedly")
@@ -297,8 +323,9 @@ def test_a_key_variable_outside_the_judge_prefix_is_refused_so_no_secret_of_the_
 def test_every_bad_field_is_named_at_once_and_nothing_is_recorded(pooled, server):
     golden_set, pool = pooled
     with pytest.raises(GoldsetError) as refused:
-        judge_job_submit(golden_set=golden_set, pool_id=999, base_url="ftp://x", model="", prompt_text="grade it",
-                         job_task=None, max_in_flight=0)
+        judge_job_submit(
+            golden_set=golden_set, pool_id=999, base_url="ftp://x", model="", prompt_text="grade it", job_task=None, max_in_flight=0
+        )
     fields = [problem.split(":")[0] for problem in refused.value.problems]
     assert fields == ["pool", "base_url", "model", "prompt", "max_in_flight"]
     assert not JudgeJob.objects.exists() and not ModelPrompt.objects.exists()
@@ -306,24 +333,41 @@ def test_every_bad_field_is_named_at_once_and_nothing_is_recorded(pooled, server
 
 def test_a_base_url_on_a_cloud_metadata_address_is_never_sent_to(pooled, server):
     golden_set, pool = pooled
-    job = judge_job_submit(golden_set=golden_set, pool_id=pool.pk, base_url="http://169.254.169.254/v1", model="m",
-                           prompt_text=DEFAULT_PROMPT, job_task=None, sample_size=1)
+    job = judge_job_submit(
+        golden_set=golden_set,
+        pool_id=pool.pk,
+        base_url="http://169.254.169.254/v1",
+        model="m",
+        prompt_text=DEFAULT_PROMPT,
+        job_task=None,
+        sample_size=1,
+    )
     job = judge_job_run(job.pk, waiting=NoWait())
     assert JudgeFailure.objects.get(job=job).error.startswith("the receiver could not be reached") and job.requests == 0
 
 
 # The page: managers start jobs, managers and adjudicators follow them.
 
+
 def form_data(pool, server, **changes):
     # The prompt's lines end in CRLF, as a browser sends a textarea's.
-    data = {"pool": pool.pk, "base_url": server.base_url, "model": "judge-8b", "api_key_env": "",
-            "prompt": DEFAULT_PROMPT.replace("\n", "\r\n"),
-            "sample": "3", "max_in_flight": "2", "price_in": "1.5", "price_out": ""}
+    data = {
+        "pool": pool.pk,
+        "base_url": server.base_url,
+        "model": "judge-8b",
+        "api_key_env": "",
+        "prompt": DEFAULT_PROMPT.replace("\n", "\r\n"),
+        "sample": "3",
+        "max_in_flight": "2",
+        "price_in": "1.5",
+        "price_out": "",
+    }
     return {**data, **changes}
 
 
-def test_a_manager_starts_a_job_from_the_page_and_finds_it_listed_with_its_counts(client, owner, pooled, server,
-                                                                                   django_capture_on_commit_callbacks):
+def test_a_manager_starts_a_job_from_the_page_and_finds_it_listed_with_its_counts(
+    client, owner, pooled, server, django_capture_on_commit_callbacks
+):
     golden_set, pool = pooled
     client.force_login(owner)
     page = client.get(reverse("model_labels", args=[golden_set.slug]))
@@ -336,15 +380,19 @@ def test_a_manager_starts_a_job_from_the_page_and_finds_it_listed_with_its_count
     assert ModelPrompt.objects.get(prompt_hash=job.prompt_hash).text == DEFAULT_PROMPT
     listed = client.get(reverse("judge_jobs", args=[golden_set.slug])).content.decode()
     assert "3 of 3 pairs settled: 3 graded, 0 failed, 0 labelled already" in listed
-    assert "3 requests · 300 prompt tokens · 30 completion tokens · 0.000450 at the manager's prices (1.5 in, 0 out per million tokens)" in listed
+    assert (
+        "3 requests · 300 prompt tokens · 30 completion tokens · 0.000450 at the manager's prices (1.5 in, 0 out per million tokens)"
+        in listed
+    )
     assert "hx-trigger" not in listed  # nothing going: no polling
 
 
 def test_a_bad_form_is_shown_again_with_the_field_at_fault_and_nothing_recorded(client, owner, pooled, server):
     golden_set, pool = pooled
     client.force_login(owner)
-    response = client.post(reverse("judge_job_start", args=[golden_set.slug]),
-                           form_data(pool, server, api_key_env="DATABASE_URL", prompt="no slots here"))
+    response = client.post(
+        reverse("judge_job_start", args=[golden_set.slug]), form_data(pool, server, api_key_env="DATABASE_URL", prompt="no slots here")
+    )
     assert response.status_code == 400
     form = response.context["judge_form"]
     assert "not a variable Goldset reads" in form.errors["api_key_env"][0]
@@ -355,7 +403,9 @@ def test_a_bad_form_is_shown_again_with_the_field_at_fault_and_nothing_recorded(
 def test_the_jobs_list_follows_a_job_still_going(client, owner, pooled, server, django_assert_num_queries):
     golden_set, pool = pooled
     for _ in range(3):
-        judge_job_submit(golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m", prompt_text=DEFAULT_PROMPT, job_task=None)
+        judge_job_submit(
+            golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m", prompt_text=DEFAULT_PROMPT, job_task=None
+        )
     client.force_login(owner)
     url = reverse("judge_jobs", args=[golden_set.slug])
     client.get(url)
@@ -384,8 +434,10 @@ def test_an_annotator_and_a_stranger_get_not_found_and_anonymous_is_sent_to_log_
         assert client.get(reverse("judge_jobs", args=[golden_set.slug])).status_code == 404
         assert client.post(reverse("judge_job_start", args=[golden_set.slug]), form_data(pool, server)).status_code == 404
     client.logout()
-    for response in (client.get(reverse("judge_jobs", args=[golden_set.slug])),
-                     client.post(reverse("judge_job_start", args=[golden_set.slug]), form_data(pool, server))):
+    for response in (
+        client.get(reverse("judge_jobs", args=[golden_set.slug])),
+        client.post(reverse("judge_job_start", args=[golden_set.slug]), form_data(pool, server)),
+    ):
         assert response.status_code == 302 and "/login" in response["Location"]
     assert not JudgeJob.objects.exists()
 
@@ -398,14 +450,32 @@ def test_the_start_url_takes_no_get(client, owner, pooled):
 
 # The command.
 
+
 def test_the_command_grades_the_pool_and_says_what_it_did(pooled, server, monkeypatch, tmp_path):
     golden_set, pool = pooled
     monkeypatch.setenv("JUDGE_LOCAL", "token-1")
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Query: {query}\nPassage: {passage}\nAnswer with the score only.", encoding="utf-8")
     out = StringIO()
-    call_command("model_judge", golden_set.slug, "--pool", str(pool.pk), "--base-url", server.base_url, "--model", "local-7b",
-                 "--api-key-env", "JUDGE_LOCAL", "--sample", "5", "--prompt-file", str(prompt), "--price-in", "2", stdout=out)
+    call_command(
+        "model_judge",
+        golden_set.slug,
+        "--pool",
+        str(pool.pk),
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-7b",
+        "--api-key-env",
+        "JUDGE_LOCAL",
+        "--sample",
+        "5",
+        "--prompt-file",
+        str(prompt),
+        "--price-in",
+        "2",
+        stdout=out,
+    )
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("judge job ") and "local-7b" in lines[0]
     assert lines[-3:] == [
@@ -419,14 +489,19 @@ def test_the_command_grades_the_pool_and_says_what_it_did(pooled, server, monkey
 def test_the_command_names_what_is_wrong(pooled, server):
     golden_set, pool = pooled
     with pytest.raises(CommandError, match="api_key_env: 'HOME' is not a variable Goldset reads"):
-        call_command("model_judge", golden_set.slug, "--pool", str(pool.pk), "--base-url", server.base_url, "--model", "m",
-                     "--api-key-env", "HOME")
+        call_command(
+            "model_judge", golden_set.slug, "--pool", str(pool.pk), "--base-url", server.base_url, "--model", "m", "--api-key-env", "HOME"
+        )
 
 
 def test_the_sweeper_sends_a_lost_job_again_and_fails_one_whose_worker_vanished(pooled, server):
     golden_set, pool = pooled
-    lost, stuck = (judge_job_submit(golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m",
-                                    prompt_text=DEFAULT_PROMPT, job_task=None) for _ in range(2))
+    lost, stuck = (
+        judge_job_submit(
+            golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="m", prompt_text=DEFAULT_PROMPT, job_task=None
+        )
+        for _ in range(2)
+    )
     now = timezone.now()
     JudgeJob.objects.filter(pk=stuck.pk).update(status="running", started_at=now - timedelta(hours=7))
     sent = []

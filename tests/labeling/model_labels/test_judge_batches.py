@@ -19,6 +19,7 @@ from labeling.models import JudgeFailure, JudgeJob
 from lib.errors import GoldsetError
 from lib.llm_judging import DEFAULT_PROMPT
 from tests.labeling.model_labels.chat_server import Reply, batch_answer, batch_docs, is_batch
+
 # The chat server and the pool of 10 unlabelled pairs (q1 d2-d4, q2 d3-d6, q3 d6-d8) are test_judge.py's.
 from tests.labeling.model_labels.test_judge import NoWait, form_data, pooled, server  # noqa: F401  (fixtures)
 
@@ -27,8 +28,13 @@ pytestmark = pytest.mark.django_db
 
 def run_job(golden_set, pool, server, **options):
     job = judge_job_submit(
-        golden_set=golden_set, pool_id=pool.pk, base_url=server.base_url, model="judge-8b", prompt_text=DEFAULT_PROMPT,
-        job_task=None, **options,
+        golden_set=golden_set,
+        pool_id=pool.pk,
+        base_url=server.base_url,
+        model="judge-8b",
+        prompt_text=DEFAULT_PROMPT,
+        job_task=None,
+        **options,
     )
     return judge_job_run(job.pk, waiting=NoWait())
 
@@ -87,8 +93,10 @@ def test_a_short_or_garbled_batch_answer_fails_just_those_pairs_and_keeps_the_ra
         ("q2", "d4"): ("the batch answer gives no score for passage [2] of 4", q2_raw),
         ("q2", "d5"): ("score 9 is not on the set's scale 0-3", q2_raw),
         ("q2", "d6"): ("the batch answer gives no score for passage [4] of 4", q2_raw),
-        **{("q3", doc): (f"the batch answer gives no score for passage [{i}] of 3", "All of these look relevant to me.")
-           for i, doc in enumerate(["d6", "d7", "d8"], start=1)},
+        **{
+            ("q3", doc): (f"the batch answer gives no score for passage [{i}] of 3", "All of these look relevant to me.")
+            for i, doc in enumerate(["d6", "d7", "d8"], start=1)
+        },
     }
     assert set(labels(golden_set)) == {("q1", "d2"), ("q1", "d3"), ("q1", "d4"), ("q2", "d3")}
     assert (job.pairs_done, job.pairs_failed, job.requests) == (4, 6, 3)
@@ -96,7 +104,9 @@ def test_a_short_or_garbled_batch_answer_fails_just_those_pairs_and_keeps_the_ra
 
 def test_a_batch_answer_that_is_not_a_chat_completion_fails_its_pairs_alike(pooled, server):
     golden_set, pool = pooled
-    server.reply = lambda seen, attempt: Reply(body='{"choices": []}') if "question q1" in seen.prompt else Reply(content=batch_answer(seen.prompt))
+    server.reply = lambda seen, attempt: (
+        Reply(body='{"choices": []}') if "question q1" in seen.prompt else Reply(content=batch_answer(seen.prompt))
+    )
     job = run_job(golden_set, pool, server, batch_size=4)
     failed = failures(job)
     assert set(failed) == {("q1", "d2"), ("q1", "d3"), ("q1", "d4")}
@@ -125,14 +135,29 @@ def test_a_batch_size_out_of_bounds_is_refused_by_name_and_nothing_recorded(pool
 def test_the_command_sends_batches_when_asked(pooled, server):
     golden_set, pool = pooled
     out = StringIO()
-    call_command("model_judge", golden_set.slug, "--pool", str(pool.pk), "--base-url", server.base_url, "--model", "local-7b",
-                 "--batch", "4", stdout=out)
+    call_command(
+        "model_judge",
+        golden_set.slug,
+        "--pool",
+        str(pool.pk),
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-7b",
+        "--batch",
+        "4",
+        stdout=out,
+    )
     assert "pairs: 10 (10 graded, 0 failed, 0 labelled already)" in out.getvalue()
     assert re.search(r"^requests: 3,", out.getvalue(), re.MULTILINE)
 
 
 def test_a_manager_sets_the_batch_size_on_the_form_and_a_bad_one_is_shown_beside_its_field(
-    client, owner, pooled, server, django_capture_on_commit_callbacks,
+    client,
+    owner,
+    pooled,
+    server,
+    django_capture_on_commit_callbacks,
 ):
     golden_set, pool = pooled
     client.force_login(owner)

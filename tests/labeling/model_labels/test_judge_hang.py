@@ -29,13 +29,22 @@ def silent():
 
 @pytest.mark.django_db(transaction=True)  # the job runs on another thread, which sees only what is committed
 def test_a_job_whose_endpoint_never_answers_says_so_at_the_first_timeout_and_fails_its_pairs(
-    client, owner, pooled, silent, settings,
+    client,
+    owner,
+    pooled,
+    silent,
+    settings,
 ):
     golden_set, pool = pooled
     settings.JUDGE_TIMEOUT_SECONDS = TIMEOUT
     job = judge_job_submit(
-        golden_set=golden_set, pool_id=pool.pk, base_url=silent.base_url, model="judge-8b", prompt_text=DEFAULT_PROMPT,
-        job_task=None, max_in_flight=10,
+        golden_set=golden_set,
+        pool_id=pool.pk,
+        base_url=silent.base_url,
+        model="judge-8b",
+        prompt_text=DEFAULT_PROMPT,
+        job_task=None,
+        max_in_flight=10,
     )
 
     def run() -> None:

@@ -17,7 +17,12 @@ from goldenset.models import Judgment, Membership, ModelJudgment, ModelPrompt
 from goldenset.services import membership_grant
 from labeling.model_labels.jobs import judge_job_run, judge_job_submit
 from labeling.model_labels.local_judge import (
-    DEFAULT_THRESHOLDS_0_3, Thresholds, config_problem, config_read, config_text, default_config,
+    DEFAULT_THRESHOLDS_0_3,
+    Thresholds,
+    config_problem,
+    config_read,
+    config_text,
+    default_config,
 )
 from labeling.models import JudgeJob
 from labeling.pools.services import pool_build
@@ -52,17 +57,26 @@ def pooled(owner):
 
 def local_job(golden_set, pool, config=None, **options):
     return judge_job_submit(
-        golden_set=golden_set, pool_id=pool.pk, kind=JudgeJob.Kind.LOCAL, base_url="", model="",
-        prompt_text=config if config is not None else default_config(golden_set.grade_values()), job_task=None, **options,
+        golden_set=golden_set,
+        pool_id=pool.pk,
+        kind=JudgeJob.Kind.LOCAL,
+        base_url="",
+        model="",
+        prompt_text=config if config is not None else default_config(golden_set.grade_values()),
+        job_task=None,
+        **options,
     )
 
 
 def labels(golden_set):
-    rows = ModelJudgment.objects.filter(golden_set=golden_set).values_list("query__query_id", "page__doc_id", "grade", "score", "raw_answer")
+    rows = ModelJudgment.objects.filter(golden_set=golden_set).values_list(
+        "query__query_id", "page__doc_id", "grade", "score", "raw_answer"
+    )
     return {(q, d): (g, s, r) for q, d, g, s, r in rows}
 
 
 # The configuration.
+
 
 def test_the_thresholds_map_a_cosine_to_the_highest_grade_it_reaches():
     thresholds = Thresholds(0, {3: 0.7, 2: 0.5, 1: 0.3})
@@ -80,19 +94,23 @@ def test_a_scale_other_than_0_to_3_gets_a_threshold_for_each_grade_above_its_low
     assert read.floors[2] < read.floors[3] < read.floors[4] < read.floors[5]
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("grade 3 from cosine 0.6\ngrade 2 from cosine 0.5\ngrade one from cosine 0.4", "line 3 'grade one from cosine 0.4' is not"),
-    ("grade 3 from cosine 0.6\ngrade 2 from cosine 0.5", "no threshold for grade 1"),
-    ("grade 3 from cosine 0.4\ngrade 2 from cosine 0.5\ngrade 1 from cosine 0.3", "must rise with the grades"),
-    ("grade 4 from cosine 0.7\ngrade 2 from cosine 0.5\ngrade 1 from cosine 0.3", "line 1: grade 4 is not a grade above 0"),
-    ("grade 3 from cosine 1.5\ngrade 2 from cosine 0.5\ngrade 1 from cosine 0.3", "line 1: cosine 1.5 is not between -1 and 1"),
-    ("grade 3 from cosine 0.6\ngrade 3 from cosine 0.5\ngrade 1 from cosine 0.3", "line 2: grade 3 is given twice"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("grade 3 from cosine 0.6\ngrade 2 from cosine 0.5\ngrade one from cosine 0.4", "line 3 'grade one from cosine 0.4' is not"),
+        ("grade 3 from cosine 0.6\ngrade 2 from cosine 0.5", "no threshold for grade 1"),
+        ("grade 3 from cosine 0.4\ngrade 2 from cosine 0.5\ngrade 1 from cosine 0.3", "must rise with the grades"),
+        ("grade 4 from cosine 0.7\ngrade 2 from cosine 0.5\ngrade 1 from cosine 0.3", "line 1: grade 4 is not a grade above 0"),
+        ("grade 3 from cosine 1.5\ngrade 2 from cosine 0.5\ngrade 1 from cosine 0.3", "line 1: cosine 1.5 is not between -1 and 1"),
+        ("grade 3 from cosine 0.6\ngrade 3 from cosine 0.5\ngrade 1 from cosine 0.3", "line 2: grade 3 is given twice"),
+    ],
+)
 def test_a_bad_configuration_is_refused_naming_its_line(text, problem):
     assert problem in config_problem(text, [0, 1, 2, 3])
 
 
 # Jobs.
+
 
 @needs_model
 def test_a_local_job_grades_every_pair_by_the_cosine_and_stores_model_labels_never_human_ones(pooled):
@@ -153,6 +171,7 @@ def test_a_bad_configuration_refuses_the_job_naming_the_field_and_records_nothin
 
 # Without the optional model extra.
 
+
 @pytest.fixture
 def model_missing(monkeypatch):
     problem = f"the local model {minilm.MODEL_NAME} is not installed (missing: {minilm.PACKAGE}); {minilm.INSTALL_HINT}"
@@ -188,11 +207,22 @@ def test_without_the_extra_the_form_says_the_local_judge_cannot_run_here(client,
 
 # The page.
 
+
 def local_form(pool, **changes):
     # CRLF line ends, as a browser sends a textarea's.
-    data = {"pool": pool.pk, "kind": "local", "base_url": "", "model": "", "api_key_env": "", "prompt": "",
-            "config": default_config([0, 1, 2, 3]).replace("\n", "\r\n"), "sample": "", "max_in_flight": "4",
-            "price_in": "", "price_out": ""}
+    data = {
+        "pool": pool.pk,
+        "kind": "local",
+        "base_url": "",
+        "model": "",
+        "api_key_env": "",
+        "prompt": "",
+        "config": default_config([0, 1, 2, 3]).replace("\n", "\r\n"),
+        "sample": "",
+        "max_in_flight": "4",
+        "price_in": "",
+        "price_out": "",
+    }
     return {**data, **changes}
 
 
@@ -241,6 +271,7 @@ def test_only_a_manager_starts_a_local_job(client, teammate, stranger, make_user
 
 # The command.
 
+
 @needs_model
 def test_the_command_grades_the_pool_locally_and_says_what_it_did(pooled, tmp_path):
     golden_set, pool = pooled
@@ -265,6 +296,7 @@ def test_the_command_asks_a_chat_judge_for_its_url_and_model(pooled):
 
 
 # The demo, graded offline (issue #16's acceptance).
+
 
 @pytest.fixture
 def offline(monkeypatch):

@@ -31,14 +31,22 @@ def report(golden_set):
 
 # --- per slice -------------------------------------------------------------------------
 
+
 @pytest.fixture
 def paged_set(owner):
     """The conftest's labels over pages of two doc types: d1-d3 faq, d4-d6 guide."""
     pages = factories.pages("d1", "d2", "d3", doc_type="faq") + factories.pages("d4", "d5", "d6", doc_type="guide")
     queries = factories.queries("q1", "q2", lang="en") + factories.queries("q3", "q4", lang="de")
     made = factories.golden_set(
-        "paged", manager=owner, qrels=HUMAN, pages=pages, queries=queries, query_slice_fields=["lang"],
-        page_slice_fields=["doc_type"], k_first=10, k_final=2,
+        "paged",
+        manager=owner,
+        qrels=HUMAN,
+        pages=pages,
+        queries=queries,
+        query_slice_fields=["lang"],
+        page_slice_fields=["doc_type"],
+        k_first=10,
+        k_final=2,
     )
     version_publish(golden_set=made)
     records = [ModelLabelLine(n, q, d, g) for n, ((q, d), g) in enumerate(MODEL.items(), start=1)]
@@ -76,6 +84,7 @@ def test_the_page_says_a_slice_has_too_few_pairs(client, paged_set, owner):
 
 
 # --- scores with model fill ------------------------------------------------------------
+
 
 def test_runs_are_scored_with_model_fill_beside_their_human_scores(golden_set):
     calibration = report(golden_set)
@@ -117,6 +126,7 @@ def test_the_page_labels_the_filled_scores_with_the_model_and_prompt(client, gol
 
 # --- recall of the labels, prediction-powered ------------------------------------------
 
+
 def test_the_population_of_a_sample_is_drawn_up_again_with_its_judged_pairs(sampled):
     sample = sampled.completeness_samples.get()
     query_pks, page_pks = sample_population(sample, sample_own_pairs(sample))
@@ -131,14 +141,22 @@ def test_the_recall_of_the_labels_is_estimated_by_people_and_prediction_powered(
     # People: 2 of 10 relevant, so recall 1 / (1 + 10 * 0.2) = 1/3, Wilson's interval mapped.
     wilson = human_share(2, 10)
     assert estimate.human.recall == pytest.approx(1 / 3)
-    assert (estimate.human.low, estimate.human.high) == (pytest.approx(1 / (1 + 10 * wilson.high)), pytest.approx(1 / (1 + 10 * wilson.low)))
+    assert (estimate.human.low, estimate.human.high) == (
+        pytest.approx(1 / (1 + 10 * wilson.high)),
+        pytest.approx(1 / (1 + 10 * wilson.low)),
+    )
     # Model: 3 of 10 relevant (m = 0.3); on the sample it missed q2/d6 (b = 1) and wrongly
     # called q2/d5 and q3/d11 (c = 2): theta = 0.3 + (1 - 2) / 10 = 0.2, recall 1/3 again.
     ordered = sorted(POPULATION)
-    expected = ppi_share([p in MODEL_RELEVANT for p in ordered], [p in TRULY_RELEVANT for p in ordered], [p in MODEL_RELEVANT for p in ordered])
+    expected = ppi_share(
+        [p in MODEL_RELEVANT for p in ordered], [p in TRULY_RELEVANT for p in ordered], [p in MODEL_RELEVANT for p in ordered]
+    )
     assert estimate.ppi.share.share == pytest.approx(0.2)
     assert estimate.ppi.recall == pytest.approx(1 / 3)
-    assert (estimate.ppi.low, estimate.ppi.high) == (pytest.approx(1 / (1 + 10 * expected.high)), pytest.approx(1 / (1 + 10 * expected.low)))
+    assert (estimate.ppi.low, estimate.ppi.high) == (
+        pytest.approx(1 / (1 + 10 * expected.high)),
+        pytest.approx(1 / (1 + 10 * expected.low)),
+    )
     assert estimate.label == "prediction-powered (judge-7b + 10 human labels)"
 
 
@@ -167,8 +185,12 @@ def test_the_page_with_a_sample_makes_as_many_queries_however_many_runs_and_labe
     with CaptureQueriesContext(connection) as before:
         assert client.get(url).status_code == 200
     factories.run(sampled, "c", {"q1": ["d1", "d12"], "q3": ["d2"]})
-    model_labels_import(golden_set=sampled, model="judge-7b", prompt_text="grade it",
-                        records=[ModelLabelLine(1, "q1", "d12", 1), ModelLabelLine(2, "q3", "d2", 0)])
+    model_labels_import(
+        golden_set=sampled,
+        model="judge-7b",
+        prompt_text="grade it",
+        records=[ModelLabelLine(1, "q1", "d12", 1), ModelLabelLine(2, "q3", "d2", 0)],
+    )
     with CaptureQueriesContext(connection) as after:
         assert client.get(url).status_code == 200
     assert len(after) == len(before) <= 40

@@ -48,5 +48,7 @@ def test_the_filled_scores_and_both_recall_intervals_fit_a_phone_and_pass_axe(br
     assert "prediction-powered (judge-7b + 10 human labels)" in browser_page.locator(".model-recall").inner_text()
     assert browser_page.locator(".model-filled tbody tr").count() == 2
     browser_page.evaluate(_axe_source())
-    found = browser_page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
+    found = browser_page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])"
+    )
     assert [v for v in found if v[0] in ("serious", "critical")] == []

@@ -30,9 +30,17 @@ def import_labels(golden_set, model: str, prompt: str, labels: list[tuple[str, s
 def labels(golden_set):
     """judge-7b grades q1's d3 highest, then d6 and d2 (same grade, d6's own score higher),
     and q2's d5; it says nothing of q3. Another model says the opposite."""
-    import_labels(golden_set, "judge-7b", "grade it", [
-        ("q1", "d3", 3, None), ("q1", "d6", 2, 0.9), ("q1", "d2", 2, 0.1), ("q2", "d5", 1, None),
-    ])
+    import_labels(
+        golden_set,
+        "judge-7b",
+        "grade it",
+        [
+            ("q1", "d3", 3, None),
+            ("q1", "d6", 2, 0.9),
+            ("q1", "d2", 2, 0.1),
+            ("q2", "d5", 1, None),
+        ],
+    )
     import_labels(golden_set, "other", "grade it", [("q1", "d5", 3, None), ("q2", "d7", 3, None)])
 
 
@@ -46,9 +54,15 @@ def test_the_queue_takes_the_pairs_the_model_grades_highest_first_then_the_unlab
     assert pool.strategy_state == {"model": "judge-7b", "prompt_hash": pool.strategy_state["prompt_hash"]}
     # Depth order would be q1: d5 d2 d3 d6, q2: d7 d4 d5, q3: d6 d7 d8; the other model's labels play no part.
     assert queue(pool) == [
-        ("q1", "d3"), ("q2", "d5"), ("q3", "d6"),
-        ("q1", "d6"), ("q2", "d7"), ("q3", "d7"),
-        ("q1", "d2"), ("q2", "d4"), ("q3", "d8"),
+        ("q1", "d3"),
+        ("q2", "d5"),
+        ("q3", "d6"),
+        ("q1", "d6"),
+        ("q2", "d7"),
+        ("q3", "d7"),
+        ("q1", "d2"),
+        ("q2", "d4"),
+        ("q3", "d8"),
         ("q1", "d5"),
     ]
     lines = "\n".join(result.lines())
@@ -75,12 +89,18 @@ def test_an_extended_model_first_pool_puts_new_pairs_in_the_models_order(golden_
     assert [pair for pair in queue(pool) if pair[0] == "q1"] == [("q1", "d3"), ("q1", "d6"), ("q1", "d2"), ("q1", "d5")]
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"strategy": "model_first"}, "orders by model labels: choose the model"),
-    ({"strategy": "model_first", "model": "nobody"}, "has no labels from model 'nobody'"),
-    ({"strategy": "model_first", "model": "judge-7b", "prompt_hash": "0" * 64}, "has no labels from model 'judge-7b' with prompt 000000000000"),
-    ({"strategy": "depth", "model": "judge-7b"}, "strategy 'depth' uses no model labels"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"strategy": "model_first"}, "orders by model labels: choose the model"),
+        ({"strategy": "model_first", "model": "nobody"}, "has no labels from model 'nobody'"),
+        (
+            {"strategy": "model_first", "model": "judge-7b", "prompt_hash": "0" * 64},
+            "has no labels from model 'judge-7b' with prompt 000000000000",
+        ),
+        ({"strategy": "depth", "model": "judge-7b"}, "strategy 'depth' uses no model labels"),
+    ],
+)
 def test_a_model_first_pool_without_a_known_model_is_refused_and_nothing_is_written(golden_set, run_a, labels, options, message):
     with pytest.raises(GoldsetError, match=message):
         pool_build(golden_set=golden_set, runs=[run_a], depth=3, **options)
@@ -92,7 +112,12 @@ def test_a_model_with_several_prompts_needs_the_prompt_chosen(golden_set, run_a,
     with pytest.raises(GoldsetError, match="several prompts: choose one by its hash"):
         pool_build(golden_set=golden_set, runs=[run_a], depth=3, strategy="model_first", model="judge-7b")
     pool = pool_build(
-        golden_set=golden_set, runs=[run_a], depth=3, strategy="model_first", model="judge-7b", prompt_hash=prompt_hash_of("grade it again"),
+        golden_set=golden_set,
+        runs=[run_a],
+        depth=3,
+        strategy="model_first",
+        model="judge-7b",
+        prompt_hash=prompt_hash_of("grade it again"),
     ).pool
     assert pool.strategy_state["prompt_hash"] == prompt_hash_of("grade it again")
 
@@ -104,10 +129,13 @@ def test_build_pool_builds_a_model_first_pool(golden_set, run_a, run_b, labels, 
     assert "judging order: model first (uses model labels)" in out and "model labels ordering the queue: judge-7b" in out
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["--strategy", "model_first"], "orders by model labels: choose the model"),
-    (["--model", "judge-7b"], "strategy 'depth' uses no model labels"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--strategy", "model_first"], "orders by model labels: choose the model"),
+        (["--model", "judge-7b"], "strategy 'depth' uses no model labels"),
+    ],
+)
 def test_build_pool_explains_a_missing_or_stray_model(golden_set, run_a, labels, arguments, message):
     with pytest.raises(CommandError, match=message):
         call_command("build_pool", "tiny", "--runs", "a", "--depth", "3", *arguments, verbosity=0)

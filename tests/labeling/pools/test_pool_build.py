@@ -46,23 +46,32 @@ def queue(pool) -> list[tuple[str, str]]:
 
 # --- the union ----------------------------------------------------------------------
 
+
 def test_a_pool_is_the_union_of_the_runs_tops_less_labelled_pairs(golden_set, run_a, run_b):
     result = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=2, strategy="depth")
     assert task_pairs(result.pool) == {
-        ("q1", "d2"), ("q1", "d5"),  # q1-d1 is labelled
-        ("q2", "d4"), ("q2", "d7"),  # q2-d3 is labelled (not relevant counts as labelled)
-        ("q3", "d6"), ("q3", "d7"),
+        ("q1", "d2"),
+        ("q1", "d5"),  # q1-d1 is labelled
+        ("q2", "d4"),
+        ("q2", "d7"),  # q2-d3 is labelled (not relevant counts as labelled)
+        ("q3", "d6"),
+        ("q3", "d7"),
     }
     assert (result.candidate_pairs, result.already_labelled, result.new_tasks) == (8, 2, 6)
     assert {q: (c.candidates, c.already_labelled, c.new_tasks) for q, c in result.per_query.items()} == {
-        "q1": (3, 1, 2), "q2": (3, 1, 2), "q3": (2, 0, 2),
+        "q1": (3, 1, 2),
+        "q2": (3, 1, 2),
+        "q3": (2, 0, 2),
     }
 
 
 def test_the_pool_records_its_runs_with_their_depth_and_which_runs_retrieved_each_task(golden_set, run_a, run_b):
     pool = pool_build(golden_set=golden_set, runs=[run_b, run_a], depth=3, strategy="depth").pool
     assert list(PoolRun.objects.filter(pool=pool).values_list("run__name", "depth", "ordinal")) == [("b", 3, 0), ("a", 3, 1)]
-    ranks = {(q, d): JudgingTask.objects.get(pool=pool, query__query_id=q, page__doc_id=d).ranks(2) for q, d in [("q1", "d2"), ("q1", "d5"), ("q1", "d3")]}
+    ranks = {
+        (q, d): JudgingTask.objects.get(pool=pool, query__query_id=q, page__doc_id=d).ranks(2)
+        for q, d in [("q1", "d2"), ("q1", "d5"), ("q1", "d3")]
+    }
     assert ranks == {("q1", "d2"): [2, 2], ("q1", "d5"): [1, 0], ("q1", "d3"): [0, 3]}
     arrays = pool_pairs(pool)
     assert arrays.ranks.shape == (len(arrays), 2) and len(arrays) == pool.pair_count == 10
@@ -80,9 +89,15 @@ def test_the_depth_strategy_queues_rank_by_rank_round_robin_over_queries(golden_
     pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
     # q1-d1 and q2-d3 are labelled; among equal ranks, run a (listed first) goes first.
     assert queue(pool) == [
-        ("q1", "d5"), ("q2", "d7"), ("q3", "d6"),  # rank 1
-        ("q1", "d2"), ("q2", "d4"), ("q3", "d7"),  # rank 2
-        ("q1", "d3"), ("q2", "d5"), ("q3", "d8"),  # rank 3
+        ("q1", "d5"),
+        ("q2", "d7"),
+        ("q3", "d6"),  # rank 1
+        ("q1", "d2"),
+        ("q2", "d4"),
+        ("q3", "d7"),  # rank 2
+        ("q1", "d3"),
+        ("q2", "d5"),
+        ("q3", "d8"),  # rank 3
         ("q1", "d6"),  # rank 3 of b
     ]
 
@@ -98,10 +113,13 @@ def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set,
     monkeypatch.setattr(services, "_BULK_UPDATE_LIMIT", 0)  # every task through the binary COPY, on PostgreSQL
     copied = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
     rows = lambda pool: sorted(  # noqa: E731
-        JudgingTask.objects.filter(pool=pool).values_list("query_id", "page_id", "kind", "position", "best_rank", "run_ranks", "status", "judgments_required")
+        JudgingTask.objects.filter(pool=pool).values_list(
+            "query_id", "page_id", "kind", "position", "best_rank", "run_ranks", "status", "judgments_required"
+        )
     )
     pairs = lambda pool: sorted(  # noqa: E731
-        (q, bytes(pages), bytes(ranks), runs) for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
+        (q, bytes(pages), bytes(ranks), runs)
+        for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
     )
     expected = [(q, p, k, pos, best, bytes(blob), s, j) for q, p, k, pos, best, blob, s, j in rows(copied)]
     expected_pairs = pairs(copied)
@@ -118,6 +136,7 @@ def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set,
 
 
 # --- the Cranfield acceptance ---------------------------------------------------------
+
 
 def top_pages_from_the_run_files(folder: Path, names: list[str], depth: int) -> dict[str, set[str]]:
     """Each query's union of the runs' top `depth`, read straight from the files: entries
@@ -143,7 +162,9 @@ def test_a_depth_10_pool_of_the_cranfield_runs_is_exactly_the_union_of_their_top
     runs = []
     for name in CRANFIELD_RUNS:
         with (folder / "runs" / f"{name}.run").open(encoding="utf-8") as lines:
-            runs.append(run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage="first_stage", name=name))
+            runs.append(
+                run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage="first_stage", name=name)
+            )
 
     result = pool_build(golden_set=golden_set, runs=runs, depth=10, strategy="depth")
 
@@ -164,6 +185,7 @@ def test_a_depth_10_pool_of_the_cranfield_runs_is_exactly_the_union_of_their_top
 
 
 # --- incremental pooling ------------------------------------------------------------------
+
 
 def judge(task, grade: int, annotator):
     """What the annotator queue does: record the judgment, then close the task."""
@@ -223,6 +245,7 @@ def test_a_pair_already_a_task_of_another_pool_is_not_added_again(golden_set, ru
 
 
 # --- judging, budgets and adaptive order ----------------------------------------------------
+
 
 def test_a_budget_caps_judging_and_reports_what_it_leaves_out(golden_set, run_a, run_b, owner):
     result = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth", budget=4)
@@ -295,6 +318,7 @@ def test_an_extended_pool_queues_the_new_pages_in_their_place(golden_set, run_a,
 
 # --- pairs wait in the pool until their window reaches them -------------------------------
 
+
 def test_pairs_beyond_the_window_become_tasks_when_the_window_reaches_them(golden_set, run_a, run_b, owner, monkeypatch):
     monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two
     pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
@@ -330,13 +354,15 @@ def test_a_run_added_later_is_credited_on_pairs_that_are_no_task_yet(golden_set,
 
 
 def test_pools_built_when_every_pair_was_a_task_get_their_pairs_from_their_tasks(golden_set, run_a, run_b):
-    from django.apps import apps
     import importlib
+
+    from django.apps import apps
 
     pool = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="depth").pool
     assert JudgingTask.objects.filter(pool=pool).count() == pool.pair_count  # small: every pair is in a window
     rows = lambda: sorted(  # noqa: E731
-        (q, bytes(pages), bytes(ranks), runs) for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
+        (q, bytes(pages), bytes(ranks), runs)
+        for q, pages, ranks, runs in PoolQuery.objects.filter(pool=pool).values_list("query_id", "page_ids", "run_ranks", "runs")
     )
     expected = rows()
     PoolQuery.objects.all().delete()
@@ -345,6 +371,7 @@ def test_pools_built_when_every_pair_was_a_task_get_their_pairs_from_their_tasks
 
 
 # --- validation ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("options", "message"),
@@ -381,6 +408,7 @@ def test_unknown_run_names_are_refused_with_the_names_the_set_has(golden_set, ru
 
 # --- the command and the admin ----------------------------------------------------------
 
+
 def test_build_pool_builds_and_summarises(golden_set, run_a, run_b, capsys):
     call_command("build_pool", "tiny", "--runs", "a", "b", "--depth", "3", "--strategy", "bandit", "--budget", "5", verbosity=0)
     out = capsys.readouterr().out
@@ -411,7 +439,9 @@ def test_build_pool_explains_what_is_wrong(golden_set, run_a, arguments, message
         call_command("build_pool", *arguments, verbosity=0)
 
 
-def test_the_admin_lists_pools_and_tasks_without_a_query_per_row(golden_set, run_a, run_b, make_user, client, django_assert_max_num_queries):
+def test_the_admin_lists_pools_and_tasks_without_a_query_per_row(
+    golden_set, run_a, run_b, make_user, client, django_assert_max_num_queries
+):
     pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf")
     client.force_login(make_user("admin", is_staff=True, is_superuser=True))
     assert client.get("/admin/labeling/pool/").status_code == 200
@@ -422,6 +452,7 @@ def test_the_admin_lists_pools_and_tasks_without_a_query_per_row(golden_set, run
 
 
 # --- edges ------------------------------------------------------------------------------
+
 
 def test_retired_queries_are_left_out_and_counted(golden_set, run_a, run_b):
     query_retire(query=golden_set.queries.get(query_id="q3"))
@@ -462,8 +493,12 @@ def test_the_database_refuses_a_task_whose_page_is_in_another_corpus(golden_set,
     elsewhere = factories.golden_set("other").corpus.pages.get(doc_id="d1")
     with pytest.raises(IntegrityError), transaction.atomic():
         JudgingTask.objects.create(
-            golden_set=golden_set, pool=pool, query=golden_set.queries.get(query_id="q1"), page=elsewhere,
-            kind=JudgingTask.Kind.POOL, position=0,
+            golden_set=golden_set,
+            pool=pool,
+            query=golden_set.queries.get(query_id="q1"),
+            page=elsewhere,
+            kind=JudgingTask.Kind.POOL,
+            position=0,
         )
 
 
@@ -507,6 +542,7 @@ def test_a_lease_ends_when_its_user_is_deleted(golden_set, run_a, make_user):
 
 
 # --- concurrent judgments ----------------------------------------------------------------------
+
 
 def _judge_and_hold(task, grade, annotator, judged, release, errors):
     """In a thread: judge `task`, then keep the transaction open until `release` is set."""

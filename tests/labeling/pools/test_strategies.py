@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from labeling.pools import strategies as pooling
 from labeling.models import Pool
+from labeling.pools import strategies as pooling
 
 
 def ranks_of(*runs: list[int], pages: int | None = None) -> np.ndarray:
@@ -201,7 +201,9 @@ def test_ranks_pack_into_bytes_and_shorter_values_read_as_zeros():
     packed = pooling.pack_ranks(ranks)
     assert [bytes(blob) for blob in packed] == [b"\x01\x00\x00\x00\x2c\x01", b"\x00\x00\xff\xff\x02\x00"]
     assert pooling.unpack_ranks([bytes(blob) for blob in packed] + [b"\x07\x00"], 4).tolist() == [
-        [1, 0, 300, 0], [0, 65535, 2, 0], [7, 0, 0, 0],
+        [1, 0, 300, 0],
+        [0, 65535, 2, 0],
+        [7, 0, 0, 0],
     ]
 
 

@@ -10,8 +10,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from labeling.quality.agreement import (
-    coincidence_matrix,
     cohen_kappa_quadratic,
+    coincidence_matrix,
     confusion_matrix,
     krippendorff_alpha_ordinal,
     pairwise_agreement,
@@ -23,12 +23,14 @@ SCALE = [0, 1, 2, 3]
 
 # Krippendorff (2011), example C: four observers, twelve units, values 1-5, missing data.
 # The paper gives alpha = 0.743 (nominal), 0.815 (ordinal), 0.849 (interval).
-EXAMPLE_C = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
-    [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
-])
+EXAMPLE_C = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+        [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+    ]
+)
 
 
 def _random_coders(seed: int, units: int, coders: int = 2, missing: float = 0.0) -> np.ndarray:
@@ -121,11 +123,13 @@ def test_a_grade_off_the_scale_is_refused_by_name():
 
 
 def test_pairwise_agreement_counts_each_comparison_of_two_coders_once():
-    data = np.array([
-        [0, 1, 2, NAN],
-        [0, 1, 3, 2],
-        [0, NAN, 2, NAN],
-    ])
+    data = np.array(
+        [
+            [0, 1, 2, NAN],
+            [0, 1, 3, 2],
+            [0, NAN, 2, NAN],
+        ]
+    )
     # unit 1: 3 comparisons, all agree; unit 2: 1, agrees; unit 3: 3, one agrees; unit 4: none.
     assert pairwise_agreement(data, values=SCALE) == (5, 7)
     agreeing, compared = pairwise_agreement(EXAMPLE_C, values=[1, 2, 3, 4, 5])

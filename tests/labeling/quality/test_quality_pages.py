@@ -83,7 +83,9 @@ def test_a_manager_sets_the_overlap_the_agreement_page_asks_for(client, golden_s
     empty = client.get(reverse("agreement", args=[golden_set.slug])).content.decode()
     assert f'href="{reverse("quality", args=[golden_set.slug])}#overlap"' in empty
     assert 'id="overlap"' in client.get(reverse("quality", args=[golden_set.slug])).content.decode()
-    response = client.post(reverse("overlap_update", args=[golden_set.slug]), {"overlap_share": "0.25", "overlap_annotators": "3"}, follow=True)
+    response = client.post(
+        reverse("overlap_update", args=[golden_set.slug]), {"overlap_share": "0.25", "overlap_annotators": "3"}, follow=True
+    )
     assert "25% of the pairs first judged from now on go to 3 annotators." in response.content.decode()
     settings = QueueSettings.objects.get(golden_set=golden_set)
     assert (settings.overlap_share, settings.overlap_annotators) == (0.25, 3)
@@ -97,7 +99,10 @@ def test_the_gold_check_forms_are_a_404_to_all_but_managers(client, golden_set, 
     assert client.post(reverse("gold_checks_add", args=[golden_set.slug]), {"count": "1"}).status_code == 404
     assert client.post(reverse("gold_share_update", args=[golden_set.slug]), {"gold_share": "0.2"}).status_code == 404
     assert client.post(reverse("query_order_update", args=[golden_set.slug]), {"query_order": "interleaved"}).status_code == 404
-    assert client.post(reverse("overlap_update", args=[golden_set.slug]), {"overlap_share": "0.5", "overlap_annotators": "2"}).status_code == 404
+    assert (
+        client.post(reverse("overlap_update", args=[golden_set.slug]), {"overlap_share": "0.5", "overlap_annotators": "2"}).status_code
+        == 404
+    )
     assert not JudgingTask.objects.filter(kind=JudgingTask.Kind.GOLD).exists()
     assert not QueueSettings.objects.filter(golden_set=golden_set, gold_share=0.2).exists()
     assert not QueueSettings.objects.filter(golden_set=golden_set, query_order="interleaved").exists()

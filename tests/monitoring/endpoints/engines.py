@@ -115,7 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else {}
         route = parts.path
         if route == "/wiki/_count":
-            return self._send(200, json.dumps({"count": engines.index_size, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}}))
+            return self._send(
+                200, json.dumps({"count": engines.index_size, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}})
+            )
         if route == "/search/" and params.get("hits") == "0":
             return self._send(200, json.dumps({"root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}}}))
         text, size = self._query(route, params, body)
@@ -165,7 +167,11 @@ class _Handler(BaseHTTPRequestHandler):
         if route == "/wiki/_search":
             hits = [{"_index": "wiki", "_id": doc, "_score": score} for doc, score in ranking]
             top = ranking[0][1] if ranking else None
-            return {"took": 3, "timed_out": False, "hits": {"total": {"value": INDEX_SIZE, "relation": "eq"}, "max_score": top, "hits": hits}}
+            return {
+                "took": 3,
+                "timed_out": False,
+                "hits": {"total": {"value": INDEX_SIZE, "relation": "eq"}, "max_score": top, "hits": hits},
+            }
         if route == "/house/v2/find":
             return {"data": {"matches": [{"doc": {"key": doc}, "relevance": {"value": score}} for doc, score in ranking]}}
         if route == "/solr/wiki/select":
@@ -174,14 +180,20 @@ class _Handler(BaseHTTPRequestHandler):
         # Vespa's hit: "id" is the document id (id:<namespace>:<type>::<id fed>), the
         # default summary repeats it in fields.documentid.
         children = [
-            {"id": f"id:wiki:doc::{doc}", "relevance": score, "source": "wiki",
-             "fields": {"sddocname": "doc", "documentid": f"id:wiki:doc::{doc}", "title": f"page {doc}"}}
+            {
+                "id": f"id:wiki:doc::{doc}",
+                "relevance": score,
+                "source": "wiki",
+                "fields": {"sddocname": "doc", "documentid": f"id:wiki:doc::{doc}", "title": f"page {doc}"},
+            }
             for doc, score in ranking
         ]
         if fault == "no-doc-id":
             del children[2]["id"]
         coverage = {"coverage": 100, "documents": INDEX_SIZE, "full": True, "nodes": 1, "results": 1, "resultsFull": 1}
-        return {"root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}, "coverage": coverage, "children": children}}
+        return {
+            "root": {"id": "toplevel", "relevance": 1.0, "fields": {"totalCount": INDEX_SIZE}, "coverage": coverage, "children": children}
+        }
 
 
 def start() -> Engines:

@@ -46,9 +46,16 @@ def test_a_generic_endpoint_is_asked_and_read_as_its_form_says(engines, monkeypa
     an environment variable, the hits two levels down, the id and score nested in each."""
     monkeypatch.setenv("SEARCH_HOUSE_KEY", "k-123")
     spec = spec_from_preset(
-        "generic", engines.base + "/house/v2/find", method="GET", body_template="",
-        params_template="text={{query}}&limit={{k}}&qid={{query_id}}", headers=(("X-Api-Key", "${SEARCH_HOUSE_KEY}"),),
-        hits_path="data.matches", doc_id_path="doc.key", score_path="relevance.value", max_per_second=1000.0,
+        "generic",
+        engines.base + "/house/v2/find",
+        method="GET",
+        body_template="",
+        params_template="text={{query}}&limit={{k}}&qid={{query_id}}",
+        headers=(("X-Api-Key", "${SEARCH_HOUSE_KEY}"),),
+        hits_path="data.matches",
+        doc_id_path="doc.key",
+        score_path="relevance.value",
+        max_per_second=1000.0,
     )
     report = fetch(spec, [("q/1#a", "what & why?")], k=4)
     assert report.answers[0].ranking == ranking_for("what & why?", 4)
@@ -61,15 +68,17 @@ def test_a_query_text_with_quotes_stays_valid_json(engines):
     text = 'the "best" \\ query\nwith {{k}} & é'
     for preset in ("goldset", "opensearch", "vespa", "solr"):
         engines.seen.clear()
-        report = fetch(spec_for(engines, preset), [("q-\"1\"", text)])
+        report = fetch(spec_for(engines, preset), [('q-"1"', text)])
         assert report.ok == 1, report.answers[0].error
         assert engines.texts_seen() == [text]
-    goldset = fetch(spec_for(engines), [("q-\"1\"", text)])
+    goldset = fetch(spec_for(engines), [('q-"1"', text)])
     assert goldset.answers[0].ranking == ranking_for(text, 10)
 
 
 def test_at_most_k_hits_are_kept_in_the_engines_order(engines):
-    answer = fetch(spec_for(engines, "opensearch", body_template='{"size": 20, "query": {"multi_match": {"query": {{query}}}}}'), QUERIES[:1], k=3).answers[0]
+    answer = fetch(
+        spec_for(engines, "opensearch", body_template='{"size": 20, "query": {"multi_match": {"query": {{query}}}}}'), QUERIES[:1], k=3
+    ).answers[0]
     assert answer.ranking == ranking_for(QUERIES[0][1], 3)
 
 

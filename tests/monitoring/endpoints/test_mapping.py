@@ -40,12 +40,17 @@ def read(answer, k=10, **paths):
 
 
 def test_numeric_doc_ids_become_strings_and_integral_ones_lose_their_point():
-    answer = {"results": [{"doc_id": 7, "score": 3}, {"doc_id": 8.0, "score": 2}, {"doc_id": 2.5, "score": 1}, {"doc_id": "007", "score": 0}]}
+    answer = {
+        "results": [{"doc_id": 7, "score": 3}, {"doc_id": 8.0, "score": 2}, {"doc_id": 2.5, "score": 1}, {"doc_id": "007", "score": 0}]
+    }
     assert [doc for doc, _ in read(answer).ranking] == ["7", "8", "2.5", "007"]
 
 
 def test_a_doc_id_that_is_an_object_is_refused_by_hit_number():
-    assert read({"results": [{"doc_id": "a"}, {"doc_id": {"x": 1}}]}).error == "hit 2 has an object at 'doc_id', not a doc id (a string or a number)"
+    assert (
+        read({"results": [{"doc_id": "a"}, {"doc_id": {"x": 1}}]}).error
+        == "hit 2 has an object at 'doc_id', not a doc id (a string or a number)"
+    )
 
 
 def test_scores_out_of_order_or_missing_are_made_from_rank_with_a_note():
@@ -77,10 +82,15 @@ def test_a_vespa_document_id_is_read_as_the_id_it_was_fed_with_colons_kept():
     assert vespa_user_id("id:wiki:doc::CR93E-3103#37") == "CR93E-3103#37"
     assert vespa_user_id("id:wiki:doc:g=team-a:runbooks/kafka:rotate") == "runbooks/kafka:rotate"
     assert vespa_user_id("index:content/0/a5fc3bd2c1a0") == "index:content/0/a5fc3bd2c1a0"  # no document id: as it is
-    hits = {"root": {"children": [
-        {"id": "id:wiki:doc::a:1", "relevance": 2.5}, {"id": "id:wiki:doc::b", "relevance": 1.5},
-        {"id": "id:other:doc::a:1", "relevance": 1.0},  # the same id fed in another namespace: a duplicate
-    ]}}
+    hits = {
+        "root": {
+            "children": [
+                {"id": "id:wiki:doc::a:1", "relevance": 2.5},
+                {"id": "id:wiki:doc::b", "relevance": 1.5},
+                {"id": "id:other:doc::a:1", "relevance": 1.0},  # the same id fed in another namespace: a duplicate
+            ]
+        }
+    }
     read = read_ranking(hits, 10, hits_path="root.children", doc_id_path="id", score_path="relevance", vespa_ids=True)
     assert (read.ranking, read.duplicates) == ([("a:1", 2.5), ("b", 1.5)], 1)
     plain = read_ranking(hits, 10, hits_path="root.children", doc_id_path="id", score_path="relevance")

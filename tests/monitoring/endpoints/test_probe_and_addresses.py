@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from monitoring.endpoints.addresses import AddressRefused, CheckedResolver, check_url
 from monitoring.endpoints import client
+from monitoring.endpoints.addresses import AddressRefused, CheckedResolver, check_url
 from monitoring.endpoints.client import RAW_SHOWN_CHARS, IndexSizeError, fetch_index_size_sync, fetch_rankings_sync, probe_sync
 from monitoring.endpoints.spec import spec_from_preset
 from tests.monitoring.endpoints.conftest import LOOPBACK
@@ -26,7 +26,9 @@ def test_a_probe_shows_the_request_as_sent_and_the_raw_answer(engines, monkeypat
 
 
 def test_a_probe_of_a_long_answer_shows_its_start_and_says_it_was_cut(engines, monkeypatch):
-    spec = spec_from_preset("opensearch", engines.base + "/wiki/_search", body_template='{"size": {{k}}, "query": {"multi_match": {"query": {{query}}}}}')
+    spec = spec_from_preset(
+        "opensearch", engines.base + "/wiki/_search", body_template='{"size": {{k}}, "query": {"multi_match": {"query": {{query}}}}}'
+    )
     engines.faults["x"] = "duplicates"
     answer = probe_sync(spec, "q1", "x", 40, allowed_networks=LOOPBACK)
     assert answer.ranking and answer.problems == ["2 duplicate doc id(s) dropped, the first of each kept"]
@@ -67,7 +69,10 @@ def test_a_count_answer_without_the_count_says_so(engines):
 
 def test_a_metadata_address_is_refused_even_when_its_network_is_allowed():
     message = asyncio.run(check_url("http://169.254.169.254/latest/meta-data/", ("169.254.0.0/16",)))
-    assert message == "http://169.254.169.254/latest/meta-data/ resolves to 169.254.169.254, a link-local/metadata address Goldset never queries"
+    assert (
+        message
+        == "http://169.254.169.254/latest/meta-data/ resolves to 169.254.169.254, a link-local/metadata address Goldset never queries"
+    )
     assert "link-local/metadata" in asyncio.run(check_url("http://100.100.100.200/", ("0.0.0.0/0",)))
 
 
@@ -78,9 +83,14 @@ def test_a_probe_of_a_metadata_url_sends_nothing_and_says_why():
 
 
 def test_a_private_address_is_refused_naming_the_setting_and_never_queried():
-    report = fetch_rankings_sync(spec_from_preset("opensearch", "http://10.1.2.3:9200/wiki/_search"), [("q1", "x")], 3, allowed_networks=LOOPBACK)
+    report = fetch_rankings_sync(
+        spec_from_preset("opensearch", "http://10.1.2.3:9200/wiki/_search"), [("q1", "x")], 3, allowed_networks=LOOPBACK
+    )
     error = report.answers[0].error
-    assert error == "http://10.1.2.3:9200/wiki/_search resolves to 10.1.2.3, an internal address; allow its network in RETRIEVAL_ALLOWED_NETWORKS"
+    assert (
+        error
+        == "http://10.1.2.3:9200/wiki/_search resolves to 10.1.2.3, an internal address; allow its network in RETRIEVAL_ALLOWED_NETWORKS"
+    )
     assert (report.refused, report.answers[0].attempts) == (error, 0)
 
 

@@ -60,8 +60,9 @@ def wait_for(url: str, process: subprocess.Popen) -> None:
 def opensearch():
     osmem = pytest.importorskip("osmem_server")
     port = free_port()
-    process = subprocess.Popen([osmem.resolve_binary(), "-addr", f"127.0.0.1:{port}"], stdin=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [osmem.resolve_binary(), "-addr", f"127.0.0.1:{port}"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(base, process)
@@ -83,18 +84,31 @@ def groonga(tmp_path):
     database = tmp_path / "db" / "wiki"
     database.parent.mkdir()
     subprocess.run([binary, "-n", str(database), "quit"], check=True, capture_output=True)
-    process = subprocess.Popen([binary, "-s", "--protocol", "http", "--port", str(port), "--bind-address", "127.0.0.1", str(database)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [binary, "-s", "--protocol", "http", "--port", str(port), "--bind-address", "127.0.0.1", str(database)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(f"{base}/d/status", process)
         for command, params in (
             ("table_create", {"name": "Pages", "flags": "TABLE_HASH_KEY", "key_type": "ShortText"}),
             ("column_create", {"table": "Pages", "name": "text", "flags": "COLUMN_SCALAR", "type": "Text"}),
-            ("table_create", {"name": "Terms", "flags": "TABLE_PAT_KEY", "key_type": "ShortText",
-                              "default_tokenizer": "TokenBigram", "normalizer": "NormalizerAuto"}),
-            ("column_create", {"table": "Terms", "name": "pages_text", "flags": "COLUMN_INDEX|WITH_POSITION",
-                               "type": "Pages", "source": "text"}),
+            (
+                "table_create",
+                {
+                    "name": "Terms",
+                    "flags": "TABLE_PAT_KEY",
+                    "key_type": "ShortText",
+                    "default_tokenizer": "TokenBigram",
+                    "normalizer": "NormalizerAuto",
+                },
+            ),
+            (
+                "column_create",
+                {"table": "Terms", "name": "pages_text", "flags": "COLUMN_INDEX|WITH_POSITION", "type": "Pages", "source": "text"},
+            ),
         ):
             requests.get(f"{base}/d/{command}", params=params, timeout=10).raise_for_status()
         records = [{"_key": doc_id, "text": text} for doc_id, text in PAGES.items()]
@@ -106,19 +120,28 @@ def groonga(tmp_path):
 
 
 def lucene_spec(base: str, escape: str):
-    body = '{"size": {{k}}, "query": {"query_string": {"query": "{{query%s}}", "default_field": "text", "default_operator": "OR"}}}' % escape
+    placeholder = "{{query" + escape + "}}"
+    body = '{"size": {{k}}, "query": {"query_string": {"query": "' + placeholder + '", "default_field": "text", "default_operator": "OR"}}}'
     return replace(spec_from_preset("opensearch", f"{base}/wiki/_search", body_template=body), retries=0)
 
 
 def groonga_spec(base: str, escape: str):
     return replace(
         spec_from_preset(
-            "generic", f"{base}/d/select", method="GET", body_template="",
+            "generic",
+            f"{base}/d/select",
+            method="GET",
+            body_template="",
             params_template="table=Pages&match_columns=text&command_version=3&output_columns=_key,_score"
-                            f"&limit={{{{k}}}}&query={{{{query{escape}}}}}",
-            hits_path="body.records", doc_id_path="0", score_path="1", index_size_path="",
+            f"&limit={{{{k}}}}&query={{{{query{escape}}}}}",
+            hits_path="body.records",
+            doc_id_path="0",
+            score_path="1",
+            index_size_path="",
         ),
-        retries=0, count_url="", count_path="",
+        retries=0,
+        count_url="",
+        count_path="",
     )
 
 

@@ -2,7 +2,6 @@
 
 import json
 from dataclasses import replace
-
 from urllib.parse import urlsplit
 
 import pytest
@@ -32,7 +31,11 @@ URLS = {
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_preset_gives_a_spec_without_problems(preset):
-    spec = spec_from_preset(preset, URLS[preset], hits_path="results", doc_id_path="id") if preset == "generic" else spec_from_preset(preset, URLS[preset])
+    spec = (
+        spec_from_preset(preset, URLS[preset], hits_path="results", doc_id_path="id")
+        if preset == "generic"
+        else spec_from_preset(preset, URLS[preset])
+    )
     assert spec_problems(spec) == []
 
 

@@ -7,12 +7,24 @@ the version's content hash), publishing a version (waiting on its job), run uplo
 
 from goldset_client.client import GoldsetClient, Qrels
 from goldset_client.errors import (
-    EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout,
+    EvaluationFailed,
+    GoldsetAPIError,
+    GoldsetClientError,
+    PublishFailed,
+    QrelsIntegrityError,
+    WaitTimeout,
 )
 from goldset_client.http import RetryPolicy
 
 __all__ = [
-    "EvaluationFailed", "GoldsetAPIError", "GoldsetClient", "GoldsetClientError", "PublishFailed", "Qrels",
-    "QrelsIntegrityError", "RetryPolicy", "WaitTimeout",
+    "EvaluationFailed",
+    "GoldsetAPIError",
+    "GoldsetClient",
+    "GoldsetClientError",
+    "PublishFailed",
+    "Qrels",
+    "QrelsIntegrityError",
+    "RetryPolicy",
+    "WaitTimeout",
 ]
 __version__ = "0.1.0"

@@ -31,7 +31,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--url", default=None, help="the Goldset server (default: $GOLDSET_URL)")
     top.add_argument("--token", default=None, help="an API token, gs_... (default: $GOLDSET_TOKEN)")
     top.add_argument("--version", action="version", version=f"goldset {__version__}")
-    top.add_argument("--cache-dir", default=None, help="where pulled qrels are cached (default: $GOLDSET_CACHE_DIR or ~/.cache/goldset-client)")
+    top.add_argument(
+        "--cache-dir", default=None, help="where pulled qrels are cached (default: $GOLDSET_CACHE_DIR or ~/.cache/goldset-client)"
+    )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     commands.add_parser("sets", help="list the golden sets the token may read")
@@ -138,8 +140,15 @@ def cmd_push(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> in
     if args.file != "-" and not os.path.isfile(args.file):
         raise GoldsetClientError(f"run file {args.file!r} does not exist")
     run = client.upload_run(
-        args.golden_set, source, system=args.system, stage=args.stage, name=args.name, format=args.format,
-        series=args.series, measured_at=args.measured_at, filename="stdin" if args.file == "-" else None,
+        args.golden_set,
+        source,
+        system=args.system,
+        stage=args.stage,
+        name=args.name,
+        format=args.format,
+        series=args.series,
+        measured_at=args.measured_at,
+        filename="stdin" if args.file == "-" else None,
     )
     out.write(f"run {run['id']} {run['name']!r}: {run['entry_count']} entries over {run['query_count']} queries\n")
     if args.wait:
@@ -175,6 +184,10 @@ def write_scores(out: TextIO, evaluations: list[Evaluation]) -> None:
 
 
 COMMANDS = {
-    "sets": cmd_sets, "versions": cmd_versions, "publish": cmd_publish, "pull": cmd_pull, "push": cmd_push,
+    "sets": cmd_sets,
+    "versions": cmd_versions,
+    "publish": cmd_publish,
+    "pull": cmd_pull,
+    "push": cmd_push,
     "scores": cmd_scores,
 }

@@ -28,17 +28,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Union
+from typing import IO, Any, BinaryIO
 from urllib.parse import quote
 
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
 from goldset_client.errors import EvaluationFailed, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
 from goldset_client.http import RetryPolicy, Transport
 from goldset_client.types import (
-    Evaluation, GoldenSet, PublishJob, QrelsFormat, Run, Series, SeriesNights, Stage, Version,
+    Evaluation,
+    GoldenSet,
+    PublishJob,
+    QrelsFormat,
+    Run,
+    Series,
+    SeriesNights,
+    Stage,
+    Version,
 )
 
-RunSource = Union[str, os.PathLike, bytes, BinaryIO]
+RunSource = str | os.PathLike | bytes | BinaryIO
 QREL_FORMATS = ("trec", "json", "beir", "csv")
 # A spreadsheet formula start that Goldset's CSV export guards with a leading `'` (undone on reading).
 CSV_GUARDED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
@@ -133,10 +141,18 @@ class GoldsetClient:
     Every method raises GoldsetAPIError (status, code, message, problems) on an error answer.
     """
 
-    def __init__(self, base_url: str | None = None, token: str | None = None, *, cache_dir: str | os.PathLike | None = None,
-                 timeout: float = 60.0, retry: RetryPolicy | None = None) -> None:
-        self.http = Transport(base_url or os.environ.get("GOLDSET_URL", ""), token or os.environ.get("GOLDSET_TOKEN"),
-                              timeout=timeout, retry=retry)
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        cache_dir: str | os.PathLike | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.http = Transport(
+            base_url or os.environ.get("GOLDSET_URL", ""), token or os.environ.get("GOLDSET_TOKEN"), timeout=timeout, retry=retry
+        )
         self.cache = QrelsCache(cache_dir if cache_dir is not None else default_cache_dir())
 
     # --- sets and versions ------------------------------------------------------------
@@ -158,8 +174,9 @@ class GoldsetClient:
 
     # --- qrels --------------------------------------------------------------------------
 
-    def qrels(self, slug: str, version: int | str, *, format: QrelsFormat = "trec", slice: str | None = None,
-              expected_hash: str | None = None) -> Qrels:
+    def qrels(
+        self, slug: str, version: int | str, *, format: QrelsFormat = "trec", slice: str | None = None, expected_hash: str | None = None
+    ) -> Qrels:
         """Version `version`'s qrels, from the disk cache when the server says (304) it is current.
 
         The answer's ETag must be `expected_hash` when given (the hash the job pinned), else
@@ -210,9 +227,19 @@ class GoldsetClient:
 
     # --- runs and scores ----------------------------------------------------------------
 
-    def upload_run(self, slug: str, run: RunSource, *, system: str, stage: Stage, name: str | None = None,
-                   format: str | None = None, series: str | None = None, measured_at: datetime | str | None = None,
-                   filename: str | None = None) -> Run:
+    def upload_run(
+        self,
+        slug: str,
+        run: RunSource,
+        *,
+        system: str,
+        stage: Stage,
+        name: str | None = None,
+        format: str | None = None,
+        series: str | None = None,
+        measured_at: datetime | str | None = None,
+        filename: str | None = None,
+    ) -> Run:
         """Upload a run file as it is (bytes untouched: the server reads gzip, JSON, TREC...).
 
         `run` is a path, bytes or a binary file; `format` is the server's `format` field
@@ -256,8 +283,7 @@ class GoldsetClient:
         params = {"version": version} if version is not None else {}
         return self.http.paged(set_path(slug) + f"runs/{run_id}/evaluations/", params)
 
-    def scores(self, slug: str, *, version: int | None = None, system: str | None = None,
-               stage: Stage | None = None) -> list[Evaluation]:
+    def scores(self, slug: str, *, version: int | None = None, system: str | None = None, stage: Stage | None = None) -> list[Evaluation]:
         """Every run's evaluation on `version` (the latest when left out), by run name."""
         params = {k: v for k, v in {"version": version, "system": system, "stage": stage}.items() if v is not None}
         return self.http.paged(set_path(slug) + "evaluations/", params)
@@ -269,9 +295,17 @@ class GoldsetClient:
             raise GoldsetClientError(f"run {run_id} of {slug} has no evaluation on version {version}")
         return list(found[0]["completeness"])
 
-    def wait_for_scores(self, slug: str, run_id: int, *, version: int | None = None, timeout: float = 600.0,
-                        poll_first: float = 0.5, poll_max: float = 15.0,
-                        sleep: Callable[[float], None] = time.sleep) -> Evaluation:
+    def wait_for_scores(
+        self,
+        slug: str,
+        run_id: int,
+        *,
+        version: int | None = None,
+        timeout: float = 600.0,
+        poll_first: float = 0.5,
+        poll_max: float = 15.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> Evaluation:
         """The run's evaluation on `version` (the latest when left out) once its status is done.
 
         Polls the run's evaluations, waiting `poll_first` seconds then 1.5 times longer each
@@ -289,8 +323,9 @@ class GoldsetClient:
             found = self.run_evaluations(slug, run_id, version=number)
             status = found[0]["status"] if found else None
             if status == "failed":
-                raise EvaluationFailed(f"run {run_id} of {slug} could not be scored on version {number}: {found[0]['error']}",
-                                       error=found[0]["error"])
+                raise EvaluationFailed(
+                    f"run {run_id} of {slug} could not be scored on version {number}: {found[0]['error']}", error=found[0]["error"]
+                )
             if status != "done":
                 waiting.status = status
                 return None
@@ -298,10 +333,12 @@ class GoldsetClient:
 
         waiting = _Waiting(timeout, poll_first, poll_max, sleep)
         while (evaluation := scored()) is None:
-            waiting.pause(lambda status: WaitTimeout(
-                f"run {run_id} of {slug} not scored on version {number} within {timeout:g} s "
-                f"(status {status or 'not scheduled yet'})", last_status=status,
-            ))
+            waiting.pause(
+                lambda status: WaitTimeout(  # noqa: B023  (called within this iteration)
+                    f"run {run_id} of {slug} not scored on version {number} within {timeout:g} s (status {status or 'not scheduled yet'})",
+                    last_status=status,
+                )
+            )
         return evaluation
 
     def _check_scorable(self, slug: str, run_id: int, number: int) -> None:
@@ -316,8 +353,17 @@ class GoldsetClient:
 
     # --- versions -----------------------------------------------------------------------
 
-    def publish(self, slug: str, *, note: str = "", wait: bool = True, timeout: float = 1800.0, poll_first: float = 0.5,
-                poll_max: float = 10.0, sleep: Callable[[float], None] = time.sleep) -> PublishJob:
+    def publish(
+        self,
+        slug: str,
+        *,
+        note: str = "",
+        wait: bool = True,
+        timeout: float = 1800.0,
+        poll_first: float = 0.5,
+        poll_max: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> PublishJob:
         """Publish the set's resolved labels as its next version (a write token of a manager).
 
         Goldset publishes in a background job: the API answers 202 with the job at once. With
@@ -329,17 +375,23 @@ class GoldsetClient:
         publish of the set is under way. Without `wait`, returns the job as the API answered.
         """
         job: PublishJob = self.http.request(
-            "POST", set_path(slug) + "versions/", body=lambda: {"json": {"note": note}}, ok=(202,),
+            "POST",
+            set_path(slug) + "versions/",
+            body=lambda: {"json": {"note": note}},
+            ok=(202,),
         ).json()
         if not wait:
             return job
         waiting = _Waiting(timeout, poll_first, poll_max, sleep)
         while job["status"] not in ("done", "failed"):
             waiting.status = job["status"]
-            waiting.pause(lambda status: WaitTimeout(
-                f"the publish of {slug} (job {job['id']}) was not done within {timeout:g} s (status {status}); "
-                f"it goes on: GET {job['url']} later", last_status=status,
-            ))
+            waiting.pause(
+                lambda status, job=job: WaitTimeout(
+                    f"the publish of {slug} (job {job['id']}) was not done within {timeout:g} s (status {status}); "
+                    f"it goes on: GET {job['url']} later",
+                    last_status=status,
+                )
+            )
             job = self.http.get_json(job["url"])
         if job["status"] == "failed":
             raise PublishFailed(f"{slug} was not published: {job['error']}", error=job["error"])

@@ -15,8 +15,17 @@ class GoldsetAPIError(GoldsetClientError):
     in that shape (a proxy's HTML page) gets code `http_<status>` and the start of its text.
     """
 
-    def __init__(self, status: int, code: str, message: str, *, problems: list[str] | None = None,
-                 field: str | None = None, method: str = "", url: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        problems: list[str] | None = None,
+        field: str | None = None,
+        method: str = "",
+        url: str = "",
+    ) -> None:
         self.status = status
         self.code = code
         self.message = message

@@ -41,7 +41,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """The wait before retry number `attempt` (0 for the first retry), jittered."""
-        ceiling = min(self.backoff_max, self.backoff_base * (2 ** attempt))
+        ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
         return self.jitter(0.0, ceiling)
 
 
@@ -66,9 +66,13 @@ def api_error(response: requests.Response) -> GoldsetAPIError:
         body = response.json()
         error = body["error"]
         return GoldsetAPIError(
-            response.status_code, str(error["code"]), str(error["message"]),
-            problems=[str(p) for p in error.get("problems") or []], field=error.get("field"),
-            method=method or "", url=response.url,
+            response.status_code,
+            str(error["code"]),
+            str(error["message"]),
+            problems=[str(p) for p in error.get("problems") or []],
+            field=error.get("field"),
+            method=method or "",
+            url=response.url,
         )
     except (ValueError, KeyError, TypeError):
         text = response.text.strip()[:300] or response.reason or "no message"
@@ -78,8 +82,16 @@ def api_error(response: requests.Response) -> GoldsetAPIError:
 class Transport:
     """A requests.Session with the token and base URL, sending with the retry policy."""
 
-    def __init__(self, base_url: str, token: str | None, *, timeout: float = 60.0, retry: RetryPolicy | None = None,
-                 session: requests.Session | None = None, user_agent: str = "goldset-client") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        session: requests.Session | None = None,
+        user_agent: str = "goldset-client",
+    ) -> None:
         if not base_url:
             raise GoldsetClientError("no Goldset URL: pass base_url or set GOLDSET_URL (e.g. https://goldset.example.com)")
         self.base_url = base_url.rstrip("/")
@@ -95,9 +107,17 @@ class Transport:
         """An absolute URL for an API path (`/api/v1/...`); an absolute URL is kept as it is."""
         return path if path.startswith(("http://", "https://")) else self.base_url + path
 
-    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
-                headers: Mapping[str, str] | None = None, ok: tuple[int, ...] = (200,),
-                body: Callable[[], dict[str, Any]] | None = None, stream: bool = False) -> requests.Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+        body: Callable[[], dict[str, Any]] | None = None,
+        stream: bool = False,
+    ) -> requests.Response:
         """Send, retrying as the module says; the answer when its status is in `ok`, else
         GoldsetAPIError. `body()` gives the keyword arguments of each attempt's body
         (files are reopened or rewound for every attempt)."""
@@ -107,7 +127,12 @@ class Transport:
             last = attempt == self.retry.attempts - 1
             try:
                 response = self.session.request(
-                    method, url, params=params, headers=dict(headers or {}), timeout=self.timeout, stream=stream,
+                    method,
+                    url,
+                    params=params,
+                    headers=dict(headers or {}),
+                    timeout=self.timeout,
+                    stream=stream,
                     **(body() if body else {}),
                 )
             except requests.ConnectionError as exc:
