@@ -21,12 +21,15 @@ from monitoring.schedules import schedules_due
 
 logger = logging.getLogger(__name__)
 
-ROUND_LOST_AFTER = timedelta(minutes=5)
 # Time limits, in seconds (soft: the task is interrupted and the night records why; hard:
 # its process is killed). A night stops before NIGHTS.give_up_after, after which the tick
-# would send it again; a probe round, the tick and retention within minutes.
+# would send it again; a probe round, the tick and retention within minutes. A probe round
+# (a few queries) stops well within the shortest probe schedule people use (5 minutes), so
+# a slow endpoint cannot hold a worker from one round to the next.
 NIGHT_LIMITS = {"soft_time_limit": 5 * 3600, "time_limit": 5 * 3600 + 30 * 60}
-ROUND_LIMITS = {"soft_time_limit": 4 * 60, "time_limit": 5 * 60}
+ROUND_LIMITS = {"soft_time_limit": 2 * 60, "time_limit": 3 * 60}
+# A round unfinished this long is sent again: past its hard limit, so never while it runs.
+ROUND_LOST_AFTER = timedelta(seconds=ROUND_LIMITS["time_limit"] + 60)
 TICK_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
 RETENTION_LIMITS = {"soft_time_limit": 30 * 60, "time_limit": 35 * 60}
 

@@ -8,6 +8,7 @@ is resolved by the worker at send time, never here.
 """
 
 import json
+from dataclasses import replace
 
 from django.conf import settings
 from django.contrib import messages
@@ -30,6 +31,10 @@ ENDPOINT_ROLES = (Membership.Role.MANAGER,)
 # (the client keeps as much of it, monitoring.endpoints.client.RAW_SHOWN_CHARS).
 RAW_SHOWN_CHARS = 40_000
 DEFAULT_TRY_K = 10
+# "Try it" asks in the web request, with the manager watching: it waits at most this long
+# (seconds), whatever the endpoint's own timeout (up to 120 s for its nights), so that a few
+# clicks on a slow endpoint cannot hold every web worker.
+TRY_IT_SECONDS = 10.0
 
 
 @login_required
@@ -130,8 +135,12 @@ def endpoint_try_page(request: HttpRequest, slug: str, name: str) -> HttpRespons
         # command, every web worker at start) would pay otherwise.
         from monitoring.endpoints.client import probe_sync
 
+        spec = endpoint_spec(endpoint)
+        if spec.timeout_seconds > TRY_IT_SECONDS:
+            spec = replace(spec, timeout_seconds=TRY_IT_SECONDS)
+            ctx["timeout_cut"] = (endpoint.timeout_seconds, TRY_IT_SECONDS)
         answer = probe_sync(
-            endpoint_spec(endpoint),
+            spec,
             values["query_id"] or "probe",
             values["query"],
             k,

@@ -22,8 +22,8 @@ from monitoring.models import Endpoint
 from monitoring.nightly.services import nightly_run_start
 from monitoring.overview.page import monitoring_page
 from monitoring.overview.selectors import monitoring_report
-from monitoring.probes.services import probe_now
-from monitoring.tasks import night_send
+from monitoring.probes.services import probe_round_now
+from monitoring.tasks import night_send, probe_round_task
 
 MANAGE_ROLES = (Membership.Role.MANAGER,)
 # A slice name is at most this long (evaluation.Score.slice); a longer ?slice= names none.
@@ -89,8 +89,8 @@ def endpoint_run_now(request: HttpRequest, slug: str, name: str) -> HttpResponse
 @login_required
 @require_POST
 def endpoint_probe_now(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    """Probe every canary on a first-stage endpoint now (`probe_now`); a few queries, asked
-    in the request."""
+    """Probe every canary on a first-stage endpoint now: a round a worker runs after the
+    commit (`probe_round_now`), never in the request, so a slow endpoint holds no web worker."""
     golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
     endpoint = endpoint_get(golden_set, name)
     anchor = f"canaries-{endpoint.pk}"
@@ -98,14 +98,10 @@ def endpoint_probe_now(request: HttpRequest, slug: str, name: str) -> HttpRespon
         messages.error(request, f"Not probed: {endpoint.name} is a reranked endpoint; canaries are probed on first stages.")
         return redirect(_back(golden_set, anchor))
     try:
-        _, outcomes = probe_now(endpoint=endpoint)
+        probe_round = probe_round_now(endpoint=endpoint)
     except GoldsetError as exc:
-        messages.error(request, f"Not probed: {exc.message}")
+        messages.error(request, f"Not probed: {exc.message}.")
         return redirect(_back(golden_set, anchor))
-    if not outcomes:
-        messages.error(request, "Nothing probed: the latest version has no canary (add one on the coverage page or with canary_add).")
-    else:
-        missed = sum(not outcome.found for outcome in outcomes)
-        verdict = f"{missed} missed" if missed else "all found"
-        messages.success(request, f"Probed {len(outcomes)} canar{'y' if len(outcomes) == 1 else 'ies'} on {endpoint.name}: {verdict}.")
+    probe_round_task.delay_on_commit(probe_round.pk)
+    messages.success(request, f"Probing the canaries on {endpoint.name}: the round's results appear below when a worker has asked them.")
     return redirect(_back(golden_set, anchor))

@@ -18,6 +18,7 @@ from django.utils import timezone
 from evaluation.alerts.services import probe_miss_raise, probe_miss_resolve
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Canary
+from lib.errors import ConflictError
 from monitoring.endpoints.services import endpoint_spec
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
 from monitoring.nightly.services import latest_version
@@ -106,6 +107,17 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
             missed=sum(not o.found for o in outcomes),
         )
     return outcomes
+
+
+def probe_round_now(*, endpoint: Endpoint) -> ProbeRound:
+    """A manual probe round, recorded for a worker to run (the page's "probe now": the
+    endpoint is asked off the web request). Refused (ConflictError) while a round of the
+    endpoint is unfinished, so a click twice does not ask a slow endpoint twice."""
+    with transaction.atomic():
+        Endpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
+        if ProbeRound.objects.filter(endpoint=endpoint, finished_at=None).exists():
+            raise ConflictError(f"a probe round of {endpoint.name} is under way; its results appear when it is done")
+        return ProbeRound.objects.create(endpoint=endpoint, slot=timezone.now(), trigger=NightlyRun.Trigger.MANUAL)
 
 
 def probe_now(*, endpoint: Endpoint) -> tuple[ProbeRound, list[ProbeOutcome]]:

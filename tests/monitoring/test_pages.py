@@ -380,17 +380,78 @@ def test_the_progress_fragment_asks_for_a_reload_once_no_night_runs(client, endp
     assert client.get(url, headers={"HX-Request": "true"})["HX-Refresh"] == "true"
 
 
-def test_probe_now_probes_every_canary_of_a_first_stage(client, endpoints, watched, people, search_service):
+def test_probe_now_probes_every_canary_of_a_first_stage(
+    client,
+    endpoints,
+    watched,
+    people,
+    search_service,
+    django_capture_on_commit_callbacks,
+):
     _canary(watched, "q7", "d7")
     search_service.stale = True
     first, final = endpoints
     _login(client, people["manager"])
-    response = client.post(reverse("endpoint_probe_now", args=[watched.slug, first.name]), follow=True)
-    assert "Probed 1 canary on hybrid-first: 1 missed" in response.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):  # the worker's round, run here
+        response = client.post(reverse("endpoint_probe_now", args=[watched.slug, first.name]), follow=True)
+    assert "Probing the canaries on hybrid-first" in response.content.decode()
     assert ProbeRound.objects.get().missed == 1
     assert Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED, subject=first.name, resolved_at=None).count() == 1
     response = client.post(reverse("endpoint_probe_now", args=[watched.slug, final.name]), follow=True)
     assert "is a reranked endpoint" in response.content.decode() and ProbeRound.objects.count() == 1
+
+
+def test_probe_now_asks_nothing_in_the_request_and_not_twice_while_a_round_is_under_way(
+    client,
+    endpoints,
+    watched,
+    people,
+    search_service,
+    django_capture_on_commit_callbacks,
+):
+    """Hardening #31 item 9: "probe now" ran in the web request, so a slow endpoint held the
+    web workers; now a worker runs the round, and a second click waits for it."""
+    _canary(watched, "q7", "d7")
+    first, _ = endpoints
+    _login(client, people["manager"])
+    url = reverse("endpoint_probe_now", args=[watched.slug, first.name])
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        client.post(url)
+    assert search_service.requests == [] and len(sent) == 1  # the round's task, sent on commit
+    [probe_round] = ProbeRound.objects.all()
+    assert probe_round.finished_at is None and probe_round.trigger == NightlyRun.Trigger.MANUAL
+    again = client.post(url, follow=True).content.decode()
+    assert "Not probed: a probe round of hybrid-first is under way" in again and ProbeRound.objects.count() == 1
+
+
+def test_a_round_is_sent_again_only_after_its_task_was_surely_stopped():
+    from monitoring.tasks import ROUND_LIMITS, ROUND_LOST_AFTER
+
+    assert ROUND_LOST_AFTER.total_seconds() > ROUND_LIMITS["time_limit"] > ROUND_LIMITS["soft_time_limit"]
+    assert ROUND_LIMITS["time_limit"] < 5 * 60  # within the shortest probe schedule people use
+
+
+def test_try_it_waits_at_most_its_own_deadline_whatever_the_endpoints_timeout(client, endpoints, watched, people, monkeypatch):
+    """Hardening #31 item 9: three clicks on an endpoint with the allowed 120 s timeout held
+    every web worker for 120 s."""
+    import socket
+
+    from monitoring.endpoints import views as endpoint_views
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections, never answers
+    first, _ = endpoints
+    first.url = f"http://127.0.0.1:{silent.getsockname()[1]}/search"
+    first.timeout_seconds = 120
+    first.save(update_fields=["url", "timeout_seconds"])
+    monkeypatch.setattr(endpoint_views, "TRY_IT_SECONDS", 0.5)
+    _login(client, people["manager"])
+    try:
+        html = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1"}).content.decode()
+    finally:
+        silent.close()
+    assert "no answer within 0.5 s" in html and "A try waits at most 0.5 s for the answer; the endpoint's nights wait 120 s." in html
 
 
 # --- the endpoint pages ----------------------------------------------------------------------
