@@ -14,6 +14,13 @@ from lib.progress import Progress, no_progress
 # CASE, or one INSERT, is cheaper than the round trips.
 _BULK_UPDATE_LIMIT = 2000
 
+
+def _in_bulk(count: int) -> bool:
+    """Whether `count` tasks are written the bulk way (PostgreSQL's COPY and a temporary
+    table); SQLite writes every count by one statement."""
+    return connection.vendor == "postgresql" and count > _BULK_UPDATE_LIMIT
+
+
 # --- writing -----------------------------------------------------------------------
 
 
@@ -73,7 +80,7 @@ def _insert_tasks(
         return 0
     best_rank, _ = strategies.best_rank_and_run(ranks)
     packed = strategies.pack_ranks(ranks)
-    if connection.vendor == "postgresql" and len(query_pks) > _BULK_UPDATE_LIMIT:
+    if _in_bulk(len(query_pks)):
         _copy_tasks_binary(pool, query_pks, page_pks, positions, best_rank, packed, 2 * ranks.shape[1], progress)
         return len(query_pks)
     # The task or two a judgment brings into its query's window (and any write on SQLite):
@@ -103,7 +110,7 @@ def _update_tasks(column: str, values: list[tuple[int, object]]) -> int:
     """Set `column` ("position" or "run_ranks") of tasks by id, [(id, value), ...]."""
     if not values:
         return 0
-    if connection.vendor == "postgresql" and len(values) > _BULK_UPDATE_LIMIT:
+    if _in_bulk(len(values)):
         sql_type = {"position": "bigint", "run_ranks": "bytea"}[column]
         table = connection.ops.quote_name(JudgingTask._meta.db_table)
         with connection.cursor() as cursor:
