@@ -17,7 +17,7 @@ from evaluation.services import run_import
 from goldenset.models import GoldenSet, Judgment, Page, Query
 from goldenset.services import golden_set_import_beir, judgment_record, query_retire
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
-from labeling.pools import services, union
+from labeling.pools import services, task_writes, union
 from labeling.pools import strategies as pooling
 from labeling.pools.selectors import pool_pairs, pool_progress, pool_queue
 from labeling.pools.services import pool_build, pool_extend, pool_task_judged, runs_by_name
@@ -110,7 +110,7 @@ def forget(pool) -> None:
 
 def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set, run_a, run_b, monkeypatch):
     monkeypatch.setattr(services, "QUEUE_FLOOR", 1)  # windows of two: some pairs are no task yet
-    monkeypatch.setattr(services, "_BULK_UPDATE_LIMIT", 0)  # every task through the binary COPY, on PostgreSQL
+    monkeypatch.setattr(task_writes, "_BULK_UPDATE_LIMIT", 0)  # every task through the binary COPY, on PostgreSQL
     copied = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
     rows = lambda pool: sorted(  # noqa: E731
         JudgingTask.objects.filter(pool=pool).values_list(
@@ -127,7 +127,7 @@ def test_the_portable_insert_writes_the_same_pairs_and_tasks_as_copy(golden_set,
     forget(copied)
     # Then a few tasks at once, as a judgment makes them: the ORM's INSERT, as on SQLite;
     # and the pairs' rows written by lib.bulk's text path, as on SQLite.
-    monkeypatch.setattr(services, "_BULK_UPDATE_LIMIT", 1000)
+    monkeypatch.setattr(task_writes, "_BULK_UPDATE_LIMIT", 1000)
     monkeypatch.setattr(connection, "vendor", "portable")  # lib.bulk keys on the vendor
     inserted = pool_build(golden_set=golden_set, runs=[run_a, run_b], depth=3, strategy="mtf").pool
     monkeypatch.undo()
