@@ -27,6 +27,11 @@ def silent():
     server.stop()
 
 
+@pytest.mark.skipif(
+    connection.vendor == "sqlite",
+    reason="the job's thread writes the one SQLite file while the page is read from it: under the SQLite leg's "
+    "two processes its writes wait past the margin this test allows (seen in .ci/run); PostgreSQL runs it",
+)
 @pytest.mark.django_db(transaction=True)  # the job runs on another thread, which sees only what is committed
 def test_a_job_whose_endpoint_never_answers_says_so_at_the_first_timeout_and_fails_its_pairs(
     client,
