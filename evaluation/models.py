@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from goldenset.models import GoldenSet, Page, Query, Version
+from goldenset.models import Chunking, GoldenSet, Page, Query, Version
 
 
 class EvaluationSettings(models.Model):
@@ -128,6 +128,10 @@ class Run(models.Model):
     dropped_by_depth = models.PositiveIntegerField(help_text="entries past the depth cap, not kept")
     external_doc_count = models.PositiveIntegerField(help_text="distinct doc ids outside the corpus: they count as unjudged")
     extra_column_lines = models.PositiveIntegerField(default=0, help_text="lines with text after the tag column, ignored")
+    # The chunking whose chunk ids the run returns; null: the implicit "documents" chunking
+    # (its ids are doc ids), as every run made before chunkings existed. A run of a chunking
+    # is scored at document level and at chunk level (SEMANTICS.md).
+    chunking = models.ForeignKey(Chunking, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     # A run of a series measures its system at one moment (a night): the nights are ordered
     # by it, and the alerts compare like with like through it.
     series = models.ForeignKey(Series, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")

@@ -22,6 +22,13 @@ DEFAULT_GRADE_SCALE = [
 ]
 
 
+# A chunk carries a span's grade when it holds 100 characters of it or half of it, whichever
+# is less: a short answer ("1953") counts in the chunk that holds half of it, a long passage
+# in any chunk that holds a paragraph's worth of it.
+DEFAULT_SPAN_MIN_OVERLAP_CHARS = 100
+DEFAULT_SPAN_MIN_OVERLAP_SHARE = 0.5
+
+
 def default_grade_scale() -> list[dict]:
     return [dict(grade) for grade in DEFAULT_GRADE_SCALE]
 
@@ -68,6 +75,11 @@ class Page(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
     modified_at = models.DateTimeField(null=True, blank=True)
     content_hash = models.CharField(max_length=64)
+    # Exact and near duplicates form a group (goldenset.duplicates): every member but the
+    # group's first (natural order of doc_id) points at that first member, which stands for
+    # the group in judging and in recall. Null for a document with no duplicate, and for
+    # the first member itself.
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -92,6 +104,63 @@ class PageChange(models.Model):
     page = models.OneToOneField(Page, on_delete=models.CASCADE, primary_key=True, related_name="+")
 
 
+class Chunking(models.Model):
+    """One named way of cutting a corpus's documents (its pages) into chunks, what an index
+    stores and a run returns (`fixed-400`, `semantic-v2`). A corpus may have several.
+
+    The chunking named DOCUMENTS is implicit and has no rows: each document is one chunk
+    whose id is its doc_id, covering its whole text. A run or endpoint that names no
+    chunking is on it, as every run made before chunkings existed."""
+
+    DOCUMENTS = "documents"
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="chunkings")
+    name = models.CharField(max_length=100, validators=[validate_id])
+    description = models.TextField(blank=True)
+    # Counts, so lists need not count two million rows.
+    chunk_count = models.PositiveIntegerField(default=0)
+    document_count = models.PositiveIntegerField(default=0, help_text="documents with at least one chunk")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["corpus", "name"]
+        constraints = [
+            # Runs, endpoints and exports name a chunking by (corpus, name).
+            models.UniqueConstraint(fields=["corpus", "name"], name="chunking_name_unique_in_corpus"),
+            models.CheckConstraint(condition=~Q(name="documents"), name="chunking_documents_is_implicit"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.corpus.slug}/{self.name}"
+
+
+class Chunk(models.Model):
+    """A chunk of a chunking: its own id, its document and the characters [start, end) of
+    the document's text it holds. Chunks of one chunking may overlap (a sliding window)."""
+
+    # No index of its own: chunk_id_unique_in_chunking leads with chunking.
+    chunking = models.ForeignKey(Chunking, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    chunk_id = models.CharField(max_length=255, validators=[validate_id])
+    # No index of its own: chunk_of_document leads with page.
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="chunks", db_index=False)
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            # A document's chunks in text order (the judging screen, stale spans).
+            models.Index(fields=["page", "chunking", "start"], name="chunk_of_document"),
+        ]
+        constraints = [
+            # Runs address chunks by chunk_id: one chunk per id in a chunking.
+            models.UniqueConstraint(fields=["chunking", "chunk_id"], name="chunk_id_unique_in_chunking"),
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="chunk_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.chunk_id
+
+
 class GoldenSet(models.Model):
     """One corpus, a set of queries, a grade scale and the settings every score depends on."""
 
@@ -110,6 +179,15 @@ class GoldenSet(models.Model):
     # (restrict which relevant pages are counted).
     query_slice_fields = models.JSONField(default=list, blank=True)
     page_slice_fields = models.JSONField(default=list, blank=True)
+    # How evidence spans project onto a chunking (SEMANTICS.md, "Chunk level"): a chunk
+    # carries a span's grade when it overlaps the span by at least this many characters,
+    # or by at least this share of the span's length, whichever is reached first.
+    span_min_overlap_chars = models.PositiveIntegerField(
+        default=DEFAULT_SPAN_MIN_OVERLAP_CHARS, help_text="characters of a span a chunk must hold to carry its grade"
+    )
+    span_min_overlap_share = models.FloatField(
+        default=DEFAULT_SPAN_MIN_OVERLAP_SHARE, help_text="or this share (0-1) of the span's length, whichever is less"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -235,6 +313,9 @@ class Judgment(AppendOnlyModel):
     seconds_spent = models.FloatField(null=True, blank=True, help_text="seconds the annotator spent on the pair")
     # The page's content_hash when it was judged: a different hash now means a stale label.
     page_hash = models.CharField(max_length=64, blank=True)
+    # The evidence group of a multi-hop query this document belongs to ("" for none):
+    # per-hop recall counts within each hop.
+    hop = models.CharField(max_length=100, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -248,6 +329,27 @@ class Judgment(AppendOnlyModel):
                 condition=Q(source="imported") | Q(annotator__isnull=False),
                 name="judgment_human_has_annotator",
             ),
+        ]
+
+
+class EvidenceSpan(AppendOnlyModel):
+    """A span of a judged document that answers the query: characters [start, end) of the
+    page's text as it was judged, with its grade (the judgment's, unless the span says
+    otherwise). A judgment with no span grades the document as a whole.
+
+    `text` is the span's text when it was marked: when the document changes, a span whose
+    text still stands at the same place holds, one whose text moved follows it, and one
+    whose text is gone makes the label stale (goldenset.stale_spans)."""
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.PROTECT, related_name="spans")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    grade = models.SmallIntegerField()
+    text = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="evidence_span_not_empty"),
         ]
 
 
@@ -271,12 +373,19 @@ class Version(AppendOnlyModel):
     k_final = models.PositiveIntegerField()
     query_slice_fields = models.JSONField(default=list)
     page_slice_fields = models.JSONField(default=list)
+    span_min_overlap_chars = models.PositiveIntegerField(default=DEFAULT_SPAN_MIN_OVERLAP_CHARS, db_default=DEFAULT_SPAN_MIN_OVERLAP_CHARS)
+    span_min_overlap_share = models.FloatField(default=DEFAULT_SPAN_MIN_OVERLAP_SHARE, db_default=DEFAULT_SPAN_MIN_OVERLAP_SHARE)
     # Counts, so lists and the API need not count a million rows.
     query_count = models.PositiveIntegerField()
     label_count = models.PositiveIntegerField()
     relevant_count = models.PositiveIntegerField()
     # Queries with no relevant page: left out of averages and shown as a coverage gap.
     queries_without_relevant = models.PositiveIntegerField()
+    # What the version holds beyond grades (0 in versions made before these existed), so
+    # that a reader of one with none of them need not look.
+    hop_count = models.PositiveIntegerField(default=0, db_default=0, help_text="labels with a hop")
+    span_count = models.PositiveIntegerField(default=0, db_default=0, help_text="evidence spans")
+    duplicate_count = models.PositiveIntegerField(default=0, db_default=0, help_text="documents counted as another of their group")
     # The set's judgments when it was read (None before this was recorded). Judgments are
     # append-only, so the same count later means the same judgments: what lets a publish
     # request refuse "nothing changed" at once without resolving a million labels.
@@ -339,6 +448,8 @@ class VersionLabel(AppendOnlyModel):
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
     grade = models.SmallIntegerField()
+    # The pair's evidence group of a multi-hop query ("" for none), from the judgment that decided the grade.
+    hop = models.CharField(max_length=100, blank=True, default="", db_default="")
     # Canonical order (natural order of query_id, then doc_id), fixed at publish time so
     # exports stream in index order and are byte-identical whatever the row ids are.
     position = models.PositiveIntegerField()
@@ -350,6 +461,36 @@ class VersionLabel(AppendOnlyModel):
             # Exports read labels in this index's order.
             models.UniqueConstraint(fields=["version", "position"], name="version_label_unique_position"),
         ]
+
+
+class VersionSpan(AppendOnlyModel):
+    """An evidence span of a version's label: the spans of the judgment that decided the
+    pair's grade, as they stood at publish. A label with no span grades the whole document."""
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="spans", db_index=False)
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    grade = models.SmallIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["version", "query", "page", "start"], name="version_span_of_label")]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="version_span_not_empty"),
+        ]
+
+
+class VersionDuplicate(AppendOnlyModel):
+    """A document that a version counts as its duplicate group's first member: its labels are
+    the group's, and a run's members of one group count once (SEMANTICS.md)."""
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="duplicates", db_index=False)
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+    group_page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "page"], name="version_duplicate_unique_page")]
 
 
 class PublishJob(models.Model):

@@ -59,6 +59,20 @@ def resolve_columns(
     order (source coded IMPORTED/HUMAN/ADJUDICATED, annotator 0 for none, ident the
     judgment's id: "latest" is the highest). Returns (query, page, label), int64, one row
     a pair, sorted by (query, page). The rule is the module's; see there."""
+    return resolve_columns_deciding(query, page, grade, source, annotator, ident)[:3]
+
+
+def resolve_columns_deciding(
+    query: np.ndarray,
+    page: np.ndarray,
+    grade: np.ndarray,
+    source: np.ndarray,
+    annotator: np.ndarray,
+    ident: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """resolve_columns, with a fourth column: the ident of the judgment whose grade is the
+    label (the adjudication, the judge whose grade is the lower median, the latest
+    import). A version takes that judgment's evidence spans and hop with its grade."""
     # Pair by pair, newest judgment first.
     order = np.lexsort((-ident, page, query))
     query, page, grade, source, annotator, ident = (column[order] for column in (query, page, grade, source, annotator, ident))
@@ -66,12 +80,14 @@ def resolve_columns(
     pair = np.cumsum(starts) - 1
     firsts = np.flatnonzero(starts)
     label = np.empty(len(firsts), dtype=np.int64)
+    decider = np.empty(len(firsts), dtype=np.int64)
     decided = np.zeros(len(firsts), dtype=bool)
 
     # 1. The latest adjudication of a pair overrides every other grade.
     rows = np.flatnonzero(source == ADJUDICATED)
     rows = rows[_first_of_runs(pair[rows])]
     label[pair[rows]] = grade[rows]
+    decider[pair[rows]] = ident[rows]
     decided[pair[rows]] = True
 
     # 2. Else the lower median of each person's latest grade.
@@ -83,11 +99,13 @@ def resolve_columns(
     counts = np.diff(np.append(group_starts, len(rows)))
     medians = rows[group_starts + (counts - 1) // 2]
     label[pair[medians]] = grade[medians]
+    decider[pair[medians]] = ident[medians]
     decided[pair[medians]] = True
 
     # 3. Else the latest import: the pair's rows are all imports, its first row the newest.
     label[~decided] = grade[firsts[~decided]]
-    return query[firsts], page[firsts], label
+    decider[~decided] = ident[firsts[~decided]]
+    return query[firsts], page[firsts], label, decider
 
 
 def labels_of_rows(rows: Iterable[tuple[int, int, int, str, int | None, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

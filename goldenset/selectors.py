@@ -9,10 +9,22 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.http import Http404
 
-from goldenset.models import GoldenSet, Judgment, Membership, PublishJob, Query, Version, VersionLabel, VersionPage, VersionQuery
+from goldenset.models import (
+    GoldenSet,
+    Judgment,
+    Membership,
+    PublishJob,
+    Query,
+    Version,
+    VersionDuplicate,
+    VersionLabel,
+    VersionPage,
+    VersionQuery,
+    VersionSpan,
+)
 from goldenset.resolution import labels_of_rows
 from lib.errors import ConflictError
-from lib.hashing import version_hash
+from lib.hashing import VersionEvidence, version_hash
 from lib.ids import natural_key
 
 # Roles that may read a golden set's labels, versions and scores. Annotators judge
@@ -161,7 +173,38 @@ def _stored_rows_hash(version: Version, *, in_id_order: bool) -> str:
     else:
         queries = sorted(queries, key=lambda row: natural_key(row[0]))
         pages = sorted(pages, key=lambda row: natural_key(row[0]))
-    return version_hash(version_settings(version), _label_rows(VersionLabel.objects.filter(version=version)), queries, pages)
+    labels = VersionLabel.objects.filter(version=version)
+    return version_hash(version_settings(version), _label_rows(labels), queries, pages, version_evidence(version))
+
+
+def version_evidence(version: Version) -> VersionEvidence:
+    """The hops, evidence spans and duplicate groups a version holds, in its canonical
+    order (labels' position, then a span's start; duplicates by member doc_id), as its
+    content hash covers them."""
+    hops, spans, duplicates = [], [], []
+    if version.hop_count:
+        hops = list(
+            VersionLabel.objects.filter(version=version)
+            .exclude(hop="")
+            .order_by("position")
+            .values_list("query__query_id", "page__doc_id", "hop")
+        )
+    if version.span_count:
+        spans = sorted(
+            VersionSpan.objects.filter(version=version).values_list("query__query_id", "page__doc_id", "start", "end", "grade"),
+            key=lambda row: (natural_key(row[0]), natural_key(row[1]), row[2]),
+        )
+    if version.duplicate_count:
+        duplicates = sorted(
+            VersionDuplicate.objects.filter(version=version).values_list("page__doc_id", "group_page__doc_id"),
+            key=lambda row: natural_key(row[0]),
+        )
+    return VersionEvidence(
+        hops=hops,
+        spans=spans,
+        span_overlap=(version.span_min_overlap_chars, version.span_min_overlap_share),
+        duplicates=duplicates,
+    )
 
 
 def version_check_intact(version: Version) -> None:

@@ -27,6 +27,7 @@ from goldenset.import_rows import insert_imported_judgments, insert_pages, inser
 from goldenset.models import (
     DEFAULT_GRADE_SCALE,
     Corpus,
+    EvidenceSpan,
     GoldenSet,
     Judgment,
     Membership,
@@ -36,6 +37,7 @@ from goldenset.models import (
 )
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
+from goldenset.spans import Span, evidence_rows, hop_checked, spans_checked
 from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
 from lib.bulk import gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
@@ -488,10 +490,14 @@ def judgment_record(
     source: str = Judgment.Source.HUMAN,
     note: str = "",
     seconds_spent: float | None = None,
+    spans: Iterable[Span] = (),
+    hop: str = "",
 ) -> Judgment:
     """Append one grade for a pair. A human or adjudicated grade must be on the golden
     set's scale; an adjudicated one (which overrides the pair's other grades, see
-    selectors.resolved_labels) must come from an adjudicator or manager of the set."""
+    selectors.resolved_labels) must come from an adjudicator or manager of the set.
+    `spans`: the evidence spans of the document that answer the query (goldenset.spans),
+    none to grade the document as a whole; `hop`: its evidence group ("" for none)."""
     golden_set = query.golden_set
     if page.corpus_id != golden_set.corpus_id:
         raise GoldsetError(f"page {page.doc_id!r} is not in the corpus of golden set {golden_set.slug!r}", field="page")
@@ -512,16 +518,25 @@ def judgment_record(
             raise GoldsetError(f"grade {grade} is not on the scale of {golden_set.slug!r} ({allowed})", field="grade")
     if seconds_spent is not None and seconds_spent < 0:
         raise GoldsetError("seconds_spent cannot be negative", field="seconds_spent")
-    return Judgment.objects.create(
-        query=query,
-        page=page,
-        grade=grade,
-        annotator=annotator,
-        source=source,
-        note=note,
-        seconds_spent=seconds_spent,
-        page_hash=page.content_hash,
-    )
+    spans = spans_checked(page, grade, spans)
+    hop = hop_checked(hop)
+    # No savepoint: inside a caller's transaction (the judging cycle) a failure rolls the
+    # whole of it back; alone, this is its own transaction.
+    with transaction.atomic(savepoint=False):
+        judgment = Judgment.objects.create(
+            query=query,
+            page=page,
+            grade=grade,
+            annotator=annotator,
+            source=source,
+            note=note,
+            seconds_spent=seconds_spent,
+            page_hash=page.content_hash,
+            hop=hop,
+        )
+        if spans:
+            EvidenceSpan.objects.bulk_create(evidence_rows(judgment.pk, page, spans))
+    return judgment
 
 
 # --- versions ------------------------------------------------------------------------
@@ -588,10 +603,15 @@ def version_publish(
                 k_final=golden_set.k_final,
                 query_slice_fields=list(golden_set.query_slice_fields),
                 page_slice_fields=list(golden_set.page_slice_fields),
+                span_min_overlap_chars=golden_set.span_min_overlap_chars,
+                span_min_overlap_share=golden_set.span_min_overlap_share,
                 query_count=len(rows.queries),
                 label_count=len(rows.label_grade),
                 relevant_count=int(np.count_nonzero(relevant)),
                 queries_without_relevant=len(rows.queries) - len(np.unique(rows.label_query[relevant])),
+                hop_count=len(rows.hops),
+                span_count=len(rows.span_label),
+                duplicate_count=len(rows.duplicates),
                 judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed
@@ -619,6 +639,7 @@ def _version_rows_hash(golden_set: GoldenSet, rows: VersionRows, progress: Progr
         blocks,
         ((query_id, canonical) for _, query_id, canonical, _ in rows.queries),
         ((doc_id, canonical, published_at, page_hash) for _, doc_id, canonical, _, published_at, page_hash in rows.pages),
+        rows.evidence((golden_set.span_min_overlap_chars, golden_set.span_min_overlap_share)),
     )
 
 

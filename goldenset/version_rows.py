@@ -20,18 +20,29 @@ The steps, each a function here, in version_publish's order:
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 from django.db import connection
 
 from goldenset.import_rows import metadata_json
-from goldenset.models import GoldenSet, Judgment, Page, Query, VersionLabel, VersionPage, VersionQuery
-from goldenset.resolution import ADJUDICATED, HUMAN, IMPORTED, resolve_columns
+from goldenset.models import (
+    EvidenceSpan,
+    GoldenSet,
+    Judgment,
+    Page,
+    Query,
+    VersionDuplicate,
+    VersionLabel,
+    VersionPage,
+    VersionQuery,
+    VersionSpan,
+)
+from goldenset.resolution import ADJUDICATED, HUMAN, IMPORTED, resolve_columns_deciding
 from lib.bulk import model_arrays_insert, model_rows_insert, select_int_columns
-from lib.hashing import canonical_json
-from lib.ids import natural_order
+from lib.hashing import VersionEvidence, canonical_json
+from lib.ids import natural_key, natural_order
 from lib.progress import Progress
 
 # Labels per block of the hash and write steps: a block is what a step's progress counts,
@@ -54,9 +65,29 @@ def _judgment_columns_sql() -> str:
 def resolved_label_columns(golden_set_pk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query pks, page pks, grades), int64, of every judged pair of the set's active
     queries, labelled by goldenset.resolution's rule, sorted by (query pk, page pk): the
-    rows of resolved_labels(golden_set) whose query is active, as columns."""
+    rows of resolved_labels(golden_set) whose query is active, as columns. A judgment of a
+    duplicate group's member counts as a judgment of the group's first member."""
+    return resolved_label_deciders(golden_set_pk)[:3]
+
+
+def resolved_label_deciders(golden_set_pk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """resolved_label_columns with a fourth column: the id of the judgment that decided each label."""
     rows = select_int_columns(_judgment_columns_sql(), 6, [golden_set_pk])
-    return resolve_columns(*(rows[:, column] for column in range(6)))
+    pages = rows[:, 1]
+    members, groups = duplicate_groups(GoldenSet.objects.filter(pk=golden_set_pk).values_list("corpus_id", flat=True).get())
+    if len(members):
+        found = np.searchsorted(members, pages).clip(0, len(members) - 1)
+        pages = np.where(members[found] == pages, groups[found], pages)
+    return resolve_columns_deciding(rows[:, 0], pages, *(rows[:, column] for column in range(2, 6)))
+
+
+def duplicate_groups(corpus_pk: int) -> tuple[np.ndarray, np.ndarray]:
+    """(member page pks sorted, their group's first page pk) of the corpus's duplicates."""
+    pairs = np.array(
+        list(Page.objects.filter(corpus_id=corpus_pk, duplicate_of__isnull=False).order_by("pk").values_list("pk", "duplicate_of_id")),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def labelled_pages(golden_set: GoldenSet, fields: list[str]) -> list[tuple]:
@@ -120,6 +151,17 @@ class VersionRows:
     label_query: np.ndarray
     label_page: np.ndarray
     label_grade: np.ndarray
+    # The judgment that decided each label (goldenset.resolution), whose hop and spans it takes.
+    label_decider: np.ndarray | None = None
+    # The hop of each label that has one: {label index: hop}.
+    hops: dict[int, str] = field(default_factory=dict)
+    # Evidence spans as parallel int64 columns: the label's index, start, end, grade.
+    span_label: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    span_start: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    span_end: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    span_grade: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # Duplicate groups of the corpus: (member page pk, member doc_id, group page pk, group doc_id).
+    duplicates: list[tuple[int, str, int, str]] = field(default_factory=list)
     # After ordered(): each label's query's and page's index in `queries` and `pages`.
     label_query_rank: np.ndarray | None = None
     label_page_rank: np.ndarray | None = None
@@ -132,32 +174,98 @@ class VersionRows:
         query_rank = rank_of(query_pks, query_ranks, self.label_query)
         page_rank = rank_of(page_pks, page_ranks, self.label_page)
         order = np.lexsort((page_rank, query_rank))
+        # Where each label went: spans and hops follow their label.
+        new_index = np.empty(len(order), dtype=np.int64)
+        new_index[order] = np.arange(len(order), dtype=np.int64)
+        span_label = new_index[self.span_label]
+        span_order = np.lexsort((self.span_start, span_label))
         return VersionRows(
             queries=[self.queries[i] for i in query_order],
             pages=[self.pages[i] for i in page_order],
             label_query=self.label_query[order],
             label_page=self.label_page[order],
             label_grade=self.label_grade[order],
+            label_decider=None if self.label_decider is None else self.label_decider[order],
+            hops={int(new_index[index]): hop for index, hop in self.hops.items()},
+            span_label=span_label[span_order],
+            span_start=self.span_start[span_order],
+            span_end=self.span_end[span_order],
+            span_grade=self.span_grade[span_order],
+            duplicates=sorted(self.duplicates, key=lambda row: natural_key(row[1])),
             label_query_rank=query_rank[order],
             label_page_rank=page_rank[order],
         )
 
+    def evidence(self, span_overlap: tuple[int, float]) -> VersionEvidence:
+        """The hops, spans and duplicate groups of ordered rows, as the content hash covers them."""
+        query_ids = [row[1] for row in self.queries]
+        doc_ids = [row[1] for row in self.pages]
+
+        def ids(label: int) -> tuple[str, str]:
+            return query_ids[self.label_query_rank[label]], doc_ids[self.label_page_rank[label]]
+
+        return VersionEvidence(
+            hops=[(*ids(label), hop) for label, hop in sorted(self.hops.items())],
+            spans=[
+                (*ids(label), start, end, grade)
+                for label, start, end, grade in zip(
+                    self.span_label.tolist(), self.span_start.tolist(), self.span_end.tolist(), self.span_grade.tolist()
+                )
+            ],
+            span_overlap=span_overlap,
+            duplicates=[(member, group) for _, member, _, group in self.duplicates],
+        )
+
 
 def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence[str]) -> VersionRows:
-    """The set's active queries, its labels (progress: one item, step steps[0]) and the
-    pages they name (a row each, step steps[1]), in no particular order."""
+    """The set's active queries, its labels (progress: one item, step steps[0]) with their
+    hops and evidence spans, the pages they name (a row each, step steps[1]) and the
+    corpus's duplicate groups, in no particular order."""
     query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
     queries = list(Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata"))
-    [(label_query, label_page, label_grade)] = progress([resolved_label_columns(golden_set.pk)], steps[0])
+    [(label_query, label_page, label_grade, label_decider)] = progress([resolved_label_deciders(golden_set.pk)], steps[0])
     pages = list(progress(labelled_pages(golden_set, page_fields), steps[1]))
     query_texts = slice_texts((metadata for _, _, metadata in queries), query_fields)
     page_texts = slice_texts((metadata for _, _, metadata, _, _ in pages), page_fields)
-    return VersionRows(
+    rows = VersionRows(
         queries=[(pk, query_id, *texts) for (pk, query_id, _), texts in zip(queries, query_texts)],
         pages=[(pk, doc_id, *texts, published_at, page_hash) for (pk, doc_id, _, published_at, page_hash), texts in zip(pages, page_texts)],
         label_query=label_query,
         label_page=label_page,
         label_grade=label_grade,
+        label_decider=label_decider,
+    )
+    _read_evidence(golden_set, rows)
+    return rows
+
+
+def _read_evidence(golden_set: GoldenSet, rows: VersionRows) -> None:
+    """Fill `rows`' hops, spans and duplicate groups. Few judgments carry a hop or spans and
+    few documents are duplicates: each is read whole for the set and kept where it decided a
+    label, rather than looked up label by label."""
+    judgments = Judgment.objects.filter(query__golden_set=golden_set, query__retired_at__isnull=True)
+    by_decider = {int(decider): index for index, decider in enumerate(rows.label_decider.tolist())} if len(rows.label_decider) else {}
+    for ident, hop in judgments.exclude(hop="").values_list("id", "hop").iterator(chunk_size=20_000):
+        index = by_decider.get(ident)
+        if index is not None:
+            rows.hops[index] = hop
+    spans = []
+    for ident, page, start, end, grade in (
+        EvidenceSpan.objects.filter(judgment__in=judgments)
+        .values_list("judgment_id", "judgment__page_id", "start", "end", "grade")
+        .iterator(chunk_size=20_000)
+    ):
+        index = by_decider.get(ident)
+        # A judgment of a duplicate member other than the group's first: its offsets are
+        # into that member's text, so its spans do not carry over to the group's label.
+        if index is not None and rows.label_page[index] == page:
+            spans.append((index, start, end, grade))
+    if spans:
+        rows.span_label, rows.span_start, rows.span_end, rows.span_grade = (np.array(column, dtype=np.int64) for column in zip(*spans))
+    rows.duplicates = list(
+        Page.objects.filter(corpus_id=golden_set.corpus_id, duplicate_of__isnull=False).values_list(
+            "pk", "doc_id", "duplicate_of_id", "duplicate_of__doc_id"
+        )
     )
 
 
@@ -184,22 +292,49 @@ def _slice_values(metadata: dict, fields: list[str]) -> dict:
 
 def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, steps: Sequence[str]) -> None:
     """Write ordered `rows` as version `version_id`'s labels (`position` their index; the
-    progress of step steps[0] counts blocks of LABEL_BLOCK labels, one write each), its
-    queries' snapshots (steps[1], a row each) and its pages' (steps[2]), in the caller's
-    transaction, after the version's row."""
+    progress of step steps[0] counts blocks of LABEL_BLOCK labels, one write each) with their
+    hops and spans, its queries' snapshots (steps[1], a row each), its pages' (steps[2]) and
+    its duplicate groups, in the caller's transaction, after the version's row."""
     count = len(rows.label_grade)
+    # Labels with a hop are written a row each (a hop's text has no fixed width for the
+    # column writer); the rest, nearly all, as columns with the hop column's default "".
+    with_hop = np.zeros(count, dtype=bool)
+    with_hop[list(rows.hops)] = True
     for start in progress(range(0, count, LABEL_BLOCK), steps[0]):
-        block = slice(start, min(start + LABEL_BLOCK, count))
+        block = np.arange(start, min(start + LABEL_BLOCK, count), dtype=np.int64)
+        plain = block[~with_hop[block]]
+        if not len(plain):
+            continue
         model_arrays_insert(
             VersionLabel,
             {
                 "version_id": version_id,
-                "query_id": rows.label_query[block],
-                "page_id": rows.label_page[block],
-                "grade": rows.label_grade[block],
-                "position": np.arange(block.start, block.stop, dtype=np.int64),
+                "query_id": rows.label_query[plain],
+                "page_id": rows.label_page[plain],
+                "grade": rows.label_grade[plain],
+                "position": plain,
             },
-            block.stop - block.start,
+            len(plain),
+        )
+    if rows.hops:
+        model_rows_insert(
+            VersionLabel,
+            ["version_id", "query_id", "page_id", "grade", "hop", "position"],
+            (
+                (version_id, int(rows.label_query[index]), int(rows.label_page[index]), int(rows.label_grade[index]), hop, index)
+                for index, hop in sorted(rows.hops.items())
+            ),
+        )
+    if len(rows.span_label):
+        model_rows_insert(
+            VersionSpan,
+            ["version_id", "query_id", "page_id", "start", "end", "grade"],
+            (
+                (version_id, int(rows.label_query[label]), int(rows.label_page[label]), start, end, grade)
+                for label, start, end, grade in zip(
+                    rows.span_label.tolist(), rows.span_start.tolist(), rows.span_end.tolist(), rows.span_grade.tolist()
+                )
+            ),
         )
     model_rows_insert(
         VersionQuery,
@@ -211,3 +346,9 @@ def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, s
         ["version_id", "page_id", "metadata", "published_at", "content_hash"],
         ((version_id, pk, stored, published_at, page_hash) for pk, _, _, stored, published_at, page_hash in progress(rows.pages, steps[2])),
     )
+    if rows.duplicates:
+        model_rows_insert(
+            VersionDuplicate,
+            ["version_id", "page_id", "group_page_id"],
+            ((version_id, member, group) for member, _, group, _ in rows.duplicates),
+        )

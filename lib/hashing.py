@@ -2,7 +2,8 @@
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 
@@ -54,11 +55,40 @@ class StreamHash:
 LABEL_LINE = "L\t{}\t{}\t{}".format
 
 
+@dataclass(frozen=True)
+class VersionEvidence:
+    """What a version holds beyond its labels, queries and pages, each in the version's
+    canonical order: hops (query_id, doc_id, hop), evidence spans (query_id, doc_id, start,
+    end, grade), the span projection settings (min overlap characters, share; hashed only
+    when there are spans) and duplicate groups (member doc_id, the group's doc_id). A
+    version with none of them hashes exactly as versions made before they existed."""
+
+    hops: Sequence[tuple[str, str, str]] = ()
+    spans: Sequence[tuple[str, str, int, int, int]] = ()
+    span_overlap: tuple[int, float] | None = None
+    duplicates: Sequence[tuple[str, str]] = ()
+
+    def lines(self) -> Iterator[str]:
+        for query_id, doc_id, hop in self.hops:
+            yield f"H\t{query_id}\t{doc_id}\t{hop}"
+        if self.spans:
+            chars, share = self.span_overlap or (None, None)
+            yield f"O\t{chars}\t{float(share)!r}"
+        for query_id, doc_id, start, end, grade in self.spans:
+            yield f"S\t{query_id}\t{doc_id}\t{start}\t{end}\t{grade}"
+        for member, group in self.duplicates:
+            yield f"D\t{member}\t{group}"
+
+
+NO_EVIDENCE = VersionEvidence()
+
+
 def version_hash(
     settings: dict,
     labels: Iterable[tuple[str, str, int]],
     queries: Iterable[tuple[str, dict]],
     pages: Iterable[tuple[str, dict, datetime | None, str]],
+    evidence: VersionEvidence = NO_EVIDENCE,
 ) -> str:
     """The content hash of a version: its settings, then every label, query and page.
 
@@ -71,7 +101,7 @@ def version_hash(
     digest = StreamHash()
     digest.add(canonical_json(settings))
     digest.add_lines(LABEL_LINE(query_id, doc_id, grade) for query_id, doc_id, grade in labels)
-    return _queries_and_pages(digest, queries, pages)
+    return _queries_and_pages(digest, queries, pages, evidence)
 
 
 def version_hash_of_columns(
@@ -79,6 +109,7 @@ def version_hash_of_columns(
     label_blocks: Iterable[tuple[list[str], list[str], list[int]]],
     queries: Iterable[tuple[str, dict | str]],
     pages: Iterable[tuple[str, dict | str, datetime | None, str]],
+    evidence: VersionEvidence = NO_EVIDENCE,
 ) -> str:
     """version_hash with the labels given as blocks of three parallel lists (query_ids,
     doc_ids, grades), each block's lines joined at once: a million labels without a
@@ -89,10 +120,10 @@ def version_hash_of_columns(
     for query_ids, doc_ids, grades in label_blocks:
         if query_ids:
             digest.add_block("\n".join(map(LABEL_LINE, query_ids, doc_ids, grades)))
-    return _queries_and_pages(digest, queries, pages)
+    return _queries_and_pages(digest, queries, pages, evidence)
 
 
-def _queries_and_pages(digest: StreamHash, queries: Iterable[tuple[str, dict]], pages: Iterable[tuple]) -> str:
+def _queries_and_pages(digest: StreamHash, queries: Iterable[tuple[str, dict]], pages: Iterable[tuple], evidence: VersionEvidence) -> str:
     for query_id, metadata in queries:
         text = metadata if isinstance(metadata, str) else canonical_json(metadata)
         digest.add(f"Q\t{query_id}\t{text}")
@@ -100,4 +131,5 @@ def _queries_and_pages(digest: StreamHash, queries: Iterable[tuple[str, dict]], 
         stamp = published_at.isoformat() if published_at else ""
         text = metadata if isinstance(metadata, str) else canonical_json(metadata)
         digest.add(f"P\t{doc_id}\t{text}\t{stamp}\t{content_hash}")
+    digest.add_lines(evidence.lines())
     return digest.hexdigest()
