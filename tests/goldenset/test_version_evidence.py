@@ -35,7 +35,10 @@ def test_a_version_with_no_span_hop_or_duplicate_hashes_as_before(golden_set):
     version = version_publish(golden_set=golden_set)
     labels = [("q1", "d1", 2), ("q1", "d2", 0), ("q2", "d3", 1)]
     queries = [(query_id, {}) for query_id in ("q1", "q2", "q3")]
-    pages = [(page.doc_id, {}, page.published_at, page.content_hash) for page in Page.objects.filter(doc_id__in=["d1", "d2", "d3"]).order_by("doc_id")]
+    pages = [
+        (page.doc_id, {}, page.published_at, page.content_hash)
+        for page in Page.objects.filter(doc_id__in=["d1", "d2", "d3"]).order_by("doc_id")
+    ]
     assert version.content_hash == version_hash(version_settings(version), labels, queries, pages)
     assert (version.span_count, version.hop_count, version.duplicate_count) == (0, 0, 0)
 
@@ -45,7 +48,10 @@ def test_the_deciding_judgments_spans_and_hop_enter_the_version_and_its_hash(gol
     _judge(golden_set, ann, "d4", 2, spans=[Span(38, 61), Span(0, 36, 1)], hop="inventor")
     version = version_publish(golden_set=golden_set)
     assert (version.span_count, version.hop_count) == (2, 1)
-    assert list(VersionSpan.objects.filter(version=version).order_by("start").values_list("start", "end", "grade")) == [(0, 36, 1), (38, 61, 2)]
+    assert list(VersionSpan.objects.filter(version=version).order_by("start").values_list("start", "end", "grade")) == [
+        (0, 36, 1),
+        (38, 61, 2),
+    ]
     assert VersionLabel.objects.get(version=version, page__doc_id="d4").hop == "inventor"
     evidence = version_evidence(version)
     assert evidence.spans == [("q3", "d4", 0, 36, 1), ("q3", "d4", 38, 61, 2)]
