@@ -471,8 +471,15 @@ class JudgeJob(models.Model):
         CHAT = "chat", "chat: an OpenAI-compatible API"
         LOCAL = "local", "local: all-MiniLM-L6-v2 on the worker"
 
+    class Pairs(models.TextChoices):
+        POOL = "pool", "the pool's pairs: labels where people have none yet"
+        JUDGED = "judged", "pairs people judged (the latest version's labels): what calibration compares"
+
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="judge_jobs")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CHAT)
+    # Which pairs it grades: a pool's (to fill in what people have not judged), or the pairs
+    # of the latest version (to calibrate the model against people: "judged by both").
+    pairs = models.CharField(max_length=10, choices=Pairs.choices, default=Pairs.POOL, db_default=Pairs.POOL)
     pool = models.ForeignKey(Pool, null=True, on_delete=models.SET_NULL, related_name="judge_jobs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     base_url = models.URLField(max_length=500, blank=True, help_text="a chat judge's API; empty for a local one")

@@ -9,7 +9,18 @@ from lib.llm_judging import API_KEY_ENV_PREFIX, DEFAULT_PROMPT, MAX_BATCH
 
 
 class JudgeForm(forms.Form):
-    pool = forms.TypedChoiceField(coerce=int, help_text="the pool whose pairs the model grades")
+    pairs = forms.ChoiceField(
+        choices=JudgeJob.Pairs.choices,
+        initial=JudgeJob.Pairs.POOL,
+        widget=forms.RadioSelect,
+        label="Pairs to grade",
+        required=False,
+        help_text="calibration compares the model with people on pairs both graded: to calibrate a model, grade the pairs "
+        "people judged (a sample is enough)",
+    )
+    pool = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, help_text="the pool whose pairs the model grades (the pool's pairs only)"
+    )
     kind = forms.ChoiceField(
         choices=JudgeJob.Kind.choices,
         initial=JudgeJob.Kind.CHAT,
@@ -48,7 +59,7 @@ class JudgeForm(forms.Form):
         help_text="local: the cosine of query and page (title and text, cut at 256 word pieces) from which each grade is "
         "given; each wording is kept under its own hash",
     )
-    sample = forms.IntegerField(min_value=1, required=False, help_text="grade this many pairs drawn at random; empty: the whole pool")
+    sample = forms.IntegerField(min_value=1, required=False, help_text="grade this many pairs drawn at random; empty: all of them")
     max_in_flight = forms.IntegerField(min_value=1, max_value=64, initial=4, label="Requests in flight")
     batch_size = forms.IntegerField(
         min_value=1,
@@ -68,6 +79,9 @@ class JudgeForm(forms.Form):
         self.fields["pool"].choices = [
             (pool.pk, f"pool {pool.pk} · {pool.pair_count} pairs · {pool.get_strategy_display()}") for pool in pools
         ]
+
+    def clean_pairs(self) -> str:
+        return self.cleaned_data["pairs"] or JudgeJob.Pairs.POOL
 
     def clean_batch_size(self) -> int:
         return self.cleaned_data["batch_size"] or 1

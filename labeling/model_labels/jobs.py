@@ -41,7 +41,7 @@ from goldenset.model_labels import (
     model_labels_record,
     model_prompt_store,
 )
-from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query
+from goldenset.models import GoldenSet, ModelJudgment, ModelPrompt, Page, Query, VersionLabel
 from labeling.model_labels.judges import (
     JudgeSettings,
     PairText,
@@ -91,11 +91,19 @@ def judge_job_check(
     price_out: Decimal | None,
     kind: str = JudgeJob.Kind.CHAT,
     batch_size: int = 1,
-) -> Pool:
-    """Every fault of the fields at once (GoldsetError with problems "field: why"); the pool."""
+    pairs: str = JudgeJob.Pairs.POOL,
+) -> Pool | None:
+    """Every fault of the fields at once (GoldsetError with problems "field: why"); the pool
+    (None for a job on the pairs people judged, which needs no pool)."""
     problems = ProblemCollector()
     pool = Pool.objects.filter(golden_set=golden_set, pk=pool_id).first() if pool_id is not None else None
-    if pool is None:
+    if pairs not in JudgeJob.Pairs.values:
+        problems.add(f"pairs: {pairs!r} is not a choice (pool or judged)")
+    elif pairs == JudgeJob.Pairs.JUDGED:
+        pool = None
+        if not golden_set.versions.exists():
+            problems.add("pairs: the pairs people judged are read from the latest version, and the set has none: publish one first")
+    elif pool is None:
         problems.add(f"pool: golden set {golden_set.slug!r} has no pool {pool_id}")
     if kind == JudgeJob.Kind.LOCAL:
         _local_check(problems, golden_set, prompt_text, sample_size)
@@ -157,12 +165,15 @@ def judge_job_submit(
     user: AbstractBaseUser | None = None,
     kind: str = JudgeJob.Kind.CHAT,
     batch_size: int = 1,
+    pairs: str = JudgeJob.Pairs.POOL,
 ) -> JudgeJob:
     """Record a judge job (and its prompt) and send it through `job_task` once the caller's
     transaction commits (None: the caller runs it, as the command does). A local job takes
     its thresholds' text as `prompt_text`; its URL, model, key, in-flight bound, batch and
     prices are not asked for and are stored empty (its model is the packaged one). A chat
-    job sends `batch_size` passages of a query in one request (1: one request per pair)."""
+    job sends `batch_size` passages of a query in one request (1: one request per pair).
+    `pairs`: the pool's (JudgeJob.Pairs.POOL) or those of the latest version's labels (JUDGED,
+    no pool: what calibration needs, since it compares the model with people on pairs both graded)."""
     pool = judge_job_check(
         golden_set=golden_set,
         pool_id=pool_id,
@@ -176,6 +187,7 @@ def judge_job_submit(
         price_out=price_out,
         kind=kind,
         batch_size=batch_size,
+        pairs=pairs,
     )
     if kind == JudgeJob.Kind.LOCAL:
         base_url, model, api_key_env, max_in_flight, batch_size, price_in, price_out = "", minilm.MODEL_NAME, "", 1, 1, None, None
@@ -185,6 +197,7 @@ def judge_job_submit(
             golden_set=golden_set,
             pool=pool,
             kind=kind,
+            pairs=pairs,
             base_url=base_url,
             model=model.strip(),
             api_key_env=api_key_env or "",
@@ -202,8 +215,15 @@ def judge_job_submit(
 
 
 def _pairs_of(job: JudgeJob) -> list[tuple[int, int]]:
-    pairs = pool_pairs(job.pool)
-    keys = list(zip(pairs.query_pks.tolist(), pairs.page_pks.tolist()))
+    if job.pairs == JudgeJob.Pairs.JUDGED:
+        # The version the job was started on may have a successor by the time it runs: the
+        # latest is what calibration compares with.
+        version = job.golden_set.latest_version()
+        labels = VersionLabel.objects.filter(version=version).order_by("position") if version else VersionLabel.objects.none()
+        keys = list(labels.values_list("query_id", "page_id"))
+    else:
+        pairs = pool_pairs(job.pool)
+        keys = list(zip(pairs.query_pks.tolist(), pairs.page_pks.tolist()))
     if job.sample_size is not None and job.sample_size < len(keys):
         seed_text = f"{job.pool_id}\n{job.model}\n{job.prompt_hash}\n{job.sample_size}"
         seed = int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little")
@@ -268,7 +288,7 @@ def _ungraded(job: JudgeJob) -> list[tuple[int, int]]:
 
 
 def _grade(job: JudgeJob, waiting: Waiting | None, on_chunk) -> None:
-    if job.pool is None:
+    if job.pool is None and job.pairs == JudgeJob.Pairs.POOL:
         raise GoldsetError("the pool was deleted")
     if job.kind == JudgeJob.Kind.LOCAL:
         _grade_locally(job, on_chunk)

@@ -76,6 +76,7 @@ def judge_job_start(request: HttpRequest, slug: str) -> HttpResponse:
             judge_job_submit(
                 golden_set=golden_set,
                 pool_id=data["pool"],
+                pairs=data["pairs"],
                 kind=data["kind"],
                 base_url=data["base_url"].strip(),
                 model=data["model"],

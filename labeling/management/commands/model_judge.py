@@ -36,7 +36,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
-        parser.add_argument("--pool", type=int, required=True, metavar="ID", help="the pool whose pairs are graded")
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--pool", type=int, metavar="ID", help="the pool whose pairs are graded")
+        which.add_argument(
+            "--judged",
+            action="store_true",
+            help="grade the pairs people judged (the latest version's labels), which calibration compares the model with",
+        )
         parser.add_argument("--local", action="store_true", help="grade with the packaged local model instead of a chat API")
         parser.add_argument(
             "--config-file",
@@ -47,7 +53,7 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="", metavar="URL", help="chat: the API's base URL (…/chat/completions is added)")
         parser.add_argument("--model", default="", metavar="NAME", help="chat: the model's name as the API knows it")
         parser.add_argument("--api-key-env", default="", metavar="VAR", help="the environment variable holding the API key")
-        parser.add_argument("--sample", type=int, metavar="N", help="grade N pairs of the pool drawn at random")
+        parser.add_argument("--sample", type=int, metavar="N", help="grade N of the pairs drawn at random")
         parser.add_argument(
             "--prompt-file", type=Path, metavar="F", help="the prompt, with {query} and {passage} (default: Goldset's UMBRELA-style prompt)"
         )
@@ -96,6 +102,7 @@ class Command(BaseCommand):
             job = judge_job_submit(
                 golden_set=found,
                 pool_id=pool,
+                pairs=JudgeJob.Pairs.JUDGED if options["judged"] else JudgeJob.Pairs.POOL,
                 kind=JudgeJob.Kind.LOCAL if local else JudgeJob.Kind.CHAT,
                 base_url=base_url,
                 model=model,
@@ -111,7 +118,9 @@ class Command(BaseCommand):
             )
         except GoldsetError as exc:
             raise CommandError("\n".join([exc.message, *exc.problems])) from exc
-        self.stdout.write(f"judge job {job.pk}: {job.model}, {'thresholds' if local else 'prompt'} {job.prompt_hash[:12]}, pool {pool}")
+        self.stdout.write(
+            f"judge job {job.pk}: {job.model}, {'thresholds' if local else 'prompt'} {job.prompt_hash[:12]}, {'the pairs people judged' if options['judged'] else f'pool {pool}'}"
+        )
 
         def progress(current):
             self.stdout.write(f"  {current.settled} of {current.pairs_total} pairs settled")

@@ -13,8 +13,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from goldenset.model_labels import model_labels_import, model_sources
 from goldenset.models import Judgment, Membership, ModelJudgment, ModelPrompt
-from goldenset.services import membership_grant
+from goldenset.services import judgment_record, membership_grant, version_publish
 from labeling.model_labels.jobs import judge_job_run, judge_job_submit
 from labeling.model_labels.local_judge import (
     DEFAULT_THRESHOLDS_0_3,
@@ -24,11 +25,12 @@ from labeling.model_labels.local_judge import (
     config_text,
     default_config,
 )
+from labeling.model_labels.selectors import calibration_report
 from labeling.models import JudgeJob
 from labeling.pools.services import pool_build
 from lib import minilm
 from lib.errors import GoldsetError
-from lib.formats import JsonRecord
+from lib.formats import JsonRecord, ModelLabelLine
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +60,7 @@ def pooled(owner):
 def local_job(golden_set, pool, config=None, **options):
     return judge_job_submit(
         golden_set=golden_set,
-        pool_id=pool.pk,
+        pool_id=pool.pk if pool is not None else None,
         kind=JudgeJob.Kind.LOCAL,
         base_url="",
         model="",
@@ -366,3 +368,83 @@ def test_the_packaged_model_grades_the_demo_pool_offline(client, offline):
     client.force_login(golden_set.memberships.filter(role=Membership.Role.MANAGER).first().user)
     page = client.get(reverse("model_labels", args=[golden_set.slug]))
     assert page.status_code == 200 and minilm.MODEL_NAME in page.content.decode()
+
+
+# Grading the pairs people judged (issue 30 item 6): what calibration needs.
+
+
+@pytest.fixture
+def judged(pooled):
+    """The pooled set with a version holding people's labels on three pairs, none of them
+    in the pool's unlabelled pairs the default job would grade."""
+    golden_set, pool = pooled
+    judgment_record(
+        query=golden_set.queries.get(query_id="q-refund"),
+        page=golden_set.corpus.pages.get(doc_id="refund"),
+        grade=3,
+        annotator=None,
+        source=Judgment.Source.IMPORTED,
+    )
+    judgment_record(
+        query=golden_set.queries.get(query_id="q-refund"),
+        page=golden_set.corpus.pages.get(doc_id="trucks"),
+        grade=0,
+        annotator=None,
+        source=Judgment.Source.IMPORTED,
+    )
+    version_publish(golden_set=golden_set)
+    return golden_set, pool
+
+
+@needs_model
+def test_a_job_on_the_pairs_people_judged_grades_exactly_the_versions_labels_and_calibration_reads_them(judged):
+    golden_set, pool = judged
+    job = judge_job_run(local_job(golden_set, None, pairs=JudgeJob.Pairs.JUDGED).pk)
+    assert (job.status, job.pool_id, job.pairs_total, job.pairs_done) == ("done", None, 3, 3)
+    assert set(labels(golden_set)) == {("q-pw", "reset"), ("q-refund", "refund"), ("q-refund", "trucks")}
+    source = next(source for source in model_sources(golden_set) if source.prompt_hash == job.prompt_hash)
+    assert calibration_report(golden_set, source).overall.pairs == 3
+
+
+@needs_model
+def test_a_sample_of_the_judged_pairs_is_drawn_from_them_only(judged):
+    golden_set, _ = judged
+    job = judge_job_run(local_job(golden_set, None, pairs=JudgeJob.Pairs.JUDGED, sample_size=2).pk)
+    assert job.pairs_total == 2
+    assert set(labels(golden_set)) < {("q-pw", "reset"), ("q-refund", "refund"), ("q-refund", "trucks")}
+
+
+def test_grading_the_judged_pairs_needs_a_version_and_no_pool(pooled):
+    golden_set, pool = pooled
+    with pytest.raises(GoldsetError) as refused:
+        local_job(golden_set, None, pairs=JudgeJob.Pairs.JUDGED)
+    assert any(problem.startswith("pairs: ") and "publish one first" in problem for problem in refused.value.problems)
+    with pytest.raises(GoldsetError, match="pairs"):
+        local_job(golden_set, pool, pairs="everything")
+
+
+@needs_model
+def test_the_page_offers_the_judged_pairs_and_says_so_when_calibration_has_none(client, owner, judged, django_capture_on_commit_callbacks):
+    golden_set, pool = judged
+    # A model that graded only pairs nobody judged: calibration has nothing to compare.
+    model_labels_import(golden_set=golden_set, model="filler", prompt_text="fill", records=[ModelLabelLine(1, "q-pw", "html", 1)])
+    client.force_login(owner)
+    page = client.get(reverse("model_labels", args=[golden_set.slug])).content.decode()
+    assert 'value="judged"' in page and "pairs people judged" in page
+    assert 'data-hint="grade-judged"' in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("judge_job_start", args=[golden_set.slug]), {**local_form(pool, pairs="judged"), "pool": ""})
+    assert response.status_code == 302
+    job = JudgeJob.objects.get()
+    assert (job.pairs, job.pool_id, job.pairs_done) == ("judged", None, 3)
+    listed = client.get(reverse("judge_jobs", args=[golden_set.slug])).content.decode()
+    assert "pairs people judged" in listed
+
+
+@needs_model
+def test_the_command_grades_the_judged_pairs(judged):
+    golden_set, _ = judged
+    out = StringIO()
+    call_command("model_judge", golden_set.slug, "--judged", "--local", stdout=out)
+    assert "the pairs people judged" in out.getvalue()
+    assert JudgeJob.objects.get().pairs_done == 3
