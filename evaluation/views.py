@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from evaluation.alerts.selectors import alerts_latest
 from evaluation.forms import CalculatorForm, CompareForm, RunUploadForm
@@ -191,12 +191,18 @@ RUN_LIFECYCLE_ACTIONS = {
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def run_lifecycle(request: HttpRequest, slug: str, run_id: int, action: str) -> HttpResponse:
     """A manager archives, unarchives, marks complete or marks partial a run, then goes back
-    to the page the button was on (`back=runs` for the runs list, else the run page)."""
+    to the page the button was on (`back=runs` for the runs list, else the run page).
+    Archiving asks first (GET: what leaves which page); the others undo each other at once."""
     golden_set = access_golden_set(request.user, slug, roles=UPLOAD_ROLES)
     run = run_get(golden_set, run_id)
+    if request.method == "GET":
+        if action != "archive" or run.archived_at:
+            return redirect("run", slug=golden_set.slug, run_id=run.id)
+        ctx = {"golden_set": golden_set, "run": run, "back": request.GET.get("back", ""), "archived": request.GET.get("archived", "")}
+        return render(request, "evaluation/run_archive.html", ctx)
     service, done = RUN_LIFECYCLE_ACTIONS[action]
     try:
         service(run=run, user=request.user)

@@ -7,12 +7,14 @@ probe: both call a production system. Each view: fetch with the access check, ac
 a service, render or redirect.
 """
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
@@ -68,12 +70,24 @@ def monitoring_progress(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def endpoint_run_now(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    """Start a night of the endpoint now (`nightly_run_start`), on a worker after the commit;
+    """Ask first (GET: how many queries go to which host, which may be production), then start
+    a night of the endpoint now (POST: `nightly_run_start`), on a worker after the commit;
     refused while one of its nights is pending or running, so production is not asked twice."""
     golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
     endpoint = endpoint_get(golden_set, name)
+    if request.method == "GET":
+        version = golden_set.latest_version()
+        ctx = {
+            "golden_set": golden_set,
+            "endpoint": endpoint,
+            "host": urlsplit(endpoint.url).netloc or endpoint.url,
+            "queries": version.query_count if version else 0,
+            "version": version,
+            "running": nights_in_progress(golden_set, endpoint),
+        }
+        return render(request, "monitoring/endpoints/run_now.html", ctx)
     try:
         night = nightly_run_start(endpoint=endpoint)
     except ConflictError as exc:

@@ -9,6 +9,7 @@ Goldset contract, `endpoint_add`, and nights stored as a nightly run stores them
 
 import re
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
@@ -66,6 +67,7 @@ def _gets(slug):
         reverse("endpoint_edit", args=[slug, "hybrid-first"]),
         reverse("endpoint_try", args=[slug, "hybrid-first"]),
         reverse("endpoint_delete", args=[slug, "hybrid-first"]),
+        reverse("endpoint_run_now", args=[slug, "hybrid-first"]),
     ]
 
 
@@ -355,6 +357,20 @@ def test_run_now_starts_one_night_that_asks_the_endpoint_and_stores_its_run(
     html = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
     assert "Night of hybrid-first started" in html
     assert night.run.name in Run.objects.values_list("name", flat=True)
+
+
+def test_run_now_asks_first_how_many_queries_go_to_which_host_and_sends_none(client, endpoints, watched, people):
+    first, _ = endpoints
+    _login(client, people["manager"])
+    monitoring = client.get(reverse("monitoring", args=[watched.slug])).content.decode()
+    assert f'href="{reverse("endpoint_run_now", args=[watched.slug, first.name])}"' in monitoring
+    page = client.get(reverse("endpoint_run_now", args=[watched.slug, first.name]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "Run a night of" in html
+    host = urlsplit(first.url).netloc
+    assert "<strong>12</strong> queries of version" in html and f"<code>{host}</code>" in html
+    assert "Send 12 queries now" in html
+    assert NightlyRun.objects.count() == 0
 
 
 def test_run_now_is_refused_while_a_night_of_the_endpoint_is_pending(client, endpoints, watched, people):

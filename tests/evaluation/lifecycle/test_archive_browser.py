@@ -40,7 +40,10 @@ def test_archiving_the_test_run_takes_its_coverage_flags_away(browser_page, live
     page.goto(f"{live_server.url}/sets/{SLUG}/runs/")
     page.screenshot(path=str(ARTIFACTS / "lifecycle-runs-before.png"), full_page=True)
     with page.expect_navigation():
-        page.click('button[aria-label="Archive: run test"]')
+        page.click('a[aria-label="Archive: run test"]')
+    page.screenshot(path=str(ARTIFACTS / "lifecycle-archive-confirm.png"), full_page=True)
+    with page.expect_navigation():
+        page.click("button:has-text('Archive test')")
     assert "show archived (1)" in page.inner_text("main")
     assert page.locator("table.grid tbody tr").count() == 1
     page.screenshot(path=str(ARTIFACTS / "lifecycle-runs-archived.png"), full_page=True)

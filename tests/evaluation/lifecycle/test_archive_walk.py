@@ -41,9 +41,12 @@ def test_archiving_the_test_run_takes_away_the_coverage_flags_it_caused(client, 
     assert "test" in alerted(client)
 
     runs_page = client.get(reverse("runs", kwargs={"slug": SLUG}))
-    assert (
-        f'action="{reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"})}"'.encode() in runs_page.content
-    )
+    archive = reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"})
+    assert f'href="{archive}?back=runs"'.encode() in runs_page.content
+    # Archiving asks first: the page says what the run leaves, and changes nothing.
+    asked = client.get(archive, {"back": "runs"})
+    assert b"leaves the leaderboard" in asked.content and b'name="back" value="runs"' in asked.content
+    assert flagged(client) != []
     archived = client.post(
         reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": run.id, "action": "archive"}),
         {"back": "runs"},

@@ -88,7 +88,9 @@ def test_anonymous_visitors_are_sent_to_log_in(client, small, owner, action):
 def test_the_actions_take_post_with_a_csrf_token_only(small, owner):
     client = Client(enforce_csrf_checks=True)
     client.force_login(owner)
-    assert client.get(url("archive", small)).status_code == 405
+    # GET asks first (a confirmation page) and changes nothing; the others have no GET page.
+    assert client.get(url("archive", small)).status_code == 200
+    assert client.get(url("unarchive", small)).status_code == 302
     assert client.post(url("archive", small)).status_code == 403
     assert not changed("archive", small)
 
@@ -97,9 +99,13 @@ def test_the_buttons_are_shown_to_managers_only(client, small, owner, adjudicato
     run_page = reverse("run", kwargs={"slug": SLUG, "run_id": small.id})
     runs_page = reverse("runs", kwargs={"slug": SLUG})
     client.force_login(owner)
-    assert b"Archive</button>" in client.get(run_page).content and b"Archive</button>" in client.get(runs_page).content
+    assert b"Archive\xe2\x80\xa6</a>" in client.get(run_page).content and b"Archive\xe2\x80\xa6</a>" in client.get(runs_page).content
     client.force_login(adjudicator)
-    assert b"Archive</button>" not in client.get(run_page).content and b"Archive</button>" not in client.get(runs_page).content
+    assert (
+        b"Archive\xe2\x80\xa6</a>" not in client.get(run_page).content and b"Archive\xe2\x80\xa6</a>" not in client.get(runs_page).content
+    )
+    # Nor the confirmation page: 404 as for every action of the run they may not take.
+    assert client.get(reverse("run_lifecycle", kwargs={"slug": SLUG, "run_id": small.id, "action": "archive"})).status_code == 404
 
 
 # --- the API ------------------------------------------------------------------------------
