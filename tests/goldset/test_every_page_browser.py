@@ -1,6 +1,6 @@
-"""Every page a manager or an annotator can reach, in a real browser at 390 and 1440 px: no
+"""Every page a manager or an annotator can reach, in a real browser at 390 and 1280 px: no
 page-level horizontal scroll (wide tables scroll inside their own box), and axe-core finds no
-serious or critical accessibility violation. A screenshot of each page at each width goes to
+serious or critical accessibility violation at either width. A screenshot of each page at each width goes to
 GOLDSET_SCREENSHOTS (test-artifacts/screens by default under `make test`).
 
 The pages are those tests/goldset/test_navigation.py's crawl reaches, one per path (the query
@@ -23,7 +23,7 @@ from tests.goldset.site import crawl, team  # noqa: F401 - team is a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = (390, 1440)
+WIDTHS = (390, 1280)
 IMPACTS = ("serious", "critical")
 # The API's Swagger UI is drf-spectacular's vendored swagger-ui bundle, not the app's markup:
 # its widths are checked, axe is not asked about it.
@@ -52,6 +52,8 @@ def _check(page, url: str, axe: str, shots: Path | None, role: str) -> list[str]
     page.wait_for_load_state("networkidle")
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
+        # Two frames: the page's resize handlers (static/goldset/scroll_regions.js) have run.
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         if overflow > 0:
             wide = page.evaluate(
@@ -67,15 +69,17 @@ def _check(page, url: str, axe: str, shots: Path | None, role: str) -> list[str]
         if shots is not None:
             name = re.sub(r"[^A-Za-z0-9]+", "-", url.strip("/")) or "home"
             page.screenshot(path=str(shots / f"{role}-{name}-{width}.png"), full_page=True)
-    if url.startswith(NOT_OURS):
-        return problems
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.evaluate(axe)
-    found = page.evaluate("async () => JSON.stringify((await axe.run(document, {resultTypes: ['violations']})).violations)")
-    for violation in json.loads(found):
-        if violation["impact"] in IMPACTS:
-            targets = ", ".join(str(node["target"][0]) for node in violation["nodes"][:3])
-            problems.append(f"{url}: axe {violation['impact']} {violation['id']} ({violation['help']}) at {targets}")
+        if url.startswith(NOT_OURS):
+            continue
+        # At each width: a table that fits at 1280 px may scroll in its box on a phone, and a
+        # box the keyboard cannot reach is a finding there only.
+        if not page.evaluate("typeof axe !== 'undefined'"):
+            page.evaluate(axe)
+        found = page.evaluate("async () => JSON.stringify((await axe.run(document, {resultTypes: ['violations']})).violations)")
+        for violation in json.loads(found):
+            if violation["impact"] in IMPACTS:
+                targets = ", ".join(str(node["target"][0]) for node in violation["nodes"][:3])
+                problems.append(f"{url} at {width} px: axe {violation['impact']} {violation['id']} ({violation['help']}) at {targets}")
     return problems
 
 
