@@ -37,9 +37,13 @@ run: warm
 	trap 'kill $$! 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver 127.0.0.1:$${PORT:-8000}
 
+# The whole suite in two parts: what test-fast runs, on two processes (pytest-xdist, a test
+# database each), then the browser tests and the tests that start and kill real Celery
+# workers, one at a time (each drives Chromium or workers of its own on the two cores).
 test: warm
+	$(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
 	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored).
-	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest $(PYTEST_ARGS)
+	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest -m "browser or worker" $(PYTEST_ARGS)
 
 # The inner loop: the suite on two processes (pytest-xdist), without the browser tests and the
 # tests that start real Celery workers (marked browser and worker); `make test` runs them all.
