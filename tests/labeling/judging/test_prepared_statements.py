@@ -61,3 +61,24 @@ def test_while_queries_are_logged_the_log_shows_every_statements_text(judging):
     with CaptureQueriesContext(connection) as captured:
         assert _judge_in_a_loop(client, golden_set, 8) == 8
     assert all(query["sql"] for query in captured.captured_queries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_migration_that_changes_a_column_type_leaves_the_judging_screen_answering(client, make_user):
+    """Issue 31 item 10: with statements prepared per connection, a column's new type made
+    every prepared statement reading it fail ("cached plan must not change result type")
+    until the connection was closed, up to 60 s of 500s. Unprepared, the next request plans
+    afresh. The change is made by another connection, as a migration run during a deploy."""
+    import psycopg
+
+    pool = pooled_set(queries=4, depth=4)
+    client.force_login(annotator_of(pool.golden_set, make_user, "ann"))
+    assert _judge_in_a_loop(client, pool.golden_set, 6) == 6
+    settings = connection.settings_dict
+    dsn = f"host={settings['HOST'] or '127.0.0.1'} port={settings['PORT'] or 5432} user={settings['USER']} dbname={settings['NAME']}"
+    with psycopg.connect(dsn, autocommit=True) as other:
+        other.execute("ALTER TABLE goldenset_page ALTER COLUMN title TYPE varchar(20000)")
+        try:
+            assert _judge_in_a_loop(client, pool.golden_set, 3) == 3
+        finally:
+            other.execute("ALTER TABLE goldenset_page ALTER COLUMN title TYPE text")
