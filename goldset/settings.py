@@ -241,6 +241,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_BROKER_
 # Workers consume this queue and send the tasks they fan out to it; deployments (or test
 # sessions) that share one Redis keep apart by naming their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Calls to endpoints a manager started by hand ("try it", "probe now") go to a queue of
+# their own, served by a worker of its own (docker-compose's worker-outbound): a slow
+# endpoint then holds that worker, never the ones publishing and scoring.
+CELERY_OUTBOUND_QUEUE = env_str("CELERY_OUTBOUND_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-outbound")
+CELERY_TASK_ROUTES = {
+    "monitoring.tasks.endpoint_try_task": {"queue": CELERY_OUTBOUND_QUEUE},
+    "monitoring.tasks.probe_round_task": {"queue": CELERY_OUTBOUND_QUEUE},
+}
 # The sweepers re-enqueue evaluations, pool jobs and publish jobs, a lost message or a dead worker
 # left undone. The evaluation sweeper runs often (a pass is two queries and a ping of the
 # workers) because it is what brings back an evaluation whose worker died: within one

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from evaluation.retention import series_entries_thin
 from lib.background_jobs import TRANSIENT, jobs_sweep, task_holder
+from monitoring.endpoints.trying import try_execute
 from monitoring.models import NightlyRun, ProbeRound
 from monitoring.nightly.services import NIGHTS, nightly_run_execute
 from monitoring.probes.services import probe_round_execute
@@ -31,6 +32,9 @@ ROUND_LIMITS = {"soft_time_limit": 2 * 60, "time_limit": 3 * 60}
 # A round unfinished this long is sent again: past its hard limit, so never while it runs.
 ROUND_LOST_AFTER = timedelta(seconds=ROUND_LIMITS["time_limit"] + 60)
 TICK_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
+# A try waits TRY_IT_SECONDS for its one answer: these only bound a worker that hangs
+# elsewhere (name resolution, a slow cache), within the page's TRY_GIVE_UP_SECONDS.
+TRY_LIMITS = {"soft_time_limit": 30, "time_limit": 45}
 RETENTION_LIMITS = {"soft_time_limit": 30 * 60, "time_limit": 35 * 60}
 
 
@@ -44,6 +48,13 @@ def nightly_run_task(self, night_id: int) -> str:
 def probe_round_task(round_id: int) -> int:
     """Probe a round's canaries; returns how many were missed."""
     return sum(not outcome.found for outcome in probe_round_execute(round_id=round_id))
+
+
+@shared_task(acks_late=False, **TRY_LIMITS)
+def endpoint_try_task(token: str) -> bool:
+    """Ask an endpoint a manager's "try it" query (monitoring.endpoints.trying). Never retried
+    and acknowledged on receipt: a try is asked once, a lost one is asked again by the manager."""
+    return try_execute(token) is not None
 
 
 def night_send(night: NightlyRun) -> None:

@@ -17,6 +17,7 @@ urlpatterns = [
     path("sets/<slug:slug>/endpoints/add/", endpoint_views.endpoint_add_page, name="endpoint_add"),
     path("sets/<slug:slug>/endpoints/<str:name>/", endpoint_views.endpoint_edit_page, name="endpoint_edit"),
     path("sets/<slug:slug>/endpoints/<str:name>/try/", endpoint_views.endpoint_try_page, name="endpoint_try"),
+    path("sets/<slug:slug>/endpoints/<str:name>/try/<str:token>/", endpoint_views.endpoint_try_page, name="endpoint_try_result"),
     path("sets/<slug:slug>/endpoints/<str:name>/delete/", endpoint_views.endpoint_delete_page, name="endpoint_delete"),
     path("sets/<slug:slug>/endpoints/<str:name>/run-now/", overview_views.endpoint_run_now, name="endpoint_run_now"),
     path("sets/<slug:slug>/endpoints/<str:name>/probe-now/", overview_views.endpoint_probe_now, name="endpoint_probe_now"),

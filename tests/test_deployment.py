@@ -24,8 +24,8 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FILES = [*sorted((ROOT / "goldset").glob("settings*.py")), ROOT / "goldset" / "env.py"]
-SERVICES = ("postgres", "redis", "web", "worker", "beat")
-APP_SERVICES = ("web", "worker", "beat")
+SERVICES = ("postgres", "redis", "web", "worker", "worker-outbound", "beat")
+APP_SERVICES = ("web", "worker", "worker-outbound", "beat")
 # Chooses which settings load, so Django, manage.py, wsgi.py and the Celery app read it
 # before any settings file does.
 SETTINGS_SELECTOR = "DJANGO_SETTINGS_MODULE"
@@ -146,14 +146,28 @@ def test_web_migrates_then_serves_the_real_wsgi_application_with_gunicorn():
     assert f"{module_name}.{attribute}" == settings.WSGI_APPLICATION
 
 
-@pytest.mark.parametrize("service", ["worker", "beat"])
+def test_the_outbound_worker_serves_the_queue_try_it_and_probes_are_sent_to():
+    """Issue 31 item 9: calls to slow endpoints run on a worker of their own."""
+    [words] = command_steps("worker-outbound")
+    queue = words[words.index("-Q") + 1]
+    # The default queue's name with "-outbound", as the settings make it when neither is set.
+    assert queue == f"{settings_literal_defaults()['CELERY_TASK_DEFAULT_QUEUE']}-outbound"
+    from django.conf import settings as django_settings
+
+    routed = {name for name, route in django_settings.CELERY_TASK_ROUTES.items() if route["queue"] == django_settings.CELERY_OUTBOUND_QUEUE}
+    assert routed == {"monitoring.tasks.endpoint_try_task", "monitoring.tasks.probe_round_task"}
+    [main] = command_steps("worker")
+    assert "-Q" not in main  # the main worker serves the default queue only
+
+
+@pytest.mark.parametrize("service", ["worker", "worker-outbound", "beat"])
 def test_worker_and_beat_start_the_real_celery_app(service):
     from celery.app.utils import find_app
 
     import goldset.celery
 
     [words] = command_steps(service)
-    assert words[0] == "celery" and service in words
+    assert words[0] == "celery" and service.split("-")[0] in words
     app_name = words[words.index("-A") + 1]
     importlib.import_module(app_name)
     # find_app is how `celery -A NAME` resolves the name.

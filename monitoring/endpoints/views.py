@@ -8,12 +8,11 @@ is resolved by the worker at send time, never here.
 """
 
 import json
-from dataclasses import replace
+import time
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -21,20 +20,18 @@ from goldenset.models import Membership
 from goldenset.selectors import access_golden_set
 from lib.errors import GoldsetError
 from monitoring.endpoints.forms import EndpointAddForm, EndpointEditForm, EndpointTryForm, service_error_show
-from monitoring.endpoints.selectors import doc_ids_known, endpoint_get, endpoints_of
+from monitoring.endpoints.selectors import endpoint_get, endpoints_of
 from monitoring.endpoints.services import endpoint_add, endpoint_delete, endpoint_spec, endpoint_update
 from monitoring.endpoints.spec import headers_shown
+from monitoring.endpoints.trying import TRY_GIVE_UP_SECONDS, try_start, try_state
 from monitoring.nightly.services import endpoint_depth, latest_version
+from monitoring.tasks import endpoint_try_task
 
 ENDPOINT_ROLES = (Membership.Role.MANAGER,)
 # The raw answer shown on "try it" once indented: enough to see its shape, not megabytes
 # (the client keeps as much of it, monitoring.endpoints.client.RAW_SHOWN_CHARS).
 RAW_SHOWN_CHARS = 40_000
 DEFAULT_TRY_K = 10
-# "Try it" asks in the web request, with the manager watching: it waits at most this long
-# (seconds), whatever the endpoint's own timeout (up to 120 s for its nights), so that a few
-# clicks on a slow endpoint cannot hold every web worker.
-TRY_IT_SECONDS = 10.0
 
 
 @login_required
@@ -118,43 +115,54 @@ def _pretty(raw: str) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def endpoint_try_page(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+def endpoint_try_page(request: HttpRequest, slug: str, name: str, token: str = "") -> HttpResponse:
     """Send one query to the endpoint and show the request as sent (headers as typed), the
-    raw answer beside the ranking Goldset read from it, and the problems found. A POST: it
-    calls the outside world."""
+    raw answer beside the ranking Goldset read from it, and the problems found. A POST
+    starts the try on a worker (monitoring.endpoints.trying: it calls the outside world,
+    never in the request) and comes back to the try's own page (`token`), which polls until
+    the answer is there."""
     golden_set = access_golden_set(request.user, slug, roles=ENDPOINT_ROLES)
     endpoint = endpoint_get(golden_set, name)
     version = latest_version(golden_set.pk)
     default_k = endpoint_depth(endpoint, version) if version else DEFAULT_TRY_K
     form = EndpointTryForm(request.POST or None, initial={"query_id": "probe"})
     ctx = {"golden_set": golden_set, "endpoint": endpoint, "form": form, "version": version, "default_k": default_k}
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not token and form.is_valid():
         values = form.cleaned_data
-        k = values["k"] or default_k
-        # Here, not at the top: the client brings aiohttp, which loading the URLs (every
-        # command, every web worker at start) would pay otherwise.
-        from monitoring.endpoints.client import probe_sync
-
-        spec = endpoint_spec(endpoint)
-        if spec.timeout_seconds > TRY_IT_SECONDS:
-            spec = replace(spec, timeout_seconds=TRY_IT_SECONDS)
-            ctx["timeout_cut"] = (endpoint.timeout_seconds, TRY_IT_SECONDS)
-        answer = probe_sync(
-            spec,
-            values["query_id"] or "probe",
-            values["query"],
-            k,
-            allowed_networks=settings.RETRIEVAL_ALLOWED_NETWORKS,
+        state = try_start(
+            endpoint=endpoint,
+            user_id=request.user.pk,
+            query_id=values["query_id"] or "probe",
+            query=values["query"],
+            k=values["k"] or default_k,
+            now=time.time(),
         )
-        known = doc_ids_known(golden_set, [doc_id for doc_id, _ in answer.ranking])
-        ctx.update(
-            {
-                "answer": answer,
-                "k": k,
-                "raw": _pretty(answer.raw_text),
-                "raw_cut": len(answer.raw_text or "") > RAW_SHOWN_CHARS,
-                "ranking": [(rank, doc_id, score, doc_id in known) for rank, (doc_id, score) in enumerate(answer.ranking, start=1)],
-                "unknown": sum(doc_id not in known for doc_id, _ in answer.ranking),
-            }
-        )
+        endpoint_try_task.delay(state.token)
+        return redirect("endpoint_try_result", slug=golden_set.slug, name=endpoint.name, token=state.token)
+    if token:
+        state = try_state(token, user_id=request.user.pk, endpoint=endpoint)
+        if state is None:
+            raise Http404("no such try: it was another's, or is no longer kept; send the query again")
+        form = EndpointTryForm(initial={"query_id": state.query_id, "query": state.query, "k": state.k})
+        ctx.update({"form": form, "try": state, "k": state.k, "timeout_cut": state.timeout_cut})
+        answer = state.answer
+        if answer is None:
+            ctx["waiting"] = time.time() - state.sent_at < TRY_GIVE_UP_SECONDS
+            if request.htmx and ctx["waiting"]:
+                return HttpResponse(status=204)  # nothing new: the page keeps polling
+        else:
+            ranking = [(rank, doc_id, score, doc_id in state.known) for rank, (doc_id, score) in enumerate(answer.ranking, start=1)]
+            ctx.update(
+                {
+                    "answer": answer,
+                    "raw": _pretty(answer.raw_text),
+                    "raw_cut": len(answer.raw_text or "") > RAW_SHOWN_CHARS,
+                    "ranking": ranking,
+                    "unknown": sum(not known for *_, known in ranking),
+                }
+            )
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Refresh"] = "true"  # the answer (or the giving up) is in: show the page whole
+            return response
     return render(request, "monitoring/endpoints/try.html", ctx)

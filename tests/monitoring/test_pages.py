@@ -452,7 +452,7 @@ def test_try_it_waits_at_most_its_own_deadline_whatever_the_endpoints_timeout(cl
     every web worker for 120 s."""
     import socket
 
-    from monitoring.endpoints import views as endpoint_views
+    from monitoring.endpoints import trying
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -461,10 +461,10 @@ def test_try_it_waits_at_most_its_own_deadline_whatever_the_endpoints_timeout(cl
     first.url = f"http://127.0.0.1:{silent.getsockname()[1]}/search"
     first.timeout_seconds = 120
     first.save(update_fields=["url", "timeout_seconds"])
-    monkeypatch.setattr(endpoint_views, "TRY_IT_SECONDS", 0.5)
+    monkeypatch.setattr(trying, "TRY_IT_SECONDS", 0.5)
     _login(client, people["manager"])
     try:
-        html = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1"}).content.decode()
+        html = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1"}, follow=True).content.decode()
     finally:
         silent.close()
     assert "no answer within 0.5 s" in html and "A try waits at most 0.5 s for the answer; the endpoint's nights wait 120 s." in html
@@ -575,7 +575,9 @@ def test_the_edit_form_refuses_a_bad_cron_line_on_its_field_and_changes_nothing(
 def test_try_it_shows_the_request_the_raw_answer_and_the_ranking_read(client, endpoints, watched, people):
     first, _ = endpoints
     _login(client, people["manager"])
-    response = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question <7>", "query_id": "q7"})
+    response = client.post(
+        reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question <7>", "query_id": "q7"}, follow=True
+    )
     assert response.status_code == 200
     html = response.content.decode()
     assert "Request as sent" in html and "POST " + first.url in html
@@ -590,11 +592,13 @@ def test_try_it_marks_doc_ids_the_corpus_does_not_have_and_lists_the_problems(cl
     first.doc_id_path = "score"  # a wrong path: reads the scores as doc ids
     first.save(update_fields=["doc_id_path"])
     _login(client, people["manager"])
-    html = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1", "k": "3"}).content.decode()
+    html = client.post(
+        reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1", "k": "3"}, follow=True
+    ).content.decode()
     assert "3 doc ids of the answer are not in the corpus" in html
     first.hits_path = "hits.hits"
     first.save(update_fields=["hits_path"])
-    response = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1"})
+    response = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1"}, follow=True)
     assert "Problems found" in response.content.decode() and response.context["answer"].problems
 
 
@@ -603,7 +607,7 @@ def test_no_page_shows_a_resolved_secret(client, nights, endpoints, watched, peo
     probe_now(endpoint=endpoints[0])
     _login(client, people["manager"])
     pages = [client.get(url) for url in _gets(watched.slug)]
-    pages.append(client.post(reverse("endpoint_try", args=[watched.slug, "hybrid-first"]), {"query": "question 1"}))
+    pages.append(client.post(reverse("endpoint_try", args=[watched.slug, "hybrid-first"]), {"query": "question 1"}, follow=True))
     pages.append(client.post(reverse("endpoint_edit", args=[watched.slug, "hybrid-first"]), {"run_schedule": "bad"}))
     for response in pages:
         assert SECRET not in response.content.decode()
@@ -630,3 +634,44 @@ def test_a_night_run_through_the_service_appears_on_the_page(
     assert "Last night " + f"{slot:%Y-%m-%d %H:%M}" in html
     assert " ms</td>" in html  # latency p50 / p95 from the nightly run
     assert "Index size" in html and ">17<" in html
+
+
+@pytest.mark.django_db(transaction=True)  # the worker thread reads the endpoint on its own connection
+def test_try_it_is_asked_by_a_worker_and_the_request_returns_while_the_endpoint_is_silent(client, endpoints, watched, people, monkeypatch):
+    """Hardening #31 item 9: the web request only records the try and sends its task (here
+    to the in-process background thread that stands for the outbound worker); the page it
+    comes back to polls, and shows the answer once the worker has one. Another manager's
+    request for that try is refused."""
+    import socket
+    import threading
+
+    from goldset.celery import tasks_inline, tasks_off_request_thread
+    from monitoring.endpoints import trying
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections, never answers
+    first, _ = endpoints
+    first.url = f"http://127.0.0.1:{silent.getsockname()[1]}/search"
+    first.save(update_fields=["url"])
+    monkeypatch.setattr(trying, "TRY_IT_SECONDS", 3.0)
+    answered = threading.Event()
+    real = trying.try_execute
+    monkeypatch.setattr("monitoring.tasks.try_execute", lambda token: (real(token), answered.set())[0])
+    _login(client, people["manager"])
+    tasks_off_request_thread()
+    try:
+        response = client.post(reverse("endpoint_try", args=[watched.slug, first.name]), {"query": "question 1"})
+        assert response.status_code == 302 and "/try/" in response.url
+        waiting = client.get(response.url)
+        assert not answered.is_set()  # the request came back while the endpoint was silent
+        assert 'hx-trigger="every 1s"' in waiting.content.decode() and "from a worker" in waiting.content.decode()
+        assert client.get(response.url, HTTP_HX_REQUEST="true").status_code == 204  # nothing new yet
+        assert answered.wait(30)
+        assert client.get(response.url, HTTP_HX_REQUEST="true")["HX-Refresh"] == "true"
+        assert "no answer within" in client.get(response.url).content.decode()
+        client.force_login(people["adjudicator"])
+        assert client.get(response.url).status_code == 404
+    finally:
+        tasks_inline()
+        silent.close()
