@@ -79,7 +79,9 @@ def main() -> None:
     args = parser.parse_args()
 
     texts, exact, near = documents(args.docs, args.words)
-    print(f"{args.docs:,} documents of {args.words} words: {exact:,} exact and {near:,} near copies planted; threshold {args.threshold}, {NUM_PERM} permutations")
+    print(
+        f"{args.docs:,} documents of {args.words} words: {exact:,} exact and {near:,} near copies planted; threshold {args.threshold}, {NUM_PERM} permutations"
+    )
     library = library_batch(texts, args.threshold)
     print(f"library batch (MinHash.generator + MinHashLSH insertion session): {library:.1f} s")
     started = time.perf_counter()

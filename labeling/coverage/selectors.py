@@ -39,6 +39,7 @@ from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings, later_night, run_counted, slice_label
 from goldenset.models import GoldenSet, Judgment, PageChange, Query, Version, VersionPage
+from labeling.coverage.duplicates import judgments_saved
 from lib import charts
 
 
@@ -139,6 +140,8 @@ class CoverageReport:
     # archived, or partial and not marked complete; the page names them, so that a missing
     # run is not a mystery.
     held_back: list[Run] = field(default_factory=list)
+    # Pairs a duplicate group's one judgment stands for (labeling.coverage.duplicates).
+    judgments_saved: int = 0
 
     @property
     def flagged(self) -> list[SliceCoverage]:
@@ -318,6 +321,7 @@ def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
         query_ids=qrels.query_ids,
         canary_suggestions=suggestions,
         held_back=held_back,
+        judgments_saved=judgments_saved(version),
     )
 
 
