@@ -187,6 +187,8 @@ class JudgingTask(models.Model):
         POOL = "pool", "pool"
         SAMPLE = "sample", "completeness sample"
         GOLD = "gold", "hidden gold check"
+        # A label whose evidence spans no longer hold on its page's new text (goldenset.stale_spans), to judge again.
+        STALE = "stale", "stale label to judge again"
 
     class Status(models.TextChoices):
         OPEN = "open"
