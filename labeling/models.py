@@ -281,6 +281,8 @@ class JudgingTask(models.Model):
                 condition=Q(status="done", judgments_required__gt=models.F("judgments_done")),
                 name="judging_task_overlap_open",
             ),
+            # The re-judging queue of stale labels (labeling.stale), by position; partial, so other tasks cost nothing.
+            models.Index(fields=["golden_set", "position"], condition=Q(kind="stale", status="open"), name="judging_task_stale_queue"),
             # A completeness sample's tasks; partial, so pool tasks (sample NULL) cost nothing.
             models.Index(fields=["sample", "status"], condition=Q(sample__isnull=False), name="judging_task_sample"),
         ]
