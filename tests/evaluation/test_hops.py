@@ -20,9 +20,10 @@ pytestmark = [
     pytest.mark.golden_set(
         "hops",
         manager="owner",
-        pages=factories.pages(*(f"d{n}" for n in range(1, 9))),
+        pages=factories.pages("d1", "d2", "d3", kind="a") + factories.pages("d4", "d5", "d6", "d7", "d8", kind="b"),
         queries=QUERIES,
         query_slice_fields=["lang"],
+        page_slice_fields=["kind"],
         qrels={("q3", "d5"): 1},
         k_final=2,
         k_first=4,
@@ -69,6 +70,13 @@ def test_a_query_slice_keeps_its_queries_and_counts_those_without_hops(scored):
     _, _, evaluation = scored
     assert _at(evaluation.hop_figures, "query:lang=de") == (1, 1, [(2, 0.5, 0.0, 1), (4, 0.5, 0.0, 1)])
     assert _at(evaluation.hop_figures, "query:lang=en") == (1, 0, [(2, 0.25, 0.0, 1), (4, 1.0, 1.0, 0)])
+
+
+def test_a_page_slice_keeps_the_hops_documents_of_its_pages(scored):
+    _, _, evaluation = scored
+    # kind a holds q1's hops whole; kind b holds q2's. A page slice counts no query "without hops".
+    assert _at(evaluation.hop_figures, "page:kind=a") == (1, None, [(2, 0.25, 0.0, 1), (4, 1.0, 1.0, 0)])
+    assert _at(evaluation.hop_figures, "page:kind=b") == (1, None, [(2, 0.5, 0.0, 1), (4, 0.5, 0.0, 1)])
 
 
 def test_a_version_without_hops_has_no_hop_figures(golden_set):
