@@ -331,6 +331,9 @@ class Evaluation(models.Model):
     # {canary id: 1-based rank, or null when not ranked}, for the canaries whose query is in
     # the version when it was scored; pages and alerts read it instead of the run's entries.
     canary_ranks = models.JSONField(null=True, blank=True)
+    # Per-hop recall@k, all-hops@k and queries with a missing hop, overall and per slice, for
+    # a version whose labels carry hops (evaluation.hops.hop_figures); None otherwise.
+    hop_figures = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -15,6 +15,7 @@ from django.utils import timezone
 from evaluation import completeness, engine, pooled_labels, scoring_inputs
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
+from evaluation.hops import hop_figures
 from evaluation.models import (
     Completeness,
     Evaluation,
@@ -412,6 +413,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
             per_query=per_query.to_bytes(),
             recall_curve=recall_curve,
             canary_ranks=canary_ranks,
+            hop_figures=hop_figures(version, ranked, [version.k_final, version.k_first]),  # HOPS (helper dupes): evaluation.hops
             error="",
         )
     evaluation.refresh_from_db()

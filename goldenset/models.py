@@ -27,6 +27,9 @@ DEFAULT_GRADE_SCALE = [
 # in any chunk that holds a paragraph's worth of it.
 DEFAULT_SPAN_MIN_OVERLAP_CHARS = 100
 DEFAULT_SPAN_MIN_OVERLAP_SHARE = 0.5
+# Near duplicates: copies with a changed header or footer are over 0.9; two pages of one
+# template with different content are well under it.
+DEFAULT_DUPLICATE_THRESHOLD = 0.9
 
 
 def default_grade_scale() -> list[dict]:
@@ -46,11 +49,24 @@ class Corpus(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    # Documents whose word shingles have an estimated Jaccard similarity at or above this
+    # form a duplicate group (goldenset.duplicates); 1.0 groups exact duplicates only.
+    duplicate_threshold = models.FloatField(
+        default=DEFAULT_DUPLICATE_THRESHOLD,
+        db_default=DEFAULT_DUPLICATE_THRESHOLD,
+        help_text="near-duplicate threshold (0-1] on the Jaccard of word shingles; 1.0 = exact duplicates only",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         verbose_name_plural = "corpora"
         ordering = ["slug"]
+        constraints = [
+            # MinHashLSH takes a threshold in [0, 1]; 0 would make the whole corpus one group.
+            models.CheckConstraint(
+                condition=Q(duplicate_threshold__gt=0) & Q(duplicate_threshold__lte=1), name="corpus_duplicate_threshold_in_range"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

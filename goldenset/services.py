@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
 
+from goldenset.duplicates import corpus_duplicates_group
 from goldenset.import_rows import insert_imported_judgments, insert_pages, insert_queries
 from goldenset.models import (
     DEFAULT_GRADE_SCALE,
@@ -257,6 +258,9 @@ def golden_set_create(
             created_by=user,
         )
         page_pks, page_hashes = insert_pages(corpus, source.pages, dates, True, progress)
+        duplicates = corpus_duplicates_group(corpus=corpus, pages=((page_pks[r.id], r.id, r.text) for r in source.pages), progress=progress)
+        if duplicates:
+            summary.notes.append(f"{duplicates} document(s) grouped as duplicates of another (goldenset.duplicates)")
         query_pks = insert_queries(golden_set, source.queries, True)
         summary.judgments_created = insert_imported_judgments(
             corpus,

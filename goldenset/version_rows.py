@@ -40,6 +40,7 @@ from goldenset.models import (
     VersionSpan,
 )
 from goldenset.resolution import ADJUDICATED, HUMAN, IMPORTED, resolve_columns_deciding
+from goldenset.stale_spans import stale_spans_apply
 from lib.bulk import model_arrays_insert, model_rows_insert, select_int_columns
 from lib.hashing import VersionEvidence, canonical_json
 from lib.ids import natural_key, natural_order
@@ -236,6 +237,7 @@ def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence
         label_decider=label_decider,
     )
     _read_evidence(golden_set, rows)
+    stale_spans_apply(golden_set, rows)  # spans of changed pages: moved, or their label left out (goldenset.stale_spans)
     return rows
 
 

@@ -26,6 +26,7 @@ from goldenset.selectors import (
     version_label_rows,
 )
 from goldenset.services import member_invite, membership_grant, membership_revoke
+from goldenset.stale_spans import stale_span_labels
 from goldenset.tasks import publish_job_task
 from lib.errors import ConflictError, GoldsetError
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
@@ -213,6 +214,8 @@ def publish_page(request: HttpRequest, slug: str) -> HttpResponse:
         "recent_jobs": publish_jobs_recent(golden_set),
         # The publish itself would be refused as "nothing changed": no button then.
         "unchanged": publish_unchanged(golden_set) is not None,
+        # Labels whose evidence is gone from the page's new text: never carried silently (goldenset.stale_spans).
+        "stale_left_out": len(stale_span_labels(golden_set)),
     }
     return render(request, "goldenset/publish.html", ctx, status=status)
 

@@ -187,6 +187,8 @@ class JudgingTask(models.Model):
         POOL = "pool", "pool"
         SAMPLE = "sample", "completeness sample"
         GOLD = "gold", "hidden gold check"
+        # A label whose evidence spans no longer hold on its page's new text (goldenset.stale_spans), to judge again.
+        STALE = "stale", "stale label to judge again"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -279,6 +281,8 @@ class JudgingTask(models.Model):
                 condition=Q(status="done", judgments_required__gt=models.F("judgments_done")),
                 name="judging_task_overlap_open",
             ),
+            # The re-judging queue of stale labels (labeling.stale), by position; partial, so other tasks cost nothing.
+            models.Index(fields=["golden_set", "position"], condition=Q(kind="stale", status="open"), name="judging_task_stale_queue"),
             # A completeness sample's tasks; partial, so pool tasks (sample NULL) cost nothing.
             models.Index(fields=["sample", "status"], condition=Q(sample__isnull=False), name="judging_task_sample"),
         ]

@@ -39,6 +39,8 @@ from evaluation.canaries import CanaryResult, canaries_in_version, canary_checks
 from evaluation.models import Canary, Completeness, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings, later_night, run_counted, slice_label
 from goldenset.models import GoldenSet, Judgment, PageChange, Query, Version, VersionPage
+from goldenset.stale_spans import span_judgments
+from labeling.coverage.duplicates import judgments_saved
 from lib import charts
 
 
@@ -139,6 +141,8 @@ class CoverageReport:
     # archived, or partial and not marked complete; the page names them, so that a missing
     # run is not a mystery.
     held_back: list[Run] = field(default_factory=list)
+    # Pairs a duplicate group's one judgment stands for (labeling.coverage.duplicates).
+    judgments_saved: int = 0
 
     @property
     def flagged(self) -> list[SliceCoverage]:
@@ -208,16 +212,19 @@ def stale_label_pairs(version: Version) -> list[tuple[str, int]]:
     content hash than the page has now (coverage_report keeps those that are labels of
     the version). Judgments without a recorded hash are not counted (nothing to compare).
 
-    One query, over the judgments of changed pages only (goldenset.models.PageChange, kept
+    Two queries, over the judgments of changed pages only (goldenset.models.PageChange, kept
     by a trigger): a judgment records its page's hash when made, so only a page changed
     since can carry a stale label, and comparing every judgment of a set with its page
     grows with the set.
     """
     later = Judgment.objects.filter(query_id=OuterRef("query_id"), page_id=OuterRef("page_id"), id__gt=OuterRef("id"))
+    # A judgment whose every evidence span still holds or follows its text is not stale (goldenset.stale_spans).
+    _, spans_kept = span_judgments(version.golden_set)
     rows = (
         Judgment.objects.filter(query__golden_set_id=version.golden_set_id, page_id__in=PageChange.objects.values("page_id"))
         .exclude(page_hash="")
         .exclude(page_hash=F("page__content_hash"))
+        .exclude(id__in=spans_kept)
         .filter(~Exists(later))
         .values_list("query__query_id", "page_id")
     )
@@ -318,6 +325,7 @@ def coverage_report(golden_set: GoldenSet, version: Version) -> CoverageReport:
         query_ids=qrels.query_ids,
         canary_suggestions=suggestions,
         held_back=held_back,
+        judgments_saved=judgments_saved(version),
     )
 
 

@@ -18,11 +18,13 @@ from goldenset.forms import PublishForm
 from goldenset.models import GoldenSet, Membership, Page, Query, Version
 from goldenset.publishing import version_publish_request
 from goldenset.selectors import access_golden_set, version_get
+from goldenset.stale_spans import stale_span_labels
 from goldenset.tasks import publish_job_task
 from labeling.coverage.forms import FlaggedPoolForm
 from labeling.coverage.selectors import coverage_report
 from labeling.jobs.services import pool_job_submit
 from labeling.models import PoolJob
+from labeling.stale.services import stale_queue_fill
 from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
@@ -57,6 +59,7 @@ def coverage_page(request: HttpRequest, slug: str) -> HttpResponse:
         "formats": QREL_FORMATS,
         "publish_form": PublishForm(),
         "pool_form": FlaggedPoolForm(golden_set=golden_set),
+        "stale_span_labels": len(stale_span_labels(golden_set)),
     }
     return render(request, "labeling/coverage/coverage.html", ctx)
 
@@ -114,6 +117,20 @@ def coverage_pool(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(_back(golden_set, version))
     # The pool is built by a worker; the completeness page follows the job.
     return redirect(reverse("completeness", kwargs={"slug": golden_set.slug}) + "#jobs")
+
+
+@login_required
+@require_POST
+def coverage_stale_queue(request: HttpRequest, slug: str) -> HttpResponse:
+    """Queue the labels whose evidence no longer holds for judging again (labeling.stale)."""
+    golden_set = access_golden_set(request.user, slug, roles=COVERAGE_ROLES)
+    result = stale_queue_fill(golden_set=golden_set)
+    messages.success(
+        request,
+        f"{result.stale_labels} stale label(s): {result.queued} queued for judging again, {result.reopened} opened again, "
+        f"{result.already_queued} already in the queue. They come before every pool's pairs.",
+    )
+    return redirect(_back(golden_set))
 
 
 @login_required

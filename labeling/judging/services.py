@@ -198,6 +198,8 @@ def _lease_queued(
     pool_ids = Pool.objects.filter(golden_set=golden_set).order_by().values_list("pk", flat=True)
     sources = [queued.filter(pool_id=pool_id) for pool_id in pool_ids]
     sources.append(queued.filter(sample__in=CompletenessSample.objects.filter(golden_set=golden_set)))
+    # The re-judging queue of stale labels (labeling.stale; index judging_task_stale_queue).
+    sources.append(queued.filter(kind=JudgingTask.Kind.STALE))
     heads = []
     for number, source in enumerate(sources):
         head = source.values_list("position", "pk").first()

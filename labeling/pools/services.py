@@ -90,6 +90,8 @@ class PoolBuildResult:
     already_tasks: int = 0
     new_tasks: int = 0
     retired_query_pairs: int = 0
+    # Pairs the runs named with a duplicate member, folded into their group's first (one task for the group).
+    duplicate_pairs_folded: int = 0
     unchosen_query_pairs: int = 0
     left_out_by_budget: int = 0
     credited_tasks: int = 0
@@ -106,6 +108,8 @@ class PoolBuildResult:
             f"outside the corpus (cannot be judged, skipped): {self.outside_corpus}",
             f"pairs to judge added to the pool: {self.new_tasks}",
         ]
+        if self.duplicate_pairs_folded:
+            out.append(f"pairs of duplicate documents folded into their group's first (judged once): {self.duplicate_pairs_folded}")
         if self.retired_query_pairs:
             out.append(f"pairs of retired queries (skipped): {self.retired_query_pairs}")
         if self.unchosen_query_pairs:
@@ -135,6 +139,7 @@ class PoolBuildResult:
             "already_tasks": self.already_tasks,
             "new_tasks": self.new_tasks,
             "retired_query_pairs": self.retired_query_pairs,
+            "duplicate_pairs_folded": self.duplicate_pairs_folded,
             "unchosen_query_pairs": self.unchosen_query_pairs,
             "left_out_by_budget": self.left_out_by_budget,
             "credited_tasks": self.credited_tasks,
@@ -246,6 +251,7 @@ def _account(result: PoolBuildResult, union: Union, masks: dict[str, np.ndarray]
     queries = len(union.query_pks)
     live = ~union.left_out[union.query_dense]
     result.retired_query_pairs = int(union.retired[union.query_dense].sum())
+    result.duplicate_pairs_folded = union.folded_pairs
     if union.unchosen is not None:
         result.unchosen_query_pairs = int((union.unchosen[union.query_dense] & ~union.retired[union.query_dense]).sum())
     per = {

@@ -18,8 +18,10 @@ import numpy as np
 from django.db import connection
 
 from evaluation.models import Run
+from goldenset.duplicates import group_map, to_groups
 from goldenset.models import GoldenSet, Judgment, Query
 from labeling.models import Pool, PoolQuery
+from labeling.pools.duplicates import fold_duplicates
 from lib.progress import Progress
 from lib.runs import RankedRun
 
@@ -59,6 +61,9 @@ class Union:
     # bool per entry of query_pks: a query the caller did not choose (pool_build's
     # `queries`); its pairs are left out like a retired query's, and counted apart.
     unchosen: np.ndarray | None = None
+    # Distinct (query, page) pairs the runs named with a duplicate member other than its
+    # group's first, folded into the first's pair (labeling.pools.duplicates).
+    folded_pairs: int = 0
 
     @property
     def left_out(self) -> np.ndarray:
@@ -107,6 +112,8 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
     # query), and the kept doc keys. Entries are not expanded to one query and one rank
     # each until they are packed below, in place.
     external: dict[str, int] = {}
+    members, groups = group_map(golden_set.corpus_id)
+    folded: list[np.ndarray] = []
     parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
     low, high, deepest = 0, -1, 0
     for spec, ranked in _read_runs(progress(specs, "reading runs")):
@@ -128,6 +135,10 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
             outside = docs < 0
             docs = docs.copy()
             docs[outside] = external_map[-docs[outside] - 1]
+        if len(members) and len(docs):
+            docs, kept, run_folded = fold_duplicates(docs, kept, members, groups)
+            run_folded[:, 0] = query_map[run_folded[:, 0]]
+            folded.append(run_folded)
         if len(docs):
             low, high = min(low, int(docs.min())), max(high, int(docs.max()))
             deepest = max(deepest, int(kept.max()))
@@ -197,6 +208,7 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
         ranks=ranks_matrix,
         page_offset=page_offset,
         page_span=page_span,
+        folded_pairs=len(np.unique(np.concatenate(folded), axis=0)) if folded else 0,
     )
 
 
@@ -245,6 +257,8 @@ def _labelled_mask(golden_set: GoldenSet, union: Union) -> np.ndarray:
         "SELECT DISTINCT j.query_id, j.page_id FROM goldenset_judgment AS j JOIN goldenset_query AS q ON q.id = j.query_id "
         f"WHERE q.golden_set_id = {int(golden_set.pk)}",
     )
+    # A judgment of a member is the group's (publish maps it onto the group's first).
+    page_pks = to_groups(page_pks, *group_map(golden_set.corpus_id))
     keys = union.pair_keys(dense_queries(union, query_pks), page_pks)
     return member(union.keys, keys[keys >= 0])
 

@@ -28,9 +28,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 # generator or to how versions are hashed changes them: if it is meant, update them here
 # and wherever the demo's hashes are quoted.
 PINNED_HASHES = [
-    "6211ca03e055012e672425256f6b4e0c9b885c87cf06c75078301acff8a3fede",
-    "b0f88c9222da705a04f27b4c3e70aa9ed271f15db8be2e3355e5e3310e5a9021",
-    "b44e5d5d78d067d33dc18968c12c4f9c4459c9f9b29b872626cef0094d6f5b5d",
+    "a879dfe744445e501ef56e6ae1d85479bebef75b37d7484cafece97c5a89175d",
+    "39f988c6df77a834248daad89c2c3eda127b125731376776440e05a8b9f5a3b8",
+    "fbc003bb1f379e50e22f1d42e90cd02c9891108eda65b58205fd274f55ad03ee",
 ]
 
 
@@ -155,7 +155,10 @@ def test_human_judgments_carry_their_annotator_a_note_and_the_time_spent(demo, d
     assert not judgments.filter(seconds_spent__isnull=True).exists()
     assert judgments.exclude(note="").count() > judgments.count() / 3
     imported = Judgment.objects.filter(query__golden_set__slug=DEMO_SLUG, source=Judgment.Source.IMPORTED)
-    assert imported.count() == demo.versions[0].label_count
+    # A judgment of a duplicate is its group's (goldenset.duplicates): the wiki has copied FAQ pages.
+    group = dict(Page.objects.filter(duplicate_of__isnull=False).values_list("pk", "duplicate_of_id"))
+    pairs = {(query, group.get(page, page)) for query, page in imported.values_list("query_id", "page_id")}
+    assert len(pairs) == demo.versions[0].label_count < imported.count()
 
 
 def test_the_demo_users_hold_their_roles_and_their_passwords_pass_the_validators(demo, db, client):

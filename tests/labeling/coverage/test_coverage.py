@@ -36,7 +36,7 @@ from tests.support.factories import sliced_set as make_sliced_set
 pytestmark = pytest.mark.django_db
 
 PAGES = ["coverage"]
-ACTIONS = ["coverage_publish", "coverage_pool", "coverage_canary_add"]
+ACTIONS = ["coverage_publish", "coverage_pool", "coverage_canary_add", "coverage_stale_queue"]
 
 
 @pytest.fixture
