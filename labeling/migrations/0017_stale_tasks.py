@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('goldenset', '0017_duplicate_threshold'),
-        ('labeling', '0015_judge_job_retrying'),
+        ('labeling', '0016_judge_job_pairs'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
