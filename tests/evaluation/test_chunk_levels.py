@@ -4,6 +4,7 @@ case small enough to work out by hand."""
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from evaluation import chunk_inputs
 from evaluation.level_figures import evaluation_levels
@@ -233,3 +234,29 @@ def test_import_run_names_the_chunking_and_refuses_an_unknown_one(golden_set, ch
         call_command("import_run", str(path), golden_set="levels", system="s", stage="first_stage", chunking="halves")
     call_command("import_run", str(path), golden_set="levels", system="s", stage="first_stage", chunking="thirds")
     assert Run.objects.get().chunking == chunking
+
+
+def test_the_run_page_shows_both_levels_labelled_and_says_which_is_which(client, golden_set, version, owner):
+    run = chunk_run(golden_set)
+    evaluation_compute(run=run, version=version)
+    client.force_login(owner)
+    body = client.get(reverse("run", kwargs={"slug": golden_set.slug, "run_id": run.id})).content.decode()
+    assert "Document level and chunk level on v1 (chunking thirds)" in body
+    assert "Document level maps each chunk to its document" in body
+    assert "document (chunks mapped to their documents)" in body and "chunk (against the labels projected onto thirds)" in body
+    assert "evidence_recall@1" in body and ">31</td>" in body  # prompt tokens@1: 125 characters / 4
+
+
+def test_a_stranger_cannot_see_a_chunk_runs_page(client, golden_set, version, stranger):
+    run = chunk_run(golden_set)
+    client.force_login(stranger)
+    assert client.get(reverse("run", kwargs={"slug": golden_set.slug, "run_id": run.id})).status_code == 404
+
+
+def test_a_run_of_documents_shows_no_levels_table(client, golden_set, version, owner):
+    run = run_import(golden_set=golden_set, lines=["q2 Q0 d2 1 9 t\n"], source_name="d.run", system="d", stage="first_stage")
+    evaluation_compute(run=run, version=version)
+    client.force_login(owner)
+    body = client.get(reverse("run", kwargs={"slug": golden_set.slug, "run_id": run.id})).content.decode()
+    assert 'id="levels"' not in body
+    assert not Score.every_level.filter(level=Score.Level.CHUNK).exists()
