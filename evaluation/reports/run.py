@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from django.http import Http404
 
-from evaluation.models import Evaluation, Run, Score
 from evaluation.level_figures import LEVELS_SENTENCE, LevelFigures, evaluation_levels
+from evaluation.models import Evaluation, Run, Score
 from evaluation.reports.compare import paired_values, stored_scores
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.selectors import evaluation_per_query, evaluation_settings, run_ranked
