@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from django.db.models import Count, Max
@@ -96,6 +97,14 @@ class CorpusOrder:
     ranks: np.ndarray
     doc_ids: list[str]
 
+    @cached_property
+    def _dense(self) -> np.ndarray | None:
+        return levels.dense_index(self.keys)
+
+    def ranks_of(self, pages: np.ndarray) -> np.ndarray:
+        """The rank of each of `pages` (keys of the corpus's pages)."""
+        return self.ranks[levels.dense_lookup(self.keys, self._dense, pages, "a page is not in the corpus")]
+
 
 def corpus_order(corpus_id: int) -> CorpusOrder:
     """The corpus's CorpusOrder (kept per process)."""
@@ -118,7 +127,7 @@ def _ranks(documents: np.ndarray, external_doc_ids: tuple[str, ...], order: Corp
     among them by its own id."""
     inside = documents > 0
     if inside.all():
-        return order.ranks[np.searchsorted(order.keys, documents)], len(order.keys)
+        return order.ranks_of(documents), len(order.keys)
     # Corpus doc r at 2r + 1; an outside id at 2 x (where it would be inserted), then by
     # its own id among outside ids that fall in the same gap.
     outside_sorted = sorted(range(len(external_doc_ids)), key=external_doc_ids.__getitem__)
@@ -127,7 +136,7 @@ def _ranks(documents: np.ndarray, external_doc_ids: tuple[str, ...], order: Corp
     gap = np.asarray([2 * bisect.bisect_left(order.doc_ids, doc_id) for doc_id in external_doc_ids], dtype=np.int64)
     primary = np.empty(len(documents), dtype=np.int64)
     second = np.zeros(len(documents), dtype=np.int64)
-    primary[inside] = 2 * order.ranks[np.searchsorted(order.keys, documents[inside])] + 1
+    primary[inside] = 2 * order.ranks_of(documents[inside]) + 1
     outside = -documents[~inside] - 1
     primary[~inside], second[~inside] = gap[outside], secondary[outside]
     _, dense = np.unique(primary * (len(external_doc_ids) + 1) + second, return_inverse=True)
