@@ -334,6 +334,10 @@ class Evaluation(models.Model):
     # Per-hop recall@k, all-hops@k and queries with a missing hop, overall and per slice, for
     # a version whose labels carry hops (evaluation.hops.hop_figures); None otherwise.
     hop_figures = models.JSONField(null=True, blank=True)
+    # A run of a chunking (Run.chunking): prompt tokens@k_final, the characters of its top
+    # k_final chunks / 4 averaged over the queries it answers (SEMANTICS.md). Not a
+    # fraction, so not a Score; null for a run of documents and before it was stored.
+    prompt_tokens_k_final = models.FloatField(null=True, blank=True, help_text="characters of the top k_final chunks / 4, averaged")
 
     class Meta:
         constraints = [
@@ -346,30 +350,52 @@ class Evaluation(models.Model):
         return f"{self.run} on {self.version}"
 
 
-class Score(models.Model):
-    """The mean of one metric for one evaluation and slice.
+class DocumentScores(models.Manager):
+    """Score.objects: the document level only, what every figure compared across runs,
+    slices, alerts and versions is. The chunk level of a run of a chunking is asked for by
+    name (Score.every_level), so that no reader of one figure per (evaluation, slice,
+    metric) meets a second one."""
 
-    `slice` is "" for all queries, "query:FIELD=VALUE" for a query slice, and
-    "page:FIELD=VALUE" for a page slice (only the relevant pages of that slice count).
-    `value` is a fraction in [0, 1].
+    def get_queryset(self):
+        return super().get_queryset().filter(level=Score.Level.DOCUMENT)
+
+
+class Score(models.Model):
+    """The mean of one metric for one evaluation, level and slice.
+
+    `level` is "document" (every run: chunks mapped to their documents) or "chunk" (a run
+    of a chunking, against the labels projected onto it: overall only, with evidence
+    recall@k); SEMANTICS.md, "Documents, chunkings and levels". `slice` is "" for all
+    queries, "query:FIELD=VALUE" for a query slice, and "page:FIELD=VALUE" for a page slice
+    (only the relevant pages of that slice count). `value` is a fraction in [0, 1].
     """
 
+    class Level(models.TextChoices):
+        DOCUMENT = "document"
+        CHUNK = "chunk"
+
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="scores")
+    level = models.CharField(max_length=10, choices=Level.choices, default=Level.DOCUMENT, db_default=Level.DOCUMENT)
     slice = models.CharField(max_length=300, blank=True)
     metric = models.CharField(max_length=50)
     value = models.FloatField()
     queries_averaged = models.PositiveIntegerField()
     no_relevant_count = models.PositiveIntegerField(default=0)
 
+    objects = DocumentScores()
+    every_level = models.Manager()
+
     class Meta:
+        base_manager_name = "every_level"
         constraints = [
-            # One figure per (run, version, slice, metric): recomputes replace, never add.
-            models.UniqueConstraint(fields=["evaluation", "slice", "metric"], name="score_unique_slice_metric"),
+            # One figure per (run, version, level, slice, metric): recomputes replace, never add.
+            models.UniqueConstraint(fields=["evaluation", "level", "slice", "metric"], name="score_unique_level_slice_metric"),
             models.CheckConstraint(condition=Q(value__gte=0) & Q(value__lte=1), name="score_value_is_a_fraction"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.metric}{' ' + self.slice if self.slice else ''} = {self.value:.4f}"
+        level = " (chunk level)" if self.level == self.Level.CHUNK else ""
+        return f"{self.metric}{' ' + self.slice if self.slice else ''}{level} = {self.value:.4f}"
 
 
 class Completeness(models.Model):

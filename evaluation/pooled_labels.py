@@ -18,11 +18,12 @@ from collections import OrderedDict
 
 import numpy as np
 
+from evaluation import chunk_inputs
 from evaluation.completeness import pooled_labels
 from evaluation.engine import QrelsArrays
 from evaluation.models import Run, RunPooledLabels
 from evaluation.selectors import run_data
-from goldenset.models import Version
+from goldenset.models import Chunking, Version
 from lib.runs import RankedRun
 
 
@@ -47,13 +48,17 @@ def get_or_build(
     fingerprint = hashlib.blake2b(qrels.doc_keys.tobytes() + qrels.offsets.tobytes(), digest_size=16).hexdigest()
     # Keyed by upload time as well as id: an id that a rolled-back transaction gave out
     # (SQLite reuses them) must not find another run's figures.
-    keys = {
-        run_id: (run_id, created_at.isoformat(), version.id, fingerprint, depth)
-        for run_id, created_at in Run.objects.filter(golden_set_id=version.golden_set_id)
+    rows = (
+        Run.objects.filter(golden_set_id=version.golden_set_id)
         .exclude(system=exclude_system)
         .order_by("created_at", "id")
-        .values_list("id", "created_at")
-    }
+        .values_list("id", "created_at", "chunking_id")
+    )
+    keys, chunking_of = {}, {}
+    for run_id, created_at, chunking_id in rows:
+        keys[run_id] = (run_id, created_at.isoformat(), version.id, fingerprint, depth)
+        chunking_of[run_id] = chunking_id
+    chunkings = Chunking.objects.in_bulk({c for c in chunking_of.values() if c is not None})
     with _POOLED_LOCK:
         found = {run_id: _POOLED_CACHE[key] for run_id, key in keys.items() if key in _POOLED_CACHE}
     missing = [run_id for run_id in keys if run_id not in found]
@@ -80,7 +85,11 @@ def get_or_build(
                 data = run_data(run_id)
                 if data is None:  # a run whose data is not stored yet has nothing to pool
                     continue
-                labels = pooled_labels(qrels, RankedRun.from_bytes(data), depth)
+                # A run of a chunking pools the documents of its chunks (its document level).
+                ranked = chunk_inputs.document_ranked(
+                    ranked=RankedRun.from_bytes(data), version=version, chunking=chunkings.get(chunking_of[run_id])
+                )
+                labels = pooled_labels(qrels, ranked, depth)
                 _store_pooled(run_id, version, depth, fingerprint, labels)
             found[run_id] = labels
         with _POOLED_LOCK:

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from evaluation import completeness, engine, pooled_labels, scoring_inputs
+from evaluation import chunk_inputs, chunk_scoring, completeness, engine, pooled_labels, scoring_inputs
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canaries_in_version, canary_ranks_stored
 from evaluation.hops import hop_figures
@@ -27,7 +27,7 @@ from evaluation.models import (
 )
 from evaluation.selectors import PerQuery, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
-from goldenset.models import GoldenSet, Page, Query, Version, VersionQuery
+from goldenset.models import Chunking, GoldenSet, Page, Query, Version, VersionQuery
 from lib.background_jobs import NO_HOLDER, Holder
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
 from lib.progress import Progress, no_progress
@@ -81,12 +81,16 @@ def _run_store(
     index_size: int | None = None,
     coverage: tuple[int, int, bool] | None = None,
     version_asked: Version | None = None,
+    chunking: Chunking | None = None,
+    doc_keys: dict[str, int] | None = None,
 ) -> Run:
     """Rank `entries` as trec_eval does and store the run, its entries and its failures in
-    one transaction; run_uploaded on commit schedules its evaluation."""
+    one transaction; run_uploaded on commit schedules its evaluation. A run of `chunking`
+    comes with `doc_keys`, the Chunk key of each of its ids (chunk_inputs.chunk_run_keys)."""
     if series is not None and measured_at is None:
         raise GoldsetError("a run of a series needs the time it measures (measured_at)", field="measured_at")
-    doc_keys = dict(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("doc_id", "id"))
+    if doc_keys is None:
+        doc_keys = dict(Page.objects.filter(corpus_id=golden_set.corpus_id).values_list("doc_id", "id"))
     depth = evaluation_settings(golden_set).run_depth_cap
     ranked = rank_run(entries, doc_keys=doc_keys, depth=depth)
     with transaction.atomic():
@@ -108,6 +112,7 @@ def _run_store(
             failed_query_count=len(failures),
             index_size=index_size,
             version_asked=version_asked,
+            chunking=chunking,
             **(dict(zip(("expected_query_count", "answered_query_count", "partial"), coverage)) if coverage else {}),
         )
         RunData.objects.create(run=run, ranked=ranked.to_bytes())
@@ -132,6 +137,7 @@ def run_import(
     progress: Progress = no_progress,
     series: str = "",
     measured_at: datetime | None = None,
+    chunking: str = "",
 ) -> Run:
     """Store a run of `system` at `stage`, all or nothing, and evaluate it on commit.
 
@@ -143,9 +149,12 @@ def run_import(
     are not finite numbers, a doc twice for one query and query ids the set does not have.
     Doc ids outside the corpus are kept and count as unjudged. Entries are ranked as
     trec_eval ranks them and capped at the set's depth. With `series`, the run joins that
-    series (made on first use) as the night `measured_at` (default: now).
+    series (made on first use) as the night `measured_at` (default: now). With `chunking`,
+    the name of one of the corpus's chunkings, the run's ids are that chunking's chunk ids
+    (an id that is not one is refused, naming its line); "" or "documents": doc ids.
     """
     system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
+    of_chunking = chunk_inputs.chunking_named(golden_set.corpus_id, chunking)
     problems = ProblemCollector()
     known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
     if data is not None:
@@ -155,6 +164,7 @@ def run_import(
         entries = read_trec_run(progress(lines, f"reading {source_name}"), source_name, problems, known_query_ids=known_queries)
     else:
         raise TypeError("run_import needs the run's data (bytes) or its lines (text)")
+    chunk_keys = chunk_inputs.chunk_run_keys(of_chunking, entries, problems) if of_chunking is not None and not problems else None
     problems.raise_if_any(f"cannot import run {source_name}: {len(problems.problems)} problem(s); nothing was stored")
     in_series = series_for(golden_set=golden_set, name=series) if (series or "").strip() else None
     if in_series is not None and measured_at is None:
@@ -170,6 +180,8 @@ def run_import(
         series=in_series,
         measured_at=measured_at if in_series is not None else None,
         coverage=_run_coverage(golden_set, entries.query_ids, in_series=in_series is not None),
+        chunking=of_chunking,
+        doc_keys=chunk_keys,
     )
 
 
@@ -355,6 +367,12 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
 
     metrics = metrics_for(version.golden_set, version)
     ranked = ranked or run_ranked(run)
+    # A run of a chunking: its chunk level now, then every figure below at document level.
+    chunking = run.chunking
+    chunk_level = (
+        None if chunking is None else chunk_scoring.chunk_level(ranked=ranked, version=version, chunking=chunking, metrics=metrics)
+    )
+    ranked = chunk_inputs.document_ranked(ranked=ranked, version=version, chunking=chunking)
     qrels, slices = scoring_inputs.get_or_build(version)
     threshold = version.relevance_threshold
     # The run looked up among the labels once: every score, Judged@k, the pages it pools
@@ -388,6 +406,17 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         for metric, value in result.means.items()
         if value is not None  # a slice with no relevant page has nothing to average
     ]
+    scores += [
+        Score(
+            evaluation=evaluation,
+            level=Score.Level.CHUNK,
+            metric=figure.metric,
+            value=_fraction(figure.value),
+            queries_averaged=figure.queries,
+            no_relevant_count=figure.no_relevant,
+        )
+        for figure in (chunk_level.figures if chunk_level else ())
+    ]
     completeness_rows = _completeness_rows(evaluation, run, match, version, slices.query, overall)
     # The run is in hand: where it put each canary page is stored now, so that alerts and
     # the coverage page never read its entries again.
@@ -398,7 +427,7 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         # sweeper beside a publish) take turns here: without the lock the second's delete
         # misses the first's uncommitted scores and its insert then breaks their uniqueness.
         Evaluation.objects.select_for_update().filter(pk=evaluation.pk).exists()
-        Score.objects.filter(evaluation=evaluation).delete()
+        Score.every_level.filter(evaluation=evaluation).delete()
         Score.objects.bulk_create(scores)
         Completeness.objects.filter(evaluation=evaluation).delete()
         Completeness.objects.bulk_create(completeness_rows)
@@ -413,7 +442,8 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
             per_query=per_query.to_bytes(),
             recall_curve=recall_curve,
             canary_ranks=canary_ranks,
-            hop_figures=hop_figures(version, ranked, [version.k_final, version.k_first]),  # HOPS (helper dupes): evaluation.hops
+            hop_figures=hop_figures(version, ranked, [version.k_final, version.k_first]),
+            prompt_tokens_k_final=chunk_level.prompt_tokens if chunk_level else None,
             error="",
         )
     evaluation.refresh_from_db()

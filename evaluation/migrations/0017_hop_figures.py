@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0015_chunkings_spans_hops_duplicates'),
+        ('evaluation', '0016_score_level'),
     ]
 
     operations = [

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.http import Http404
 
+from evaluation.level_figures import LEVELS_SENTENCE, LevelFigures, evaluation_levels
 from evaluation.models import Evaluation, Run, Score
 from evaluation.reports.compare import paired_values, stored_scores
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
@@ -51,6 +52,23 @@ class RunDetailReport:
     worst_metric: str = ""
     worst: list[QueryScore] = field(default_factory=list)
     worst_completeness: RunCompleteness | None = None  # on worst_version: its page warns when unreliable
+    # A run of a chunking: both levels on the newest version it was scored on.
+    levels: list[LevelFigures] = field(default_factory=list)
+    levels_version: Version | None = None
+    levels_sentence: str = LEVELS_SENTENCE
+
+    @property
+    def level_metrics(self) -> list[str]:
+        """The columns of the levels table: the funnel's recalls, ndcg@10, evidence recall."""
+        v = self.levels_version
+        if v is None:
+            return []
+        return [f"recall@{v.k_first}", f"recall@{v.k_final}", "ndcg@10", f"evidence_recall@{v.k_final}", f"evidence_recall@{v.k_first}"]
+
+    @property
+    def level_rows(self) -> list[tuple[LevelFigures, list[float | None]]]:
+        """Each level with its value of each of level_metrics (None: not at that level)."""
+        return [(level, [level.scores.get(metric) for metric in self.level_metrics]) for level in self.levels]
 
     @property
     def scored_versions(self) -> list[int]:
@@ -98,6 +116,8 @@ def run_detail_report(run: Run) -> RunDetailReport:
         ],
     )
     latest_done = next((e for e in evaluations if e.status == Evaluation.Status.DONE), None)
+    if latest_done is not None and run.chunking_id is not None:
+        report.levels, report.levels_version = evaluation_levels(latest_done), latest_done.version
     if latest_done is not None:
         per_query = evaluation_per_query(latest_done)
         metric = f"recall@{latest_done.version.k_final}"

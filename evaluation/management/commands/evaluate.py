@@ -7,7 +7,7 @@ from evaluation.models import Completeness, Score
 from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings
 from evaluation.services import golden_set_evaluate_now
-from goldenset.models import GoldenSet
+from goldenset.models import Chunking, GoldenSet
 from goldenset.selectors import version_get
 
 
@@ -18,7 +18,9 @@ class Command(BaseCommand):
         "relevant page are left out of the averages and counted. Beside each record: Judged@k_final and "
         "Judged@k_first (share of the run's top k with a label), and overall the leave-one-run-out figures "
         "(scores without the pages only the run's system pooled; changes in points). A run whose Judged@k_final "
-        "is under the set's floor is marked unreliable."
+        "is under the set's floor is marked unreliable. A run of a chunking has a second, chunk-level record: its "
+        "chunks against the labels projected onto the chunking, with evidence recall@k and prompt tokens@k_final "
+        "(the document-level record maps its chunks to their documents)."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -44,25 +46,33 @@ class Command(BaseCommand):
         settings = evaluation_settings(golden_set)
         records = []
         for evaluation in evaluations:
-            by_slice: dict[str, dict] = {}
-            counts: dict[str, int] = {}
-            for score in Score.objects.filter(evaluation=evaluation).order_by("id"):
-                by_slice.setdefault(score.slice, {})[score.metric] = round(score.value, 6)
-                counts[score.slice] = score.queries_averaged
+            by_slice: dict[tuple[str, str], dict] = {}
+            counts: dict[tuple[str, str], int] = {}
+            for score in Score.every_level.filter(evaluation=evaluation).order_by("id"):
+                by_slice.setdefault((score.level, score.slice), {})[score.metric] = round(score.value, 6)
+                counts.setdefault((score.level, score.slice), score.queries_averaged)
             completeness = {row.slice: row for row in Completeness.objects.filter(evaluation=evaluation)}
-            for slice_name, metrics in by_slice.items():
-                records.append(
-                    {
-                        "run": evaluation.run.name,
-                        "system": evaluation.run.system,
-                        "stage": evaluation.run.stage,
-                        "version": version.number,
-                        "slice": slice_name or None,
-                        "queries": counts[slice_name],
-                        "metrics": metrics,
-                        "completeness": _completeness(completeness.get(slice_name), evaluation.run, version, settings),
-                    }
-                )
+            run = evaluation.run
+            for (level, slice_name), metrics in by_slice.items():
+                record = {
+                    "run": run.name,
+                    "system": run.system,
+                    "stage": run.stage,
+                    "version": version.number,
+                    # A run of a chunking has a row at each level (SEMANTICS.md): chunks
+                    # mapped to their documents, and chunks against the projected labels.
+                    "level": level,
+                    "chunking": run.chunking.name if run.chunking else Chunking.DOCUMENTS,
+                    "slice": slice_name or None,
+                    "queries": counts[(level, slice_name)],
+                    "metrics": metrics,
+                    "completeness": _completeness(completeness.get(slice_name), run, version, settings)
+                    if level == Score.Level.DOCUMENT
+                    else None,
+                }
+                if level == Score.Level.CHUNK:
+                    record["prompt_tokens"] = {"k": version.k_final, "value": evaluation.prompt_tokens_k_final}
+                records.append(record)
         if fmt == "json":
             self.stdout.write(json.dumps(records, indent=2, ensure_ascii=False))
             return
@@ -77,7 +87,7 @@ class Command(BaseCommand):
         header = ["run", "slice", "queries", *metric_names, judged]
         rows = [
             [
-                r["run"],
+                r["run"] + (" (chunk level)" if r["level"] == Score.Level.CHUNK else ""),
                 r["slice"] or "all",
                 str(r["queries"]),
                 *(f"{r['metrics'].get(m, float('nan')):.4f}" for m in metric_names),

@@ -38,6 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--system", required=True, help="the retrieval system, e.g. 'hybrid-v3'")
         parser.add_argument("--stage", required=True, choices=Run.Stage.values, help="first_stage, reranked or other")
         parser.add_argument("--name", help="name of the run (default: '<system> <stage>')")
+        parser.add_argument(
+            "--chunking",
+            default="",
+            help="the corpus's chunking whose chunk ids the run returns (default: documents, doc ids); "
+            "it is then scored at document and at chunk level",
+        )
         parser.add_argument("--user", help="username recorded as uploader")
         parser.add_argument("--series", default="", help="put the run in this series (made on first use), e.g. 'prod-hybrid nightly'")
         parser.add_argument(
@@ -48,7 +54,7 @@ class Command(BaseCommand):
             help="with --series: when the system was queried, ISO 8601 (default: now), e.g. 2026-11-30T02:00:00Z",
         )
 
-    def handle(self, *args, file, fmt, golden_set, system, stage, name, user, series, measured_at, verbosity, **options):
+    def handle(self, *args, file, fmt, golden_set, system, stage, name, chunking, user, series, measured_at, verbosity, **options):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
             raise CommandError(f"no golden set {golden_set!r}")
@@ -66,10 +72,12 @@ class Command(BaseCommand):
                     progress=tqdm_progress(verbosity),
                     series=series,
                     measured_at=measured_at,
+                    chunking=chunking,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"run {run.name!r} of {golden_set}: {run.query_count} queries, {run.entry_count} entries kept")
+        of = f" (chunking {run.chunking.name})" if run.chunking else ""
+        self.stdout.write(f"run {run.name!r} of {golden_set}{of}: {run.query_count} queries, {run.entry_count} entries kept")
         if run.dropped_by_depth:
             self.stdout.write(f"depth cap {run.depth_cap}: {run.dropped_by_depth} entries past it were not kept")
         if run.external_doc_count:

@@ -3,10 +3,11 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
+from goldenset.chunk_labels import chunking_named, version_chunk_label_rows
 from goldenset.management.files import STDIO, output_text
 from goldenset.model_fill import model_fill_get, model_fill_rows
 from goldenset.models import GoldenSet
-from goldenset.selectors import VersionIntegrityError, version_get, version_label_rows
+from goldenset.selectors import VersionIntegrityError, version_check_intact, version_get, version_label_rows
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS, write_qrels
 
@@ -28,9 +29,15 @@ class Command(BaseCommand):
         parser.add_argument("--version", type=int, dest="number", help="version number (default: the latest)")
         parser.add_argument("--format", choices=QREL_FORMATS, default="trec", dest="fmt")
         parser.add_argument("--output", help="file to write (default, or -: standard output)")
+        parser.add_argument(
+            "--chunking",
+            default="",
+            help="project the labels onto this chunking of the corpus (chunk ids, the rule of SEMANTICS.md's chunk level): "
+            "the qrels that score a run of it as Goldset's chunk level does",
+        )
         parser.add_argument("--model-fill", type=int, metavar="ID", help="the version's variant with model labels to write instead")
 
-    def handle(self, *args, slug, number, fmt, output, model_fill, **options):
+    def handle(self, *args, slug, number, fmt, output, model_fill, chunking, **options):
         golden_set = GoldenSet.objects.filter(slug=slug).first()
         if golden_set is None:
             raise CommandError(f"no golden set {slug!r}")
@@ -40,7 +47,13 @@ class Command(BaseCommand):
             raise CommandError(f"{exc} (publish one with publish_version)") from exc
         fill = None
         try:
-            if model_fill is not None:
+            of_chunking = chunking_named(golden_set.corpus_id, chunking)
+            if of_chunking is not None and model_fill is not None:
+                raise CommandError("--chunking and --model-fill cannot be combined")
+            if of_chunking is not None:
+                version_check_intact(version)
+                rows = version_chunk_label_rows(version, of_chunking)
+            elif model_fill is not None:
                 fill = model_fill_get(version, model_fill)
                 rows = model_fill_rows(fill)
             else:
@@ -52,7 +65,9 @@ class Command(BaseCommand):
         with output_text(output, sys.stdout) as handle:
             write_qrels(rows, handle, fmt)
         if output not in (None, "", STDIO):
-            if fill is not None:
+            if of_chunking is not None:
+                self.stderr.write(f"wrote {len(rows)} chunk labels of {slug} v{version.number} on chunking {of_chunking.name} to {output}")
+            elif fill is not None:
                 self.stderr.write(
                     f"wrote {fill.human_label_count + fill.model_label_count} labels of {slug} v{version.number} with model labels "
                     f"({fill.model_label_count} of them {fill.model}'s, {fill.model_share:.1%}; variant {fill.short_hash}) to {output}"

@@ -1,0 +1,247 @@
+"""What a run of any chunking is scored from at its two levels (SEMANTICS.md, "Documents,
+chunkings and levels"), read from the database and kept per process: a chunking's chunks
+as arrays, a corpus's doc ids in trec_eval's order, and a version's labels projected onto
+a chunking. The arithmetic is evaluation.levels'.
+
+When it is rebuilt: a chunking's table (goldenset.chunk_labels) when its chunk count
+changes (chunks are only added), a corpus's order when its page count or highest page key changes, a version's
+projection never for the same (version, chunking) as it stands (a version never changes).
+Each keeps the last _KEPT entries it used; `forget` drops what this process holds.
+"""
+
+import bisect
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from django.db.models import Count, Max
+from django.db.models.functions import Length
+
+from evaluation import scoring_inputs
+from evaluation.engine import QrelsArrays
+from goldenset import chunk_labels as chunk_labels_of
+from goldenset.models import Chunk, Chunking, Page, Version, VersionDuplicate, VersionLabel
+from lib import levels
+from lib.errors import ProblemCollector
+from lib.runs import RankedRun, RunEntries
+
+_KEPT = 2
+_LOCK = threading.Lock()
+_ORDERS: "OrderedDict[tuple, CorpusOrder]" = OrderedDict()
+_LABELS: "OrderedDict[tuple, ChunkLabels]" = OrderedDict()
+
+
+def _cached(store: OrderedDict, key: tuple, build):
+    with _LOCK:
+        found = store.get(key)
+        if found is not None:
+            store.move_to_end(key)
+            return found
+    found = build()
+    with _LOCK:
+        store[key] = found
+        while len(store) > _KEPT:
+            store.popitem(last=False)
+    return found
+
+
+def forget() -> None:
+    """Drop every order and projection this process holds (and the chunk tables)."""
+    chunk_labels_of.forget()
+    with _LOCK:
+        _ORDERS.clear()
+        _LABELS.clear()
+
+
+# --- chunkings ---------------------------------------------------------------------------
+
+
+chunking_named = chunk_labels_of.chunking_named
+
+
+def chunk_run_keys(chunking: Chunking, entries: RunEntries, problems: ProblemCollector) -> dict[str, int]:
+    """The Chunk key of each id of `entries`; each id that is not a chunk of `chunking` is a
+    problem naming the first line it is on (a run of a chunking returns its chunks only)."""
+    wanted = set(entries.doc_ids)
+    keys = {
+        chunk_id: key
+        for chunk_id, key in Chunk.objects.filter(chunking=chunking).values_list("chunk_id", "id").iterator(chunk_size=50_000)
+        if chunk_id in wanted
+    }
+    if len(keys) < len(wanted):
+        _, first_entry = np.unique(entries.doc_index, return_index=True)
+        for d in np.argsort(entries.line_numbers[first_entry], kind="stable").tolist():
+            doc_id = entries.doc_ids[d]
+            if doc_id not in keys:
+                line = int(entries.line_numbers[first_entry[d]])
+                problems.add(f"{entries.source}:{line}: id {doc_id!r} is not a chunk of chunking {chunking.name!r}")
+    return keys
+
+
+chunk_table = chunk_labels_of.chunk_table
+
+
+# --- trec_eval's order of doc ids ---------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CorpusOrder:
+    """A corpus's pages by key (`keys` ascending) and the place of each one's doc id in
+    byte order (`ranks`); `doc_ids` every doc id in that order, to place an id from
+    outside the corpus among them."""
+
+    keys: np.ndarray
+    ranks: np.ndarray
+    doc_ids: list[str]
+
+    @cached_property
+    def _dense(self) -> np.ndarray | None:
+        return levels.dense_index(self.keys)
+
+    def ranks_of(self, pages: np.ndarray) -> np.ndarray:
+        """The rank of each of `pages` (keys of the corpus's pages)."""
+        return self.ranks[levels.dense_lookup(self.keys, self._dense, pages, "a page is not in the corpus")]
+
+
+def corpus_order(corpus_id: int) -> CorpusOrder:
+    """The corpus's CorpusOrder (kept per process)."""
+
+    def build() -> CorpusOrder:
+        rows = list(Page.objects.filter(corpus_id=corpus_id).values_list("id", "doc_id").iterator(chunk_size=100_000))
+        # Python orders str by code point, which is UTF-8's byte order: trec_eval's strcmp.
+        rows.sort(key=lambda row: row[1])
+        keys = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        order = np.argsort(keys, kind="stable")
+        return CorpusOrder(keys=keys[order], ranks=order.astype(np.int64), doc_ids=[row[1] for row in rows])
+
+    found = Page.objects.filter(corpus_id=corpus_id).aggregate(count=Count("id"), top=Max("id"))
+    return _cached(_ORDERS, (corpus_id, found["count"], found["top"]), build)
+
+
+def _ranks(documents: np.ndarray, external_doc_ids: tuple[str, ...], order: CorpusOrder) -> tuple[np.ndarray, int]:
+    """Each document's place in doc id order (one number per document) and a bound of them:
+    a page's rank in its corpus, a doc id from outside the corpus (a negative key) placed
+    among them by its own id."""
+    inside = documents > 0
+    if inside.all():
+        return order.ranks_of(documents), len(order.keys)
+    # Corpus doc r at 2r + 1; an outside id at 2 x (where it would be inserted), then by
+    # its own id among outside ids that fall in the same gap.
+    outside_sorted = sorted(range(len(external_doc_ids)), key=external_doc_ids.__getitem__)
+    secondary = np.empty(len(external_doc_ids), dtype=np.int64)
+    secondary[outside_sorted] = np.arange(len(outside_sorted))
+    gap = np.asarray([2 * bisect.bisect_left(order.doc_ids, doc_id) for doc_id in external_doc_ids], dtype=np.int64)
+    primary = np.empty(len(documents), dtype=np.int64)
+    second = np.zeros(len(documents), dtype=np.int64)
+    primary[inside] = 2 * order.ranks_of(documents[inside]) + 1
+    outside = -documents[~inside] - 1
+    primary[~inside], second[~inside] = gap[outside], secondary[outside]
+    _, dense = np.unique(primary * (len(external_doc_ids) + 1) + second, return_inverse=True)
+    return dense.astype(np.int64), int(dense.max()) + 1
+
+
+def _groups(version: Version) -> tuple[np.ndarray, np.ndarray]:
+    """The version's duplicate members (keys ascending) and each one's group page."""
+    if not version.duplicate_count:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    rows = np.asarray(list(VersionDuplicate.objects.filter(version=version).values_list("page_id", "group_page_id")), dtype=np.int64)
+    order = np.argsort(rows[:, 0])
+    return rows[order, 0], rows[order, 1]
+
+
+def _grouped(pages: np.ndarray, members: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    if not len(members):
+        return pages
+    at = np.minimum(np.searchsorted(members, pages), len(members) - 1)
+    hit = members[at] == pages
+    return np.where(hit, groups[at], pages)
+
+
+def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking | None) -> RankedRun:
+    """The run at document level (levels.documents_in_order): its chunks replaced by their
+    documents, and the version's duplicate members by their group's page. A run of
+    documents in a version without duplicate groups is returned as it is."""
+    members, groups = _groups(version)
+    if chunking is None:
+        if not len(members) or not np.isin(ranked.doc_keys, members).any():
+            return ranked
+        documents = ranked.doc_keys
+    else:
+        table = chunk_table(chunking)
+        documents = table.pages[table.rows(ranked.doc_keys)]
+    documents = _grouped(documents, members, groups)
+    ranks, bound = _ranks(documents, ranked.external_doc_ids, corpus_order(version.golden_set.corpus_id))
+    return levels.documents_in_order(ranked, documents, ranks, bound)
+
+
+# --- a version's labels on a chunking -----------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkLabels:
+    """A version's labels on a chunking: `qrels` the chunk labels (doc keys are Chunk keys,
+    the version's queries in its order), and per query its relevant evidence, rows
+    `evidence_offsets[q]:[q + 1]` of (page, start, end): its relevant spans, and the whole
+    text of a relevant document judged with no span."""
+
+    qrels: QrelsArrays
+    evidence_offsets: np.ndarray
+    evidence_pages: np.ndarray
+    evidence_starts: np.ndarray
+    evidence_ends: np.ndarray
+
+
+def _text_lengths(version: Version, pages: Iterable[int]) -> dict[int, int]:
+    wanted = set(pages)
+    if not wanted:
+        return {}
+    rows = VersionLabel.objects.filter(version=version, grade__gte=version.relevance_threshold).values_list("page_id", Length("page__text"))
+    return {page: length for page, length in rows.iterator(chunk_size=50_000) if page in wanted}
+
+
+def chunk_labels(version: Version, chunking: Chunking) -> ChunkLabels:
+    """The version's labels and evidence on `chunking` (kept per process)."""
+
+    def build() -> ChunkLabels:
+        qrels, _ = scoring_inputs.get_or_build(version)
+        positions = {query_id: i for i, query_id in enumerate(qrels.query_ids)}
+        label_queries = qrels.query_index
+        table, projection = chunk_labels_of.project(version, chunking, label_queries, qrels.doc_keys, qrels.grades, positions)
+        span_queries, span_pages, span_starts, span_ends, span_grades = chunk_labels_of.version_span_arrays(version, positions)
+        chunk_qrels = QrelsArrays.from_arrays(
+            qrels.query_ids,
+            label_queries[projection.label_rows],
+            table.keys[projection.chunk_rows],
+            projection.grades,
+        )
+        return ChunkLabels(chunk_qrels, *_evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, span_grades))
+
+    key = (version.pk, version.content_hash, version.created_at, chunking.pk, Chunk.objects.filter(chunking=chunking).count())
+    return _cached(_LABELS, key, build)
+
+
+def _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, span_grades):
+    """Each query's relevant evidence, sorted by query: relevant spans, and [0, length of
+    the text) for a relevant label with no span at all."""
+    threshold = version.relevance_threshold
+    relevant = qrels.grades >= threshold
+    label_queries = qrels.query_index
+    width = int(max(qrels.doc_keys.max(initial=0), span_pages.max(initial=0))) + 1
+    with_spans = np.isin(label_queries * width + qrels.doc_keys, span_queries * width + span_pages)
+    whole = relevant & ~with_spans
+    lengths = _text_lengths(version, qrels.doc_keys[whole].tolist())
+    whole_pages = qrels.doc_keys[whole]
+    whole_ends = np.fromiter((lengths.get(page, 0) for page in whole_pages.tolist()), dtype=np.int64, count=len(whole_pages))
+    kept = span_grades >= threshold
+    queries = np.concatenate((span_queries[kept], label_queries[whole]))
+    pages = np.concatenate((span_pages[kept], whole_pages))
+    starts = np.concatenate((span_starts[kept], np.zeros(len(whole_pages), np.int64)))
+    ends = np.concatenate((span_ends[kept], whole_ends))
+    nonempty = ends > starts
+    queries, pages, starts, ends = queries[nonempty], pages[nonempty], starts[nonempty], ends[nonempty]
+    order = np.lexsort((starts, pages, queries))
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(queries, minlength=len(qrels.query_ids))))).astype(np.int64)
+    return offsets, pages[order], starts[order], ends[order]

@@ -1,0 +1,341 @@
+"""Documents, chunkings and levels (SEMANTICS.md, "Documents, chunkings and levels"):
+the arrays a run of any chunking is scored from at its two levels. Pure numpy and numba,
+no Django, one floor down so that scoring (evaluation.chunk_inputs) and the export of
+projected qrels (goldenset.chunk_labels) apply the one rule.
+
+- `documents_in_order`: a run read as trec_eval would read it after each of its ids is
+  replaced by its document's (a chunk's page, a duplicate's group page) and the later
+  entries of a document are dropped: each document keeps its best entry's score (its
+  first, as the run is in trec_eval order already) and the documents are ordered again
+  by score descending, doc id descending.
+- `project_labels`: a version's labels and evidence spans projected onto a chunking.
+- `evidence_covered` and `prompt_characters`: what the top k chunks of each query cover of
+  its relevant evidence, and how many characters they hand to a prompt.
+"""
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numba import njit
+
+from lib.runs import RankedRun
+
+# Characters per token, the usual estimate for English text (SEMANTICS.md, prompt tokens@k).
+CHARACTERS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkTable:
+    """A chunking's chunks, columnar, sorted by key (the Chunk primary key a run's
+    RankedRun holds): chunk i is characters [starts[i], ends[i]) of page pages[i]."""
+
+    keys: np.ndarray  # int64, ascending
+    pages: np.ndarray  # int64 page key of each chunk
+    starts: np.ndarray  # int64
+    ends: np.ndarray  # int64
+
+    def rows(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each of `keys`; ValueError when one is not a chunk of the table
+        (a run of the chunking holds only its chunk keys: run_import refuses others)."""
+        return dense_lookup(self.keys, self._dense, keys, "a key of the run is not a chunk of this chunking")
+
+    @cached_property
+    def _dense(self) -> np.ndarray | None:
+        return dense_index(self.keys)
+
+
+def dense_index(keys: np.ndarray) -> np.ndarray | None:
+    """For sorted, distinct `keys` that are nearly contiguous (primary keys written
+    together): an array whose element key - keys[0] is the key's row, -1 between keys;
+    None when they spread too far for it. A million random look-ups by binary search cost
+    a fifth of a second each time, by this array a few milliseconds (bench/chunks.py)."""
+    if not len(keys) or int(keys[-1] - keys[0]) > 4 * len(keys) + 1_000_000:
+        return None
+    dense = np.full(int(keys[-1] - keys[0]) + 1, -1, dtype=np.int64)
+    dense[keys - keys[0]] = np.arange(len(keys))
+    return dense
+
+
+def dense_lookup(keys: np.ndarray, dense: np.ndarray | None, wanted: np.ndarray, missing: str) -> np.ndarray:
+    """The row in sorted `keys` of each of `wanted` (dense: dense_index(keys)); ValueError
+    `missing` when one is not among them."""
+    if not len(wanted):
+        return np.zeros(0, dtype=np.int64)
+    if not len(keys):
+        raise ValueError(missing)
+    if dense is not None:
+        offset = wanted - keys[0]
+        inside = (offset >= 0) & (offset < len(dense))
+        rows = np.where(inside, dense[np.where(inside, offset, 0)], -1)
+        if np.any(rows < 0):
+            raise ValueError(missing)
+        return rows
+    rows = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    if np.any(keys[rows] != wanted):
+        raise ValueError(missing)
+    return rows
+
+
+# --- document level -------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _first_of_each_document(offsets, ranks, scores, rank_count, out_rows, out_offsets):
+    """For each query, the rows of the first entry of each document (ranks[e] is the
+    entry's document, as the doc-id order rank of the document: a number per document),
+    then each run of tied scores reordered by document rank descending, trec_eval's tie
+    order. Returns how many rows were written to out_rows."""
+    seen = np.full(rank_count, -1, dtype=np.int64)
+    written = 0
+    for q in range(offsets.shape[0] - 1):
+        first = written
+        for e in range(offsets[q], offsets[q + 1]):
+            r = ranks[e]
+            if seen[r] == q:
+                continue
+            seen[r] = q
+            out_rows[written] = e
+            written += 1
+        i = first
+        while i < written:
+            j = i + 1
+            while j < written and scores[out_rows[j]] == scores[out_rows[i]]:
+                j += 1
+            if j - i > 1:
+                group = out_rows[i:j].copy()
+                order = np.argsort(-ranks[group], kind="mergesort")
+                for g in range(j - i):
+                    out_rows[i + g] = group[order[g]]
+            i = j
+        out_offsets[q + 1] = written
+    return written
+
+
+def documents_in_order(run: RankedRun, documents: np.ndarray, ranks: np.ndarray, rank_count: int) -> RankedRun:
+    """`run` at document level: `documents[e]` is entry e's document key (a page key, or a
+    negative key for a doc id outside the corpus), `ranks[e]` that document's place in doc
+    id order (byte order ascending; one number per document, all below `rank_count`).
+    Each document keeps its first entry, the one with its best score, and each query's
+    documents are ordered score descending, doc id descending, as trec_eval orders any run.
+    """
+    out_rows = np.empty(len(run), dtype=np.int64)
+    out_offsets = np.zeros(len(run.query_ids) + 1, dtype=np.int64)
+    written = _first_of_each_document(run.offsets, np.asarray(ranks, dtype=np.int64), run.scores, int(rank_count), out_rows, out_offsets)
+    rows = out_rows[:written]
+    return RankedRun(
+        query_ids=run.query_ids,
+        offsets=out_offsets,
+        doc_keys=np.asarray(documents, dtype=np.int64)[rows],
+        scores=run.scores[rows],
+        external_doc_ids=run.external_doc_ids,
+        depth=run.depth,
+        dropped_by_depth=run.dropped_by_depth,
+    )
+
+
+# --- chunk level ----------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _project(
+    label_grade,
+    label_chunk_lo,
+    label_chunk_hi,
+    label_span_lo,
+    label_span_hi,
+    chunk_order,
+    chunk_starts,
+    chunk_ends,
+    span_starts,
+    span_ends,
+    span_grades,
+    min_chars,
+    min_share,
+    out_offsets,
+    out_label,
+    out_chunk,
+    out_grade,
+):
+    for i in range(label_grade.shape[0]):
+        at = out_offsets[i]
+        for c in range(label_chunk_lo[i], label_chunk_hi[i]):
+            row = chunk_order[c]
+            if label_span_lo[i] == label_span_hi[i]:
+                grade = label_grade[i]  # the document judged as a whole: each chunk carries its grade
+            else:
+                grade = 0  # judged, but meeting no span: the person read it and found nothing here
+                met = False
+                for s in range(label_span_lo[i], label_span_hi[i]):
+                    overlap = min(chunk_ends[row], span_ends[s]) - max(chunk_starts[row], span_starts[s])
+                    if overlap <= 0:
+                        continue
+                    if overlap >= min_chars or overlap >= min_share * (span_ends[s] - span_starts[s]):
+                        if not met or span_grades[s] > grade:
+                            grade = span_grades[s]
+                            met = True
+            out_label[at] = i
+            out_chunk[at] = row
+            out_grade[at] = grade
+            at += 1
+
+
+@dataclass(frozen=True, eq=False)
+class Projection:
+    """Labels projected onto a chunking: one row per (label, chunk of its document),
+    `label_rows` the label's row in the arrays given, `chunk_rows` the chunk's row in the
+    ChunkTable, `grades` the chunk's grade for the label's query."""
+
+    label_rows: np.ndarray
+    chunk_rows: np.ndarray
+    grades: np.ndarray
+
+
+def _pair_keys(queries: np.ndarray, pages: np.ndarray, other_queries: np.ndarray, other_pages: np.ndarray):
+    """(query, page) pairs of two arrays as comparable int64 keys (dense page numbers)."""
+    both = np.concatenate((pages, other_pages))
+    _, dense = np.unique(both, return_inverse=True)
+    width = int(dense.max()) + 1 if len(dense) else 1
+    first, second = dense[: len(pages)], dense[len(pages) :]
+    return queries.astype(np.int64) * width + first, other_queries.astype(np.int64) * width + second
+
+
+def project_labels(
+    *,
+    label_queries: np.ndarray,
+    label_pages: np.ndarray,
+    label_grades: np.ndarray,
+    span_queries: np.ndarray,
+    span_pages: np.ndarray,
+    span_starts: np.ndarray,
+    span_ends: np.ndarray,
+    span_grades: np.ndarray,
+    chunks: ChunkTable,
+    min_chars: int,
+    min_share: float,
+) -> Projection:
+    """Every label's grade carried onto each chunk of its document (SEMANTICS.md, "Chunk
+    level"): with no span, the document's grade; with spans, the highest grade of the spans
+    the chunk overlaps by at least `min_chars` characters or `min_share` of the span's
+    length, whichever is reached first, else 0. Queries are numbers (an index into the
+    caller's query ids); a span belongs to the label of its (query, page).
+    """
+    label_queries = np.asarray(label_queries, dtype=np.int64)
+    label_pages = np.asarray(label_pages, dtype=np.int64)
+    chunk_order = np.lexsort((chunks.starts, chunks.pages))
+    sorted_pages = chunks.pages[chunk_order]
+    chunk_lo = np.searchsorted(sorted_pages, label_pages, side="left")
+    chunk_hi = np.searchsorted(sorted_pages, label_pages, side="right")
+
+    label_keys, span_keys = _pair_keys(label_queries, label_pages, np.asarray(span_queries, np.int64), np.asarray(span_pages, np.int64))
+    span_order = np.argsort(span_keys, kind="stable")
+    sorted_span_keys = span_keys[span_order]
+    span_lo = np.searchsorted(sorted_span_keys, label_keys, side="left")
+    span_hi = np.searchsorted(sorted_span_keys, label_keys, side="right")
+
+    counts = chunk_hi - chunk_lo
+    out_offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    total = int(out_offsets[-1])
+    out_label = np.empty(total, dtype=np.int64)
+    out_chunk = np.empty(total, dtype=np.int64)
+    out_grade = np.empty(total, dtype=np.int64)
+    _project(
+        np.asarray(label_grades, dtype=np.int64),
+        chunk_lo.astype(np.int64),
+        chunk_hi.astype(np.int64),
+        span_lo.astype(np.int64),
+        span_hi.astype(np.int64),
+        chunk_order.astype(np.int64),
+        chunks.starts,
+        chunks.ends,
+        np.asarray(span_starts, dtype=np.int64)[span_order],
+        np.asarray(span_ends, dtype=np.int64)[span_order],
+        np.asarray(span_grades, dtype=np.int64)[span_order],
+        int(min_chars),
+        float(min_share),
+        out_offsets,
+        out_label,
+        out_chunk,
+        out_grade,
+    )
+    return Projection(label_rows=out_label, chunk_rows=out_chunk, grades=out_grade)
+
+
+# --- what the top k chunks hand to the prompt ------------------------------------------
+
+
+@njit(cache=True)
+def _evidence_covered(starts, ends, entry_page, entry_start, entry_end, ev_offsets, ev_page, ev_start, ev_end, k, out):
+    clip_start = np.empty(max(k, 1), dtype=np.int64)
+    clip_end = np.empty(max(k, 1), dtype=np.int64)
+    for q in range(starts.shape[0]):
+        stop = min(ends[q], starts[q] + k)
+        covered = 0
+        for v in range(ev_offsets[q], ev_offsets[q + 1]):
+            m = 0
+            for e in range(starts[q], stop):
+                if entry_page[e] != ev_page[v]:
+                    continue
+                low = max(entry_start[e], ev_start[v])
+                high = min(entry_end[e], ev_end[v])
+                if high > low:
+                    clip_start[m] = low
+                    clip_end[m] = high
+                    m += 1
+            if m == 0:
+                continue
+            # The union of the clipped chunks: chunks may overlap, a character counts once.
+            order = np.argsort(clip_start[:m])
+            reach = -1
+            for o in range(m):
+                low, high = clip_start[order[o]], clip_end[order[o]]
+                if low > reach:
+                    covered += high - low
+                    reach = high
+                elif high > reach:
+                    covered += high - reach
+                    reach = high
+        out[q] = covered
+
+
+def evidence_covered(
+    *,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    entry_pages: np.ndarray,
+    entry_starts: np.ndarray,
+    entry_ends: np.ndarray,
+    evidence_offsets: np.ndarray,
+    evidence_pages: np.ndarray,
+    evidence_starts: np.ndarray,
+    evidence_ends: np.ndarray,
+    k: int,
+) -> np.ndarray:
+    """int64 per query: characters of its evidence (rows evidence_offsets[q]:[q + 1], which
+    must not overlap one another) that the union of its first k run entries covers. Query
+    q's entries are rows starts[q]:ends[q] (engine.RunMatch), each entry a chunk given as
+    its page and [start, end)."""
+    out = np.zeros(len(starts), dtype=np.int64)
+    _evidence_covered(
+        starts,
+        ends,
+        entry_pages,
+        entry_starts,
+        entry_ends,
+        evidence_offsets,
+        evidence_pages,
+        evidence_starts,
+        evidence_ends,
+        int(k),
+        out,
+    )
+    return out
+
+
+def prompt_characters(starts: np.ndarray, ends: np.ndarray, entry_lengths: np.ndarray, k: int) -> np.ndarray:
+    """int64 per query: the characters of its first k entries (query q's entries are rows
+    starts[q]:ends[q], `entry_lengths` each entry's length), overlaps counted as often as
+    they are sent."""
+    cumulative = np.concatenate(([0], np.cumsum(entry_lengths, dtype=np.int64)))
+    stops = np.minimum(ends, starts + k)
+    return cumulative[stops] - cumulative[starts]
