@@ -18,8 +18,15 @@ from lib.errors import GoldsetError
 from lib.formats import JsonRecord
 from lib.runs import RankedRun
 
-TEXT = "x" * 300
-PAGES = [JsonRecord(line=n, id=d, title=d, text=TEXT, metadata={}) for n, d in enumerate(["d1", "d2", "d3", "d4"], 1)]
+
+
+def _text(n: int) -> str:
+    """300 characters of words of their own: documents that are no duplicates of one another."""
+    words = " ".join(f"w{n}x{i}" for i in range(100))
+    return words[:300]
+
+
+PAGES = [JsonRecord(line=n, id=d, title=d, text=_text(n), metadata={}) for n, d in enumerate(["d1", "d2", "d3", "d4"], 1)]
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.golden_set("levels", manager="owner", pages=PAGES, qrels={("q2", "d2"): 1}, k_first=2, k_final=1),
