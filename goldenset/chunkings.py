@@ -185,8 +185,8 @@ def chunking_delete(*, chunking: Chunking) -> None:
 
 # Where a chunk may end, best first: after a paragraph, after a sentence, after a word.
 _BOUNDARIES = (re.compile(r"\n\s*\n"), re.compile(r"[.!?][\"')\]]*\s"), re.compile(r"\s"))
-# A boundary counts as near when it is in the last fifth of the window.
-NEAR_SHARE = 0.2
+# A boundary counts as near when the chunk ending there keeps three quarters of the window.
+NEAR_SHARE = 0.25
 
 
 def check_cut(chunk_chars: int, overlap: int) -> None:
@@ -198,16 +198,18 @@ def check_cut(chunk_chars: int, overlap: int) -> None:
 
 
 def _cut_end(text: str, start: int, chunk_chars: int) -> int:
-    """Where the chunk from `start` ends: at the best boundary within the window's last fifth,
-    or at the window's end when there is none."""
+    """Where the chunk from `start` ends: after the best boundary within the window's last
+    quarter, or at the window's end when there is none."""
     end = start + chunk_chars
     if end >= len(text):
         return len(text)
     near = end - max(1, int(chunk_chars * NEAR_SHARE))
     for boundary in _BOUNDARIES:
         found = None
-        for match in boundary.finditer(text, near, end):
-            found = match
+        # From a little before `near`: a sentence's stop may stand just before it.
+        for match in boundary.finditer(text, max(start, near - 3), end):
+            if match.end() >= near:
+                found = match
         if found is not None:
             return found.end()
     return end
