@@ -35,11 +35,6 @@ class JudgmentLabelSerializer(serializers.Serializer):
     end = serializers.IntegerField(required=False, min_value=0, help_text="the character after the span's last")
     hop = serializers.CharField(required=False, max_length=100, help_text="the evidence group of a multi-hop query")
 
-    def validate(self, attrs):
-        if ("start" in attrs) != ("end" in attrs):
-            raise serializers.ValidationError("a span needs both start and end")
-        return attrs
-
 
 # The fields of a label beyond the pair and grade: an item with any goes as a JSON line.
 EVIDENCE_FIELDS = ("start", "end", "hop")
@@ -143,6 +138,9 @@ class JudgmentImportApi(APIView):
     )
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
+        if not request.content_type:
+            # No body at all: valid by the schema (a body of either type may be sent), and refused as empty.
+            raise GoldsetError("the request has no labels: send them as JSON or as qrels text", field="labels")
         if request.content_type.split(";")[0].strip().lower() == "text/plain":
             params = validated(JudgmentImportApi.TextParamsSerializer, request.query_params)
             # DRF hands an empty body over as empty form data, not as "": it is TREC text
