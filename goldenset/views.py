@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from goldenset.chunkings import chunkings_of
 from goldenset.diffs import KIND_LABELS, KINDS, publish_preview_summary, version_changes
 from goldenset.evidence_export import version_export_chunks
 from goldenset.forms import PublishForm
@@ -53,7 +54,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def golden_set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     versions = golden_set.versions.select_related("author").order_by("-number")
-    ctx = {"golden_set": golden_set, "versions": versions, "can_publish": _can_publish(request.user, golden_set)}
+    ctx = {
+        "golden_set": golden_set,
+        "versions": versions,
+        "can_publish": _can_publish(request.user, golden_set),
+        "chunkings": chunkings_of(golden_set.corpus),
+    }
     return render(request, "goldenset/golden_set.html", ctx)
 
 

@@ -164,3 +164,16 @@ def test_import_beir_with_a_bad_chunk_size_writes_nothing(tmp_path):
     from goldenset.models import Corpus
 
     assert not Corpus.objects.exists()
+
+
+def test_the_golden_set_page_lists_the_corpus_chunkings_with_their_counts(golden_set, client, owner):
+    from django.urls import reverse
+
+    from goldenset.services import membership_grant
+
+    chunking_cut(corpus=golden_set.corpus, name="fixed-40", chunk_chars=40)
+    membership_grant(user=owner, golden_set=golden_set, role="manager")
+    client.force_login(owner)
+    body = client.get(reverse("golden_set", kwargs={"slug": "tiny"})).content.decode()
+    chunking = Chunking.objects.get(name="fixed-40")
+    assert f"fixed-40</span>: {chunking.chunk_count} chunks of 3 documents" in body
