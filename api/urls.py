@@ -11,7 +11,20 @@ from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNumberConverter
-from api.views import endpoints, evaluations, golden_sets, judgments, model_fills, model_labels, monitoring, runs, series, tokens, versions
+from api.views import (
+    chunkings,
+    endpoints,
+    evaluations,
+    golden_sets,
+    judgments,
+    model_fills,
+    model_labels,
+    monitoring,
+    runs,
+    series,
+    tokens,
+    versions,
+)
 from api.views.not_found import ApiNotFound
 
 register_converter(VersionNumberConverter, "version")
@@ -50,6 +63,9 @@ urlpatterns = [
     path(SET + "runs/<int:run_id>/evaluations/", evaluations.RunEvaluationListApi.as_view(), name="api_run_evaluations"),
     path(SET + "evaluations/", evaluations.EvaluationListApi.as_view(), name="api_evaluations"),
     path(SET + "judgments/", judgments.JudgmentImportApi.as_view(), name="api_judgments"),
+    path(SET + "chunkings/", chunkings.ChunkingsApi.as_view(), name="api_chunkings"),
+    path(SET + "chunkings/<str:name>/chunks/", chunkings.ChunkingChunksApi.as_view(), name="api_chunking_chunks"),
+    path(SET + "document/", chunkings.DocumentApi.as_view(), name="api_document"),
     path(SET + "series/", series.SeriesListApi.as_view(), name="api_series"),
     path(SERIES + "nights/", series.SeriesNightsApi.as_view(), name="api_series_nights"),
     path(SET + "endpoints/", endpoints.EndpointListApi.as_view(), name="api_endpoints"),

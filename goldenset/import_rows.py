@@ -111,10 +111,11 @@ def insert_imported_judgments(
     page_pks: dict[str, int],
     progress: Progress,
     page_hashes: dict[str, str] | None = None,
+    hops: dict[tuple[str, str], str] | None = None,
 ) -> int:
     """Insert `pairs` as imported judgments of the pages of `corpus` named in `page_pks`;
     `page_hashes` ({doc_id: content hash}) when the caller has just computed them, else
-    they are read."""
+    they are read; `hops` the hop of the pairs that have one (the others take "")."""
     if page_hashes is None:
         # Read the hashes by corpus rather than by a list of page ids: a filter on 100,000
         # ids took seconds to build and parse (bench/import_export.py), a corpus scan does not.
@@ -123,6 +124,13 @@ def insert_imported_judgments(
     hashes = [page_hashes[doc_id] for _, doc_id in progress(pairs, "writing judgments")]
     width = len(hashes[0]) if hashes else 0
     fields = ["query_id", "page_id", "grade", "source", "note", "page_hash", "created_at"]
+    if hops:
+        # Hops vary in length: a tuple a row, as for hashes of another form below.
+        rows = (
+            (query_pks[query_id], page_pks[doc_id], grade, Judgment.Source.IMPORTED, "", page_hash, now, hops.get((query_id, doc_id), ""))
+            for ((query_id, doc_id), grade), page_hash in zip(pairs.items(), hashes)
+        )
+        return model_rows_insert(Judgment, [*fields, "hop"], rows)
     if not all(len(value) == width and value.isascii() for value in hashes):  # hashes of another form, kept by older pages
         rows = (
             (query_pks[query_id], page_pks[doc_id], grade, Judgment.Source.IMPORTED, "", page_hash, now)

@@ -36,13 +36,15 @@ from goldenset.models import (
     Query,
     Version,
 )
+from goldenset.qrels_evidence import QrelPairs, chunking_for_qrels, imported_judgments_insert, qrels_pairs
 from goldenset.selectors import ROLES_MEMO, version_settings
 from goldenset.signals import version_published
 from goldenset.spans import Span, evidence_rows, hop_checked, spans_checked
 from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
 from lib.bulk import gc_paused
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
-from lib.formats import JsonRecord, QrelLine, read_beir_qrels, read_csv_qrels, read_json_qrels, read_jsonl, read_trec_qrels
+from lib.evidence_formats import read_csv_evidence_qrels, read_jsonl_qrels
+from lib.formats import JsonRecord, read_beir_qrels, read_json_qrels, read_jsonl, read_trec_qrels
 from lib.hashing import version_hash_of_columns
 from lib.ids import id_problem, natural_key
 from lib.progress import Progress, no_progress
@@ -134,29 +136,6 @@ def _page_dates(record: JsonRecord, source: str, problems: ProblemCollector) -> 
             parsed = parsed.replace(tzinfo=UTC)  # a date without an offset is UTC
         dates.append(parsed)
     return dates[0], dates[1]
-
-
-@dataclass
-class _Pairs:
-    """Qrel lines checked for conflicts: one grade per (query_id, doc_id)."""
-
-    grades: dict[tuple[str, str], int] = field(default_factory=dict)
-    lines: dict[tuple[str, str], int] = field(default_factory=dict)
-    duplicates: int = 0
-
-    def add(self, qrel: QrelLine, source: str, problems: ProblemCollector) -> None:
-        key = (qrel.query_id, qrel.doc_id)
-        if key in self.grades:
-            if self.grades[key] != qrel.grade:
-                problems.add(
-                    f"{source}:{qrel.line}: pair ({qrel.query_id!r}, {qrel.doc_id!r}) has grade {qrel.grade}, "
-                    f"but line {self.lines[key]} gave it grade {self.grades[key]}"
-                )
-            else:
-                self.duplicates += 1
-            return
-        self.grades[key] = qrel.grade
-        self.lines[key] = qrel.line
 
 
 def grade_scale_for(grades: Iterable[int]) -> list[dict]:
@@ -301,7 +280,7 @@ def golden_set_import_beir(
     doc_ids = {record.id for record in pages}
     query_ids = {record.id for record in queries}
     qrels_name = f"qrels/{split}.tsv"
-    pairs = _Pairs()
+    pairs = QrelPairs()
     with files["qrels"].open(encoding="utf-8") as handle:
         for qrel in read_beir_qrels(progress(handle, f"reading {qrels_name}"), qrels_name, problems):
             if qrel.query_id not in query_ids:
@@ -320,7 +299,13 @@ def golden_set_import_beir(
 
 
 # The qrels forms an import reads: every form Goldset's export writes (lib.formats.QREL_FORMATS).
-QREL_READERS = {"trec": read_trec_qrels, "beir": read_beir_qrels, "csv": read_csv_qrels, "json": read_json_qrels}
+QREL_READERS = {
+    "trec": read_trec_qrels,
+    "beir": read_beir_qrels,
+    "csv": read_csv_evidence_qrels,
+    "json": read_json_qrels,
+    "jsonl": read_jsonl_qrels,
+}
 
 
 def qrels_import(
@@ -332,24 +317,28 @@ def qrels_import(
     user: AbstractBaseUser | None = None,
     progress: Progress = no_progress,
     fmt: str = "trec",
+    chunking: str | None = None,
 ) -> ImportSummary:
-    """Import qrels (TREC, BEIR TSV, CSV or JSON, as `fmt` says) as `imported` judgments of a golden set.
+    """Import qrels (TREC, BEIR TSV, CSV, JSON or JSON lines, as `fmt` says) as `imported`
+    judgments of a golden set, with the spans and hops the lines give (goldenset.qrels_evidence);
+    with `chunking`, the lines' doc ids are chunk ids of that chunking of the set's corpus,
+    each made a span of its document.
 
     Ids the set does not know are refused, all listed, unless `create_missing`: then
     id-only pages and queries (has_text=False) are made, and the golden set itself, with
     an id-only corpus of the same slug, if it does not exist.
     """
     problems = ProblemCollector()
-    pairs = _Pairs()
     if fmt not in QREL_READERS:
         raise GoldsetError(f"unknown qrels format {fmt!r}; choose one of {', '.join(QREL_READERS)}", field="format")
-    for qrel in QREL_READERS[fmt](progress(lines, f"reading {source_name}"), source_name, problems):
-        pairs.add(qrel, source_name, problems)
+    golden_set = GoldenSet.objects.filter(slug=golden_set_slug).select_related("corpus").first()
+    chunks = chunking_for_qrels(golden_set, chunking)
+    qrels = QREL_READERS[fmt](progress(lines, f"reading {source_name}"), source_name, problems)
+    pairs = qrels_pairs(qrels, source_name, problems, chunks)
     problems.raise_if_any(f"cannot import {source_name}: {len(problems.problems)} problem(s)")
     if not pairs.grades:
         raise GoldsetError(f"{source_name} holds no qrels lines")
 
-    golden_set = GoldenSet.objects.filter(slug=golden_set_slug).select_related("corpus").first()
     if golden_set is None and not create_missing:
         raise GoldsetError(f"no golden set {golden_set_slug!r} (use --create-missing to create one from the file)", field="golden_set")
 
@@ -404,7 +393,9 @@ def qrels_import(
         outside = sorted(set(grades) - set(golden_set.grade_values()))
         if outside and not summary.golden_set_created:
             summary.notes.append(f"grades outside the set's scale kept as they are: {', '.join(map(str, outside))}")
-        summary.judgments_created = insert_imported_judgments(golden_set.corpus, pairs.grades, query_pks, page_pks, progress)
+        summary.judgments_created = imported_judgments_insert(golden_set, pairs, query_pks, page_pks, source_name, progress)
+        if pairs.spans or pairs.hops:
+            summary.notes.append(f"evidence spans: {pairs.span_count()}, pairs with a hop: {len(pairs.hops)}")
     return summary
 
 

@@ -10,7 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from goldenset.chunkings import chunkings_of
 from goldenset.diffs import KIND_LABELS, KINDS, publish_preview_summary, version_changes
+from goldenset.evidence_export import version_export_chunks
 from goldenset.forms import PublishForm
 from goldenset.model_fill import model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from goldenset.model_labels import model_sources
@@ -23,7 +25,6 @@ from goldenset.selectors import (
     publish_jobs_recent,
     user_roles,
     version_get,
-    version_label_rows,
 )
 from goldenset.services import member_invite, membership_grant, membership_revoke
 from goldenset.stale_spans import stale_span_labels
@@ -54,7 +55,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def golden_set_detail(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     versions = golden_set.versions.select_related("author").order_by("-number")
-    ctx = {"golden_set": golden_set, "versions": versions, "can_publish": _can_publish(request.user, golden_set)}
+    ctx = {
+        "golden_set": golden_set,
+        "versions": versions,
+        "can_publish": _can_publish(request.user, golden_set),
+        "chunkings": chunkings_of(golden_set.corpus),
+    }
     return render(request, "goldenset/golden_set.html", ctx)
 
 
@@ -170,10 +176,10 @@ def version_export(request: HttpRequest, slug: str, number: int, fmt: str) -> Ht
     if fmt not in QREL_FORMATS:
         return HttpResponse(f"unknown format {fmt!r}; choose one of {', '.join(QREL_FORMATS)}", status=400, content_type="text/plain")
     try:
-        rows = version_label_rows(version)
+        chunks = version_export_chunks(version, fmt)
     except VersionIntegrityError as exc:
         return HttpResponse(exc.message, status=exc.http_status, content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=QREL_CONTENT_TYPES[fmt] + "; charset=utf-8")
+    response = StreamingHttpResponse(chunks, content_type=QREL_CONTENT_TYPES[fmt] + "; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{QREL_EXTENSIONS[fmt]}"'
     response["ETag"] = f'"{version.content_hash}"'
     return response

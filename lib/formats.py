@@ -18,10 +18,16 @@ import orjson
 from lib.errors import ProblemCollector
 from lib.ids import id_problem
 
-QREL_FORMATS = ("trec", "json", "beir", "csv")
+QREL_FORMATS = ("trec", "json", "beir", "csv", "jsonl")
 # How a download of each format is labelled (Content-Type) and named (file extension).
-QREL_CONTENT_TYPES = {"trec": "text/plain", "json": "application/json", "beir": "text/tab-separated-values", "csv": "text/csv"}
-QREL_EXTENSIONS = {"trec": "qrels", "json": "json", "beir": "tsv", "csv": "csv"}
+QREL_CONTENT_TYPES = {
+    "trec": "text/plain",
+    "json": "application/json",
+    "beir": "text/tab-separated-values",
+    "csv": "text/csv",
+    "jsonl": "application/jsonl",
+}
+QREL_EXTENSIONS = {"trec": "qrels", "json": "json", "beir": "tsv", "csv": "csv", "jsonl": "jsonl"}
 # Grades are stored in 16-bit columns (Judgment.grade, VersionLabel.grade): a grade outside
 # this range is refused where it enters, not left to fail as a database error.
 GRADE_RANGE = (-32768, 32767)
@@ -354,6 +360,10 @@ def qrels_chunks(rows: Iterable[tuple[str, str, int]], fmt: str) -> Iterator[str
         yield from _chunked(rows, lambda q, d, g: f"{csv_cell(q)},{csv_cell(d)},{g}\n")
     elif fmt == "json":
         yield from _json_chunks(rows)
+    elif fmt == "jsonl":
+        # As lib.evidence_formats.jsonl_chunks writes a label without evidence.
+        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        yield from _chunked(rows, lambda q, d, g: dumps({"query_id": q, "doc_id": d, "grade": g}) + "\n")
     else:
         raise ValueError(f"unknown qrels format {fmt!r}; choose one of {', '.join(QREL_FORMATS)}")
 

@@ -31,6 +31,13 @@ class JudgmentLabelSerializer(serializers.Serializer):
     query_id = serializers.CharField(max_length=255, trim_whitespace=False)
     doc_id = serializers.CharField(max_length=255, trim_whitespace=False)
     grade = serializers.IntegerField(min_value=GRADE_RANGE[0], max_value=GRADE_RANGE[1])
+    start = serializers.IntegerField(required=False, min_value=0, help_text="with end: the label marks this span of the document's text")
+    end = serializers.IntegerField(required=False, min_value=0, help_text="the character after the span's last")
+    hop = serializers.CharField(required=False, max_length=100, help_text="the evidence group of a multi-hop query")
+
+
+# The fields of a label beyond the pair and grade: an item with any goes as a JSON line.
+EVIDENCE_FIELDS = ("start", "end", "hop")
 
 
 def _id_problems(labels: list[dict]) -> list[str]:
@@ -70,14 +77,17 @@ class JudgmentImportApi(APIView):
 
     Two bodies are accepted:
 
-    - `application/json`: `{"labels": [{"query_id", "doc_id", "grade"}, ...], "create_missing": false}`.
+    - `application/json`: `{"labels": [{"query_id", "doc_id", "grade"}, ...], "create_missing": false}`; a label
+      may add `start` and `end` (a span of the document's text: the labels of one pair make one
+      judgment graded their highest) and `hop`.
       Problems name the item by its index, counting from 0: `labels[2]: query id 'q9' is not in the golden set`.
     - `text/plain`: TREC qrels (`query_id iteration doc_id grade` a line, `#` comments), or with
       `?format=json|beir|csv` any other form the qrels export writes, with `?create_missing=true`
       in the query string. Problems name the line: `qrels:12: ...` (a JSON body: the key path).
 
     Ids the set does not know are refused, all listed, unless `create_missing`: then id-only
-    queries and pages are made.
+    queries and pages are made. With `chunking`, doc ids are chunk ids of that chunking of the
+    set's corpus, each label a span of the chunk's document.
     """
 
     parser_classes = [JSONParser, PlainTextParser]
@@ -92,6 +102,9 @@ class JudgmentImportApi(APIView):
             error_messages={"max_length": f"send at most {MAX_LABELS_PER_REQUEST:,} labels a request; split the rest into more requests"},
         )
         create_missing = serializers.BooleanField(required=False, default=False)
+        chunking = serializers.CharField(
+            required=False, default="", max_length=100, help_text="the doc ids are chunk ids of this chunking: each label a span"
+        )
 
     class TextParamsSerializer(serializers.Serializer):
         create_missing = serializers.BooleanField(
@@ -101,7 +114,10 @@ class JudgmentImportApi(APIView):
             choices=QREL_FORMATS,
             required=False,
             default="trec",
-            help_text="with a text/plain body: its form, any that the qrels export writes (trec, json, beir, csv)",
+            help_text="with a text/plain body: its form, any that the qrels export writes (trec, json, beir, csv, jsonl)",
+        )
+        chunking = serializers.CharField(
+            required=False, default="", max_length=100, help_text="the doc ids are chunk ids of this chunking: each label a span"
         )
 
     @extend_schema_serializer(component_name="JudgmentImportOutput")
@@ -122,13 +138,16 @@ class JudgmentImportApi(APIView):
     )
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
+        if not request.content_type:
+            # No body at all: valid by the schema (a body of either type may be sent), and refused as empty.
+            raise GoldsetError("the request has no labels: send them as JSON or as qrels text", field="labels")
         if request.content_type.split(";")[0].strip().lower() == "text/plain":
             params = validated(JudgmentImportApi.TextParamsSerializer, request.query_params)
             # DRF hands an empty body over as empty form data, not as "": it is TREC text
             # without a line all the same, refused by the import as such (422).
             text = request.data if isinstance(request.data, str) else ""
             lines, source, create_missing = text.splitlines(keepends=True), "qrels", params["create_missing"]
-            fmt = params["format"]
+            fmt, chunking = params["format"], params["chunking"]
             count = sum(1 for line in lines if line.strip() and not line.lstrip().startswith("#"))
             if fmt == "json":
                 count = _json_label_count(text)
@@ -145,9 +164,13 @@ class JudgmentImportApi(APIView):
             if problems:
                 message = problems[0] if len(problems) == 1 else f"{len(problems)} labels have ids that cannot be stored"
                 raise GoldsetError(message, problems=problems, field=problems[0].split(":")[0])
-            # One TREC line per item, so that the import's "labels:N" is item N - 1.
-            lines = [f"{label['query_id']} 0 {label['doc_id']} {label['grade']}\n" for label in body["labels"]]
-            source, create_missing, fmt = "labels", body["create_missing"], "trec"
+            # One line per item, so that the import's "labels:N" is item N - 1: TREC, or JSON
+            # lines when an item marks a span or a hop.
+            source, create_missing, fmt, chunking = "labels", body["create_missing"], "trec", body["chunking"]
+            if any(name in label for label in body["labels"] for name in EVIDENCE_FIELDS):
+                lines, fmt = [json.dumps(label, ensure_ascii=False) + "\n" for label in body["labels"]], "jsonl"
+            else:
+                lines = [f"{label['query_id']} 0 {label['doc_id']} {label['grade']}\n" for label in body["labels"]]
         try:
             summary = qrels_import(
                 golden_set_slug=golden_set.slug,
@@ -156,6 +179,7 @@ class JudgmentImportApi(APIView):
                 create_missing=create_missing,
                 user=request.user,
                 fmt=fmt,
+                chunking=chunking or None,
             )
         except GoldsetError as exc:
             if source == "labels":

@@ -83,7 +83,7 @@ class VersionModelFillQrelsApi(APIView):
     content_negotiation_class = FirstRendererNegotiation
 
     class FilterSerializer(serializers.Serializer):
-        format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")
+        format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir, csv or jsonl")
 
     @extend_schema(
         operation_id="versions_model_fills_qrels",

@@ -25,11 +25,12 @@ from api.permissions import api_golden_set
 from api.selectors import slice_parse, version_query_order, version_query_rows
 from api.serializers import PublishJobOutputSerializer, VersionOutputSerializer, validated
 from goldenset.diffs import version_diff
+from goldenset.evidence_export import version_export_chunks
 from goldenset.models import GoldenSet, PublishJob, Version
 from goldenset.publishing import publish_job_progress, version_publish_request
-from goldenset.selectors import version_get, version_label_rows
+from goldenset.selectors import version_get
 from goldenset.tasks import publish_job_task
-from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
+from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS
 
 LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location is the same URL with the latest number")
 NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
@@ -199,7 +200,7 @@ class VersionQrelsApi(APIView):
         return _GZIP.process_response(request, response) if isinstance(response, StreamingHttpResponse) else response
 
     class FilterSerializer(serializers.Serializer):
-        format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir or csv")
+        format = serializers.ChoiceField(choices=QREL_FORMATS, default="trec", help_text="trec, json, beir, csv or jsonl")
         slice = serializers.RegexField(
             SLICE_PATTERN,
             required=False,
@@ -245,8 +246,8 @@ class VersionQrelsApi(APIView):
         where = {}
         if slice_filter is not None:
             where[f"{slice_filter.kind}_slice"] = (slice_filter.field, slice_filter.value)
-        rows = version_label_rows(version, **where)
-        response = StreamingHttpResponse(qrels_chunks(rows, fmt), content_type=f"{QREL_CONTENT_TYPES[fmt]}; charset=utf-8")
+        chunks = version_export_chunks(version, fmt, **where)
+        response = StreamingHttpResponse(chunks, content_type=f"{QREL_CONTENT_TYPES[fmt]}; charset=utf-8")
         suffix = f"-{slugify(slice_filter.name)}" if slice_filter is not None else ""
         response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}{suffix}.{QREL_EXTENSIONS[fmt]}"'
         response["ETag"] = etag

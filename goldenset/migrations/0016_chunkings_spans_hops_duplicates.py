@@ -54,6 +54,22 @@ def drop_triggers(apps, schema_editor):
             cursor.execute(f"DROP TRIGGER IF EXISTS {table}_immutable{on}")
 
 
+def _legacy_alter_table(on: bool):
+    """SQLite remakes a table it alters (a new table renamed to the old name); since 3.26 the
+    rename re-reads every trigger of the schema and fails on one whose body names a table
+    that is being remade (labeling's task triggers name goldenset_goldenset and
+    goldenset_page): an existing database could not migrate. In legacy mode the rename
+    leaves other triggers as they are, and they name the table rightly again once it is
+    back under its name."""
+
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "sqlite":
+            with schema_editor.connection.cursor() as cursor:
+                cursor.execute(f"PRAGMA legacy_alter_table = {'ON' if on else 'OFF'}")
+
+    return run
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -61,6 +77,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RunPython(_legacy_alter_table(True), _legacy_alter_table(False)),
         migrations.AddField(
             model_name='goldenset',
             name='span_min_overlap_chars',
@@ -206,4 +223,5 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='version_span_not_empty'),
         ),
         migrations.RunPython(make_triggers, drop_triggers),
+        migrations.RunPython(_legacy_alter_table(False), _legacy_alter_table(True)),
     ]

@@ -4,18 +4,21 @@ from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 from goldenset.chunk_labels import chunking_named, version_chunk_label_rows
+from goldenset.evidence_export import version_export_chunks
 from goldenset.management.files import STDIO, output_text
 from goldenset.model_fill import model_fill_get, model_fill_rows
 from goldenset.models import GoldenSet
-from goldenset.selectors import VersionIntegrityError, version_check_intact, version_get, version_label_rows
+from goldenset.selectors import VersionIntegrityError, version_check_intact, version_get
 from lib.errors import GoldsetError
-from lib.formats import QREL_FORMATS, write_qrels
+from lib.formats import QREL_FORMATS, qrels_chunks
 
 
 class Command(BaseCommand):
     help = (
         "Write the labels of a published version (the latest unless --version) as TREC qrels, "
-        "JSON ({query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict), BEIR TSV or CSV. "
+        "JSON ({query_id: {doc_id: grade}}, loadable with ranx.Qrels.from_dict), BEIR TSV, CSV or JSON lines "
+        '({"query_id", "doc_id", "grade"} a line). JSON and JSON lines carry the labels\' hops and evidence spans and the '
+        'duplicate groups when the version has any (JSON then wraps the qrels: {"qrels": ..., "hops": ..., "spans": ...}). '
         'With --model-fill ID, write instead that variant of the version "with model labels" (human labels with a '
         "model's labels filling the pairs no person labelled; its id is on the version page): never the default."
     )
@@ -53,17 +56,19 @@ class Command(BaseCommand):
             if of_chunking is not None:
                 version_check_intact(version)
                 rows = version_chunk_label_rows(version, of_chunking)
+                chunks = qrels_chunks(rows, fmt)
             elif model_fill is not None:
                 fill = model_fill_get(version, model_fill)
-                rows = model_fill_rows(fill)
+                chunks = qrels_chunks(model_fill_rows(fill), fmt)
             else:
-                rows = version_label_rows(version)
+                chunks = version_export_chunks(version, fmt)
         except VersionIntegrityError as exc:
             raise CommandError(exc.message) from exc
         except GoldsetError as exc:
             raise CommandError(exc.message) from exc
         with output_text(output, sys.stdout) as handle:
-            write_qrels(rows, handle, fmt)
+            for chunk in chunks:
+                handle.write(chunk)
         if output not in (None, "", STDIO):
             if of_chunking is not None:
                 self.stderr.write(f"wrote {len(rows)} chunk labels of {slug} v{version.number} on chunking {of_chunking.name} to {output}")

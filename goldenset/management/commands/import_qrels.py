@@ -10,8 +10,10 @@ from lib.uploads import ungzipped_lines
 class Command(BaseCommand):
     help = (
         "Import TREC qrels ('query_id iteration doc_id grade'; lines starting with # are comments), or with "
-        "--format beir|csv|json any other form export_qrels writes, gzipped or not ('-' reads standard input), into a golden "
-        "set as imported judgments. Unknown query or doc ids are refused and listed, unless --create-missing "
+        "--format beir|csv|json|jsonl any other form export_qrels writes, gzipped or not ('-' reads standard input), into a golden "
+        'set as imported judgments. JSON lines {"query_id", "doc_id", "grade"} may add "start" and "end" (a span of the '
+        'document\'s text, the lines of one pair making one judgment graded their highest) and "hop"; CSV may name start, end '
+        "and hop columns in its header. Unknown query or doc ids are refused and listed, unless --create-missing "
         "makes id-only queries and pages (and the golden set, if it does not exist). All or nothing."
     )
 
@@ -21,8 +23,12 @@ class Command(BaseCommand):
         parser.add_argument("--create-missing", action="store_true", help="create id-only queries, pages and golden set")
         parser.add_argument("--user", help="username recorded as creator of a new golden set")
         parser.add_argument("--format", choices=list(QREL_READERS), default="trec", dest="fmt", help="the file's form (default: trec)")
+        parser.add_argument(
+            "--chunking",
+            help="the file's doc ids are chunk ids of this chunking of the set's corpus: each line becomes a span of the chunk's document",
+        )
 
-    def handle(self, *args, file, golden_set, create_missing, user, fmt, verbosity, **options):
+    def handle(self, *args, file, golden_set, create_missing, user, fmt, chunking, verbosity, **options):
         try:
             with input_bytes(file) as handle:
                 summary = qrels_import(
@@ -33,6 +39,7 @@ class Command(BaseCommand):
                     user=user_by_name(user),
                     progress=tqdm_progress(verbosity),
                     fmt=fmt,
+                    chunking=chunking,
                 )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc

@@ -35,6 +35,10 @@ from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
 from goldset_client.errors import EvaluationFailed, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
 from goldset_client.http import RetryPolicy, Transport
 from goldset_client.types import (
+    Chunk,
+    Chunking,
+    ChunkingImport,
+    Document,
     Evaluation,
     GoldenSet,
     PublishJob,
@@ -47,7 +51,7 @@ from goldset_client.types import (
 )
 
 RunSource = str | os.PathLike | bytes | BinaryIO
-QREL_FORMATS = ("trec", "json", "beir", "csv")
+QREL_FORMATS = ("trec", "json", "beir", "csv", "jsonl")
 # A spreadsheet formula start that Goldset's CSV export guards with a leading `'` (undone on reading).
 CSV_GUARDED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 DOWNLOAD_CHUNK = 1 << 16
@@ -103,11 +107,61 @@ class Qrels:
         """{query_id: {doc_id: grade}} (ranx.Qrels.from_dict and pytrec_eval take it), from any format."""
         text = self.text()
         if self.format == "json":
-            return {q: {d: int(g) for d, g in docs.items()} for q, docs in json.loads(text).items()}
+            return {q: {d: int(g) for d, g in docs.items()} for q, docs in json_qrels(json.loads(text)).items()}
+        if self.format == "jsonl":
+            return {q: {d: label["grade"] for d, label in docs.items()} for q, docs in self.labels().items()}
         qrels: dict[str, dict[str, int]] = {}
         for query_id, doc_id, grade in qrel_rows(text, self.format):
             qrels.setdefault(query_id, {})[doc_id] = int(grade)
         return qrels
+
+    def labels(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{query_id: {doc_id: {"grade", "hop"?, "spans"?}}} of a jsonl or json download: each
+        label with its hop and evidence spans ([{start, end, grade}]) when it has them."""
+        text = self.text()
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        if self.format == "jsonl":
+            for line in text.splitlines():
+                record = json.loads(line) if line.strip() else {}
+                if "query_id" in record:
+                    found.setdefault(record.pop("query_id"), {})[record.pop("doc_id")] = record
+            return found
+        if self.format != "json":
+            raise GoldsetClientError(f"labels with their evidence come in the json and jsonl forms, not {self.format}")
+        document = json.loads(text)
+        qrels = json_qrels(document)
+        wrapped = qrels is not document
+        for query_id, docs in qrels.items():
+            for doc_id, grade in docs.items():
+                label: dict[str, Any] = {"grade": grade}
+                if wrapped and doc_id in document.get("hops", {}).get(query_id, {}):
+                    label["hop"] = document["hops"][query_id][doc_id]
+                if wrapped and doc_id in document.get("spans", {}).get(query_id, {}):
+                    label["spans"] = document["spans"][query_id][doc_id]
+                found.setdefault(query_id, {})[doc_id] = label
+        return found
+
+    def duplicates(self) -> dict[str, str]:
+        """{doc_id: the first document of its duplicate group} of a json or jsonl download."""
+        text = self.text()
+        if self.format == "jsonl":
+            records = (json.loads(line) for line in text.splitlines() if line.strip())
+            return {r["doc_id"]: r["duplicate_of"] for r in records if "duplicate_of" in r and "query_id" not in r}
+        document = json.loads(text) if self.format == "json" else {}
+        return dict(document.get("duplicates", {})) if json_qrels(document) is not document else {}
+
+
+def json_qrels(document: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The {query_id: {doc_id: grade}} of a json download: the document itself, or its
+    `qrels` when the version has evidence (then it is {"qrels", "hops"?, "spans"?, "duplicates"?})."""
+    inner = document.get("qrels")
+    if (
+        isinstance(inner, dict)
+        and set(document) <= {"qrels", "hops", "spans", "duplicates"}
+        and all(isinstance(v, dict) for v in inner.values())
+    ):
+        return inner
+    return document
 
 
 def qrel_rows(text: str, fmt: str) -> Iterator[tuple[str, str, str]]:
@@ -224,6 +278,48 @@ class GoldsetClient:
                 raise QrelsIntegrityError(f"{slug} version {number}: 304 Not Modified for a copy this client does not hold")
             fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
         return Qrels(slug, number, format, slice, served, fresh.body_path, from_cache=False)
+
+    # --- chunkings, documents, labels ---------------------------------------------------
+
+    def chunkings(self, slug: str) -> list[Chunking]:
+        """The chunkings of the set's corpus (the implicit `documents` is not listed)."""
+        return self.http.get_json(set_path(slug) + "chunkings/")
+
+    def chunks(self, slug: str, chunking: str) -> list[Chunk]:
+        """Every chunk of one chunking, in document and text order (every page)."""
+        return self.http.paged(set_path(slug) + f"chunkings/{quote(chunking, safe='')}/chunks/")
+
+    def document(self, slug: str, doc_id: str, *, chunking: str | None = None) -> Document:
+        """One document with its chunks, of every chunking or of `chunking`."""
+        params = {"doc_id": doc_id, **({"chunking": chunking} if chunking else {})}
+        return self.http.get_json(set_path(slug) + "document/", params)
+
+    def upload_chunks(
+        self, slug: str, chunking: str, chunks: list[Chunk] | str | os.PathLike, *, replace: bool = False, description: str = ""
+    ) -> ChunkingImport:
+        """Upload a chunking (manager): a list of {chunk_id, doc_id, start, end, text?} or the
+        path of a JSON lines file of them. All or nothing; GoldsetAPIError lists every bad line."""
+        if isinstance(chunks, list):
+            text = "".join(json.dumps(chunk, ensure_ascii=False) + "\n" for chunk in chunks)
+        else:
+            text = Path(chunks).read_text(encoding="utf-8")
+        params = {"name": chunking, "replace": "true" if replace else "false", **({"description": description} if description else {})}
+        data = text.encode("utf-8")
+
+        headers = {"Content-Type": "text/plain; charset=utf-8"}
+        path = set_path(slug) + "chunkings/"
+        return self.http.request("POST", path, params=params, headers=headers, body=lambda: {"data": data}, ok=(201,)).json()
+
+    def import_labels(
+        self, slug: str, labels: list[dict[str, Any]], *, create_missing: bool = False, chunking: str | None = None
+    ) -> dict[str, Any]:
+        """Import labels as `imported` judgments (manager): each {query_id, doc_id, grade}, with
+        `start` and `end` for a span of the document and `hop`; with `chunking`, doc ids are
+        chunk ids of it. Publish a version afterwards to snapshot them."""
+        payload: dict[str, Any] = {"labels": labels, "create_missing": create_missing}
+        if chunking:
+            payload["chunking"] = chunking
+        return self.http.request("POST", set_path(slug) + "judgments/", body=lambda: {"json": payload}, ok=(201,)).json()
 
     # --- runs and scores ----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Literal, TypedDict
 
 Stage = Literal["first_stage", "reranked", "other"]
 EvaluationStatus = Literal["pending", "running", "done", "failed"]
-QrelsFormat = Literal["trec", "json", "beir", "csv"]
+QrelsFormat = Literal["trec", "json", "beir", "csv", "jsonl"]
 
 
 class Grade(TypedDict):
@@ -184,3 +184,41 @@ class SeriesNights(TypedDict):
     series: str
     slice: str
     nights: list[Night]
+
+
+class Chunking(TypedDict):
+    """A named way of cutting the corpus's documents (`documents`, each one chunk, is implicit)."""
+
+    name: str
+    description: str
+    chunk_count: int
+    document_count: int
+    created_at: str
+
+
+class Chunk(TypedDict):
+    """Characters [start, end) of a document's text."""
+
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+
+
+class Document(TypedDict):
+    doc_id: str
+    title: str
+    text: str
+    url: str
+    metadata: dict
+    content_hash: str
+    duplicate_of: str | None
+    chunks: dict[str, list[Chunk]]
+
+
+class ChunkingImport(TypedDict):
+    corpus: str
+    chunking: str
+    chunks: int
+    documents: int
+    replaced: bool
