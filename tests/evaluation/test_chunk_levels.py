@@ -19,7 +19,6 @@ from lib.formats import JsonRecord
 from lib.runs import RankedRun
 
 
-
 def _text(n: int) -> str:
     """300 characters of words of their own: documents that are no duplicates of one another."""
     words = " ".join(f"w{n}x{i}" for i in range(100))
