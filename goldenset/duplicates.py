@@ -22,7 +22,6 @@ The title is left out, as offsets and spans index the text alone.
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from datasketch import MinHash, MinHashLSH
 from django.db import transaction
 
 from goldenset.models import Corpus, Page
@@ -93,6 +92,10 @@ def group_firsts(texts: Sequence[str | None], threshold: float, progress: Progre
 def near_pairs(normals: Sequence[str], threshold: float, progress: Progress = no_progress) -> Iterable[tuple[int, int]]:
     """Pairs (i, j), i < j, of `normals` whose estimated Jaccard is at least `threshold`
     (each pair once or more)."""
+    # Here, not at the top: datasketch brings scipy, which a web worker that never groups
+    # a corpus should not load at start (tests/goldset/test_startup.py).
+    from datasketch import MinHash, MinHashLSH
+
     lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
     sketches = np.empty((len(normals), NUM_PERM), dtype=np.uint32)
     minhashes = MinHash.generator((shingles(normal) for normal in normals), num_perm=NUM_PERM, seed=SEED)

@@ -14,7 +14,12 @@ from lib.formats import JsonRecord
 
 
 def pages(*doc_ids: str, **metadata) -> list[JsonRecord]:
-    return [JsonRecord(line=n, id=d, title=f"title {d}", text=f"text of {d}", metadata=dict(metadata)) for n, d in enumerate(doc_ids, 1)]
+    """Pages whose texts are no duplicates of one another (ids that differ only in case, "D1"
+    and "d1", would otherwise be grouped as exact duplicates at import)."""
+    return [
+        JsonRecord(line=n, id=d, title=f"title {d}", text=f"text of {d} (page {n})", metadata=dict(metadata))
+        for n, d in enumerate(doc_ids, 1)
+    ]
 
 
 def queries(*query_ids: str, **metadata) -> list[JsonRecord]:
