@@ -14,12 +14,15 @@ from lib.formats import JsonRecord
 
 
 def pages(*doc_ids: str, **metadata) -> list[JsonRecord]:
-    """Pages whose texts are no duplicates of one another (ids that differ only in case, "D1"
-    and "d1", would otherwise be grouped as exact duplicates at import)."""
-    return [
-        JsonRecord(line=n, id=d, title=f"title {d}", text=f"text of {d} (page {n})", metadata=dict(metadata))
-        for n, d in enumerate(doc_ids, 1)
-    ]
+    return [JsonRecord(line=n, id=d, title=f"title {d}", text=_text_of(d), metadata=dict(metadata)) for n, d in enumerate(doc_ids, 1)]
+
+
+def _text_of(doc_id: str) -> str:
+    """'text of d1'; an id with capitals says where they are ("D1", "d1" and "D1" again would
+    otherwise be the same text once case is folded: one group of exact duplicates)."""
+    if doc_id == doc_id.casefold():
+        return f"text of {doc_id}"
+    return f"text of {doc_id} (capitals: {''.join('^' if c.isupper() else '.' for c in doc_id)})"
 
 
 def queries(*query_ids: str, **metadata) -> list[JsonRecord]:
