@@ -14,7 +14,8 @@ def chunking(golden_set: GoldenSet, name: str, chunks: dict[str, tuple[str, int,
     made = Chunking.objects.create(corpus=golden_set.corpus, name=name)
     pages = dict(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "pk"))
     Chunk.objects.bulk_create(
-        Chunk(chunking=made, chunk_id=chunk_id, page_id=pages[doc_id], start=start, end=end) for chunk_id, (doc_id, start, end) in chunks.items()
+        Chunk(chunking=made, chunk_id=chunk_id, page_id=pages[doc_id], start=start, end=end)
+        for chunk_id, (doc_id, start, end) in chunks.items()
     )
     made.chunk_count, made.document_count = len(chunks), len({doc_id for doc_id, _, _ in chunks.values()})
     made.save(update_fields=["chunk_count", "document_count"])
