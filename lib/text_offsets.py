@@ -4,8 +4,8 @@ the judging screen's evidence spans (SEMANTICS.md, "Documents, chunkings and lev
 
 Each run of text becomes `<span data-o="N">...</span>`, N its offset in `text` (in code
 points, as Python counts). The run's characters on screen are the stored ones, one for
-one, except for two cases the browser would change: line breaks (plain text) become
-<br> or paragraphs and belong to no run, and a character reference of an HTML page
+one, except for what the browser would change: line breaks (plain text) become
+<br> or paragraphs and, like carriage returns, belong to no run; a character reference of an HTML page
 (`&amp;`, `&#233;`) is a run of its own with `data-r`, the reference's length in the
 stored text, since it shows as one character. A selection boundary outside every run
 snaps to the nearest run (static/labeling/spans.js does the mapping).
@@ -107,9 +107,9 @@ class _Wrapper(HTMLParser):
 
     @staticmethod
     def _tag(tag: str, attrs: list[tuple[str, str | None]], close: str = "") -> str:
-        kept = "".join(
-            f' {name}="{html.escape(value or "", quote=True)}"' for name, value in attrs if name.lower() not in _OFFSET_ATTRIBUTES
-        )
+        # Offsets and the chunk mark are this module's alone.
+        dropped = _OFFSET_ATTRIBUTES | {"class"} if tag == "span" else _OFFSET_ATTRIBUTES
+        kept = "".join(f' {name}="{html.escape(value or "", quote=True)}"' for name, value in attrs if name.lower() not in dropped)
         return f"<{tag}{kept}{close}>"
 
     def handle_starttag(self, tag, attrs):
@@ -131,7 +131,11 @@ class _Wrapper(HTMLParser):
         self._close_reference()
         if self.raw_text_depth:
             return  # a script's or style's content: never shown
-        self.out.append(self.runs.runs(self._offset(), data))
+        # A carriage return is dropped or made a line feed by every HTML parser: it
+        # belongs to no run, so each run's characters stay the stored ones.
+        offset = self._offset()
+        for piece in re.finditer(r"[^\r]+", data):
+            self.out.append(self.runs.runs(offset + piece.start(), piece.group(0)))
 
     def _reference(self, shown: str) -> None:
         self._close_reference()
