@@ -44,3 +44,14 @@ def chunk_run(golden_set: GoldenSet, of: Chunking, name: str, ranking: dict[str,
     )
     RunData.objects.create(run=run, ranked=ranked.to_bytes())
     return run
+
+
+def chunk_run_scored(run: Run, version) -> None:
+    """Score a run of chunks on `version` at document level (each document at its best
+    chunk), as the demo does until the scoring of chunk runs lands."""
+    from evaluation.selectors import run_ranked
+    from evaluation.services import evaluation_compute
+    from labeling.pools.chunk_runs import documents_of
+
+    ranked = run_ranked(run)
+    evaluation_compute(run=run, version=version, ranked=documents_of(run, ranked, ranked.depth)[0])
