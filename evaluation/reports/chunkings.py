@@ -48,6 +48,7 @@ class ChunkingSide:
     document_recall: float | None
     evidence_recall: float | None
     prompt_tokens: float | None
+    run_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def chunking_side(run: Run, figures: Sequence[LevelFigures], chunking: str) -> C
     if evidence is None and chunking == Chunking.DOCUMENTS:
         evidence = recall
     return ChunkingSide(
+        run_id=getattr(run, "pk", None),
         run_name=run.name,
         chunking=chunking,
         document_recall=recall,
@@ -161,3 +163,24 @@ def evaluation_level_figures(evaluations: Sequence[Evaluation], k_final: int) ->
     for evaluation_id, value, chunking in rows:
         figures[evaluation_id].append(LevelFigures(level=DOCUMENT_LEVEL, chunking=chunking or Chunking.DOCUMENTS, recall=value))
     return figures
+
+
+def prompt_stage_chunkings(runs: Sequence[tuple[Run, Evaluation]], *, version_number: int, k_final: int) -> list[ChunkingComparison]:
+    """The results page's funnel across chunkings: of the scored (run, evaluation) pairs of
+    a version, each chunking's latest reranked run (else its latest run), what reaches the
+    prompt, compared with the baseline's: the chunking `documents` when it has a run, else
+    the first chunking by name. [] with runs of one chunking only. One statement."""
+    latest: dict[str, tuple[Run, Evaluation]] = {}
+    for run, evaluation in runs:
+        name = run_chunking_name(run)
+        held = latest.get(name)
+        key = (run.stage == Run.Stage.RERANKED, run.created_at, run.pk)
+        if held is None or key > (held[0].stage == Run.Stage.RERANKED, held[0].created_at, held[0].pk):
+            latest[name] = (run, evaluation)
+    if len(latest) < 2:
+        return []
+    names = sorted(latest, key=lambda name: (name != Chunking.DOCUMENTS, name))
+    figures = evaluation_level_figures([evaluation for _, evaluation in latest.values()], k_final)
+    sides = {name: chunking_side(latest[name][0], figures[latest[name][1].pk], name) for name in names}
+    baseline = sides[names[0]]
+    return [chunking_comparison(version_number=version_number, k_final=k_final, a=baseline, b=sides[name]) for name in names[1:]]

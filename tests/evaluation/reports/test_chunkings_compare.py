@@ -126,3 +126,20 @@ def test_the_compare_page_of_two_chunkings_is_the_sets_members_only(client, gold
     membership_grant(user=annotator, golden_set=golden_set, role=Membership.Role.ANNOTATOR)
     client.force_login(annotator)
     assert client.get(url).status_code == 404  # results are for managers and adjudicators
+
+
+def test_the_results_page_compares_what_each_chunking_puts_in_the_prompt(client, golden_set, owner, runs):
+    doc_run, chunk_run = runs
+    client.force_login(owner)
+    body = client.get(reverse("results", kwargs={"slug": SLUG}) + "?version=1").content.decode()
+    assert "Chunkings, v1 at k = 2" in body
+    assert "passages finds 33.3 points more of the relevant documents" in body
+    assert f"?a={doc_run.pk}&amp;b={chunk_run.pk}&amp;version=1" in body
+
+
+def test_the_results_page_of_one_chunking_shows_no_chunking_box(client, golden_set, owner):
+    version = version_publish(golden_set=golden_set)
+    evaluation_compute(run=factories.run(golden_set, "pages", {"q1": ["d1"]}), version=version)
+    client.force_login(owner)
+    body = client.get(reverse("results", kwargs={"slug": SLUG}) + "?version=1").content.decode()
+    assert "Chunkings, v1" not in body
