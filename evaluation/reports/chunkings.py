@@ -95,21 +95,22 @@ class ChunkingComparison:
         """The comparison in one line, b's chunking named first: by evidence recall when both
         runs have it, else at document level; with the tokens when both have them."""
         if self.evidence_points is not None:
-            points, what = self.evidence_points, "of the evidence"
+            points, what, level = self.evidence_points, "of the evidence", ""
         elif self.document_points is not None:
-            points, what = self.document_points, f"of the relevant documents (document level, recall@{self.k_final})"
+            points, what, level = self.document_points, "of the relevant documents", " (document level)"
         else:
             return ""
+        a, b, k = self.a.chunking, self.b.chunking, self.k_final
         if round(points, 1) == 0:
-            found = f"{self.b.chunking} finds as much {what} as {self.a.chunking}"
+            found = f"{b} finds as much {what} as {a} in the top {k}{level}"
         else:
-            found = f"{self.b.chunking} finds {abs(points):.1f} points {'more' if points > 0 else 'less'} {what} than {self.a.chunking}"
+            found = f"{b} finds {abs(points):.1f} points {'more' if points > 0 else 'less'} {what} than {a} in the top {k}{level}"
         change = self.tokens_change
         if change is None:
-            return f"{found} in its top {self.k_final}."
+            return f"{found}."
         if abs(change) < SAME_TOKENS:
-            return f"{found}, in its top {self.k_final}, at the same prompt tokens."
-        return f"{found}, in its top {self.k_final}, at {abs(change) * 100:.0f}% {'more' if change > 0 else 'fewer'} prompt tokens."
+            return f"{found}, at the same prompt tokens."
+        return f"{found}, at {abs(change) * 100:.0f}% {'more' if change > 0 else 'fewer'} prompt tokens."
 
 
 def _points(a: float | None, b: float | None) -> float | None:

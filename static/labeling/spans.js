@@ -138,8 +138,10 @@
   function highlight(name, ranges) {
     if (!window.CSS || !CSS.highlights || typeof Highlight === "undefined") return;
     var made = ranges.filter(function (range) { return range; });
-    if (made.length) CSS.highlights.set(name, new (Function.prototype.bind.apply(Highlight, [null].concat(made)))());
-    else CSS.highlights.delete(name);
+    if (!made.length) { CSS.highlights.delete(name); return; }
+    var highlight = new (Function.prototype.bind.apply(Highlight, [null].concat(made)))();
+    highlight.priority = name === "evidence" ? 1 : 0;  // marked evidence shows over the caret
+    CSS.highlights.set(name, highlight);
   }
 
   function render() {

@@ -45,24 +45,21 @@ def test_the_reading_says_the_points_of_evidence_and_the_change_in_tokens():
     assert comparison.tokens_change == pytest.approx(0.2)
     assert comparison.tokens_change_text == "+20%"
     assert (
-        comparison.reading == "semantic-400 finds 6.0 points more of the evidence than documents, in its top 8, at 20% more prompt tokens."
+        comparison.reading == "semantic-400 finds 6.0 points more of the evidence than documents in the top 8, at 20% more prompt tokens."
     )
 
 
 def test_the_reading_says_less_and_fewer_and_the_same():
     fewer = chunking_comparison(version_number=1, k_final=8, a=side("a", 0.8, 0.70, 1000.0), b=side("b", 0.8, 0.65, 500.0))
-    assert fewer.reading == "b finds 5.0 points less of the evidence than a, in its top 8, at 50% fewer prompt tokens."
+    assert fewer.reading == "b finds 5.0 points less of the evidence than a in the top 8, at 50% fewer prompt tokens."
     same = chunking_comparison(version_number=1, k_final=8, a=side("a", 0.8, 0.7, 1000.0), b=side("b", 0.8, 0.7, 1001.0))
-    assert same.reading == "b finds as much of the evidence as a, in its top 8, at the same prompt tokens."
+    assert same.reading == "b finds as much of the evidence as a in the top 8, at the same prompt tokens."
 
 
 def test_without_evidence_figures_the_reading_falls_back_to_the_document_level():
     comparison = chunking_comparison(version_number=1, k_final=2, a=side("documents", 0.5), b=side("passages", 0.75))
     assert comparison.evidence_points is None and comparison.tokens_change_text == ""
-    assert (
-        comparison.reading
-        == "passages finds 25.0 points more of the relevant documents (document level, recall@2) than documents in its top 2."
-    )
+    assert comparison.reading == "passages finds 25.0 points more of the relevant documents than documents in the top 2 (document level)."
 
 
 def test_a_side_takes_the_document_level_recall_and_the_chunk_levels_evidence_and_tokens():
@@ -104,7 +101,7 @@ def test_the_compare_page_shows_two_chunkings_side_by_side(client, golden_set, o
     body = client.get(reverse("compare", kwargs={"slug": SLUG}) + f"?a={doc_run.pk}&b={chunk_run.pk}&version=1").content.decode()
     assert "Chunkings, v1 at k = 2" in body
     # recall@2: pages finds 1 of 3 queries' relevant page, passages 2 of 3 (d5 at its best passage).
-    assert "passages finds 33.3 points more of the relevant documents (document level, recall@2) than documents in its top 2." in body
+    assert "passages finds 33.3 points more of the relevant documents than documents in the top 2 (document level)." in body
     assert "<code>documents</code>" in body and "<code>passages</code>" in body
 
 
