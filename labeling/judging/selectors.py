@@ -12,7 +12,7 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.utils import timezone
 
-from goldenset.models import GoldenSet, Judgment
+from goldenset.models import EvidenceSpan, GoldenSet, Judgment
 from labeling.models import GoldAnswer, JudgingTask, Pool, PoolChunk, PoolQuery, QueueSettings
 from labeling.pools.strategies import QUERY_STRIDE
 
@@ -127,6 +127,22 @@ def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int
         .values_list("grade", flat=True)
         .first()
     )
+
+
+def previous_evidence(*, task: JudgingTask, annotator: AbstractBaseUser) -> tuple[str, str]:
+    """The spans ("start-end,..." as the judge form posts them) and hop of `annotator`'s
+    latest judgment of the task's pair: what a pair handed back by an undo shows again,
+    to keep or change. Called for corrections only."""
+    judgment = (
+        Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, annotator=annotator)
+        .order_by("-id")
+        .values("pk", "hop")
+        .first()
+    )
+    if judgment is None:
+        return "", ""
+    spans = EvidenceSpan.objects.filter(judgment_id=judgment["pk"]).order_by("start").values_list("start", "end")
+    return ",".join(f"{start}-{end}" for start, end in spans), judgment["hop"]
 
 
 # --- progress ---------------------------------------------------------------------------

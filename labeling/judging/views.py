@@ -29,6 +29,7 @@ from labeling.judging.selectors import (
     judging_task,
     leased_at,
     preview_task,
+    previous_evidence,
     query_place,
     sets_to_judge,
     task_chunk_ranges,
@@ -184,6 +185,8 @@ def _pair_context(
         )
     else:
         ctx.update(_page_context(task))
+        if previous_grade is not None and task.kind != JudgingTask.Kind.GOLD:
+            ctx["previous_spans"], ctx["previous_hop"] = previous_evidence(task=task, annotator=request.user)
     return ctx
 
 

@@ -119,3 +119,11 @@ def test_the_screen_shows_the_text_in_runs_that_carry_their_offsets(client, gold
     assert '<span data-o="0">Ünïcode 🎉 first. The answer: 3&lt;4 &amp; &quot;5&gt;2&quot; holds.</span>' in body
     assert f'<span data-o="{TEXT.index("Last")}">Last line, café.</span>' in body
     assert "labeling/spans.js" in body
+
+
+def test_a_pair_handed_back_by_an_undo_shows_its_spans_and_hop_again(client, golden_set, ann):
+    task = _task_id(client.get(reverse("judging_screen", args=[golden_set.slug])).content.decode())
+    client.post(reverse("judging_judge", args=[golden_set.slug, task]), {"grade": "2", "spans": "0-7,9-15", "hop": "who"}, **HTMX)
+    body = client.post(reverse("judging_undo", args=[golden_set.slug]), **HTMX).content.decode()
+    assert _task_id(body) == task
+    assert 'name="spans" value="0-7,9-15"' in body and 'name="hop" value="who"' in body
