@@ -78,7 +78,9 @@ class PoolChunk(models.Model):
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+", db_index=False)
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+", db_index=False)
     page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+", db_index=False)
-    chunk = models.ForeignKey(Chunk, on_delete=models.PROTECT, related_name="+", db_index=False)
+    # A highlight only: chunks a chunking import replaces take their rows with them, and
+    # nothing else reads them, so they never hold a chunk back.
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
         constraints = [
