@@ -143,3 +143,31 @@ def test_a_manager_reads_two_chunkings_side_by_side_on_the_compare_page(browser_
     assert axe_violations(page) == []
     page.set_viewport_size({"width": 390, "height": 900})
     screenshot(page, "compare-chunkings-390")
+
+
+PLAIN = "Ünïcode 🎉🎉 then a < b & c > d: the answer 𝔁 is here.\r\n\r\nSecond paragraph, 42 €."
+
+
+def test_offsets_count_characters_as_stored_past_astral_ones_in_plain_text(browser_page, live_server, make_user):
+    records = [JsonRecord(line=1, id="d1", title="plain", text=PLAIN)] + factories.pages("d2")
+    golden_set = factories.golden_set("plain", pages=records, queries=factories.queries("q1"), qrels={})
+    pool_build(golden_set=golden_set, runs=[factories.run(golden_set, "bm25", {"q1": ["d1", "d2"]})], depth=2, strategy="depth")
+    user = make_user("ann")
+    membership_grant(user=user, golden_set=golden_set, role=Membership.Role.ANNOTATOR)
+    page = browser_page
+    login(page, live_server, "ann", "pw-ann")
+    page.goto(f"/label/{golden_set.slug}/")
+    assert not page.locator("#pair .page-text .chunk").count()  # a pool of document runs highlights nothing
+    page.evaluate(SELECT, "a < b & c > d: the answer 𝔁 is")
+    page.click("#pair [data-action=mark]")
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # the second sentence: the second paragraph
+    page.keyboard.press("m")
+    task = page.get_attribute("#pair", "data-task-id")
+    page.keyboard.press("1")
+    page.wait_for_function("(previous) => document.querySelector('#pair').dataset.taskId !== previous", arg=task)
+    start = PLAIN.index("a < b")
+    end = PLAIN.index(" is here") + len(" is")
+    second = PLAIN.index("Second")
+    spans = list(EvidenceSpan.objects.filter(judgment__annotator=user).order_by("start").values_list("start", "end"))
+    assert spans == [(start, end), (second, len(PLAIN))]
