@@ -36,6 +36,9 @@ _OFFSET_ATTRIBUTES = frozenset({"data-o", "data-r"})
 _ATTRIBUTES = deepcopy(nh3.ALLOWED_ATTRIBUTES)
 _ATTRIBUTES["span"] = set(_ATTRIBUTES.get("span", set())) | set(_OFFSET_ATTRIBUTES) | {"class"}
 _RAW_TEXT_TAGS = frozenset({"script", "style"})
+# Elements whose content an HTML parser reads as text, never as tags: a run's <span> inside
+# one would show as literal markup, so their text is shown without runs (not selectable).
+_TEXT_ONLY_TAGS = frozenset({"title", "textarea", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"})
 
 
 class _Runs:
@@ -92,6 +95,7 @@ class _Wrapper(HTMLParser):
         self.line_starts = [0] + [match.end() for match in re.finditer(r"\n", text)]
         self.out: list[str] = []
         self.raw_text_depth = 0
+        self.text_only_depth = 0
         self.pending_reference: tuple[int, str] | None = None
 
     def _offset(self) -> int:
@@ -115,6 +119,7 @@ class _Wrapper(HTMLParser):
     def handle_starttag(self, tag, attrs):
         self._close_reference()
         self.raw_text_depth += tag in _RAW_TEXT_TAGS
+        self.text_only_depth += tag in _TEXT_ONLY_TAGS
         self.out.append(self._tag(tag, attrs))
 
     def handle_startendtag(self, tag, attrs):
@@ -125,12 +130,17 @@ class _Wrapper(HTMLParser):
         self._close_reference()
         if tag in _RAW_TEXT_TAGS:
             self.raw_text_depth = max(self.raw_text_depth - 1, 0)
+        if tag in _TEXT_ONLY_TAGS:
+            self.text_only_depth = max(self.text_only_depth - 1, 0)
         self.out.append(f"</{tag}>")
 
     def handle_data(self, data):
         self._close_reference()
         if self.raw_text_depth:
             return  # a script's or style's content: never shown
+        if self.text_only_depth:
+            self.out.append(html.escape(data))
+            return
         # A carriage return is dropped or made a line feed by every HTML parser: it
         # belongs to no run, so each run's characters stay the stored ones.
         offset = self._offset()
@@ -139,7 +149,9 @@ class _Wrapper(HTMLParser):
 
     def _reference(self, shown: str) -> None:
         self._close_reference()
-        if not self.raw_text_depth:
+        if self.text_only_depth:
+            self.out.append(html.escape(shown))
+        elif not self.raw_text_depth:
             self.pending_reference = (self._offset(), shown)
 
     def handle_entityref(self, name):

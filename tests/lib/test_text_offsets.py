@@ -41,7 +41,7 @@ def runs_of(rendered: str):
     return parser.runs
 
 
-@pytest.mark.parametrize("text", [PLAIN, HTML, "", "one", "a\n\n\nb", "<br/>x &amp;"])
+@pytest.mark.parametrize("text", [PLAIN, HTML, "", "one", "a\n\n\nb", "<br/>x &amp;", "<title>T &amp; U</title><pre>\ncode</pre>"])
 def test_every_run_shows_exactly_the_stored_characters_at_its_offset(text):
     for offset, stored, shown, _ in runs_of(offset_html(text)):
         if stored is None:
@@ -85,3 +85,9 @@ def test_a_range_over_a_character_reference_marks_it_whole():
     text = "<p>x &amp; y</p>"
     runs = runs_of(offset_html(text, [(5, 12)]))
     assert (5, 5, "&", "chunk") in runs
+
+
+def test_a_title_or_textarea_shows_its_text_without_runs_inside():
+    rendered = offset_html("<title>A &amp; B</title><p>body</p><textarea>x <b>y</b></textarea>")
+    assert "&lt;span" not in rendered and "data-o" not in rendered.split("<p>")[0]
+    assert [run[:3] for run in runs_of(rendered)] == [(27, None, "body")]
