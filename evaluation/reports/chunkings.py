@@ -21,7 +21,7 @@ SAME_TOKENS = 0.005
 
 
 @dataclass(frozen=True)
-class LevelFigures:
+class LevelRow:
     """One evaluation's figures at one level, on one version, at k = the version's k_final.
 
     `level`: "document" or "chunk"; `chunking`: the run's chunking name ("documents" for a
@@ -117,7 +117,7 @@ def _points(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round((b - a) * 100, 9)
 
 
-def chunking_side(run: Run, figures: Sequence[LevelFigures], chunking: str) -> ChunkingSide:
+def chunking_side(run: Run, figures: Sequence[LevelRow], chunking: str) -> ChunkingSide:
     """A run's side of the comparison from its figures (`evaluation_level_figures`): the
     document level's recall, the chunk level's evidence recall and tokens; a run of
     documents, whose chunk level is its document level, takes its document-level figures."""
@@ -149,20 +149,22 @@ def run_chunking_name(run: Run) -> str:
     return run.chunking.name if run.chunking_id is not None else Chunking.DOCUMENTS
 
 
-def evaluation_level_figures(evaluations: Sequence[Evaluation], k_final: int) -> dict[int, list[LevelFigures]]:
-    """Evaluation id -> its LevelFigures at `k_final`, overall (slice "").
+def evaluation_level_figures(evaluations: Sequence[Evaluation], k_final: int) -> dict[int, list[LevelRow]]:
+    """Evaluation id -> its LevelRow at `k_final`, overall (slice "").
 
     The seam to the chunk-level scores: until they are stored, each evaluation has its
     document level only, recall@k_final from its stored scores (a run of chunks is scored
-    at document level), evidence recall and prompt tokens None. One statement.
+    at document level), evidence recall and prompt tokens None. One statement. With the
+    levels stored, it is evaluation.level_figures.evaluations_levels read at k_final: per
+    level, recall@k_final and evidence_recall@k_final from its scores, its prompt_tokens.
     """
     metric = f"recall@{k_final}"
     rows = Score.objects.filter(evaluation__in=evaluations, slice="", metric=metric).values_list(
         "evaluation_id", "value", "evaluation__run__chunking__name"
     )
-    figures: dict[int, list[LevelFigures]] = {evaluation.pk: [] for evaluation in evaluations}
+    figures: dict[int, list[LevelRow]] = {evaluation.pk: [] for evaluation in evaluations}
     for evaluation_id, value, chunking in rows:
-        figures[evaluation_id].append(LevelFigures(level=DOCUMENT_LEVEL, chunking=chunking or Chunking.DOCUMENTS, recall=value))
+        figures[evaluation_id].append(LevelRow(level=DOCUMENT_LEVEL, chunking=chunking or Chunking.DOCUMENTS, recall=value))
     return figures
 
 

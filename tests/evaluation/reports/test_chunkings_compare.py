@@ -8,7 +8,7 @@ from evaluation.reports.chunkings import (
     CHUNK_LEVEL,
     DOCUMENT_LEVEL,
     ChunkingSide,
-    LevelFigures,
+    LevelRow,
     chunking_comparison,
     chunking_side,
 )
@@ -64,13 +64,13 @@ def test_without_evidence_figures_the_reading_falls_back_to_the_document_level()
 
 def test_a_side_takes_the_document_level_recall_and_the_chunk_levels_evidence_and_tokens():
     figures = [
-        LevelFigures(level=DOCUMENT_LEVEL, chunking="passages", recall=0.9),
-        LevelFigures(level=CHUNK_LEVEL, chunking="passages", recall=0.4, evidence_recall=0.7, prompt_tokens=812.5),
+        LevelRow(level=DOCUMENT_LEVEL, chunking="passages", recall=0.9),
+        LevelRow(level=CHUNK_LEVEL, chunking="passages", recall=0.4, evidence_recall=0.7, prompt_tokens=812.5),
     ]
     run = type("RunStub", (), {"name": "p"})()
     assert chunking_side(run, figures, "passages") == ChunkingSide("p", "passages", 0.9, 0.7, 812.5)
     # A run of documents: its chunk level is its document level.
-    documents = chunking_side(run, [LevelFigures(level=DOCUMENT_LEVEL, chunking="documents", recall=0.6)], "documents")
+    documents = chunking_side(run, [LevelRow(level=DOCUMENT_LEVEL, chunking="documents", recall=0.6)], "documents")
     assert (documents.document_recall, documents.evidence_recall, documents.prompt_tokens) == (0.6, 0.6, None)
 
 
