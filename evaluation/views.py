@@ -22,6 +22,7 @@ from evaluation.reports.calculator import (
     RerankCost,
     calculator_report,
 )
+from evaluation.reports.chunkings import prompt_stage_chunkings
 from evaluation.reports.compare import compare_report
 from evaluation.reports.results import results_report, scoring_progress
 from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
@@ -87,6 +88,11 @@ def results(request: HttpRequest, slug: str) -> HttpResponse:
         "calculator": calculator_report(version, cost, report.results) if cost else None,
         "compare_form": CompareForm(golden_set=golden_set),
         "alerts": alerts_latest(golden_set),
+        "chunkings": prompt_stage_chunkings(
+            [(result.run, result.evaluation) for result in report.results if result.scored],
+            version_number=version.number,
+            k_final=version.k_final,
+        ),
     }
     return render(request, "evaluation/results.html", ctx)
 

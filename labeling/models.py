@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from evaluation.models import Run
-from goldenset.models import GoldenSet, Page, Query
+from goldenset.models import Chunk, GoldenSet, Page, Query
 from labeling.pools.strategies import STRATEGIES, unpack_ranks
 
 
@@ -66,6 +66,31 @@ class Pool(models.Model):
 
     def __str__(self) -> str:
         return f"pool {self.pk} of {self.golden_set.slug} ({self.strategy}, depth {self.depth})"
+
+
+class PoolChunk(models.Model):
+    """A chunk that a pooled run of a chunking returned for a query, of a document the pool
+    holds for that query: the passage the judging screen highlights in the document. A
+    pool of chunk runs pools documents (SEMANTICS.md, "Documents, chunkings and levels");
+    these rows remember which of each document's chunks brought it in. A pool of
+    document runs has none. Written by pool_build and pool_extend with the pool's pairs."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+", db_index=False)
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+", db_index=False)
+    page = models.ForeignKey(Page, on_delete=models.PROTECT, related_name="+", db_index=False)
+    # A highlight only: chunks a chunking import replaces take their rows with them, and
+    # nothing else reads them, so they never hold a chunk back.
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            # One row per chunk of a pair; its (pool, query, page) prefix is the judging
+            # screen's look-up of a pair's chunks.
+            models.UniqueConstraint(fields=["pool", "query", "page", "chunk"], name="pool_chunk_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chunk {self.chunk_id} of query {self.query_id} in pool {self.pool_id}"
 
 
 class PoolJudgingSummary(models.Model):

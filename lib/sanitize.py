@@ -16,6 +16,11 @@ _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(\s[^<>]*)?/?>")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
+def is_html(text: str) -> bool:
+    """Whether page text is HTML (it holds a whole tag) rather than plain text."""
+    return bool(_TAG.search(text or ""))
+
+
 def page_html(text: str) -> str:
     """`text` (HTML or plain) as HTML that is safe to insert into a page.
 
@@ -27,7 +32,7 @@ def page_html(text: str) -> str:
     Returns a str; the caller marks it safe (django.utils.safestring.mark_safe).
     """
     text = text or ""
-    if not _TAG.search(text):
+    if not is_html(text):
         paragraphs = (part.strip("\n") for part in _BLANK_LINE.split(text.replace("\r\n", "\n")))
         return "".join(f"<p>{html.escape(part).replace(chr(10), '<br>')}</p>" for part in paragraphs if part.strip())
     return nh3.clean(text, tags=ALLOWED_TAGS, link_rel=LINK_REL)

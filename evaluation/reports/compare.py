@@ -10,6 +10,7 @@ import numpy as np
 
 from evaluation import engine
 from evaluation.models import Evaluation, Run, Score
+from evaluation.reports.chunkings import ChunkingComparison, chunking_comparison, chunking_side, evaluation_level_figures, run_chunking_name
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.selectors import (
     PerQuery,
@@ -130,6 +131,8 @@ class CompareReport:
     b_win_count: int = 0
     tie_count: int = 0
     duels_shown: int = 0  # the most of each side listed
+    # Runs of two chunkings: what each puts in the prompt and at what cost (None: one chunking).
+    chunkings: ChunkingComparison | None = None
 
     @property
     def warnings(self) -> list[tuple[str, RunCompleteness]]:
@@ -242,6 +245,15 @@ def compare_report(version: Version, run_a: Run, run_b: Run, *, duel_metric: str
                 p_value=paired_p_value(a, b),
                 paired_queries=len(a),
             )
+        )
+
+    if run_a.chunking_id != run_b.chunking_id:
+        figures = evaluation_level_figures([eval_a, eval_b], version.k_final)
+        report.chunkings = chunking_comparison(
+            version_number=version.number,
+            k_final=version.k_final,
+            a=chunking_side(run_a, figures[eval_a.pk], run_chunking_name(run_a)),
+            b=chunking_side(run_b, figures[eval_b.pk], run_chunking_name(run_b)),
         )
 
     report.slice_metrics = _key_metrics(metrics, version)

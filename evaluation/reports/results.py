@@ -234,7 +234,7 @@ def _run_results(version: Version, *, settings: EvaluationSettings, slug: str) -
         # Archived runs keep their scores but leave the leaderboard (the runs page lists them).
         Evaluation.objects.filter(run_not_archived("run__"), version=version)
         .exclude(later_night("run__"))
-        .select_related("run__series")
+        .select_related("run__series", "run__chunking")
         .defer("per_query")
         .order_by("run_id")
     )

@@ -10,10 +10,10 @@ from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from evaluation.models import Run
-from evaluation.selectors import run_ranked
+from evaluation.models import Run, RunData
+from evaluation.selectors import evaluation_settings, run_ranked
 from evaluation.services import evaluation_compute, run_import
-from goldenset.models import GoldenSet, Membership, Page, Query, Version, VersionLabel, VersionQuery
+from goldenset.models import Chunk, Chunking, GoldenSet, Membership, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.services import (
     GoldenSetSource,
     golden_set_create,
@@ -25,11 +25,15 @@ from goldenset.services import (
 )
 from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE, demo_generate, pages_dates_move
 from goldset.demo.monitoring import DemoMonitoringResult, demo_monitoring_load
+from goldset.demo.passages import CHUNKING_DESCRIPTION, CHUNKING_NAME, PASSAGE_SYSTEM, passage_id, passage_run_rankings, passages
 from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
 from goldset.demo.vocabulary import GUIDELINES
 from labeling.models import Pool
+from labeling.pools.chunk_runs import documents_of
 from labeling.pools.services import PoolBuildResult, pool_build
+from lib.errors import ProblemCollector
 from lib.progress import Progress, no_progress
+from lib.runs import rank_run, run_entries_from_rankings
 
 DEMO_SLUG = "wiki-demo"
 DEMO_NAME = "Internal wiki (demo)"
@@ -89,6 +93,9 @@ class DemoLoadResult(DemoSetResult):
     new_runs: list[Run] = field(default_factory=list)
     # The pool this load built; None when the set had one already or has no first-stage run.
     pool: PoolBuildResult | None = None
+    # The second chunking (passages-400) and its reranked run, when this load made them.
+    chunking: Chunking | None = None
+    passage_run: Run | None = None
     # The live search service's endpoints, canaries and nightly history (goldset.demo.monitoring).
     monitoring: DemoMonitoringResult | None = None
 
@@ -103,7 +110,9 @@ def demo_load(
 ) -> DemoLoadResult:
     """Load the demo, each part once: the golden set with its users and versions
     (demo_golden_set_load), the demo systems' runs scored against every version
-    (demo_runs_load), a judging pool of the first-stage runs (demo_pool_build) and, with
+    (demo_runs_load), a second chunking of the wiki with a reranked run of passages
+    (demo_passages_load), a judging pool of the first-stage runs and the passage run
+    (demo_pool_build) and, with
     `monitoring`, the demo search service's endpoints at `search_url` (default
     goldset.demo.monitoring.demo_search_url()), canaries and two weeks of nightly history.
 
@@ -114,6 +123,9 @@ def demo_load(
     demo_set = demo_golden_set_load(seed=seed, reference_date=reference_date, progress=progress)
     golden_set = demo_set.golden_set
     new_runs = demo_runs_load(golden_set=golden_set, seed=seed, progress=progress)
+    chunking, passage_run = demo_passages_load(golden_set=golden_set, seed=seed, progress=progress)
+    if passage_run is not None:
+        new_runs.append(passage_run)
     runs = list(Run.objects.filter(golden_set=golden_set, series=None).order_by("id"))
     pool = demo_pool_build(golden_set=golden_set, progress=progress)
     watched = demo_monitoring_load(golden_set=golden_set, base_url=search_url, progress=progress) if monitoring else None
@@ -122,6 +134,8 @@ def demo_load(
         runs=runs,
         new_runs=new_runs,
         pool=pool,
+        chunking=chunking,
+        passage_run=passage_run,
         monitoring=watched,
     )
 
@@ -305,10 +319,104 @@ def _load(golden_set, versions, labels, new_pages, all_doc_ids, query_ids, seed,
 
 def demo_pool_build(*, golden_set: GoldenSet, progress: Progress = no_progress) -> PoolBuildResult | None:
     """A pool of the first-stage runs at DEMO_POOL_DEPTH, once, so that the demo annotators
-    have pairs to judge. None when the set has a pool already or no first-stage run."""
+    have pairs to judge, with the runs of a chunking (the passage run): their pages come
+    with the passages that brought them in highlighted. None when the set has a pool
+    already or no first-stage run."""
     if Pool.objects.filter(golden_set=golden_set).exists():
         return None
     runs = list(Run.objects.filter(golden_set=golden_set, stage=Run.Stage.FIRST_STAGE).order_by("id"))
     if not runs:
         return None
+    runs += list(Run.objects.filter(golden_set=golden_set, series=None, chunking__isnull=False).order_by("id"))
     return pool_build(golden_set=golden_set, runs=runs, depth=DEMO_POOL_DEPTH, strategy="depth", progress=progress)
+
+
+# --- the second chunking ----------------------------------------------------------------
+
+
+def demo_passages_load(*, golden_set: GoldenSet, seed: int, progress: Progress = no_progress) -> tuple[Chunking | None, Run | None]:
+    """The demo's second chunking of its wiki (goldset.demo.passages: passages-400) and a
+    reranked run of passages over it, scored against every version; once: (None, None)
+    when the corpus has the chunking already or the set has no version.
+
+    The chunks are written here as Chunk rows and the run stored with Run.chunking set, its
+    entries Chunk primary keys; it is scored at document level (each page at its best
+    passage, labeling.pools.chunk_runs.documents_of). All or nothing.
+    """
+    corpus = golden_set.corpus
+    latest = golden_set.latest_version()
+    if latest is None or Chunking.objects.filter(corpus=corpus, name=CHUNKING_NAME).exists():
+        return None, None
+    with transaction.atomic():
+        chunking = Chunking.objects.create(corpus=corpus, name=CHUNKING_NAME, description=CHUNKING_DESCRIPTION)
+        rows, passages_of = [], {}
+        pages = Page.objects.filter(corpus=corpus).order_by("doc_id").values_list("pk", "doc_id", "text")
+        for page_pk, doc_id, text in progress(list(pages), "cutting passages"):
+            for number, (start, end) in enumerate(passages(text or ""), start=1):
+                chunk_id = passage_id(doc_id, number)
+                passages_of.setdefault(doc_id, []).append(chunk_id)
+                rows.append(Chunk(chunking=chunking, chunk_id=chunk_id, page_id=page_pk, start=start, end=end))
+        Chunk.objects.bulk_create(rows, batch_size=5000)
+        chunking.chunk_count, chunking.document_count = len(rows), len(passages_of)
+        chunking.save(update_fields=["chunk_count", "document_count"])
+
+        labels: dict[str, dict[str, int]] = {}
+        for query_id, doc_id, grade in VersionLabel.objects.filter(version=latest).values_list("query__query_id", "page__doc_id", "grade"):
+            labels.setdefault(query_id, {})[doc_id] = grade
+        all_doc_ids = sorted(passages_of)
+        newest = (
+            Page.objects.filter(corpus=corpus, published_at__isnull=False)
+            .order_by("-published_at")
+            .values_list("published_at", flat=True)
+            .first()
+        )
+        new_pages = (
+            set(Page.objects.filter(corpus=corpus, published_at__gt=newest - timedelta(days=30)).values_list("doc_id", flat=True))
+            if newest
+            else set()
+        )
+        query_ids = sorted(VersionQuery.objects.filter(version=latest).values_list("query__query_id", flat=True))
+        rankings = passage_run_rankings(
+            passages_of=passages_of, labels=labels, new_pages=new_pages, all_doc_ids=all_doc_ids, query_ids=query_ids, seed=seed
+        )
+        run = _chunk_run_store(
+            golden_set=golden_set,
+            chunking=chunking,
+            rankings=rankings,
+            system=PASSAGE_SYSTEM.system,
+            stage=PASSAGE_SYSTEM.stage,
+            name=PASSAGE_SYSTEM.name,
+        )
+        ranked = run_ranked(run)
+        documents, _ = documents_of(run, ranked, ranked.depth)
+        for version in Version.objects.filter(golden_set=golden_set).order_by("number"):
+            evaluation_compute(run=run, version=version, ranked=documents)
+    return chunking, run
+
+
+def _chunk_run_store(*, golden_set: GoldenSet, chunking: Chunking, rankings, system: str, stage: str, name: str) -> Run:
+    """Store rankings of chunk ids of `chunking` as a run of it, ranked as trec_eval ranks
+    (lib.runs.rank_run) with Chunk primary keys as its keys. The demo's own writer until
+    run_import takes a chunking; it sends no run_uploaded: demo_passages_load scores the
+    run itself, at document level."""
+    problems = ProblemCollector()
+    entries = run_entries_from_rankings(rankings, f"{name}.run", problems)
+    problems.raise_if_any(f"cannot store the demo run {name!r}")
+    chunk_keys = dict(Chunk.objects.filter(chunking=chunking).values_list("chunk_id", "pk"))
+    depth = evaluation_settings(golden_set).run_depth_cap
+    ranked = rank_run(entries, doc_keys=chunk_keys, depth=depth)
+    run = Run.objects.create(
+        golden_set=golden_set,
+        name=name,
+        system=system,
+        stage=stage,
+        source_name=f"{name}.run",
+        query_count=len(ranked.query_ids),
+        entry_count=len(ranked),
+        depth_cap=depth,
+        dropped_by_depth=ranked.dropped_by_depth,
+        external_doc_count=len(ranked.external_doc_ids),
+        chunking=chunking,
+    )
+    RunData.objects.create(run=run, ranked=ranked.to_bytes())
+    return run

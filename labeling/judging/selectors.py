@@ -12,8 +12,8 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.utils import timezone
 
-from goldenset.models import GoldenSet, Judgment
-from labeling.models import GoldAnswer, JudgingTask, Pool, PoolQuery, QueueSettings
+from goldenset.models import EvidenceSpan, GoldenSet, Judgment
+from labeling.models import GoldAnswer, JudgingTask, Pool, PoolChunk, PoolQuery, QueueSettings
 from labeling.pools.strategies import QUERY_STRIDE
 
 
@@ -74,14 +74,27 @@ class QueryPlace:
 
 def with_query_place(tasks: QuerySet) -> QuerySet:
     """`tasks` annotated with `query_pairs`, the pairs of each task's query in its pool
-    (the pages of its PoolQuery row, 8 bytes each; None outside a pool), in the same
-    statement: query_place reads it."""
+    (the pages of its PoolQuery row, 8 bytes each; None outside a pool), and `has_chunks`,
+    whether runs of a chunking brought the pair in (PoolChunk rows), in the same
+    statement: query_place and task_chunk_ranges read them."""
     pairs = (
         PoolQuery.objects.filter(pool_id=OuterRef("pool_id"), query_id=OuterRef("query_id"))
         .annotate(pairs=Length("page_ids") / 8)
         .values("pairs")
     )
-    return tasks.annotate(query_pairs=Subquery(pairs))
+    chunks = PoolChunk.objects.filter(pool_id=OuterRef("pool_id"), query_id=OuterRef("query_id"), page_id=OuterRef("page_id"))
+    return tasks.annotate(query_pairs=Subquery(pairs), has_chunks=Exists(chunks))
+
+
+def task_chunk_ranges(task: JudgingTask) -> list[tuple[int, int]]:
+    """The [start, end) character ranges of the chunks that the pooled runs of a chunking
+    returned for the task's pair (PoolChunk), in text order; [] for a pair that runs of
+    documents brought in. No statement for a task read through with_query_place whose
+    `has_chunks` is False, so the judging cycle of a document pool reads nothing more."""
+    if task.pool_id is None or getattr(task, "has_chunks", True) is False:
+        return []
+    rows = PoolChunk.objects.filter(pool_id=task.pool_id, query_id=task.query_id, page_id=task.page_id)
+    return sorted(set(rows.values_list("chunk__start", "chunk__end")))
 
 
 def query_place(task: JudgingTask) -> QueryPlace | None:
@@ -114,6 +127,22 @@ def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int
         .values_list("grade", flat=True)
         .first()
     )
+
+
+def previous_evidence(*, task: JudgingTask, annotator: AbstractBaseUser) -> tuple[str, str]:
+    """The spans ("start-end,..." as the judge form posts them) and hop of `annotator`'s
+    latest judgment of the task's pair: what a pair handed back by an undo shows again,
+    to keep or change. Called for corrections only."""
+    judgment = (
+        Judgment.objects.filter(query_id=task.query_id, page_id=task.page_id, annotator=annotator)
+        .order_by("-id")
+        .values("pk", "hop")
+        .first()
+    )
+    if judgment is None:
+        return "", ""
+    spans = EvidenceSpan.objects.filter(judgment_id=judgment["pk"]).order_by("start").values_list("start", "end")
+    return ",".join(f"{start}-{end}" for start, end in spans), judgment["hop"]
 
 
 # --- progress ---------------------------------------------------------------------------

@@ -59,6 +59,7 @@ session) so it is not handed straight back to them.
 """
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -70,6 +71,7 @@ from django.utils import timezone
 from goldenset.models import GoldenSet, Judgment
 from goldenset.selectors import pair_label
 from goldenset.services import judgment_record
+from goldenset.spans import Span
 from labeling.judging.selectors import judged_by, with_query_place
 from labeling.leases import lease_first, pool_query_lock
 from labeling.models import CompletenessSample, GoldAnswer, JudgingTask, Pool, QueueSettings
@@ -321,6 +323,8 @@ def _record(
     grade: int,
     note: str,
     seconds_spent: float | None,
+    spans: Sequence[Span] = (),
+    hop: str = "",
 ) -> tuple[JudgingTask, Judgment | GoldAnswer]:
     """task_submit's work inside the caller's transaction: (the task as read under its
     lock, what was written)."""
@@ -380,6 +384,8 @@ def _record(
         annotator=annotator,
         note=note,
         seconds_spent=seconds_spent,
+        spans=spans,
+        hop=hop,
     )
     if already:
         # A correction after an undo. If theirs was the grade that closed the task,
@@ -422,6 +428,8 @@ def task_submit(
     grade: int,
     note: str = "",
     seconds_spent: float | None = None,
+    spans: Sequence[Span] = (),
+    hop: str = "",
 ) -> Judgment | GoldAnswer:
     """Record `annotator`'s grade for the task's pair and return what was written.
 
@@ -431,11 +439,14 @@ def task_submit(
     handed back by `judgment_undo` (then the new grade supersedes). The first judgment of
     a task closes it (for a pool task through pool_task_judged, which moves the pool's
     order on) and decides whether it is an overlap task. `seconds_spent`: seconds the
-    annotator spent on the pair. All in one transaction; GoldsetError names what is wrong
-    and writes nothing.
+    annotator spent on the pair. `spans`: the evidence spans of the page that answer the
+    query (goldenset.spans.Span, character offsets into Page.text; none grades the page
+    as a whole), `hop` its evidence group, both kept on the Judgment (a gold check's
+    answer is a grade only: they are not kept there). All in one transaction;
+    GoldsetError names what is wrong and writes nothing.
     """
     with transaction.atomic():
-        return _record(task, annotator, grade, note, seconds_spent)[1]
+        return _record(task, annotator, grade, note, seconds_spent, spans, hop)[1]
 
 
 def judgment_submit(
@@ -446,14 +457,17 @@ def judgment_submit(
     note: str = "",
     seconds: float | None = None,
     skipped_ids: list[int] | None = None,
+    spans: Sequence[Span] = (),
+    hop: str = "",
 ) -> JudgingTask | None:
     """Record `annotator`'s grade for the task's pair (as task_submit, `seconds` spent on
     it) and hand out their next pair (as task_next, kept to the judged pair's query; not
     one of `skipped_ids`), in one transaction. Returns the next pair, None when nothing
-    is left for them. A refusal (GoldsetError, ForbiddenError) writes nothing and hands
-    nothing out. The judging screen's one write a grade."""
+    is left for them. `spans` and `hop` as task_submit's. A refusal (GoldsetError,
+    ForbiddenError) writes nothing and hands nothing out. The judging screen's one write
+    a grade."""
     with transaction.atomic():
-        task, _ = _record(task, annotator, grade, note, seconds)
+        task, _ = _record(task, annotator, grade, note, seconds, spans, hop)
         # A hidden gold check breaks into the query they are on: after one, their latest
         # judgment's query (a gold answer is not a judgment) is the one to go on with.
         on_query = None if task.kind == JudgingTask.Kind.GOLD else task.query_id

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import READ_ROLES, access_golden_set, golden_sets_for, user_roles
+from goldenset.spans import Span
 from labeling.judging.selectors import (
     SET_PROGRESS_SECONDS,
     judged_count,
@@ -28,15 +29,17 @@ from labeling.judging.selectors import (
     judging_task,
     leased_at,
     preview_task,
+    previous_evidence,
     query_place,
     sets_to_judge,
+    task_chunk_ranges,
     task_is_correction,
 )
 from labeling.judging.services import judgment_submit, judgment_undo, queue_settings_of, task_next, task_skip
 from labeling.models import JudgingTask, Pool
 from lib.errors import ForbiddenError, GoldsetError
 from lib.params import ParameterError, number_param
-from lib.sanitize import page_html
+from lib.text_offsets import offset_html
 
 JUDGING_ROLES = (Membership.Role.ANNOTATOR,)
 # Who may see the judging screen as annotators see it, without judging.
@@ -49,6 +52,9 @@ STOPWORDS = frozenset(
     "you your my our this that these those".split()
 )
 _MARKUP = re.compile(r"(<[^>]*>|&#?\w+;)")
+# The judge form's spans: "start-end" pairs of character offsets, comma-separated.
+_SPAN = re.compile(r"^\s*(\d{1,9})\s*-\s*(\d{1,9})\s*$")
+SPANS_MAX = 50
 
 
 # --- what the screen shows -------------------------------------------------------------
@@ -178,11 +184,24 @@ def _pair_context(
             or JudgingTask.objects.filter(golden_set=golden_set, sample__isnull=False).exists()
         )
     else:
-        terms = query_terms(task.query.text)
-        ctx["title_html"] = highlight(str(escape(task.page.title)), terms)
-        ctx["text_html"] = highlight(page_html(task.page.text), terms)
-        ctx["place"] = query_place(task)
+        ctx.update(_page_context(task))
+        if previous_grade is not None and task.kind != JudgingTask.Kind.GOLD:
+            ctx["previous_spans"], ctx["previous_hop"] = previous_evidence(task=task, annotator=request.user)
     return ctx
+
+
+def _page_context(task: JudgingTask) -> dict:
+    """The page as the screen shows it: its title and text with the query's terms marked,
+    the text in runs that carry their offsets (lib.text_offsets, for evidence spans) with
+    the chunks that brought the pair into the pool highlighted."""
+    terms = query_terms(task.query.text)
+    chunks = task_chunk_ranges(task)
+    return {
+        "title_html": highlight(str(escape(task.page.title)), terms),
+        "text_html": highlight(offset_html(task.page.text, chunks), terms),
+        "chunk_count": len(chunks),
+        "place": query_place(task),
+    }
 
 
 def _on_query(task: JudgingTask) -> int | None:
@@ -267,10 +286,7 @@ def _preview_context(golden_set: GoldenSet) -> dict:
     if task is None:
         ctx["has_queue"] = Pool.objects.filter(golden_set=golden_set).exists()
     else:
-        terms = query_terms(task.query.text)
-        ctx["title_html"] = highlight(str(escape(task.page.title)), terms)
-        ctx["text_html"] = highlight(page_html(task.page.text), terms)
-        ctx["place"] = query_place(task)
+        ctx.update(_page_context(task))
     return ctx
 
 
@@ -296,6 +312,22 @@ def _seconds(raw: str, task: JudgingTask, golden_set: GoldenSet) -> float | None
     return None
 
 
+def posted_spans(raw: str) -> list[Span]:
+    """The judge form's `spans` ("start-end,start-end", offsets into the page's text; ""
+    for none), each graded as the page (goldenset.spans.spans_checked checks the rest).
+    GoldsetError naming the piece that is not a span."""
+    pieces = [piece for piece in (raw or "").split(",") if piece.strip()]
+    if len(pieces) > SPANS_MAX:
+        raise GoldsetError(f"{len(pieces)} spans is more than the {SPANS_MAX} a judgment may mark", field="spans")
+    spans = []
+    for piece in pieces:
+        match = _SPAN.match(piece)
+        if match is None:
+            raise GoldsetError(f"span {piece.strip()[:40]!r} is not start-end (two character offsets)", field="spans")
+        spans.append(Span(int(match.group(1)), int(match.group(2))))
+    return spans
+
+
 @login_required
 @require_POST
 def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
@@ -308,6 +340,7 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
         return _after_post(request, golden_set, error=f"grade {raw!r} is not a number; press one of the grade keys")
     correction = task_is_correction(task=task, annotator=request.user) is not None
     try:
+        spans = posted_spans(request.POST.get("spans", ""))
         next_task = judgment_submit(
             task=task,
             annotator=request.user,
@@ -315,6 +348,8 @@ def judging_judge(request: HttpRequest, slug: str, task_id: int) -> HttpResponse
             note=request.POST.get("note", ""),
             seconds=_seconds(request.POST.get("seconds", ""), task, golden_set),
             skipped_ids=_skipped(request, golden_set),
+            spans=spans,
+            hop=request.POST.get("hop", ""),
         )
     except GoldsetError as exc:
         return _refused(request, golden_set, exc)

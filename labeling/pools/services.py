@@ -39,10 +39,11 @@ from goldenset.models import GoldenSet, Query
 from labeling.leases import pool_query_lock
 from labeling.models import JudgingTask, Pool, PoolQuery, PoolRun
 from labeling.pools import strategies
+from labeling.pools.chunk_runs import pool_chunks_write
 from labeling.pools.model_first import pool_model_source_check
 from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
 from labeling.pools.task_writes import _insert_tasks, _update_tasks
-from labeling.pools.union import RunSpec, Union, classify, dense_queries, pool_union, set_pool_keys
+from labeling.pools.union import RunSpec, Union, classify, dense_queries, member, pool_union, set_pool_keys, union_chunks
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
 from lib.bulk import bulk_insert, gc_paused
 from lib.errors import GoldsetError
@@ -362,6 +363,7 @@ def pool_build(
         ahead, closed = forecast(pool, with_model_scores(pool, table, query_pks), golden_set.relevance_threshold, progress)
         positions = window_positions(ahead, closed, strategies.query_ordinals(query_pks), pool.window)
         _write_pool_queries(pool, query_pks, page_pks, ranks)
+        pool_chunks_write(pool, *union_chunks(union, new))
         queued = positions >= 0
         _insert_tasks(pool, query_pks[queued], page_pks[queued], ranks[queued], positions[queued], progress)
         pool.pair_count = len(query_pks)
@@ -491,6 +493,11 @@ def pool_extend(
 
         PoolQuery.objects.filter(pool=pool, query_id__in=union.query_pks[changed_query].tolist()).delete()
         _write_pool_queries(pool, query_pks, table.page, table.ranks)
+        # The chunks of the new pairs, and of this pool's pairs the runs read retrieved.
+        in_pool = new.copy()
+        if len(old_keys):
+            in_pool |= member(union.keys, old_keys[old_keys >= 0]) & live
+        pool_chunks_write(pool, *union_chunks(union, in_pool))
         reordered, _ = _queue_pairs(pool, query_pks, table, positions, progress)
         pool.pair_count += fresh
         pool.save(update_fields=["pair_count"])

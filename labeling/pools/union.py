@@ -21,6 +21,7 @@ from evaluation.models import Run
 from goldenset.duplicates import group_map, to_groups
 from goldenset.models import GoldenSet, Judgment, Query
 from labeling.models import Pool, PoolQuery
+from labeling.pools.chunk_runs import ChunkRows, documents_of
 from labeling.pools.duplicates import fold_duplicates
 from lib.progress import Progress
 from lib.runs import RankedRun
@@ -64,6 +65,9 @@ class Union:
     # Distinct (query, page) pairs the runs named with a duplicate member other than its
     # group's first, folded into the first's pair (labeling.pools.duplicates).
     folded_pairs: int = 0
+    # The chunks runs of a chunking returned (labeling.pools.chunk_runs), their
+    # query_index a dense query (an index of query_pks); None when no run has a chunking.
+    chunks: ChunkRows | None = None
 
     @property
     def left_out(self) -> np.ndarray:
@@ -115,8 +119,14 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
     members, groups = group_map(golden_set.corpus_id)
     folded: list[np.ndarray] = []
     parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    chunk_parts: list[ChunkRows] = []
     low, high, deepest = 0, -1, 0
     for spec, ranked in _read_runs(progress(specs, "reading runs")):
+        if spec.run.chunking_id is not None:
+            # A run of chunks pools documents, each at its best chunk's rank.
+            ranked, chunks = documents_of(spec.run, ranked, spec.depth)
+            dense = np.array([dense_of.get(query_id, -1) for query_id in ranked.query_ids], dtype=np.int64)[chunks.query_index]
+            chunk_parts.append(ChunkRows(dense[dense >= 0], chunks.page_keys[dense >= 0], chunks.chunk_pks[dense >= 0]))
         counts = np.diff(ranked.offsets)
         kept = np.minimum(counts, spec.depth)
         docs = ranked.doc_keys
@@ -209,7 +219,20 @@ def pool_union(golden_set: GoldenSet, specs: list[RunSpec], columns: int, progre
         page_offset=page_offset,
         page_span=page_span,
         folded_pairs=len(np.unique(np.concatenate(folded), axis=0)) if folded else 0,
+        chunks=ChunkRows(*(np.concatenate(column) for column in zip(*((c.query_index, c.page_keys, c.chunk_pks) for c in chunk_parts))))
+        if chunk_parts
+        else None,
     )
+
+
+def union_chunks(union: Union, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query pks, page pks, chunk pks) of the union's chunks whose pair is among `pairs`
+    (a mask over the union's candidates): what the pool stores of those pairs' chunks."""
+    if union.chunks is None or not pairs.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    chunks = union.chunks
+    inside = member(union.pair_keys(chunks.query_index, chunks.page_keys), union.keys[pairs])
+    return union.query_pks[chunks.query_index[inside]], chunks.page_keys[inside], chunks.chunk_pks[inside]
 
 
 _PAIR_ROW = np.dtype([("fields", ">i2"), ("first_length", ">i4"), ("first", ">i8"), ("second_length", ">i4"), ("second", ">i8")])
