@@ -11,7 +11,8 @@ but the one read of the figures (`evaluation_level_figures`).
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluation.models import Evaluation, Run, Score
+from evaluation.level_figures import evaluations_levels
+from evaluation.models import Evaluation, Run
 from goldenset.models import Chunking
 
 DOCUMENT_LEVEL = "document"
@@ -150,22 +151,23 @@ def run_chunking_name(run: Run) -> str:
 
 
 def evaluation_level_figures(evaluations: Sequence[Evaluation], k_final: int) -> dict[int, list[LevelRow]]:
-    """Evaluation id -> its LevelRow at `k_final`, overall (slice "").
-
-    The seam to the chunk-level scores: until they are stored, each evaluation has its
-    document level only, recall@k_final from its stored scores (a run of chunks is scored
-    at document level), evidence recall and prompt tokens None. One statement. With the
-    levels stored, it is evaluation.level_figures.evaluations_levels read at k_final: per
-    level, recall@k_final and evidence_recall@k_final from its scores, its prompt_tokens.
-    """
-    metric = f"recall@{k_final}"
-    rows = Score.objects.filter(evaluation__in=evaluations, slice="", metric=metric).values_list(
-        "evaluation_id", "value", "evaluation__run__chunking__name"
-    )
-    figures: dict[int, list[LevelRow]] = {evaluation.pk: [] for evaluation in evaluations}
-    for evaluation_id, value, chunking in rows:
-        figures[evaluation_id].append(LevelRow(level=DOCUMENT_LEVEL, chunking=chunking or Chunking.DOCUMENTS, recall=value))
-    return figures
+    """Evaluation id -> its LevelRows at `k_final`, overall (slice ""), from the stored levels
+    (evaluation.level_figures.evaluations_levels): per level, recall@k_final and
+    evidence_recall@k_final from its scores, and the chunk level's prompt tokens."""
+    recall, evidence = f"recall@{k_final}", f"evidence_recall@{k_final}"
+    return {
+        pk: [
+            LevelRow(
+                level=figures.name,
+                chunking=figures.chunking,
+                recall=figures.scores.get(recall),
+                evidence_recall=figures.scores.get(evidence),
+                prompt_tokens=figures.prompt_tokens,
+            )
+            for figures in levels
+        ]
+        for pk, levels in evaluations_levels(evaluations).items()
+    }
 
 
 def prompt_stage_chunkings(runs: Sequence[tuple[Run, Evaluation]], *, version_number: int, k_final: int) -> list[ChunkingComparison]:

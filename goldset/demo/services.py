@@ -29,7 +29,6 @@ from goldset.demo.passages import CHUNKING_DESCRIPTION, CHUNKING_NAME, PASSAGE_S
 from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
 from goldset.demo.vocabulary import GUIDELINES
 from labeling.models import Pool
-from labeling.pools.chunk_runs import documents_of
 from labeling.pools.services import PoolBuildResult, pool_build
 from lib.errors import ProblemCollector
 from lib.progress import Progress, no_progress
@@ -387,10 +386,9 @@ def demo_passages_load(*, golden_set: GoldenSet, seed: int, progress: Progress =
             stage=PASSAGE_SYSTEM.stage,
             name=PASSAGE_SYSTEM.name,
         )
-        ranked = run_ranked(run)
-        documents, _ = documents_of(run, ranked, ranked.depth)
+        # At both levels, as every run of a chunking (evaluation.services.evaluation_compute).
         for version in Version.objects.filter(golden_set=golden_set).order_by("number"):
-            evaluation_compute(run=run, version=version, ranked=documents)
+            evaluation_compute(run=run, version=version)
     return chunking, run
 
 
@@ -398,7 +396,7 @@ def _chunk_run_store(*, golden_set: GoldenSet, chunking: Chunking, rankings, sys
     """Store rankings of chunk ids of `chunking` as a run of it, ranked as trec_eval ranks
     (lib.runs.rank_run) with Chunk primary keys as its keys. The demo's own writer until
     run_import takes a chunking; it sends no run_uploaded: demo_passages_load scores the
-    run itself, at document level."""
+    run itself, on every version."""
     problems = ProblemCollector()
     entries = run_entries_from_rankings(rankings, f"{name}.run", problems)
     problems.raise_if_any(f"cannot store the demo run {name!r}")
