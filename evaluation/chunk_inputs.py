@@ -202,6 +202,35 @@ def _text_lengths(version: Version, pages: Iterable[int]) -> dict[int, int]:
     return {page: length for page, length in rows.iterator(chunk_size=50_000) if page in wanted}
 
 
+def document_evidence(version: Version) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each query's relevant evidence (as ChunkLabels': offsets, pages, starts, ends), for a
+    run of documents, whose every chunk is a whole document (kept per process)."""
+
+    def build():
+        qrels, _ = scoring_inputs.get_or_build(version)
+        positions = {query_id: i for i, query_id in enumerate(qrels.query_ids)}
+        return _evidence(version, qrels, *chunk_labels_of.version_span_arrays(version, positions))
+
+    return _cached(_LABELS, (version.pk, version.content_hash, version.created_at, "documents"), build)
+
+
+def page_text_lengths(pages: np.ndarray) -> np.ndarray:
+    """The length of each page's text (0 for a key outside the corpus, negative), as the
+    ends of the chunks of the chunking `documents`."""
+    wanted = np.unique(pages[pages > 0])
+    lengths = np.zeros(len(pages), dtype=np.int64)
+    if not len(wanted):
+        return lengths
+    found = np.array(
+        sorted(Page.objects.filter(pk__in=wanted.tolist()).values_list("pk", Length("text")).iterator(chunk_size=20_000)),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    at = np.minimum(np.searchsorted(found[:, 0], pages), len(found) - 1)
+    hit = (found[at, 0] == pages) & (pages > 0)
+    lengths[hit] = found[at[hit], 1]
+    return lengths
+
+
 def chunk_labels(version: Version, chunking: Chunking) -> ChunkLabels:
     """The version's labels and evidence on `chunking` (kept per process)."""
 

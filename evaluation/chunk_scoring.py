@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation import chunk_inputs, engine
+from evaluation import chunk_inputs, engine, scoring_inputs
 from evaluation.metrics import Metric
 from goldenset.models import Chunking, Version
 from lib import levels
@@ -56,11 +56,39 @@ def chunk_level(*, ranked: RankedRun, version: Version, chunking: Chunking, metr
 
     table = chunk_inputs.chunk_table(chunking)
     rows = table.rows(ranked.doc_keys)
-    entry_pages, entry_starts, entry_ends = table.pages[rows], table.starts[rows], table.ends[rows]
-    evidence_lengths = labels.evidence_ends - labels.evidence_starts
-    owners = np.repeat(np.arange(len(qrels.query_ids)), np.diff(labels.evidence_offsets))
-    totals = np.bincount(owners, weights=evidence_lengths, minlength=len(qrels.query_ids))
+    evidence = (labels.evidence_offsets, labels.evidence_pages, labels.evidence_starts, labels.evidence_ends)
+    more, prompt_tokens = _evidence_and_tokens(version, match, evidence, table.pages[rows], table.starts[rows], table.ends[rows])
+    return ChunkLevel(figures=figures + more, prompt_tokens=prompt_tokens)
+
+
+def documents_level(*, ranked: RankedRun, version: Version) -> ChunkLevel:
+    """A run of documents at chunk level, each of its chunks a whole document (the implicit
+    chunking `documents`): its metrics would be its document level's, so only evidence
+    recall@k and prompt tokens@k_final, which let it be compared with a run of a chunking."""
+    qrels, _ = scoring_inputs.get_or_build(version)
+    match = engine.match_run(qrels, ranked)
+    # Only the top k_first of each query is read: its pages' lengths are all that is needed.
+    top = (ranked.ranks <= max(version.k_first, version.k_final)) & (ranked.doc_keys > 0)
+    pages = np.where(top, ranked.doc_keys, -1)
+    ends = chunk_inputs.page_text_lengths(pages)
+    more, prompt_tokens = _evidence_and_tokens(
+        version, match, chunk_inputs.document_evidence(version), ranked.doc_keys, np.zeros(len(ends), dtype=np.int64), ends
+    )
+    return ChunkLevel(figures=more, prompt_tokens=prompt_tokens)
+
+
+def _evidence_and_tokens(
+    version: Version, match, evidence, entry_pages, entry_starts, entry_ends
+) -> tuple[list[LevelFigure], float | None]:
+    """Evidence recall@k (k_final, k_first) and prompt tokens@k_final of a run whose entries
+    are the chunks [entry_starts, entry_ends) of entry_pages, given each query's relevant
+    `evidence` (offsets, pages, starts, ends)."""
+    offsets, pages, starts, ends = evidence
+    query_count = len(offsets) - 1
+    owners = np.repeat(np.arange(query_count), np.diff(offsets))
+    totals = np.bincount(owners, weights=ends - starts, minlength=query_count)
     with_evidence = totals > 0
+    figures = []
     for k in sorted({version.k_final, version.k_first}):
         covered = levels.evidence_covered(
             starts=match.starts,
@@ -68,17 +96,16 @@ def chunk_level(*, ranked: RankedRun, version: Version, chunking: Chunking, metr
             entry_pages=entry_pages,
             entry_starts=entry_starts,
             entry_ends=entry_ends,
-            evidence_offsets=labels.evidence_offsets,
-            evidence_pages=labels.evidence_pages,
-            evidence_starts=labels.evidence_starts,
-            evidence_ends=labels.evidence_ends,
+            evidence_offsets=offsets,
+            evidence_pages=pages,
+            evidence_starts=starts,
+            evidence_ends=ends,
             k=k,
         )
         if with_evidence.any():
             value = float(np.mean(covered[with_evidence] / totals[with_evidence]))
-            figures.append(LevelFigure(evidence_metric(k), value, int(with_evidence.sum()), int(len(totals) - with_evidence.sum())))
-
+            figures.append(LevelFigure(evidence_metric(k), value, int(with_evidence.sum()), int(query_count - with_evidence.sum())))
     characters = levels.prompt_characters(match.starts, match.ends, entry_ends - entry_starts, version.k_final)
     answered = match.run_row >= 0
     prompt_tokens = float(np.mean(characters[answered])) / levels.CHARACTERS_PER_TOKEN if answered.any() else None
-    return ChunkLevel(figures=figures, prompt_tokens=prompt_tokens)
+    return figures, prompt_tokens

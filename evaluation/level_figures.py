@@ -42,7 +42,9 @@ def evaluations_levels(evaluations: Iterable[Evaluation]) -> dict[int, list[Leve
     for pk, chunking, prompt_tokens, k_final in runs:
         name = chunking or Chunking.DOCUMENTS
         out[pk] = [LevelFigures(Score.Level.DOCUMENT, name)]
-        if chunking:
+        # A run of documents has a chunk level when its corpus has chunkings: evidence recall
+        # and prompt tokens only (evaluation.chunk_scoring.documents_level).
+        if chunking or prompt_tokens is not None:
             out[pk].append(LevelFigures(Score.Level.CHUNK, name, prompt_tokens=prompt_tokens, k_final=k_final))
     rows = Score.every_level.filter(evaluation_id__in=found, slice="").order_by("id")
     for pk, level, metric, value, queries in rows.values_list("evaluation_id", "level", "metric", "value", "queries_averaged"):

@@ -373,6 +373,10 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         None if chunking is None else chunk_scoring.chunk_level(ranked=ranked, version=version, chunking=chunking, metrics=metrics)
     )
     ranked = chunk_inputs.document_ranked(ranked=ranked, version=version, chunking=chunking)
+    if chunking is None and Chunking.objects.filter(corpus_id=version.golden_set.corpus_id).exists():
+        # A run of documents in a corpus with chunkings: its evidence recall and prompt
+        # tokens, each document one chunk, so that it compares with the chunkings' runs.
+        chunk_level = chunk_scoring.documents_level(ranked=ranked, version=version)
     qrels, slices = scoring_inputs.get_or_build(version)
     threshold = version.relevance_threshold
     # The run looked up among the labels once: every score, Judged@k, the pages it pools

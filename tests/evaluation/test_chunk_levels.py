@@ -265,4 +265,23 @@ def test_a_run_of_documents_shows_no_levels_table(client, golden_set, version, o
     client.force_login(owner)
     body = client.get(reverse("run", kwargs={"slug": golden_set.slug, "run_id": run.id})).content.decode()
     assert 'id="levels"' not in body
-    assert not Score.every_level.filter(level=Score.Level.CHUNK).exists()
+    # Its corpus has a chunking: its chunk level holds evidence recall only (no metric:
+    # they would be its document level's), for comparisons with the chunking's runs.
+    assert set(Score.every_level.filter(level=Score.Level.CHUNK).values_list("metric", flat=True)) == {
+        "evidence_recall@1",
+        "evidence_recall@2",
+    }
+
+
+def test_a_run_of_documents_in_a_corpus_with_chunkings_gets_evidence_recall_and_prompt_tokens(golden_set, version):
+    # Each document is one chunk, its whole text (300 characters): q1's top 1 is d1, which
+    # holds all of q1's evidence [120, 180); q2's is d3, not its relevant d2 (300 characters
+    # of evidence), and its top 2 adds d2.
+    lines = ["q1 Q0 d1 1 9 t\n", "q1 Q0 d3 2 8 t\n", "q2 Q0 d3 1 9 t\n", "q2 Q0 d2 2 8 t\n"]
+    run = run_import(golden_set=golden_set, lines=lines, source_name="docs.run", system="docs", stage="first_stage")
+    evaluation = evaluation_compute(run=run, version=version)
+    chunk = {s.metric: s.value for s in Score.every_level.filter(evaluation=evaluation, level=Score.Level.CHUNK)}
+    assert chunk == {"evidence_recall@1": pytest.approx((1 + 0) / 2), "evidence_recall@2": pytest.approx((1 + 1) / 2)}
+    assert evaluation.prompt_tokens_k_final == pytest.approx(300 / 4)
+    [document, of_chunks] = evaluation_levels(evaluation)
+    assert (document.chunking, of_chunks.name, of_chunks.prompt_tokens) == ("documents", "chunk", pytest.approx(75.0))

@@ -47,11 +47,7 @@ def chunk_run(golden_set: GoldenSet, of: Chunking, name: str, ranking: dict[str,
 
 
 def chunk_run_scored(run: Run, version) -> None:
-    """Score a run of chunks on `version` at document level (each document at its best
-    chunk), as the demo does until the scoring of chunk runs lands."""
-    from evaluation.selectors import run_ranked
+    """Score a run of chunks on `version`, at both levels, as every run of a chunking is."""
     from evaluation.services import evaluation_compute
-    from labeling.pools.chunk_runs import documents_of
 
-    ranked = run_ranked(run)
-    evaluation_compute(run=run, version=version, ranked=documents_of(run, ranked, ranked.depth)[0])
+    evaluation_compute(run=run, version=version)

@@ -79,11 +79,13 @@ def runs(golden_set):
     """A run of documents that finds q1's page only, and a run of passages that finds q1's
     and q3's (d5's second passage first, then its first), on v1."""
     version = version_publish(golden_set=golden_set)
-    doc_run = factories.run(golden_set, "pages", {"q1": ["d1", "d2"], "q2": ["d4", "d6"], "q3": ["d7", "d8"]}, stage="reranked")
-    evaluation_compute(run=doc_run, version=version)
     passages = chunks.chunking(
         golden_set, "passages", {f"d{n}#{p}": (f"d{n}", s, e) for n in range(1, 9) for p, (s, e) in (("a", (0, 5)), ("b", (5, 10)))}
     )
+    # Scored once the corpus has a chunking: each of its documents is then one chunk, with
+    # the evidence recall and prompt tokens a comparison reads.
+    doc_run = factories.run(golden_set, "pages", {"q1": ["d1", "d2"], "q2": ["d4", "d6"], "q3": ["d7", "d8"]}, stage="reranked")
+    evaluation_compute(run=doc_run, version=version)
     chunk_run = chunks.chunk_run(
         golden_set,
         passages,
@@ -100,8 +102,11 @@ def test_the_compare_page_shows_two_chunkings_side_by_side(client, golden_set, o
     client.force_login(owner)
     body = client.get(reverse("compare", kwargs={"slug": SLUG}) + f"?a={doc_run.pk}&b={chunk_run.pk}&version=1").content.decode()
     assert "Chunkings, v1 at k = 2" in body
-    # recall@2: pages finds 1 of 3 queries' relevant page, passages 2 of 3 (d5 at its best passage).
-    assert "passages finds 33.3 points more of the relevant documents than documents in the top 2 (document level)." in body
+    # Every page's text is 10 characters ("text of d1"), each the whole evidence of its query.
+    # Evidence recall@2: pages covers q1's (d1 whole), 1 of 3; passages q1's and q3's (both
+    # passages of d1 and of d5), 2 of 3. Prompt tokens@2: two pages, 20 characters / 4 = 5;
+    # two passages, 10 / 4 = 2.5.
+    assert "passages finds 33.3 points more of the evidence than documents in the top 2, at 50% fewer prompt tokens." in body
     assert "<code>documents</code>" in body and "<code>passages</code>" in body
 
 
@@ -130,7 +135,7 @@ def test_the_results_page_compares_what_each_chunking_puts_in_the_prompt(client,
     client.force_login(owner)
     body = client.get(reverse("results", kwargs={"slug": SLUG}) + "?version=1").content.decode()
     assert "Chunkings, v1 at k = 2" in body
-    assert "passages finds 33.3 points more of the relevant documents" in body
+    assert "passages finds 33.3 points more of the evidence" in body
     assert f"?a={doc_run.pk}&amp;b={chunk_run.pk}&amp;version=1" in body
 
 
