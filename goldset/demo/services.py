@@ -386,9 +386,13 @@ def demo_passages_load(*, golden_set: GoldenSet, seed: int, progress: Progress =
             stage=PASSAGE_SYSTEM.stage,
             name=PASSAGE_SYSTEM.name,
         )
-        # At both levels, as every run of a chunking (evaluation.services.evaluation_compute).
+        # At both levels, as every run of a chunking (evaluation.services.evaluation_compute);
+        # and the runs of documents again, now that the corpus has a chunking: they gain
+        # the evidence recall and prompt tokens the comparison of chunkings reads.
+        documents_runs = list(Run.objects.filter(golden_set=golden_set, series=None, chunking=None).order_by("pk"))
         for version in Version.objects.filter(golden_set=golden_set).order_by("number"):
-            evaluation_compute(run=run, version=version)
+            for scored in [*documents_runs, run]:
+                evaluation_compute(run=scored, version=version)
     return chunking, run
 
 

@@ -3,6 +3,8 @@ run of passages over it scored at document level on every version, pooled with t
 first-stage runs so judging shows the passages that brought a page in, and two chunkings
 side by side on the results and compare pages out of the box."""
 
+import re
+
 import pytest
 from django.db import connection, transaction
 from django.urls import reverse
@@ -75,3 +77,7 @@ def test_the_results_page_shows_the_two_chunkings_out_of_the_box(demo, db, clien
     body = client.get(reverse("results", kwargs={"slug": golden_set.slug})).content.decode()
     assert "Chunkings, v3 at k = 8" in body
     assert f"{CHUNKING_NAME} finds" in body and f"b={run.pk}" in body
+    # The demo's runs of documents were scored again once the passages existed: the reading
+    # weighs the evidence against the prompt tokens.
+    reading = re.search(rf"{CHUNKING_NAME} finds [^<]*", body).group(0)
+    assert "of the evidence" in reading and "prompt tokens." in reading
