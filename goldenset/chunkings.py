@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models.functions import Length
 
 from goldenset.models import Chunk, Chunking, Corpus, Page
 from lib.bulk import gc_paused, model_rows_insert
@@ -70,11 +71,9 @@ def chunking_name_checked(corpus: Corpus, name: str, *, replace: bool) -> Chunki
 
 def _document_lengths(corpus: Corpus) -> dict[str, tuple[int, int, bool]]:
     """{doc_id: (page pk, length of its text in characters, has_text)}, in one fetch."""
-    table = connection.ops.quote_name(Page._meta.db_table)
-    with connection.cursor() as cursor:
-        # LENGTH counts characters on both databases, as Python's len does.
-        cursor.execute(f"SELECT doc_id, id, LENGTH(text), has_text FROM {table} WHERE corpus_id = %s", [corpus.pk])
-        return {doc_id: (pk, length or 0, bool(has_text)) for doc_id, pk, length, has_text in cursor.fetchall()}
+    # Length counts characters on both databases, as Python's len does.
+    rows = Page.objects.filter(corpus=corpus).values_list("doc_id", "pk", Length("text"), "has_text")
+    return {doc_id: (pk, length or 0, bool(has_text)) for doc_id, pk, length, has_text in rows.iterator(chunk_size=50_000)}
 
 
 def chunks_checked(
