@@ -48,6 +48,13 @@ def normalised(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+# A text of fewer words is grouped with its exact duplicates only: its few shingles make the
+# MinHash estimate of its similarity too coarse to trust ("text of page 1" and "text of
+# page 2" share one shingle of two, and across 100,000 such pages some pairs' estimates
+# reached 0.9).
+NEAR_MIN_WORDS = 10
+
+
 def shingles(normal: str) -> list[bytes]:
     """The distinct word shingles (SHINGLE_WORDS words each) of a normalised text; a text
     shorter than a shingle is one shingle."""
@@ -80,7 +87,7 @@ def group_firsts(texts: Sequence[str | None], threshold: float, progress: Progre
         first = seen.setdefault(normal, index)
         if first != index:
             parent[index] = first
-        else:
+        elif normal.count(" ") + 1 >= NEAR_MIN_WORDS:
             representatives.append(index)
             normals.append(normal)
     if threshold < 1.0 and len(representatives) > 1:

@@ -88,3 +88,16 @@ def test_the_command_names_an_unknown_corpus(db):
 
 def test_the_tiny_sets_different_texts_make_no_group(golden_set):
     assert not Page.objects.filter(duplicate_of__isnull=False).exists()
+
+
+def test_short_texts_group_only_when_they_are_the_same():
+    """Two shingles a text make the MinHash estimate too coarse: across 100,000 pages of the
+    form "text of page N" some pairs reached 0.9 (bench/recompute.py's corpus). Under
+    NEAR_MIN_WORDS words, only exact duplicates group."""
+    from goldenset.duplicates import NEAR_MIN_WORDS, group_firsts
+
+    texts = [f"text of page {n}" for n in range(3000)] + ["Text  of page 7"]
+    firsts = group_firsts(texts, 0.5)
+    assert firsts[:3000].tolist() == list(range(3000))
+    assert firsts[3000] == 7  # the same text, case and spaces aside
+    assert len("text of page 1".split()) < NEAR_MIN_WORDS
