@@ -10,8 +10,8 @@ from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from evaluation.models import Run, RunData
-from evaluation.selectors import evaluation_settings, run_ranked
+from evaluation.models import Run
+from evaluation.selectors import run_ranked
 from evaluation.services import evaluation_compute, run_import
 from goldenset.models import Chunk, Chunking, GoldenSet, Membership, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.services import (
@@ -30,9 +30,7 @@ from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
 from goldset.demo.vocabulary import GUIDELINES
 from labeling.models import Pool
 from labeling.pools.services import PoolBuildResult, pool_build
-from lib.errors import ProblemCollector
 from lib.progress import Progress, no_progress
-from lib.runs import rank_run, run_entries_from_rankings
 
 DEMO_SLUG = "wiki-demo"
 DEMO_NAME = "Internal wiki (demo)"
@@ -378,13 +376,20 @@ def demo_passages_load(*, golden_set: GoldenSet, seed: int, progress: Progress =
         rankings = passage_run_rankings(
             passages_of=passages_of, labels=labels, new_pages=new_pages, all_doc_ids=all_doc_ids, query_ids=query_ids, seed=seed
         )
-        run = _chunk_run_store(
+        # A TREC run of chunk ids, as a team's retriever over the passages would send it.
+        lines = [
+            f"{query_id} Q0 {chunk_id} {rank} {score!r} {PASSAGE_SYSTEM.system}\n"
+            for query_id, ranking in rankings
+            for rank, (chunk_id, score) in enumerate(ranking, start=1)
+        ]
+        run = run_import(
             golden_set=golden_set,
-            chunking=chunking,
-            rankings=rankings,
+            lines=lines,
+            source_name=f"{PASSAGE_SYSTEM.name}.run",
             system=PASSAGE_SYSTEM.system,
             stage=PASSAGE_SYSTEM.stage,
             name=PASSAGE_SYSTEM.name,
+            chunking=chunking.name,
         )
         # At both levels, as every run of a chunking (evaluation.services.evaluation_compute);
         # and the runs of documents again, now that the corpus has a chunking: they gain
@@ -394,31 +399,3 @@ def demo_passages_load(*, golden_set: GoldenSet, seed: int, progress: Progress =
             for scored in [*documents_runs, run]:
                 evaluation_compute(run=scored, version=version)
     return chunking, run
-
-
-def _chunk_run_store(*, golden_set: GoldenSet, chunking: Chunking, rankings, system: str, stage: str, name: str) -> Run:
-    """Store rankings of chunk ids of `chunking` as a run of it, ranked as trec_eval ranks
-    (lib.runs.rank_run) with Chunk primary keys as its keys. The demo's own writer until
-    run_import takes a chunking; it sends no run_uploaded: demo_passages_load scores the
-    run itself, on every version."""
-    problems = ProblemCollector()
-    entries = run_entries_from_rankings(rankings, f"{name}.run", problems)
-    problems.raise_if_any(f"cannot store the demo run {name!r}")
-    chunk_keys = dict(Chunk.objects.filter(chunking=chunking).values_list("chunk_id", "pk"))
-    depth = evaluation_settings(golden_set).run_depth_cap
-    ranked = rank_run(entries, doc_keys=chunk_keys, depth=depth)
-    run = Run.objects.create(
-        golden_set=golden_set,
-        name=name,
-        system=system,
-        stage=stage,
-        source_name=f"{name}.run",
-        query_count=len(ranked.query_ids),
-        entry_count=len(ranked),
-        depth_cap=depth,
-        dropped_by_depth=ranked.dropped_by_depth,
-        external_doc_count=len(ranked.external_doc_ids),
-        chunking=chunking,
-    )
-    RunData.objects.create(run=run, ranked=ranked.to_bytes())
-    return run

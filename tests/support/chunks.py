@@ -1,12 +1,9 @@
-"""Chunkings and runs of chunks for the tests, written as the chunking import will write
-them: Chunk rows of a chunking, and a run of it whose entries are Chunk primary keys
-(Run.chunking set), ranked as trec_eval ranks (lib.runs.rank_run)."""
+"""Chunkings and runs of chunks for the tests: Chunk rows of a chunking, and a run of it
+uploaded through run_import with its chunking (its entries then Chunk primary keys)."""
 
-from evaluation.models import Run, RunData
-from evaluation.selectors import evaluation_settings
+from evaluation.models import Run
+from evaluation.services import run_import
 from goldenset.models import Chunk, Chunking, GoldenSet, Page
-from lib.errors import ProblemCollector
-from lib.runs import rank_run, run_entries_from_rankings
 
 
 def chunking(golden_set: GoldenSet, name: str, chunks: dict[str, tuple[str, int, int]]) -> Chunking:
@@ -23,27 +20,12 @@ def chunking(golden_set: GoldenSet, name: str, chunks: dict[str, tuple[str, int,
 
 
 def chunk_run(golden_set: GoldenSet, of: Chunking, name: str, ranking: dict[str, list[str]], *, stage: str = "first_stage") -> Run:
-    """A run `name` of chunking `of` that ranks, for each query id, the chunk ids given, best first."""
-    problems = ProblemCollector()
-    rankings = [(query_id, [(chunk_id, float(100 - rank)) for rank, chunk_id in enumerate(ids)]) for query_id, ids in ranking.items()]
-    entries = run_entries_from_rankings(rankings, f"{name}.run", problems)
-    problems.raise_if_any("bad test run")
-    depth = evaluation_settings(golden_set).run_depth_cap
-    ranked = rank_run(entries, doc_keys=dict(Chunk.objects.filter(chunking=of).values_list("chunk_id", "pk")), depth=depth)
-    run = Run.objects.create(
-        golden_set=golden_set,
-        name=name,
-        system=name,
-        stage=stage,
-        query_count=len(ranked.query_ids),
-        entry_count=len(ranked),
-        depth_cap=depth,
-        dropped_by_depth=ranked.dropped_by_depth,
-        external_doc_count=len(ranked.external_doc_ids),
-        chunking=of,
-    )
-    RunData.objects.create(run=run, ranked=ranked.to_bytes())
-    return run
+    """A run `name` of chunking `of` that ranks, for each query id, the chunk ids given, best
+    first, uploaded as any run of a chunking is (run_import with its chunking)."""
+    lines = [
+        f"{query_id} Q0 {chunk_id} {rank + 1} {100 - rank} tag\n" for query_id, ids in ranking.items() for rank, chunk_id in enumerate(ids)
+    ]
+    return run_import(golden_set=golden_set, lines=lines, source_name=f"{name}.run", system=name, stage=stage, name=name, chunking=of.name)
 
 
 def chunk_run_scored(run: Run, version) -> None:
