@@ -257,14 +257,18 @@ def run_from_entries(
     failures: Sequence[tuple[str, str, int | None]] = (),
     index_size: int | None = None,
     version_asked: Version | None = None,
+    chunking: Chunking | None = None,
 ) -> Run:
     """run_from_rankings for entries already built (lib.runs.RunEntriesBuilder, as a nightly
     run builds them while the answers come in), with the problems found building them.
     `version_asked`, the version whose queries were asked, is the first the run is scored on
-    (Run.version_asked)."""
+    (Run.version_asked). With `chunking` (an endpoint's), its ids must be chunks of it."""
     system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
+    chunk_keys = chunk_inputs.chunk_run_keys(chunking, entries, problems) if chunking is not None and not problems else None
     problems.raise_if_any(f"cannot store run {name}: {len(problems.problems)} problem(s); nothing was stored")
     return _run_store(
+        chunking=chunking,
+        doc_keys=chunk_keys,
         golden_set=golden_set,
         entries=entries,
         source_name=source_name,

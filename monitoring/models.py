@@ -18,7 +18,7 @@ from django.db import models
 from django.db.models import Q
 
 from evaluation.models import Canary, Run, Series
-from goldenset.models import GoldenSet, Version
+from goldenset.models import Chunking, GoldenSet, Version
 
 DEFAULT_RUN_SCHEDULE = "0 2 * * *"  # nightly, 02:00 UTC
 DEFAULT_PROBE_SCHEDULE = "*/5 * * * *"  # every five minutes, as the seed's freshness probe
@@ -50,6 +50,9 @@ class Endpoint(models.Model):
     series = models.OneToOneField(Series, on_delete=models.PROTECT, related_name="endpoint")
     preset = models.CharField(max_length=20, choices=Preset.choices)
     # The request: URL, method and templates holding {{query}}, {{query_id}} and {{k}}.
+    # The chunking whose chunk ids the endpoint answers (null: documents, its ids doc ids):
+    # its nights are runs of that chunking, scored at both levels.
+    chunking = models.ForeignKey(Chunking, null=True, blank=True, on_delete=models.PROTECT, related_name="endpoints")
     url = models.CharField(max_length=2000)
     method = models.CharField(max_length=6, default="POST")
     body_template = models.TextField(blank=True)

@@ -106,6 +106,13 @@ class _EndpointFields(forms.Form):
         help_text=f"cron line, UTC, of the canary probes of a first stage (default '{DEFAULT_PROBE_SCHEDULE}')",
     )
     enabled = forms.BooleanField(required=False, initial=True, help_text="off: no scheduled runs or probes (run now still works)")
+    chunking = forms.CharField(
+        required=False,
+        max_length=100,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="the chunking of the corpus whose chunk ids it answers, e.g. semantic-400 (empty: documents, it answers doc ids); "
+        "its nights are then scored at document and chunk level",
+    )
 
     GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -137,7 +144,7 @@ class EndpointAddForm(_EndpointFields):
 
     field_order = ["name", "system", "stage", "preset", "url", "series"]
     GROUPS = (
-        ("Endpoint", ("name", "system", "stage", "preset", "url", "series", "headers")),
+        ("Endpoint", ("name", "system", "stage", "preset", "url", "series", "chunking", "headers")),
         ("Request and reading", REQUEST_FIELDS),
         ("Limits", LIMIT_FIELDS),
         ("Schedules", SCHEDULE_FIELDS),
@@ -152,7 +159,7 @@ class EndpointEditForm(_EndpointFields):
     """Everything but the name, stage, preset and series, which name the endpoint's history."""
 
     GROUPS = (
-        ("Endpoint", ("system", "url", "headers")),
+        ("Endpoint", ("system", "url", "chunking", "headers")),
         ("Request and reading", REQUEST_FIELDS),
         ("Limits", LIMIT_FIELDS),
         ("Schedules", SCHEDULE_FIELDS),
@@ -164,6 +171,7 @@ class EndpointEditForm(_EndpointFields):
             {
                 **{name: getattr(endpoint, name) for name in (*REQUEST_FIELDS, *LIMIT_FIELDS, *SCHEDULE_FIELDS, "system", "url")},
                 "headers": headers_text(endpoint.headers),
+                "chunking": endpoint.chunking.name if endpoint.chunking_id else "",
             },
         )
         super().__init__(*args, **kwargs)

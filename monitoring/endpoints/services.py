@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from evaluation.services import series_for
-from goldenset.models import GoldenSet
+from goldenset.models import Chunking, GoldenSet
 from lib.cron import CronError, cron_parse
 from lib.errors import ConflictError, GoldsetError
 from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_problems, suggested_count_url
@@ -27,7 +27,7 @@ RESERVED_NAMES = frozenset({"add"})
 # The fields of an Endpoint that describe the request and its reading (EndpointSpec's).
 SPEC_FIELDS = tuple(f.name for f in fields(EndpointSpec))
 # What else a manager may change after registering it.
-SETTING_FIELDS = ("system", "run_schedule", "probe_schedule", "enabled")
+SETTING_FIELDS = ("system", "run_schedule", "probe_schedule", "enabled", "chunking")
 # A nightly run asks every query of the version (ten thousand requests, minutes of a
 # worker): more often than this it would be load on the endpoint, not monitoring.
 MIN_RUN_INTERVAL = timedelta(hours=1)
@@ -134,6 +134,7 @@ def endpoint_add(
         if not values["count_url"] and "count_path" not in given:
             values["count_path"] = ""
     values["headers"] = _headers(values.get("headers", []))
+    values["chunking"] = _chunking(golden_set, values.get("chunking"))
     values.setdefault("run_schedule", DEFAULT_RUN_SCHEDULE)
     values.setdefault("probe_schedule", DEFAULT_PROBE_SCHEDULE)
     _check(values)
@@ -170,6 +171,7 @@ def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None,
     values = {name: getattr(endpoint, name) for name in (*SPEC_FIELDS, *SETTING_FIELDS)}
     values.update(changes)
     values["headers"] = _headers(values["headers"])
+    values["chunking"] = _chunking(endpoint.golden_set, values["chunking"])
     if "system" in changes and not (changes["system"] or "").strip():
         raise GoldsetError("an endpoint needs the name of its system", field="system")
     _check(values)
@@ -177,6 +179,21 @@ def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None,
         setattr(endpoint, key, value.strip() if key == "system" else value)
     endpoint.save()
     return endpoint
+
+
+def _chunking(golden_set: GoldenSet, chunking) -> Chunking | None:
+    """The endpoint's chunking: a Chunking of the set's corpus, or one named so (""/None and
+    "documents": the implicit chunking of whole documents). GoldsetError naming it otherwise."""
+    if isinstance(chunking, Chunking):
+        chunking = chunking.name if chunking.corpus_id == golden_set.corpus_id else f"{chunking.name} (of another corpus)"
+    name = (chunking or "").strip()
+    if not name or name == Chunking.DOCUMENTS:
+        return None
+    found = Chunking.objects.filter(corpus_id=golden_set.corpus_id, name=name).first()
+    if found is None:
+        known = ", ".join(Chunking.objects.filter(corpus_id=golden_set.corpus_id).values_list("name", flat=True)) or "none but documents"
+        raise GoldsetError(f"the corpus of {golden_set.slug!r} has no chunking {name!r} (it has: {known})", field="chunking")
+    return found
 
 
 def endpoint_delete(*, endpoint: Endpoint) -> str:

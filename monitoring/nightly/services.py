@@ -292,6 +292,7 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
                 failures=failures,
                 index_size=index_size,
                 version_asked=version,
+                chunking=endpoint.chunking,
             )
         except GoldsetError as exc:
             problems = "; ".join(exc.problems[:5])

@@ -322,3 +322,32 @@ def test_a_night_is_scored_on_the_version_it_asked_and_on_every_later_one(endpoi
     from evaluation.services import evaluations_missing_create
 
     assert evaluations_missing_create() == 0
+
+
+def test_an_endpoint_of_a_chunking_stores_its_nights_as_runs_of_it_scored_at_both_levels(endpoint, django_capture_on_commit_callbacks):
+    """Issue 25 item 3: an endpoint names its chunking, as an uploaded run does. Here the
+    chunking cuts each document whole, so the engine's doc ids are its chunk ids and the
+    chunk level equals the document level."""
+    from evaluation.level_figures import evaluation_levels
+    from goldenset.models import Page
+    from lib.errors import GoldsetError
+    from monitoring.endpoints.services import endpoint_update
+    from tests.support import chunks
+
+    corpus = endpoint.golden_set.corpus
+    whole = chunks.chunking(
+        endpoint.golden_set,
+        "whole",
+        {doc_id: (doc_id, 0, len(text)) for doc_id, text in Page.objects.filter(corpus=corpus).values_list("doc_id", "text")},
+    )
+    with pytest.raises(GoldsetError, match="no chunking 'halves'"):
+        endpoint_update(endpoint=endpoint, chunking="halves")
+    endpoint = endpoint_update(endpoint=endpoint, chunking="whole")
+    night = run_night(endpoint, django_capture_on_commit_callbacks)
+    assert night.status == NightlyRun.Status.DONE, night.error
+    assert night.run.chunking == whole
+    evaluation = Evaluation.objects.get(run=night.run)
+    document, chunk = evaluation_levels(evaluation)
+    assert (document.name, chunk.name, chunk.chunking) == ("document", "chunk", "whole")
+    assert chunk.scores["recall@10"] == document.scores["recall@10"] == 1.0
+    assert chunk.scores["evidence_recall@10"] == 1.0
