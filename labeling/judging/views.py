@@ -369,7 +369,10 @@ def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
     except GoldsetError as exc:
         return _refused(request, golden_set, exc)
     _remember_skip(request, golden_set, task.pk)
-    return _after_post(request, golden_set, notice="Skipped: the pair goes to someone else.", on_query=_on_query(task))
+    # A pair handed back by an undo is theirs, judged: skipping it keeps their grade.
+    kept = task.status == JudgingTask.Status.DONE
+    notice = "Skipped: your earlier grade of the pair stands." if kept else "Skipped: the pair goes to someone else."
+    return _after_post(request, golden_set, notice=notice, on_query=_on_query(task))
 
 
 @login_required
@@ -377,12 +380,9 @@ def judging_skip(request: HttpRequest, slug: str, task_id: int) -> HttpResponse:
 def judging_undo(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug, JUDGING_ROLES)
     try:
-        result = judgment_undo(annotator=request.user, golden_set=golden_set)
+        judgment_undo(annotator=request.user, golden_set=golden_set)
     except GoldsetError as exc:
         return _after_post(request, golden_set, error=exc.message)
-    label = golden_set.grade_label(result.previous_grade)
-    return _after_post(
-        request,
-        golden_set,
-        notice=f"Undone: you gave this pair {result.previous_grade} ({label}). Grade it again, or skip to keep that grade.",
-    )
+    # The pair handed back says what was undone and what grading or skipping it does (one
+    # banner, templates/labeling/judging/_pair.html): no second notice here.
+    return _after_post(request, golden_set)

@@ -38,6 +38,16 @@ def task_id(response) -> int:
     return int(found.group(1)) if found.group(1) else 0
 
 
+def test_the_judging_list_names_a_set_once_when_its_corpus_has_its_name(client, golden_set, ann):
+    """Issue 30 item 8: an imported set's corpus takes the set's name, printed twice."""
+    row = re.search(r"<tr>\s*<td>(.*?)</td>", client.get(reverse("judging_home")).content.decode(), re.S).group(1)
+    assert row.count(golden_set.name) == 1 and "corpus" not in row
+    golden_set.corpus.name = "Support wiki"
+    golden_set.corpus.save(update_fields=["name"])
+    row = re.search(r"<tr>\s*<td>(.*?)</td>", client.get(reverse("judging_home")).content.decode(), re.S).group(1)
+    assert "corpus Support wiki" in row
+
+
 def test_the_judging_list_shows_only_the_sets_one_annotates(client, golden_set, ann):
     factories.golden_set("other")
     response = client.get(reverse("judging_home"))
@@ -225,6 +235,19 @@ def test_skip_and_undo_through_htmx(client, golden_set, ann):
     assert '<strong class="judged-by-you">0</strong>' in body
     client.post(reverse("judging_judge", args=[golden_set.slug, second]), {"grade": "1"}, **HTMX)
     assert list(Judgment.objects.filter(annotator=ann).order_by("id").values_list("grade", flat=True)) == [3, 1]
+
+
+def test_an_undo_says_so_once_and_skipping_the_pair_it_hands_back_keeps_the_grade(client, golden_set, ann):
+    """Issue 30 item 8: undo showed two banners saying the same thing, and "skip to keep that
+    grade" beside a key help saying a skipped pair goes to someone else."""
+    first = task_id(client.get(reverse("judging_next", args=[golden_set.slug])))
+    client.post(reverse("judging_judge", args=[golden_set.slug, first]), {"grade": "2"}, **HTMX)
+    body = client.post(reverse("judging_undo", args=[golden_set.slug]), **HTMX).content.decode()
+    assert body.lower().count("you gave this pair 2") == 1
+    assert "skipping keeps it" in body
+    skipped = client.post(reverse("judging_skip", args=[golden_set.slug, first]), **HTMX).content.decode()
+    assert "your earlier grade of the pair stands" in skipped and "goes to someone else" not in skipped
+    assert list(Judgment.objects.filter(annotator=ann).values_list("grade", flat=True)) == [2]
 
 
 def test_undo_with_nothing_to_undo_says_so(client, golden_set, ann):
