@@ -66,15 +66,20 @@ class QueryPlace:
     that shrinks under them or a "last page" followed by another. `page` is None for a
     held pair the strategy moved out of the window since it was handed out (it has no
     position); the screen then says "one of `of` pages".
+
+    `pool` is the task's pool when the query is in more than one of the set's pools (each
+    numbers its own pages, so the screen names the pool the figures are of), else None.
     """
 
     page: int | None
     of: int
+    pool: int | None = None
 
 
 def with_query_place(tasks: QuerySet) -> QuerySet:
     """`tasks` annotated with `query_pairs`, the pairs of each task's query in its pool
-    (the pages of its PoolQuery row, 8 bytes each; None outside a pool), and `has_chunks`,
+    (the pages of its PoolQuery row, 8 bytes each; None outside a pool), `query_in_other_pool`,
+    whether another pool holds the query too, and `has_chunks`,
     whether runs of a chunking brought the pair in (PoolChunk rows), in the same
     statement: query_place and task_chunk_ranges read them."""
     pairs = (
@@ -83,7 +88,12 @@ def with_query_place(tasks: QuerySet) -> QuerySet:
         .values("pairs")
     )
     chunks = PoolChunk.objects.filter(pool_id=OuterRef("pool_id"), query_id=OuterRef("query_id"), page_id=OuterRef("page_id"))
-    return tasks.annotate(query_pairs=Subquery(pairs), has_chunks=Exists(chunks))
+    # Another pool of the query: the place then names its pool (QueryPlace.pool).
+    # Through the set's few pools, each an index look-up of pool_query_unique (pool, query).
+    other_pool = PoolQuery.objects.filter(pool__golden_set_id=OuterRef("golden_set_id"), query_id=OuterRef("query_id")).exclude(
+        pool_id=OuterRef("pool_id")
+    )
+    return tasks.annotate(query_pairs=Subquery(pairs), has_chunks=Exists(chunks), query_in_other_pool=Exists(other_pool))
 
 
 def task_chunk_ranges(task: JudgingTask) -> list[tuple[int, int]]:
@@ -105,7 +115,8 @@ def query_place(task: JudgingTask) -> QueryPlace | None:
     if task.kind != JudgingTask.Kind.POOL or not pairs:
         return None
     page = task.position // QUERY_STRIDE + 1 if task.position is not None else None
-    return QueryPlace(page=min(page, pairs) if page is not None else None, of=pairs)
+    pool = task.pool_id if getattr(task, "query_in_other_pool", False) else None
+    return QueryPlace(page=min(page, pairs) if page is not None else None, of=pairs, pool=pool)
 
 
 def task_is_correction(*, task: JudgingTask, annotator: AbstractBaseUser) -> int | None:

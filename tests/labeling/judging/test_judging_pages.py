@@ -356,3 +356,17 @@ def test_the_demo_annotator_finds_pairs_to_judge_after_load_demo(client):
     again = StringIO()
     call_command("load_demo", stdout=again, verbosity=0)
     assert "pairs to judge" not in again.getvalue()  # one pool, not one per load
+
+
+def test_a_query_in_two_pools_names_the_pool_its_page_count_is_of(client, golden_set, ann):
+    """Issue 30 item 5: "page 2 of 7, page 2 of 10" flipped between two pools of one query."""
+    from labeling.pools.services import pool_build
+
+    first = client.get(reverse("judging_next", args=[golden_set.slug])).content.decode()
+    assert " in pool " not in first
+    run = factories.run(golden_set, "other", {query_id: ["d8", "d7", "d6"] for query_id in ("q1", "q2", "q3")})
+    second = pool_build(golden_set=golden_set, runs=[run], depth=3, strategy="depth").pool
+    task = JudgingTask.objects.filter(pool=second).first()
+    place = re.search(r'class="query-place hint">([^<]*)<', client.get(reverse("judging_next", args=[golden_set.slug])).content.decode())
+    assert place and " in pool " in place.group(1), place
+    assert task is not None
