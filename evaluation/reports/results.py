@@ -140,6 +140,17 @@ class Funnel:
         )
 
     @property
+    def hops_first(self) -> dict | None:
+        """The first stage's hop figures at k_first over all queries (evaluation.hops), for
+        a version whose labels carry hops: {"k", "per_hop_recall", "all_hops", "missing_hop",
+        "queries"}; None otherwise."""
+        return _hops_at(self.first.evaluation, self.k_first)
+
+    @property
+    def hops_final(self) -> dict | None:
+        return _hops_at(self.final.evaluation, self.k_final)
+
+    @property
     def first_width(self) -> float:
         """Bar widths for the funnel drawing, in percent."""
         return round((self.recall_first or 0) * 100, 1)
@@ -147,6 +158,14 @@ class Funnel:
     @property
     def final_width(self) -> float:
         return round((self.recall_final or 0) * 100, 1)
+
+
+def _hops_at(evaluation: Evaluation, k: int) -> dict | None:
+    overall = (evaluation.hop_figures or {}).get("slices", {}).get("")
+    if not overall:
+        return None
+    at = next((figures for figures in overall["at"] if figures["k"] == k), None)
+    return None if at is None else {**at, "queries": overall["queries"]}
 
 
 def _latest(results: Iterable[RunResult]) -> RunResult | None:

@@ -91,3 +91,12 @@ def test_the_run_page_shows_them_beside_the_scores(client, scored, owner):
     body = client.get(reverse("run", kwargs={"slug": "hops", "run_id": run.pk})).content.decode()
     assert "Hops on v1" in body and "all-hops@4" in body
     assert 'title="per-hop recall@2 on v1">0.375<' in body
+
+
+def test_the_results_funnel_shows_them_at_each_stage(client, scored, owner):
+    # bm25 is the system's only run (first stage): its funnel reads @4 first, @2 for the prompt.
+    client.force_login(owner)
+    body = client.get(reverse("results", kwargs={"slug": "hops"})).content.decode()
+    assert "multi-hop (2 queries): all hops in the top 4 0.500, per-hop recall 0.750" in body
+    assert "all hops in the top 2 0.000, per-hop recall 0.375" in body
+    assert '<span class="under">2 missing a hop</span>' in body
