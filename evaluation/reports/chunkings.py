@@ -2,10 +2,11 @@
 chunking puts in the prompt, at document level and as evidence, and at what cost in
 tokens, read in one line ("passages-400 finds 6.0 points more of the evidence at 20% more
 tokens"). SEMANTICS.md, "Documents, chunkings and levels": evidence recall@k and prompt
-tokens@k are chunk-level figures; a run of `documents` has its document level only, its
-chunk level being the same numbers (every document is one chunk), so a document run's
-evidence recall, when the scores give none, is its document-level recall. No ORM here
-but the one read of the figures (`evaluation_level_figures`).
+tokens@k are chunk-level figures; a run of `documents` in a corpus with chunkings has them
+too, each document one chunk (evaluation.chunk_scoring.documents_level); one scored before
+its corpus had a chunking has none until it is scored again, and its document-level recall
+stands in for its evidence recall. No ORM here but the one read of the figures
+(`evaluation_level_figures`).
 """
 
 from collections.abc import Sequence
