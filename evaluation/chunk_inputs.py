@@ -248,7 +248,7 @@ def chunk_labels(version: Version, chunking: Chunking) -> ChunkLabels:
         )
         return ChunkLabels(chunk_qrels, *_evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, span_grades))
 
-    key = (version.pk, version.content_hash, version.created_at, chunking.pk, Chunk.objects.filter(chunking=chunking).count())
+    key = (version.pk, version.content_hash, version.created_at, chunking.pk, chunking.written_at, chunking.chunk_count)
     return _cached(_LABELS, key, build)
 
 

@@ -41,7 +41,7 @@ def chunking_named(corpus_id: int, name: str | None) -> Chunking | None:
 
 def chunk_table(chunking: Chunking) -> levels.ChunkTable:
     """The chunking's chunks as a lib.levels.ChunkTable (kept per process)."""
-    key = (chunking.pk, Chunk.objects.filter(chunking=chunking).count())
+    key = (chunking.pk, chunking.written_at, chunking.chunk_count)
     with _TABLES_LOCK:
         found = _TABLES.get(key)
         if found is not None:

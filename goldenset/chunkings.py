@@ -165,7 +165,7 @@ def _chunking_write(
         )
         chunking.chunk_count = len(rows)
         chunking.document_count = len({page for _, page, _, _ in rows})
-        update = ["chunk_count", "document_count"]
+        update = ["chunk_count", "document_count", "written_at"]
         if description:
             chunking.description = description
             update.append("description")

@@ -137,6 +137,9 @@ class Chunking(models.Model):
     chunk_count = models.PositiveIntegerField(default=0)
     document_count = models.PositiveIntegerField(default=0, help_text="documents with at least one chunk")
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its chunks were last written (an import, a replace): what scoring keeps per
+    # process is keyed by it, rather than by counting two million rows at each use.
+    written_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["corpus", "name"]
