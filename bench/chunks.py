@@ -63,6 +63,17 @@ def labels_generate(rng, *, queries: int, pages: int):
     return np.concatenate(qs), np.concatenate(ps), np.concatenate(gs)
 
 
+# Words the pages are written in: pages of distinct words, so that none is a duplicate of
+# another (goldenset.duplicates groups pages of the same or nearly the same text at import).
+VOCABULARY = np.array([f"w{n}" for n in range(20_000)])
+
+
+def page_text(rng: np.random.Generator, number: int) -> str:
+    """TEXT_LENGTH characters of words drawn at random, no two pages alike."""
+    text = f"page {number} " + " ".join(VOCABULARY[rng.integers(0, len(VOCABULARY), size=TEXT_LENGTH // 4)].tolist())
+    return text[:TEXT_LENGTH]
+
+
 def golden_set_make(slug: str, labels, *, pages: int, queries: int, seed: int):
     from goldenset.models import GoldenSet, default_grade_scale
     from goldenset.services import GoldenSetSource, golden_set_create
@@ -70,8 +81,10 @@ def golden_set_make(slug: str, labels, *, pages: int, queries: int, seed: int):
 
     rng = np.random.default_rng(seed)
     types = rng.integers(0, len(DOC_TYPES), size=pages).tolist()
-    text = ("lorem ipsum " * (TEXT_LENGTH // 12 + 1))[:TEXT_LENGTH]
-    records = [JsonRecord(line=i + 1, id=f"p{i}", title="", text=text, metadata={"doc_type": DOC_TYPES[types[i]]}) for i in range(pages)]
+    records = [
+        JsonRecord(line=i + 1, id=f"p{i}", title="", text=page_text(rng, i), metadata={"doc_type": DOC_TYPES[types[i]]})
+        for i in range(pages)
+    ]
     langs = rng.integers(0, len(LANGS), size=queries).tolist()
     query_records = question_records([f"q{q + 1}" for q in range(queries)], [{"lang": LANGS[lang]} for lang in langs])
     qrels = {(f"q{q + 1}", f"p{p}"): g for q, p, g in zip(*(a.tolist() for a in labels))}
