@@ -236,7 +236,8 @@ class RunUploadForm(forms.Form):
         field = self.fields["chunking"]
         field.choices = [("", Chunking.DOCUMENTS), *((name, name) for name in names)]
         # The message of run_import's own check (goldenset.chunk_labels.chunking_named).
-        field.error_messages["invalid_choice"] = f"unknown chunking %(value)r: the corpus has {', '.join([Chunking.DOCUMENTS, *names])}"
+        known = ", ".join([Chunking.DOCUMENTS, *names]).replace("%", "%%")  # the message is %-formatted with the value
+        field.error_messages["invalid_choice"] = f"unknown chunking %(value)r: the corpus has {known}"
         if not names:
             field.widget = forms.HiddenInput()  # nothing to choose: every run is of documents
 
