@@ -98,7 +98,7 @@ def test_the_job_resource_answers_the_sets_readers_only(writer, token, golden_se
     url = job["url"]
     assert client_for(token("read", golden_set)).get(url).json()["status"] == "queued"
     assert client_for(token("read", golden_set, owner=adjudicator)).get(url).status_code == 200
-    assert_error(client_for(token("read", golden_set, owner=annotator)).get(url), 404, "not_found")
+    assert_error(client_for(token("read", owner=annotator)).get(url), 404, "not_found")
     assert_error(client_for(token("read", other_set)).get(url), 404, "not_found")
     assert_error(client_for().get(url), 401)
     assert_error(client_for("gs_not-a-token").get(url), 401)
