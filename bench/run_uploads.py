@@ -14,11 +14,15 @@ request's answer until its run was stored.
 """
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.scratch import database_url_argument, django_setup, scratch_database
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.scratch import database_url_argument, django_setup, scratch_database  # noqa: E402  (needs the repository on sys.path)
 
 
 def run_file(path: Path, query_ids: list[str], doc_ids: list[str], depth: int) -> int:
