@@ -69,6 +69,12 @@ def run_get(golden_set: GoldenSet, run_id: int) -> Run:
     return run
 
 
+def run_upload_jobs_active(golden_set: GoldenSet, *, limit: int = 20) -> list[RunUploadJob]:
+    """The set's uploads a worker has yet to finish, newest first: the runs page links them,
+    for whoever left a job's page before it ended."""
+    return list(RunUploadJob.objects.filter(golden_set=golden_set, status__in=RunUploadJob.ACTIVE).select_related("created_by")[:limit])
+
+
 def run_upload_job_get(golden_set: GoldenSet, job_id: int) -> RunUploadJob:
     """The set's run upload job `job_id`, with its run and who asked for it, or Http404 (a
     job of another set is as absent as none)."""

@@ -30,7 +30,7 @@ from evaluation.reports.results import results_report, scoring_progress
 from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
 from evaluation.reports.runs import runs_report
 from evaluation.run_uploads import run_upload_inline, run_upload_request
-from evaluation.selectors import run_get, run_upload_job_get, version_numbers
+from evaluation.selectors import run_get, run_upload_job_get, run_upload_jobs_active, version_numbers
 from evaluation.services import run_archive, run_import, run_mark_complete, run_mark_partial, run_unarchive
 from evaluation.tasks import run_upload_job_task
 from goldenset.models import GoldenSet, Membership, Version
@@ -183,6 +183,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
         "problems": problems,
         "can_upload": can_upload,
         "inline_upload_mb": settings.RUN_INLINE_UPLOAD_MB,
+        "uploads_active": run_upload_jobs_active(golden_set) if can_upload else [],
     }
     return render(request, "evaluation/runs.html", ctx, status=status)
 

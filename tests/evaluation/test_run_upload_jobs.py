@@ -113,6 +113,10 @@ def test_a_large_upload_returns_at_once_and_a_worker_reads_it_after(client, gold
         assert job.status == "queued" and not Run.objects.exists()  # answered before the parse
         waiting = client.get(response["Location"]).content.decode()
         assert 'hx-trigger="every 1s"' in waiting and job_url(job, status=True) in waiting
+        assert (
+            f'<a href="{job_url(job)}">big.run</a> (Queued'
+            in client.get(reverse("runs", kwargs={"slug": golden_set.slug})).content.decode()
+        )
         assert reading.wait(30)
         release.set()
         tasks_inline()  # the queued work finishes
@@ -120,7 +124,7 @@ def test_a_large_upload_returns_at_once_and_a_worker_reads_it_after(client, gold
         assert job.status == "done" and job.run.entry_count == 3
         fragment = client.get(job_url(job, status=True), HTTP_HX_REQUEST="true").content.decode()
         assert "hx-trigger" not in fragment and reverse("run", kwargs={"slug": golden_set.slug, "run_id": job.run_id}) in fragment
-        assert spooled(spool) == []
+        assert spooled(spool) == [] and job_url(job) not in client.get(reverse("runs", kwargs={"slug": golden_set.slug})).content.decode()
     finally:
         release.set()
         tasks_inline()
