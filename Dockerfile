@@ -48,11 +48,13 @@ RUN DJANGO_SETTINGS_MODULE=goldset.settings_production \
     DATABASE_URL=postgres://collectstatic@unused.invalid/unused \
     python manage.py collectstatic --noinput
 
-# Run as a user of its own. The worker's compiled ranx kernels and beat's schedule live in
-# these folders, which docker-compose.yml mounts as volumes so that they outlive a container.
+# Run as a user of its own. The worker's compiled ranx kernels, beat's schedule and the
+# run uploads waiting for a worker (RUN_UPLOAD_SPOOL) live in these folders, which
+# docker-compose.yml mounts as volumes so that they outlive a container (a new volume takes
+# the folder's owner from the image, so the app's user may write there).
 RUN useradd --system --create-home --home-dir /home/goldset goldset \
-    && mkdir -p /var/cache/goldset/numba /var/lib/goldset \
-    && chown goldset:goldset /var/cache/goldset/numba /var/lib/goldset
+    && mkdir -p /var/cache/goldset/numba /var/lib/goldset/spool \
+    && chown goldset:goldset /var/cache/goldset/numba /var/lib/goldset /var/lib/goldset/spool
 USER goldset
 
 # The image is for deployments: it loads the production settings, which refuse to start

@@ -111,6 +111,12 @@ class RunOutputSerializer(serializers.Serializer):
         source="series.name", allow_null=True, default=None, help_text="the series the run is a night of, or null"
     )
     measured_at = serializers.DateTimeField(allow_null=True, help_text="when the system was queried (a series run's night), else null")
+    chunking = serializers.CharField(
+        source="chunking.name",
+        allow_null=True,
+        default=None,
+        help_text="the chunking whose chunk ids the run returns, or null for documents (doc ids)",
+    )
     failed_query_count = serializers.IntegerField(help_text="queries the endpoint did not answer: they count as unanswered")
     index_size = serializers.IntegerField(allow_null=True, help_text="documents the endpoint reported searching, if it did")
     entries_dropped = serializers.SerializerMethodField(
@@ -144,6 +150,32 @@ class RunOutputSerializer(serializers.Serializer):
 
     def get_counted(self, run: Run) -> bool:
         return not run.held_back
+
+
+class RunUploadJobOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "done", "failed"])
+    source_name = serializers.CharField(help_text="the uploaded file's name")
+    size = serializers.IntegerField(help_text="bytes uploaded")
+    system = serializers.CharField()
+    stage = serializers.ChoiceField(choices=Run.Stage.choices)
+    name = serializers.CharField(help_text="the run's name as asked; empty means 'system stage'")
+    chunking = serializers.CharField(allow_null=True, help_text="the chunking the run's ids are chunks of, or null for documents")
+    run = RunOutputSerializer(allow_null=True, help_text="the run stored, once done")
+    error = serializers.CharField(help_text="why no run was stored, once failed; empty otherwise")
+    error_code = serializers.CharField(
+        allow_null=True,
+        help_text="the error code the upload would have been answered with in the request (invalid, too_large, conflict, internal)",
+    )
+    error_status = serializers.IntegerField(
+        allow_null=True, help_text="the HTTP status it would have been answered with (422, 413, 409, 500)"
+    )
+    field = serializers.CharField(allow_null=True, help_text="the field at fault (file for a bad line), or null")
+    problems = serializers.ListField(child=serializers.CharField(), help_text="every fault found, each naming its line")
+    url = serializers.CharField(help_text="this job's address: GET it until status is done or failed")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
 
 
 class RunFilterSerializer(serializers.Serializer):

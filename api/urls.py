@@ -56,6 +56,7 @@ urlpatterns = [
     path(VERSION + "diff/<version:other>", versions.VersionDiffApi.as_view(), name="api_version_diff"),
     path(SET + "runs/", runs.RunsApi.as_view(), name="api_runs"),
     path(SET + "runs/<int:run_id>/", runs.RunDetailApi.as_view(), name="api_run"),
+    path(SET + "run-uploads/<int:job_id>/", runs.RunUploadJobDetailApi.as_view(), name="api_run_upload"),
     path(SET + "runs/<int:run_id>/archive/", runs.RunArchiveApi.as_view(), name="api_run_archive"),
     path(SET + "runs/<int:run_id>/unarchive/", runs.RunUnarchiveApi.as_view(), name="api_run_unarchive"),
     path(SET + "runs/<int:run_id>/mark-complete/", runs.RunMarkCompleteApi.as_view(), name="api_run_mark_complete"),

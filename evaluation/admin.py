@@ -17,7 +17,18 @@ from django.contrib import admin
 from django.db.models.functions import Length
 
 from evaluation.canaries import canary_add, canary_check_input
-from evaluation.models import Alert, Canary, Completeness, Evaluation, EvaluationSettings, Run, RunData, Score, WebhookDelivery
+from evaluation.models import (
+    Alert,
+    Canary,
+    Completeness,
+    Evaluation,
+    EvaluationSettings,
+    Run,
+    RunData,
+    RunUploadJob,
+    Score,
+    WebhookDelivery,
+)
 from evaluation.settings_service import SETTINGS_FIELDS, evaluation_settings_update, settings_field_clean
 from lib.errors import GoldsetError
 
@@ -253,3 +264,20 @@ class WebhookDeliveryAdmin(ComputedAdmin):
     list_filter = ["golden_set"]
     search_fields = ["message_id", "host"]
     list_select_related = ["golden_set"]
+
+
+@admin.register(RunUploadJob)
+class RunUploadJobAdmin(admin.ModelAdmin):
+    """Large run uploads a worker reads (evaluation.run_uploads): records of what was asked
+    and what came of it, read-only; a stuck one is failed by the sweeper, never edited."""
+
+    list_display = ["id", "golden_set", "source_name", "status", "run", "created_by", "created_at", "finished_at", "error"]
+    list_filter = ["status", "golden_set"]
+    search_fields = ["golden_set__slug", "source_name", "system", "error"]
+    list_select_related = ["golden_set", "created_by", "run"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -11,7 +11,7 @@ from django.db.models import Q
 from evaluation.metrics import MAX_K
 from evaluation.models import EvaluationSettings, Run
 from evaluation.settings_service import default_metric_names, settings_field_clean
-from goldenset.models import GoldenSet
+from goldenset.models import Chunking, GoldenSet
 from lib.errors import GoldsetError
 from lib.run_formats import FORMAT_HELP, RUN_FORMATS
 
@@ -225,6 +225,21 @@ class RunUploadForm(forms.Form):
     system = forms.CharField(max_length=200, help_text="the retrieval system; its first-stage and reranked runs form one funnel")
     stage = forms.ChoiceField(choices=Run.Stage.choices, initial=Run.Stage.FIRST_STAGE)
     name = forms.CharField(max_length=200, required=False, help_text="unique in the set; empty means 'system stage'")
+    chunking = forms.ChoiceField(
+        required=False,
+        help_text="what the run's ids are: documents (doc ids), or the chunk ids of one of the corpus's chunkings",
+    )
+
+    def __init__(self, *args, golden_set: GoldenSet, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = list(Chunking.objects.filter(corpus_id=golden_set.corpus_id).order_by("name").values_list("name", flat=True))
+        field = self.fields["chunking"]
+        field.choices = [("", Chunking.DOCUMENTS), *((name, name) for name in names)]
+        # The message of run_import's own check (goldenset.chunk_labels.chunking_named).
+        known = ", ".join([Chunking.DOCUMENTS, *names]).replace("%", "%%")  # the message is %-formatted with the value
+        field.error_messages["invalid_choice"] = f"unknown chunking %(value)r: the corpus has {known}"
+        if not names:
+            field.widget = forms.HiddenInput()  # nothing to choose: every run is of documents
 
 
 class CalculatorForm(forms.Form):

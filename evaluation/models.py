@@ -254,6 +254,65 @@ class RunQueryFailure(models.Model):
         return f"{self.query_id}: {self.error}"
 
 
+class RunUploadJob(models.Model):
+    """A run upload too large to read in the request (over settings.RUN_INLINE_UPLOAD_MB):
+    the request writes the file to settings.RUN_UPLOAD_SPOOL, records what the form or the
+    API said of it, and comes back; a worker reads it with run_import, all or nothing, and
+    records the run or why there is none (evaluation.run_uploads). The spooled file is
+    deleted when the job ends, whatever its outcome."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="run_upload_jobs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # What the upload said, as run_import takes it.
+    source_name = models.CharField(max_length=300, help_text="the uploaded file's name")
+    format = models.CharField(max_length=20, default="auto")
+    system = models.CharField(max_length=200)
+    stage = models.CharField(max_length=20, choices=Run.Stage.choices)
+    name = models.CharField(max_length=200, blank=True, help_text="empty: 'system stage'")
+    series = models.CharField(max_length=200, blank=True)
+    measured_at = models.DateTimeField(null=True, blank=True)
+    chunking = models.CharField(max_length=200, blank=True, help_text="the chunking's name; empty: documents")
+    size = models.PositiveBigIntegerField(help_text="bytes uploaded")
+    # The file's name inside settings.RUN_UPLOAD_SPOOL (never a path: the folder is the
+    # setting's, wherever a process mounts it); "" once the file is deleted.
+    spool_name = models.CharField(max_length=100, blank=True)
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Why there is no run: a refusal's message, code, status and field (the answer the
+    # request would have given had it read the file) with every problem, each naming its line.
+    error = models.TextField(blank=True)
+    error_code = models.CharField(max_length=30, blank=True)
+    error_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error_field = models.CharField(max_length=50, blank=True)
+    problems = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Who holds it while it runs (lib.background_jobs.Holder; "" in-process).
+    worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["golden_set", "-created_at"], name="run_upload_job_recent")]
+
+    def __str__(self) -> str:
+        return f"upload of {self.source_name} to {self.golden_set_id} ({self.status})"
+
+    @property
+    def active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
 class VersionScoringInputs(models.Model):
     """A version's labels and slices as arrays (evaluation.scoring_inputs),
     stored the first time they are built. A version never changes, and building them reads

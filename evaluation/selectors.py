@@ -12,7 +12,7 @@ from django.db.models.functions import Cast
 from django.http import Http404
 
 from evaluation.metrics import Metric, default_metrics, parse_metrics
-from evaluation.models import Evaluation, EvaluationSettings, Run, RunData
+from evaluation.models import Evaluation, EvaluationSettings, Run, RunData, RunUploadJob
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionPage, VersionQuery
 from lib.bulk import select_binary
 from lib.ids import natural_key
@@ -61,12 +61,31 @@ def run_get(golden_set: GoldenSet, run_id: int) -> Run:
     """Run `run_id` of the set, or Http404 (a run of another set is as absent as none)."""
     run = (
         Run.objects.filter(golden_set=golden_set, pk=run_id)
-        .select_related("uploaded_by", "golden_set", "series", "archived_by", "completed_by")
+        .select_related("uploaded_by", "golden_set", "series", "archived_by", "completed_by", "chunking")
         .first()
     )
     if run is None:
         raise Http404("no such run")
     return run
+
+
+def run_upload_jobs_active(golden_set: GoldenSet, *, limit: int = 20) -> list[RunUploadJob]:
+    """The set's uploads a worker has yet to finish, newest first: the runs page links them,
+    for whoever left a job's page before it ended."""
+    return list(RunUploadJob.objects.filter(golden_set=golden_set, status__in=RunUploadJob.ACTIVE).select_related("created_by")[:limit])
+
+
+def run_upload_job_get(golden_set: GoldenSet, job_id: int) -> RunUploadJob:
+    """The set's run upload job `job_id`, with its run and who asked for it, or Http404 (a
+    job of another set is as absent as none)."""
+    job = (
+        RunUploadJob.objects.filter(golden_set=golden_set, pk=job_id)
+        .select_related("golden_set", "created_by", "run__uploaded_by", "run__series", "run__archived_by", "run__chunking")
+        .first()
+    )
+    if job is None:
+        raise Http404("no such run upload")
+    return job
 
 
 def run_ranked(run: Run) -> RankedRun:

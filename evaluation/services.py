@@ -54,7 +54,7 @@ def series_for(*, golden_set: GoldenSet, name: str) -> Series:
     return series
 
 
-def _run_fields_check(*, golden_set: GoldenSet, system: str, stage: str, name: str | None) -> tuple[str, str]:
+def run_fields_check(*, golden_set: GoldenSet, system: str, stage: str, name: str | None) -> tuple[str, str]:
     system = (system or "").strip()
     if not system:
         raise GoldsetError("a run needs the name of its system", field="system")
@@ -153,7 +153,7 @@ def run_import(
     the name of one of the corpus's chunkings, the run's ids are that chunking's chunk ids
     (an id that is not one is refused, naming its line); "" or "documents": doc ids.
     """
-    system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
+    system, name = run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     of_chunking = chunk_inputs.chunking_named(golden_set.corpus_id, chunking)
     problems = ProblemCollector()
     known_queries = set(Query.objects.filter(golden_set=golden_set).values_list("query_id", flat=True))
@@ -263,7 +263,7 @@ def run_from_entries(
     run builds them while the answers come in), with the problems found building them.
     `version_asked`, the version whose queries were asked, is the first the run is scored on
     (Run.version_asked). With `chunking` (an endpoint's), its ids must be chunks of it."""
-    system, name = _run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
+    system, name = run_fields_check(golden_set=golden_set, system=system, stage=stage, name=name)
     chunk_keys = chunk_inputs.chunk_run_keys(chunking, entries, problems) if chunking is not None and not problems else None
     problems.raise_if_any(f"cannot store run {name}: {len(problems.problems)} problem(s); nothing was stored")
     return _run_store(

@@ -1,7 +1,8 @@
 """Celery tasks: take ids, re-fetch, call a service. All idempotent, so acks_late is safe.
 
 A publish enqueues evaluate_version_task, which fans out one evaluate_run_task per run;
-an upload enqueues evaluate_run_latest_task. The beat sweeper re-enqueues whatever a lost
+an upload enqueues evaluate_run_latest_task. An upload too large to read in the request is
+read by run_upload_job_task (evaluation.run_uploads). The beat sweeper re-enqueues whatever a lost
 broker message or a dead worker left undone, so numbers can be late but never lost. Each
 alert an evaluation raises enqueues alert_deliver_task (evaluation.receivers).
 """
@@ -24,6 +25,7 @@ from evaluation.alerts.delivery import (
 )
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
+from evaluation.run_uploads import run_upload_job_run, run_upload_jobs_sweep
 from evaluation.selectors import evaluation_settings
 from evaluation.services import (
     evaluation_compute,
@@ -32,7 +34,7 @@ from evaluation.services import (
     evaluations_schedule,
 )
 from goldenset.models import Version
-from lib.background_jobs import NO_HOLDER, TRANSIENT, dead_holders, held_by, task_holder
+from lib.background_jobs import NO_HOLDER, SWEEP_LIMITS, TRANSIENT, dead_holders, held_by, task_holder
 from lib.errors import GoldsetError
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,9 @@ STALE_AFTER = timedelta(minutes=15)
 # score that is still being computed; what only schedules or sends stops within minutes.
 SCORE_LIMITS = {"soft_time_limit": 12 * 60, "time_limit": 14 * 60}
 SCHEDULE_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
+# Reading a spooled upload (MAX_REQUEST_MB, expanding to RUN_MAX_EXPANDED_MB at most) stops
+# well before evaluation.run_uploads.GIVE_UP_AFTER, when the sweeper would fail it.
+UPLOAD_LIMITS = {"soft_time_limit": 20 * 60, "time_limit": 22 * 60}
 
 
 @worker_process_init.connect
@@ -194,3 +199,17 @@ def alert_deliver_task(self, alert_id: int) -> str:
         # apply() runs the retry at once instead.
         return self.retry(countdown=countdown, throw=False)
     raise self.retry(countdown=countdown)
+
+
+# acks_late: a worker lost mid-read leaves the message for another; the job's claim
+# (queued -> running) keeps a second delivery from storing the run twice. A transient
+# database error puts the job back in the queue, its file kept, and is retried here.
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=5, **UPLOAD_LIMITS)
+def run_upload_job_task(self, job_id: int) -> str:
+    job = run_upload_job_run(job_id, holder=task_holder(self))
+    return "claimed already" if job is None else job.status
+
+
+@shared_task(bind=True, acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **SWEEP_LIMITS)
+def sweep_run_upload_jobs_task(self) -> list[int]:
+    return list(run_upload_jobs_sweep(job_task=run_upload_job_task, sweeper=self))

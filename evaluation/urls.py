@@ -13,6 +13,8 @@ urlpatterns = [
     path("sets/<slug:slug>/compare/", views.compare, name="compare"),
     path("sets/<slug:slug>/runs/", views.runs, name="runs"),
     path("sets/<slug:slug>/runs/<int:run_id>/", views.run_detail, name="run"),
+    path("sets/<slug:slug>/runs/uploads/<int:job_id>/", views.run_upload, name="run_upload"),
+    path("sets/<slug:slug>/runs/uploads/<int:job_id>/status/", views.run_upload, {"fragment": True}, name="run_upload_status"),
     re_path(
         r"^sets/(?P<slug>[-a-zA-Z0-9_]+)/runs/(?P<run_id>[0-9]+)/(?P<action>archive|unarchive|mark-complete|mark-partial)/$",
         views.run_lifecycle,

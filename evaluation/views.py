@@ -5,6 +5,7 @@ staff upload. Annotators judge blind, so every page here is a 404 to them, as it
 stranger. The reads behind each page are in evaluation.reports.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from evaluation.alerts.selectors import alerts_latest
 from evaluation.forms import CalculatorForm, CompareForm, RunUploadForm
+from evaluation.models import Run
 from evaluation.reports.calculator import (
     DEFAULT_MONTHLY_QUERIES,
     DEFAULT_PRICE_PER_MILLION,
@@ -27,14 +29,17 @@ from evaluation.reports.compare import compare_report
 from evaluation.reports.results import results_report, scoring_progress
 from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
 from evaluation.reports.runs import runs_report
-from evaluation.selectors import run_get, version_numbers
+from evaluation.run_uploads import run_upload_inline, run_upload_request
+from evaluation.selectors import run_get, run_upload_job_get, run_upload_jobs_active, version_numbers
 from evaluation.services import run_archive, run_import, run_mark_complete, run_mark_partial, run_unarchive
+from evaluation.tasks import run_upload_job_task
 from goldenset.models import GoldenSet, Membership, Version
 from goldenset.selectors import access_golden_set, user_roles, version_get
 from lib.errors import GoldsetError
 from lib.params import version_param
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
+UPLOAD_POLL_SECONDS = 1
 
 
 def _version(request: HttpRequest, golden_set: GoldenSet, parameter: str = "version", default: int | None = None) -> Version:
@@ -130,29 +135,34 @@ def results_calculator(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def runs(request: HttpRequest, slug: str) -> HttpResponse:
-    """The set's runs; a manager's POST uploads one (all or nothing) and goes to its page."""
+    """The set's runs; a manager's POST uploads one (all or nothing) and goes to its page, or,
+    for a file over RUN_INLINE_UPLOAD_MB, to the page of the job a worker reads it in."""
     if request.method == "POST":
         golden_set = access_golden_set(request.user, slug, roles=UPLOAD_ROLES)
     else:
         golden_set = access_golden_set(request.user, slug)
     can_upload = _can_upload(request.user, golden_set)
-    form = RunUploadForm(request.POST or None, request.FILES or None)
+    form = RunUploadForm(request.POST or None, request.FILES or None, golden_set=golden_set)
     problems: list[str] = []
     status = 200
     if request.method == "POST":
         if form.is_valid():
             data = form.cleaned_data
+            upload = data["file"]
+            fields = {
+                "golden_set": golden_set,
+                "fmt": data["format"] or "auto",
+                "system": data["system"],
+                "stage": data["stage"],
+                "name": data["name"],
+                "chunking": data["chunking"],
+                "user": request.user,
+            }
             try:
-                run = run_import(
-                    golden_set=golden_set,
-                    data=data["file"],
-                    fmt=data["format"] or "auto",
-                    source_name=data["file"].name,
-                    system=data["system"],
-                    stage=data["stage"],
-                    name=data["name"],
-                    user=request.user,
-                )
+                if not run_upload_inline(upload.size):
+                    job = run_upload_request(upload=upload, job_task=run_upload_job_task, **fields)
+                    return redirect("run_upload", slug=golden_set.slug, job_id=job.pk)
+                run = run_import(data=upload, source_name=upload.name, **fields)
             except GoldsetError as exc:
                 if exc.field in form.fields:
                     form.add_error(exc.field, exc.message)
@@ -161,15 +171,43 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
                 problems = exc.problems
                 status = exc.http_status if exc.http_status == 413 else 400
             else:
-                messages.success(request, f"Run {run.name!r} was uploaded: {run.entry_count} entries for {run.query_count} queries.")
-                if run.partial:
-                    messages.warning(request, f"Run {run.name!r} {run.partial_note}.")
+                _uploaded_messages(request, run)
                 return redirect("run", slug=golden_set.slug, run_id=run.id)
         else:
             status = 400
     report = runs_report(golden_set, show_archived=request.GET.get("archived") == "1")
-    ctx = {"golden_set": golden_set, "report": report, "form": form, "problems": problems, "can_upload": can_upload}
+    ctx = {
+        "golden_set": golden_set,
+        "report": report,
+        "form": form,
+        "problems": problems,
+        "can_upload": can_upload,
+        "inline_upload_mb": settings.RUN_INLINE_UPLOAD_MB,
+        "uploads_active": run_upload_jobs_active(golden_set) if can_upload else [],
+    }
     return render(request, "evaluation/runs.html", ctx, status=status)
+
+
+def _uploaded_messages(request: HttpRequest, run: Run) -> None:
+    messages.success(request, f"Run {run.name!r} was uploaded: {run.entry_count} entries for {run.query_count} queries.")
+    if run.partial:
+        messages.warning(request, f"Run {run.name!r} {run.partial_note}.")
+
+
+@login_required
+@require_GET
+def run_upload(request: HttpRequest, slug: str, job_id: int, fragment: bool = False) -> HttpResponse:
+    """A large upload a worker reads (evaluation.run_uploads). The upload form lands here;
+    its status fragment (at a URL of its own, so that the back button never shows the
+    fragment alone) polls itself with htmx while the job is queued or running, and ends with
+    a link to the run, or with why there is none and every problem, each naming its line.
+    Those who read the set's runs read it (managers, adjudicators, staff)."""
+    golden_set = access_golden_set(request.user, slug)
+    job = run_upload_job_get(golden_set, job_id)
+    ctx = {"golden_set": golden_set, "job": job, "poll_seconds": UPLOAD_POLL_SECONDS}
+    if fragment:
+        return render(request, "evaluation/uploads/_job.html", ctx)
+    return render(request, "evaluation/uploads/job.html", ctx)
 
 
 @login_required

@@ -83,6 +83,13 @@ MAX_REQUEST_MB = env_int("MAX_REQUEST_MB", 100)
 # cap counts compressed bytes, and a 19 KB LZ4 file can expand to 2 GB. Over either, 413.
 RUN_MAX_EXPANDED_MB = env_int("RUN_MAX_EXPANDED_MB", 1024)
 RUN_MAX_EXPANSION_RATIO = env_int("RUN_MAX_EXPANSION_RATIO", 100)
+# A run upload over this many MB is not read in the request: it is written to
+# RUN_UPLOAD_SPOOL and a worker reads and stores it (evaluation.run_uploads), while the page
+# or the API answers at once with the job to follow. At or under it, the request reads it.
+RUN_INLINE_UPLOAD_MB = env_int("RUN_INLINE_UPLOAD_MB", 8)
+# The folder those uploads wait in until their job ends: shared by the web servers and the
+# workers (docker-compose.yml mounts one volume into both). Unset: spool/ in the repository.
+RUN_UPLOAD_SPOOL = env_str("RUN_UPLOAD_SPOOL", str(BASE_DIR / "spool"))
 
 # Content-Security-Policy (django-csp) on every response: scripts and style sheets come from
 # the app's own static files only (no inline script anywhere: the judging and adjudication
@@ -249,7 +256,7 @@ CELERY_TASK_ROUTES = {
     "monitoring.tasks.endpoint_try_task": {"queue": CELERY_OUTBOUND_QUEUE},
     "monitoring.tasks.probe_round_task": {"queue": CELERY_OUTBOUND_QUEUE},
 }
-# The sweepers re-enqueue evaluations, pool jobs and publish jobs, a lost message or a dead worker
+# The sweepers re-enqueue evaluations, pool, publish, judge and run upload jobs, a lost message or a dead worker
 # left undone. The evaluation sweeper runs often (a pass is two queries and a ping of the
 # workers) because it is what brings back an evaluation whose worker died: within one
 # interval, against the hour of CELERY_BROKER_VISIBILITY_TIMEOUT.
@@ -264,6 +271,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-pool-jobs": {"task": "labeling.tasks.sweep_pool_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     "sweep-judge-jobs": {"task": "labeling.tasks.sweep_judge_jobs_task", "schedule": JOB_SWEEP_SECONDS},
+    "sweep-run-upload-jobs": {"task": "evaluation.tasks.sweep_run_upload_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
     # due (their cron lines are per endpoint) and sends again what a dead worker left.
     "monitoring-tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": env_int("MONITORING_TICK_SECONDS", 60)},

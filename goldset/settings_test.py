@@ -61,6 +61,9 @@ CELERY_TASK_ALWAYS_EAGER = True
 # (tests/hardening/test_embedded_tasks.py runs the background thread).
 TASKS_OFF_REQUEST_THREAD = False
 BEAT_IN_PROCESS = False  # tests send the tick themselves
+# Large run uploads wait here for their job, not in the repository (the tests that follow
+# a spooled file point it at their own tmp_path).
+RUN_UPLOAD_SPOOL = os.path.join(tempfile.gettempdir(), "goldset-test-spool")
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # The fuzzing and load tests send thousands of API requests a minute: the throttle's own

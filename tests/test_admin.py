@@ -21,7 +21,7 @@ from api.models import ApiToken
 from api.services import api_token_create
 from evaluation.alerts.rules import alerts_check
 from evaluation.canaries import canary_add
-from evaluation.models import Evaluation
+from evaluation.models import Evaluation, RunUploadJob
 from evaluation.services import evaluation_compute
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.model_labels import model_labels_import
@@ -116,6 +116,16 @@ def data(owner, superuser):
             records=[ModelLabelLine(1, "q1", "d1a", 2), ModelLabelLine(2, "q2", "d2a", 1)],
         )
         api_token_create(owner=owner, scope="read", golden_set=golden_set, name=f"{slug} job")
+        RunUploadJob.objects.create(
+            golden_set=golden_set,
+            source_name="big.run",
+            system="bm25",
+            stage="first_stage",
+            size=1,
+            run=later,
+            created_by=owner,
+            status="done",
+        )
         endpoint = endpoint_add(
             golden_set=golden_set, name="prod-first", system="prod", stage="first_stage", preset="goldset", url="http://127.0.0.1:9/search"
         )

@@ -283,6 +283,19 @@ def test_the_app_services_wait_for_healthy_postgres_and_redis():
         assert depends["postgres"]["condition"] == depends["redis"]["condition"] == "service_healthy", service
 
 
+def test_web_and_the_workers_share_one_volume_for_the_run_upload_spool():
+    """Hardening #31 item 6: web spools a large upload, a worker reads and deletes it."""
+    mounted = {}
+    for service in ("web", "worker"):
+        folder = environment(service)["RUN_UPLOAD_SPOOL"]
+        [volume] = [v.split(":")[0] for v in compose()["services"][service]["volumes"] if v.split(":")[1] == folder]
+        mounted[service] = (volume, folder)
+    assert mounted["web"] == mounted["worker"] and mounted["web"][0] in compose()["volumes"]
+    # The image makes the folder, owned by the app's user, so a new volume is writable.
+    [chown] = [line for line in dockerfile() if "chown goldset:goldset" in line]
+    assert mounted["web"][1] in chown
+
+
 def test_cache_url_points_at_the_redis_service_in_a_database_apart_from_the_broker():
     for service in APP_SERVICES:
         cache, broker = (urlparse(environment(service)[name]) for name in ("CACHE_URL", "CELERY_BROKER_URL"))

@@ -1,18 +1,21 @@
-"""A golden set's runs: list, upload, one run."""
+"""A golden set's runs: list, upload (read in the request, or by a worker as an upload job to poll), one run."""
 
+from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
-from api.serializers import RunFilterSerializer, RunOutputSerializer, archived_filter, validated
-from evaluation.models import Run
-from evaluation.selectors import run_get
+from api.serializers import RunFilterSerializer, RunOutputSerializer, RunUploadJobOutputSerializer, archived_filter, validated
+from evaluation.models import Run, RunUploadJob
+from evaluation.run_uploads import run_upload_inline, run_upload_request
+from evaluation.selectors import run_get, run_upload_job_get
 from evaluation.services import run_archive, run_import, run_mark_complete, run_mark_partial, run_unarchive
+from evaluation.tasks import run_upload_job_task
 from lib.errors import GoldsetError
 from lib.run_formats import FORMAT_HELP, RUN_FORMATS
 
@@ -31,7 +34,7 @@ class RunListApi(PaginatedMixin, APIView):
         if "series" in filters:
             filters["series__name"] = filters.pop("series")
         filters.update(archived_filter(filters.pop("archived", "false")))
-        runs = Run.objects.filter(golden_set=golden_set, **filters).select_related("uploaded_by", "series", "archived_by")
+        runs = Run.objects.filter(golden_set=golden_set, **filters).select_related("uploaded_by", "series", "archived_by", "chunking")
         runs = runs.order_by("-created_at", "-id")
         return self.paginated(runs, lambda page: RunOutputSerializer(page, many=True).data)
 
@@ -42,6 +45,32 @@ class RunFileField(serializers.FileField):
     entries is refused (an empty part may not even reach the view as a file)."""
 
 
+def run_upload_job_data(job: RunUploadJob) -> dict:
+    """A RunUploadJob as the API answers it (the upload's 202 and its own GET)."""
+    return RunUploadJobOutputSerializer(
+        {
+            "id": job.pk,
+            "status": job.status,
+            "source_name": job.source_name,
+            "size": job.size,
+            "system": job.system,
+            "stage": job.stage,
+            "name": job.name,
+            "chunking": job.chunking or None,
+            "run": job.run,
+            "error": job.error,
+            "error_code": job.error_code or None,
+            "error_status": job.error_status,
+            "field": job.error_field or None,
+            "problems": job.problems,
+            "url": reverse("api_run_upload", kwargs={"slug": job.golden_set.slug, "job_id": job.pk}),
+            "created_at": job.created_at,
+            "started_at": job.started_at,
+            "finished_at": job.finished_at,
+        }
+    ).data
+
+
 class RunUploadApi(APIView):
     """Upload a run as multipart form data (a TREC run, `query_id Q0 doc_id rank score tag`
     a line, or any form of lib.run_formats, named by `format` or found from the content),
@@ -49,7 +78,16 @@ class RunUploadApi(APIView):
     (`run.txt:12: score 'x' is not a finite number`). The run is scored against the latest
     version once stored. With `series`, the run joins that series (made on first use) as
     the night `measured_at` (default: now), so that an eval job's nightly uploads form a
-    trend and raise the night alerts as a monitored endpoint's runs do.
+    trend and raise the night alerts as a monitored endpoint's runs do. With `chunking`, the
+    run's ids are chunk ids of that chunking of the corpus (an id that is not one is refused,
+    naming its line); left out, doc ids.
+
+    A file over the server's RUN_INLINE_UPLOAD_MB is not read in the request: the answer is
+    202 with the upload job (Location: its `url`), which a worker reads, all or nothing; GET
+    it until its status is `done` (its `run` is then the stored run, as a 201 would have
+    answered it) or `failed` (its `error`, `error_code`, `error_status`, `field` and
+    `problems` are those the request would have answered with). What can be refused without
+    reading the file (a run name taken, an unknown stage or chunking) is refused at once.
 
     A run answering under the set's partial_share of its queries is marked partial: the
     answer says so in `partial` and `partial_note` ("answers 8 of 300 queries (2.7%): marked
@@ -78,8 +116,19 @@ class RunUploadApi(APIView):
             default=None,
             help_text="ISO 8601: the moment the run measured (its night); only with series, default now",
         )
+        chunking = serializers.CharField(
+            max_length=200,
+            required=False,
+            allow_blank=True,
+            default="",
+            help_text="the chunking of the corpus whose chunk ids the run returns; empty or documents: doc ids",
+        )
 
-    @extend_schema(operation_id="runs_upload", request={"multipart/form-data": InputSerializer}, responses={201: RunOutputSerializer})
+    @extend_schema(
+        operation_id="runs_upload",
+        request={"multipart/form-data": InputSerializer},
+        responses={201: RunOutputSerializer, 202: RunUploadJobOutputSerializer},
+    )
     def post(self, request, slug: str):
         golden_set = api_golden_set(request, slug, write=True)
         data = validated(RunUploadApi.InputSerializer, request.data)
@@ -87,19 +136,24 @@ class RunUploadApi(APIView):
         if data["measured_at"] is not None and not data["series"].strip():
             # Checked before the file is read: a moment without a series would be dropped unsaid.
             raise GoldsetError("measured_at is the night of a series run: give series too, or leave measured_at out", field="measured_at")
+        fields = {
+            "golden_set": golden_set,
+            "fmt": data["format"],
+            "system": data["system"],
+            "stage": data["stage"],
+            "name": data["name"],
+            "user": request.user,
+            "series": data["series"],
+            "measured_at": data["measured_at"],
+            "chunking": data["chunking"],
+        }
+        if not run_upload_inline(upload.size):
+            job = run_upload_request(upload=upload, job_task=run_upload_job_task, **fields)
+            # With tasks run in-process the job may be done already: answer what it is now.
+            body = run_upload_job_data(run_upload_job_get(golden_set, job.pk))
+            return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
         try:
-            run = run_import(
-                golden_set=golden_set,
-                data=upload,
-                fmt=data["format"],
-                source_name=upload.name,
-                system=data["system"],
-                stage=data["stage"],
-                name=data["name"],
-                user=request.user,
-                series=data["series"],
-                measured_at=data["measured_at"],
-            )
+            run = run_import(data=upload, source_name=upload.name, **fields)
         except GoldsetError as exc:
             # Problems with lines are problems of the file the client sent.
             if exc.field is None and exc.problems:
@@ -111,6 +165,20 @@ class RunUploadApi(APIView):
 
 class RunsApi(RunListApi, RunUploadApi):
     """/runs/: GET lists (RunListApi), POST uploads (RunUploadApi)."""
+
+
+class RunUploadJobDetailApi(APIView):
+    """One upload a worker reads (read scope): its status, and its run once done or its
+    refusal once failed."""
+
+    @extend_schema(operation_id="run_uploads_retrieve", responses=RunUploadJobOutputSerializer)
+    def get(self, request, slug: str, job_id: int):
+        golden_set = api_golden_set(request, slug)
+        try:
+            job = run_upload_job_get(golden_set, job_id)
+        except Http404 as exc:
+            raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no run upload {job_id}") from exc
+        return Response(run_upload_job_data(job))
 
 
 class RunDetailApi(APIView):

@@ -24,6 +24,7 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/runs/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/"),
     ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/"),
+    ("get", "/api/v1/golden-sets/{slug}/run-uploads/{job_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/archive/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/unarchive/"),

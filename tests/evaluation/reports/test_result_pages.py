@@ -329,7 +329,9 @@ def test_the_runs_page_stays_within_its_query_budget(client, golden_set, owner, 
         upload(golden_set, WEAK, name=f"extra {n}", system=f"extra{n}", stage="first_stage")
     score_everything(golden_set)
     client.force_login(owner)
-    with django_assert_max_num_queries(10):
+    # Two of them, once whatever the runs, are for the upload form: the corpus's chunkings (its
+    # choices) and the uploads a worker is still reading (linked above it).
+    with django_assert_max_num_queries(12):
         body = client.get(reverse("runs", kwargs={"slug": SLUG})).content.decode()
     assert body.count('href="/sets/wiki/runs/') >= 9
 

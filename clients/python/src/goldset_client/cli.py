@@ -63,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
     push.add_argument("--format", default=None, help="the run's format as the server names it (default: detected from the content)")
     push.add_argument("--series", default=None, help="make the run a night of this series")
     push.add_argument("--measured-at", default=None, help="ISO 8601: the night it measured (with --series; default now)")
+    push.add_argument("--chunking", default=None, help="the corpus's chunking whose chunk ids the run returns (default: doc ids)")
     push.add_argument("--wait", action="store_true", help="wait until Goldset has scored it on the latest version, and print the scores")
     push.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits at most (default 600)")
 
@@ -149,6 +150,7 @@ def cmd_push(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> in
         series=args.series,
         measured_at=args.measured_at,
         filename="stdin" if args.file == "-" else None,
+        chunking=args.chunking,
     )
     out.write(f"run {run['id']} {run['name']!r}: {run['entry_count']} entries over {run['query_count']} queries\n")
     if args.wait:

@@ -32,7 +32,7 @@ from typing import IO, Any, BinaryIO
 from urllib.parse import quote
 
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
-from goldset_client.errors import EvaluationFailed, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
+from goldset_client.errors import EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
 from goldset_client.http import RetryPolicy, Transport
 from goldset_client.types import (
     Chunk,
@@ -44,6 +44,7 @@ from goldset_client.types import (
     PublishJob,
     QrelsFormat,
     Run,
+    RunUploadJob,
     Series,
     SeriesNights,
     Stage,
@@ -335,12 +336,25 @@ class GoldsetClient:
         series: str | None = None,
         measured_at: datetime | str | None = None,
         filename: str | None = None,
+        chunking: str | None = None,
+        timeout: float = 1800.0,
+        poll_first: float = 0.5,
+        poll_max: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> Run:
         """Upload a run file as it is (bytes untouched: the server reads gzip, JSON, TREC...).
 
         `run` is a path, bytes or a binary file; `format` is the server's `format` field
         (left out, the server detects it from the content). `series` with `measured_at`
-        makes the run a night of that series. Returns the stored run (201).
+        makes the run a night of that series. `chunking` names the corpus's chunking whose
+        chunk ids the run returns (left out: doc ids). Returns the stored run.
+
+        A file over the server's inline limit is read by a worker: the API answers 202 with
+        the upload job, which this polls (`poll_first` seconds, then 1.5 times longer each
+        time up to `poll_max`) until it is done, and returns its run as a 201 would have. A
+        refusal is raised as GoldsetAPIError with the status, code, problems and field the
+        server would have answered in the request (422 for a bad line); WaitTimeout after
+        `timeout` seconds (the job goes on: poll its `url` later).
         """
         opener, source_name = _run_opener(run, filename)
         fields: dict[str, str] = {"system": system, "stage": stage}
@@ -350,6 +364,8 @@ class GoldsetClient:
             fields["format"] = format
         if series:
             fields["series"] = series
+        if chunking:
+            fields["chunking"] = chunking
         if measured_at is not None:
             fields["measured_at"] = measured_at.isoformat() if isinstance(measured_at, datetime) else measured_at
         handles: list[IO[bytes]] = []
@@ -362,10 +378,40 @@ class GoldsetClient:
             return {"data": fields, "files": {"file": (source_name, handles[0], "application/octet-stream")}}
 
         try:
-            return self.http.request("POST", set_path(slug) + "runs/", body=body, ok=(201,)).json()
+            response = self.http.request("POST", set_path(slug) + "runs/", body=body, ok=(201, 202))
         finally:
             for handle in handles:
                 handle.close()
+        if response.status_code == 201:
+            return response.json()
+        return self._run_upload_wait(response.json(), slug, timeout, poll_first, poll_max, sleep)
+
+    def _run_upload_wait(
+        self, job: RunUploadJob, slug: str, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]
+    ) -> Run:
+        """The run of upload `job` once a worker stored it; its refusal raised as the API's."""
+        waiting = _Waiting(timeout, poll_first, poll_max, sleep)
+        while job["status"] not in ("done", "failed"):
+            waiting.status = job["status"]
+            waiting.pause(
+                lambda status, job=job: WaitTimeout(
+                    f"the upload of {job['source_name']} to {slug} (job {job['id']}) was not read within {timeout:g} s "
+                    f"(status {status}); it goes on: GET {job['url']} later",
+                    last_status=status,
+                )
+            )
+            job = self.http.get_json(job["url"])
+        if job["status"] == "failed" or job["run"] is None:
+            raise GoldsetAPIError(
+                job["error_status"] or 500,
+                job["error_code"] or "internal",
+                job["error"] or "the upload ended without a run",
+                problems=job["problems"],
+                field=job["field"],
+                method="GET",
+                url=job["url"],
+            )
+        return job["run"]
 
     def run(self, slug: str, run_id: int) -> Run:
         return self.http.get_json(set_path(slug) + f"runs/{run_id}/")

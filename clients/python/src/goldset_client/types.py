@@ -66,6 +66,7 @@ class Run(TypedDict):
     extra_column_lines: int
     series: str | None
     measured_at: str | None
+    chunking: str | None
     failed_query_count: int
     index_size: int | None
     entries_dropped: bool
@@ -78,6 +79,29 @@ class Run(TypedDict):
     completed_at: str | None
     counted: bool
     partial_note: str
+
+
+class RunUploadJob(TypedDict):
+    """A run upload a worker reads (the API's 202): poll `url` until status is done or failed."""
+
+    id: int
+    status: PublishStatus
+    source_name: str
+    size: int
+    system: str
+    stage: Stage
+    name: str
+    chunking: str | None
+    run: Run | None
+    error: str
+    error_code: str | None
+    error_status: int | None
+    field: str | None
+    problems: list[str]
+    url: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
 
 
 class EvaluationRun(TypedDict):
