@@ -136,6 +136,13 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     page.goto(f"{live_server.url}/sets/{demo.slug}/endpoints/add/?preset=generic")
     assert page.locator("details.request-fields[open]").count() == 1
     page.screenshot(path=str(ARTIFACTS / "monitoring-demo-endpoint-add-1280.png"), full_page=True)
+    # Issue 30 item 9: the demo's leaderboard showed 8 of its 14 columns at 1280 px.
+    page.goto(f"{live_server.url}/sets/{demo.slug}/results/")
+    board = page.locator("table.grid.results").first
+    # The table scrolls in its box (div.scroll) when it is too wide: the box must not need to.
+    widths = board.evaluate("table => [table.parentElement.scrollWidth, table.parentElement.clientWidth]")
+    assert widths[0] <= widths[1] + 1, f"the leaderboard scrolls sideways at 1280 px: {widths}"
+    page.screenshot(path=str(ARTIFACTS / "results-demo-1280.png"), full_page=True)
 
     # A new version re-scores the latest nights only: the older ones keep v3's scores, and
     # each trend marks the night from which its figures are on v4.
