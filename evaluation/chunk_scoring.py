@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation import chunk_inputs, engine, scoring_inputs
+from evaluation import chunk_inputs, engine
 from evaluation.metrics import Metric
 from goldenset.models import Chunking, Version
 from lib import levels
@@ -61,12 +61,12 @@ def chunk_level(*, ranked: RankedRun, version: Version, chunking: Chunking, metr
     return ChunkLevel(figures=figures + more, prompt_tokens=prompt_tokens)
 
 
-def documents_level(*, ranked: RankedRun, version: Version) -> ChunkLevel:
+def documents_level(*, ranked: RankedRun, version: Version, match: engine.RunMatch) -> ChunkLevel:
     """A run of documents at chunk level, each of its chunks a whole document (the implicit
     chunking `documents`): its metrics would be its document level's, so only evidence
-    recall@k and prompt tokens@k_final, which let it be compared with a run of a chunking."""
-    qrels, _ = scoring_inputs.get_or_build(version)
-    match = engine.match_run(qrels, ranked)
+    recall@k and prompt tokens@k_final, which let it be compared with a run of a chunking.
+    `match`: the run matched against the version's labels (engine.match_run), as its
+    document level has it already."""
     # Only the top k_first of each query is read: its pages' lengths are all that is needed.
     top = (ranked.ranks <= max(version.k_first, version.k_final)) & (ranked.doc_keys > 0)
     pages = np.where(top, ranked.doc_keys, -1)

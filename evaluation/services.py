@@ -377,15 +377,15 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         None if chunking is None else chunk_scoring.chunk_level(ranked=ranked, version=version, chunking=chunking, metrics=metrics)
     )
     ranked = chunk_inputs.document_ranked(ranked=ranked, version=version, chunking=chunking)
+    qrels, slices = scoring_inputs.get_or_build(version)
+    threshold = version.relevance_threshold
+    # The run looked up among the labels once: every score, Judged@k, the pages it pools,
+    # the recall curve and a run of documents' evidence below are read from it.
+    match = engine.match_run(qrels, ranked)
     if chunking is None and Chunking.objects.filter(corpus_id=version.golden_set.corpus_id).exists():
         # A run of documents in a corpus with chunkings: its evidence recall and prompt
         # tokens, each document one chunk, so that it compares with the chunkings' runs.
-        chunk_level = chunk_scoring.documents_level(ranked=ranked, version=version)
-    qrels, slices = scoring_inputs.get_or_build(version)
-    threshold = version.relevance_threshold
-    # The run looked up among the labels once: every score, Judged@k, the pages it pools
-    # and the recall curve below are read from it.
-    match = engine.match_run(qrels, ranked)
+        chunk_level = chunk_scoring.documents_level(ranked=ranked, version=version, match=match)
     overall = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=threshold, match=match)
     results = {"": overall}
     for name, query_ids in slices.query.items():

@@ -4,6 +4,7 @@ level, evidence recall and prompt tokens at k_final side by side, read in one li
 import pytest
 from django.urls import reverse
 
+from evaluation.models import Run
 from evaluation.reports.chunkings import (
     CHUNK_LEVEL,
     DOCUMENT_LEVEL,
@@ -67,7 +68,7 @@ def test_a_side_takes_the_document_level_recall_and_the_chunk_levels_evidence_an
         LevelRow(level=DOCUMENT_LEVEL, chunking="passages", recall=0.9),
         LevelRow(level=CHUNK_LEVEL, chunking="passages", recall=0.4, evidence_recall=0.7, prompt_tokens=812.5),
     ]
-    run = type("RunStub", (), {"name": "p"})()
+    run = Run(name="p")  # unsaved: a side reads only the run's name and key
     assert chunking_side(run, figures, "passages") == ChunkingSide("p", "passages", 0.9, 0.7, 812.5)
     # A run of documents: its chunk level is its document level.
     documents = chunking_side(run, [LevelRow(level=DOCUMENT_LEVEL, chunking="documents", recall=0.6)], "documents")
