@@ -386,21 +386,27 @@ class GoldsetClient:
             return response.json()
         return self._run_upload_wait(response.json(), slug, timeout, poll_first, poll_max, sleep)
 
-    def _run_upload_wait(
-        self, job: RunUploadJob, slug: str, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]
-    ) -> Run:
-        """The run of upload `job` once a worker stored it; its refusal raised as the API's."""
+    def _job_wait(self, job: dict, late: str, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]) -> dict:
+        """`job` (a publish or upload job of the API) read again until it is done or failed;
+        WaitTimeout ("`late` within N s (status S); it goes on: GET <url> later") past `timeout`."""
         waiting = _Waiting(timeout, poll_first, poll_max, sleep)
         while job["status"] not in ("done", "failed"):
             waiting.status = job["status"]
             waiting.pause(
                 lambda status, job=job: WaitTimeout(
-                    f"the upload of {job['source_name']} to {slug} (job {job['id']}) was not read within {timeout:g} s "
-                    f"(status {status}); it goes on: GET {job['url']} later",
-                    last_status=status,
+                    f"{late} within {timeout:g} s (status {status}); it goes on: GET {job['url']} later", last_status=status
                 )
             )
             job = self.http.get_json(job["url"])
+        return job
+
+    def _run_upload_wait(
+        self, job: RunUploadJob, slug: str, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]
+    ) -> Run:
+        """The run of upload `job` once a worker stored it; its refusal raised as the API's."""
+        job = self._job_wait(
+            job, f"the upload of {job['source_name']} to {slug} (job {job['id']}) was not read", timeout, poll_first, poll_max, sleep
+        )
         if job["status"] == "failed" or job["run"] is None:
             raise GoldsetAPIError(
                 job["error_status"] or 500,
@@ -524,17 +530,7 @@ class GoldsetClient:
         ).json()
         if not wait:
             return job
-        waiting = _Waiting(timeout, poll_first, poll_max, sleep)
-        while job["status"] not in ("done", "failed"):
-            waiting.status = job["status"]
-            waiting.pause(
-                lambda status, job=job: WaitTimeout(
-                    f"the publish of {slug} (job {job['id']}) was not done within {timeout:g} s (status {status}); "
-                    f"it goes on: GET {job['url']} later",
-                    last_status=status,
-                )
-            )
-            job = self.http.get_json(job["url"])
+        job = self._job_wait(job, f"the publish of {slug} (job {job['id']}) was not done", timeout, poll_first, poll_max, sleep)
         if job["status"] == "failed":
             raise PublishFailed(f"{slug} was not published: {job['error']}", error=job["error"])
         return job
