@@ -30,6 +30,7 @@ COPY goldenset ./goldenset
 COPY evaluation ./evaluation
 COPY labeling ./labeling
 COPY monitoring ./monitoring
+COPY answers ./answers
 COPY api ./api
 COPY templates ./templates
 COPY static ./static

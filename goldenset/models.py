@@ -5,6 +5,8 @@ below the app (database triggers, see migration 0002) as well as in it (queryset
 that refuse bulk changes), because a number people act on must not drift.
 """
 
+from decimal import Decimal
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -207,6 +209,17 @@ class GoldenSet(models.Model):
     span_min_overlap_share = models.FloatField(
         default=DEFAULT_SPAN_MIN_OVERLAP_SHARE, help_text="or this share (0-1) of the span's length, whichever is less"
     )
+    # What the prompt costs (the seed's maths, answers' depth-and-cost sweep): the traffic a
+    # month, the price of a million input tokens, the tokens of a page in the prompt, and the
+    # context's budget in tokens (None: k_final pages, whatever their length).
+    monthly_queries = models.PositiveBigIntegerField(default=1_000_000, db_default=1_000_000, help_text="queries a month")
+    price_per_million_input = models.DecimalField(
+        max_digits=12, decimal_places=4, default=Decimal(3), db_default=Decimal(3), help_text="dollars per million input tokens"
+    )
+    tokens_per_page = models.PositiveIntegerField(default=400, db_default=400, help_text="tokens a page or chunk takes in the prompt")
+    context_token_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="tokens of context a prompt may hold (empty: k_final pages)"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -405,6 +418,7 @@ class Version(AppendOnlyModel):
     hop_count = models.PositiveIntegerField(default=0, db_default=0, help_text="labels with a hop")
     span_count = models.PositiveIntegerField(default=0, db_default=0, help_text="evidence spans")
     duplicate_count = models.PositiveIntegerField(default=0, db_default=0, help_text="documents counted as another of their group")
+    answer_count = models.PositiveIntegerField(default=0, db_default=0, help_text="queries with a reference answer")
     # The set's judgments when it was read (None before this was recorded). Judgments are
     # append-only, so the same count later means the same judgments: what lets a publish
     # request refuse "nothing changed" at once without resolving a million labels.
@@ -510,6 +524,37 @@ class VersionDuplicate(AppendOnlyModel):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "page"], name="version_duplicate_unique_page")]
+
+
+class ReferenceAnswer(models.Model):
+    """A query's reference answer, what a generated answer is graded against (answers'
+    oracle experiment): the answer, other ways of saying it (`aliases`, each counted as
+    right by exact match and token F1) and the key facts a full answer holds. Edited by
+    managers; a version freezes it (VersionAnswer)."""
+
+    query = models.OneToOneField(Query, on_delete=models.CASCADE, related_name="reference_answer")
+    answer = models.TextField()
+    aliases = models.JSONField(default=list, blank=True)
+    key_facts = models.JSONField(default=list, blank=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"answer to {self.query_id}"
+
+
+class VersionAnswer(AppendOnlyModel):
+    """A reference answer as a version froze it: hashed with the version (only when the
+    version has answers, so versions without any hash as before), diffed and exported."""
+
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="answers", db_index=False)
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    answer = models.TextField()
+    aliases = models.JSONField(default=list)
+    key_facts = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "query"], name="version_answer_unique_query")]
 
 
 class PublishJob(models.Model):

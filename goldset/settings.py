@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "evaluation",
     "labeling",
     "monitoring",
+    "answers",
     "api",
     "goldset",
 ]
