@@ -204,6 +204,8 @@ class AnswerGrade(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["answer", "judge", "rubric_hash"], condition=Q(source="model"), name="answer_grade_once_per_rubric"),
+            models.UniqueConstraint(
+                fields=["answer", "judge", "rubric_hash"], condition=Q(source="model"), name="answer_grade_once_per_rubric"
+            ),
             models.UniqueConstraint(fields=["answer", "user"], condition=Q(source="human"), name="answer_grade_once_per_person"),
         ]

@@ -47,63 +47,81 @@ def drop_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('goldenset', '0018_chunking_written_at'),
+        ("goldenset", "0018_chunking_written_at"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(EVIDENCE._legacy_alter_table(True), EVIDENCE._legacy_alter_table(False)),
         migrations.AddField(
-            model_name='goldenset',
-            name='context_token_budget',
-            field=models.PositiveIntegerField(blank=True, help_text='tokens of context a prompt may hold (empty: k_final pages)', null=True),
+            model_name="goldenset",
+            name="context_token_budget",
+            field=models.PositiveIntegerField(
+                blank=True, help_text="tokens of context a prompt may hold (empty: k_final pages)", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='goldenset',
-            name='monthly_queries',
-            field=models.PositiveBigIntegerField(db_default=1000000, default=1000000, help_text='queries a month'),
+            model_name="goldenset",
+            name="monthly_queries",
+            field=models.PositiveBigIntegerField(db_default=1000000, default=1000000, help_text="queries a month"),
         ),
         migrations.AddField(
-            model_name='goldenset',
-            name='price_per_million_input',
-            field=models.DecimalField(db_default=Decimal('3'), decimal_places=4, default=Decimal('3'), help_text='dollars per million input tokens', max_digits=12),
+            model_name="goldenset",
+            name="price_per_million_input",
+            field=models.DecimalField(
+                db_default=Decimal("3"), decimal_places=4, default=Decimal("3"), help_text="dollars per million input tokens", max_digits=12
+            ),
         ),
         migrations.AddField(
-            model_name='goldenset',
-            name='tokens_per_page',
-            field=models.PositiveIntegerField(db_default=400, default=400, help_text='tokens a page or chunk takes in the prompt'),
+            model_name="goldenset",
+            name="tokens_per_page",
+            field=models.PositiveIntegerField(db_default=400, default=400, help_text="tokens a page or chunk takes in the prompt"),
         ),
         migrations.AddField(
-            model_name='version',
-            name='answer_count',
-            field=models.PositiveIntegerField(db_default=0, default=0, help_text='queries with a reference answer'),
+            model_name="version",
+            name="answer_count",
+            field=models.PositiveIntegerField(db_default=0, default=0, help_text="queries with a reference answer"),
         ),
         migrations.CreateModel(
-            name='ReferenceAnswer',
+            name="ReferenceAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('answer', models.TextField()),
-                ('aliases', models.JSONField(blank=True, default=list)),
-                ('key_facts', models.JSONField(blank=True, default=list)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('query', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='reference_answer', to='goldenset.query')),
-                ('updated_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("answer", models.TextField()),
+                ("aliases", models.JSONField(blank=True, default=list)),
+                ("key_facts", models.JSONField(blank=True, default=list)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "query",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reference_answer", to="goldenset.query"
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='VersionAnswer',
+            name="VersionAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('answer', models.TextField()),
-                ('aliases', models.JSONField(default=list)),
-                ('key_facts', models.JSONField(default=list)),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='goldenset.query')),
-                ('version', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='answers', to='goldenset.version')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("answer", models.TextField()),
+                ("aliases", models.JSONField(default=list)),
+                ("key_facts", models.JSONField(default=list)),
+                ("query", models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="goldenset.query")),
+                (
+                    "version",
+                    models.ForeignKey(
+                        db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name="answers", to="goldenset.version"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('version', 'query'), name='version_answer_unique_query')],
+                "constraints": [models.UniqueConstraint(fields=("version", "query"), name="version_answer_unique_query")],
             },
         ),
         migrations.RunPython(make_triggers, drop_triggers),
