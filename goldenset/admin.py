@@ -28,6 +28,7 @@ from goldenset.models import (
 )
 from goldenset.publishing import version_publish_request
 from goldenset.tasks import publish_job_task
+from lib.admin_widgets import LabelledInlineFormSet, LabelledSplitDateTime
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 
@@ -55,7 +56,7 @@ class CorpusAdmin(admin.ModelAdmin):
 class PageAdmin(admin.ModelAdmin):
     list_display = ["doc_id", "title", "corpus", "has_text", "published_at", "modified_at"]
     # A URL typed without a scheme is taken as https (Django 6's default, chosen now).
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}, models.DateTimeField: {"widget": LabelledSplitDateTime}}
     list_filter = ["corpus", "has_text"]
     search_fields = ["doc_id", "title"]
     list_select_related = ["corpus"]
@@ -72,6 +73,7 @@ class PageAdmin(admin.ModelAdmin):
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    formset = LabelledInlineFormSet
     extra = 0
     autocomplete_fields = ["user"]
 
