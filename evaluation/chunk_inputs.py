@@ -172,8 +172,15 @@ def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking |
     else:
         table = chunk_table(chunking)
         documents = table.pages[table.rows(ranked.doc_keys)]
-    documents = _grouped(documents, members, groups)
-    ranks, bound = _ranks(documents, ranked.external_doc_ids, corpus_order(version.golden_set.corpus_id))
+    return documents_ranked(ranked=ranked, documents=_grouped(documents, members, groups), corpus_id=version.golden_set.corpus_id)
+
+
+def documents_ranked(*, ranked: RankedRun, documents: np.ndarray, corpus_id: int) -> RankedRun:
+    """`ranked` read at document level when entry e is of document `documents[e]` (a page
+    key, or a negative key outside the corpus): each document at its first (best) entry, in
+    trec_eval's order among documents (levels.documents_in_order). The one rule scoring and
+    pools read a run of chunks by."""
+    ranks, bound = _ranks(documents, ranked.external_doc_ids, corpus_order(corpus_id))
     return levels.documents_in_order(ranked, documents, ranks, bound)
 
 

@@ -3,7 +3,7 @@
 SEMANTICS.md, "Documents, chunkings and levels": a run of chunks is read at document level
 as trec_eval would read it after each chunk id is replaced by its document's id and the
 later chunks of a document are dropped; a document stands at the rank of its first
-(best) chunk. So a pool built from runs of a chunking judges documents, each entering at
+(best) chunk, by the one rule scoring reads it with (evaluation.chunk_inputs.documents_ranked). So a pool built from runs of a chunking judges documents, each entering at
 its best rank as at document level, and remembers which chunks of each document the runs
 returned in the document-level top `depth` (PoolChunk), for the judging screen to
 highlight. A run's entries are Chunk primary keys when it has a chunking (Run.chunking);
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.chunk_inputs import documents_ranked
 from evaluation.models import Run
 from goldenset.models import Chunk
 from labeling.models import Pool, PoolChunk
@@ -50,32 +51,23 @@ def chunk_pages(run: Run, chunk_keys: np.ndarray) -> np.ndarray:
 
 
 def documents_of(run: Run, ranked: RankedRun, depth: int) -> tuple[RankedRun, ChunkRows]:
-    """`ranked`, a run of chunks, read at document level (its documents best first, each at
-    its first chunk's score), and the chunks of the documents in each query's top `depth`."""
-    query_index = ranked.query_index
+    """`ranked`, a run of chunks, read at document level as scoring reads it
+    (evaluation.chunk_inputs.documents_ranked: each document at its first chunk, in
+    trec_eval's order among documents), and the chunks of the documents in each query's top
+    `depth`."""
     pages = chunk_pages(run, ranked.doc_keys)
     if not len(pages):
         return ranked, ChunkRows(*(np.zeros(0, dtype=np.int64) for _ in range(3)))
-    span = int(pages.max()) - int(pages.min()) + 1
-    pair = query_index * span + (pages - int(pages.min()))
-    _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    kept = first[order]  # the first entry of each (query, document), in the run's order
-    counts = np.bincount(query_index[kept], minlength=len(ranked.query_ids))
-    offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
-    document_rank = np.empty(len(first), dtype=np.int64)
-    document_rank[order] = np.arange(len(kept)) - offsets[query_index[kept]] + 1
-    entry_rank = document_rank[inverse.ravel()]
-    documents = RankedRun(
-        query_ids=ranked.query_ids,
-        offsets=offsets,
-        doc_keys=pages[kept],
-        scores=ranked.scores[kept],
-        external_doc_ids=ranked.external_doc_ids,
-        depth=ranked.depth,
-        dropped_by_depth=ranked.dropped_by_depth,
-    )
-    top = (entry_rank <= depth) & (pages > 0) & (ranked.doc_keys > 0)
+    documents = documents_ranked(ranked=ranked, documents=pages, corpus_id=run.golden_set.corpus_id)
+    document_query = np.repeat(np.arange(len(documents.query_ids), dtype=np.int64), np.diff(documents.offsets))
+    document_rank = np.arange(len(documents.doc_keys)) - documents.offsets[document_query] + 1
+    in_top = document_rank <= depth
+    # (query, document) pairs as one int64 key each, documents' keys shifted to start at 0.
+    low = int(min(pages.min(), documents.doc_keys.min()))
+    span = max(int(pages.max()), int(documents.doc_keys.max())) - low + 1
+    top_pairs = document_query[in_top] * span + (documents.doc_keys[in_top] - low)
+    query_index = ranked.query_index
+    top = np.isin(query_index * span + (pages - low), top_pairs) & (pages > 0) & (ranked.doc_keys > 0)
     return documents, ChunkRows(query_index[top], pages[top], ranked.doc_keys[top])
 
 

@@ -5,6 +5,7 @@ document in, which the judging screen highlights."""
 import pytest
 from django.urls import reverse
 
+from evaluation.services import run_import
 from goldenset.models import Membership
 from goldenset.services import membership_grant
 from labeling.models import PoolChunk, PoolQuery
@@ -106,3 +107,17 @@ def test_the_judging_screen_of_a_document_pool_highlights_no_chunk(golden_set, r
     client.force_login(user)
     body = client.get(reverse("judging_screen", args=[golden_set.slug])).content.decode()
     assert 'class="chunk"' not in body and "brought this page here" not in body
+
+
+def test_documents_whose_best_chunks_tie_are_pooled_in_the_order_scoring_ranks_them(golden_set):
+    # x2 (of d3) and x1 (of d5) tie: trec_eval orders the chunks x2 then x1 (chunk id
+    # descending), the documents d5 then d3 (doc id descending). The document level, which
+    # scoring counts, puts d5 first, and so must the pool at depth 1.
+    tied = chunks.chunking(golden_set, "tied", {"x1": ("d5", 0, 10), "x2": ("d3", 0, 10)})
+    lines = ["q1 Q0 x2 1 5.0 tag\n", "q1 Q0 x1 2 5.0 tag\n"]
+    run = run_import(
+        golden_set=golden_set, lines=lines, source_name="tied.run", system="tied", stage="first_stage", name="tied", chunking=tied.name
+    )
+    pool = pool_build(golden_set=golden_set, runs=[run], depth=1, strategy="depth").pool
+    assert _pairs(pool) == {"q1": ["d5"]}
+    assert _chunks(pool) == {("q1", "d5", "x1")}
