@@ -175,6 +175,58 @@ def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking |
     return documents_ranked(ranked=ranked, documents=_grouped(documents, members, groups), corpus_id=version.golden_set.corpus_id)
 
 
+def chunks_in_groups(*, ranked: RankedRun, version: Version, chunking: Chunking) -> RankedRun:
+    """A run of `chunking` at chunk level with the version's duplicate groups (SEMANTICS.md,
+    "Duplicate groups"): a chunk of a group's member stands for the chunk of the group's first
+    member at the same offsets, which carries the group's labels (a chunker cuts the same
+    text alike), and a query's later entries of one chunk are dropped, so a group counts once
+    at chunk level as at document level. A member's chunk with no such counterpart (a near
+    duplicate cut elsewhere) stays as it is: unjudged. Entries keep the run's order."""
+    members, groups = _groups(version)
+    if not len(members):
+        return ranked
+    table = chunk_table(chunking)
+    rows = table.rows(ranked.doc_keys)
+    pages = table.pages[rows]
+    in_member = np.isin(pages, members)
+    if not in_member.any():
+        return ranked
+    group_pages = _grouped(pages[in_member], members, groups)
+    wanted = np.isin(table.pages, np.unique(group_pages))
+    counterpart = {
+        (page, start, end): key
+        for key, page, start, end in zip(
+            table.keys[wanted].tolist(), table.pages[wanted].tolist(), table.starts[wanted].tolist(), table.ends[wanted].tolist()
+        )
+    }
+    doc_keys = ranked.doc_keys.copy()
+    member_rows = rows[in_member]
+    doc_keys[in_member] = [
+        counterpart.get((group, start, end), key)
+        for group, start, end, key in zip(
+            group_pages.tolist(),
+            table.starts[member_rows].tolist(),
+            table.ends[member_rows].tolist(),
+            ranked.doc_keys[in_member].tolist(),
+        )
+    ]
+    # The first entry of each (query, chunk), in the run's order.
+    query_index = ranked.query_index
+    low = int(doc_keys.min())
+    _, first = np.unique(query_index * (int(doc_keys.max()) - low + 1) + (doc_keys - low), return_index=True)
+    kept = np.sort(first)
+    offsets = np.r_[0, np.cumsum(np.bincount(query_index[kept], minlength=len(ranked.query_ids)))].astype(np.int64)
+    return RankedRun(
+        query_ids=ranked.query_ids,
+        offsets=offsets,
+        doc_keys=doc_keys[kept],
+        scores=ranked.scores[kept],
+        external_doc_ids=ranked.external_doc_ids,
+        depth=ranked.depth,
+        dropped_by_depth=ranked.dropped_by_depth,
+    )
+
+
 def documents_ranked(*, ranked: RankedRun, documents: np.ndarray, corpus_id: int) -> RankedRun:
     """`ranked` read at document level when entry e is of document `documents[e]` (a page
     key, or a negative key outside the corpus): each document at its first (best) entry, in

@@ -46,6 +46,7 @@ def chunk_level(*, ranked: RankedRun, version: Version, chunking: Chunking, metr
     """`ranked`, a run of `chunking` (its doc keys are Chunk keys), at chunk level on `version`."""
     labels = chunk_inputs.chunk_labels(version, chunking)
     qrels = labels.qrels
+    ranked = chunk_inputs.chunks_in_groups(ranked=ranked, version=version, chunking=chunking)
     match = engine.match_run(qrels, ranked)
     result = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=version.relevance_threshold, match=match)
     figures = [

@@ -285,3 +285,22 @@ def test_a_run_of_documents_in_a_corpus_with_chunkings_gets_evidence_recall_and_
     assert evaluation.prompt_tokens_k_final == pytest.approx(300 / 4)
     [document, of_chunks] = evaluation_levels(evaluation)
     assert (document.chunking, of_chunks.name, of_chunks.prompt_tokens) == ("documents", "chunk", pytest.approx(75.0))
+
+
+def test_a_duplicate_members_chunk_counts_at_chunk_level_as_its_groups_chunk_once(golden_set, chunking, owner):
+    # d4 is d3's duplicate; both are one chunk [0, 300). q1-d3 is relevant with no span, so
+    # d3#0 carries its grade; the run's d4#0 is that same chunk of the group, and d3#0 after
+    # it is the group again: it counts once, at the first.
+    d3 = Page.objects.get(corpus=golden_set.corpus, doc_id="d3")
+    Page.objects.filter(corpus=golden_set.corpus, doc_id="d4").update(duplicate_of=d3)
+    judgment_record(query=Query.objects.get(golden_set=golden_set, query_id="q1"), page=d3, grade=1, annotator=owner)
+    version = version_publish(golden_set=golden_set)
+    run = chunk_run(golden_set, lines=["q1 Q0 d4#0 1 9 t\n", "q1 Q0 d3#0 2 8 t\n", "q1 Q0 d2#0 3 7 t\n"])
+    found = chunk_inputs.chunks_in_groups(ranked=chunk_inputs_run(run), version=version, chunking=chunking)
+    keys = dict(Chunk.objects.filter(chunking=chunking).values_list("id", "chunk_id"))
+    assert [keys[k] for k in found.doc_keys.tolist()] == ["d3#0", "d2#0"]
+    evaluation = evaluation_compute(run=run, version=version)
+    chunk = {s.metric: s.value for s in Score.every_level.filter(evaluation=evaluation, level=Score.Level.CHUNK)}
+    # q1's one relevant chunk first; q2 (d2 relevant) not answered: 0, as trec_eval -c counts it.
+    assert chunk["mrr"] == pytest.approx((1 + 0) / 2)
+    assert chunk["recall@1"] == pytest.approx((1 + 0) / 2)
