@@ -208,3 +208,8 @@ def test_a_cloud_metadata_address_is_never_sent_to_even_inside_the_allowed_netwo
     generator = Generator(name="g", base_url="http://169.254.169.254/v1", model="m", prompt=DEFAULT_PROMPT, retries=0, timeout_seconds=2)
     [result] = generate_answers(generator, [AnswerRequest(1, QUESTION, (PARIS,))])
     assert (result.text, result.error, result.requests) == (None, UNREACHABLE, 0)
+
+
+def test_no_requests_ask_nothing(server):
+    assert generate_answers(chat_generator(server), []) == []
+    assert server.requests == []
