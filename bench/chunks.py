@@ -271,6 +271,7 @@ def measure_levels(args) -> dict:
     if profiler:
         profiler.disable()
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(r"/(evaluation|goldenset|lib)/", 30)
 
     # Warm: the same again in this process, as a worker re-scoring a set's runs holds each
     # version's arrays, its projection and what every run pools after the first run.
