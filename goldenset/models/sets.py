@@ -1,6 +1,7 @@
 """Golden sets, their members and queries, and the queries' reference answers."""
 
 from decimal import Decimal
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
