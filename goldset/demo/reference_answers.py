@@ -7,7 +7,7 @@ import json
 
 from goldenset.answers import answers_import
 from goldenset.models import GoldenSet, Page, Query
-from goldenset.selectors import resolved_labels
+from goldenset.version_rows import resolved_label_columns
 from goldset.demo.answering import best_sentence
 from lib.ids import natural_key
 
@@ -17,7 +17,9 @@ def demo_answer_lines(golden_set: GoldenSet) -> list[str]:
     per active query whose best relevant page shares a word with it."""
     queries = dict(Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("pk", "text"))
     relevant: dict[int, list[tuple[int, int]]] = {}
-    for query_pk, page_pk, grade in resolved_labels(golden_set):
+    # The labels as a publish now freezes them: a duplicate's judgment counts for its group's first page.
+    query_column, page_column, grade_column = resolved_label_columns(golden_set.pk)
+    for query_pk, page_pk, grade in zip(query_column.tolist(), page_column.tolist(), grade_column.tolist()):
         if query_pk in queries and grade >= golden_set.relevance_threshold:
             relevant.setdefault(query_pk, []).append((grade, page_pk))
     doc_ids = dict(Page.objects.filter(pk__in={page for pairs in relevant.values() for _, page in pairs}).values_list("pk", "doc_id"))
