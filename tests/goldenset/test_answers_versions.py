@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
 
 from goldenset.answers import answers_import, reference_answer_clear, reference_answer_set
 from goldenset.diffs import (
@@ -24,7 +25,7 @@ from goldenset.publishing import publish_unchanged, version_publish_request
 from goldenset.selectors import version_check_intact, version_recomputed_hash, version_settings
 from goldenset.services import query_retire, version_publish
 from goldenset.tasks import publish_job_task
-from lib.errors import ConflictError
+from lib.errors import ConflictError, GoldsetError
 from lib.hashing import VersionEvidence, answer_line_json, version_hash
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("tiny")]
@@ -136,3 +137,22 @@ def test_the_beir_export_carries_the_answers_when_there_are_any(golden_set, owne
     version_publish(golden_set=golden_set)
     call_command("export_beir", "tiny", str(tmp_path / "with"))
     assert (tmp_path / "with" / "answers.jsonl").read_text(encoding="utf-8") == _line("q1", "Paris", aliases=[], key_facts=[])
+
+
+def test_a_versions_answers_cannot_be_changed_by_any_path(golden_set, owner):
+    answers_import(golden_set=golden_set, path_or_lines=[_line("q1", "Paris")], user=owner)
+    version = version_publish(golden_set=golden_set)
+    frozen = VersionAnswer.objects.get(version=version)
+    frozen.answer = "Lyon"
+    for change in (frozen.save, frozen.delete, lambda: VersionAnswer.objects.filter(version=version).update(answer="Lyon")):
+        with pytest.raises(GoldsetError):
+            change()
+    # Below the app too: the database's trigger refuses a raw change (goldenset 0019; on
+    # SQLite, as for every history table there, changes only: deletes are refused on PostgreSQL).
+    statements = ["UPDATE goldenset_versionanswer SET answer = 'Lyon'"]
+    if connection.vendor == "postgresql":
+        statements.append("DELETE FROM goldenset_versionanswer")
+    for statement in statements:
+        with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(statement)
+    assert "".join(version_answers_chunks(version)) == _line("q1", "Paris", aliases=[], key_facts=[])
