@@ -41,7 +41,8 @@ from answers.models import AnswerGrade, AnswerJudge, GeneratedAnswer, Generator,
 from answers.runner import AnswerItem, GradeItem, answer_items, grade_items
 from evaluation.models import Run
 from evaluation.selectors import run_ranked
-from goldenset.models import GoldenSet, Query, Version, VersionAnswer, VersionQuery
+from goldenset.answers import version_reference_answers
+from goldenset.models import GoldenSet, Query, Version, VersionQuery
 from lib import outbound
 from lib.answer_metrics import best_scores
 from lib.background_jobs import NO_HOLDER, Holder, JobKind, job_finish, job_run, job_send_on_commit, jobs_sweep
@@ -87,6 +88,9 @@ def oracle_experiment_check(
         problems.add(f"run: golden set {slug!r} has no such run")
     if generator is None or generator.golden_set_id != golden_set.pk:
         problems.add(f"generator: golden set {slug!r} has no such generator")
+    elif generator.kind != Generator.Kind.OPENAI:
+        # A team's own answer endpoint is asked through answers.generation once it reads contexts.
+        problems.add(f"generator: {generator.name!r} is a team's answer endpoint; the oracle experiment asks an OpenAI-compatible one")
     if judge is not None and judge.golden_set_id != golden_set.pk:
         problems.add(f"judge: the answer judge {judge.name!r} is not one of golden set {slug!r}'s")
     if sample_size is not None and (isinstance(sample_size, bool) or not 1 <= sample_size <= MAX_SAMPLE):
@@ -217,16 +221,9 @@ def experiment_queries(experiment: OracleExperiment) -> list[int]:
     return pks
 
 
-def reference_answers(version_id: int, query_pks) -> dict[int, list[str]]:
-    """{query pk: [reference answer, *aliases]} of those of `query_pks` the version answers."""
-    found = {}
-    pks = list(query_pks)
-    for start in range(0, len(pks), ctx.BLOCK):
-        rows = VersionAnswer.objects.filter(version_id=version_id, query_id__in=pks[start : start + ctx.BLOCK]).values_list(
-            "query_id", "answer", "aliases"
-        )
-        found.update((q, [answer, *(a for a in aliases if isinstance(a, str))]) for q, answer, aliases in rows)
-    return found
+def reference_truths(version: Version) -> dict[int, list[str]]:
+    """{query pk: [its reference answer, *aliases]}: what exact match and token F1 take the best over."""
+    return {pk: [text.answer, *text.aliases] for pk, text in version_reference_answers(version).items()}
 
 
 def oracle_experiment_run(experiment_id: int, *, holder: Holder = NO_HOLDER, on_block=None) -> OracleExperiment | None:
@@ -317,6 +314,7 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
         answers_failed=experiment.answers.exclude(error="").count(),
     )
     missing = [(q, kind) for q in queries for kind in kinds if (q, kind) not in done]
+    references = reference_truths(experiment.version)
     ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds and missing else None
     block = max(1, generator.max_in_flight * QUERIES_PER_WORKER)
     position = 0
@@ -327,14 +325,16 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
             return False
         items = missing[position : position + size]
         position += size
-        _answer_block(experiment, items, ranked, api_key)
+        _answer_block(experiment, items, ranked, api_key, references)
         if on_block is not None:
             experiment.refresh_from_db()
             on_block(experiment)
     return True
 
 
-def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ranked, api_key: str | None) -> None:
+def _answer_block(
+    experiment: OracleExperiment, items: list[tuple[int, str]], ranked, api_key: str | None, references: dict[int, list[str]]
+) -> None:
     query_pks = sorted({q for q, _ in items})
     budget = experiment.context_token_budget
     by_kind = {
@@ -348,7 +348,6 @@ def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ra
     }
     contexts = {kind: by_kind[kind]() for kind in {kind for _, kind in items}}
     questions = dict(Query.objects.filter(pk__in=query_pks).values_list("pk", "text"))
-    references = reference_answers(experiment.version_id, query_pks)
     requests = [AnswerItem((q, kind), questions.get(q, ""), contexts[kind][q]) for q, kind in items]
 
     def write(results) -> None:
@@ -418,6 +417,7 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
     OracleExperiment.objects.filter(pk=experiment.pk).update(grades_done=graded.exclude(grade="").count())
     taken = set(graded.exclude(grade="").values_list("answer_id", flat=True))
     pending = [pk for pk in experiment.answers.filter(error="").order_by("pk").values_list("pk", flat=True) if pk not in taken]
+    references = reference_truths(experiment.version)
     block = max(1, judge.max_in_flight * QUERIES_PER_WORKER)
     position = 0
     while position < len(pending):
@@ -428,7 +428,6 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
         pks = pending[position : position + size]
         position += size
         answers = list(experiment.answers.filter(pk__in=pks).select_related("query").order_by("pk"))
-        references = reference_answers(experiment.version_id, {a.query_id for a in answers})
         items = [GradeItem(a.pk, a.query.text, (references.get(a.query_id) or [""])[0], a.text) for a in answers]
         grade_items(judge, items, api_key=api_key, progress=lambda results: _write_grades(experiment, results))
         if on_block is not None:
