@@ -271,17 +271,21 @@ def _spent(experiment: OracleExperiment) -> tuple[int | None, Decimal | None]:
     return requests, dollars
 
 
-def _block_size(experiment: OracleExperiment, wanted: int, per_item: int) -> int:
-    """How many items the next block may hold under the budget (0: it is spent). `per_item`:
-    the requests an item takes at least (one)."""
+def _block_size(experiment: OracleExperiment, wanted: int, in_flight: int) -> int:
+    """How many items the next block may hold under the budget (0: it is spent): no more
+    than the requests left (an item takes one at least), nor than the dollars left buy at
+    the cost of a request so far; before any request is counted, a dollar budget lets one
+    request per worker (`in_flight`) go first, to learn what one costs."""
     requests, dollars = _spent(experiment)
     size = wanted
     if requests is not None:
-        size = min(size, requests // per_item)
+        size = min(size, requests)
     if dollars is not None:
         if dollars <= 0:
             return 0
-        if experiment.requests:
+        if not experiment.requests:
+            size = min(size, in_flight)
+        else:
             # The dollars a request cost so far stand for the next ones: the block buys what is left.
             each = experiment.cost / experiment.requests
             if each > 0:
@@ -319,7 +323,7 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
     block = max(1, generator.max_in_flight * QUERIES_PER_WORKER)
     position = 0
     while position < len(missing):
-        size = _block_size(experiment, block, 1)
+        size = _block_size(experiment, block, generator.max_in_flight)
         if size == 0:
             _stop(experiment, "answering")
             return False
@@ -421,7 +425,7 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
     block = max(1, judge.max_in_flight * QUERIES_PER_WORKER)
     position = 0
     while position < len(pending):
-        size = _block_size(experiment, block, 1)
+        size = _block_size(experiment, block, judge.max_in_flight)
         if size == 0:
             _stop(experiment, "grading")
             return False
