@@ -10,8 +10,8 @@ match and token F1 against the version's reference answer computed at write. So 
 worker lost, the budget spent) keeps what was written, and a run again answers only what
 is missing: an answer is never asked for or scored twice. An answer that failed (the
 generator down, 429/500 past its retries, garbage) is kept with its error and asked again
-by the next run. Then the answer judge, when there is one, grades the answers that have no
-grade of its rubric yet, as AnswerGrade(source=model) rows, resumable the same way.
+by the next run. Then the answer judge, when there is one, grades the answers (of the queries
+with a reference answer) that have no grade of its rubric yet, as AnswerGrade(source=model) rows, resumable the same way.
 
 Bounds: before each block the manager's budget is checked (requests, and dollars at the
 generator's and the judge's prices); a block is no larger than the requests left, and no
@@ -401,8 +401,10 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
     )
     OracleExperiment.objects.filter(pk=experiment.pk).update(grades_done=graded.exclude(grade="").count())
     taken = set(graded.exclude(grade="").values_list("answer_id", flat=True))
-    pending = [pk for pk in experiment.answers.filter(error="").order_by("pk").values_list("pk", flat=True) if pk not in taken]
     references = reference_truths(experiment.version)
+    # Only answers to a query with a reference answer: a grade is against one.
+    answered = experiment.answers.filter(error="", query_id__in=list(references)).order_by("pk").values_list("pk", flat=True)
+    pending = [pk for pk in answered if pk not in taken]
     ranked = None
     block = max(1, judge.max_in_flight * QUERIES_PER_WORKER)
     position = 0
@@ -421,7 +423,7 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
         contexts = _contexts(experiment, ranked, sorted({a.query_id for a in answers}), [a.context for a in answers])
         items = []
         for a in answers:
-            truths = references.get(a.query_id) or [""]
+            truths = references[a.query_id]
             passages = contexts[a.context][a.query_id].passages
             items.append(
                 AnswerToGrade(a.pk, a.query.text, truths[0], tuple(truths[1:]), a.text, context_text(passages) if passages else "")
