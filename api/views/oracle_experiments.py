@@ -18,6 +18,7 @@ from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.serializers import validated
 from evaluation.models import Run
+from lib.errors import GoldsetError
 
 
 class OracleExperimentOutputSerializer(serializers.Serializer):
@@ -135,7 +136,9 @@ class OracleExperimentsApi(PaginatedMixin, APIView):
 def _judge(golden_set, name: str) -> AnswerJudge:
     judge = AnswerJudge.objects.filter(golden_set=golden_set, name=name).first()
     if judge is None:
-        raise serializers.ValidationError({"judge": [f"golden set {golden_set.slug!r} has no answer judge {name!r}"]})
+        # Content refused although it fits the schema: 422, as the other fields' faults.
+        problem = f"judge: golden set {golden_set.slug!r} has no answer judge {name!r}"
+        raise GoldsetError("the oracle experiment cannot start", problems=[problem], field="judge")
     return judge
 
 

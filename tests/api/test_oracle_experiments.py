@@ -81,7 +81,7 @@ def test_bad_fields_are_named_and_nothing_is_made(run, version, generator, token
     assert any(p.startswith("run:") for p in error["problems"]) and any(p.startswith("generator:") for p in error["problems"])
     assert any(p.startswith("sample:") for p in error["problems"])
     assert_error(writer.post(url(), {"generator": "local"}, format="json"), 400)
-    assert_error(start(writer, run, judge="nobody"), 400)
+    assert assert_error(start(writer, run, judge="nobody"), 422)["field"] == "judge"
     assert not OracleExperiment.objects.exists()
 
 
