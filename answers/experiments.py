@@ -25,6 +25,7 @@ sampled query is answered; only those with a reference answer count in the EM/F1
 """
 
 import logging
+from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 
@@ -217,9 +218,9 @@ def experiment_queries(experiment: OracleExperiment) -> list[int]:
     return pks
 
 
-def reference_truths(version: Version) -> dict[int, list[str]]:
+def reference_truths(version: Version, query_pks: Iterable[int] | None = None) -> dict[int, list[str]]:
     """{query pk: [its reference answer, *aliases]}: what exact match and token F1 take the best over."""
-    return {pk: [text.answer, *text.aliases] for pk, text in version_reference_answers(version).items()}
+    return {pk: [text.answer, *text.aliases] for pk, text in version_reference_answers(version, query_pks).items()}
 
 
 def oracle_experiment_run(experiment_id: int, *, holder: Holder = NO_HOLDER, on_block=None) -> OracleExperiment | None:
@@ -300,7 +301,6 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
         answers_failed=experiment.answers.exclude(error="").count(),
     )
     missing = [(q, kind) for q in queries for kind in kinds if (q, kind) not in done]
-    references = reference_truths(experiment.version)
     ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds and missing else None
     block = max(1, generator.max_in_flight * ITEMS_PER_WORKER)
     position = 0
@@ -311,7 +311,7 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
             return False
         items = missing[position : position + size]
         position += size
-        _answer_block(experiment, items, ranked, references)
+        _answer_block(experiment, items, ranked)
         if on_block is not None:
             experiment.refresh_from_db()
             on_block(experiment)
@@ -333,8 +333,10 @@ def _contexts(experiment: OracleExperiment, ranked, query_pks: list[int], kinds)
     return {kind: by_kind[kind]() for kind in set(kinds)}
 
 
-def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ranked, references: dict[int, list[str]]) -> None:
+def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ranked) -> None:
     query_pks = sorted({q for q, _ in items})
+    # The block's reference answers only: the worker holds a block's texts, not the experiment's.
+    references = reference_truths(experiment.version, query_pks)
     contexts = _contexts(experiment, ranked, query_pks, [kind for _, kind in items])
     questions = dict(Query.objects.filter(pk__in=query_pks).values_list("pk", "text"))
     asked = {(q, kind): contexts[kind][q] for q, kind in items}
