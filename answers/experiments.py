@@ -289,32 +289,40 @@ def _stop(experiment: OracleExperiment, what: str) -> None:
 
 
 def _answer(experiment: OracleExperiment, on_block) -> bool:
-    """Answer what is missing; False when the budget stopped it."""
+    """Answer what is missing, a block of queries at a time (what is done is read per block,
+    so the worker holds a block's answers, not the experiment's); False when the budget
+    stopped it."""
     generator = experiment.generator
     kinds = experiment_contexts(experiment)
     queries = experiment_queries(experiment)
-    done = set(experiment.answers.filter(error="").values_list("query_id", "context"))
+    done_count = experiment.answers.filter(error="").count()
     OracleExperiment.objects.filter(pk=experiment.pk).update(
         queries_total=len(queries),
         answers_total=len(queries) * len(kinds),
-        answers_done=len(done),
+        answers_done=done_count,
         answers_failed=experiment.answers.exclude(error="").count(),
     )
-    missing = [(q, kind) for q in queries for kind in kinds if (q, kind) not in done]
-    ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds and missing else None
+    if done_count >= len(queries) * len(kinds):
+        return True
+    ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds else None
     block = max(1, generator.max_in_flight * ITEMS_PER_WORKER)
-    position = 0
-    while position < len(missing):
-        size = _block_size(experiment, block, generator.max_in_flight)
-        if size == 0:
-            _stop(experiment, "answering")
-            return False
-        items = missing[position : position + size]
-        position += size
-        _answer_block(experiment, items, ranked)
-        if on_block is not None:
-            experiment.refresh_from_db()
-            on_block(experiment)
+    per_block = max(1, block // len(kinds))
+    for first in range(0, len(queries), per_block):
+        chunk = queries[first : first + per_block]
+        done = set(experiment.answers.filter(error="", query_id__in=chunk).values_list("query_id", "context"))
+        missing = [(q, kind) for q in chunk for kind in kinds if (q, kind) not in done]
+        position = 0
+        while position < len(missing):
+            size = _block_size(experiment, block, generator.max_in_flight)
+            if size == 0:
+                _stop(experiment, "answering")
+                return False
+            items = missing[position : position + size]
+            position += size
+            _answer_block(experiment, items, ranked)
+            if on_block is not None:
+                experiment.refresh_from_db()
+                on_block(experiment)
     return True
 
 
