@@ -60,3 +60,23 @@ def test_unknown_names_and_bad_values_are_named(answer_set, generator):
         run_command("answers", "--run", "bm25", "--generator", "local", "--budget", "lots")
     with pytest.raises(CommandError, match="sample: from 1"):
         run_command("answers", "--run", "bm25", "--generator", "local", "--sample", "0")
+
+
+def test_an_endpoints_latest_night_is_the_run_when_an_endpoint_is_named(answer_set, generator, chat_server):
+    from django.utils import timezone
+
+    from evaluation.models import Run
+    from monitoring.models import Endpoint
+
+    call_command(
+        "endpoint_add", "answers", "--name", "prod", "--system", "prod", "--stage", "reranked", "--preset", "goldset",
+        "--url", "http://127.0.0.1:9/goldset", stdout=io.StringIO(),
+    )  # fmt: skip
+    with pytest.raises(CommandError, match="--endpoint: endpoint 'prod' has no night yet"):
+        run_command("answers", "--endpoint", "prod", "--generator", "local")
+    with pytest.raises(CommandError, match="--endpoint: golden set 'answers' has no endpoint 'nope'"):
+        run_command("answers", "--endpoint", "nope", "--generator", "local")
+    series = Endpoint.objects.get(name="prod").series
+    Run.objects.filter(name="bm25").update(series=series, measured_at=timezone.now())
+    data = json.loads(run_command("answers", "--endpoint", "prod", "--generator", "local", "--format", "json"))
+    assert data["retrieved"]["exact_match"] == pytest.approx(1 / 3) and data["retrieval_loss"] == pytest.approx(2 / 3)

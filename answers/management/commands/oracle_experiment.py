@@ -10,6 +10,7 @@ from evaluation.models import Run
 from goldenset.management.progress import user_by_name
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
+from monitoring.models import Endpoint
 
 
 class Command(BaseCommand):
@@ -27,9 +28,22 @@ class Command(BaseCommand):
         # Django's own --version (print Django's version) gives way to ours: the golden set version.
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
+    @staticmethod
+    def _latest_night(golden_set: GoldenSet, name: str) -> str:
+        """The name of `name`'s latest night: the run of its series measured last."""
+        found = Endpoint.objects.filter(golden_set=golden_set, name=name).select_related("series").first()
+        if found is None:
+            raise CommandError(f"--endpoint: golden set {golden_set.slug!r} has no endpoint {name!r}")
+        night = Run.objects.filter(series=found.series, measured_at__isnull=False).order_by("-measured_at", "-pk").first()
+        if night is None:
+            raise CommandError(f"--endpoint: endpoint {name!r} has no night yet: run one (nightly_run) or name a --run")
+        return night.name
+
     def add_arguments(self, parser):
         parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
-        parser.add_argument("--run", required=True, metavar="NAME", help="the run whose top k_final is the retrieved context")
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--run", metavar="NAME", help="the run whose top k_final is the retrieved context")
+        which.add_argument("--endpoint", metavar="NAME", help="or a live endpoint: its latest night is the run")
         parser.add_argument("--generator", required=True, metavar="NAME", help="the generator (see generator_add)")
         parser.add_argument("--judge", metavar="NAME", help="an answer judge to grade the answers too")
         parser.add_argument("--sample", type=int, metavar="N", help="answer N queries drawn at random (default: all)")
@@ -42,7 +56,22 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="username recorded as the experiment's creator")
 
     def handle(
-        self, *args, golden_set, run, generator, judge, sample, seed, closed_book, number, budget, max_requests, format, user, **options
+        self,
+        *args,
+        golden_set,
+        run,
+        endpoint,
+        generator,
+        judge,
+        sample,
+        seed,
+        closed_book,
+        number,
+        budget,
+        max_requests,
+        format,
+        user,
+        **options,
     ):
         found = GoldenSet.objects.filter(slug=golden_set).first()
         if found is None:
@@ -55,6 +84,8 @@ class Command(BaseCommand):
                 if number is not None
                 else f"golden set {found.slug!r} has no version: publish one first"
             )
+        if endpoint is not None:
+            run = self._latest_night(found, endpoint)
         names = {
             "run": (Run.objects.filter(golden_set=found, name=run).first(), run),
             "generator": (Generator.objects.filter(golden_set=found, name=generator).first(), generator),
