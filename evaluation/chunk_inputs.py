@@ -12,7 +12,6 @@ Each keeps the last _KEPT entries it used; `forget` drops what this process hold
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,7 +22,7 @@ from django.db.models.functions import Length
 from evaluation import scoring_inputs
 from evaluation.engine import QrelsArrays
 from goldenset import chunk_labels as chunk_labels_of
-from goldenset.models import Chunk, Chunking, Page, Version, VersionDuplicate, VersionLabel
+from goldenset.models import Chunk, Chunking, Page, Version, VersionDuplicate
 from lib import levels
 from lib.errors import ProblemCollector
 from lib.runs import RankedRun, RunEntries
@@ -253,12 +252,10 @@ class ChunkLabels:
     evidence_ends: np.ndarray
 
 
-def _text_lengths(version: Version, pages: Iterable[int]) -> dict[int, int]:
-    wanted = set(pages)
-    if not wanted:
-        return {}
-    rows = VersionLabel.objects.filter(version=version, grade__gte=version.relevance_threshold).values_list("page_id", Length("page__text"))
-    return {page: length for page, length in rows.iterator(chunk_size=50_000) if page in wanted}
+def _text_lengths(pages: np.ndarray) -> np.ndarray:
+    """The length of each of `pages`' text (page_text_lengths), read for each page once."""
+    unique, inverse = np.unique(pages, return_inverse=True)
+    return page_text_lengths(unique)[inverse.ravel()] if len(unique) else np.zeros(0, dtype=np.int64)
 
 
 def document_evidence(version: Version) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -320,9 +317,8 @@ def _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, 
     width = int(max(qrels.doc_keys.max(initial=0), span_pages.max(initial=0))) + 1
     with_spans = np.isin(label_queries * width + qrels.doc_keys, span_queries * width + span_pages)
     whole = relevant & ~with_spans
-    lengths = _text_lengths(version, qrels.doc_keys[whole].tolist())
     whole_pages = qrels.doc_keys[whole]
-    whole_ends = np.fromiter((lengths.get(page, 0) for page in whole_pages.tolist()), dtype=np.int64, count=len(whole_pages))
+    whole_ends = _text_lengths(whole_pages)
     kept = span_grades >= threshold
     queries = np.concatenate((span_queries[kept], label_queries[whole]))
     pages = np.concatenate((span_pages[kept], whole_pages))
