@@ -2,9 +2,11 @@
 reads it: each change with its query's text and its page's title, counted by kind and by
 slice, filtered by either.
 
-Two sides are compared, each a snapshot of (queries with their slice values, labels):
+Two sides are compared, each a snapshot of (queries with their slice values, labels,
+reference answers):
 a published version (`version_side`), or what `version_publish` would snapshot now
-(`publish_side`: the active queries and the resolved labels). Labels are compared by
+(`publish_side`: the active queries, the resolved labels and the answers of the active
+queries). Labels are compared by
 (query, page) primary key; ids, text and titles are read once, for the changes alone.
 """
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from goldenset.answers import ReferenceText, live_reference_answers, version_reference_answers
 from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.selectors import resolved_labels
 from goldenset.version_rows import resolved_label_columns
@@ -21,23 +24,30 @@ from lib.ids import natural_key
 
 QUERY_ADDED, QUERY_REMOVED = "query_added", "query_removed"
 ADDED, REMOVED, REGRADED = "added", "removed", "regraded"
-KINDS = (QUERY_ADDED, QUERY_REMOVED, ADDED, REMOVED, REGRADED)
+ANSWER_ADDED, ANSWER_CHANGED, ANSWER_REMOVED = "answer_added", "answer_changed", "answer_removed"
+KINDS = (QUERY_ADDED, QUERY_REMOVED, ADDED, REMOVED, REGRADED, ANSWER_ADDED, ANSWER_CHANGED, ANSWER_REMOVED)
+ANSWER_KINDS = (ANSWER_ADDED, ANSWER_CHANGED, ANSWER_REMOVED)
 KIND_LABELS = {
     QUERY_ADDED: "query added",
     QUERY_REMOVED: "query removed",
     ADDED: "pair added",
     REMOVED: "pair removed",
     REGRADED: "pair regraded",
+    ANSWER_ADDED: "answer added",
+    ANSWER_CHANGED: "answer changed",
+    ANSWER_REMOVED: "answer removed",
 }
 
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: query pk -> its slice values, (query pk, page pk) -> grade."""
+    """One side of a comparison: query pk -> its slice values, (query pk, page pk) -> grade,
+    query pk -> its reference answer."""
 
     name: str  # "v3", or "now" for what publishing would snapshot
     queries: dict[int, dict]
     labels: dict[tuple[int, int], int]
+    answers: dict[int, ReferenceText] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ class Change:
     old_grade: int | None = None
     new_grade: int | None = None
     slices: tuple[str, ...] = ()  # the query's slices, "field=value", on the side that has it
+    old_answer: str = ""  # an answer's change: its text before and after ("" for none)
+    new_answer: str = ""
 
     @property
     def kind_label(self) -> str:
@@ -90,7 +102,8 @@ def _slice_names(values: dict) -> tuple[str, ...]:
 def version_side(version: Version) -> Side:
     queries = dict(VersionQuery.objects.filter(version=version).values_list("query_id", "metadata"))
     rows = VersionLabel.objects.filter(version=version).values_list("query_id", "page_id", "grade")
-    return Side(f"v{version.number}", queries, {(q, p): g for q, p, g in rows.iterator(chunk_size=20_000)})
+    labels = {(q, p): g for q, p, g in rows.iterator(chunk_size=20_000)}
+    return Side(f"v{version.number}", queries, labels, version_reference_answers(version))
 
 
 def publish_side(golden_set: GoldenSet) -> Side:
@@ -102,7 +115,7 @@ def publish_side(golden_set: GoldenSet) -> Side:
         for pk, metadata in Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "metadata")
     }
     labels = {(q, p): g for q, p, g in resolved_labels(golden_set) if q in queries}
-    return Side("now", queries, labels)
+    return Side("now", queries, labels, live_reference_answers(golden_set))
 
 
 def changes_between(old: Side, new: Side) -> Changes:
@@ -117,8 +130,9 @@ def changes_between(old: Side, new: Side) -> Changes:
         elif before != grade:
             raw.append((REGRADED, pair[0], pair[1], before, grade))
     raw += [(REMOVED, q, p, grade, None) for (q, p), grade in old.labels.items() if (q, p) not in new.labels]
+    raw += [(kind, q, None, None, None) for kind, q in answer_changes(old.answers, new.answers)]
 
-    changes = _built(raw, old.queries, new.queries)
+    changes = _built(raw, old.queries, new.queries, old.answers, new.answers)
     changes.sort(key=_reading_order)
     return Changes(old.name, new.name, changes)
 
@@ -126,8 +140,15 @@ def changes_between(old: Side, new: Side) -> Changes:
 _KIND_ORDER = {kind: n for n, kind in enumerate(KINDS)}
 
 
+def answer_changes(old: dict[int, ReferenceText], new: dict[int, ReferenceText]) -> list[tuple[str, int]]:
+    """(kind, query pk) of each answer added, changed (any of its fields) or removed."""
+    found = [(ANSWER_ADDED if q not in old else ANSWER_CHANGED, q) for q, text in new.items() if old.get(q) != text]
+    return found + [(ANSWER_REMOVED, q) for q in old.keys() - new.keys()]
+
+
 def _reading_order(change: Change) -> tuple:
-    """Queries added and removed first, then pairs, each by natural query id, doc id, kind."""
+    """Queries added and removed first, then pairs and answers, each by natural query id,
+    doc id (an answer's is "": first of its query), kind."""
     return (
         change.kind not in (QUERY_ADDED, QUERY_REMOVED),
         natural_key(change.query_id),
@@ -136,9 +157,10 @@ def _reading_order(change: Change) -> tuple:
     )
 
 
-def _built(raw: list[tuple], old_queries: dict, new_queries: dict) -> list[Change]:
+def _built(raw: list[tuple], old_queries: dict, new_queries: dict, old_answers: dict, new_answers: dict) -> list[Change]:
     """Change objects of (kind, query pk, page pk or None, old grade, new grade) rows, with
-    their query's text and page's title read in one query each."""
+    their query's text and page's title read in one query each, an answer's change with
+    the answer's text on either side."""
     query_rows = {
         pk: (query_id, text)
         for pk, query_id, text in Query.objects.filter(pk__in={row[1] for row in raw}).values_list("pk", "query_id", "text")
@@ -154,7 +176,10 @@ def _built(raw: list[tuple], old_queries: dict, new_queries: dict) -> list[Chang
         query_id, text = query_rows[q]
         doc_id, title = page_rows[p] if p is not None else ("", "")
         slices = new_queries.get(q, old_queries.get(q, {}))
-        changes.append(Change(kind, query_id, text, doc_id, title, before, after, _slice_names(slices)))
+        answers = ("", "")
+        if kind in ANSWER_KINDS:
+            answers = tuple(side[q].answer if q in side else "" for side in (old_answers, new_answers))
+        changes.append(Change(kind, query_id, text, doc_id, title, before, after, _slice_names(slices), *answers))
     return changes
 
 
@@ -165,8 +190,8 @@ def version_changes(old: Version, new: Version) -> Changes:
 
 
 def publish_preview(golden_set: GoldenSet) -> Changes:
-    """What publishing now would change against the latest version (every query and label
-    is new when there is none)."""
+    """What publishing now would change against the latest version (every query, label and
+    answer is new when there is none)."""
     latest = golden_set.versions.order_by("-number").first()
     old = version_side(latest) if latest is not None else Side("nothing", {}, {})
     return changes_between(old, publish_side(golden_set))
@@ -256,6 +281,11 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
         .astype(np.int64)
         .reshape(-1, 5)
     )
+    # Answer changes ride with the pair changes (page pk -1): the same counting and reading order.
+    old_answers = version_reference_answers(latest) if latest is not None else {}
+    new_answers = live_reference_answers(golden_set)
+    answer_rows = [(KINDS.index(kind), q, -1, -1, -1) for kind, q in answer_changes(old_answers, new_answers)]
+    pairs = np.concatenate([pairs, np.array(answer_rows, dtype=np.int64).reshape(-1, 5)])
     query_changes = [(QUERY_ADDED, q) for q in new_queries.keys() - old_queries.keys()]
     query_changes += [(QUERY_REMOVED, q) for q in old_queries.keys() - new_queries.keys()]
 
@@ -269,7 +299,7 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
 
     for kind, q in query_changes:
         count(kind, q, 1)
-    for code in (KINDS.index(ADDED), KINDS.index(REGRADED), KINDS.index(REMOVED)):
+    for code in (KINDS.index(kind) for kind in (ADDED, REGRADED, REMOVED, *ANSWER_KINDS)):
         queries, how_many = np.unique(pairs[pairs[:, 0] == code, 1], return_counts=True)
         for q, n in zip(queries.tolist(), how_many.tolist()):
             count(KINDS[code], q, n)
@@ -279,13 +309,13 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
         new="now",
         kind_counts=counts,
         per_slice=[(name, per_slice[name]) for name in sorted(per_slice, key=natural_key)],
-        first=_first_changes(query_changes, pairs, old_queries, new_queries, first),
+        first=_first_changes(query_changes, pairs, (old_queries, new_queries), (old_answers, new_answers), first),
         total=len(query_changes) + len(pairs),
     )
 
 
 def _first_changes(
-    query_changes: list[tuple[str, int]], pairs: np.ndarray, old_queries: dict, new_queries: dict, first: int
+    query_changes: list[tuple[str, int]], pairs: np.ndarray, queries: tuple[dict, dict], answers: tuple[dict, dict], first: int
 ) -> list[Change]:
     """The first `first` changes in reading order (_reading_order): the query changes, then
     the pair changes of the queries that come first, their natural keys read only for
@@ -304,8 +334,10 @@ def _first_changes(
         # Every change of the queries up to the one holding the wanted-th change can be among the first.
         cutoff = np.sort(rank)[min(wanted, len(rank)) - 1]
         candidates = pairs[rank <= cutoff]
-        raw += [(KINDS[code], q, p, None if o < 0 else o, None if g < 0 else g) for code, q, p, o, g in candidates.tolist()]
-    changes = _built(raw, old_queries, new_queries)
+        raw += [
+            (KINDS[code], q, None if p < 0 else p, None if o < 0 else o, None if g < 0 else g) for code, q, p, o, g in candidates.tolist()
+        ]
+    changes = _built(raw, *queries, *answers)
     changes.sort(key=_reading_order)
     return changes[:first]
 
@@ -323,10 +355,23 @@ class VersionDiff:
     pairs_removed: list[tuple[str, str, int]] = field(default_factory=list)
     # (query_id, doc_id, old grade, new grade)
     pairs_regraded: list[tuple[str, str, int, int]] = field(default_factory=list)
+    # The query ids whose reference answer was added, changed or removed.
+    answers_added: list[str] = field(default_factory=list)
+    answers_changed: list[str] = field(default_factory=list)
+    answers_removed: list[str] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
-        return not (self.queries_added or self.queries_removed or self.pairs_added or self.pairs_removed or self.pairs_regraded)
+        return not (
+            self.queries_added
+            or self.queries_removed
+            or self.pairs_added
+            or self.pairs_removed
+            or self.pairs_regraded
+            or self.answers_added
+            or self.answers_changed
+            or self.answers_removed
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -337,11 +382,15 @@ class VersionDiff:
             "pairs_added": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_added],
             "pairs_removed": [{"query_id": q, "doc_id": d, "grade": g} for q, d, g in self.pairs_removed],
             "pairs_regraded": [{"query_id": q, "doc_id": d, "old_grade": a, "new_grade": b} for q, d, a, b in self.pairs_regraded],
+            "answers_added": self.answers_added,
+            "answers_changed": self.answers_changed,
+            "answers_removed": self.answers_removed,
         }
 
 
 def version_diff(old: Version, new: Version) -> VersionDiff:
-    """Queries added and removed, pairs added, removed and regraded, in natural id order."""
+    """Queries added and removed, pairs added, removed and regraded, answers added, changed
+    and removed, in natural id order."""
     changes = version_changes(old, new).changes
     return VersionDiff(
         old=old,
@@ -351,4 +400,7 @@ def version_diff(old: Version, new: Version) -> VersionDiff:
         pairs_added=[(c.query_id, c.doc_id, c.new_grade) for c in changes if c.kind == ADDED],
         pairs_removed=[(c.query_id, c.doc_id, c.old_grade) for c in changes if c.kind == REMOVED],
         pairs_regraded=[(c.query_id, c.doc_id, c.old_grade, c.new_grade) for c in changes if c.kind == REGRADED],
+        answers_added=[c.query_id for c in changes if c.kind == ANSWER_ADDED],
+        answers_changed=[c.query_id for c in changes if c.kind == ANSWER_CHANGED],
+        answers_removed=[c.query_id for c in changes if c.kind == ANSWER_REMOVED],
     )

@@ -33,6 +33,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
+from goldenset.answers import live_reference_answers, version_reference_answers
 from goldenset.models import (
     GoldenSet,
     Judgment,
@@ -78,8 +79,8 @@ def publish_unchanged(golden_set: GoldenSet) -> Version | None:
 
     Cheap where it can decide (no label is resolved): the settings the hash covers, the
     count of the set's judgments (append-only, so the same count is the same judgments,
-    hence the same labels), the active queries with their slice values, and the labelled
-    pages' snapshotted values. None when it cannot tell (a version from before judgment
+    hence the same labels), the active queries with their slice values, their reference
+    answers (edited in place, so compared whole), and the labelled pages' snapshotted values. None when it cannot tell (a version from before judgment
     counts were recorded): the job decides then, with the same refusal.
     """
     latest = golden_set.versions.order_by("-number").first()
@@ -95,6 +96,9 @@ def publish_unchanged(golden_set: GoldenSet) -> Version | None:
         for pk, metadata in Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "metadata")
     }
     if queries_now != dict(VersionQuery.objects.filter(version=latest).values_list("query_id", "metadata")):
+        return None
+    # An answer edited alone leaves the judgments' count as it was: it must still publish.
+    if live_reference_answers(golden_set) != version_reference_answers(latest):
         return None
     # Same judgments and queries: the same labelled pages as the version's. Did any change?
     snapshot = {

@@ -9,6 +9,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.http import Http404
 
+from goldenset.answers import version_answer_rows
 from goldenset.models import (
     GoldenSet,
     Judgment,
@@ -178,9 +179,9 @@ def _stored_rows_hash(version: Version, *, in_id_order: bool) -> str:
 
 
 def version_evidence(version: Version) -> VersionEvidence:
-    """The hops, evidence spans and duplicate groups a version holds, in its canonical
-    order (labels' position, then a span's start; duplicates by member doc_id), as its
-    content hash covers them."""
+    """The hops, evidence spans, duplicate groups and reference answers a version holds,
+    in its canonical order (labels' position, then a span's start; duplicates by member
+    doc_id; answers by query id), as its content hash covers them."""
     hops, spans, duplicates = [], [], []
     if version.hop_count:
         hops = list(
@@ -204,6 +205,7 @@ def version_evidence(version: Version) -> VersionEvidence:
         spans=spans,
         span_overlap=(version.span_min_overlap_chars, version.span_min_overlap_share),
         duplicates=duplicates,
+        answers=[(query_id, text.hash_json()) for query_id, text in version_answer_rows(version)],
     )
 
 

@@ -607,6 +607,7 @@ def version_publish(
                 hop_count=len(rows.hops),
                 span_count=len(rows.span_label),
                 duplicate_count=len(rows.duplicates),
+                answer_count=len(rows.answers),
                 judgment_count=judgment_count,
             )
         except IntegrityError as exc:  # only if the row lock were bypassed

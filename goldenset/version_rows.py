@@ -26,6 +26,7 @@ from datetime import datetime
 import numpy as np
 from django.db import connection
 
+from goldenset.answers import ReferenceText, live_reference_answer_rows
 from goldenset.import_rows import metadata_json
 from goldenset.models import (
     EvidenceSpan,
@@ -33,6 +34,7 @@ from goldenset.models import (
     Judgment,
     Page,
     Query,
+    VersionAnswer,
     VersionDuplicate,
     VersionLabel,
     VersionPage,
@@ -163,6 +165,8 @@ class VersionRows:
     span_grade: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     # Duplicate groups of the corpus: (member page pk, member doc_id, group page pk, group doc_id).
     duplicates: list[tuple[int, str, int, str]] = field(default_factory=list)
+    # Reference answers of the active queries: (query pk, query_id, answer), natural query id order.
+    answers: list[tuple[int, str, ReferenceText]] = field(default_factory=list)
     # After ordered(): each label's query's and page's index in `queries` and `pages`.
     label_query_rank: np.ndarray | None = None
     label_page_rank: np.ndarray | None = None
@@ -193,12 +197,13 @@ class VersionRows:
             span_end=self.span_end[span_order],
             span_grade=self.span_grade[span_order],
             duplicates=sorted(self.duplicates, key=lambda row: natural_key(row[1])),
+            answers=sorted(self.answers, key=lambda row: natural_key(row[1])),
             label_query_rank=query_rank[order],
             label_page_rank=page_rank[order],
         )
 
     def evidence(self, span_overlap: tuple[int, float]) -> VersionEvidence:
-        """The hops, spans and duplicate groups of ordered rows, as the content hash covers them."""
+        """The hops, spans, duplicate groups and answers of ordered rows, as the content hash covers them."""
         query_ids = [row[1] for row in self.queries]
         doc_ids = [row[1] for row in self.pages]
 
@@ -215,13 +220,14 @@ class VersionRows:
             ],
             span_overlap=span_overlap,
             duplicates=[(member, group) for _, member, _, group in self.duplicates],
+            answers=[(query_id, text.hash_json()) for _, query_id, text in self.answers],
         )
 
 
 def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence[str]) -> VersionRows:
     """The set's active queries, its labels (progress: one item, step steps[0]) with their
-    hops and evidence spans, the pages they name (a row each, step steps[1]) and the
-    corpus's duplicate groups, in no particular order."""
+    hops and evidence spans, the pages they name (a row each, step steps[1]), the
+    corpus's duplicate groups and the active queries' reference answers, in no particular order."""
     query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
     queries = list(Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata"))
     [(label_query, label_page, label_grade, label_decider)] = progress([resolved_label_deciders(golden_set.pk)], steps[0])
@@ -237,6 +243,7 @@ def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence
         label_decider=label_decider,
     )
     _read_evidence(golden_set, rows)
+    rows.answers = live_reference_answer_rows(golden_set)
     stale_spans_apply(golden_set, rows)  # spans of changed pages: moved, or their label left out (goldenset.stale_spans)
     return rows
 
@@ -296,7 +303,7 @@ def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, s
     """Write ordered `rows` as version `version_id`'s labels (`position` their index; the
     progress of step steps[0] counts blocks of LABEL_BLOCK labels, one write each) with their
     hops and spans, its queries' snapshots (steps[1], a row each), its pages' (steps[2]) and
-    its duplicate groups, in the caller's transaction, after the version's row."""
+    its duplicate groups and answers, in the caller's transaction, after the version's row."""
     count = len(rows.label_grade)
     # Labels with a hop are written a row each (a hop's text has no fixed width for the
     # column writer); the rest, nearly all, as columns with the hop column's default "".
@@ -353,4 +360,13 @@ def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, s
             VersionDuplicate,
             ["version_id", "page_id", "group_page_id"],
             ((version_id, member, group) for member, _, group, _ in rows.duplicates),
+        )
+    if rows.answers:
+        model_rows_insert(
+            VersionAnswer,
+            ["version_id", "query_id", "answer", "aliases", "key_facts"],
+            (
+                (version_id, pk, text.answer, json.dumps(list(text.aliases)), json.dumps(list(text.key_facts)))
+                for pk, _, text in rows.answers
+            ),
         )

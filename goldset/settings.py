@@ -273,6 +273,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     "sweep-judge-jobs": {"task": "labeling.tasks.sweep_judge_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     "sweep-run-upload-jobs": {"task": "evaluation.tasks.sweep_run_upload_jobs_task", "schedule": JOB_SWEEP_SECONDS},
+    "sweep-oracle-experiments": {"task": "answers.tasks.sweep_oracle_experiments_task", "schedule": JOB_SWEEP_SECONDS},
     # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
     # due (their cron lines are per endpoint) and sends again what a dead worker left.
     "monitoring-tick": {"task": "monitoring.tasks.monitoring_tick_task", "schedule": env_int("MONITORING_TICK_SECONDS", 60)},

@@ -60,13 +60,15 @@ class VersionEvidence:
     """What a version holds beyond its labels, queries and pages, each in the version's
     canonical order: hops (query_id, doc_id, hop), evidence spans (query_id, doc_id, start,
     end, grade), the span projection settings (min overlap characters, share; hashed only
-    when there are spans) and duplicate groups (member doc_id, the group's doc_id). A
-    version with none of them hashes exactly as versions made before they existed."""
+    when there are spans), duplicate groups (member doc_id, the group's doc_id) and
+    reference answers (query_id, answer_line_json of the answer) in natural query id order.
+    A version with none of them hashes exactly as versions made before they existed."""
 
     hops: Sequence[tuple[str, str, str]] = ()
     spans: Sequence[tuple[str, str, int, int, int]] = ()
     span_overlap: tuple[int, float] | None = None
     duplicates: Sequence[tuple[str, str]] = ()
+    answers: Sequence[tuple[str, str]] = ()
 
     def lines(self) -> Iterator[str]:
         for query_id, doc_id, hop in self.hops:
@@ -78,6 +80,14 @@ class VersionEvidence:
             yield f"S\t{query_id}\t{doc_id}\t{start}\t{end}\t{grade}"
         for member, group in self.duplicates:
             yield f"D\t{member}\t{group}"
+        for query_id, answer_json in self.answers:
+            yield f"A\t{query_id}\t{answer_json}"
+
+
+def answer_line_json(answer: str, aliases: Sequence[str], key_facts: Sequence[str]) -> str:
+    """A reference answer as its hash line holds it: canonical JSON of its three fields, the
+    lists in their stored order (an alias list is the author's, its order kept as written)."""
+    return canonical_json({"answer": answer, "aliases": list(aliases), "key_facts": list(key_facts)})
 
 
 NO_EVIDENCE = VersionEvidence()

@@ -37,3 +37,19 @@ def best_sentence(question: str, text: str) -> str | None:
         if shared > best_shared:
             best, best_shared = sentence, shared
     return best
+
+
+def prompt_answer(prompt: str) -> str:
+    """The demo generator's answer to a prompt laid out as a generator's DEFAULT_PROMPT
+    (answers.generation.prompt_read): the best sentence of its passages for its question,
+    or "I don't know" when none shares a word with it, or the prompt is of another layout."""
+    # Imported here: the demo's data generator calls best_sentence with no Django set up,
+    # and answers.generation reads the settings and models.
+    from answers.generation import I_DONT_KNOW, prompt_read
+
+    read = prompt_read(prompt)
+    if read is None:
+        return I_DONT_KNOW
+    question, passages = read
+    # A line break between passages, so that no sentence runs from one into the next.
+    return best_sentence(question, "\n".join(passages)) or I_DONT_KNOW

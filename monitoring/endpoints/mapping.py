@@ -26,7 +26,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -85,12 +85,13 @@ def placeholder_base(name: str) -> str:
     return name.split("|", 1)[0]
 
 
-def unknown_placeholders(template: str) -> list[str]:
-    """The placeholders of `template` that name an unknown value or escape."""
+def unknown_placeholders(template: str, known: Sequence[str] = PLACEHOLDERS) -> list[str]:
+    """The placeholders of `template` that name an unknown value or escape (`known`: the
+    values there are, a retrieval endpoint's by default)."""
     unknown = []
     for name in placeholders_in(template):
         base, _, escape = name.partition("|")
-        if base not in PLACEHOLDERS or (escape and escape not in QUERY_SYNTAX_ESCAPES):
+        if base not in known or (escape and escape not in QUERY_SYNTAX_ESCAPES):
             unknown.append(name)
     return unknown
 

@@ -17,7 +17,9 @@ import ipaddress
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from lib import outbound
@@ -257,13 +259,14 @@ def _header_problems(headers: tuple[tuple[str, str], ...], env_prefix: str) -> l
     return problems
 
 
-def _template_problems(spec: EndpointSpec) -> list[str]:
+def _template_problems(spec: EndpointSpec, samples: Mapping[str, Any]) -> list[str]:
     problems = []
+    known = ", ".join(f"{{{{{name}}}}}" for name in samples)
     for field_name in ("url", "params_template", "body_template"):
         template = getattr(spec, field_name)
-        for name in mapping.unknown_placeholders(template):
+        for name in mapping.unknown_placeholders(template, tuple(samples)):
             problems.append(
-                f"{field_name}: unknown placeholder {{{{{name}}}}} (the known ones are {{{{query}}}}, {{{{query_id}}}}, {{{{k}}}}, "
+                f"{field_name}: unknown placeholder {{{{{name}}}}} (the known ones are {known}, "
                 f"and a query-syntax escape after a bar: {{{{query|lucene}}}}, {{{{query|groonga}}}})"
             )
         if template.count("{{") != len(mapping.placeholders_in(template)):
@@ -285,7 +288,7 @@ def _template_problems(spec: EndpointSpec) -> list[str]:
         problems.append("body_template: a GET sends no body; put the query in params_template, like q={{query}}&rows={{k}}")
     if spec.body_template.strip():
         try:
-            json.loads(mapping.render_json(spec.body_template, mapping.SAMPLE_VALUES))
+            json.loads(mapping.render_json(spec.body_template, samples))
         except json.JSONDecodeError as exc:
             problems.append(
                 f"body_template: not valid JSON once a sample query is put in: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -304,7 +307,7 @@ def _origin(url: str) -> str:
     return scheme + separator + re.split(r"[/?#]", rest, maxsplit=1)[0]
 
 
-def _url_problems(field_name: str, url: str) -> list[str]:
+def _url_problems(field_name: str, url: str, samples: Mapping[str, Any] = mapping.SAMPLE_VALUES) -> list[str]:
     # A placeholder in the host would send each query where its own id or text names (the
     # sample value checked here says nothing of the address a real query id gives), so
     # placeholders belong in the path, the query string and the body, never in the origin.
@@ -313,7 +316,7 @@ def _url_problems(field_name: str, url: str) -> list[str]:
             f"{field_name}: placeholders may go in the path, the parameters and the body, not in the scheme, "
             f"host or port ({_origin(url)!r}); name the host itself"
         ]
-    problem = outbound.url_problem(mapping.render_url(url, mapping.SAMPLE_VALUES), what="an endpoint URL")
+    problem = outbound.url_problem(mapping.render_url(url, samples), what="an endpoint URL")
     if problem:
         return [f"{field_name}: {problem}"]
     host = urlsplit(url).hostname.rstrip(".").lower()
@@ -350,17 +353,21 @@ def _limit_problems(spec: EndpointSpec) -> list[str]:
     return problems
 
 
-def spec_problems(spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX) -> list[str]:
+def spec_problems(spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX, samples: Mapping[str, Any] | None = None) -> list[str]:
     """Every problem of `spec`, each starting with the field at fault ("url: ...");
     empty when the spec can be saved. Looks up no host: addresses are checked when a
-    request is sent, since a name may resolve elsewhere by then."""
+    request is sent, since a name may resolve elsewhere by then. `samples` names the
+    placeholders the templates may use, each with the value they are checked with: a
+    retrieval endpoint's (mapping.SAMPLE_VALUES) by default, an answer endpoint's
+    (answers.generation) holds {{context}} instead of {{k}}."""
+    samples = mapping.SAMPLE_VALUES if samples is None else samples
     problems = []
     if spec.preset not in PRESETS:
         problems.append(f"preset: {spec.preset!r} is not one of {', '.join(PRESETS)}")
     if spec.method not in METHODS:
         problems.append(f"method: {spec.method!r} is not GET or POST")
-    problems += _url_problems("url", spec.url)
-    problems += _template_problems(spec)
+    problems += _url_problems("url", spec.url, samples)
+    problems += _template_problems(spec, samples)
     for field_name in ("hits_path", "doc_id_path", "score_path", "index_size_path", "count_path"):
         try:
             mapping.parse_path(getattr(spec, field_name))

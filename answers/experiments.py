@@ -1,0 +1,484 @@
+"""The oracle experiment as a background job (lib.background_jobs, as labeling's judge jobs).
+
+`oracle_experiment_submit` checks every field (each fault names its field), records the
+experiment with the version's k_final and the set's token budget, and sends the task the
+caller hands in (answers.tasks.oracle_experiment_task; this module never imports the tasks)
+once the transaction commits; None runs nothing (the command runs it in process, the same
+runner). `oracle_experiment_run` claims it (queued -> running) and answers its queries block
+after block, each block's answers written in one transaction as they settle, with exact
+match and token F1 against the version's reference answer computed at write. So a stop (a
+worker lost, the budget spent) keeps what was written, and a run again answers only what
+is missing: an answer is never asked for or scored twice. An answer that failed (the
+generator down, 429/500 past its retries, garbage) is kept with its error and asked again
+by the next run. Then the answer judge, when there is one, grades the answers that have no
+grade of its rubric yet, as AnswerGrade(source=model) rows, resumable the same way.
+
+Bounds: before each block the manager's budget is checked (requests, and dollars at the
+generator's and the judge's prices); a block is no larger than the requests left, and no
+larger than the dollars left buy at the cost per request seen so far, so a job ends at its
+budget up to one block's estimate. A job that reaches it stops with status "stopped" and a
+note; `oracle_experiment_continue` (with a larger budget, or none) queues it again.
+
+The sample is drawn from the version's queries in natural order with the experiment's seed,
+so a run again (or a second experiment with the same seed) draws the same queries. Every
+sampled query is answered; only those with a reference answer count in the EM/F1 means.
+"""
+
+import logging
+import os
+from datetime import timedelta
+from decimal import Decimal
+from urllib.parse import urlsplit
+
+import numpy as np
+from celery import Task
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+
+from answers import contexts as ctx
+from answers.models import AnswerGrade, AnswerJudge, GeneratedAnswer, Generator, OracleExperiment
+from answers.runner import AnswerItem, GradeItem, answer_items, grade_items
+from evaluation.models import Run
+from evaluation.selectors import run_ranked
+from goldenset.answers import version_reference_answers
+from goldenset.models import GoldenSet, Query, Version, VersionQuery
+from lib import outbound
+from lib.answer_metrics import best_scores
+from lib.background_jobs import NO_HOLDER, Holder, JobKind, job_finish, job_run, job_send_on_commit, jobs_sweep
+from lib.errors import GoldsetError, ProblemCollector
+from lib.ids import natural_key
+from lib.llm_judging import cost
+
+logger = logging.getLogger(__name__)
+
+SEND_AGAIN_AFTER = timedelta(minutes=10)
+GIVE_UP_AFTER = timedelta(hours=6)
+# Queries whose contexts are read and answered in one block, per request in flight: enough
+# to keep the generator busy, few enough that a stop loses little and memory stays flat.
+QUERIES_PER_WORKER = 8
+MAX_SAMPLE = 1_000_000
+
+EXPERIMENT_JOBS = JobKind(
+    OracleExperiment,
+    send_again_after=SEND_AGAIN_AFTER,
+    give_up_after=GIVE_UP_AFTER,
+    stopped="its answers are kept: continue it to answer the rest",
+)
+
+
+def oracle_experiment_check(
+    *,
+    golden_set: GoldenSet,
+    version: Version | None,
+    run: Run | None,
+    generator: Generator | None,
+    judge: AnswerJudge | None,
+    sample_size: int | None,
+    seed: int,
+    budget_dollars: Decimal | None,
+    max_requests: int | None,
+) -> None:
+    """Every fault of the fields at once (GoldsetError, problems "field: why")."""
+    problems = ProblemCollector()
+    slug = golden_set.slug
+    if version is None or version.golden_set_id != golden_set.pk:
+        problems.add(f"version: golden set {slug!r} has no such version (publish one first)")
+    if run is None or run.golden_set_id != golden_set.pk:
+        problems.add(f"run: golden set {slug!r} has no such run")
+    if generator is None or generator.golden_set_id != golden_set.pk:
+        problems.add(f"generator: golden set {slug!r} has no such generator")
+    elif generator.kind != Generator.Kind.OPENAI:
+        # A team's own answer endpoint is asked through answers.generation once it reads contexts.
+        problems.add(f"generator: {generator.name!r} is a team's answer endpoint; the oracle experiment asks an OpenAI-compatible one")
+    if judge is not None and judge.golden_set_id != golden_set.pk:
+        problems.add(f"judge: the answer judge {judge.name!r} is not one of golden set {slug!r}'s")
+    if sample_size is not None and (isinstance(sample_size, bool) or not 1 <= sample_size <= MAX_SAMPLE):
+        problems.add(f"sample: from 1 to {MAX_SAMPLE} queries (leave it empty for all of the version's), got {sample_size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        problems.add(f"seed: a whole number from 0 to {2**31 - 1}, got {seed!r}")
+    if budget_dollars is not None:
+        if not isinstance(budget_dollars, Decimal) or not budget_dollars.is_finite() or budget_dollars <= 0:
+            problems.add(f"budget: a positive number of dollars, got {budget_dollars!r}")
+        elif generator is not None and generator.price_in is None and generator.price_out is None:
+            problems.add(
+                f"budget: the generator {generator.name!r} has no prices, so no dollars can be counted: give it prices or bound the requests"
+            )
+    if max_requests is not None and (isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1):
+        problems.add(f"max_requests: at least 1 request, got {max_requests!r}")
+    problems.raise_if_any("the oracle experiment cannot start")
+
+
+def oracle_experiment_submit(
+    *,
+    golden_set: GoldenSet,
+    version: Version | None,
+    run: Run | None,
+    generator: Generator | None,
+    judge: AnswerJudge | None = None,
+    closed_book: bool = False,
+    sample_size: int | None = None,
+    seed: int = 0,
+    budget_dollars: Decimal | None = None,
+    max_requests: int | None = None,
+    user: AbstractBaseUser | None,
+    send: Task | None,
+) -> OracleExperiment:
+    """Record an experiment and send it through `send` once the caller's transaction commits
+    (None: the caller runs it, as the command does)."""
+    oracle_experiment_check(
+        golden_set=golden_set,
+        version=version,
+        run=run,
+        generator=generator,
+        judge=judge,
+        sample_size=sample_size,
+        seed=seed,
+        budget_dollars=budget_dollars,
+        max_requests=max_requests,
+    )
+    with transaction.atomic():
+        experiment = OracleExperiment.objects.create(
+            golden_set=golden_set,
+            version=version,
+            run=run,
+            generator=generator,
+            judge=judge,
+            closed_book=bool(closed_book),
+            sample_size=sample_size,
+            seed=seed,
+            k_final=version.k_final,
+            context_token_budget=golden_set.context_token_budget,
+            tokens_per_page=golden_set.tokens_per_page,
+            budget_dollars=budget_dollars,
+            max_requests=max_requests,
+            created_by=user,
+        )
+        if send is not None:
+            job_send_on_commit(OracleExperiment, experiment.pk, send)
+    return experiment
+
+
+def oracle_experiment_continue(
+    *,
+    experiment: OracleExperiment,
+    budget_dollars: Decimal | None = None,
+    max_requests: int | None = None,
+    user: AbstractBaseUser | None,
+    send: Task | None,
+) -> OracleExperiment:
+    """Queue a stopped or failed experiment again, with the budget given (None: unbounded);
+    its run answers only what is missing. Refused while it is queued or running."""
+    if experiment.status not in (OracleExperiment.Status.STOPPED, OracleExperiment.Status.FAILED, OracleExperiment.Status.DONE):
+        raise GoldsetError(f"oracle experiment {experiment.pk} is {experiment.status}: only a stopped, failed or done one is continued")
+    oracle_experiment_check(
+        golden_set=experiment.golden_set,
+        version=experiment.version,
+        run=experiment.run,
+        generator=experiment.generator,
+        judge=experiment.judge,
+        sample_size=experiment.sample_size,
+        seed=experiment.seed,
+        budget_dollars=budget_dollars,
+        max_requests=max_requests,
+    )
+    with transaction.atomic():
+        updated = OracleExperiment.objects.filter(pk=experiment.pk, status=experiment.status).update(
+            status=OracleExperiment.Status.QUEUED,
+            budget_dollars=budget_dollars,
+            max_requests=max_requests,
+            progress_note="",
+            error="",
+            enqueued_at=None,
+            started_at=None,
+            finished_at=None,
+        )
+        if not updated:
+            raise GoldsetError(f"oracle experiment {experiment.pk} changed meanwhile: read it again")
+        if send is not None:
+            job_send_on_commit(OracleExperiment, experiment.pk, send)
+    experiment.refresh_from_db()
+    return experiment
+
+
+def experiment_contexts(experiment: OracleExperiment) -> list[str]:
+    """The contexts the experiment answers with, in the report's order."""
+    kinds = [GeneratedAnswer.Context.ORACLE, GeneratedAnswer.Context.RETRIEVED]
+    return kinds + [GeneratedAnswer.Context.CLOSED_BOOK] if experiment.closed_book else kinds
+
+
+def experiment_queries(experiment: OracleExperiment) -> list[int]:
+    """The pks of the experiment's queries: the version's in natural query-id order, or the
+    seeded sample of them (kept in that order)."""
+    rows = sorted(
+        VersionQuery.objects.filter(version_id=experiment.version_id).values_list("query__query_id", "query_id"),
+        key=lambda r: natural_key(r[0]),
+    )
+    pks = [pk for _, pk in rows]
+    if experiment.sample_size is not None and experiment.sample_size < len(pks):
+        chosen = np.sort(np.random.default_rng(experiment.seed).choice(len(pks), size=experiment.sample_size, replace=False))
+        pks = [pks[i] for i in chosen.tolist()]
+    return pks
+
+
+def reference_truths(version: Version) -> dict[int, list[str]]:
+    """{query pk: [its reference answer, *aliases]}: what exact match and token F1 take the best over."""
+    return {pk: [text.answer, *text.aliases] for pk, text in version_reference_answers(version).items()}
+
+
+def oracle_experiment_run(experiment_id: int, *, holder: Holder = NO_HOLDER, on_block=None) -> OracleExperiment | None:
+    """Claim the experiment for `holder` and answer (then grade) what it misses; None when it
+    is gone or claimed already. `on_block(experiment)` runs after each block is written
+    (the command prints progress)."""
+
+    def work(experiment: OracleExperiment) -> dict | None:
+        if _answer(experiment, on_block) and (experiment.judge_id is None or _grade(experiment, on_block)):
+            return {"error": "", "progress_note": ""}
+        return None  # stopped at its budget: _stop finished it
+
+    experiment = job_run(
+        EXPERIMENT_JOBS,
+        experiment_id,
+        holder=holder,
+        work=work,
+        load=lambda pk: OracleExperiment.objects.select_related("golden_set", "version", "run", "generator", "judge").get(pk=pk),
+        refused=lambda exc: {"error": exc.message + "; what it answered is kept: continue it"},
+        broke=lambda exc: {"error": f"the job stopped on an internal error ({type(exc).__name__}); what it answered is kept: continue it"},
+    )
+    if experiment is not None:
+        experiment.refresh_from_db()
+    return experiment
+
+
+def _api_key(name: str, base_url: str) -> str | None:
+    if not name:
+        return None
+    key = os.environ.get(name)
+    if not key:
+        raise GoldsetError(f"the variable {name} is not set where the worker runs; nothing was sent")
+    # The key goes only where its operator said, not to any URL a manager types.
+    problem = outbound.secret_host_problem(name, urlsplit(base_url).hostname or "", os.environ)
+    if problem:
+        raise GoldsetError(f"{problem}; nothing was sent")
+    return key
+
+
+def _spent(experiment: OracleExperiment) -> tuple[int | None, Decimal | None]:
+    """What is left of the budget: (requests, dollars), None where unbounded."""
+    experiment.refresh_from_db(fields=["requests", "cost"])
+    requests = None if experiment.max_requests is None else experiment.max_requests - experiment.requests
+    dollars = None if experiment.budget_dollars is None else experiment.budget_dollars - experiment.cost
+    return requests, dollars
+
+
+def _block_size(experiment: OracleExperiment, wanted: int, in_flight: int) -> int:
+    """How many items the next block may hold under the budget (0: it is spent): no more
+    than the requests left (an item takes one at least), nor than the dollars left buy at
+    the cost of a request so far; before any request is counted, a dollar budget lets one
+    request per worker (`in_flight`) go first, to learn what one costs."""
+    requests, dollars = _spent(experiment)
+    size = wanted
+    if requests is not None:
+        size = min(size, requests)
+    if dollars is not None:
+        if dollars <= 0:
+            return 0
+        if not experiment.requests:
+            size = min(size, in_flight)
+        else:
+            # The dollars a request cost so far stand for the next ones: the block buys what is left.
+            each = experiment.cost / experiment.requests
+            if each > 0:
+                size = min(size, int(dollars / each))
+    return max(size, 0)
+
+
+def _stop(experiment: OracleExperiment, what: str) -> None:
+    requests, dollars = _spent(experiment)
+    spent = []
+    if experiment.max_requests is not None:
+        spent.append(f"{experiment.requests} of {experiment.max_requests} requests")
+    if experiment.budget_dollars is not None:
+        spent.append(f"${experiment.cost} of ${experiment.budget_dollars}")
+    note = f"stopped {what}: the budget is spent ({', '.join(spent)}); what was done is kept: continue it with a larger budget"
+    job_finish(EXPERIMENT_JOBS, experiment, status=OracleExperiment.Status.STOPPED, progress_note=note[:500])
+
+
+def _answer(experiment: OracleExperiment, on_block) -> bool:
+    """Answer what is missing; False when the budget stopped it."""
+    generator = experiment.generator
+    api_key = _api_key(generator.api_key_env, generator.base_url) if generator.kind == Generator.Kind.OPENAI else None
+    kinds = experiment_contexts(experiment)
+    queries = experiment_queries(experiment)
+    done = set(experiment.answers.filter(error="").values_list("query_id", "context"))
+    OracleExperiment.objects.filter(pk=experiment.pk).update(
+        queries_total=len(queries),
+        answers_total=len(queries) * len(kinds),
+        answers_done=len(done),
+        answers_failed=experiment.answers.exclude(error="").count(),
+    )
+    missing = [(q, kind) for q in queries for kind in kinds if (q, kind) not in done]
+    references = reference_truths(experiment.version)
+    ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds and missing else None
+    block = max(1, generator.max_in_flight * QUERIES_PER_WORKER)
+    position = 0
+    while position < len(missing):
+        size = _block_size(experiment, block, generator.max_in_flight)
+        if size == 0:
+            _stop(experiment, "answering")
+            return False
+        items = missing[position : position + size]
+        position += size
+        _answer_block(experiment, items, ranked, api_key, references)
+        if on_block is not None:
+            experiment.refresh_from_db()
+            on_block(experiment)
+    return True
+
+
+def _answer_block(
+    experiment: OracleExperiment, items: list[tuple[int, str]], ranked, api_key: str | None, references: dict[int, list[str]]
+) -> None:
+    query_pks = sorted({q for q, _ in items})
+    budget = experiment.context_token_budget
+    by_kind = {
+        GeneratedAnswer.Context.ORACLE: lambda: ctx.oracle_contexts(
+            experiment.version, query_pks, k_final=experiment.k_final, budget=budget
+        ),
+        GeneratedAnswer.Context.RETRIEVED: lambda: ctx.retrieved_contexts(
+            ranked, query_pks, chunked=experiment.run.chunking_id is not None, k_final=experiment.k_final, budget=budget
+        ),
+        GeneratedAnswer.Context.CLOSED_BOOK: lambda: dict.fromkeys(query_pks, ctx.CLOSED_BOOK),
+    }
+    contexts = {kind: by_kind[kind]() for kind in {kind for _, kind in items}}
+    questions = dict(Query.objects.filter(pk__in=query_pks).values_list("pk", "text"))
+    requests = [AnswerItem((q, kind), questions.get(q, ""), contexts[kind][q]) for q, kind in items]
+
+    def write(results) -> None:
+        _write_answers(experiment, results, references)
+
+    answer_items(experiment.generator, requests, api_key=api_key, progress=write)
+
+
+def _write_answers(experiment: OracleExperiment, results, references: dict[int, list[str]]) -> None:
+    rows, spent_in, spent_out, requests = [], 0, 0, 0
+    for r in results:
+        q, kind = r.item.key
+        em = f1 = None
+        if r.error is None and q in references:
+            em, f1 = best_scores(r.text, references[q])
+        rows.append(
+            GeneratedAnswer(
+                experiment=experiment,
+                query_id=q,
+                context=kind,
+                context_ids=list(r.item.context.ids),
+                context_tokens=r.item.context.tokens,
+                prompt_hash=r.prompt_hash,
+                text="" if r.error else r.text,
+                error=r.error or "",
+                raw=(r.raw or "").replace("\x00", "")[:4000],
+                requests=r.requests,
+                prompt_tokens=r.prompt_tokens,
+                completion_tokens=r.completion_tokens,
+                exact_match=em,
+                token_f1=f1,
+            )
+        )
+        spent_in += r.prompt_tokens
+        spent_out += r.completion_tokens
+        requests += r.requests
+    generator = experiment.generator
+    money = cost(spent_in, spent_out, generator.price_in, generator.price_out) or Decimal(0)
+    keys = [(row.query_id, row.context) for row in rows]
+    with transaction.atomic():
+        # A failed answer of an earlier run is replaced by this one; an answer that settled
+        # meanwhile (a second run of the same experiment) is kept and this one dropped.
+        keyset = set(keys)
+        failed = experiment.answers.exclude(error="").filter(query_id__in={q for q, _ in keys})
+        experiment.answers.filter(
+            pk__in=[pk for pk, q, kind in failed.values_list("pk", "query_id", "context") if (q, kind) in keyset]
+        ).delete()
+        GeneratedAnswer.objects.bulk_create(rows, ignore_conflicts=True)
+        # Counted from the rows, not added up: a row dropped as a twin must not count twice.
+        OracleExperiment.objects.filter(pk=experiment.pk).update(
+            answers_done=experiment.answers.filter(error="").count(),
+            answers_failed=experiment.answers.exclude(error="").count(),
+            requests=F("requests") + requests,
+            prompt_tokens=F("prompt_tokens") + spent_in,
+            completion_tokens=F("completion_tokens") + spent_out,
+            cost=F("cost") + money,
+        )
+
+
+def _grade(experiment: OracleExperiment, on_block) -> bool:
+    """Grade the answers the judge has no grade of yet; False when the budget stopped it."""
+    judge = experiment.judge
+    api_key = _api_key(judge.api_key_env, judge.base_url)
+    graded = AnswerGrade.objects.filter(
+        answer__experiment=experiment, source=AnswerGrade.Source.MODEL, judge=judge, rubric_hash=judge.rubric_hash
+    )
+    OracleExperiment.objects.filter(pk=experiment.pk).update(grades_done=graded.exclude(grade="").count())
+    taken = set(graded.exclude(grade="").values_list("answer_id", flat=True))
+    pending = [pk for pk in experiment.answers.filter(error="").order_by("pk").values_list("pk", flat=True) if pk not in taken]
+    references = reference_truths(experiment.version)
+    block = max(1, judge.max_in_flight * QUERIES_PER_WORKER)
+    position = 0
+    while position < len(pending):
+        size = _block_size(experiment, block, judge.max_in_flight)
+        if size == 0:
+            _stop(experiment, "grading")
+            return False
+        pks = pending[position : position + size]
+        position += size
+        answers = list(experiment.answers.filter(pk__in=pks).select_related("query").order_by("pk"))
+        items = [GradeItem(a.pk, a.query.text, (references.get(a.query_id) or [""])[0], a.text) for a in answers]
+        grade_items(judge, items, api_key=api_key, progress=lambda results: _write_grades(experiment, results))
+        if on_block is not None:
+            experiment.refresh_from_db()
+            on_block(experiment)
+    return True
+
+
+def _write_grades(experiment: OracleExperiment, results) -> None:
+    judge = experiment.judge
+    rows = [
+        AnswerGrade(
+            answer_id=r.item.answer_pk,
+            source=AnswerGrade.Source.MODEL,
+            judge=judge,
+            rubric_hash=judge.rubric_hash,
+            grade=r.grade or "",
+            supported=r.supported,
+            raw=(r.raw or "").replace("\x00", "")[:4000],
+            error=r.error or "",
+            requests=r.requests,
+            prompt_tokens=r.prompt_tokens,
+            completion_tokens=r.completion_tokens,
+        )
+        for r in results
+    ]
+    spent_in = sum(r.prompt_tokens for r in results)
+    spent_out = sum(r.completion_tokens for r in results)
+    money = cost(spent_in, spent_out, judge.price_in, judge.price_out) or Decimal(0)
+    with transaction.atomic():
+        # A grade that could not be read is kept with its error until a later run reads one.
+        AnswerGrade.objects.filter(
+            answer_id__in=[row.answer_id for row in rows], judge=judge, rubric_hash=judge.rubric_hash, grade=""
+        ).delete()
+        AnswerGrade.objects.bulk_create(rows, ignore_conflicts=True)
+        OracleExperiment.objects.filter(pk=experiment.pk).update(
+            grades_done=AnswerGrade.objects.filter(answer__experiment=experiment, judge=judge, rubric_hash=judge.rubric_hash)
+            .exclude(grade="")
+            .count(),
+            requests=F("requests") + sum(r.requests for r in results),
+            prompt_tokens=F("prompt_tokens") + spent_in,
+            completion_tokens=F("completion_tokens") + spent_out,
+            cost=F("cost") + money,
+        )
+
+
+def oracle_experiments_sweep(*, job_task: Task, now=None, sweeper: Task | None = None) -> tuple[int, int]:
+    """Send again the experiments whose message was lost or whose holder is gone, fail those
+    running past GIVE_UP_AFTER (lib.background_jobs); their answers stay. (sent again, failed)."""
+    return jobs_sweep(EXPERIMENT_JOBS, job_task=job_task, now=now, sweeper=sweeper)
