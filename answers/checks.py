@@ -40,7 +40,7 @@ def limits_problems(
     price_in: Decimal | None,
     price_out: Decimal | None,
 ) -> None:
-    """The model's name, the key's variable (JUDGE_...: lib.llm_judging.api_key_env_problem),
+    """A chat model's name, its key's variable (JUDGE_...: lib.llm_judging.api_key_env_problem),
     the bounds and the prices, each fault added to `problems` naming its field."""
     if not model or not model.strip() or len(model) > MAX_MODEL or not model.isprintable():
         problems.add(f"model: the model's name must be 1 to {MAX_MODEL} printable characters")
@@ -57,6 +57,10 @@ def limits_problems(
         problems.add(f"timeout_seconds: from 0.1 to {MAX_TIMEOUT_SECONDS:g} seconds, got {timeout_seconds!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
         problems.add(f"retries: a whole number from 0 to {MAX_RETRIES}, got {retries!r}")
+    prices_problems(problems, price_in=price_in, price_out=price_out)
+
+
+def prices_problems(problems: ProblemCollector, *, price_in: Decimal | None, price_out: Decimal | None) -> None:
     for field, price in (("price_in", price_in), ("price_out", price_out)):
         if price is not None and (not isinstance(price, Decimal) or not price.is_finite() or price < 0):
             problems.add(f"{field}: a price per million tokens is a number of at least 0, got {price!r}")

@@ -8,6 +8,11 @@ ThreadingHTTPServer), speaking the JSON contract Goldset calls a live endpoint w
     GET  /healthz             -> {"ok": true, "stale_shards": n}
     GET  /admin/shards        -> the shards' state
     POST /admin/shards        {"stale": N} -> sets how many shards are stale, answers the state
+    POST /v1/chat/completions the demo's generator, OpenAI-compatible: {"model", "messages"}
+                              -> {"choices": [{"message": {"content": ANSWER}}], "usage"},
+                              ANSWER by the demo's extractive rule from the prompt's question
+                              and passages (goldset.demo.answering.prompt_answer), so that
+                              the demo's oracle experiment needs no model and no other process
 
 A bad body answers 400 and an unknown path 404, in the API's one error shape
 (api.errors.error_body): {"error": {"code", "message", "problems", "field"}}. No database:
@@ -22,11 +27,15 @@ from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from goldset.demo.answering import prompt_answer
 from goldset.demo.search import FIRST_STAGE_K, K_FINAL, SHARD_COUNT, DemoSearch
 
 MAX_K = 1000
 # A search body is a few hundred bytes; anything far larger is refused before it is read.
 MAX_BODY_BYTES = 64 * 1024
+# A generator's prompt holds k_final pages of context: tens of kilobytes, a megabyte at most.
+MAX_CHAT_BODY_BYTES = 1024 * 1024
+CHAT_PATH = "/v1/chat/completions"
 SEARCH_PATHS = {"/first-stage/search": ("first_stage", FIRST_STAGE_K), "/reranked/search": ("reranked", K_FINAL)}
 
 
@@ -39,6 +48,34 @@ class BadRequest(Exception):
 def error_body(code: str, message: str, field: str | None = None) -> dict:
     """The API's error shape (api.errors.error_body), so one client reads both."""
     return {"error": {"code": code, "message": message, "problems": [], "field": field}}
+
+
+def chat_request_parse(body: object) -> str:
+    """The prompt of a chat-completions body: its last message's content; BadRequest naming
+    the field at fault."""
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        raise BadRequest("messages is required: a non-empty list of {role, content}", "messages")
+    content = messages[-1].get("content")
+    if not isinstance(content, str):
+        raise BadRequest("the last message's content must be a string", "messages")
+    return content
+
+
+def chat_completion(model: object, prompt: str) -> dict:
+    """The demo generator's chat completion for `prompt`; usage counts words, as no tokenizer runs."""
+    answer = prompt_answer(prompt)
+    usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(answer.split())}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return {
+        "id": "chatcmpl-demo",
+        "object": "chat.completion",
+        "model": model if isinstance(model, str) else "goldset-demo-extractive",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+        "usage": usage,
+    }
 
 
 def search_request_parse(body: object, default_k: int) -> tuple[str, int]:
@@ -113,7 +150,9 @@ class _Handler(BaseHTTPRequestHandler):
         raise self._not_found()
 
     def _post(self) -> dict:
-        body = self._body()
+        body = self._body(MAX_CHAT_BODY_BYTES if self.path == CHAT_PATH else MAX_BODY_BYTES)
+        if self.path == CHAT_PATH:
+            return chat_completion(body.get("model") if isinstance(body, dict) else None, chat_request_parse(body))
         if self.path in SEARCH_PATHS:
             stage, default_k = SEARCH_PATHS[self.path]
             query, k = search_request_parse(body, default_k)
@@ -131,14 +170,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _not_found(self) -> BadRequest:
         return BadRequest(f"no such endpoint: {self.command} {self.path}", status=HTTPStatus.NOT_FOUND)
 
-    def _body(self) -> object:
+    def _body(self, limit: int) -> object:
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             raise BadRequest("Content-Length must be a number") from None
-        if length > MAX_BODY_BYTES:
+        if length > limit:
             self.close_connection = True  # the unread body would be taken for the next request
-            raise BadRequest(f"the body is over {MAX_BODY_BYTES} bytes", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+            raise BadRequest(f"the body is over {limit} bytes", status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
         raw = self.rfile.read(length) if length else b""
         try:
             return json.loads(raw)

@@ -14,8 +14,8 @@ It answers deterministically from the prompt it is sent:
 - any other prompt: "I don't know".
 `usage` counts the prompt's and the answer's words.
 
-It also serves a team's own answer endpoint, `POST /rag/answer` with {"query", "context":
-[{"id", "text"}]}, answered {"data": {"answer": TEXT}} by the same generator rule.
+It also serves a team's own answer endpoint, `POST /rag/answer` with {"question",
+"passages": [{"id", "text"}]}, answered {"data": {"answer": TEXT}} by the same generator rule.
 
 Faults a test sets: `slow` (seconds every answer waits), `fail_next(n, status, retry_after)`
 (the next n requests answered 429 or 500), `garbage_next(n)` (bodies that are no chat
@@ -197,8 +197,8 @@ class ChatServer:
 
     async def _rag(self, request: web.Request) -> web.Response:
         def respond(body, seen):
-            passages = "\n".join(passage["text"] for passage in body.get("context", []))
-            text = self.content if self.content is not None else (best_sentence(body["query"], passages) or "I don't know")
+            passages = "\n".join(passage["text"] for passage in body["passages"])
+            text = self.content if self.content is not None else (best_sentence(body["question"], passages) or "I don't know")
             return web.json_response({"data": {"answer": text}})
 
         return await self._answer(request, lambda body: json.dumps(body), respond)

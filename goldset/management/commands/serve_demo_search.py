@@ -15,7 +15,9 @@ class Command(BaseCommand):
         f"needed) on Goldset's live-endpoint JSON contract: BM25 over {SHARD_COUNT} shards for the first stage "
         f"(top 100) and a reranker (top {K_FINAL}). With --stale-shards 2 it replays the seed's incident: two shards "
         "were not refreshed after the last 30 days' pages were indexed, so most new runbooks cannot be found. "
-        'POST /admin/shards {"stale": 0} refreshes them while it runs. Serves until interrupted (Ctrl-C).'
+        'POST /admin/shards {"stale": 0} refreshes them while it runs. It is also the demo\'s generator: an '
+        "OpenAI-compatible chat API at /v1 that answers from the context it is given with an extractive rule (the "
+        "sentence sharing most words with the question). Serves until interrupted (Ctrl-C)."
     )
 
     def add_arguments(self, parser):
@@ -57,6 +59,7 @@ class Command(BaseCommand):
             ("GET", "/healthz"),
             ("GET", "/admin/shards"),
             ("POST", "/admin/shards"),
+            ("POST", "/v1/chat/completions"),
         ]:
             self.stdout.write(f"  {method:4} {base}{path}")
         self.stdout.write("Serving until interrupted (Ctrl-C).")
