@@ -14,19 +14,21 @@ page's title and text on two lines (a chunk: its characters only). Passages are 
 order while they fit; the first that does not is cut to the characters the budget has
 left (4 a token) and nothing follows it, so a short budget shows as a shorter context, not
 an empty one. A doc id outside the corpus has no text: it keeps its place and id, empty.
+The generator lays the passages out in its prompt (answers.generation.context_text); the
+tokens counted here are the passages' own, the figure the set's budget bounds.
 """
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from answers.generation import ContextPassage
 from goldenset.models import Chunk, Page, Query, Version, VersionLabel
 from lib.runs import RankedRun
 
 CHARS_PER_TOKEN = 4
 # Rows asked for in one IN list: under SQLite's bound of variables in a statement.
 BLOCK = 2_000
-SEPARATOR = "\n\n"
 
 
 def text_tokens(text: str) -> int:
@@ -36,35 +38,35 @@ def text_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class Context:
-    """What the generator is given: the ids of its passages in order (doc ids, or chunk ids
-    for a run of a chunking), their text joined by blank lines and its tokens (the sum of
-    the passages' tokens, the house's rule)."""
+    """What the generator is given: its passages in order (ids: doc ids, or chunk ids for a
+    run of a chunking) and their tokens (the sum of the passages', the house's rule)."""
 
-    ids: tuple[str, ...]
-    text: str
+    passages: tuple[ContextPassage, ...]
     tokens: int
 
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(passage.id for passage in self.passages)
 
-CLOSED_BOOK = Context((), "", 0)
+
+CLOSED_BOOK = Context((), 0)
 
 
 def assemble(passages: Sequence[tuple[str, str]], *, k_final: int, budget: int | None) -> Context:
     """The context of `passages` ((id, text), in order): the first k_final, while they fit
     in `budget` tokens (None: no bound); the first that does not fit is cut to what is left."""
-    ids, texts, tokens = [], [], 0
+    kept, tokens = [], 0
     for passage_id, text in passages[:k_final]:
         need = text_tokens(text)
         if budget is not None and tokens + need > budget:
             left = budget - tokens
             if left > 0:
-                ids.append(passage_id)
-                texts.append(text[: left * CHARS_PER_TOKEN])
-                tokens += text_tokens(texts[-1])
+                kept.append(ContextPassage(passage_id, text[: left * CHARS_PER_TOKEN]))
+                tokens += text_tokens(kept[-1].text)
             break
-        ids.append(passage_id)
-        texts.append(text)
+        kept.append(ContextPassage(passage_id, text))
         tokens += need
-    return Context(tuple(ids), SEPARATOR.join(texts), tokens)
+    return Context(tuple(kept), tokens)
 
 
 def _blocks(values: Sequence) -> Iterable[Sequence]:

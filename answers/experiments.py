@@ -10,8 +10,8 @@ match and token F1 against the version's reference answer computed at write. So 
 worker lost, the budget spent) keeps what was written, and a run again answers only what
 is missing: an answer is never asked for or scored twice. An answer that failed (the
 generator down, 429/500 past its retries, garbage) is kept with its error and asked again
-by the next run. Then the answer judge, when there is one, grades the answers that have no
-grade of its rubric yet, as AnswerGrade(source=model) rows, resumable the same way.
+by the next run. Then the answer judge, when there is one, grades the answers (of the queries
+with a reference answer) that have no grade of its rubric yet, as AnswerGrade(source=model) rows, resumable the same way.
 
 Bounds: before each block the manager's budget is checked (requests, and dollars at the
 generator's and the judge's prices); a block is no larger than the requests left, and no
@@ -25,10 +25,8 @@ sampled query is answered; only those with a reference answer count in the EM/F1
 """
 
 import logging
-import os
 from datetime import timedelta
 from decimal import Decimal
-from urllib.parse import urlsplit
 
 import numpy as np
 from celery import Task
@@ -37,13 +35,13 @@ from django.db import transaction
 from django.db.models import F
 
 from answers import contexts as ctx
+from answers.answer_judging import AnswerToGrade, grade_answers
+from answers.generation import AnswerRequest, context_text, generate_answers
 from answers.models import AnswerGrade, AnswerJudge, GeneratedAnswer, Generator, OracleExperiment
-from answers.runner import AnswerItem, GradeItem, answer_items, grade_items
 from evaluation.models import Run
 from evaluation.selectors import run_ranked
 from goldenset.answers import version_reference_answers
 from goldenset.models import GoldenSet, Query, Version, VersionQuery
-from lib import outbound
 from lib.answer_metrics import best_scores
 from lib.background_jobs import NO_HOLDER, Holder, JobKind, job_finish, job_run, job_send_on_commit, jobs_sweep
 from lib.errors import GoldsetError, ProblemCollector
@@ -88,9 +86,6 @@ def oracle_experiment_check(
         problems.add(f"run: golden set {slug!r} has no such run")
     if generator is None or generator.golden_set_id != golden_set.pk:
         problems.add(f"generator: golden set {slug!r} has no such generator")
-    elif generator.kind != Generator.Kind.OPENAI:
-        # A team's own answer endpoint is asked through answers.generation once it reads contexts.
-        problems.add(f"generator: {generator.name!r} is a team's answer endpoint; the oracle experiment asks an OpenAI-compatible one")
     if judge is not None and judge.golden_set_id != golden_set.pk:
         problems.add(f"judge: the answer judge {judge.name!r} is not one of golden set {slug!r}'s")
     if sample_size is not None and (isinstance(sample_size, bool) or not 1 <= sample_size <= MAX_SAMPLE):
@@ -250,19 +245,6 @@ def oracle_experiment_run(experiment_id: int, *, holder: Holder = NO_HOLDER, on_
     return experiment
 
 
-def _api_key(name: str, base_url: str) -> str | None:
-    if not name:
-        return None
-    key = os.environ.get(name)
-    if not key:
-        raise GoldsetError(f"the variable {name} is not set where the worker runs; nothing was sent")
-    # The key goes only where its operator said, not to any URL a manager types.
-    problem = outbound.secret_host_problem(name, urlsplit(base_url).hostname or "", os.environ)
-    if problem:
-        raise GoldsetError(f"{problem}; nothing was sent")
-    return key
-
-
 def _spent(experiment: OracleExperiment) -> tuple[int | None, Decimal | None]:
     """What is left of the budget: (requests, dollars), None where unbounded."""
     experiment.refresh_from_db(fields=["requests", "cost"])
@@ -307,7 +289,6 @@ def _stop(experiment: OracleExperiment, what: str) -> None:
 def _answer(experiment: OracleExperiment, on_block) -> bool:
     """Answer what is missing; False when the budget stopped it."""
     generator = experiment.generator
-    api_key = _api_key(generator.api_key_env, generator.base_url) if generator.kind == Generator.Kind.OPENAI else None
     kinds = experiment_contexts(experiment)
     queries = experiment_queries(experiment)
     done = set(experiment.answers.filter(error="").values_list("query_id", "context"))
@@ -329,17 +310,15 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
             return False
         items = missing[position : position + size]
         position += size
-        _answer_block(experiment, items, ranked, api_key, references)
+        _answer_block(experiment, items, ranked, references)
         if on_block is not None:
             experiment.refresh_from_db()
             on_block(experiment)
     return True
 
 
-def _answer_block(
-    experiment: OracleExperiment, items: list[tuple[int, str]], ranked, api_key: str | None, references: dict[int, list[str]]
-) -> None:
-    query_pks = sorted({q for q, _ in items})
+def _contexts(experiment: OracleExperiment, ranked, query_pks: list[int], kinds) -> dict[str, dict[int, ctx.Context]]:
+    """{kind: {query pk: its context}} for the queries of a block (answers.contexts)."""
     budget = experiment.context_token_budget
     by_kind = {
         GeneratedAnswer.Context.ORACLE: lambda: ctx.oracle_contexts(
@@ -350,20 +329,23 @@ def _answer_block(
         ),
         GeneratedAnswer.Context.CLOSED_BOOK: lambda: dict.fromkeys(query_pks, ctx.CLOSED_BOOK),
     }
-    contexts = {kind: by_kind[kind]() for kind in {kind for _, kind in items}}
+    return {kind: by_kind[kind]() for kind in set(kinds)}
+
+
+def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ranked, references: dict[int, list[str]]) -> None:
+    query_pks = sorted({q for q, _ in items})
+    contexts = _contexts(experiment, ranked, query_pks, [kind for _, kind in items])
     questions = dict(Query.objects.filter(pk__in=query_pks).values_list("pk", "text"))
-    requests = [AnswerItem((q, kind), questions.get(q, ""), contexts[kind][q]) for q, kind in items]
-
-    def write(results) -> None:
-        _write_answers(experiment, results, references)
-
-    answer_items(experiment.generator, requests, api_key=api_key, progress=write)
+    asked = {(q, kind): contexts[kind][q] for q, kind in items}
+    requests = [AnswerRequest(key, questions.get(key[0], ""), context.passages) for key, context in asked.items()]
+    generate_answers(experiment.generator, requests, progress=lambda results, _note: _write_answers(experiment, results, asked, references))
 
 
-def _write_answers(experiment: OracleExperiment, results, references: dict[int, list[str]]) -> None:
+def _write_answers(experiment: OracleExperiment, results, asked: dict, references: dict[int, list[str]]) -> None:
     rows, spent_in, spent_out, requests = [], 0, 0, 0
     for r in results:
-        q, kind = r.item.key
+        q, kind = r.key
+        context = asked[r.key]
         em = f1 = None
         if r.error is None and q in references:
             em, f1 = best_scores(r.text, references[q])
@@ -372,10 +354,10 @@ def _write_answers(experiment: OracleExperiment, results, references: dict[int, 
                 experiment=experiment,
                 query_id=q,
                 context=kind,
-                context_ids=list(r.item.context.ids),
-                context_tokens=r.item.context.tokens,
+                context_ids=list(context.ids),
+                context_tokens=context.tokens,
                 prompt_hash=r.prompt_hash,
-                text="" if r.error else r.text,
+                text="" if r.error else (r.text or ""),
                 error=r.error or "",
                 raw=(r.raw or "").replace("\x00", "")[:4000],
                 requests=r.requests,
@@ -414,14 +396,16 @@ def _write_answers(experiment: OracleExperiment, results, references: dict[int, 
 def _grade(experiment: OracleExperiment, on_block) -> bool:
     """Grade the answers the judge has no grade of yet; False when the budget stopped it."""
     judge = experiment.judge
-    api_key = _api_key(judge.api_key_env, judge.base_url)
     graded = AnswerGrade.objects.filter(
         answer__experiment=experiment, source=AnswerGrade.Source.MODEL, judge=judge, rubric_hash=judge.rubric_hash
     )
     OracleExperiment.objects.filter(pk=experiment.pk).update(grades_done=graded.exclude(grade="").count())
     taken = set(graded.exclude(grade="").values_list("answer_id", flat=True))
-    pending = [pk for pk in experiment.answers.filter(error="").order_by("pk").values_list("pk", flat=True) if pk not in taken]
     references = reference_truths(experiment.version)
+    # Only answers to a query with a reference answer: a grade is against one.
+    answered = experiment.answers.filter(error="", query_id__in=list(references)).order_by("pk").values_list("pk", flat=True)
+    pending = [pk for pk in answered if pk not in taken]
+    ranked = None
     block = max(1, judge.max_in_flight * QUERIES_PER_WORKER)
     position = 0
     while position < len(pending):
@@ -432,8 +416,19 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
         pks = pending[position : position + size]
         position += size
         answers = list(experiment.answers.filter(pk__in=pks).select_related("query").order_by("pk"))
-        items = [GradeItem(a.pk, a.query.text, (references.get(a.query_id) or [""])[0], a.text) for a in answers]
-        grade_items(judge, items, api_key=api_key, progress=lambda results: _write_grades(experiment, results))
+        if ranked is None and any(a.context == GeneratedAnswer.Context.RETRIEVED for a in answers):
+            ranked = run_ranked(experiment.run)
+        # The judge reads the context the answer was made with: made again, as it was (the
+        # same version, run and bounds make the same passages).
+        contexts = _contexts(experiment, ranked, sorted({a.query_id for a in answers}), [a.context for a in answers])
+        items = []
+        for a in answers:
+            truths = references[a.query_id]
+            passages = contexts[a.context][a.query_id].passages
+            items.append(
+                AnswerToGrade(a.pk, a.query.text, truths[0], tuple(truths[1:]), a.text, context_text(passages) if passages else "")
+            )
+        grade_answers(judge, items, progress=lambda results, _note: _write_grades(experiment, results))
         if on_block is not None:
             experiment.refresh_from_db()
             on_block(experiment)
@@ -444,7 +439,7 @@ def _write_grades(experiment: OracleExperiment, results) -> None:
     judge = experiment.judge
     rows = [
         AnswerGrade(
-            answer_id=r.item.answer_pk,
+            answer_id=r.key,
             source=AnswerGrade.Source.MODEL,
             judge=judge,
             rubric_hash=judge.rubric_hash,

@@ -2,7 +2,8 @@
 context, the answers in, exact match and token F1 (means over the queries with a reference
 answer) and the judge's accuracy (the share graded "correct") when graded, each with its
 95% interval; the retrieval loss (oracle - retrieved accuracy) and generation loss (1 -
-oracle accuracy); the seed's three-row table filled with the run's recall@k_first and
+oracle accuracy), all over the queries with a reference answer (the judge grades only
+those: a grade needs a reference); the seed's three-row table filled with the run's recall@k_first and
 recall@k_final on the version, and its row that applies; the queries the oracle context
 answered right and the retrieved one wrong, with the relevant pages missing from the
 retrieved context.
@@ -180,16 +181,16 @@ def _figures(context: str, queries: list[str], rows: dict[str, AnswerRow], judge
         figures.exact_match = _share([r.em for r in referenced])
         figures.token_f1 = _mean([r.f1 for r in referenced])
     if judged:
-        grades = [r.grade for r in answered if r.grade]
+        grades = [r.grade for r in referenced if r.grade]
         figures.graded = len(grades)
-        if figures.complete and len(grades) == len(answered):
+        if figures.complete and len(grades) == len(referenced):
             figures.judge_accuracy = _share([1.0 if g == AnswerGrade.Grade.CORRECT else 0.0 for g in grades])
     return figures
 
 
 def _right(row: AnswerRow | None, by: str) -> float | None:
-    if row is None or not row.ok:
-        return None
+    if row is None or not row.ok or row.em is None:
+        return None  # no answer, or no reference answer to be right against
     if by == "judge":
         return None if not row.grade else float(row.grade == AnswerGrade.Grade.CORRECT)
     return row.em

@@ -2,26 +2,26 @@
 sentences answer them, a run that finds the answer of q1 only, reference answers for q1..q3
 (q4 has none), and a generator behind a local OpenAI-compatible chat server.
 
-The server's answers are deterministic and made from the context it is given: the context's
-sentence sharing the most words with the question (goldset.demo.answering.best_sentence),
-"I do not know." when none shares a word. So with k_final 1:
+The server (tests/support/chat_server.py) answers deterministically from the context it is
+given: the context's sentence sharing the most words with the question (the demo's rule),
+"I don't know" when none shares a word. So with k_final 1:
 - oracle context (the relevant page): q1, q2, q3 right by exact match (3 of 3);
 - retrieved context (the run's top 1): q1 right (d1), q2 and q3 wrong (d5): 1 of 3.
 """
 
 import pytest
 
+from answers.answer_judging import DEFAULT_RUBRIC
+from answers.generation import DEFAULT_PROMPT
 from answers.models import AnswerJudge, Generator
 from evaluation.services import evaluation_compute
 from goldenset.answers import answers_import
 from goldenset.services import version_publish
-from goldset.demo.answering import best_sentence
 from lib.formats import JsonRecord
 from lib.hashing import text_hash
-from tests.labeling.model_labels.chat_server import ChatServer, Reply
 from tests.support import factories
+from tests.support.chat_server import ChatServer
 
-PROMPT = "{{question}}\n---\n{{context}}"
 TEXTS = {
     "d1": "The capital of France is Paris.",
     "d2": "Hamlet was written by Shakespeare.",
@@ -44,23 +44,10 @@ ANSWERS = [
 ]
 
 
-def answer_of(prompt: str) -> str:
-    """What the server answers a generator's prompt (PROMPT): the best sentence of its context."""
-    question, _, context = prompt.partition("\n---\n")
-    return best_sentence(question, context) or "I do not know."
-
-
-def generator_reply(seen, attempt) -> Reply:
-    return Reply(content=answer_of(seen.prompt))
-
-
 @pytest.fixture
 def chat_server():
-    server = ChatServer()
-    server.reply = generator_reply
-    server.start()
-    yield server
-    server.stop()
+    with ChatServer() as server:
+        yield server
 
 
 @pytest.fixture
@@ -86,8 +73,8 @@ def generator(answer_set, chat_server, owner):
         name="local",
         base_url=chat_server.base_url,
         model="tiny",
-        prompt=PROMPT,
-        prompt_hash=text_hash(PROMPT),
+        prompt=DEFAULT_PROMPT,
+        prompt_hash=text_hash(DEFAULT_PROMPT),
         max_in_flight=2,
         timeout_seconds=5,
         retries=1,
@@ -97,7 +84,7 @@ def generator(answer_set, chat_server, owner):
 
 @pytest.fixture
 def judge(answer_set, chat_server):
-    rubric = "Grade the answer against the reference."
+    rubric = DEFAULT_RUBRIC
     return AnswerJudge.objects.create(
         golden_set=answer_set,
         name="grader",

@@ -71,16 +71,17 @@ def close(estimate, value: float, interval: tuple[float, float], n: int) -> None
 def test_each_context_has_the_means_of_the_queries_with_a_reference_and_the_judges_share():
     report = compute_report(inputs())
     oracle, retrieved = report.overall.contexts["oracle"], report.overall.contexts["retrieved"]
-    assert (oracle.queries, oracle.answered, oracle.with_reference, oracle.graded) == (20, 20, 16, 20)
+    assert (oracle.queries, oracle.answered, oracle.with_reference, oracle.graded) == (20, 20, 16, 16)
     # Exact match: 12 of 16 right with the oracle context, 9 of 16 with the retrieved one.
     close(oracle.exact_match, 12 / 16, wilson(12, 16), 16)
     close(retrieved.exact_match, 9 / 16, wilson(9, 16), 16)
     # Token F1: twelve 1.0, two 0.5, two 0.0 = 13 / 16; nine 1.0, four 0.25, three 0.0 = 10 / 16.
     close(oracle.token_f1, 13 / 16, normal([1.0] * 12 + [0.5, 0.5, 0.0, 0.0]), 16)
     close(retrieved.token_f1, 10 / 16, normal([1.0] * 9 + [0.25] * 4 + [0.0] * 3), 16)
-    # The judge grades all 20: 14 correct with the oracle, 11 with the retrieved ("partly" is not correct).
-    close(oracle.judge_accuracy, 14 / 20, wilson(14, 20), 20)
-    close(retrieved.judge_accuracy, 11 / 20, wilson(11, 20), 20)
+    # The judge's share counts the 16 with a reference: 14 correct with the oracle (q1..q14),
+    # 9 with the retrieved (q1..q8, q13; q17 and q18 have no reference; "partly" is not correct).
+    close(oracle.judge_accuracy, 14 / 16, wilson(14, 16), 16)
+    close(retrieved.judge_accuracy, 9 / 16, wilson(9, 16), 16)
     assert report.complete
 
 
@@ -93,11 +94,11 @@ def test_the_losses_are_paired_by_exact_match_and_by_the_judge():
     close(by_em.retrieval, 3 / 16, normal(differences, -1.0, 1.0), 16)
     low, high = wilson(12, 16)
     close(by_em.generation, 1 - 12 / 16, (1 - high, 1 - low), 16)
-    # By the judge over 20: q9..q12 and q14 +1, q17 and q18 -1.
-    differences = [0.0] * 8 + [1.0] * 4 + [0.0, 1.0, 0.0, 0.0, -1.0, -1.0, 0.0, 0.0]
-    close(by_judge.retrieval, 3 / 20, normal(differences, -1.0, 1.0), 20)
-    low, high = wilson(14, 20)
-    close(by_judge.generation, 1 - 14 / 20, (1 - high, 1 - low), 20)
+    # By the judge over the same 16: q9..q12 and q14 +1, the rest 0.
+    differences = [0.0] * 8 + [1.0] * 4 + [0.0, 1.0, 0.0, 0.0]
+    close(by_judge.retrieval, 5 / 16, normal(differences, -1.0, 1.0), 16)
+    low, high = wilson(14, 16)
+    close(by_judge.generation, 1 - 14 / 16, (1 - high, 1 - low), 16)
     assert report.loss() is by_judge
 
 
@@ -123,9 +124,9 @@ def test_each_query_slice_has_its_own_figures_and_a_slice_with_no_sampled_query_
     # fr: q11..q20, six with a reference (q11..q16); oracle right q11, q12; retrieved q13.
     close(fr.contexts["oracle"].exact_match, 2 / 6, wilson(2, 6), 6)
     close(fr.contexts["retrieved"].exact_match, 1 / 6, wilson(1, 6), 6)
-    # The judge on fr: oracle q11..q14 correct (4 of 10), retrieved q13, q17, q18 (3 of 10).
-    close(fr.contexts["oracle"].judge_accuracy, 0.4, wilson(4, 10), 10)
-    close(fr.contexts["retrieved"].judge_accuracy, 0.3, wilson(3, 10), 10)
+    # The judge on fr's six with a reference: oracle q11..q14 correct (4 of 6), retrieved q13 (1 of 6).
+    close(fr.contexts["oracle"].judge_accuracy, 4 / 6, wilson(4, 6), 6)
+    close(fr.contexts["retrieved"].judge_accuracy, 1 / 6, wilson(1, 6), 6)
 
 
 def test_the_seeds_table_is_filled_with_the_runs_recalls_and_the_row_that_applies():
