@@ -10,6 +10,7 @@ from django.http import Http404
 
 from answers.models import AnswerGrade, AnswerJudge, GeneratedAnswer, Generator, OracleExperiment
 from goldenset.models import GoldenSet, VersionAnswer
+from lib.ppi import wilson_interval
 
 ANSWERS_PER_PAGE = 30
 
@@ -78,3 +79,20 @@ def answers_page(experiment: OracleExperiment, user, *, page: str | None, contex
         mine = next((g for g in answer.shown_grades if g.source == AnswerGrade.Source.HUMAN), None)
         rows.append(AnswerRow(answer=answer, reference=references.get(answer.query_id, ""), model_grade=model, my_grade=mine))
     return page_of, rows
+
+
+@dataclass(frozen=True)
+class SampleInterval:
+    queries: int
+    half_width_points: float  # the widest 95% interval's half width, in points
+
+
+def sample_intervals(query_count: int) -> list[SampleInterval]:
+    """What a sample of n queries buys: the half width of the 95% Wilson interval of an
+    accuracy near 0.5 (the widest), for a few sizes up to the version's `query_count`."""
+    sizes = sorted({n for n in (50, 100, 200, 500, 1000, 2000) if n < query_count} | ({query_count} if query_count else set()))
+    rows = []
+    for n in sizes:
+        low, high = wilson_interval(n // 2, n)
+        rows.append(SampleInterval(n, round((high - low) / 2 * 100, 1)))
+    return rows

@@ -13,13 +13,28 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from answers.forms import HumanGradeForm
+from answers.answer_judging import DEFAULT_RUBRIC, answer_judge_add
+from answers.experiments import experiment_contexts, oracle_experiment_continue, oracle_experiment_submit
+from answers.forms import AnswerJudgeForm, ContinueForm, ExperimentForm, GeneratorForm, HumanGradeForm, problems_to_fields
+from answers.generation import DEFAULT_PROMPT
+from answers.generators import generator_add
 from answers.human_grades import answer_grade_record, grade_agreement
-from answers.selectors import answer_get, answer_judges_of, answers_page, experiment_get, experiments_of, generators_of
+from answers.models import AnswerGrade, GeneratedAnswer, OracleExperiment
+from answers.report import experiment_report
+from answers.selectors import (
+    answer_get,
+    answer_judges_of,
+    answers_page,
+    experiment_get,
+    experiments_of,
+    generators_of,
+    sample_intervals,
+)
 from answers.sweep import run_sweep_report
-from evaluation.selectors import run_get
+from answers.tasks import oracle_experiment_task
+from evaluation.selectors import run_get, slice_label
 from goldenset.models import Membership
 from goldenset.selectors import access_golden_set, user_roles, version_get
 from lib.errors import GoldsetError
@@ -28,6 +43,7 @@ from lib.params import version_param
 ANSWER_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 MANAGE_ROLES = (Membership.Role.MANAGER,)
 EXPERIMENT_POLL_SECONDS = 2
+ACTIVE = (OracleExperiment.Status.QUEUED, OracleExperiment.Status.RUNNING)
 
 
 def _can_manage(user, golden_set) -> bool:
@@ -65,11 +81,93 @@ def generators_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
+def generator_add_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    form = GeneratorForm(request.POST or None, initial={"prompt": DEFAULT_PROMPT})
+    if request.method == "POST" and form.is_valid():
+        try:
+            generator = generator_add(golden_set=golden_set, user=request.user, kind="openai", **form.cleaned_data)
+        except GoldsetError as exc:
+            problems_to_fields(form, exc)
+        else:
+            messages.success(request, f"Generator {generator.name!r} added.")
+            return redirect("generators", slug=golden_set.slug)
+    ctx = {"golden_set": golden_set, "form": form, "what": "a generator"}
+    return render(request, "answers/add.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def answer_judge_add_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    form = AnswerJudgeForm(request.POST or None, initial={"rubric": DEFAULT_RUBRIC})
+    if request.method == "POST" and form.is_valid():
+        try:
+            judge = answer_judge_add(golden_set=golden_set, user=request.user, **form.cleaned_data)
+        except GoldsetError as exc:
+            problems_to_fields(form, exc)
+        else:
+            messages.success(request, f"Answer judge {judge.name!r} added.")
+            return redirect("generators", slug=golden_set.slug)
+    ctx = {"golden_set": golden_set, "form": form, "what": "an answer judge"}
+    return render(request, "answers/add.html", ctx)
+
+
+@login_required
 @require_GET
 def experiments_page(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug, roles=ANSWER_ROLES)
     ctx = {"golden_set": golden_set, "experiments": experiments_of(golden_set), "can_manage": _can_manage(request.user, golden_set)}
     return render(request, "answers/experiments.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def experiment_start(request: HttpRequest, slug: str) -> HttpResponse:
+    """The start form: on the latest version, a run's top k_final against the oracle
+    context; the job runs in a worker and its page follows it."""
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    version = golden_set.versions.order_by("-number").first()
+    form = ExperimentForm(request.POST or None, golden_set=golden_set)
+    if request.method == "POST" and form.is_valid():
+        try:
+            experiment = oracle_experiment_submit(
+                golden_set=golden_set, version=version, user=request.user, send=oracle_experiment_task, **form.cleaned_data
+            )
+        except GoldsetError as exc:
+            problems_to_fields(form, exc)
+        else:
+            messages.success(request, f"Oracle experiment {experiment.pk} is queued.")
+            return redirect("oracle_experiment", slug=golden_set.slug, experiment_id=experiment.pk)
+    ctx = {
+        "golden_set": golden_set,
+        "version": version,
+        "form": form,
+        "intervals": sample_intervals(version.query_count if version else 0),
+    }
+    return render(request, "answers/start.html", ctx)
+
+
+@login_required
+@require_POST
+def experiment_continue(request: HttpRequest, slug: str, experiment_id: int) -> HttpResponse:
+    """A stopped (budget spent), failed or done experiment queued again: it answers and
+    grades only what is missing."""
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    experiment = experiment_get(golden_set, experiment_id)
+    form = ContinueForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+        messages.error(request, f"Oracle experiment {experiment.pk} not continued: {problems}")
+    else:
+        try:
+            oracle_experiment_continue(experiment=experiment, user=request.user, send=oracle_experiment_task, **form.cleaned_data)
+        except GoldsetError as exc:
+            messages.error(request, f"Oracle experiment {experiment.pk} not continued: {exc}")
+        else:
+            messages.success(request, f"Oracle experiment {experiment.pk} is queued again: it answers only what is missing.")
+    return redirect("oracle_experiment", slug=golden_set.slug, experiment_id=experiment.pk)
 
 
 @login_required
@@ -82,16 +180,27 @@ def experiment_page(request: HttpRequest, slug: str, experiment_id: int, fragmen
     experiment = experiment_get(golden_set, experiment_id)
     ctx = {"golden_set": golden_set, "experiment": experiment, "poll_seconds": EXPERIMENT_POLL_SECONDS}
     if fragment:
-        return render(request, "answers/_experiment_status.html", ctx)
+        response = render(request, "answers/_experiment_status.html", ctx)
+        if request.htmx and experiment.status not in ACTIVE:
+            # The report below the progress is from before the job ended: reload to show it.
+            response["HX-Refresh"] = "true"
+        return response
     context = request.GET.get("context", "")
     page, rows = answers_page(experiment, request.user, page=request.GET.get("page"), context=context)
+    report = experiment_report(experiment)
     ctx.update(
         {
+            "report": report,
+            "slices": [(slice_label(part.name), part) for part in report.slices],
+            "experiment_contexts": [(c, GeneratedAnswer.Context(c).label) for c in experiment_contexts(experiment)],
+            "grade_choices": AnswerGrade.Grade.choices,
+            "can_manage": _can_manage(request.user, golden_set),
+            "continue_form": ContinueForm(),
+            "resumable": experiment.status in (OracleExperiment.Status.STOPPED, OracleExperiment.Status.FAILED),
             "page": page,
             "rows": rows,
             "context": context,
             "agreement": grade_agreement(experiment),
-            "grade_form": HumanGradeForm(),
         }
     )
     return render(request, "answers/experiment.html", ctx)

@@ -176,6 +176,7 @@ def test_compare_reports_the_stored_difference_per_metric_and_per_query_slice(sm
 def test_k_ticks_are_round_numbers_from_1_to_k_first():
     assert [k for k, _ in charts.k_ticks(100)] == [1, 20, 40, 60, 80, 100]
     assert [k for k, _ in charts.k_ticks(8)] == [1, 2, 4, 6, 8]
+    assert [k for k, _ in charts.k_ticks(2)] == [1, 2]
     assert charts.k_ticks(1) == [(1, "1")]
 
 
