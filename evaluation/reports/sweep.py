@@ -76,7 +76,8 @@ class SweepPoint:
 @dataclass
 class DepthSweep:
     """One run's sweep on one version. `points` run k = 1..depth (at the stored curve's
-    cut-offs, every k up to 100); `note` says why there are none."""
+    cut-offs, every k up to 100), depth being the run's own but at least k_final and at most
+    k_first; `note` says why there are none, or that no price per point is given."""
 
     run: Run
     version_number: int
@@ -134,7 +135,9 @@ def depth_sweep(run: Run, version: Version, golden_set: GoldenSet, evaluation: E
     if evaluation is None:
         evaluation = Evaluation.objects.filter(run=run, version=version).defer("per_query").first()
     cost = PromptCost.of(golden_set)
-    depth = min(run_depth(run), version.k_first)
+    # Never short of k_final: a run of fewer pages still has a recall@k_final (what the
+    # prompt sees today), and the stored curve holds it.
+    depth = min(max(run_depth(run), version.k_final), version.k_first)
     sweep = DepthSweep(
         run=run,
         version_number=version.number,
@@ -165,7 +168,7 @@ def depth_sweep(run: Run, version: Version, golden_set: GoldenSet, evaluation: E
         sweep.points.append(SweepPoint(k, recall, cost.tokens(k), cost.monthly_dollars(k), per_point))
     if sweep.returns_only_k_final:
         sweep.note = (
-            f"{run.name} returns only {version.k_final} pages a query (k_final): "
+            f"{run.name} returns no more than k_final = {version.k_final} pages a query: "
             f"it cannot show what a larger final k would buy, so no price per point is given."
         )
     return sweep
@@ -186,13 +189,13 @@ def sweep_chart(sweep: DepthSweep, overlays: Sequence[charts.Series] = ()) -> ch
         x_rules.append((knee.k, f"knee {knee.k}", f"the knee: recall@{knee.k} = {knee.recall:.3f}", "boundary"))
     if cheapest is not None and (knee is None or cheapest.k != knee.k):
         x_rules.append((cheapest.k, f"{sweep.target:.2f} at {cheapest.k}", f"the cheapest k with recall ≥ {sweep.target:.2f}", "boundary"))
-    k_max = max(sweep.depth, 2)
+    k_max = max([sweep.depth, sweep.k_final, 2] + [int(x) for one in overlays for x, _, _ in one.points])
     return charts.line_chart(
         series,
         x_min=1,
         x_max=k_max,
         x_ticks=charts.k_ticks(k_max),
-        x_label=f"k (pages in the prompt), 1 to {sweep.depth}",
+        x_label=f"k (pages in the prompt), 1 to {k_max}",
         y_label="fraction",
         title=f"Recall@k and cost of {sweep.run.name} on v{sweep.version_number}",
         x_rules=x_rules,

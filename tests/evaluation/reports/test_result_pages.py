@@ -267,7 +267,7 @@ def test_the_sweep_summary_says_a_run_returning_only_k_final_pages_has_no_price_
     body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
     sweep = body[body.index('id="sweep"') :]
     row = sweep[sweep.index("<td>short</td>") :]
-    assert "the run returns only 3 pages a query: no price per point" in row[: row.index("</tr>")]
+    assert "the run returns no more than k_final = 3 pages a query: no price per point" in row[: row.index("</tr>")]
 
 
 def test_charts_are_inline_svg_that_need_no_network(client, golden_set, owner):

@@ -63,9 +63,11 @@ def test_the_cheapest_k_meeting_the_target_and_the_knee_are_found():
     assert sweep.knee.k == 4
 
 
-def test_a_run_shallower_than_k_first_is_swept_to_its_own_depth():
+def test_a_run_shallower_than_k_first_is_swept_to_its_own_depth_but_never_short_of_k_final():
     sweep = sweep_of(CURVE, entries_per_query=12)
     assert sweep.depth == 12 and sweep.points[-1].k == 12
+    shallow = sweep_of(CURVE, entries_per_query=5)
+    assert shallow.depth == 8 and shallow.recall_final == 0.82 and shallow.returns_only_k_final
 
 
 def test_a_run_that_returns_only_k_final_pages_has_no_price_per_point_and_says_why():
@@ -75,7 +77,7 @@ def test_a_run_that_returns_only_k_final_pages_has_no_price_per_point_and_says_w
     sweep = sweep_of(flat, entries_per_query=8, k_first=16)
     assert sweep.returns_only_k_final
     assert all(point.dollars_per_point is None for point in sweep.points)
-    assert "returns only 8 pages a query" in sweep.note and "no price per point" in sweep.note
+    assert "returns no more than k_final = 8 pages a query" in sweep.note and "no price per point" in sweep.note
 
 
 def test_a_flat_curve_past_k_final_gets_no_price_per_point():
