@@ -11,6 +11,7 @@ from django.http import Http404
 
 from api.models import ApiToken
 from evaluation.models import Completeness, Evaluation, Score, Series
+from goldenset.answers import version_reference_answers
 from goldenset.models import GoldenSet, Version, VersionLabel, VersionQuery
 from goldenset.selectors import golden_sets_for, in_slice
 from lib.errors import GoldsetError
@@ -108,11 +109,13 @@ class VersionQueryRow:
     metadata: dict
     label_count: int
     relevant_count: int
+    reference_answer: dict | None = None  # as the version froze it: answer, aliases, key_facts
 
 
 def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQueryRow]:
     """The rows `pks` (from version_query_order) in that order, each with its label and
-    relevant counts in `version`: two queries however many rows."""
+    relevant counts and its reference answer in `version`: three queries however many rows
+    (two when the version holds no answer)."""
     found = {
         vq.pk: vq
         for vq in VersionQuery.objects.filter(pk__in=list(pks)).select_related("query").only("metadata", "query__query_id", "query__text")
@@ -123,11 +126,17 @@ def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQuer
         .values("query_id")
         .annotate(labels=Count("pk"), relevant=Count("pk", filter=Q(grade__gte=version.relevance_threshold)))
     }
+    answers = version_reference_answers(version, [vq.query_id for vq in found.values()])
     rows = []
     for pk in pks:
         vq = found[pk]
         count = counts.get(vq.query_id, {"labels": 0, "relevant": 0})
-        rows.append(VersionQueryRow(vq.query.query_id, vq.query.text, vq.metadata, count["labels"], count["relevant"]))
+        answer = answers.get(vq.query_id)
+        rows.append(
+            VersionQueryRow(
+                vq.query.query_id, vq.query.text, vq.metadata, count["labels"], count["relevant"], answer.to_dict() if answer else None
+            )
+        )
     return rows
 
 

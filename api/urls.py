@@ -1,7 +1,7 @@
 """The REST API under /api/v1/, its schema and docs, and the token pages of a golden set.
 
 Paths end as the issue names them: collections and objects with a slash, the qrels,
-queries and diff of a version without one. Every other /api/ path answers 404 in the
+queries, answers and diff of a version, and a query's answer, without one. Every other /api/ path answers 404 in the
 API's error shape (ApiNotFound, last).
 """
 
@@ -12,6 +12,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNumberConverter
 from api.views import (
+    answers,
     chunkings,
     endpoints,
     evaluations,
@@ -51,6 +52,7 @@ urlpatterns = [
     path(SET + "publish-jobs/<int:job_id>/", versions.PublishJobDetailApi.as_view(), name="api_publish_job"),
     path(VERSION + "qrels", versions.VersionQrelsApi.as_view(), name="api_version_qrels"),
     path(VERSION + "queries", versions.VersionQueriesApi.as_view(), name="api_version_queries"),
+    path(VERSION + "answers", answers.VersionAnswersApi.as_view(), name="api_version_answers"),
     path(VERSION + "model-fills/", model_fills.VersionModelFillsApi.as_view(), name="api_version_model_fills"),
     path(VERSION + "model-fills/<int:fill_id>/qrels", model_fills.VersionModelFillQrelsApi.as_view(), name="api_version_model_fill_qrels"),
     path(VERSION + "diff/<version:other>", versions.VersionDiffApi.as_view(), name="api_version_diff"),
@@ -64,6 +66,7 @@ urlpatterns = [
     path(SET + "runs/<int:run_id>/evaluations/", evaluations.RunEvaluationListApi.as_view(), name="api_run_evaluations"),
     path(SET + "evaluations/", evaluations.EvaluationListApi.as_view(), name="api_evaluations"),
     path(SET + "judgments/", judgments.JudgmentImportApi.as_view(), name="api_judgments"),
+    path(SET + "queries/<path:query_id>/answer", answers.QueryAnswerApi.as_view(), name="api_query_answer"),
     path(SET + "chunkings/", chunkings.ChunkingsApi.as_view(), name="api_chunkings"),
     path(SET + "chunkings/<str:name>/chunks/", chunkings.ChunkingChunksApi.as_view(), name="api_chunking_chunks"),
     path(SET + "document/", chunkings.DocumentApi.as_view(), name="api_document"),

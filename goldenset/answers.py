@@ -248,12 +248,16 @@ def live_reference_answer_rows(golden_set: GoldenSet) -> list[tuple[int, str, Re
     return sorted(found, key=lambda row: natural_key(row[1]))
 
 
-def version_reference_answers(version: Version) -> dict[int, ReferenceText]:
-    """{query pk: its answer as `version` froze it} of the version's queries that have one
-    (empty for a version without answers, with no query made)."""
+def version_reference_answers(version: Version, query_pks: Iterable[int] | None = None) -> dict[int, ReferenceText]:
+    """{query pk: its answer as `version` froze it} of the version's queries that have one,
+    of those in `query_pks` when given (empty for a version without answers, with no query
+    made)."""
     if not version.answer_count:
         return {}
-    rows = VersionAnswer.objects.filter(version=version).values_list("query_id", "answer", "aliases", "key_facts")
+    rows = VersionAnswer.objects.filter(version=version)
+    if query_pks is not None:
+        rows = rows.filter(query_id__in=list(query_pks))
+    rows = rows.values_list("query_id", "answer", "aliases", "key_facts")
     return {pk: ReferenceText.of(*rest) for pk, *rest in rows.iterator(2_000)}
 
 

@@ -4,6 +4,8 @@ import_beir) reads as it is.
     DIR/corpus.jsonl     {"_id": doc_id, "title": ..., "text": ..., "metadata": {...}} a page
     DIR/queries.jsonl    {"_id": query_id, "text": ..., "metadata": {...}} a query of the version
     DIR/qrels/test.tsv   query-id <TAB> corpus-id <TAB> score, with that header line
+    DIR/answers.jsonl    {"query_id", "answer", "aliases", "key_facts"} a reference answer,
+                         only for a version that holds answers (BEIR's loader ignores it)
 
 The corpus is every page of the set's corpus as it is now (pages are not versioned; a run is
 retrieved over all of them), the queries are the version's with their snapshotted slice
@@ -17,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from goldenset.answers import answers_jsonl, version_answer_rows
 from goldenset.models import Page, Version, VersionPage, VersionQuery
 from goldenset.selectors import version_label_rows
 from lib.formats import write_qrels
@@ -31,6 +34,7 @@ class BeirExport:
     queries: int
     labels: int
     pages_changed_since: int  # labelled pages whose content hash is not the version's
+    answers: int = 0  # reference answers written to answers.jsonl
 
 
 def _line(record: dict) -> str:
@@ -54,6 +58,10 @@ def version_beir_write(*, version: Version, folder: str | os.PathLike, split: st
     with open(folder / "queries.jsonl", "w", encoding="utf-8") as out:
         for query_id, text, metadata in queries:
             out.write(_line({"_id": query_id, "text": text, "metadata": metadata}))
+    answers = version_answer_rows(version)  # covered by the hash checked above
+    if answers:
+        with open(folder / "answers.jsonl", "w", encoding="utf-8") as out:
+            out.writelines(answers_jsonl(answers))
     judged_hashes = dict(VersionPage.objects.filter(version=version).values_list("page_id", "content_hash"))
     pages = Page.objects.filter(corpus_id=version.golden_set.corpus_id)
     order = [pk for pk, _ in sorted(pages.values_list("pk", "doc_id"), key=lambda row: natural_key(row[1]))]
@@ -67,4 +75,4 @@ def version_beir_write(*, version: Version, folder: str | os.PathLike, split: st
                 out.write(_line({"_id": page.doc_id, "title": page.title, "text": page.text, "metadata": page.metadata}))
                 if pk in judged_hashes and judged_hashes[pk] != page.content_hash:
                     changed += 1
-    return BeirExport(pages=len(order), queries=len(queries), labels=len(labels), pages_changed_since=changed)
+    return BeirExport(pages=len(order), queries=len(queries), labels=len(labels), pages_changed_since=changed, answers=len(answers))

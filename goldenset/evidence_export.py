@@ -5,13 +5,17 @@ The JSON lines form writes each label as `{"query_id", "doc_id", "grade"}` with 
 qrels object with them (lib.evidence_formats). A version with no hop, span or duplicate
 (every version made before they existed) is exported as before, byte for byte: the
 labels alone, by lib.formats.qrels_chunks. The other forms (TREC, BEIR, CSV) carry grades only.
+
+A version's reference answers are exported on their own (`version_answers_chunks`), as the
+JSON lines import_answers reads, checked against the version's hash first like its qrels.
 """
 
 import json
 from collections.abc import Iterator
 
+from goldenset.answers import answers_jsonl, version_answer_rows
 from goldenset.models import Version
-from goldenset.selectors import version_evidence, version_label_rows
+from goldenset.selectors import version_check_intact, version_evidence, version_label_rows
 from lib.evidence_formats import EvidenceLabel, json_evidence_document, jsonl_chunks
 from lib.formats import qrels_chunks
 
@@ -43,3 +47,11 @@ def version_export_chunks(
     if fmt == "jsonl":
         return jsonl_chunks(labels, evidence.duplicates)
     return iter([json.dumps(json_evidence_document(labels, evidence.duplicates), ensure_ascii=False) + "\n"])
+
+
+def version_answers_chunks(version: Version) -> Iterator[str]:
+    """The version's reference answers as JSON lines `{"query_id", "answer", "aliases",
+    "key_facts"}` in natural query id order (none for a version without answers). Checks
+    the version's content hash first (VersionIntegrityError), which covers the answers."""
+    version_check_intact(version)
+    return answers_jsonl(version_answer_rows(version))

@@ -1,5 +1,6 @@
-"""Pages of golden sets, their versions and their members. Each view: fetch with access
-check, act, render. The members page needs the manager role."""
+"""Pages of golden sets, their versions, their queries' reference answers and their
+members. Each view: fetch with access check, act, render. The members page and an
+answer's edit need the manager role."""
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -10,13 +11,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from goldenset.answers import query_reference_answer, reference_answer_clear, reference_answer_set, version_answer_rows
 from goldenset.chunkings import chunkings_of
 from goldenset.diffs import KIND_LABELS, KINDS, publish_preview_summary, version_changes
-from goldenset.evidence_export import version_export_chunks
-from goldenset.forms import PublishForm
+from goldenset.evidence_export import version_answers_chunks, version_export_chunks
+from goldenset.forms import PublishForm, ReferenceAnswerForm
 from goldenset.model_fill import model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from goldenset.model_labels import model_sources
-from goldenset.models import Membership, PublishJob
+from goldenset.models import Membership, PublishJob, Query
 from goldenset.publishing import publish_job_progress, publish_unchanged, version_publish_request
 from goldenset.selectors import (
     VersionIntegrityError,
@@ -35,6 +37,7 @@ from lib.params import ParameterError, number_param, version_param
 
 MEMBER_ROLES = (Membership.Role.MANAGER,)
 PUBLISH_ROLES = (Membership.Role.MANAGER,)
+ANSWER_EDIT_ROLES = (Membership.Role.MANAGER,)
 CHANGES_ON_VERSION_PAGE = 50  # the rest on the changes page
 CHANGES_PER_PAGE = 100
 PUBLISH_POLL_SECONDS = 1
@@ -183,6 +186,66 @@ def version_export(request: HttpRequest, slug: str, number: int, fmt: str) -> Ht
     response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}.{QREL_EXTENSIONS[fmt]}"'
     response["ETag"] = f'"{version.content_hash}"'
     return response
+
+
+@login_required
+@require_GET
+def version_answers_export(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """The version's reference answers as the JSON lines import_answers reads."""
+    golden_set = access_golden_set(request.user, slug)
+    version = version_get(golden_set, number)
+    try:
+        chunks = version_answers_chunks(version)
+    except VersionIntegrityError as exc:
+        return HttpResponse(exc.message, status=exc.http_status, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(chunks, content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}-answers.jsonl"'
+    response["ETag"] = f'"{version.content_hash}"'
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def query_page(request: HttpRequest, slug: str, query_id: str) -> HttpResponse:
+    """A query: its text and slice values, its reference answer now and as the latest
+    version froze it; managers edit the answer (or clear it) in a form here."""
+    golden_set = access_golden_set(request.user, slug)
+    query = get_object_or_404(Query, golden_set=golden_set, query_id=query_id)
+    may_edit = request.user.is_staff or bool(user_roles(request.user, golden_set) & set(ANSWER_EDIT_ROLES))
+    current = query_reference_answer(query)
+    initial = (
+        {"answer": current.answer, "aliases": "\n".join(current.aliases), "key_facts": "\n".join(current.key_facts)} if current else None
+    )
+    form = ReferenceAnswerForm(initial=initial)
+    status = 200
+    if request.method == "POST":
+        if not may_edit:
+            raise Http404("no such golden set")  # as access_golden_set answers a role short of it
+        if request.POST.get("action") == "clear":
+            if reference_answer_clear(query=query):
+                messages.success(request, f"The reference answer of {query.query_id} was removed; published versions keep theirs.")
+            return redirect("query", slug=golden_set.slug, query_id=query.query_id)
+        form = ReferenceAnswerForm(request.POST)
+        if form.is_valid():
+            try:
+                reference_answer_set(query=query, user=request.user, **form.cleaned_data)
+            except GoldsetError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, f"The reference answer of {query.query_id} was saved; the next published version holds it.")
+                return redirect("query", slug=golden_set.slug, query_id=query.query_id)
+        status = 400
+    latest = golden_set.versions.order_by("-number").first()
+    frozen = dict(version_answer_rows(latest)).get(query.query_id) if latest is not None else None
+    ctx = {
+        "golden_set": golden_set,
+        "query": query,
+        "answer": current,
+        "latest": latest,
+        "frozen": frozen,
+        "form": form if may_edit else None,
+    }
+    return render(request, "goldenset/query.html", ctx, status=status)
 
 
 @login_required

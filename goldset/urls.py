@@ -14,6 +14,8 @@ urlpatterns = [
     path("sets/<slug:slug>/", goldenset_views.golden_set_detail, name="golden_set"),
     path("sets/<slug:slug>/versions/<int:number>/", goldenset_views.version_detail, name="version"),
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
+    path("sets/<slug:slug>/versions/<int:number>/answers.jsonl", goldenset_views.version_answers_export, name="version_answers_export"),
+    path("sets/<slug:slug>/queries/<path:query_id>/", goldenset_views.query_page, name="query"),
     path("sets/<slug:slug>/versions/<int:number>/model-fills/", goldenset_views.version_model_fill_start, name="version_model_fill_start"),
     path(
         "sets/<slug:slug>/versions/<int:number>/model-fills/<int:fill_id>/qrels.<str:fmt>",

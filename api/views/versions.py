@@ -254,10 +254,17 @@ class VersionQrelsApi(APIView):
         return response
 
 
+@extend_schema_serializer(component_name="ReferenceAnswer")
+class ReferenceAnswerOutput(serializers.Serializer):
+    answer = serializers.CharField(help_text="what a generated answer is graded against")
+    aliases = serializers.ListField(child=serializers.CharField(), help_text="other ways of saying it, each counted as right")
+    key_facts = serializers.ListField(child=serializers.CharField(), help_text="facts a full answer holds")
+
+
 class VersionQueriesApi(PaginatedMixin, APIView):
     """The version's queries in natural id order, each with the slice metadata snapshotted
-    in the version and its label and relevant counts there. `text` is the query's current
-    text (versions snapshot ids, labels and slice values, not text)."""
+    in the version, its label and relevant counts and its reference answer there. `text` is
+    the query's current text (versions snapshot ids, labels, slice values and answers, not text)."""
 
     class FilterSerializer(serializers.Serializer):
         slice = serializers.RegexField(
@@ -276,6 +283,9 @@ class VersionQueriesApi(PaginatedMixin, APIView):
         metadata = serializers.DictField(help_text="the query's slice values as snapshotted in the version")
         label_count = serializers.IntegerField()
         relevant_count = serializers.IntegerField()
+        reference_answer = ReferenceAnswerOutput(
+            allow_null=True, help_text="the query's reference answer as the version froze it; null for none"
+        )
 
     @extend_schema(
         operation_id="versions_queries",
@@ -318,11 +328,15 @@ class _DiffCountsSerializer(serializers.Serializer):
     pairs_added = serializers.IntegerField()
     pairs_removed = serializers.IntegerField()
     pairs_regraded = serializers.IntegerField()
+    answers_added = serializers.IntegerField()
+    answers_changed = serializers.IntegerField()
+    answers_removed = serializers.IntegerField()
 
 
 class VersionDiffApi(APIView):
     """What changed from version `number` to version `other`: queries added and removed,
-    labelled pairs added, removed and regraded, in natural id order. Each list holds at most
+    labelled pairs added, removed and regraded, reference answers added, changed and
+    removed (their query ids), in natural id order. Each list holds at most
     `limit` items (`truncated` says whether one was cut); the counts are always whole."""
 
     class FilterSerializer(serializers.Serializer):
@@ -343,6 +357,9 @@ class VersionDiffApi(APIView):
         pairs_added = _PairSerializer(many=True)
         pairs_removed = _PairSerializer(many=True)
         pairs_regraded = _RegradedSerializer(many=True)
+        answers_added = serializers.ListField(child=serializers.CharField(), help_text="query ids whose answer is new")
+        answers_changed = serializers.ListField(child=serializers.CharField(), help_text="query ids whose answer changed")
+        answers_removed = serializers.ListField(child=serializers.CharField(), help_text="query ids whose answer is gone")
 
     @extend_schema(
         operation_id="versions_diff",
@@ -373,9 +390,12 @@ class VersionDiffApi(APIView):
             "pairs_added": len(diff.pairs_added),
             "pairs_removed": len(diff.pairs_removed),
             "pairs_regraded": len(diff.pairs_regraded),
+            "answers_added": len(diff.answers_added),
+            "answers_changed": len(diff.answers_changed),
+            "answers_removed": len(diff.answers_removed),
         }
-        lists["queries_added"] = lists["queries_added"][:limit]
-        lists["queries_removed"] = lists["queries_removed"][:limit]
+        for name in ("queries_added", "queries_removed", "answers_added", "answers_changed", "answers_removed"):
+            lists[name] = getattr(diff, name)[:limit]
         data = {
             "from_version": old.number,
             "from_hash": old.content_hash,

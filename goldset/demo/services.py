@@ -27,6 +27,7 @@ from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE, demo_generate, p
 from goldset.demo.monitoring import DemoMonitoringResult, demo_monitoring_load, demo_search_url
 from goldset.demo.oracle import DemoOracleResult, demo_oracle_load
 from goldset.demo.passages import CHUNKING_DESCRIPTION, CHUNKING_NAME, PASSAGE_SYSTEM, passage_id, passage_run_rankings, passages
+from goldset.demo.reference_answers import demo_answers_set
 from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
 from goldset.demo.vocabulary import GUIDELINES
 from labeling.models import Pool
@@ -235,6 +236,7 @@ def demo_golden_set_load(
         for demo_user in DEMO_USERS:
             if demo_user.role:
                 membership_grant(user=users[demo_user.username], golden_set=golden_set, role=demo_user.role)
+        demo_answers_set(golden_set, manager)  # every version of the demo holds reference answers
         versions.append(version_publish(golden_set=golden_set, user=manager, note=content.v1_note))
 
         for number, demo_round in enumerate(content.rounds, start=1):
@@ -256,6 +258,7 @@ def demo_golden_set_load(
             human_judgments += len(demo_round.judgments)
             for query_id in demo_round.retire:
                 query_retire(query=queries[query_id])
+            demo_answers_set(golden_set, manager)
             versions.append(version_publish(golden_set=golden_set, user=manager, note=demo_round.note))
 
     return DemoSetResult(

@@ -203,7 +203,16 @@ def test_the_diff_lists_what_changed_from_one_version_to_another(reader, version
     assert (body["from_hash"], body["to_hash"]) == (version.content_hash, second_version.content_hash)
     assert body["pairs_added"] == [{"query_id": "q3", "doc_id": "d1", "grade": 2}]
     assert body["pairs_regraded"] == [{"query_id": "q1", "doc_id": "d1", "old_grade": 2, "new_grade": 3}]
-    assert body["counts"] == {"queries_added": 0, "queries_removed": 0, "pairs_added": 1, "pairs_removed": 0, "pairs_regraded": 1}
+    assert body["counts"] == {
+        "queries_added": 0,
+        "queries_removed": 0,
+        "pairs_added": 1,
+        "pairs_removed": 0,
+        "pairs_regraded": 1,
+        "answers_added": 0,
+        "answers_changed": 0,
+        "answers_removed": 0,
+    }
     assert body["truncated"] is False
     backwards = reader.get(BASE + "2/diff/1").json()
     assert backwards["pairs_removed"] == [{"query_id": "q3", "doc_id": "d1", "grade": 2}]

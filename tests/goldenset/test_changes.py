@@ -5,12 +5,15 @@ import pytest
 from django.test import TestCase
 from django.urls import reverse
 
-from goldenset.diffs import ADDED, QUERY_ADDED, QUERY_REMOVED, REGRADED, REMOVED, publish_preview, version_changes
+from goldenset.diffs import ADDED, ANSWER_KINDS, QUERY_ADDED, QUERY_REMOVED, REGRADED, REMOVED, publish_preview, version_changes
 from goldenset.models import PublishJob, Query
 from goldenset.services import membership_grant, qrels_import, query_retire, version_publish
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db
+
+# Every kind is counted, answers' too (tests/goldenset/test_answers_versions.py changes them).
+NO_ANSWER_CHANGE = dict.fromkeys(ANSWER_KINDS, 0)
 
 
 @pytest.fixture
@@ -42,12 +45,19 @@ def test_each_change_carries_its_query_text_page_title_and_slices(versions):
     regraded = changes.filtered(kind=REGRADED)[0]
     assert (regraded.old_grade, regraded.new_grade, regraded.query_text, regraded.page_title) == (2, 3, "question q1", "title d1")
     assert regraded.slices == ("lang=en",)
-    assert changes.counts() == {QUERY_ADDED: 1, QUERY_REMOVED: 1, ADDED: 2, REMOVED: 1, REGRADED: 1}
-    assert dict(changes.slice_counts())["lang=de"] == {QUERY_ADDED: 0, QUERY_REMOVED: 1, ADDED: 0, REMOVED: 1, REGRADED: 0}
+    assert changes.counts() == {QUERY_ADDED: 1, QUERY_REMOVED: 1, ADDED: 2, REMOVED: 1, REGRADED: 1, **NO_ANSWER_CHANGE}
+    assert dict(changes.slice_counts())["lang=de"] == {
+        QUERY_ADDED: 0,
+        QUERY_REMOVED: 1,
+        ADDED: 0,
+        REMOVED: 1,
+        REGRADED: 0,
+        **NO_ANSWER_CHANGE,
+    }
     assert [c.doc_id for c in changes.filtered(slice_name="lang=en", kind=ADDED)] == ["d4"]
     # Either way round: what v2 added, v1 lacks.
     back = version_changes(v2, v1)
-    assert back.counts() == {QUERY_ADDED: 1, QUERY_REMOVED: 1, ADDED: 1, REMOVED: 2, REGRADED: 1}
+    assert back.counts() == {QUERY_ADDED: 1, QUERY_REMOVED: 1, ADDED: 1, REMOVED: 2, REGRADED: 1, **NO_ANSWER_CHANGE}
 
 
 def test_the_preview_is_what_the_publish_then_does(versions):

@@ -1,6 +1,6 @@
 """Acceptance of issue 25: a version published before chunkings, spans, hops and duplicate
 groups existed keeps its content hash and its exports, byte for byte, once the database is
-migrated (goldenset 0016, evaluation 0015); and the history tables still refuse changes
+migrated (goldenset 0016, evaluation 0015, and every migration since: reference answers, 0019, too); and the history tables still refuse changes
 afterwards (SQLite rebuilds altered tables without their triggers: 0016 makes them again).
 
 The version is published in the database as it stood at goldenset 0015 and evaluation 0014,
@@ -12,7 +12,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from goldenset.evidence_export import version_export_chunks
+from goldenset.evidence_export import version_answers_chunks, version_export_chunks
 from goldenset.models import Version
 from goldenset.selectors import version_check_intact, version_recomputed_hash
 from lib.formats import qrels_chunks
@@ -111,6 +111,8 @@ def test_a_version_published_before_the_migration_keeps_its_hash_and_exports_byt
         version = Version.objects.select_related("golden_set").get(pk=version_pk)
         assert version.content_hash == content_hash == version_recomputed_hash(version)
         assert (version.hop_count, version.span_count, version.duplicate_count) == (0, 0, 0)
+        # Reference answers (goldenset 0019) came later still: the version holds none, and hashes without them.
+        assert version.answer_count == 0 and "".join(version_answers_chunks(version)) == ""
         version_check_intact(version)
         for fmt in FORMATS:
             assert "".join(version_export_chunks(version, fmt)) == exports[fmt], fmt

@@ -40,6 +40,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"wrote {slug} v{version.number} to {folder}: {written.pages} pages, {written.queries} queries, "
             f"{written.labels} labels (qrels/{split}.tsv)"
+            + (f", {written.answers} reference answers (answers.jsonl)" if written.answers else "")
         )
         if written.pages_changed_since:
             self.stderr.write(

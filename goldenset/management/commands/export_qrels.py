@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 from goldenset.chunk_labels import chunking_named, version_chunk_label_rows
-from goldenset.evidence_export import version_export_chunks
+from goldenset.evidence_export import version_answers_chunks, version_export_chunks
 from goldenset.management.files import STDIO, output_text
 from goldenset.model_fill import model_fill_get, model_fill_rows
 from goldenset.models import GoldenSet
@@ -20,7 +20,9 @@ class Command(BaseCommand):
         '({"query_id", "doc_id", "grade"} a line). JSON and JSON lines carry the labels\' hops and evidence spans and the '
         'duplicate groups when the version has any (JSON then wraps the qrels: {"qrels": ..., "hops": ..., "spans": ...}). '
         'With --model-fill ID, write instead that variant of the version "with model labels" (human labels with a '
-        "model's labels filling the pairs no person labelled; its id is on the version page): never the default."
+        "model's labels filling the pairs no person labelled; its id is on the version page): never the default. "
+        'With --answers, write instead the version\'s reference answers as JSON lines ({"query_id", "answer", "aliases", '
+        '"key_facts"}, what import_answers reads).'
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -39,8 +41,9 @@ class Command(BaseCommand):
             "the qrels that score a run of it as Goldset's chunk level does",
         )
         parser.add_argument("--model-fill", type=int, metavar="ID", help="the version's variant with model labels to write instead")
+        parser.add_argument("--answers", action="store_true", help="write the version's reference answers (JSON lines) instead")
 
-    def handle(self, *args, slug, number, fmt, output, model_fill, chunking, **options):
+    def handle(self, *args, slug, number, fmt, output, model_fill, chunking, answers, **options):
         golden_set = GoldenSet.objects.filter(slug=slug).first()
         if golden_set is None:
             raise CommandError(f"no golden set {slug!r}")
@@ -51,9 +54,11 @@ class Command(BaseCommand):
         fill = None
         try:
             of_chunking = chunking_named(golden_set.corpus_id, chunking)
-            if of_chunking is not None and model_fill is not None:
-                raise CommandError("--chunking and --model-fill cannot be combined")
-            if of_chunking is not None:
+            if sum((of_chunking is not None, model_fill is not None, answers)) > 1:
+                raise CommandError("--chunking, --model-fill and --answers cannot be combined")
+            if answers:
+                chunks = version_answers_chunks(version)
+            elif of_chunking is not None:
                 version_check_intact(version)
                 rows = version_chunk_label_rows(version, of_chunking)
                 chunks = qrels_chunks(rows, fmt)
@@ -70,7 +75,9 @@ class Command(BaseCommand):
             for chunk in chunks:
                 handle.write(chunk)
         if output not in (None, "", STDIO):
-            if of_chunking is not None:
+            if answers:
+                self.stderr.write(f"wrote {version.answer_count} reference answers of {slug} v{version.number} to {output}")
+            elif of_chunking is not None:
                 self.stderr.write(f"wrote {len(rows)} chunk labels of {slug} v{version.number} on chunking {of_chunking.name} to {output}")
             elif fill is not None:
                 self.stderr.write(

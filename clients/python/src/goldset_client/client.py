@@ -49,6 +49,7 @@ from goldset_client.types import (
     SeriesNights,
     Stage,
     Version,
+    VersionAnswer,
 )
 
 RunSource = str | os.PathLike | bytes | BinaryIO
@@ -279,6 +280,31 @@ class GoldsetClient:
                 raise QrelsIntegrityError(f"{slug} version {number}: 304 Not Modified for a copy this client does not hold")
             fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
         return Qrels(slug, number, format, slice, served, fresh.body_path, from_cache=False)
+
+    def answers(self, slug: str, version: int | str, *, expected_hash: str | None = None) -> list[VersionAnswer]:
+        """The reference answers version `version` froze, every page, in natural query id
+        order ([] for a version without answers). Each page's ETag must be `expected_hash`
+        when given (the hash the job pinned), else the version's content_hash as listed:
+        QrelsIntegrityError otherwise, as for qrels (the hash covers the answers). `version`
+        may be "latest" (resolved to its number first)."""
+        listed = self.version(slug, version) if version == "latest" or not expected_hash else None
+        number = listed["number"] if listed is not None else int(version)
+        wanted = strip_etag(expected_hash) if expected_hash else listed["content_hash"]
+        items: list[VersionAnswer] = []
+        path: str | None = set_path(slug) + f"versions/{number}/answers"
+        params: dict[str, Any] | None = {"limit": self.http.page_size}
+        while path:
+            response = self.http.request("GET", path, params=params)
+            served = strip_etag(response.headers.get("ETag", ""))
+            if served != wanted:
+                raise QrelsIntegrityError(
+                    f"{slug} version {number}: the server's answers carry content hash {served or '(none)'!r}, "
+                    f"not the {'pinned' if expected_hash else 'listed'} {wanted!r}"
+                )
+            page = response.json()
+            items.extend(page["results"])
+            path, params = page.get("next"), None
+        return items
 
     # --- chunkings, documents, labels ---------------------------------------------------
 

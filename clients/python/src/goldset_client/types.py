@@ -50,6 +50,15 @@ class Version(TypedDict):
     queries_without_relevant: int
 
 
+class VersionAnswer(TypedDict):
+    """A reference answer as a version froze it (what the oracle experiment grades against)."""
+
+    query_id: str
+    answer: str
+    aliases: list[str]
+    key_facts: list[str]
+
+
 class Run(TypedDict):
     id: int
     name: str
