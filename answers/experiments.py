@@ -52,9 +52,10 @@ logger = logging.getLogger(__name__)
 
 SEND_AGAIN_AFTER = timedelta(minutes=10)
 GIVE_UP_AFTER = timedelta(hours=6)
-# Queries whose contexts are read and answered in one block, per request in flight: enough
-# to keep the generator busy, few enough that a stop loses little and memory stays flat.
-QUERIES_PER_WORKER = 8
+# Answers (a query with one context) read and asked in one block, per request in flight:
+# enough that the workers seldom wait for the block's last answers (bench/oracle.py), few
+# enough that a stop loses little and memory stays flat in the experiment's size.
+ITEMS_PER_WORKER = 32
 MAX_SAMPLE = 1_000_000
 
 EXPERIMENT_JOBS = JobKind(
@@ -301,7 +302,7 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
     missing = [(q, kind) for q in queries for kind in kinds if (q, kind) not in done]
     references = reference_truths(experiment.version)
     ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds and missing else None
-    block = max(1, generator.max_in_flight * QUERIES_PER_WORKER)
+    block = max(1, generator.max_in_flight * ITEMS_PER_WORKER)
     position = 0
     while position < len(missing):
         size = _block_size(experiment, block, generator.max_in_flight)
@@ -406,7 +407,7 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
     answered = experiment.answers.filter(error="", query_id__in=list(references)).order_by("pk").values_list("pk", flat=True)
     pending = [pk for pk in answered if pk not in taken]
     ranked = None
-    block = max(1, judge.max_in_flight * QUERIES_PER_WORKER)
+    block = max(1, judge.max_in_flight * ITEMS_PER_WORKER)
     position = 0
     while position < len(pending):
         size = _block_size(experiment, block, judge.max_in_flight)

@@ -318,3 +318,128 @@ def experiment_report(experiment: OracleExperiment) -> ExperimentReport:
         missing = _missing_pages(experiment, names, wanted)
         report.retrieval_misses = [Miss(m.query_id, missing.get(m.query_id, [])) for m in report.retrieval_misses]
     return report
+
+
+def _estimate_json(estimate: Estimate | None) -> dict | None:
+    return None if estimate is None else {"value": estimate.value, "low": estimate.low, "high": estimate.high, "n": estimate.n}
+
+
+def _context_json(figures: ContextFigures) -> dict:
+    return {
+        "exact_match": None if figures.exact_match is None else figures.exact_match.value,
+        "token_f1": None if figures.token_f1 is None else figures.token_f1.value,
+        "judge_accuracy": None if figures.judge_accuracy is None else figures.judge_accuracy.value,
+        "queries": figures.answered,
+        "queries_sampled": figures.queries,
+        "with_reference": figures.with_reference,
+        "failed": figures.failed,
+        "graded": figures.graded,
+        "complete": figures.complete,
+        "progress": figures.progress,
+        "intervals": {
+            "exact_match": _estimate_json(figures.exact_match),
+            "token_f1": _estimate_json(figures.token_f1),
+            "judge_accuracy": _estimate_json(figures.judge_accuracy),
+        },
+    }
+
+
+def _slice_json(part: SliceReport) -> dict:
+    return {
+        "slice": part.name,
+        **{context: _context_json(figures) for context, figures in part.contexts.items()},
+        "losses": {
+            loss.by: {"retrieval": _estimate_json(loss.retrieval), "generation": _estimate_json(loss.generation)} for loss in part.losses
+        },
+    }
+
+
+def report_json(experiment: OracleExperiment, report: ExperimentReport) -> dict:
+    """The report as the command's --format json and the API give it: "oracle", "retrieved"
+    (and "closed_book") each with "exact_match" and "token_f1" (means over the queries with
+    a reference answer, fractions, null until every answer of the context is in) and
+    "queries" (answered); the losses by the accuracy used, the seed's table and its row,
+    the slices, the queries lost to retrieval, and the experiment's progress and counts."""
+    loss = report.loss()
+    decision = report.decision
+    return {
+        "experiment": {
+            "id": experiment.pk,
+            "golden_set": experiment.golden_set.slug,
+            "version": experiment.version.number,
+            "run": experiment.run.name,
+            "generator": experiment.generator.name,
+            "judge": experiment.judge.name if experiment.judge_id else None,
+            "status": experiment.status,
+            "k_final": experiment.k_final,
+            "context_token_budget": experiment.context_token_budget,
+            "sample_size": experiment.sample_size,
+            "seed": experiment.seed,
+            "queries": experiment.queries_total,
+            "answers_total": experiment.answers_total,
+            "answers_done": experiment.answers_done,
+            "answers_failed": experiment.answers_failed,
+            "grades_done": experiment.grades_done,
+            "requests": experiment.requests,
+            "prompt_tokens": experiment.prompt_tokens,
+            "completion_tokens": experiment.completion_tokens,
+            "cost": str(experiment.cost),
+            "note": experiment.progress_note,
+            "error": experiment.error,
+        },
+        **{context: _context_json(figures) for context, figures in report.overall.contexts.items()},
+        "accuracy": report.accuracy,
+        "retrieval_loss": None if loss is None or loss.retrieval is None else loss.retrieval.value,
+        "generation_loss": None if loss is None or loss.generation is None else loss.generation.value,
+        "losses": _slice_json(report.overall)["losses"],
+        "decision": {
+            "recall_first": decision.recall_first,
+            "recall_final": decision.recall_final,
+            "k_first": decision.k_first,
+            "k_final": decision.k_final,
+            "row": decision.row,
+            "rows": [{"kind": kind, "when": when, "then": then, "applies": kind == decision.row} for kind, when, then in decision.rows],
+        },
+        "slices": [_slice_json(part) for part in report.slices],
+        "retrieval_misses": [{"query_id": miss.query_id, "missing_pages": miss.missing_pages} for miss in report.retrieval_misses],
+        "complete": report.complete,
+    }
+
+
+def report_lines(experiment: OracleExperiment, report: ExperimentReport) -> list[str]:
+    """The report as a table of text lines (the command's default output)."""
+
+    def cell(estimate: Estimate | None, progress: str) -> str:
+        return f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]" if estimate else f"({progress})"
+
+    lines = [
+        f"oracle experiment {experiment.pk}: {experiment.golden_set.slug} v{experiment.version.number}, run {experiment.run.name}, "
+        f"generator {experiment.generator.name}, k_final {experiment.k_final}, status {experiment.status}",
+        f"{'context':<12} {'answered':>12} {'exact match':>24} {'token F1':>24} {'judge':>24}",
+    ]
+    for context, f in report.overall.contexts.items():
+        judge = cell(f.judge_accuracy, f"{f.graded} graded") if experiment.judge_id else "-"
+        answered = f"{f.answered}/{f.queries}"
+        lines.append(f"{context:<12} {answered:>12} {cell(f.exact_match, f.progress):>24} {cell(f.token_f1, f.progress):>24} {judge:>24}")
+    for loss in report.overall.losses:
+        lines.append(
+            f"by {loss.by}: retrieval loss {cell(loss.retrieval, 'waits for both contexts')}, "
+            f"generation loss {cell(loss.generation, 'waits for the oracle context')}"
+        )
+    decision = report.decision
+    first = "n/a" if decision.recall_first is None else f"{decision.recall_first:.3f}"
+    final = "n/a" if decision.recall_final is None else f"{decision.recall_final:.3f}"
+    lines.append(f"recall@{decision.k_first} = {first}, recall@{decision.k_final} = {final} (the run's scores on this version)")
+    for kind, when, then in decision.rows:
+        lines.append(f"{'=>' if kind == decision.row else '  '} {when}: {then}")
+    if report.retrieval_misses:
+        lines.append(f"right with the oracle context, wrong with the retrieved ({report.accuracy}):")
+        lines.extend(
+            f"  {m.query_id}: missing {', '.join(m.missing_pages) or 'none of its relevant pages'}" for m in report.retrieval_misses
+        )
+    lines.append(
+        f"requests {experiment.requests}, prompt tokens {experiment.prompt_tokens}, completion tokens {experiment.completion_tokens}, cost {experiment.cost}"
+    )
+    if experiment.progress_note:
+        lines.append(experiment.progress_note)
+    return lines

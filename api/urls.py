@@ -21,6 +21,7 @@ from api.views import (
     model_fills,
     model_labels,
     monitoring,
+    oracle_experiments,
     runs,
     series,
     tokens,
@@ -79,6 +80,22 @@ urlpatterns = [
     path(ENDPOINT + "runs/<int:night_id>/", endpoints.EndpointNightDetailApi.as_view(), name="api_endpoint_night"),
     path(SET + "monitoring/", monitoring.MonitoringApi.as_view(), name="api_monitoring"),
     path(SET + "model-labels/calibration/", model_labels.ModelLabelCalibrationApi.as_view(), name="api_model_label_calibration"),
+    path(SET + "oracle-experiments/", oracle_experiments.OracleExperimentsApi.as_view(), name="api_oracle_experiments"),
+    path(
+        SET + "oracle-experiments/<int:experiment_id>/",
+        oracle_experiments.OracleExperimentDetailApi.as_view(),
+        name="api_oracle_experiment",
+    ),
+    path(
+        SET + "oracle-experiments/<int:experiment_id>/continue/",
+        oracle_experiments.OracleExperimentContinueApi.as_view(),
+        name="api_oracle_experiment_continue",
+    ),
+    path(
+        SET + "oracle-experiments/<int:experiment_id>/answers/",
+        oracle_experiments.OracleExperimentAnswersApi.as_view(),
+        name="api_oracle_experiment_answers",
+    ),
     re_path(r"^api/", ApiNotFound.as_view()),
     # Pages (HTML) where managers make and revoke tokens.
     path("sets/<slug:slug>/tokens/", tokens.golden_set_tokens, name="api_tokens"),

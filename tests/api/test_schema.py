@@ -49,6 +49,11 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/{night_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/monitoring/"),
     ("get", "/api/v1/golden-sets/{slug}/model-labels/calibration/"),
+    ("get", "/api/v1/golden-sets/{slug}/oracle-experiments/"),
+    ("post", "/api/v1/golden-sets/{slug}/oracle-experiments/"),
+    ("get", "/api/v1/golden-sets/{slug}/oracle-experiments/{experiment_id}/"),
+    ("post", "/api/v1/golden-sets/{slug}/oracle-experiments/{experiment_id}/continue/"),
+    ("get", "/api/v1/golden-sets/{slug}/oracle-experiments/{experiment_id}/answers/"),
 }
 
 

@@ -1,0 +1,101 @@
+import json
+from decimal import Decimal, InvalidOperation
+
+from django.core.management.base import BaseCommand, CommandError
+
+from answers.experiments import oracle_experiment_run, oracle_experiment_submit
+from answers.models import AnswerJudge, Generator
+from answers.report import experiment_report, report_json, report_lines
+from evaluation.models import Run
+from goldenset.management.progress import user_by_name
+from goldenset.models import GoldenSet
+from lib.errors import GoldsetError
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the oracle experiment of a golden set: each query (or a seeded sample) answered by a generator "
+        "with the version's relevant pages (oracle context), with the run's top k_final (retrieved context) "
+        "and, with --closed-book, with none; graded against the version's reference answers by exact match "
+        "and token F1 (and by an answer judge with --judge). Prints the table: accuracy per context, "
+        "retrieval loss (oracle - retrieved), generation loss (1 - oracle) and the seed's decision table. "
+        "Runs here, in this process, on the same runner a worker uses; a budget that runs out stops it, "
+        "kept and resumable."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # Django's own --version (print Django's version) gives way to ours: the golden set version.
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("golden_set", metavar="SLUG", help="slug of the golden set")
+        parser.add_argument("--run", required=True, metavar="NAME", help="the run whose top k_final is the retrieved context")
+        parser.add_argument("--generator", required=True, metavar="NAME", help="the generator (see generator_add)")
+        parser.add_argument("--judge", metavar="NAME", help="an answer judge to grade the answers too")
+        parser.add_argument("--sample", type=int, metavar="N", help="answer N queries drawn at random (default: all)")
+        parser.add_argument("--seed", type=int, default=0, metavar="S", help="the sample's seed (default 0: the same draw each time)")
+        parser.add_argument("--closed-book", action="store_true", help="answer also with no context")
+        parser.add_argument("--version", type=int, dest="number", metavar="N", help="the version's number (default: the latest)")
+        parser.add_argument("--budget", metavar="DOLLARS", help="stop before spending more than this at the generator's prices")
+        parser.add_argument("--max-requests", type=int, metavar="N", help="stop before sending more than N requests")
+        parser.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
+        parser.add_argument("--user", help="username recorded as the experiment's creator")
+
+    def handle(
+        self, *args, golden_set, run, generator, judge, sample, seed, closed_book, number, budget, max_requests, format, user, **options
+    ):
+        found = GoldenSet.objects.filter(slug=golden_set).first()
+        if found is None:
+            raise CommandError(f"no golden set {golden_set!r}")
+        versions = found.versions.all()
+        chosen = versions.filter(number=number).first() if number is not None else found.latest_version()
+        if chosen is None:
+            raise CommandError(
+                f"golden set {found.slug!r} has no version {number}"
+                if number is not None
+                else f"golden set {found.slug!r} has no version: publish one first"
+            )
+        names = {
+            "run": (Run.objects.filter(golden_set=found, name=run).first(), run),
+            "generator": (Generator.objects.filter(golden_set=found, name=generator).first(), generator),
+        }
+        if judge is not None:
+            names["judge"] = (AnswerJudge.objects.filter(golden_set=found, name=judge).first(), judge)
+        missing = [f"--{what}: golden set {found.slug!r} has no {what} {name!r}" for what, (row, name) in names.items() if row is None]
+        if missing:
+            raise CommandError("\n".join(missing))
+        try:
+            dollars = Decimal(budget) if budget is not None else None
+        except InvalidOperation:
+            raise CommandError(f"--budget: {budget!r} is not a number of dollars") from None
+        try:
+            experiment = oracle_experiment_submit(
+                golden_set=found,
+                version=chosen,
+                run=names["run"][0],
+                generator=names["generator"][0],
+                judge=names["judge"][0] if judge is not None else None,
+                closed_book=closed_book,
+                sample_size=sample,
+                seed=seed,
+                budget_dollars=dollars,
+                max_requests=max_requests,
+                user=user_by_name(user),
+                send=None,
+            )
+        except GoldsetError as exc:
+            raise CommandError("\n".join([exc.message, *exc.problems])) from exc
+
+        def progress(current):
+            if options["verbosity"] >= 1:
+                self.stderr.write(f"  {current.answers_done} of {current.answers_total} answered, {current.grades_done} graded")
+
+        experiment = oracle_experiment_run(experiment.pk, on_block=progress)
+        report = experiment_report(experiment)
+        if format == "json":
+            self.stdout.write(json.dumps(report_json(experiment, report), indent=2))
+        else:
+            for line in report_lines(experiment, report):
+                self.stdout.write(line)
+        if experiment.status == experiment.Status.FAILED:
+            raise CommandError(experiment.error)
