@@ -283,9 +283,11 @@ CELERY_BEAT_SCHEDULE = {
 # are allowed, but only within these networks (comma-separated CIDRs; loopback by default,
 # where the demo's search service runs). Link-local and cloud metadata addresses never are.
 RETRIEVAL_ALLOWED_NETWORKS = env_networks("RETRIEVAL_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
-# Model judges (labeling.model_labels): a local vLLM, Ollama or llama.cpp server is the
+# Every chat model Goldset asks (lib.chat): model judges (labeling.model_labels),
+# generators and answer judges (answers). A local vLLM, Ollama or llama.cpp server is the
 # common case, so loopback is allowed by default, and other internal addresses only within
-# these networks; link-local and cloud metadata addresses never are.
+# these networks; link-local and cloud metadata addresses never are. (A team's own answer
+# endpoint is registered like a retrieval endpoint: RETRIEVAL_ALLOWED_NETWORKS.)
 JUDGE_ALLOWED_NETWORKS = env_networks("JUDGE_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
 JUDGE_TIMEOUT_SECONDS = env_int("JUDGE_TIMEOUT_SECONDS", 120)
 # An endpoint's header may name environment variables with this prefix only

@@ -194,10 +194,13 @@ def read_chat_completion(text: str) -> Read:
 async def _attempt(session: aiohttp.ClientSession, call: HttpCall, channel: Channel, read, out: ChatResult):
     """One attempt. Returns (retryable, retry_after); fills `out` (content, or error and raw)."""
     import aiohttp  # loaded already by exchange, which made the session: a lookup
+    from yarl import URL
 
     out.requests += 1
     try:
-        async with session.request(call.method, call.url, data=call.body, headers=dict(channel.headers), allow_redirects=False) as response:
+        # encoded=True: the caller encoded the URL (an endpoint's placeholders percent-encoded whole); yarl must not again.
+        url = URL(call.url, encoded=True)
+        async with session.request(call.method, url, data=call.body, headers=dict(channel.headers), allow_redirects=False) as response:
             data = await _read_limited(response)
             status, retry_after = response.status, retry_after_seconds(response.headers.get("Retry-After"))
     except TimeoutError:
@@ -239,6 +242,8 @@ async def exchange(
     saying why)."""
     waiting = waiting or Waiting()
     results = [ChatResult(call.key) for call in calls]
+    if not calls:
+        return results  # nothing to ask: no host is looked up
     try:
         _, _, address = await asyncio.to_thread(outbound.checked_address, channel.check_url, channel.allowed_networks)
     except (outbound.OutboundRefused, ConnectionError):

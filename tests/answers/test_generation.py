@@ -201,3 +201,15 @@ def test_progress_is_told_in_the_callers_thread_of_every_answer_and_each_retry(s
     assert sorted(key for _, keys, _ in calls for key in keys) == [0, 1, 2, 3, 4]
     assert any(note and note.startswith("HTTP 503 (attempt 1 of 4); trying again") for _, _, note in calls)
     assert all(r.text == "The capital of France is Paris." for r in results)
+
+
+def test_a_cloud_metadata_address_is_never_sent_to_even_inside_the_allowed_networks(settings):
+    settings.JUDGE_ALLOWED_NETWORKS = ["0.0.0.0/0", "169.254.0.0/16"]
+    generator = Generator(name="g", base_url="http://169.254.169.254/v1", model="m", prompt=DEFAULT_PROMPT, retries=0, timeout_seconds=2)
+    [result] = generate_answers(generator, [AnswerRequest(1, QUESTION, (PARIS,))])
+    assert (result.text, result.error, result.requests) == (None, UNREACHABLE, 0)
+
+
+def test_no_requests_ask_nothing(server):
+    assert generate_answers(chat_generator(server), []) == []
+    assert server.requests == []
