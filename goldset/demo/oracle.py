@@ -32,6 +32,7 @@ from evaluation.models import Run
 from goldenset.models import GoldenSet
 from goldset.demo.monitoring import DEMO_ENDPOINTS
 from lib.progress import Progress, no_progress
+from monitoring.models import Endpoint
 
 DEMO_GENERATOR = "demo-extractive"
 # Tokens of context the short experiment keeps (4 characters a token, answers.contexts):
@@ -47,12 +48,18 @@ class DemoOracleResult:
     created: bool
     generator: Generator | None = None
     experiments: list[OracleExperiment] = field(default_factory=list)
-    note: str = ""  # how to run the experiments when the service was not up
+    note: str = ""  # why no experiment was run, when none was
+    # When the service was not up: where it was looked for, and the commands to run.
+    down_at: str = ""
+    to_run: list[str] = field(default_factory=list)
 
 
 def _reranked_nights(golden_set: GoldenSet) -> list[Run]:
     reranked = next(one.name for one in DEMO_ENDPOINTS if one.stage == Run.Stage.RERANKED)
-    return list(Run.objects.filter(golden_set=golden_set, series__name=reranked).order_by("measured_at", "pk"))
+    endpoint = Endpoint.objects.filter(golden_set=golden_set, name=reranked).first()
+    if endpoint is None:
+        return []
+    return list(Run.objects.filter(golden_set=golden_set, series=endpoint.series_id).order_by("measured_at", "pk"))
 
 
 def _up(base_url: str) -> bool:
@@ -90,11 +97,9 @@ def demo_oracle_load(*, golden_set: GoldenSet, base_url: str, progress: Progress
         return result
     stale, fresh = nights[-1], nights[0]
     if not _up(base_url):
-        result.note = (
-            f"the demo search service was not up at {base_url}, so no oracle experiment was run. Start it "
-            f"(`python manage.py serve_demo_search`), then run `python manage.py oracle_experiment {golden_set.slug} "
-            f'--run "{stale.name}" --generator {DEMO_GENERATOR}`'
-        )
+        result.note = f"the demo search service was not up at {base_url}, so no oracle experiment was run"
+        result.down_at = base_url
+        result.to_run = [f'python manage.py oracle_experiment {golden_set.slug} --run "{stale.name}" --generator {DEMO_GENERATOR}']
         return result
     for run, budget in progress([(stale, None), (fresh, SHORT_CONTEXT_TOKENS)], "demo oracle experiments"):
         with transaction.atomic():
@@ -109,9 +114,10 @@ def demo_oracle_load(*, golden_set: GoldenSet, base_url: str, progress: Progress
     return result
 
 
-def demo_oracle_lines(result: DemoOracleResult) -> list[str]:
+def demo_oracle_lines(result: DemoOracleResult, *, serving: bool = False) -> list[str]:
     """What `load_demo` prints of the experiments: exact match per context and both losses
-    (fractions; a figure not whole is not printed), or how to run them."""
+    (fractions; a figure not whole is not printed), or how to run them (`serving`: `make
+    run` starts the service itself, so it is not told to start one)."""
     lines = []
     for experiment in result.experiments:
         if experiment is None:
@@ -130,4 +136,8 @@ def demo_oracle_lines(result: DemoOracleResult) -> list[str]:
         lines.append(f"oracle experiment {experiment.pk} on {experiment.run.name!r}{budget}: exact match {shown or '–'}; {losses}")
     if result.note:
         lines.append(f"oracle: {result.note}")
+    if result.to_run:
+        commands = " and ".join(f"`{command}`" for command in result.to_run)
+        start = "once the app is up" if serving else "once `python manage.py serve_demo_search` is up"
+        lines.append(f"oracle: to fill the demo's oracle table, run {commands} {start}")
     return lines

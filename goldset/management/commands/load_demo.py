@@ -68,7 +68,7 @@ class Command(BaseCommand):
                 + f", {len(watched.canaries)} canaries, "
                 f"{watched.nights} nights of history, {watched.alerts} alerts (the last nights had two stale shards)"
             )
-        self._oracle(result)
+        self._oracle(result, serving=serving)
         if result.pool is not None:
             built = result.pool
             self.stdout.write(
@@ -77,9 +77,9 @@ class Command(BaseCommand):
             )
         self._logins(result, serving=serving)
 
-    def _oracle(self, result: DemoLoadResult) -> None:
+    def _oracle(self, result: DemoLoadResult, *, serving: bool) -> None:
         if result.oracle is not None and result.oracle.created:
-            for line in demo_oracle_lines(result.oracle):
+            for line in demo_oracle_lines(result.oracle, serving=serving):
                 self.stdout.write(f"  {line}")
 
     def _versions(self, result: DemoLoadResult) -> None:
