@@ -377,3 +377,19 @@ def test_the_sweep_page_lays_the_finished_experiments_accuracy_over_the_recall_c
     ) in words
     assert "answer accuracy, retrieved context" in body and "<svg" in body
     assert re.findall(r'<script[^>]*\ssrc="([^"]+)"', body) and "<script>" not in body
+
+
+def test_the_experiment_page_and_lists_read_in_a_bounded_number_of_queries(client, experiment, owner, django_assert_max_num_queries):
+    """The lists read their rows in one query; the experiment page reads a page of answers with
+    their grades and references in a fixed number of queries, whatever the page holds."""
+    client.force_login(owner)
+    for name in ("oracle_experiments", "generators"):
+        with django_assert_max_num_queries(12):
+            assert client.get(reverse(name, kwargs={"slug": SLUG})).status_code == 200
+    page = reverse("oracle_experiment", kwargs={"slug": SLUG, "experiment_id": experiment.pk})
+    counts = []
+    for context in ("oracle", ""):  # 4 answers, then 8
+        with django_assert_max_num_queries(40) as captured:
+            assert client.get(page, {"context": context}).status_code == 200
+        counts.append(len(captured))
+    assert counts[0] == counts[1]
