@@ -30,11 +30,13 @@ warm: setup
 
 # The demo search service (six shards, two of them stale as in the seed's incident) runs
 # beside the app for as long as it does; the app's own thread runs the schedules.
+# The demo search service starts first: its chat route is the demo's generator, which the
+# load asks for the oracle experiments (answers only: the nights are searched in-process).
 run: warm
 	$(BIN)/python manage.py migrate --verbosity 0
-	$(BIN)/python manage.py load_demo --serving --search-port $${DEMO_SEARCH_PORT:-8765}
 	$(BIN)/python manage.py serve_demo_search --port $${DEMO_SEARCH_PORT:-8765} --stale-shards 2 & \
 	trap 'kill $$! 2>/dev/null' EXIT INT TERM; \
+	$(BIN)/python manage.py load_demo --serving --search-port $${DEMO_SEARCH_PORT:-8765} && \
 	$(BIN)/python manage.py runserver 127.0.0.1:$${PORT:-8000}
 
 # The whole suite in two parts: what test-fast runs, on two processes (pytest-xdist, a test

@@ -1,5 +1,5 @@
-"""Forms of the evaluation pages: the evaluation settings, the run upload, the cost calculator
-and the choice of two runs to compare. They turn text into values; what a setting may be is
+"""Forms of the evaluation pages: the evaluation settings, the run upload and the
+choice of two runs to compare. They turn text into values; what a setting may be is
 decided by the service's own field checks (evaluation.settings_service), so the page and the
 service agree."""
 
@@ -8,7 +8,6 @@ import re
 from django import forms
 from django.db.models import Q
 
-from evaluation.metrics import MAX_K
 from evaluation.models import EvaluationSettings, Run
 from evaluation.settings_service import default_metric_names, settings_field_clean
 from goldenset.models import Chunking, GoldenSet
@@ -242,20 +241,6 @@ class RunUploadForm(forms.Form):
             field.widget = forms.HiddenInput()  # nothing to choose: every run is of documents
 
 
-class CalculatorForm(forms.Form):
-    tokens = forms.IntegerField(label="Tokens per chunk", min_value=1, max_value=1_000_000)
-    price = forms.DecimalField(label="$ per million input tokens", min_value=0, max_digits=12, decimal_places=4)
-    queries = forms.IntegerField(label="Queries per month", min_value=0, max_value=10**12)
-    from_k = forms.IntegerField(label="From final k", min_value=0, max_value=MAX_K)
-    to_k = forms.IntegerField(label="To final k", min_value=0, max_value=MAX_K)
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("from_k") is not None and cleaned.get("to_k") is not None and cleaned["to_k"] < cleaned["from_k"]:
-            raise forms.ValidationError("the new final k must not be smaller than the current one")
-        return cleaned
-
-
 def _run_choice_label(run: Run) -> str:
     """A run as the compare page's choices name it, with what its name alone does not say."""
     marks = [word for word, on in (("archived", run.archived_at is not None), ("partial", run.held_partial)) if on]
@@ -281,3 +266,26 @@ class CompareForm(forms.Form):
         if cleaned.get("a") and cleaned.get("a") == cleaned.get("b"):
             raise forms.ValidationError("choose two different runs")
         return cleaned
+
+
+class PromptCostForm(forms.Form):
+    """The set's prompt-cost figures; their bounds are the service's
+    (goldenset.prompt_cost), which names the field at fault."""
+
+    monthly_queries = forms.IntegerField(label="Queries a month", min_value=0, help_text="The traffic the monthly dollars are for.")
+    price_per_million_input = forms.DecimalField(
+        label="$ per million input tokens", min_value=0, max_digits=12, decimal_places=4, help_text="The model's price of input tokens."
+    )
+    tokens_per_page = forms.IntegerField(
+        label="Tokens a page", min_value=1, help_text="Tokens a page (or chunk) takes in the prompt: k pages take k times this."
+    )
+    context_token_budget = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Context budget (tokens)",
+        help_text="Tokens of context a prompt may hold; the oracle experiment cuts its contexts to it. Empty means k_final whole pages.",
+    )
+
+    @classmethod
+    def initial_from(cls, golden_set: GoldenSet) -> dict:
+        return {name: getattr(golden_set, name) for name in cls.base_fields}

@@ -9,7 +9,6 @@ from evaluation import views
 urlpatterns = [
     path("sets/<slug:slug>/results/", views.results, name="results"),
     path("sets/<slug:slug>/results/progress/", views.results_progress, name="results_progress"),
-    path("sets/<slug:slug>/results/calculator/", views.results_calculator, name="results_calculator"),
     path("sets/<slug:slug>/compare/", views.compare, name="compare"),
     path("sets/<slug:slug>/runs/", views.runs, name="runs"),
     path("sets/<slug:slug>/runs/<int:run_id>/", views.run_detail, name="run"),

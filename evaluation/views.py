@@ -15,20 +15,14 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evaluation.alerts.selectors import alerts_latest
-from evaluation.forms import CalculatorForm, CompareForm, RunUploadForm
+from evaluation.forms import CompareForm, RunUploadForm
 from evaluation.models import Run
-from evaluation.reports.calculator import (
-    DEFAULT_MONTHLY_QUERIES,
-    DEFAULT_PRICE_PER_MILLION,
-    DEFAULT_TOKENS_PER_CHUNK,
-    RerankCost,
-    calculator_report,
-)
 from evaluation.reports.chunkings import prompt_stage_chunkings
 from evaluation.reports.compare import compare_report
 from evaluation.reports.results import results_report, scoring_progress
 from evaluation.reports.run import query_drilldown, run_detail_report, run_version_numbers, run_versions_report
 from evaluation.reports.runs import runs_report
+from evaluation.reports.sweep import system_sweeps
 from evaluation.run_uploads import run_upload_inline, run_upload_request
 from evaluation.selectors import run_get, run_upload_job_get, run_upload_jobs_active, version_numbers
 from evaluation.services import run_archive, run_import, run_mark_complete, run_mark_partial, run_unarchive
@@ -52,45 +46,19 @@ def _can_upload(user, golden_set: GoldenSet) -> bool:
     return user.is_staff or bool(user_roles(user, golden_set) & set(UPLOAD_ROLES))
 
 
-def _calculator(request: HttpRequest, version: Version) -> tuple[CalculatorForm, RerankCost | None]:
-    """The cost form, filled with the seed's example where the request leaves a field out."""
-    data = {
-        "tokens": DEFAULT_TOKENS_PER_CHUNK,
-        "price": DEFAULT_PRICE_PER_MILLION,
-        "queries": DEFAULT_MONTHLY_QUERIES,
-        "from_k": version.k_final,
-        "to_k": min(version.k_first, 2 * version.k_final),
-    }
-    data.update({key: request.GET[key] for key in data if request.GET.get(key, "").strip()})
-    form = CalculatorForm(data)
-    if not form.is_valid():
-        return form, None
-    values = form.cleaned_data
-    cost = RerankCost(
-        from_k=values["from_k"],
-        to_k=values["to_k"],
-        tokens_per_chunk=values["tokens"],
-        price_per_million=float(values["price"]),
-        monthly_queries=values["queries"],
-    )
-    return form, cost
-
-
 @login_required
 @require_GET
 def results(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     version = _version(request, golden_set)
     report = results_report(golden_set, version, order=request.GET.get("order", ""), slice_metric=request.GET.get("slice_metric", ""))
-    form, cost = _calculator(request, version)
     ctx = {
         "golden_set": golden_set,
         "version": version,
         "versions": report.version_numbers,
         "report": report,
         "progress": report.progress,
-        "calculator_form": form,
-        "calculator": calculator_report(version, cost, report.results) if cost else None,
+        "sweeps": system_sweeps(report.results, version, golden_set),
         "compare_form": CompareForm(golden_set=golden_set),
         "alerts": alerts_latest(golden_set),
         "chunkings": prompt_stage_chunkings(
@@ -114,22 +82,6 @@ def results_progress(request: HttpRequest, slug: str) -> HttpResponse:
         # The figures on the page are from before the recompute: reload to show the new ones.
         response["HX-Refresh"] = "true"
     return response
-
-
-@login_required
-@require_GET
-def results_calculator(request: HttpRequest, slug: str) -> HttpResponse:
-    """The cost calculator alone, for htmx to swap in as its fields change."""
-    golden_set = access_golden_set(request.user, slug)
-    version = _version(request, golden_set)
-    form, cost = _calculator(request, version)
-    ctx = {
-        "golden_set": golden_set,
-        "version": version,
-        "calculator_form": form,
-        "calculator": calculator_report(version, cost) if cost else None,
-    }
-    return render(request, "evaluation/_calculator.html", ctx)
 
 
 @login_required

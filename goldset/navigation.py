@@ -8,6 +8,7 @@ The project package (floor 5) is the one place that sees every app's pages.
 
 from dataclasses import dataclass
 
+from answers.views import ANSWER_ROLES
 from api.views.tokens import MANAGE_ROLES as TOKEN_ROLES
 from evaluation.alerts.views import SETTINGS_ROLES
 from goldenset.selectors import READ_ROLES
@@ -31,13 +32,15 @@ class SetPage:
 
 SET_PAGES: tuple[SetPage, ...] = (
     SetPage("Overview", "golden_set", READ_ROLES, also=("version", "version_changes")),
-    SetPage("Results", "results", READ_ROLES, also=("compare",)),
+    SetPage("Results", "results", READ_ROLES, also=("compare", "run_sweep")),
     SetPage("Runs", "runs", READ_ROLES, also=("run", "run_versions", "run_query")),
     SetPage("Completeness", "completeness", READ_ROLES),
     SetPage("Coverage", "coverage", COVERAGE_ROLES),
     SetPage("Monitoring", "monitoring", READ_ROLES),
     SetPage("Endpoints", "endpoints", ENDPOINT_ROLES, also=("endpoint_add", "endpoint_edit", "endpoint_try")),
     SetPage("Alerts", "alerts", READ_ROLES),
+    SetPage("Oracle experiments", "oracle_experiments", ANSWER_ROLES, also=("oracle_experiment", "oracle_experiment_start")),
+    SetPage("Generators", "generators", ANSWER_ROLES, also=("generator_add", "answer_judge_add")),
     SetPage("Agreement", "agreement", AGREEMENT_ROLES),
     SetPage("Adjudicate", "adjudicate", ADJUDICATE_ROLES, also=("adjudicate_pair",)),
     SetPage("Annotator quality", "quality", QUALITY_ROLES),

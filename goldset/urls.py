@@ -33,6 +33,7 @@ urlpatterns = [
     # Before admin.site.urls, whose catch-all would otherwise take /admin/coverage/.
     path("", include("labeling.urls")),
     path("", include("monitoring.urls")),
+    path("", include("answers.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Every user changes their own password, and resets a forgotten one by email; the

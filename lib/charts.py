@@ -207,7 +207,8 @@ def k_ticks(k_max: int, *, count: int = 6) -> list[tuple[float, str]]:
         return [(1, "1")]
     raw = k_max / (count - 1)
     step = next(s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10_000) if s >= raw)
-    ticks = [1] + list(range(step, k_max + 1, step))
+    # A step of 1 starts its range at 1 too: the tick at 1 is drawn once.
+    ticks = [1] + [k for k in range(step, k_max + 1, step) if k > 1]
     if ticks[-1] != k_max and k_max - ticks[-1] > step / 3:
         ticks.append(k_max)
     return [(k, str(k)) for k in ticks]

@@ -7,6 +7,7 @@ from evaluation.alerts import views
 urlpatterns = [
     path("sets/<slug:slug>/alerts/", views.alerts_page, name="alerts"),
     path("sets/<slug:slug>/evaluation-settings/", views.evaluation_settings_page, name="evaluation_settings"),
+    path("sets/<slug:slug>/evaluation-settings/prompt-cost/", views.prompt_cost_settings_page, name="prompt_cost_settings"),
     path("sets/<slug:slug>/webhook/rotate-secret/", views.webhook_secret_rotate_page, name="webhook_secret_rotate"),
     path("sets/<slug:slug>/webhook/test/", views.webhook_test_page, name="webhook_test"),
 ]

@@ -10,10 +10,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from evaluation.alerts.delivery import WebhookOutcome, webhook_test_send
 from evaluation.alerts.selectors import alerts_for, webhook_deliveries_latest
-from evaluation.forms import EvaluationSettingsForm
+from evaluation.forms import EvaluationSettingsForm, PromptCostForm
 from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import evaluation_settings_update, webhook_secret_rotate
 from goldenset.models import Membership
+from goldenset.prompt_cost import golden_set_prompt_cost_update
 from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import GoldsetError
 
@@ -61,10 +62,35 @@ def evaluation_settings_page(request: HttpRequest, slug: str) -> HttpResponse:
     return _settings_page(request, golden_set)
 
 
-def _settings_page(request: HttpRequest, golden_set, *, form: EvaluationSettingsForm | None = None, new_secret: str = "") -> HttpResponse:
+@login_required
+@require_POST
+def prompt_cost_settings_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The set's prompt-cost figures, saved from their own form on the settings page."""
+    golden_set = access_golden_set(request.user, slug, roles=SETTINGS_ROLES)
+    form = PromptCostForm(request.POST)
+    if form.is_valid():
+        try:
+            golden_set_prompt_cost_update(golden_set=golden_set, **form.cleaned_data)
+        except GoldsetError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, [exc.message, *exc.problems])
+        else:
+            messages.success(request, "Prompt-cost figures saved. The depth-and-cost sweep prices with them from now on.")
+            return redirect("evaluation_settings", slug=golden_set.slug)
+    return _settings_page(request, golden_set, cost_form=form)
+
+
+def _settings_page(
+    request: HttpRequest,
+    golden_set,
+    *,
+    form: EvaluationSettingsForm | None = None,
+    cost_form: PromptCostForm | None = None,
+    new_secret: str = "",
+) -> HttpResponse:
     settings = evaluation_settings(golden_set)
     form = form or EvaluationSettingsForm(initial=EvaluationSettingsForm.initial_from(settings), golden_set=golden_set)
-    ctx = {"golden_set": golden_set, "form": form, "settings": settings, "new_secret": new_secret}
+    cost_form = cost_form or PromptCostForm(initial=PromptCostForm.initial_from(golden_set))
+    ctx = {"golden_set": golden_set, "form": form, "cost_form": cost_form, "settings": settings, "new_secret": new_secret}
     response = render(request, "evaluation/settings.html", ctx)
     if new_secret:
         patch_cache_control(response, no_store=True, private=True)  # no copy of the secret in any cache or history

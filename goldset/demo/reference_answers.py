@@ -1,10 +1,12 @@
 """The demo's reference answers: each active query with a relevant page is answered by the
 demo's one answering rule (goldset.demo.answering.best_sentence) from its best relevant
 page, the highest grade first, then the natural order of doc ids (Goldset's order of ids,
-lib.ids). So the demo generator, handed that page, says the reference word for word."""
+lib.ids), read as the oracle context's passage (answers.contexts.page_texts: the title and
+the text). So the demo generator, handed that page, says the reference word for word."""
 
 import json
 
+from answers.contexts import page_texts
 from goldenset.answers import answers_import
 from goldenset.models import GoldenSet, Page, Query
 from goldenset.version_rows import resolved_label_columns
@@ -24,7 +26,9 @@ def demo_answer_lines(golden_set: GoldenSet) -> list[str]:
             relevant.setdefault(query_pk, []).append((grade, page_pk))
     doc_ids = dict(Page.objects.filter(pk__in={page for pairs in relevant.values() for _, page in pairs}).values_list("pk", "doc_id"))
     best = {query_pk: min(pairs, key=lambda pair: (-pair[0], natural_key(doc_ids[pair[1]])))[1] for query_pk, pairs in relevant.items()}
-    texts = dict(Page.objects.filter(pk__in=set(best.values())).values_list("pk", "text"))
+    # The page as the oracle context hands it to the generator (its title and text), so the
+    # sentence the generator picks from it alone is the reference, title lines included.
+    texts = {pk: passage for pk, (_, passage) in page_texts(best.values()).items()}
     query_ids = dict(Query.objects.filter(pk__in=list(best)).values_list("pk", "query_id"))
     lines = []
     for query_pk, page_pk in sorted(best.items(), key=lambda item: natural_key(query_ids[item[0]])):

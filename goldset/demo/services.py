@@ -24,7 +24,8 @@ from goldenset.services import (
     version_publish,
 )
 from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE, demo_generate, pages_dates_move
-from goldset.demo.monitoring import DemoMonitoringResult, demo_monitoring_load
+from goldset.demo.monitoring import DemoMonitoringResult, demo_monitoring_load, demo_search_url
+from goldset.demo.oracle import DemoOracleResult, demo_oracle_load
 from goldset.demo.passages import CHUNKING_DESCRIPTION, CHUNKING_NAME, PASSAGE_SYSTEM, passage_id, passage_run_rankings, passages
 from goldset.demo.reference_answers import demo_answers_set
 from goldset.demo.runs import DEMO_SYSTEMS, demo_run_lines
@@ -96,6 +97,8 @@ class DemoLoadResult(DemoSetResult):
     passage_run: Run | None = None
     # The live search service's endpoints, canaries and nightly history (goldset.demo.monitoring).
     monitoring: DemoMonitoringResult | None = None
+    # The demo generator and its oracle experiments (goldset.demo.oracle).
+    oracle: DemoOracleResult | None = None
 
 
 def demo_load(
@@ -112,7 +115,9 @@ def demo_load(
     (demo_passages_load), a judging pool of the first-stage runs and the passage run
     (demo_pool_build) and, with
     `monitoring`, the demo search service's endpoints at `search_url` (default
-    goldset.demo.monitoring.demo_search_url()), canaries and two weeks of nightly history.
+    goldset.demo.monitoring.demo_search_url()), canaries and two weeks of nightly history,
+    and then the demo generator at the same service with its two oracle experiments (run
+    when the service is up, else how to run them is said: goldset.demo.oracle).
 
     Each part is all or nothing and commits on its own. Safe to call again: a part that
     is there already is left as it is, whatever seed made it, so a second call writes
@@ -127,6 +132,7 @@ def demo_load(
     runs = list(Run.objects.filter(golden_set=golden_set, series=None).order_by("id"))
     pool = demo_pool_build(golden_set=golden_set, progress=progress)
     watched = demo_monitoring_load(golden_set=golden_set, base_url=search_url, progress=progress) if monitoring else None
+    oracle = demo_oracle_load(golden_set=golden_set, base_url=search_url or demo_search_url(), progress=progress) if monitoring else None
     return DemoLoadResult(
         **{one.name: getattr(demo_set, one.name) for one in fields(DemoSetResult)},
         runs=runs,
@@ -135,6 +141,7 @@ def demo_load(
         chunking=chunking,
         passage_run=passage_run,
         monitoring=watched,
+        oracle=oracle,
     )
 
 

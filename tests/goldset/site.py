@@ -8,6 +8,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from answers.models import AnswerGrade, AnswerJudge, GeneratedAnswer, Generator, OracleExperiment
 from evaluation.models import Run
 from evaluation.services import run_archive
 from goldenset.model_fill import version_model_fill_create
@@ -125,4 +126,47 @@ def team(make_user):
         model="judge-7b",
         prompt_hash=prompt_hash_of("Grade the page for the query, 0-3."),
     )
+    _oracle_experiment(golden_set, people)
     return golden_set, people
+
+
+def _oracle_experiment(golden_set, people) -> None:
+    """A generator, an answer judge and a finished oracle experiment on v1's scored run, its
+    answers and grades written as rows (no model asked), so that the answers pages are
+    crawled with figures: retrieval loses q1 and q2, whose links lead to their drill-downs."""
+    generator = Generator.objects.create(
+        golden_set=golden_set, name="local-llm", base_url="http://127.0.0.1:9/v1", model="tiny", prompt="{{question}} {{context}}"
+    )
+    judge = AnswerJudge.objects.create(
+        golden_set=golden_set, name="grader", base_url="http://127.0.0.1:9/v1", model="judge", rubric="r", rubric_hash="0" * 64
+    )
+    version = golden_set.versions.get(number=1)
+    run = Run.objects.filter(golden_set=golden_set, archived_at=None).order_by("pk").first()
+    experiment = OracleExperiment.objects.create(
+        golden_set=golden_set, version=version, run=run, generator=generator, judge=judge, k_final=version.k_final, status="done"
+    )
+    answers = []
+    for query in Query.objects.filter(golden_set=golden_set):
+        for context in ("oracle", "retrieved"):
+            right = context == "oracle" or query.query_id not in ("q1", "q2")
+            answers.append(
+                GeneratedAnswer(
+                    experiment=experiment, query=query, context=context, text="an answer", exact_match=float(right), token_f1=float(right)
+                )
+            )
+    answers = GeneratedAnswer.objects.bulk_create(answers)
+    AnswerGrade.objects.bulk_create(
+        AnswerGrade(
+            answer=a,
+            source="model",
+            judge=judge,
+            rubric_hash=judge.rubric_hash,
+            grade="correct" if a.exact_match else "wrong",
+            supported=True,
+        )
+        for a in answers
+    )
+    AnswerGrade.objects.create(answer=answers[0], source="human", user=people["adjudicator"], grade="correct", supported=True)
+    OracleExperiment.objects.filter(pk=experiment.pk).update(
+        queries_total=len(answers) // 2, answers_total=len(answers), answers_done=len(answers), grades_done=len(answers)
+    )

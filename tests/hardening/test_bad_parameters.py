@@ -33,7 +33,7 @@ def assert_bad_parameter(response, parameter: str):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", BAD_NUMBERS)
-@pytest.mark.parametrize("page", ["results", "results_progress", "results_calculator", "compare", "coverage"])
+@pytest.mark.parametrize("page", ["results", "results_progress", "compare", "coverage"])
 def test_a_set_page_answers_400_naming_a_version_that_is_not_a_number(manager_client, golden_set, version, page, value):
     response = manager_client.get(reverse(page, kwargs={"slug": golden_set.slug}), {"version": value})
     assert_bad_parameter(response, "version")

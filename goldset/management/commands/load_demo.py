@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from goldenset.management.progress import tqdm_progress
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import DEMO_SEARCH_PORT, demo_search_url
+from goldset.demo.oracle import demo_oracle_lines
 from goldset.demo.services import DEMO_SLUG, DemoLoadResult, demo_load
 from lib.errors import GoldsetError
 
@@ -67,6 +68,7 @@ class Command(BaseCommand):
                 + f", {len(watched.canaries)} canaries, "
                 f"{watched.nights} nights of history, {watched.alerts} alerts (the last nights had two stale shards)"
             )
+        self._oracle(result, serving=serving)
         if result.pool is not None:
             built = result.pool
             self.stdout.write(
@@ -74,6 +76,11 @@ class Command(BaseCommand):
                 f"{len(built.runs)} first-stage runs (annotators judge them at /label/{result.golden_set.slug}/)"
             )
         self._logins(result, serving=serving)
+
+    def _oracle(self, result: DemoLoadResult, *, serving: bool) -> None:
+        if result.oracle is not None and result.oracle.created:
+            for line in demo_oracle_lines(result.oracle, serving=serving):
+                self.stdout.write(f"  {line}")
 
     def _versions(self, result: DemoLoadResult) -> None:
         for version in result.versions:

@@ -120,7 +120,7 @@ def test_the_completeness_section_shows_leave_one_run_out(client, golden_set, ow
 
 def test_the_funnel_marks_the_unreliable_first_stage(client, golden_set, owner):
     body = get(client, owner, "results")
-    funnels = body[body.index('<div class="funnels">') : body.index('id="calculator"')]
+    funnels = body[body.index('<div class="funnels">') : body.index('id="sweep"')]
     thin = funnels[funnels.index("<h3>thin</h3>") :]
     assert WARNING.format(run=run_id("thin run")) in thin[: thin.index("</article>")]
     judged = funnels[funnels.index("<h3>judged</h3>") :]

@@ -88,7 +88,6 @@ def page_urls() -> list[str]:
     return [
         reverse("results", kwargs={"slug": SLUG}),
         reverse("results_progress", kwargs={"slug": SLUG}),
-        reverse("results_calculator", kwargs={"slug": SLUG}),
         reverse("runs", kwargs={"slug": SLUG}),
         reverse("run", kwargs={"slug": SLUG, "run_id": first}),
         reverse("run_versions", kwargs={"slug": SLUG, "run_id": first}),
@@ -230,7 +229,7 @@ def test_the_results_page_stays_within_its_query_budget_however_many_runs(client
 def test_the_results_page_shows_the_funnel_with_its_diagnosis_and_counts(client, golden_set, owner):
     client.force_login(owner)
     body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
-    funnels = body[body.index('<div class="funnels">') : body.index('id="calculator"')]
+    funnels = body[body.index('<div class="funnels">') : body.index('id="sweep"')]
     # hybrid: recall@10 = 1.0, recall@3 of the reranked run = 0.5, a loss of 50 points
     assert "recall@10 = <strong>1.000</strong> on v1" in funnels
     assert "recall@3 = <strong>0.500</strong> on v1" in funnels
@@ -241,21 +240,34 @@ def test_the_results_page_shows_the_funnel_with_its_diagnosis_and_counts(client,
     assert "8 queries averaged, 0 unanswered (scored 0), 0 with no relevant page (left out)" in funnels
 
 
-def test_the_calculator_prices_raising_k_final_from_5_to_10_at_6000_dollars_a_month(client, golden_set, owner):
+def test_the_sweep_summary_gives_each_system_its_cheapest_k_meeting_the_target_at_the_sets_figures(client, golden_set, owner):
     client.force_login(owner)
-    url = reverse("results_calculator", kwargs={"slug": SLUG}) + "?from_k=5&to_k=10&tokens=400&price=3&queries=1000000"
-    body = client.get(url).content.decode()
-    assert "adds 2000 input tokens a query" in body
-    assert "$6,000 a month" in body
-    # the defaults are the seed's example, from the version's k_final
     body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
-    assert "Raising the final k from 3 to 6" in body and "$3,600 a month" in body
+    sweep = body[body.index('id="sweep"') :]
+    sweep = sweep[: sweep.index("</section>")]
+    rows = {re.sub(r"<[^>]+>", " ", row).split()[0]: " ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in sweep.split("<tr>")[2:]}
+    # hybrid's reranked run returns 4 pages a query and finds both relevant pages by k = 4:
+    # 4 x 400 tokens at $3 per million, a million queries a month.
+    assert rows["hybrid"].startswith("hybrid hybrid reranked 0.500 k = 4 (1.000) $4,800")
+    # bm25 finds half the pages at k = 6, its depth, and never meets 0.80.
+    assert "not within k = 6" in rows["bm25"]
+    run = run_id("hybrid reranked")
+    assert reverse("run_sweep", kwargs={"slug": SLUG, "run_id": run}) + "?version=1" in sweep
+    # The set's own figures price it.
+    GoldenSet.objects.filter(slug=SLUG).update(price_per_million_input=6, monthly_queries=10)
+    body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
+    assert "$6 per million input tokens, 10 queries a month" in body
 
 
-def test_the_calculator_says_what_is_wrong_with_a_bad_field(client, golden_set, owner):
+def test_the_sweep_summary_says_a_run_returning_only_k_final_pages_has_no_price_per_point(client, golden_set, owner):
+    upload(golden_set, FIRST, name="short first", system="short", stage="first_stage")
+    upload(golden_set, {q: docs[:3] for q, docs in RERANKED.items()}, name="short reranked", system="short", stage="reranked")
+    score_everything(golden_set)
     client.force_login(owner)
-    body = client.get(reverse("results_calculator", kwargs={"slug": SLUG}) + "?from_k=8&to_k=5").content.decode()
-    assert "must not be smaller" in body and "a month</strong>" not in body
+    body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
+    sweep = body[body.index('id="sweep"') :]
+    row = sweep[sweep.index("<td>short</td>") :]
+    assert "the run returns no more than k_final = 3 pages a query: no price per point" in row[: row.index("</tr>")]
 
 
 def test_charts_are_inline_svg_that_need_no_network(client, golden_set, owner):

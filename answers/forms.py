@@ -1,0 +1,99 @@
+"""Forms of the answers pages. They turn text into values; what a value may be is the
+services' business (answers.human_grades and the generator, judge and experiment services),
+which name the field at fault."""
+
+from django import forms
+
+from answers.models import AnswerGrade, AnswerJudge, Generator
+from evaluation.models import Run
+
+_YES_NO = [("yes", "yes"), ("no", "no")]
+
+
+class HumanGradeForm(forms.Form):
+    grade = forms.ChoiceField(choices=AnswerGrade.Grade.choices, widget=forms.RadioSelect)
+    supported = forms.TypedChoiceField(
+        choices=_YES_NO, coerce=lambda value: value == "yes", widget=forms.RadioSelect, label="Supported by its context"
+    )
+
+
+def problems_to_fields(form: forms.Form, error) -> None:
+    """Put each of a GoldsetError's problems ("field: why") beside its field, the others
+    (and the message) above the form."""
+    placed = False
+    for problem in error.problems:
+        name, _, why = problem.partition(": ")
+        target = {"sample": "sample_size", "budget": "budget_dollars"}.get(name, name)
+        if why and target in form.fields:
+            form.add_error(target, why)
+            placed = True
+        else:
+            form.add_error(None, problem)
+    if not placed or not error.problems:
+        form.add_error(error.field if error.field in form.fields else None, error.message)
+
+
+class GeneratorForm(forms.Form):
+    """An OpenAI-compatible chat generator (the kind a page adds; a team's own answer
+    endpoint is added with `generator_add --preset endpoint`)."""
+
+    name = forms.CharField(max_length=100)
+    base_url = forms.CharField(label="Base URL", max_length=500, help_text="The API's base URL, ending in /v1 (as OpenAI clients take it).")
+    model = forms.CharField(max_length=200)
+    prompt = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        help_text="{{question}} and {{context}} are filled in; the context is numbered passages with their ids.",
+    )
+    temperature = forms.FloatField(initial=0.0, min_value=0)
+    api_key_env = forms.CharField(
+        required=False,
+        label="Key variable",
+        max_length=100,
+        help_text="The environment variable the worker reads the key from (it starts with JUDGE_). Never the key itself.",
+    )
+    max_in_flight = forms.IntegerField(initial=4, min_value=1, label="Requests in flight")
+    price_in = forms.DecimalField(required=False, min_value=0, decimal_places=4, max_digits=12, label="$ per million input tokens")
+    price_out = forms.DecimalField(required=False, min_value=0, decimal_places=4, max_digits=12, label="$ per million output tokens")
+
+
+class AnswerJudgeForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    base_url = forms.CharField(label="Base URL", max_length=500, help_text="The API's base URL, ending in /v1.")
+    model = forms.CharField(max_length=200)
+    rubric = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false"}),
+        help_text="{{question}}, {{reference}}, {{answer}} and {{context}} are filled in; the judge answers 'grade:' and 'supported:' lines.",
+    )
+    api_key_env = forms.CharField(
+        required=False, label="Key variable", max_length=100, help_text="The variable holding the key (JUDGE_...)."
+    )
+    max_in_flight = forms.IntegerField(initial=4, min_value=1, label="Requests in flight")
+    price_in = forms.DecimalField(required=False, min_value=0, decimal_places=4, max_digits=12, label="$ per million input tokens")
+    price_out = forms.DecimalField(required=False, min_value=0, decimal_places=4, max_digits=12, label="$ per million output tokens")
+
+
+class ExperimentForm(forms.Form):
+    run = forms.ModelChoiceField(queryset=None, help_text="Its top k_final is the retrieved context.")
+    generator = forms.ModelChoiceField(queryset=None)
+    judge = forms.ModelChoiceField(queryset=None, required=False, empty_label="none: exact match and token F1 only")
+    sample_size = forms.IntegerField(
+        required=False, min_value=1, label="Sample (queries)", help_text="Answer this many queries drawn at random. Empty: all of them."
+    )
+    closed_book = forms.BooleanField(required=False, label="Also answer with no context")
+    budget_dollars = forms.DecimalField(
+        required=False, min_value=0, decimal_places=4, max_digits=12, label="Budget ($)", help_text="Stop, resumable, before spending more."
+    )
+    max_requests = forms.IntegerField(required=False, min_value=1, label="At most this many requests")
+
+    def __init__(self, *args, golden_set, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = Run.objects.filter(golden_set=golden_set, archived_at=None).order_by("system", "stage", "name")
+        self.fields["generator"].queryset = Generator.objects.filter(golden_set=golden_set).order_by("name")
+        self.fields["judge"].queryset = AnswerJudge.objects.filter(golden_set=golden_set).order_by("name")
+
+
+class ContinueForm(forms.Form):
+    budget_dollars = forms.DecimalField(
+        required=False, min_value=0, decimal_places=4, max_digits=12, label="New budget ($)", help_text="Empty: no bound."
+    )
+    max_requests = forms.IntegerField(required=False, min_value=1, label="At most this many requests")
