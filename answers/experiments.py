@@ -78,6 +78,8 @@ def oracle_experiment_check(
     seed: int,
     budget_dollars: Decimal | None,
     max_requests: int | None,
+    k_final: int | None = None,
+    context_token_budget: int | None = None,
 ) -> None:
     """Every fault of the fields at once (GoldsetError, problems "field: why")."""
     problems = ProblemCollector()
@@ -103,6 +105,16 @@ def oracle_experiment_check(
             )
     if max_requests is not None and (isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1):
         problems.add(f"max_requests: at least 1 request, got {max_requests!r}")
+    if k_final is not None:
+        # Up to k_first: the depth-and-cost sweep reads a run's recall curve that far, and an
+        # experiment at another k_final is a point of answer accuracy on it.
+        top = version.k_first if version is not None else None
+        if isinstance(k_final, bool) or not isinstance(k_final, int) or k_final < 1 or (top is not None and k_final > top):
+            problems.add(f"k_final: pages in the retrieved context, from 1 to the version's k_first ({top}), got {k_final!r}")
+    if context_token_budget is not None and (
+        isinstance(context_token_budget, bool) or not isinstance(context_token_budget, int) or context_token_budget < 1
+    ):
+        problems.add(f"context_token_budget: at least 1 token (leave it empty for the set's), got {context_token_budget!r}")
     problems.raise_if_any("the oracle experiment cannot start")
 
 
@@ -118,11 +130,16 @@ def oracle_experiment_submit(
     seed: int = 0,
     budget_dollars: Decimal | None = None,
     max_requests: int | None = None,
+    k_final: int | None = None,
+    context_token_budget: int | None = None,
     user: AbstractBaseUser | None,
     send: Task | None,
 ) -> OracleExperiment:
     """Record an experiment and send it through `send` once the caller's transaction commits
-    (None: the caller runs it, as the command does)."""
+    (None: the caller runs it, as the command does). `k_final` (default: the version's) is
+    the pages of the retrieved and the oracle context, `context_token_budget` (default: the
+    set's) the tokens they may hold: an experiment at another k is a point of the run's
+    depth-and-cost sweep, one with a short budget shows what the generator loses."""
     oracle_experiment_check(
         golden_set=golden_set,
         version=version,
@@ -133,6 +150,8 @@ def oracle_experiment_submit(
         seed=seed,
         budget_dollars=budget_dollars,
         max_requests=max_requests,
+        k_final=k_final,
+        context_token_budget=context_token_budget,
     )
     with transaction.atomic():
         experiment = OracleExperiment.objects.create(
@@ -144,8 +163,8 @@ def oracle_experiment_submit(
             closed_book=bool(closed_book),
             sample_size=sample_size,
             seed=seed,
-            k_final=version.k_final,
-            context_token_budget=golden_set.context_token_budget,
+            k_final=k_final or version.k_final,
+            context_token_budget=context_token_budget or golden_set.context_token_budget,
             tokens_per_page=golden_set.tokens_per_page,
             budget_dollars=budget_dollars,
             max_requests=max_requests,

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from urllib.parse import urlsplit
 
-from django.db import transaction
-
 from answers.experiments import oracle_experiment_run, oracle_experiment_submit
 from answers.generation import DEFAULT_PROMPT
 from answers.generators import generator_add
@@ -102,14 +100,9 @@ def demo_oracle_load(*, golden_set: GoldenSet, base_url: str, progress: Progress
         result.to_run = [f'python manage.py oracle_experiment {golden_set.slug} --run "{stale.name}" --generator {DEMO_GENERATOR}']
         return result
     for run, budget in progress([(stale, None), (fresh, SHORT_CONTEXT_TOKENS)], "demo oracle experiments"):
-        with transaction.atomic():
-            experiment = oracle_experiment_submit(
-                golden_set=golden_set, version=version, run=run, generator=generator, user=None, send=None
-            )
-            if budget is not None:
-                # The submit takes the set's budget; this experiment is the one deliberately
-                # short, and the set's own figure stays as the manager set it.
-                OracleExperiment.objects.filter(pk=experiment.pk).update(context_token_budget=budget)
+        experiment = oracle_experiment_submit(
+            golden_set=golden_set, version=version, run=run, generator=generator, context_token_budget=budget, user=None, send=None
+        )
         result.experiments.append(oracle_experiment_run(experiment.pk))
     return result
 

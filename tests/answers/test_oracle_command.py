@@ -80,3 +80,18 @@ def test_an_endpoints_latest_night_is_the_run_when_an_endpoint_is_named(answer_s
     Run.objects.filter(name="bm25").update(series=series, measured_at=timezone.now())
     data = json.loads(run_command("answers", "--endpoint", "prod", "--generator", "local", "--format", "json"))
     assert data["retrieved"]["exact_match"] == pytest.approx(1 / 3) and data["retrieval_loss"] == pytest.approx(2 / 3)
+
+
+def test_an_experiment_at_another_k_final_and_context_budget_records_them_and_bad_ones_are_named(answer_set, generator, chat_server):
+    from answers.models import OracleExperiment
+
+    data = json.loads(
+        run_command("answers", "--run", "bm25", "--generator", "local", "--k-final", "2", "--context-budget", "50", "--format", "json")
+    )
+    experiment = OracleExperiment.objects.get(pk=data["experiment"]["id"])
+    assert (experiment.k_final, experiment.context_token_budget) == (2, 50)
+    assert all(len(answer.context_ids) <= 2 for answer in experiment.answers.all())
+    with pytest.raises(CommandError, match=r"k_final: pages in the retrieved context, from 1 to the version's k_first \(2\), got 3"):
+        run_command("answers", "--run", "bm25", "--generator", "local", "--k-final", "3")
+    with pytest.raises(CommandError, match="context_token_budget: at least 1 token"):
+        run_command("answers", "--run", "bm25", "--generator", "local", "--context-budget", "0")

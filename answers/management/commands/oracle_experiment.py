@@ -50,6 +50,16 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, metavar="S", help="the sample's seed (default 0: the same draw each time)")
         parser.add_argument("--closed-book", action="store_true", help="answer also with no context")
         parser.add_argument("--version", type=int, dest="number", metavar="N", help="the version's number (default: the latest)")
+        parser.add_argument(
+            "--k-final", type=int, dest="k_final", metavar="K", help="pages in each context (default: the version's k_final)"
+        )
+        parser.add_argument(
+            "--context-budget",
+            type=int,
+            dest="context_token_budget",
+            metavar="TOKENS",
+            help="tokens a context may hold (default: the set's)",
+        )
         parser.add_argument("--budget", metavar="DOLLARS", help="stop before spending more than this at the generator's prices")
         parser.add_argument("--max-requests", type=int, metavar="N", help="stop before sending more than N requests")
         parser.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
@@ -71,6 +81,8 @@ class Command(BaseCommand):
         max_requests,
         format,
         user,
+        k_final,
+        context_token_budget,
         **options,
     ):
         found = GoldenSet.objects.filter(slug=golden_set).first()
@@ -110,6 +122,8 @@ class Command(BaseCommand):
                 sample_size=sample,
                 seed=seed,
                 budget_dollars=dollars,
+                k_final=k_final,
+                context_token_budget=context_token_budget,
                 max_requests=max_requests,
                 user=user_by_name(user),
                 send=None,
