@@ -3,8 +3,8 @@ page-level horizontal scroll (wide tables scroll inside their own box), and axe-
 serious or critical accessibility violation at either width. A screenshot of each page at each width goes to
 GOLDSET_SCREENSHOTS (test-artifacts/screens by default under `make test`).
 
-The pages are those tests/goldset/test_navigation.py's crawl reaches, one per path (the query
-string variants of a page share its layout). axe-core is the copy that the PyPI package
+The pages are those tests/goldset/test_navigation.py's crawl reaches, one per route (the pages
+of a route, and the query string variants of a page, share its layout). axe-core is the copy that the PyPI package
 axe-playwright-python ships (installed by the set-up; nothing is fetched): it is evaluated in
 the page through the DevTools protocol, which the page's Content-Security-Policy does not
 govern.
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.urls import resolve
 
 from tests.browser import login
 from tests.goldset.site import crawl, team  # noqa: F401 - team is a fixture
@@ -37,13 +38,18 @@ def _axe_source() -> str:
 
 
 def _pages_of(user, starts: list[str]) -> list[str]:
+    """One page of each route the crawl reaches: the pages of one route share one template
+    (a query's page for each of the set's queries, a sweep for each run), so checking each
+    of them would only check the template again."""
     client = Client()
     client.force_login(user)
     _, pages = crawl(client, starts)
-    one_per_path: dict[str, str] = {}
+    one_per_route: dict[str, str] = {}
     for url in sorted(pages):
-        one_per_path.setdefault(url.split("?")[0], url)
-    return sorted(one_per_path.values())
+        path = url.split("?")[0]
+        match = resolve(path)
+        one_per_route.setdefault(match.view_name or path, url)
+    return sorted(one_per_route.values())
 
 
 def _check(page, url: str, axe: str, shots: Path | None, role: str) -> list[str]:
