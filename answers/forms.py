@@ -34,8 +34,7 @@ def problems_to_fields(form: forms.Form, error) -> None:
 
 
 class GeneratorForm(forms.Form):
-    """An OpenAI-compatible chat generator (the kind a page adds; a team's own answer
-    endpoint is added with `generator_add --preset endpoint`)."""
+    """An OpenAI-compatible chat generator (a team's own answer endpoint: EndpointGeneratorForm)."""
 
     name = forms.CharField(max_length=100)
     base_url = forms.CharField(label="Base URL", max_length=500, help_text="The API's base URL, ending in /v1 (as OpenAI clients take it).")
@@ -54,6 +53,46 @@ class GeneratorForm(forms.Form):
     max_in_flight = forms.IntegerField(initial=4, min_value=1, label="Requests in flight")
     price_in = forms.DecimalField(required=False, min_value=0, decimal_places=4, max_digits=12, label="$ per million input tokens")
     price_out = forms.DecimalField(required=False, min_value=0, decimal_places=4, max_digits=12, label="$ per million output tokens")
+
+
+class EndpointGeneratorForm(forms.Form):
+    """A team's own RAG answer endpoint as a generator: a POST whose JSON body holds the
+    question and the context, and where the answer's text is in what it sends back."""
+
+    name = forms.CharField(max_length=100)
+    url = forms.CharField(label="URL", max_length=2000, help_text="The endpoint's URL; it is asked with POST.")
+    body_template = forms.CharField(
+        label="Body template",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        initial='{"question": {{query}}, "passages": {{context}}}',
+        help_text="JSON with {{query}} (the question, a JSON string) and {{context}} (the passages, a JSON list of {id, text}).",
+    )
+    answer_path = forms.CharField(
+        label="Answer path", max_length=500, help_text="Where the answer's text is in the JSON it sends back, like data.answer."
+    )
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        help_text="One 'Name: value' a line; a secret as ${SEARCH_TOKEN}, read by the worker, never stored.",
+    )
+    max_in_flight = forms.IntegerField(initial=4, min_value=1, label="Requests in flight")
+
+    def clean_headers(self) -> list[list[str]]:
+        pairs = []
+        for number, line in enumerate(self.cleaned_data["headers"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, separator, value = line.partition(":")
+            if not separator or not name.strip():
+                raise forms.ValidationError(f"line {number}: {line.strip()!r} is not 'Name: value'")
+            pairs.append([name.strip(), value.strip()])
+        return pairs
+
+    def service_fields(self) -> dict:
+        """The cleaned values as generator_add takes them for an endpoint."""
+        data = self.cleaned_data
+        request = {"url": data["url"], "method": "POST", "body_template": data["body_template"], "headers": data["headers"]}
+        return {"name": data["name"], "request": request, "answer_path": data["answer_path"], "max_in_flight": data["max_in_flight"]}
 
 
 class AnswerJudgeForm(forms.Form):

@@ -8,6 +8,7 @@ urlpatterns = [
     path("sets/<slug:slug>/runs/<int:run_id>/sweep/", views.run_sweep, name="run_sweep"),
     path("sets/<slug:slug>/generators/", views.generators_page, name="generators"),
     path("sets/<slug:slug>/generators/add/", views.generator_add_page, name="generator_add"),
+    path("sets/<slug:slug>/generators/add-endpoint/", views.generator_endpoint_add_page, name="generator_endpoint_add"),
     path("sets/<slug:slug>/answer-judges/add/", views.answer_judge_add_page, name="answer_judge_add"),
     path("sets/<slug:slug>/oracle/", views.experiments_page, name="oracle_experiments"),
     path("sets/<slug:slug>/oracle/start/", views.experiment_start, name="oracle_experiment_start"),

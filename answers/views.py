@@ -17,7 +17,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from answers.answer_judging import DEFAULT_RUBRIC, answer_judge_add
 from answers.experiments import experiment_contexts, oracle_experiment_continue, oracle_experiment_submit
-from answers.forms import AnswerJudgeForm, ContinueForm, ExperimentForm, GeneratorForm, HumanGradeForm, problems_to_fields
+from answers.forms import (
+    AnswerJudgeForm,
+    ContinueForm,
+    EndpointGeneratorForm,
+    ExperimentForm,
+    GeneratorForm,
+    HumanGradeForm,
+    problems_to_fields,
+)
 from answers.generation import DEFAULT_PROMPT
 from answers.generators import generator_add
 from answers.human_grades import answer_grade_record, grade_agreement
@@ -94,6 +102,23 @@ def generator_add_page(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, f"Generator {generator.name!r} added.")
             return redirect("generators", slug=golden_set.slug)
     ctx = {"golden_set": golden_set, "form": form, "what": "a generator"}
+    return render(request, "answers/add.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def generator_endpoint_add_page(request: HttpRequest, slug: str) -> HttpResponse:
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    form = EndpointGeneratorForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            generator = generator_add(golden_set=golden_set, user=request.user, kind="endpoint", **form.service_fields())
+        except GoldsetError as exc:
+            problems_to_fields(form, exc)
+        else:
+            messages.success(request, f"Answer endpoint {generator.name!r} added.")
+            return redirect("generators", slug=golden_set.slug)
+    ctx = {"golden_set": golden_set, "form": form, "what": "an answer endpoint"}
     return render(request, "answers/add.html", ctx)
 
 

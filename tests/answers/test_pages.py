@@ -59,7 +59,8 @@ def read_urls(experiment) -> list[str]:
 
 
 def manager_urls() -> list[str]:
-    return [reverse(name, kwargs={"slug": SLUG}) for name in ("generator_add", "answer_judge_add", "oracle_experiment_start")]
+    names = ("generator_add", "generator_endpoint_add", "answer_judge_add", "oracle_experiment_start")
+    return [reverse(name, kwargs={"slug": SLUG}) for name in names]
 
 
 def text_of(html: str) -> str:
@@ -174,6 +175,44 @@ def test_a_bad_generator_is_refused_beside_its_fields_and_nothing_is_written(cli
     for field in ("base_url", "prompt", "api_key_env"):
         block = body[body.index(f'name="{field}"') :]
         assert 'class="errorlist' in block[: block.index("</div>")], field
+    assert not Generator.objects.filter(name="bad").exists()
+
+
+def test_a_manager_adds_the_teams_own_answer_endpoint_and_it_answers_through_it(client, answer_set, owner, chat_server):
+    from answers.generation import AnswerRequest, ContextPassage, generate_answers
+
+    client.force_login(owner)
+    url = reverse("generator_endpoint_add", kwargs={"slug": SLUG})
+    assert "{{context}}" in client.get(url).content.decode()  # the body template is offered
+    fields = {
+        "name": "own-rag",
+        "url": chat_server.answer_url,
+        "body_template": '{"question": {{query}}, "passages": {{context}}}',
+        "answer_path": "data.answer",
+        "headers": "X-Team: search\n",
+        "max_in_flight": "2",
+    }
+    response = client.post(url, fields)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    generator = Generator.objects.get(golden_set=answer_set, name="own-rag")
+    assert generator.kind == Generator.Kind.ENDPOINT and generator.answer_path == "data.answer"
+    assert generator.request["headers"] == [["X-Team", "search"]]
+    passage = ContextPassage("d1", "Our VPN password is reset in the portal. Nothing else here.")
+    [answer] = generate_answers(generator, [AnswerRequest("k", "How is the VPN password reset?", (passage,))])
+    assert answer.error is None and answer.text == "Our VPN password is reset in the portal."
+
+
+def test_a_bad_answer_endpoint_is_refused_beside_its_fields_and_nothing_is_written(client, answer_set, owner):
+    client.force_login(owner)
+    fields = {"name": "bad", "url": "ftp://example.com/answer", "body_template": "{}", "answer_path": "data.answer", "headers": "no colon"}
+    response = client.post(reverse("generator_endpoint_add", kwargs={"slug": SLUG}), {**fields, "max_in_flight": "2"})
+    assert response.status_code == 200
+    body = response.content.decode()
+    block = body[body.index('name="headers"') :]
+    assert "line 1: &#x27;no colon&#x27; is not &#x27;Name: value&#x27;" in block[: block.index("</div>")]
+    assert not Generator.objects.filter(name="bad").exists()
+    response = client.post(reverse("generator_endpoint_add", kwargs={"slug": SLUG}), {**fields, "headers": "", "max_in_flight": "2"})
+    assert response.status_code == 200 and 'class="errorlist' in response.content.decode()
     assert not Generator.objects.filter(name="bad").exists()
 
 
