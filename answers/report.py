@@ -10,7 +10,7 @@ retrieved context.
 
 Intervals (95%): exact match and judge accuracy are shares, with Wilson's interval
 (lib.ppi); token F1 is a mean of values in [0, 1], with the normal interval of a mean
-(mean +- 1.96 s / sqrt(n), s the sample standard deviation, clipped to [0, 1]). The
+(mean +- 1.96 sd / sqrt(n), sd the sample standard deviation, clipped to [0, 1]). The
 retrieval loss is paired over the queries both contexts answered: the per-query
 differences d = oracle - retrieved (each -1, 0 or 1), with the normal interval of their
 mean (mean +- 1.96 s_d / sqrt(n)), clipped to [-1, 1]; the generation loss is 1 - oracle

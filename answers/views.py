@@ -88,55 +88,48 @@ def generators_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "answers/generators.html", ctx)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def generator_add_page(request: HttpRequest, slug: str) -> HttpResponse:
+def _add_page(request: HttpRequest, slug: str, form_class, add, what: str, initial: dict | None = None) -> HttpResponse:
+    """A manager's add form of a generator or an answer judge: `add(golden_set, user, form)`
+    calls the service, whose faults are put beside their fields; done, back to the list."""
     golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
-    form = GeneratorForm(request.POST or None, initial={"prompt": DEFAULT_PROMPT})
+    form = form_class(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            generator = generator_add(golden_set=golden_set, user=request.user, kind="openai", **form.cleaned_data)
+            made = add(golden_set, request.user, form)
         except GoldsetError as exc:
             problems_to_fields(form, exc)
         else:
-            messages.success(request, f"Generator {generator.name!r} added.")
+            messages.success(request, f"{what[0].upper()}{what[1:]} {made.name!r} added.")
             return redirect("generators", slug=golden_set.slug)
-    ctx = {"golden_set": golden_set, "form": form, "what": "a generator"}
+    ctx = {"golden_set": golden_set, "form": form, "what": f"{'an' if what[0] in 'aeiou' else 'a'} {what}"}
     return render(request, "answers/add.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def generator_add_page(request: HttpRequest, slug: str) -> HttpResponse:
+    def add(golden_set, user, form):
+        return generator_add(golden_set=golden_set, user=user, kind="openai", **form.cleaned_data)
+
+    return _add_page(request, slug, GeneratorForm, add, "generator", initial={"prompt": DEFAULT_PROMPT})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def generator_endpoint_add_page(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
-    form = EndpointGeneratorForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            generator = generator_add(golden_set=golden_set, user=request.user, kind="endpoint", **form.service_fields())
-        except GoldsetError as exc:
-            problems_to_fields(form, exc)
-        else:
-            messages.success(request, f"Answer endpoint {generator.name!r} added.")
-            return redirect("generators", slug=golden_set.slug)
-    ctx = {"golden_set": golden_set, "form": form, "what": "an answer endpoint"}
-    return render(request, "answers/add.html", ctx)
+    def add(golden_set, user, form):
+        return generator_add(golden_set=golden_set, user=user, kind="endpoint", **form.service_fields())
+
+    return _add_page(request, slug, EndpointGeneratorForm, add, "answer endpoint")
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def answer_judge_add_page(request: HttpRequest, slug: str) -> HttpResponse:
-    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
-    form = AnswerJudgeForm(request.POST or None, initial={"rubric": DEFAULT_RUBRIC})
-    if request.method == "POST" and form.is_valid():
-        try:
-            judge = answer_judge_add(golden_set=golden_set, user=request.user, **form.cleaned_data)
-        except GoldsetError as exc:
-            problems_to_fields(form, exc)
-        else:
-            messages.success(request, f"Answer judge {judge.name!r} added.")
-            return redirect("generators", slug=golden_set.slug)
-    ctx = {"golden_set": golden_set, "form": form, "what": "an answer judge"}
-    return render(request, "answers/add.html", ctx)
+    def add(golden_set, user, form):
+        return answer_judge_add(golden_set=golden_set, user=user, **form.cleaned_data)
+
+    return _add_page(request, slug, AnswerJudgeForm, add, "answer judge", initial={"rubric": DEFAULT_RUBRIC})
 
 
 @login_required

@@ -3,8 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from answers.answer_judging import DEFAULT_RUBRIC, answer_judge_add
-from answers.management.options import command_error, price, text_file
-from goldenset.management.progress import user_by_name
+from answers.management.options import add_call_arguments, call_fields, command_error, text_file
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
 
@@ -27,12 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--model", required=True, help="the model's name as the API knows it")
         parser.add_argument("--rubric-file", type=Path, metavar="F", help="the rubric (default: Goldset's)")
         parser.add_argument("--api-key-env", default="", metavar="VAR", help="the variable holding the API key (JUDGE_...)")
-        parser.add_argument("--max-in-flight", type=int, default=4, metavar="N", help="requests open at once (default 4)")
-        parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds an attempt may take (default 60)")
-        parser.add_argument("--retries", type=int, default=3, metavar="N", help="attempts after a failed one (default 3)")
-        parser.add_argument("--price-in", metavar="P", help="your price per million input tokens, to count the cost")
-        parser.add_argument("--price-out", metavar="P", help="your price per million output tokens")
-        parser.add_argument("--user", help="username recorded as the judge's creator")
+        add_call_arguments(parser, "judge")
 
     def handle(self, *args, **options):
         golden_set = GoldenSet.objects.filter(slug=options["golden_set"]).first()
@@ -47,12 +41,7 @@ class Command(BaseCommand):
                 model=options["model"],
                 rubric=DEFAULT_RUBRIC if rubric is None else rubric,
                 api_key_env=options["api_key_env"],
-                max_in_flight=options["max_in_flight"],
-                timeout_seconds=options["timeout"],
-                retries=options["retries"],
-                price_in=price(options["price_in"], "--price-in"),
-                price_out=price(options["price_out"], "--price-out"),
-                user=user_by_name(options["user"]),
+                **call_fields(options),
             )
         except GoldsetError as exc:
             raise command_error(exc) from exc

@@ -3,9 +3,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from answers.generators import generator_add
-from answers.management.options import command_error, price, text_file
+from answers.management.options import add_call_arguments, call_fields, command_error, text_file
 from answers.models import Generator
-from goldenset.management.progress import user_by_name
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
 
@@ -45,12 +44,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--header", action="append", default=[], metavar="'NAME: VALUE'", help="endpoint: a header; secrets as ${SEARCH_TOKEN}"
         )
-        parser.add_argument("--max-in-flight", type=int, default=4, metavar="N", help="requests open at once (default 4)")
-        parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds an attempt may take (default 60)")
-        parser.add_argument("--retries", type=int, default=3, metavar="N", help="attempts after a failed one (default 3)")
-        parser.add_argument("--price-in", metavar="P", help="your price per million input tokens, to count the cost")
-        parser.add_argument("--price-out", metavar="P", help="your price per million output tokens")
-        parser.add_argument("--user", help="username recorded as the generator's creator")
+        add_call_arguments(parser, "generator")
 
     def handle(self, *args, **options):
         golden_set = GoldenSet.objects.filter(slug=options["golden_set"]).first()
@@ -81,12 +75,7 @@ class Command(BaseCommand):
                 kind=options["preset"],
                 model=options["model"],
                 api_key_env=options["api_key_env"],
-                max_in_flight=options["max_in_flight"],
-                timeout_seconds=options["timeout"],
-                retries=options["retries"],
-                price_in=price(options["price_in"], "--price-in"),
-                price_out=price(options["price_out"], "--price-out"),
-                user=user_by_name(options["user"]),
+                **call_fields(options),
                 **fields,
             )
         except GoldsetError as exc:
