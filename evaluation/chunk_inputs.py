@@ -252,12 +252,6 @@ class ChunkLabels:
     evidence_ends: np.ndarray
 
 
-def _text_lengths(pages: np.ndarray) -> np.ndarray:
-    """The length of each of `pages`' text (page_text_lengths), read for each page once."""
-    unique, inverse = np.unique(pages, return_inverse=True)
-    return page_text_lengths(unique)[inverse.ravel()] if len(unique) else np.zeros(0, dtype=np.int64)
-
-
 def document_evidence(version: Version) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each query's relevant evidence (as ChunkLabels': offsets, pages, starts, ends), for a
     run of documents, whose every chunk is a whole document (kept per process)."""
@@ -318,7 +312,7 @@ def _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, 
     with_spans = np.isin(label_queries * width + qrels.doc_keys, span_queries * width + span_pages)
     whole = relevant & ~with_spans
     whole_pages = qrels.doc_keys[whole]
-    whole_ends = _text_lengths(whole_pages)
+    whole_ends = page_text_lengths(whole_pages)
     kept = span_grades >= threshold
     queries = np.concatenate((span_queries[kept], label_queries[whole]))
     pages = np.concatenate((span_pages[kept], whole_pages))
