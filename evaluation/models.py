@@ -38,6 +38,12 @@ class EvaluationSettings(models.Model):
     # this is flagged, whatever its recall. The recall target of a slice is
     # alert_slice_floor and its Judged@k target judged_floor: one number each, so the
     # coverage page and the alerts never disagree about what "under target" means.
+    # Noise-aware drops (evaluation.alerts.noise): a drop past alert_drop_points is sent only
+    # when a one-sided paired test over the queries rejects "no change" at alert_alpha,
+    # divided among the comparisons of one night (Bonferroni); alert_power is the power at
+    # which each slice's minimum detectable drop is stated.
+    alert_alpha = models.FloatField(default=0.05, help_text="significance of a drop alert, shared by the comparisons of one night")
+    alert_power = models.FloatField(default=0.8, help_text="power at which each slice's minimum detectable drop is stated")
     min_queries_per_slice = models.PositiveIntegerField(
         default=30, help_text="a slice averaged over fewer queries than this is flagged on the coverage page"
     )
@@ -522,6 +528,77 @@ class Completeness(models.Model):
         return f"Judged@k_final = {self.judged_at_k_final:.2f}{' ' + self.slice if self.slice else ''}"
 
 
+class Incident(models.Model):
+    """The alerts of one night (or one recompute) of one endpoint, delivered as one message,
+    then updated by later nights while it stays open, and triaged by a person: acknowledged,
+    muted until a time, resolved (evaluation.alerts.incidents)."""
+
+    class Kind(models.TextChoices):
+        # A series/endpoint's nights, its canary probes and its failures.
+        NIGHT = "night", "nightly runs and probes"
+        # The alerts a publish's recompute or an uploaded run raised.
+        RECOMPUTE = "recompute", "recompute"
+        # The index-recall probe: approximate against exact neighbours.
+        INDEX = "index", "index"
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        ACKNOWLEDGED = "acknowledged"
+        MUTED = "muted"
+        RESOLVED = "resolved"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="incidents")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # What it is about: the endpoint (or series) name, "v3" for a recompute, the run's system.
+    subject = models.CharField(max_length=200)
+    title = models.CharField(max_length=300, help_text="the worst alert's headline, updated as alerts join")
+    state = models.CharField(max_length=20, choices=State.choices, default=State.OPEN)
+    muted_until = models.DateTimeField(null=True, blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    opened_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        constraints = [
+            # Later nights join the open incident of their subject rather than opening another.
+            models.UniqueConstraint(
+                fields=["golden_set", "kind", "subject"],
+                condition=~Q(state="resolved"),
+                name="incident_one_unresolved_per_subject",
+            ),
+        ]
+        indexes = [models.Index(fields=["golden_set", "state"], name="incident_set_state")]
+
+    def __str__(self) -> str:
+        return f"incident {self.id}: {self.title}"
+
+
+class IncidentMessage(models.Model):
+    """One message (an e-mail and a webhook POST) about an incident: the first lists the
+    alerts that opened it, each later one the alerts a later night added. Retries wait
+    until next_attempt_at, with or without a broker."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="messages")
+    number = models.PositiveIntegerField(help_text="1 for the message that opened the incident, then 2, 3...")
+    created_at = models.DateTimeField(auto_now_add=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+    webhook_delivered_at = models.DateTimeField(null=True, blank=True)
+    webhook_attempts = models.PositiveSmallIntegerField(default=0)
+    webhook_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="when a failed delivery is tried again")
+    gave_up_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["incident", "number"]
+        constraints = [models.UniqueConstraint(fields=["incident", "number"], name="incidentmessage_unique_number")]
+
+    def __str__(self) -> str:
+        return f"message {self.number} of incident {self.incident_id}"
+
+
 class Alert(models.Model):
     """A number that crossed one of the golden set's alert thresholds."""
 
@@ -535,6 +612,7 @@ class Alert(models.Model):
         DROP_VS_MEDIAN = "drop_vs_median", "drop against the series' 7-night median"
         ENDPOINT_FAILING = "endpoint_failing", "endpoint failing"
         PROBE_MISSED = "probe_missed", "canary probe missed"
+        INDEX_RECALL = "index_recall", "index recall under the exact neighbours"
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="alerts")
     version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="alerts")
@@ -555,6 +633,15 @@ class Alert(models.Model):
     webhook_delivered_at = models.DateTimeField(null=True, blank=True)
     webhook_attempts = models.PositiveSmallIntegerField(default=0)
     webhook_error = models.TextField(blank=True)
+    # The incident it belongs to and the message that sent it (null: not sent, e.g. within noise).
+    incident = models.ForeignKey(Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts")
+    incident_message = models.ForeignKey(IncidentMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts")
+    # Noise-aware drops (evaluation.alerts.noise): a drop past the threshold that the paired
+    # test cannot tell from chance is stored with within_noise and never sent.
+    within_noise = models.BooleanField(default=False)
+    p_value = models.FloatField(null=True, blank=True, help_text="one-sided paired test of the drop")
+    detectable_points = models.FloatField(null=True, blank=True, help_text="the slice's minimum detectable drop, in points")
+    queries_compared = models.PositiveIntegerField(null=True, blank=True, help_text="queries the paired test compared")
 
     class Meta:
         ordering = ["-created_at"]
@@ -602,6 +689,9 @@ class WebhookDelivery(models.Model):
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="webhook_deliveries")
     alert = models.ForeignKey(Alert, on_delete=models.CASCADE, null=True, blank=True, related_name="webhook_deliveries")
+    incident_message = models.ForeignKey(
+        IncidentMessage, on_delete=models.CASCADE, null=True, blank=True, related_name="webhook_deliveries"
+    )
     # The Standard Webhooks `webhook-id`: the same on every attempt of one message.
     message_id = models.CharField(max_length=100)
     attempt = models.PositiveSmallIntegerField()
