@@ -7,6 +7,7 @@ endpoint joins the incident that is still open instead of opening another one.
 """
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from evaluation.models import Alert, Incident
 
@@ -56,3 +57,14 @@ def _unresolved(golden_set_id: int, kind: str, subject: str) -> Incident | None:
 
 def _headline(alert: Alert) -> str:
     return alert.message.split(";")[0]
+
+
+def incident_resolve(*, incident: Incident, user=None) -> Incident:
+    """Mark `incident` resolved (by `user`, or by Goldset itself when None: its probe passed
+    again). A later alert of its subject opens a new incident."""
+    if incident.state != Incident.State.RESOLVED:
+        incident.state = Incident.State.RESOLVED
+        incident.resolved_at = timezone.now()
+        incident.resolved_by = user
+        incident.save(update_fields=["state", "resolved_at", "resolved_by", "updated_at"])
+    return incident
