@@ -11,6 +11,7 @@ from django.db.models import Count
 from evaluation.models import Evaluation, EvaluationSettings, Run, Score
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.reports.targets import FINAL_TARGET, FIRST_STAGE_TARGET, Diagnosis, funnel_diagnosis
+from evaluation.reports.unreliable import UNRELIABLE_MARK, UnreliableSummary, unreliable_summary
 from evaluation.selectors import evaluation_settings, later_night, run_not_archived, slice_label
 from goldenset.models import GoldenSet, Version
 from lib import charts
@@ -238,6 +239,11 @@ class ResultsReport:
         return [r for r in self.results if r.unreliable]
 
     @property
+    def unreliable_summary(self) -> UnreliableSummary:
+        """The page's one warning about the scored runs under the floor, per series."""
+        return unreliable_summary((r.run, r.completeness) for r in self.scored)
+
+    @property
     def judged_slices(self) -> list[tuple[str, list[float | None]]]:
         """(slice label, Judged@k_final of each scored run, a fraction) for every query slice
         some scored run has the figure on; runs in `scored` order, None where absent."""
@@ -334,10 +340,11 @@ def _curve_chart(results: Sequence[RunResult], version: Version) -> tuple[charts
         if not curve:
             missing.append(result.run.name)
             continue
-        caveat = " (unreliable: see the warning above)" if result.unreliable else ""
+        # The legend carries the mark alone; the page's legend line says what it means once.
+        caveat = f" {UNRELIABLE_MARK} {result.completeness.finding}" if result.unreliable else ""
         points = [(k, value, f"{result.run.name}: recall@{int(k)} = {value:.3f} on v{version.number}{caveat}") for k, value in curve]
         series.append(
-            charts.Series(label=result.run.name + (" (unreliable)" if result.unreliable else ""), points=points, color=result.color)
+            charts.Series(label=result.run.name + (f" {UNRELIABLE_MARK}" if result.unreliable else ""), points=points, color=result.color)
         )
     x_rules = [(version.k_final, f"k_final = {version.k_final}", "what the prompt sees", "cutoff")]
     chart = charts.line_chart(
@@ -366,7 +373,7 @@ def _slice_chart(results: Sequence[RunResult], version: Version, metric: str, fl
                 bars.append((None, result.color, ""))
                 continue
             value, averaged, no_relevant = found
-            caveat = f"; {result.warning}" if result.unreliable else ""
+            caveat = f"; {UNRELIABLE_MARK} {result.completeness.finding}" if result.unreliable else ""
             bars.append(
                 (
                     value,

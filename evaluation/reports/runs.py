@@ -7,6 +7,7 @@ from django.db.models import F, OuterRef, Subquery
 
 from evaluation.models import Completeness, Evaluation, Run, Score
 from evaluation.reports.completeness import RunCompleteness
+from evaluation.reports.unreliable import UnreliableSummary, unreliable_summary
 from evaluation.selectors import evaluation_settings, run_not_archived
 from goldenset.models import GoldenSet, Version
 
@@ -26,6 +27,12 @@ class RunsReport:
     latest: Version | None
     archived_count: int = 0  # archived runs of the set, shown or not
     show_archived: bool = False
+
+    @property
+    def unreliable_summary(self) -> UnreliableSummary:
+        """The page's one warning about the live runs under the floor on the latest version,
+        per series (archived runs keep their scores but no warning)."""
+        return unreliable_summary((row.run, row.completeness) for row in self.rows if not row.run.archived_at)
 
 
 def runs_report(golden_set: GoldenSet, *, show_archived: bool = False) -> RunsReport:

@@ -14,6 +14,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet
 
 from evaluation.models import Completeness, Run
 from evaluation.reports.completeness import RunCompleteness, run_completeness
+from evaluation.reports.unreliable import UnreliableSummary, unreliable_summary
 from evaluation.selectors import evaluation_settings, slice_label
 from goldenset.models import GoldenSet, Judgment, Version
 from goldenset.resolution import labels_of_rows
@@ -482,8 +483,9 @@ class CompletenessReport:
         return [row for row in self.runs if row.overall is not None and row.overall.has_loro]
 
     @property
-    def needs_pooling(self) -> list[RunJudged]:
-        return [row for row in self.runs if row.needs_pooling]
+    def unreliable_summary(self) -> UnreliableSummary:
+        """The page's one warning about the runs under the floor, per series."""
+        return unreliable_summary((row.run, row.overall) for row in self.runs)
 
     def _total(self, name: str) -> int:
         return sum(getattr(row.judging.progress, name) for row in self.pools)
@@ -594,7 +596,8 @@ def completeness_report(
     version = golden_set.versions.order_by("-number").first()
     settings = evaluation_settings(golden_set)
     # Archived runs leave this page and its pool form (pool_build refuses them too).
-    runs = list(Run.objects.filter(golden_set=golden_set, archived_at=None).order_by("system", "stage", "name"))
+    # With their series: the page's unreliable-scores line groups the runs by it.
+    runs = list(Run.objects.filter(golden_set=golden_set, archived_at=None).select_related("series").order_by("system", "stage", "name"))
     pools = list(pools_of(golden_set))
     members: dict[int, list[PoolRun]] = defaultdict(list)
     for pool_run in PoolRun.objects.filter(pool__in=[pool.pk for pool in pools]).select_related("run").order_by("pool_id", "ordinal"):

@@ -2,6 +2,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.reports.unreliable import golden_set_unreliable_summary
 from goldenset.management.progress import tqdm_progress
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import DEMO_SEARCH_PORT, demo_search_url
@@ -75,7 +76,20 @@ class Command(BaseCommand):
                 f"  pool {built.pool.pk}: {built.new_tasks} pairs to judge from the top {built.pool.depth} of "
                 f"{len(built.runs)} first-stage runs (annotators judge them at /label/{result.golden_set.slug}/)"
             )
+        self._completeness(result)
         self._logins(result, serving=serving)
+
+    def _completeness(self, result: DemoLoadResult) -> None:
+        # The demo labels a few pages a query, so no run of it passes the Judged@k floor:
+        # said here once, as each page says it once, rather than discovered run by run.
+        summary = golden_set_unreliable_summary(result.golden_set)
+        if summary.every_run:
+            self.stdout.write(
+                f"  completeness: {summary.line}; the demo labels only a sample of each query's pages, "
+                "so its pages say so once, above the runs (judging its pool lifts it)"
+            )
+        elif summary:
+            self.stdout.write(f"  completeness: {summary.line} (the completeness page lists them)")
 
     def _oracle(self, result: DemoLoadResult, *, serving: bool) -> None:
         if result.oracle is not None and result.oracle.created:
