@@ -84,18 +84,24 @@ def table_row(body: str, table_class: str, run_name: str) -> str:
     return next(row for row in table.split("<tr") if f">{run_name}</a>" in row)
 
 
-def test_the_results_page_warns_about_a_run_under_the_floor_and_not_about_one_above(client, golden_set, owner):
+# The mark a row carries instead of the warning: the finding is its title and, for screen
+# readers, its text.
+MARK = (
+    '<span class="unreliable-mark" title="Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable">'
+    '<span aria-hidden="true">†</span><span class="sr-only"> (scores unreliable)</span></span>'
+)
+
+
+def test_the_results_page_warns_once_about_a_run_under_the_floor_and_not_about_one_above(client, golden_set, owner):
     body = get(client, owner, "results")
     thin, judged = table_row(body, "grid results", "thin run"), table_row(body, "grid results", "judged")
-    assert 'class="unreliable"' in thin
+    assert 'class="unreliable"' in thin and MARK in thin
     assert "unreliable" not in judged
-    # The warning has a row of its own under the run's, across the table, where it widens no column.
-    table = body[body.index('<table class="grid results">') :]
-    after_thin = table[table.index(">thin run</a>") :]
-    warning_row = after_thin[after_thin.index('<tr class="unreliable warning-row">') :]
-    columns = table[: table.index("</thead>")].count("<th ") + table[: table.index("</thead>")].count("<th>")
-    assert warning_row.startswith(f'<tr class="unreliable warning-row"><td colspan="{columns}">{WARNING.format(run=run_id("thin run"))}')
-    assert "unreliable-note" not in thin
+    # Said once, above the table, with the run behind the fold: no warning row under each run.
+    summary = body[body.index('<div class="unreliable-summary"') : body.index('<table class="grid results">')]
+    assert "1 of 2 runs has Judged@2 under 0.90 on v1: its scores are unreliable" in summary
+    assert WARNING.format(run=run_id("thin run")) in summary
+    assert "warning-row" not in body and "unreliable-note" not in thin
     assert "--runs judged" not in body
 
 
@@ -122,7 +128,7 @@ def test_the_funnel_marks_the_unreliable_first_stage(client, golden_set, owner):
     body = get(client, owner, "results")
     funnels = body[body.index('<div class="funnels">') : body.index('id="sweep"')]
     thin = funnels[funnels.index("<h3>thin</h3>") :]
-    assert WARNING.format(run=run_id("thin run")) in thin[: thin.index("</article>")]
+    assert MARK in thin[: thin.index("</article>")]
     judged = funnels[funnels.index("<h3>judged</h3>") :]
     assert "unreliable" not in judged[: judged.index("</article>")]
 

@@ -166,7 +166,11 @@ def test_the_page_shows_judged_at_k_per_run_and_slice_and_flags_the_run_to_pool(
     assert 'title="Judged@2 on v1">0.500</td>' in thin and 'class="unreliable"' in thin
     assert 'title="Judged@2 on v1">1.000</td>' in judged and 'title="Judged@4 on v1">0.750</td>' in judged
     assert f"pool {pool.pk} (depth 2)" in thin
-    assert 'thin run: <span class="unreliable-note">Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; <a href=' in body
+    # Said once above the table, the run behind the fold; the row carries the mark.
+    assert "1 of 2 runs has Judged@2 under 0.90 on v1: its scores are unreliable" in body
+    assert '>thin run</a>: <span class="unreliable-note">Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable; <a href=' in body
+    assert 'class="unreliable-mark" title="Judged@2 = 0.50 &lt; 0.90 on v1: scores are unreliable"' in thin
+    assert "unreliable-mark" not in judged
     slices = body[body.index('<table class="grid compact judged-slices">') :]
     assert "<td>queries lang = en</td>" in slices and "1.000 / 0.750" in slices and "0.500 / 0.500" in slices
 
