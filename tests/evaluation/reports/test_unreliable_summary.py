@@ -8,6 +8,7 @@ Two uploaded runs (one of each), three nights of series prod-hybrid (thin, thin,
 two of series canary (both judged)."""
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -19,6 +20,7 @@ from evaluation.reports.unreliable import golden_set_unreliable_summary
 from evaluation.services import evaluation_compute, run_archive, run_import
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.services import version_publish
+from tests.browser import login
 from tests.support import factories
 
 SLUG = "said-once"
@@ -136,6 +138,8 @@ def test_the_results_page_says_it_once_and_its_chart_legends_carry_only_the_mark
     summary = summary_of(body)
     assert "1 of 4 runs has Judged@2 under 0.90 on v1: its scores are unreliable" in summary
     assert "thin run †" in body and "(unreliable)" not in body
+    # The charts' legend line says once what the mark means.
+    assert '<p class="hint unreliable-legend">† Judged@2 under 0.90 on v1: scores unreliable (said once above the runs).</p>' in body
     assert "see the warning above" not in body
 
 
@@ -171,3 +175,29 @@ def test_the_summary_costs_no_query_a_run(client, golden_set, owner):
         body = client.get(url).content.decode()
     assert "8 of 9 nights of prod-hybrid have Judged@2 under 0.90" in body
     assert len(thirteen_runs.captured_queries) == len(seven_runs.captured_queries)
+
+
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_in_a_browser_the_warning_is_one_short_block_and_the_runs_unfold(browser_page, live_server, golden_set):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser_page
+    login(page, live_server, "owner", "pw-owner")
+    page.goto(f"{live_server.url}/sets/{SLUG}/completeness/")
+    block = page.locator(".unreliable-summary")
+    assert block.count() == 1
+    # The runs stay folded: the block is a few lines, not a box per run.
+    assert not block.get_by_role("link", name="prod-hybrid night 0").is_visible()
+    assert block.bounding_box()["height"] < 200
+    assert page.locator(".unreliable-mark").count() == 3
+    page.screenshot(path=str(ARTIFACTS / "unreliable-completeness.png"), full_page=True)
+    block.get_by_text("2 of 3 nights of prod-hybrid").click()
+    assert block.get_by_role("link", name="prod-hybrid night 0").is_visible()
+    assert block.get_by_role("link", name="Pool these 2 runs").is_visible()
+    block.screenshot(path=str(ARTIFACTS / "unreliable-completeness-unfolded.png"))
+    page.goto(f"{live_server.url}/sets/{SLUG}/results/")
+    assert page.locator(".unreliable-summary").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "unreliable-results.png"), full_page=True)
