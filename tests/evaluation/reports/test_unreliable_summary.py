@@ -201,3 +201,10 @@ def test_in_a_browser_the_warning_is_one_short_block_and_the_runs_unfold(browser
     page.goto(f"{live_server.url}/sets/{SLUG}/results/")
     assert page.locator(".unreliable-summary").count() == 1
     page.screenshot(path=str(ARTIFACTS / "unreliable-results.png"), full_page=True)
+
+
+def test_a_series_name_is_text_in_the_line_not_markup(client, golden_set, owner):
+    run = upload(golden_set, "hostile night", THIN, series="<b>evil</b>", night=0)
+    evaluation_compute(run=run, version=golden_set.versions.get())
+    summary = summary_of(get(client, owner, "completeness"))
+    assert "1 of 1 night of &lt;b&gt;evil&lt;/b&gt; has Judged@2 under 0.90" in summary and "<b>evil" not in summary
