@@ -92,6 +92,12 @@ class UnreliableSummary:
         return bool(self) and self.under == self.shown
 
     @property
+    def one_group(self) -> bool:
+        """Every run shown is of the one group with runs under the floor: the page's line
+        is that group's, and a second line would repeat it."""
+        return len(self.groups) == 1 and self.groups[0].shown == self.shown
+
+    @property
     def line(self) -> str:
         if not self:
             return ""
@@ -101,7 +107,7 @@ class UnreliableSummary:
                 f"None of the {self.shown} runs reaches Judged@{self.k_final} of {floor} on v{self.version_number} "
                 f"(the best has {self.best:.2f}): every score is unreliable until more of what the runs retrieve is judged"
             )
-        if len(self.groups) == 1 and self.groups[0].shown == self.shown:
+        if self.one_group:
             return f"{self.groups[0].line} on v{self.version_number}: {'its' if self.under == 1 else 'their'} scores are unreliable"
         return (
             f"{self.under} of {self.shown} runs {_have(self.under)} Judged@{self.k_final} under {floor} "
@@ -151,16 +157,20 @@ def unreliable_summary(shown: Iterable[tuple[Run, RunCompleteness | None]]) -> U
     )
 
 
-def golden_set_unreliable_summary(golden_set: GoldenSet) -> UnreliableSummary:
-    """The summary over every live run of the set scored on its latest version, as the
-    completeness page lists them: what a caller outside the pages (load_demo's report, a
-    set's home) says once. Four queries however many runs."""
+def golden_set_unreliable_summary(golden_set: GoldenSet, *, run_ids: Iterable[int] | None = None) -> UnreliableSummary:
+    """The summary over every live run of the set scored on its latest version (or those of
+    `run_ids` only: the nights a monitoring page shows), as the completeness page lists
+    them: what a page that does not load the runs' completeness itself, or load_demo's
+    report, says once. Four queries however many runs."""
     latest = golden_set.versions.order_by("-number").first()
     if latest is None:
         return unreliable_summary(())
     settings = evaluation_settings(golden_set)
+    chosen = Evaluation.objects.filter(run_not_archived("run__"), run__golden_set=golden_set, version=latest)
+    if run_ids is not None:
+        chosen = chosen.filter(run_id__in=list(run_ids))
     evaluations = list(
-        Evaluation.objects.filter(run_not_archived("run__"), version=latest, status=Evaluation.Status.DONE)
+        chosen.filter(status=Evaluation.Status.DONE)
         .select_related("run__series")
         .defer("per_query", "recall_curve", "hop_figures")
         .order_by("run_id")

@@ -18,6 +18,7 @@ from django.utils import timezone
 from evaluation.alerts.rules import run_is_failing
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
+from evaluation.reports.unreliable import UnreliableSummary, golden_set_unreliable_summary, unreliable_summary
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Version
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
@@ -116,6 +117,8 @@ class MonitoringReport:
     alert_slice_floor: float
     alert_rerank_loss_points: float
     recent_nights: int = 7  # how many of each series' latest nights recent_alerts covers
+    # The nights shown whose Judged@k on the latest version is under the floor, said once per series.
+    unreliable: UnreliableSummary = field(default_factory=lambda: unreliable_summary(()))
 
 
 def _chosen_evaluations(run_ids: list[int]) -> dict[int, Evaluation]:
@@ -343,4 +346,5 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         alert_drop_points=settings.alert_drop_points,
         alert_slice_floor=settings.alert_slice_floor,
         alert_rerank_loss_points=settings.alert_rerank_loss_points,
+        unreliable=golden_set_unreliable_summary(golden_set, run_ids=[n.run.pk for trend in trends for n in trend.nights]),
     )

@@ -143,9 +143,17 @@ def test_the_results_page_says_it_once_and_its_chart_legends_carry_only_the_mark
     assert "see the warning above" not in body
 
 
+def test_the_monitoring_page_says_it_once_per_series_of_the_nights_it_shows(client, golden_set, owner):
+    summary = summary_of(get(client, owner, "monitoring"))
+    # Only the nights: the uploaded runs outside a series are not on this page.
+    assert "<p>2 of 5 runs have Judged@2 under 0.90 on v1: their scores are unreliable.</p>" in summary
+    assert "<summary>2 of 3 nights of prod-hybrid have Judged@2 under 0.90 — " in summary
+    assert "canary" not in summary and "thin run" not in summary and "†" not in summary
+
+
 def test_a_page_whose_runs_all_pass_the_floor_says_nothing(client, golden_set, owner):
     evaluation_settings_update(golden_set=golden_set, user=owner, judged_floor=0.5)
-    for name in ("completeness", "runs", "results"):
+    for name in ("completeness", "runs", "results", "monitoring"):
         body = get(client, owner, name)
         assert "unreliable-summary" not in body and "unreliable-mark" not in body and "scores are unreliable" not in body
     assert not golden_set_unreliable_summary(golden_set)
