@@ -17,10 +17,12 @@ from goldset.demo.monitoring import EXACT_BODY_TEMPLATE
 from goldset.demo.search import DemoSearch
 from goldset.demo.search_server import demo_search_server_started
 from lib.errors import GoldsetError
+from monitoring.endpoints.mapping import read_ranking
 from monitoring.endpoints.services import endpoint_add
 from monitoring.index_probes.services import ann_recall_compute, index_probe_execute, index_probe_now
 from monitoring.models import IndexProbe
 from monitoring.schedules import index_probes_due
+from monitoring.tasks import INDEX_PROBE_LOST_AFTER, monitoring_tick_task
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db
@@ -194,3 +196,36 @@ def test_ann_recall_averages_queries_and_pools_shards():
     }
     # Only the top k counts, on both sides.
     assert ann_recall_compute([(["x", "a"], ["a", "b"], None)], 1).ann_recall == 0.0
+
+
+def test_the_tick_runs_the_index_probe_that_fell_due_and_sends_a_lost_one_again(
+    exact_endpoint, service, django_capture_on_commit_callbacks
+):
+    type(exact_endpoint).objects.filter(pk=exact_endpoint.pk).update(
+        index_probe_schedule="* * * * *", created_at=timezone.now() - timedelta(hours=1)
+    )
+    lost = index_probe_now(endpoint=exact_endpoint)  # its message lost: never run
+    IndexProbe.objects.filter(pk=lost.pk).update(created_at=timezone.now() - INDEX_PROBE_LOST_AFTER - timedelta(minutes=1))
+    shards(service, 2)
+    with django_capture_on_commit_callbacks(execute=True):
+        monitoring_tick_task.delay()
+    probes = IndexProbe.objects.filter(endpoint=exact_endpoint)
+    assert probes.count() == 2 and all(p.finished_at is not None and p.ann_recall < 1.0 for p in probes)
+    assert Alert.objects.filter(kind=Alert.Kind.INDEX_RECALL).count() == 1
+
+
+def test_a_shard_path_reads_each_hits_shard_for_the_ranking():
+    answer = {
+        "hits": [
+            {"_id": "a", "_score": 3.0, "_shard": "[n1][wiki][0]"},
+            {"_id": "b", "_score": 2.0, "meta": {"shard": 4}},
+            {"_id": "a", "_score": 1.5, "_shard": "[n1][wiki][9]"},  # a duplicate: the first counts
+            {"_id": "c", "_score": 1.0},
+        ]
+    }
+    read = read_ranking(answer, 10, hits_path="hits", doc_id_path="_id", score_path="_score", shard_path="_shard")
+    assert [doc_id for doc_id, _ in read.ranking] == ["a", "b", "c"]
+    assert read.shards == {"a": "[n1][wiki][0]"}
+    nested = read_ranking(answer, 10, hits_path="hits", doc_id_path="_id", score_path="_score", shard_path="meta.shard")
+    assert nested.shards == {"b": "4"}
+    assert read_ranking(answer, 10, hits_path="hits", doc_id_path="_id").shards is None
