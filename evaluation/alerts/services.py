@@ -119,9 +119,10 @@ def index_recall_raise(
 ) -> Alert | None:
     """Open the INDEX_RECALL alert of the endpoint in its "index" incident (subject: the
     endpoint's name), or None when one is open already: an index that stays behind, probe
-    after probe, is one alert until a probe finds it back over the floor. `value` is ANN
-    recall@k, `reference` the endpoint's floor (fractions); `shards` are the shards under
-    the floor, named in the message. The caller serialises the endpoint's probes (it holds
+    after probe, is one alert until a probe finds it back over the floor. `shards` are the
+    shards under the floor, named in the message; `value` is the figure under the floor that
+    the message leads with (the named shards' pooled share, else ANN recall@k overall, which
+    the message gives too), `reference` the endpoint's floor (fractions). The caller serialises the endpoint's probes (it holds
     the endpoint's row), so two probes do not both open one."""
     open_already = Alert.objects.filter(
         golden_set_id=version.golden_set_id, kind=Alert.Kind.INDEX_RECALL, subject=endpoint_name, resolved_at=None
@@ -136,7 +137,7 @@ def index_recall_raise(
             subject=endpoint_name,
             kind=Alert.Kind.INDEX_RECALL,
             metric=f"ann_recall@{k}",
-            value=ann_recall,
+            value=shards_share if shards and shards_share is not None else ann_recall,
             reference=floor,
             queries_compared=queries_compared,
             message=message + f"; the floor is {floor:.2f}",

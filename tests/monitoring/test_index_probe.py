@@ -121,7 +121,11 @@ def test_two_stale_shards_open_one_index_incident_naming_them_and_refreshing_res
     [alert] = Alert.objects.filter(kind=Alert.Kind.INDEX_RECALL)
     assert alert.message.startswith("shards 2 and 4 return ") and "of the exact neighbours" in alert.message
     assert f"(ANN recall@{K} {first.ann_recall:.2f} overall)" in alert.message
-    assert (alert.subject, alert.value, alert.reference, alert.resolved_at) == ("wiki-first", first.ann_recall, 0.95, None)
+    assert (alert.subject, alert.metric, alert.reference, alert.resolved_at) == ("wiki-first", f"ann_recall@{K}", 0.95, None)
+    # The figure under the floor: the named shards' pooled share, which the message leads with.
+    named = [first.per_shard[shard] for shard in ("2", "4")]
+    share = sum(f["returned"] for f in named) / sum(f["exact"] for f in named)
+    assert alert.value == pytest.approx(share) and share < 0.95 and f"return {share:.0%} of" in alert.message
     incident = alert.incident
     assert (incident.kind, incident.subject, incident.state) == (Incident.Kind.INDEX, "wiki-first", Incident.State.OPEN)
     assert incident.title.startswith("shards 2 and 4 return")
