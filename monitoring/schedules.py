@@ -2,9 +2,10 @@
 
 Each tick (Celery beat every MONITORING_TICK_SECONDS, or the web process's own thread on
 the embedded default) makes the NightlyRun and ProbeRound of every endpoint's latest slot
-that has none, and the IndexProbe of every endpoint with an exact mode. A slot before the endpoint was registered is not made (registering at noon
-does not run last night's schedule), and only the latest slot is: a scheduler that was
-down for three nights catches up with one run, the one that measures now.
+that has none, and the IndexProbe of every endpoint with an exact mode. A slot before the
+endpoint was registered is not made (registering at noon does not run last night's
+schedule), and only the latest slot is: a scheduler that was down for three nights catches
+up with one run, the one that measures now.
 """
 
 from datetime import datetime

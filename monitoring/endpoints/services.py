@@ -76,7 +76,7 @@ def _check(values: dict) -> None:
     floor = values.get("index_recall_floor", DEFAULT_INDEX_RECALL_FLOOR)
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 < floor <= 1:
         problems.append(f"index_recall_floor: must be a fraction over 0 and at most 1 (say 0.95), not {floor!r}")
-    if values.get("shard_path") and not (values.get("exact_body_template") or values.get("exact_params_template")):
+    if spec.shard_path and not spec.has_exact_mode:
         problems.append(
             "shard_path: shards are read by the index probe, which needs an exact request (exact_body_template or exact_params_template)"
         )
