@@ -8,6 +8,7 @@ import urllib.request
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from evaluation.models import Alert, Incident
@@ -233,3 +234,21 @@ def test_a_shard_path_reads_each_hits_shard_for_the_ranking():
     nested = read_ranking(answer, 10, hits_path="hits", doc_id_path="_id", score_path="_score", shard_path="meta.shard")
     assert nested.shards == {"b": "4"}
     assert read_ranking(answer, 10, hits_path="hits", doc_id_path="_id").shards is None
+
+
+def test_the_index_probe_command_prints_ann_recall_per_shard_and_the_alert_that_names_them(exact_endpoint, service, capsys):
+    shards(service, 2)
+    call_command("index_probe", "indexed")
+    out = capsys.readouterr().out
+    assert f"wiki-first: ANN recall@{K} " in out and f"over {QUERY_COUNT} of {QUERY_COUNT} queries (v1, floor 0.95)" in out
+    assert "  shard 4: " in out and "exact neighbours returned" in out
+    assert "  open index alert: shards 2 and 4 return " in out
+    shards(service, 0)
+    call_command("index_probe", "indexed", "--endpoint", "wiki-first")
+    out = capsys.readouterr().out
+    assert f"wiki-first: ANN recall@{K} 1.000" in out and "no open index alert" in out
+
+
+def test_the_index_probe_command_says_when_no_endpoint_has_an_exact_request(indexed_set):
+    with pytest.raises(CommandError, match="no endpoint with an exact request"):
+        call_command("index_probe", "indexed")
