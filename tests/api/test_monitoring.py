@@ -131,6 +131,7 @@ def operations(night_id: int) -> list[tuple[str, str, int]]:
         ("get", BASE + "endpoints/", 200),
         ("get", BASE + "endpoints/bm25/", 200),
         ("get", BASE + "endpoints/bm25/probes/", 200),
+        ("get", BASE + "endpoints/bm25/index-probes/", 200),
         ("get", BASE + f"endpoints/bm25/runs/{night_id}/", 200),
         ("get", BASE + "monitoring/", 200),
         ("post", BASE + "endpoints/bm25/runs/", 202),

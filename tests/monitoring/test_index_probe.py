@@ -12,7 +12,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from evaluation.models import Alert, Incident
-from goldenset.services import version_publish
+from goldenset.models import Membership
+from goldenset.services import membership_grant, version_publish
 from goldset.demo.generate import demo_generate
 from goldset.demo.monitoring import EXACT_BODY_TEMPLATE
 from goldset.demo.search import DemoSearch
@@ -24,6 +25,7 @@ from monitoring.index_probes.services import ann_recall_compute, index_probe_exe
 from monitoring.models import IndexProbe
 from monitoring.schedules import index_probes_due
 from monitoring.tasks import INDEX_PROBE_LOST_AFTER, monitoring_tick_task
+from tests.api import client_for
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db
@@ -252,3 +254,24 @@ def test_the_index_probe_command_prints_ann_recall_per_shard_and_the_alert_that_
 def test_the_index_probe_command_says_when_no_endpoint_has_an_exact_request(indexed_set):
     with pytest.raises(CommandError, match="no endpoint with an exact request"):
         call_command("index_probe", "indexed")
+
+
+def test_the_api_lists_the_index_probes_newest_first_with_their_shards(exact_endpoint, indexed_set, service, make_user):
+    reader = make_user("reader")
+    membership_grant(user=reader, golden_set=indexed_set, role=Membership.Role.ADJUDICATOR)
+    shards(service, 2)
+    stale = probe(exact_endpoint)
+    shards(service, 0)
+    probe(exact_endpoint)
+    client = client_for()
+    client.force_login(reader)
+    body = client.get("/api/v1/golden-sets/indexed/endpoints/wiki-first/index-probes/").json()
+    assert (body["endpoint"], body["index_recall_floor"]) == ("wiki-first", 0.95)
+    fresh, older = body["probes"]
+    assert (fresh["ann_recall"], fresh["k"], fresh["version"], fresh["trigger"]) == (1.0, K, 1, "manual")
+    assert older["ann_recall"] == stale.ann_recall and older["per_shard"] == stale.per_shard
+    assert older["per_shard"]["4"]["share"] < 0.95
+    assert len(client.get("/api/v1/golden-sets/indexed/endpoints/wiki-first/index-probes/", {"limit": 1}).json()["probes"]) == 1
+    stranger = client_for()
+    stranger.force_login(make_user("stranger"))
+    assert stranger.get("/api/v1/golden-sets/indexed/endpoints/wiki-first/index-probes/").status_code == 404
