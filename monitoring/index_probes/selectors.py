@@ -9,7 +9,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
 from monitoring.endpoints.services import endpoint_spec
-from monitoring.index_probes.services import MIN_SHARD_NEIGHBOURS
+from monitoring.index_probes.services import MIN_SHARD_NEIGHBOURS, shard_sort_key
 from monitoring.models import Endpoint, IndexProbe
 from monitoring.schedules import next_index_probe_at
 
@@ -66,7 +66,7 @@ def _shard_rows(probe: IndexProbe | None, floor: float) -> list[ShardRow]:
         return []
     return [
         ShardRow(shard, f["exact"], f["returned"], f["share"], f["exact"] >= MIN_SHARD_NEIGHBOURS and f["share"] < floor)
-        for shard, f in probe.per_shard.items()
+        for shard, f in sorted(probe.per_shard.items(), key=lambda item: shard_sort_key(item[0]))
     ]
 
 

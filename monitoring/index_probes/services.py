@@ -69,7 +69,7 @@ class AnnRecall:
         under `floor`, in natural order ("2" before "10")."""
         return sorted(
             (s for s, f in self.per_shard.items() if f["exact"] >= MIN_SHARD_NEIGHBOURS and f["share"] < floor),
-            key=_natural,
+            key=shard_sort_key,
         )
 
     def under(self, floor: float) -> bool:
@@ -84,7 +84,8 @@ class AnnRecall:
         return sum(self.per_shard[s]["returned"] for s in shards) / exact if exact else None
 
 
-def _natural(text: str) -> tuple:
+def shard_sort_key(text: str) -> tuple:
+    """Shards in natural order, "2" before "10" (a jsonb column keeps no key order)."""
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
 
 
@@ -113,7 +114,7 @@ def ann_recall_compute(answers: Sequence[tuple[Sequence[str], Sequence[str], dic
     result.ann_recall = sum(recalls) / len(recalls) if recalls else None
     result.per_shard = {
         shard: {"exact": exact_on[shard], "returned": returned_on[shard], "share": returned_on[shard] / exact_on[shard]}
-        for shard in sorted(exact_on, key=_natural)
+        for shard in sorted(exact_on, key=shard_sort_key)
     }
     return result
 

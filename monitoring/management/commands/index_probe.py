@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation.models import Alert
 from lib.errors import GoldsetError
 from monitoring.endpoints.services import endpoint_spec
-from monitoring.index_probes.services import index_probe_execute, index_probe_now
+from monitoring.index_probes.services import index_probe_execute, index_probe_now, shard_sort_key
 from monitoring.management.commands._lookup import endpoint_named, golden_set_named
 from monitoring.models import Endpoint
 
@@ -40,7 +40,7 @@ class Command(BaseCommand):
                 f"queries (v{probe.version.number}, floor {one.index_recall_floor:g})"
                 + (f", {probe.errors} failed" if probe.errors else "")
             )
-            for shard, figures in probe.per_shard.items():
+            for shard, figures in sorted(probe.per_shard.items(), key=lambda item: shard_sort_key(item[0])):
                 self.stdout.write(
                     f"  shard {shard}: {figures['returned']} of {figures['exact']} exact neighbours returned ({figures['share']:.3f})"
                 )
