@@ -348,6 +348,19 @@ class EndpointOutputSerializer(serializers.Serializer):
     max_per_second = serializers.FloatField(help_text="requests a second, at most")
     run_schedule = serializers.CharField(help_text="cron line (UTC) of the nightly runs")
     probe_schedule = serializers.CharField(help_text="cron line (UTC) of the canary probes (first-stage endpoints)")
+    exact_body_template = serializers.CharField(
+        allow_blank=True,
+        allow_null=True,
+        help_text="the exact (brute-force) request's body the index probe compares with; null unless the caller manages the set",
+    )
+    exact_params_template = serializers.CharField(
+        allow_blank=True, allow_null=True, help_text="the exact request's URL query string; null unless the caller manages the set"
+    )
+    shard_path = serializers.CharField(allow_blank=True, help_text="in a hit, the shard it came from (ANN recall per shard)")
+    index_probe_schedule = serializers.CharField(help_text="cron line (UTC) of the index probes (endpoints with an exact request)")
+    index_recall_floor = serializers.FloatField(
+        help_text="ANN recall@k (a fraction), overall or a shard's, under which an index alert opens"
+    )
     enabled = serializers.BooleanField(help_text="off: no scheduled runs or probes (run now still works)")
     series = serializers.CharField(source="series.name", help_text="the series its nightly runs join")
     created_at = serializers.DateTimeField()
@@ -362,7 +375,16 @@ class EndpointOutputSerializer(serializers.Serializer):
 
     # How the endpoint is asked: what the monitoring pages show the set's managers only
     # (an adjudicator sees the nights, not where and with what they are sent).
-    REQUEST_FIELDS = ("url", "method", "body_template", "params_template", "headers", "count_url")
+    REQUEST_FIELDS = (
+        "url",
+        "method",
+        "body_template",
+        "params_template",
+        "headers",
+        "count_url",
+        "exact_body_template",
+        "exact_params_template",
+    )
 
     def to_representation(self, endpoint: Endpoint) -> dict:
         data = super().to_representation(endpoint)

@@ -76,6 +76,7 @@ urlpatterns = [
     path(SET + "endpoints/", endpoints.EndpointListApi.as_view(), name="api_endpoints"),
     path(ENDPOINT, endpoints.EndpointDetailApi.as_view(), name="api_endpoint"),
     path(ENDPOINT + "probes/", endpoints.EndpointProbeListApi.as_view(), name="api_endpoint_probes"),
+    path(ENDPOINT + "index-probes/", endpoints.EndpointIndexProbeListApi.as_view(), name="api_endpoint_index_probes"),
     path(ENDPOINT + "runs/", endpoints.EndpointRunNowApi.as_view(), name="api_endpoint_runs"),
     path(ENDPOINT + "runs/<int:night_id>/", endpoints.EndpointNightDetailApi.as_view(), name="api_endpoint_night"),
     path(SET + "monitoring/", monitoring.MonitoringApi.as_view(), name="api_monitoring"),

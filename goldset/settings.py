@@ -256,6 +256,7 @@ CELERY_OUTBOUND_QUEUE = env_str("CELERY_OUTBOUND_QUEUE", f"{CELERY_TASK_DEFAULT_
 CELERY_TASK_ROUTES = {
     "monitoring.tasks.endpoint_try_task": {"queue": CELERY_OUTBOUND_QUEUE},
     "monitoring.tasks.probe_round_task": {"queue": CELERY_OUTBOUND_QUEUE},
+    "monitoring.tasks.index_probe_task": {"queue": CELERY_OUTBOUND_QUEUE},
 }
 # The sweepers re-enqueue evaluations, pool, publish, judge and run upload jobs, a lost message or a dead worker
 # left undone. The evaluation sweeper runs often (a pass is two queries and a ping of the

@@ -4,7 +4,7 @@ monitoring.endpoints.services (its checks, its series) from the Endpoints pages 
 
 from django.contrib import admin
 
-from monitoring.models import Endpoint, NightlyRun, ProbeRound
+from monitoring.models import Endpoint, IndexProbe, NightlyRun, ProbeRound
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -33,5 +33,12 @@ class NightlyRunAdmin(ReadOnlyAdmin):
 @admin.register(ProbeRound)
 class ProbeRoundAdmin(ReadOnlyAdmin):
     list_display = ["endpoint", "slot", "trigger", "canaries", "missed", "finished_at"]
+    list_select_related = ["endpoint"]
+    search_fields = ["endpoint__name"]
+
+
+@admin.register(IndexProbe)
+class IndexProbeAdmin(ReadOnlyAdmin):
+    list_display = ["endpoint", "slot", "trigger", "k", "ann_recall", "queries_compared", "errors", "finished_at"]
     list_select_related = ["endpoint"]
     search_fields = ["endpoint__name"]

@@ -22,6 +22,15 @@ from goldenset.models import Chunking, GoldenSet, Version
 
 DEFAULT_RUN_SCHEDULE = "0 2 * * *"  # nightly, 02:00 UTC
 DEFAULT_PROBE_SCHEDULE = "*/5 * * * *"  # every five minutes, as the seed's freshness probe
+# Hourly, a quarter past: an exact (brute-force) search costs the engine a scan of the whole
+# index per query, too much for the canaries' five minutes, while a refresh job that left
+# shards behind should be named within the hour, not the next night. The quarter keeps it
+# off the top of the hour, where nightly runs start.
+DEFAULT_INDEX_PROBE_SCHEDULE = "15 * * * *"
+# ANN recall@k under this opens an index alert. An HNSW or IVF index tuned as the engines'
+# guides advise returns 0.95 to 0.99 of the exact neighbours; a drop under 0.95 is an index
+# that lost something (stale shards, a bad merge), not the approximation's usual miss.
+DEFAULT_INDEX_RECALL_FLOOR = 0.95
 
 
 class Endpoint(models.Model):
@@ -73,6 +82,20 @@ class Endpoint(models.Model):
     run_schedule = models.CharField(max_length=100, default=DEFAULT_RUN_SCHEDULE, help_text="cron line (UTC) of the nightly runs")
     probe_schedule = models.CharField(max_length=100, default=DEFAULT_PROBE_SCHEDULE, help_text="cron line (UTC) of the canary probes")
     enabled = models.BooleanField(default=True, help_text="off: no scheduled runs or probes (run now still works)")
+    # Exact mode (the index probe, monitoring.index_probes): the request that asks the same
+    # engine for the exact nearest neighbours (a brute-force script_score, or a flag of the
+    # team's service), beside the approximate one above. Empty: no exact mode, no index probe.
+    # An empty one of the two takes the approximate request's (a flag in the parameters keeps
+    # the body).
+    exact_body_template = models.TextField(blank=True, help_text="JSON body of the exact (brute-force) request")
+    exact_params_template = models.TextField(blank=True, help_text="URL query string of the exact request")
+    shard_path = models.CharField(max_length=300, blank=True, help_text="in a hit, the shard it came from, e.g. _shard")
+    index_probe_schedule = models.CharField(
+        max_length=100, default=DEFAULT_INDEX_PROBE_SCHEDULE, help_text="cron line (UTC) of the index probes (exact mode only)"
+    )
+    index_recall_floor = models.FloatField(
+        default=DEFAULT_INDEX_RECALL_FLOOR, help_text="ANN recall@k (a fraction) under which an index alert is raised"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -181,3 +204,37 @@ class Probe(models.Model):
 
     def __str__(self) -> str:
         return f"{self.canary}: {'rank ' + str(self.rank) if self.found else 'missed'}"
+
+
+class IndexProbe(models.Model):
+    """One index probe round of an endpoint: its approximate and exact answers for a sample of
+    the version's queries, compared (monitoring.index_probes.services; SEMANTICS.md, "ANN
+    recall@k"). `ann_recall` and the shares in `per_shard` are fractions; `per_shard` is
+    {shard: {"exact": neighbours of the exact top k on it, "returned": of those, the ones
+    the approximate top k held, "share": returned / exact}}, empty when the answers name no
+    shard."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="index_probes")
+    slot = models.DateTimeField()
+    trigger = models.CharField(max_length=10, choices=NightlyRun.Trigger.choices, default=NightlyRun.Trigger.SCHEDULE)
+    version = models.ForeignKey(Version, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    k = models.PositiveIntegerField(null=True, blank=True, help_text="depth compared: the endpoint's depth on the version")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    queries_asked = models.PositiveIntegerField(default=0)
+    queries_compared = models.PositiveIntegerField(default=0, help_text="asked and answered both ways, the exact answer not empty")
+    ann_recall = models.FloatField(null=True, blank=True, help_text="mean over the queries compared of |approx ∩ exact| / |exact|")
+    per_shard = models.JSONField(default=dict, blank=True)
+    errors = models.PositiveIntegerField(default=0, help_text="queries whose approximate or exact request failed")
+    error = models.TextField(blank=True, help_text="the first error, or why nothing was compared")
+
+    class Meta:
+        ordering = ["-slot"]
+        constraints = [
+            # One index probe per endpoint and slot, however many ticks or workers see the slot.
+            models.UniqueConstraint(fields=["endpoint", "slot"], name="index_probe_unique_slot"),
+        ]
+
+    def __str__(self) -> str:
+        return f"index probe of {self.endpoint} at {self.slot:%Y-%m-%d %H:%M}"

@@ -2,15 +2,18 @@
 
 Each tick (Celery beat every MONITORING_TICK_SECONDS, or the web process's own thread on
 the embedded default) makes the NightlyRun and ProbeRound of every endpoint's latest slot
-that has none. A slot before the endpoint was registered is not made (registering at noon
-does not run last night's schedule), and only the latest slot is: a scheduler that was
-down for three nights catches up with one run, the one that measures now.
+that has none, and the IndexProbe of every endpoint with an exact mode. A slot before the
+endpoint was registered is not made (registering at noon does not run last night's
+schedule), and only the latest slot is: a scheduler that was down for three nights catches
+up with one run, the one that measures now.
 """
 
 from datetime import datetime
 
 from lib.cron import cron_parse
-from monitoring.models import Endpoint, NightlyRun, ProbeRound
+from monitoring.endpoints.services import endpoint_spec
+from monitoring.index_probes.services import index_probe_request
+from monitoring.models import Endpoint, IndexProbe, NightlyRun, ProbeRound
 from monitoring.nightly.services import nightly_run_request
 from monitoring.probes.services import probe_round_request
 
@@ -36,6 +39,30 @@ def schedules_due(*, now: datetime) -> tuple[list[NightlyRun], list[ProbeRound]]
                 if made is not None:
                     rounds.append(made)
     return nights, rounds
+
+
+def _exact_mode(endpoint: Endpoint) -> bool:
+    return endpoint_spec(endpoint).has_exact_mode
+
+
+def index_probes_due(*, now: datetime) -> list[IndexProbe]:
+    """The index probes made now (endpoints with an exact mode), for the caller to start."""
+    made = []
+    for endpoint in Endpoint.objects.filter(enabled=True).order_by("id"):
+        if not _exact_mode(endpoint):
+            continue
+        slot = _slot(endpoint.index_probe_schedule, now, endpoint.created_at)
+        if slot is not None:
+            probe = index_probe_request(endpoint=endpoint, slot=slot)
+            if probe is not None:
+                made.append(probe)
+    return made
+
+
+def next_index_probe_at(endpoint: Endpoint, now: datetime) -> datetime | None:
+    if not endpoint.enabled or not _exact_mode(endpoint):
+        return None
+    return cron_parse(endpoint.index_probe_schedule).next_fire(now)
 
 
 def next_run_at(endpoint: Endpoint, now: datetime) -> datetime | None:

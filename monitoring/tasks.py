@@ -15,10 +15,11 @@ from django.utils import timezone
 from evaluation.retention import series_entries_thin
 from lib.background_jobs import TRANSIENT, jobs_sweep, task_holder
 from monitoring.endpoints.trying import try_execute
-from monitoring.models import NightlyRun, ProbeRound
+from monitoring.index_probes.services import index_probe_execute
+from monitoring.models import IndexProbe, NightlyRun, ProbeRound
 from monitoring.nightly.services import NIGHTS, nightly_run_execute
 from monitoring.probes.services import probe_round_execute
-from monitoring.schedules import schedules_due
+from monitoring.schedules import index_probes_due, schedules_due
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +32,10 @@ NIGHT_LIMITS = {"soft_time_limit": 5 * 3600, "time_limit": 5 * 3600 + 30 * 60}
 ROUND_LIMITS = {"soft_time_limit": 2 * 60, "time_limit": 3 * 60}
 # A round unfinished this long is sent again: past its hard limit, so never while it runs.
 ROUND_LOST_AFTER = timedelta(seconds=ROUND_LIMITS["time_limit"] + 60)
+# An index probe asks up to INDEX_PROBE_MAX_QUERIES queries twice, the exact ones a scan of
+# the index each: minutes, well within the hourly schedule.
+INDEX_PROBE_LIMITS = {"soft_time_limit": 20 * 60, "time_limit": 22 * 60}
+INDEX_PROBE_LOST_AFTER = timedelta(seconds=INDEX_PROBE_LIMITS["time_limit"] + 60)
 TICK_LIMITS = {"soft_time_limit": 5 * 60, "time_limit": 6 * 60}
 # A try waits TRY_IT_SECONDS for its one answer: these only bound a worker that hangs
 # elsewhere (name resolution, a slow cache), within the page's TRY_GIVE_UP_SECONDS.
@@ -48,6 +53,12 @@ def nightly_run_task(self, night_id: int) -> str:
 def probe_round_task(round_id: int) -> int:
     """Probe a round's canaries; returns how many were missed."""
     return sum(not outcome.found for outcome in probe_round_execute(round_id=round_id))
+
+
+@shared_task(acks_late=True, autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3, **INDEX_PROBE_LIMITS)
+def index_probe_task(probe_id: int) -> float | None:
+    """Compare an endpoint's approximate and exact answers; returns ANN recall@k."""
+    return index_probe_execute(probe_id=probe_id).ann_recall
 
 
 @shared_task(acks_late=False, **TRY_LIMITS)
@@ -77,11 +88,16 @@ def monitoring_tick_task(self) -> str:
     for probe_round in ProbeRound.objects.filter(finished_at=None, created_at__lt=now - ROUND_LOST_AFTER):
         probe_round_task.delay_on_commit(probe_round.pk)
         resent_rounds += 1
-    if nights or rounds or resent or resent_rounds:
+    index_probes = index_probes_due(now=now)
+    lost = IndexProbe.objects.filter(finished_at=None, created_at__lt=now - INDEX_PROBE_LOST_AFTER)
+    for probe in [*index_probes, *lost]:
+        index_probe_task.delay_on_commit(probe.pk)
+    if nights or rounds or resent or resent_rounds or index_probes:
         logger.info(
-            "monitoring tick: %d night(s) and %d probe round(s) due, %d night(s) and %d round(s) sent again",
+            "monitoring tick: %d night(s), %d probe round(s) and %d index probe(s) due, %d night(s) and %d round(s) sent again",
             len(nights),
             len(rounds),
+            len(index_probes),
             resent,
             resent_rounds,
         )

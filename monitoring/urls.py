@@ -21,4 +21,9 @@ urlpatterns = [
     path("sets/<slug:slug>/endpoints/<str:name>/delete/", endpoint_views.endpoint_delete_page, name="endpoint_delete"),
     path("sets/<slug:slug>/endpoints/<str:name>/run-now/", overview_views.endpoint_run_now, name="endpoint_run_now"),
     path("sets/<slug:slug>/endpoints/<str:name>/probe-now/", overview_views.endpoint_probe_now, name="endpoint_probe_now"),
+    path(
+        "sets/<slug:slug>/endpoints/<str:name>/index-probe-now/",
+        overview_views.endpoint_index_probe_now,
+        name="endpoint_index_probe_now",
+    ),
 ]

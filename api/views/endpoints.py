@@ -1,4 +1,5 @@
-"""A golden set's live endpoints: list, one endpoint, its canary probes, run now and poll a night.
+"""A golden set's live endpoints: list, one endpoint, its canary probes, its index probes, run
+now and poll a night.
 
 Endpoints are shown as registered and never with a secret: header values keep the
 `${ENV_VAR}` they were typed with, resolved only by the worker at send time. How an
@@ -19,7 +20,7 @@ from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set, manages
 from api.selectors import endpoint_get, endpoint_night_get, endpoints_with_nights, probe_history
 from api.serializers import EndpointOutputSerializer, NightlyRunSerializer, validated
-from monitoring.models import Endpoint, NightlyRun
+from monitoring.models import Endpoint, IndexProbe, NightlyRun
 from monitoring.nightly.services import nightly_run_start
 from monitoring.overview.selectors import ROUNDS_SHOWN
 from monitoring.tasks import night_send
@@ -153,3 +154,54 @@ class EndpointNightDetailApi(APIView):
         golden_set = api_golden_set(request, slug)
         night = endpoint_night_get(endpoint_get(golden_set, endpoint), night_id)
         return Response(NightlyRunSerializer(night, context={"slug": golden_set.slug}).data)
+
+
+@extend_schema_serializer(component_name="ShardFigures")
+class ShardFiguresSerializer(serializers.Serializer):
+    exact = serializers.IntegerField(help_text="exact neighbours on the shard, over the queries compared")
+    returned = serializers.IntegerField(help_text="of those, the ones the approximate top k held")
+    share = serializers.FloatField(help_text="returned / exact, a fraction")
+
+
+@extend_schema_serializer(component_name="IndexProbe")
+class IndexProbeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    slot = serializers.DateTimeField()
+    trigger = serializers.ChoiceField(choices=NightlyRun.Trigger.choices)
+    version = serializers.IntegerField(source="version.number", allow_null=True, help_text="the version whose queries were asked")
+    k = serializers.IntegerField(allow_null=True, help_text="the depth compared (the endpoint's depth on the version)")
+    finished_at = serializers.DateTimeField(allow_null=True, help_text="null while it runs")
+    queries_asked = serializers.IntegerField()
+    queries_compared = serializers.IntegerField(help_text="answered both ways with an exact neighbour")
+    ann_recall = serializers.FloatField(allow_null=True, help_text="ANN recall@k: mean over the queries of |approx ∩ exact| / |exact|")
+    per_shard = serializers.DictField(
+        child=ShardFiguresSerializer(), help_text="by shard as the answers name it; empty without a shard path"
+    )
+    errors = serializers.IntegerField(help_text="queries whose approximate or exact request failed")
+    error = serializers.CharField(allow_blank=True, help_text="the first error, or why nothing was compared")
+
+
+class EndpointIndexProbeListApi(APIView):
+    """The endpoint's last `limit` index probes, newest first: ANN recall@k of its approximate
+    answers against its exact ones, overall and per shard (SEMANTICS.md, "ANN recall@k").
+    An endpoint without an exact request has none."""
+
+    class FilterSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(
+            required=False, min_value=1, max_value=1000, help_text="the last this many probes (12 if left out)"
+        )
+
+    @extend_schema_serializer(component_name="IndexProbeHistory")
+    class OutputSerializer(serializers.Serializer):
+        endpoint = serializers.CharField()
+        index_recall_floor = serializers.FloatField(help_text="under it, overall or on a shard, an index alert opens")
+        probes = IndexProbeSerializer(many=True, help_text="newest first")
+
+    @extend_schema(operation_id="endpoint_index_probes_list", parameters=[ENDPOINT_PARAMETER, FilterSerializer], responses=OutputSerializer)
+    def get(self, request, slug: str, endpoint: str):
+        golden_set = api_golden_set(request, slug)
+        found = endpoint_get(golden_set, endpoint)
+        limit = validated(EndpointIndexProbeListApi.FilterSerializer, request.query_params, only_known=True).get("limit", 12)
+        probes = IndexProbe.objects.filter(endpoint=found).select_related("version").order_by("-slot", "-id")[:limit]
+        data = {"endpoint": found.name, "index_recall_floor": found.index_recall_floor, "probes": list(probes)}
+        return Response(EndpointIndexProbeListApi.OutputSerializer(data).data)

@@ -11,6 +11,14 @@ measured at 02:00 that night, scored and checked for alerts as a nightly run is.
 last `stale_nights` nights two of the six shards were not refreshed: new-page recall@100
 falls to about 0.45 while old pages stay near 0.93, the 3-point drop and the age-slice
 alert are raised, and the probes of the last hour miss the canaries.
+
+The first-stage endpoint has an exact mode (the service's `"exact": true`, every shard
+searched as if refreshed) and names each hit's shard, so its index probes of the last
+INDEX_PROBE_HISTORY, made in this process as the canary probes are, name the two stale
+shards in an "index" incident ("shards 2 and 4 return 89% of the exact neighbours"), which
+the next index probe after `POST /admin/shards {"stale": 0}` resolves. The reranked endpoint
+has none: it reorders what the first stage found, so its index is the first stage's, and a
+second probe would report the same shards twice.
 """
 
 import time
@@ -29,13 +37,18 @@ from goldenset.models import GoldenSet, Page, Query, VersionLabel
 from goldset.demo.search import DemoSearch, shard_of
 from lib.progress import Progress, no_progress
 from monitoring.endpoints.services import endpoint_add
-from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
+from monitoring.index_probes.services import ann_recall_compute, index_probe_record, index_probe_sample
+from monitoring.models import Endpoint, IndexProbe, NightlyRun, Probe, ProbeRound
 from monitoring.nightly.services import endpoint_depth, run_name, version_questions
 
 NIGHTS = 14
 STALE_NIGHTS = 3
 STALE_SHARDS = 2
 PROBE_HISTORY = timedelta(hours=1)  # probe rounds written before now, every 5 minutes
+INDEX_PROBE_HISTORY = 3  # index probes written before now, hourly
+# The demo service's exact mode: the approximate request with the flag that makes it search
+# every shard as if refreshed (goldset.demo.search_server); its hits name their shard.
+EXACT_BODY_TEMPLATE = '{"query": {{query}}, "query_id": {{query_id}}, "k": {{k}}, "exact": true}'
 DEMO_SEARCH_PORT = 8765
 CANARY_COUNT = 3
 SYSTEM = "wiki-search"
@@ -46,10 +59,11 @@ class DemoEndpoint:
     name: str
     stage: str
     path: str
+    exact: bool = False  # registered with the exact mode and shard path
 
 
 DEMO_ENDPOINTS = [
-    DemoEndpoint("wiki-search-first", Endpoint.Stage.FIRST_STAGE, "/first-stage/search"),
+    DemoEndpoint("wiki-search-first", Endpoint.Stage.FIRST_STAGE, "/first-stage/search", exact=True),
     DemoEndpoint("wiki-search-reranked", Endpoint.Stage.RERANKED, "/reranked/search"),
 ]
 
@@ -96,6 +110,8 @@ def demo_monitoring_load(
             index_size_path="index_size",
             max_in_flight=8,
             max_per_second=200,
+            exact_body_template=EXACT_BODY_TEMPLATE if one.exact else "",
+            shard_path="shard" if one.exact else "",
         )
         for one in DEMO_ENDPOINTS
     ]
@@ -114,8 +130,9 @@ def demo_monitoring_load(
         # workers otherwise; the night rules look both ways, so their order is free).
         for endpoint in endpoints:
             _night(endpoint, version, questions, search, slot)
-    _probe_history(endpoints[0], canaries, version, search)
     search.set_stale(STALE_SHARDS if stale_nights else 0)
+    _probe_history(endpoints[0], canaries, version, search)
+    _index_probe_history(endpoints[0], version, questions, search)
     alerts = Alert.objects.filter(golden_set=golden_set).count() - alerts_before
     return DemoMonitoringResult(created=True, endpoints=endpoints, canaries=canaries, nights=nights, alerts=alerts)
 
@@ -220,3 +237,23 @@ def _probe_history(endpoint: Endpoint, canaries: list[Canary], version, search: 
                     missed += 1
                     probe_miss_raise(version=version, canary=canary, endpoint_name=endpoint.name, rank=None, k=k, error="")
             ProbeRound.objects.filter(pk=probe_round.pk).update(canaries=len(canaries), missed=missed)
+
+
+def _index_probe_history(endpoint: Endpoint, version, questions, search: DemoSearch) -> None:
+    """The index probes of the last INDEX_PROBE_HISTORY hours, as the live probe makes them
+    (the same sample, ANN recall and alert rule), the search asked in this process."""
+    now = timezone.now().replace(minute=15, second=0, microsecond=0)
+    if now > timezone.now():
+        now -= timedelta(hours=1)
+    k = endpoint_depth(endpoint, version)
+    sample = index_probe_sample(questions)
+    answers = []
+    for _query_id, text in sample:
+        exact = search.search(text, k=k, exact=True)
+        approximate = [hit.doc_id for hit in search.search(text, k=k)]
+        answers.append((approximate, [hit.doc_id for hit in exact], {hit.doc_id: str(hit.shard) for hit in exact}))
+    measured = ann_recall_compute(answers, k)  # the shards' state is the same all that time
+    for step in range(INDEX_PROBE_HISTORY - 1, -1, -1):
+        slot = now - timedelta(hours=step)
+        probe = IndexProbe.objects.create(endpoint=endpoint, slot=slot, version=version, k=k, started_at=slot, queries_asked=len(sample))
+        index_probe_record(probe_id=probe.pk, version=version, measured=measured)

@@ -31,6 +31,13 @@ shard-local, as in OpenSearch's default query_then_fetch: each shard scores with
 holds, so a stale shard's idf is the snapshot's. Every shard returns its top k and the
 coordinator merges by score, ties broken by doc id (ascending), keeping k.
 
+**Exact mode.** `search(..., exact=True)` answers as if every shard were refreshed: the
+true index, searched whole, what an exact-kNN (brute-force) request answers beside an
+approximate one. The index probe compares the two; the shards whose exact answers the
+normal search misses are the stale ones. Every hit names its shard (`SearchHit.shard`),
+numbered 1 to SHARD_COUNT as people count them ("shard 2 of 6"), as an engine's answer
+names the shard it came from (OpenSearch's `_shard`); inside, shards are numbered from 0.
+
 **Reranked stage.** Re-scores the first stage's top RERANK_DEPTH with other evidence: the
 share of the query's glossary subjects the page and its title name in any language, the
 share of the query's other words (the service, the team) they contain, the share of the
@@ -151,6 +158,7 @@ SYNONYM_GROUPS = _synonym_groups()
 class SearchHit:
     doc_id: str
     score: float
+    shard: int = 0  # the shard the page lives on, 1 to SHARD_COUNT (0: not said)
 
 
 class _Bm25Index:
@@ -251,8 +259,11 @@ class DemoSearch:
         self._pairs = [frozenset(zip(title, title[1:])) | frozenset(zip(body, body[1:])) for title, body in zip(titles, bodies)]
 
         routed: list[list[int]] = [[] for _ in range(SHARD_COUNT)]
+        self._shard_at = np.empty(len(self.doc_ids), dtype=np.int64)
         for position, page in enumerate(content.pages):
-            routed[shard_of(page.metadata.get("service") or page.metadata["team"])].append(position)
+            number = shard_of(page.metadata.get("service") or page.metadata["team"])
+            routed[number].append(position)
+            self._shard_at[position] = number
         self.shards = [
             _Shard(
                 number,
@@ -289,8 +300,9 @@ class DemoSearch:
         """Refresh every shard: the new pages become searchable everywhere."""
         self.set_stale(0)
 
-    def _indexes(self) -> list[_Bm25Index]:
-        stale = self._stale  # read once, so that one query sees one state
+    def _indexes(self, exact: bool = False) -> list[_Bm25Index]:
+        """Each shard's index as a search sees it; `exact`: every shard refreshed."""
+        stale = frozenset() if exact else self._stale  # read once, so that one query sees one state
         return [shard.snapshot if shard.number in stale else shard.refreshed for shard in self.shards]
 
     @property
@@ -300,27 +312,28 @@ class DemoSearch:
 
     # --- searching ---
 
-    def search(self, text: str, k: int | None = None, stage: str = "first_stage") -> list[SearchHit]:
+    def search(self, text: str, k: int | None = None, stage: str = "first_stage", *, exact: bool = False) -> list[SearchHit]:
         """The best `k` pages for `text`, best first, scores descending (ties by doc id).
 
         stage "first_stage": BM25 over the shards, k defaulting to FIRST_STAGE_K.
         stage "reranked": the first stage's top RERANK_DEPTH re-scored, k defaulting to
         K_FINAL; at most RERANK_DEPTH hits, since the reranker sees no more than that.
-        Fewer than k hits when fewer pages share a word with the query."""
+        Fewer than k hits when fewer pages share a word with the query. `exact`: as if
+        every shard were refreshed (the module's "Exact mode")."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, not {stage!r}")
         if k is not None and k < 1:
             raise ValueError(f"k must be at least 1, not {k}")
         query = query_parse(text)
         if stage == "first_stage":
-            positions, scores = self._first_stage(query.terms, k or FIRST_STAGE_K)
+            positions, scores = self._first_stage(query.terms, k or FIRST_STAGE_K, exact)
         else:
-            positions, scores = self._rerank(query, *self._first_stage(query.terms, RERANK_DEPTH))
+            positions, scores = self._rerank(query, *self._first_stage(query.terms, RERANK_DEPTH, exact))
             positions, scores = positions[: k or K_FINAL], scores[: k or K_FINAL]
-        return [SearchHit(self.doc_ids[p], round(float(s), 6)) for p, s in zip(positions, scores)]
+        return [SearchHit(self.doc_ids[p], round(float(s), 6), int(self._shard_at[p]) + 1) for p, s in zip(positions, scores)]
 
-    def _first_stage(self, terms: list[tuple[str, float]], k: int) -> tuple[np.ndarray, np.ndarray]:
-        found = [index.top(terms, k, self._id_rank) for index in self._indexes()]
+    def _first_stage(self, terms: list[tuple[str, float]], k: int, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        found = [index.top(terms, k, self._id_rank) for index in self._indexes(exact)]
         positions = np.concatenate([f[0] for f in found])
         scores = np.concatenate([f[1] for f in found])
         return _ordered(positions, scores, k, self._id_rank)

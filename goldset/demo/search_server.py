@@ -1,8 +1,11 @@
 """The demo search service over HTTP (goldset.demo.search behind the standard library's
 ThreadingHTTPServer), speaking the JSON contract Goldset calls a live endpoint with:
 
-    POST /first-stage/search  {"query": TEXT, "query_id": ID, "k": K}
-                              -> {"results": [{"doc_id": ..., "score": ...}], "index_size": N}
+    POST /first-stage/search  {"query": TEXT, "query_id": ID, "k": K, "exact": false}
+                              -> {"results": [{"doc_id": ..., "score": ..., "shard": S}], "index_size": N}
+                              "exact": true answers from every shard as if refreshed (the
+                              exact mode an index probe compares with); "shard" is the
+                              hit's shard, 1 to 6
     POST /reranked/search     the same; k defaults to K_FINAL (8)
     GET  /count               -> {"count": N}
     GET  /healthz             -> {"ok": true, "stale_shards": n}
@@ -78,8 +81,8 @@ def chat_completion(model: object, prompt: str) -> dict:
     }
 
 
-def search_request_parse(body: object, default_k: int) -> tuple[str, int]:
-    """(query text, k) from a search body; raises BadRequest naming the field at fault."""
+def search_request_parse(body: object, default_k: int) -> tuple[str, int, bool]:
+    """(query text, k, exact) from a search body; raises BadRequest naming the field at fault."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     query = body.get("query")
@@ -91,7 +94,10 @@ def search_request_parse(body: object, default_k: int) -> tuple[str, int]:
     k = body.get("k", default_k)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise BadRequest(f"k must be an integer from 1 to {MAX_K}, not {json.dumps(k)}", "k")
-    return query, k
+    exact = body.get("exact", False)
+    if not isinstance(exact, bool):
+        raise BadRequest(f"exact must be true or false, not {json.dumps(exact)}", "exact")
+    return query, k, exact
 
 
 class DemoSearchServer(ThreadingHTTPServer):
@@ -116,6 +122,8 @@ class DemoSearchServer(ThreadingHTTPServer):
             "shards": SHARD_COUNT,
             "stale": self.search.stale_shards,
             "stale_shard_numbers": self.search.stale_shard_numbers,
+            # The same shards as the hits name them (1 to 6): what an index probe reports.
+            "stale_shard_names": [str(number + 1) for number in self.search.stale_shard_numbers],
             "index_size": self.search.index_size,
             "new_since": self.search.new_since.isoformat(),
         }
@@ -155,10 +163,11 @@ class _Handler(BaseHTTPRequestHandler):
             return chat_completion(body.get("model") if isinstance(body, dict) else None, chat_request_parse(body))
         if self.path in SEARCH_PATHS:
             stage, default_k = SEARCH_PATHS[self.path]
-            query, k = search_request_parse(body, default_k)
+            query, k, exact = search_request_parse(body, default_k)
             search = self.server.search
-            hits = search.search(query, k, stage)
-            return {"results": [{"doc_id": hit.doc_id, "score": hit.score} for hit in hits], "index_size": search.index_size}
+            hits = search.search(query, k, stage, exact=exact)
+            results = [{"doc_id": hit.doc_id, "score": hit.score, "shard": hit.shard} for hit in hits]
+            return {"results": results, "index_size": search.index_size}
         if self.path == "/admin/shards":
             stale = body.get("stale") if isinstance(body, dict) else None
             if isinstance(stale, bool) or not isinstance(stale, int) or not 0 <= stale <= SHARD_COUNT:

@@ -75,6 +75,8 @@ class QueryAnswer:
     index_size: int | None = None
     # `ranking` as (doc ids, scores), when it was read whole (mapping.RankingRead.columns).
     columns: tuple[list[str], list[float]] | None = None
+    # {doc id: shard} of the ranking's hits, read at the spec's shard_path (None without one).
+    shards: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -342,6 +344,7 @@ def _read(spec: EndpointSpec, body: bytes, k: int) -> mapping.RankingRead:
         score_path=spec.score_path,
         index_size_path=spec.index_size_path,
         vespa_ids=spec.preset == "vespa",
+        shard_path=spec.shard_path,
     )
 
 
@@ -373,6 +376,7 @@ class _Sender:
             notes=tuple(read.notes),
             index_size=read.index_size,
             columns=read.columns,
+            shards=read.shards,
             **common,
         )
 

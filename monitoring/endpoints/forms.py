@@ -6,7 +6,13 @@ fields it names (`service_error_show`), so the page and the command agree."""
 from django import forms
 
 from lib.errors import GoldsetError
-from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint
+from monitoring.models import (
+    DEFAULT_INDEX_PROBE_SCHEDULE,
+    DEFAULT_INDEX_RECALL_FLOOR,
+    DEFAULT_PROBE_SCHEDULE,
+    DEFAULT_RUN_SCHEDULE,
+    Endpoint,
+)
 
 # The fields a preset fills in; a generic endpoint needs them, the others may override them.
 REQUEST_FIELDS = (
@@ -22,6 +28,8 @@ REQUEST_FIELDS = (
 )
 LIMIT_FIELDS = ("timeout_seconds", "retries", "max_in_flight", "max_per_second")
 SCHEDULE_FIELDS = ("run_schedule", "probe_schedule", "enabled")
+# The index probe's: the exact request beside the approximate one, and what it is judged by.
+EXACT_FIELDS = ("exact_body_template", "exact_params_template", "shard_path", "index_probe_schedule", "index_recall_floor")
 
 _CODE = {"spellcheck": "false", "autocomplete": "off", "class": "code"}
 
@@ -105,6 +113,36 @@ class _EndpointFields(forms.Form):
         widget=forms.TextInput(attrs=_CODE),
         help_text=f"cron line, UTC, of the canary probes of a first stage (default '{DEFAULT_PROBE_SCHEDULE}')",
     )
+    exact_body_template = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={**_CODE, "rows": 4}),
+        help_text="the same query asked exactly (brute force, e.g. OpenSearch script_score instead of knn), with the same "
+        "placeholders; empty: the approximate body. An exact body or parameters turn the index probe on",
+    )
+    exact_params_template = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="URL query string of the exact request, e.g. q={{query}}&rows={{k}}&exact=true; empty: the approximate one's",
+    )
+    shard_path = forms.CharField(
+        required=False,
+        max_length=300,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text="in a hit, the shard it came from, e.g. _shard: the index probe then reports ANN recall per shard",
+    )
+    index_probe_schedule = forms.CharField(
+        required=False,
+        max_length=100,
+        widget=forms.TextInput(attrs=_CODE),
+        help_text=f"cron line, UTC, of the index probes (default '{DEFAULT_INDEX_PROBE_SCHEDULE}': hourly, as an exact "
+        "request scans the whole index)",
+    )
+    index_recall_floor = forms.FloatField(
+        required=False,
+        label="ANN recall floor",
+        help_text=f"a fraction: ANN recall@k overall or on a shard under it raises an index alert (default {DEFAULT_INDEX_RECALL_FLOOR})",
+    )
     enabled = forms.BooleanField(required=False, initial=True, help_text="off: no scheduled runs or probes (run now still works)")
     chunking = forms.CharField(
         required=False,
@@ -148,6 +186,7 @@ class EndpointAddForm(_EndpointFields):
         ("Request and reading", REQUEST_FIELDS),
         ("Limits", LIMIT_FIELDS),
         ("Schedules", SCHEDULE_FIELDS),
+        ("Exact mode and index probe", EXACT_FIELDS),
     )
 
     def is_generic(self) -> bool:
@@ -163,20 +202,24 @@ class EndpointEditForm(_EndpointFields):
         ("Request and reading", REQUEST_FIELDS),
         ("Limits", LIMIT_FIELDS),
         ("Schedules", SCHEDULE_FIELDS),
+        ("Exact mode and index probe", EXACT_FIELDS),
     )
 
     def __init__(self, *args, endpoint: Endpoint, **kwargs):
         kwargs.setdefault(
             "initial",
             {
-                **{name: getattr(endpoint, name) for name in (*REQUEST_FIELDS, *LIMIT_FIELDS, *SCHEDULE_FIELDS, "system", "url")},
+                **{
+                    name: getattr(endpoint, name)
+                    for name in (*REQUEST_FIELDS, *LIMIT_FIELDS, *SCHEDULE_FIELDS, *EXACT_FIELDS, "system", "url")
+                },
                 "headers": headers_text(endpoint.headers),
                 "chunking": endpoint.chunking.name if endpoint.chunking_id else "",
             },
         )
         super().__init__(*args, **kwargs)
         # An edit states every value: an empty limit or schedule is an error, not "the default".
-        for name in ("method", *LIMIT_FIELDS, "run_schedule", "probe_schedule"):
+        for name in ("method", *LIMIT_FIELDS, "run_schedule", "probe_schedule", "index_probe_schedule", "index_recall_floor"):
             self.fields[name].required = True
         self.fields["method"].choices = [("POST", "POST"), ("GET", "GET")]
 

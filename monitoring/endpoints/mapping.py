@@ -257,6 +257,28 @@ class RankingRead:
     # The ranking as (doc ids, scores) lists, when it was read whole (every score a finite
     # float): what a nightly run stores, without unzipping the ranking again.
     columns: tuple[list[str], list[float]] | None = None
+    # {doc id: the shard its hit names at shard_path}, for the ranking's hits that name one;
+    # None when no shard_path was given.
+    shards: dict[str, str] | None = None
+
+
+def _shards_read(hits: list, read: RankingRead, id_segments: tuple[str, ...], shard_path: str, vespa_ids: bool) -> None:
+    """Fill `read.shards` from the hits (read_ranking's ranking already read): the first hit
+    of each doc id in the ranking names its shard; a hit with no usable value names none."""
+    wanted = {doc_id for doc_id, _ in read.ranking}
+    segments = parse_path(shard_path)
+    shards: dict[str, str] = {}
+    for hit in hits:
+        if len(shards) == len(wanted):
+            break
+        doc_id = doc_id_text(read_path(hit, id_segments))
+        if doc_id is not None and vespa_ids:
+            doc_id = vespa_user_id(doc_id)
+        if doc_id in wanted and doc_id not in shards:
+            shard = doc_id_text(read_path(hit, segments))
+            if shard is not None:
+                shards[doc_id] = shard
+    read.shards = shards
 
 
 def _plain_ranking(hits: list, id_key: str, score_key: str, vespa_ids: bool = False) -> tuple[list[str], list[float]] | None:
@@ -291,6 +313,7 @@ def read_ranking(
     score_path: str = "",
     index_size_path: str = "",
     vespa_ids: bool = False,
+    shard_path: str = "",
 ) -> RankingRead:
     """Read `answer` (parsed JSON) into a ranking of at most `k` distinct doc ids.
 
@@ -299,8 +322,18 @@ def read_ranking(
     answer (with a note), because a mix of engine scores and made-up ones, or scores out
     of the answer's order, would let a scorer that sorts by score reorder the ranking.
     `vespa_ids`: doc ids that are Vespa document ids are read as their user-specified
-    part (see the module's docstring). Paths are assumed valid (spec_problems checked them).
+    part (see the module's docstring). With `shard_path`, `shards` says which shard each
+    hit of the ranking names. Paths are assumed valid (spec_problems checked them).
     """
+    read = _ranking_read(answer, k, hits_path, doc_id_path, score_path, index_size_path, vespa_ids)
+    if shard_path and read.error is None:
+        _shards_read(read_path(answer, parse_path(hits_path)), read, parse_path(doc_id_path), shard_path, vespa_ids)
+    return read
+
+
+def _ranking_read(
+    answer: Any, k: int, hits_path: str, doc_id_path: str, score_path: str, index_size_path: str, vespa_ids: bool
+) -> RankingRead:
     read = RankingRead()
     if index_size_path:
         size = read_path(answer, parse_path(index_size_path))

@@ -19,7 +19,14 @@ from goldenset.models import Chunking, GoldenSet
 from lib.cron import CronError, cron_parse
 from lib.errors import ConflictError, GoldsetError
 from monitoring.endpoints.spec import EndpointSpec, preset_defaults, spec_problems, suggested_count_url
-from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint, NightlyRun
+from monitoring.models import (
+    DEFAULT_INDEX_PROBE_SCHEDULE,
+    DEFAULT_INDEX_RECALL_FLOOR,
+    DEFAULT_PROBE_SCHEDULE,
+    DEFAULT_RUN_SCHEDULE,
+    Endpoint,
+    NightlyRun,
+)
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # Names the endpoint pages' URLs take for themselves (/endpoints/add/).
@@ -27,7 +34,7 @@ RESERVED_NAMES = frozenset({"add"})
 # The fields of an Endpoint that describe the request and its reading (EndpointSpec's).
 SPEC_FIELDS = tuple(f.name for f in fields(EndpointSpec))
 # What else a manager may change after registering it.
-SETTING_FIELDS = ("system", "run_schedule", "probe_schedule", "enabled", "chunking")
+SETTING_FIELDS = ("system", "run_schedule", "probe_schedule", "index_probe_schedule", "index_recall_floor", "enabled", "chunking")
 # A nightly run asks every query of the version (ten thousand requests, minutes of a
 # worker): more often than this it would be load on the endpoint, not monitoring.
 MIN_RUN_INTERVAL = timedelta(hours=1)
@@ -66,7 +73,14 @@ def _check(values: dict) -> None:
     except (TypeError, ValueError) as exc:
         raise GoldsetError(f"the endpoint cannot be read: {exc}") from None
     problems += spec_problems(spec, env_prefix=settings.RETRIEVAL_HEADER_ENV_PREFIX)
-    for field in ("run_schedule", "probe_schedule"):
+    floor = values.get("index_recall_floor", DEFAULT_INDEX_RECALL_FLOOR)
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 < floor <= 1:
+        problems.append(f"index_recall_floor: must be a fraction over 0 and at most 1 (say 0.95), not {floor!r}")
+    if spec.shard_path and not spec.has_exact_mode:
+        problems.append(
+            "shard_path: shards are read by the index probe, which needs an exact request (exact_body_template or exact_params_template)"
+        )
+    for field in ("run_schedule", "probe_schedule", "index_probe_schedule"):
         try:
             cron = cron_parse(values[field])
         except CronError as exc:
@@ -137,6 +151,7 @@ def endpoint_add(
     values["chunking"] = _chunking(golden_set, values.get("chunking"))
     values.setdefault("run_schedule", DEFAULT_RUN_SCHEDULE)
     values.setdefault("probe_schedule", DEFAULT_PROBE_SCHEDULE)
+    values.setdefault("index_probe_schedule", DEFAULT_INDEX_PROBE_SCHEDULE)
     _check(values)
     if Endpoint.objects.filter(golden_set=golden_set, name=name).exists():
         raise ConflictError(f"golden set {golden_set.slug!r} already has an endpoint named {name!r}", field="name")

@@ -145,6 +145,31 @@ class EndpointSpec:
     retries: int = 2
     max_in_flight: int = 8
     max_per_second: float = 20.0
+    # Exact mode (see exact_spec): the request for the exact nearest neighbours, and where a
+    # hit names its shard.
+    exact_body_template: str = ""
+    exact_params_template: str = ""
+    shard_path: str = ""
+
+    @property
+    def has_exact_mode(self) -> bool:
+        return bool(self.exact_body_template.strip() or self.exact_params_template.strip())
+
+
+def exact_spec(spec: EndpointSpec) -> EndpointSpec | None:
+    """The spec that asks `spec`'s engine exactly (an exact-kNN or brute-force request): its
+    exact body and parameters in place of the approximate ones, an empty one of the two
+    taking the approximate one's (a service whose exact mode is a flag in the parameters
+    keeps its body). None when the spec has no exact mode."""
+    if not spec.has_exact_mode:
+        return None
+    return replace(
+        spec,
+        body_template=spec.exact_body_template or spec.body_template,
+        params_template=spec.exact_params_template or spec.params_template,
+        exact_body_template="",
+        exact_params_template="",
+    )
 
 
 def preset_defaults(preset: str) -> dict[str, str]:
@@ -368,7 +393,16 @@ def spec_problems(spec: EndpointSpec, *, env_prefix: str = ENV_PREFIX, samples: 
         problems.append(f"method: {spec.method!r} is not GET or POST")
     problems += _url_problems("url", spec.url, samples)
     problems += _template_problems(spec, samples)
-    for field_name in ("hits_path", "doc_id_path", "score_path", "index_size_path", "count_path"):
+    exact = exact_spec(spec)
+    if exact is not None:
+        # The exact request is checked as the approximate one is, its faults named by the
+        # exact field the manager typed (a body it borrows was checked above already).
+        renamed = {"body_template": "exact_body_template", "params_template": "exact_params_template"}
+        for problem in _template_problems(exact, samples):
+            name, colon, text = problem.partition(":")
+            if colon and name in renamed and getattr(spec, renamed[name]):
+                problems.append(f"{renamed[name]}:{text}")
+    for field_name in ("hits_path", "doc_id_path", "score_path", "index_size_path", "count_path", "shard_path"):
         try:
             mapping.parse_path(getattr(spec, field_name))
         except mapping.PathSyntaxError as exc:

@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from goldenset.models import Membership
@@ -24,7 +25,9 @@ from monitoring.endpoints.selectors import endpoint_get, endpoints_of
 from monitoring.endpoints.services import endpoint_add, endpoint_delete, endpoint_spec, endpoint_update
 from monitoring.endpoints.spec import headers_shown
 from monitoring.endpoints.trying import TRY_GIVE_UP_SECONDS, try_start, try_state
+from monitoring.index_probes.selectors import index_panels, relevance_at_depth
 from monitoring.nightly.services import endpoint_depth, latest_version
+from monitoring.overview.selectors import series_latest_nights
 from monitoring.tasks import endpoint_try_task
 
 ENDPOINT_ROLES = (Membership.Role.MANAGER,)
@@ -81,8 +84,15 @@ def endpoint_edit_page(request: HttpRequest, slug: str, name: str) -> HttpRespon
             messages.success(request, f"Endpoint {endpoint.name} saved.")
             return redirect("endpoints", slug=golden_set.slug)
     status = 400 if request.method == "POST" else 200
-    ctx = {"golden_set": golden_set, "form": form, "endpoint": endpoint}
+    ctx = {"golden_set": golden_set, "form": form, "endpoint": endpoint, "index_panels": _index_panels(endpoint)}
     return render(request, "monitoring/endpoints/form.html", ctx, status=status)
+
+
+def _index_panels(endpoint) -> list:
+    """The endpoint's index probe panel, with the relevance recall of its latest night."""
+    night = series_latest_nights([endpoint.series])[endpoint.series_id]
+    relevance = {endpoint.pk: relevance_at_depth(endpoint, night)}
+    return index_panels([endpoint], now=timezone.now(), relevance=relevance)
 
 
 @login_required

@@ -1,4 +1,5 @@
-"""The monitoring page of a golden set and its two actions, "run now" and "probe now".
+"""The monitoring page of a golden set and its actions, "run now", "probe now" and "probe the
+index now".
 
 Everyone who reads the set (goldenset.selectors.READ_ROLES: managers, adjudicators, staff)
 reads the page; annotators judge blind and get the 404 a stranger gets, as on the results
@@ -14,18 +15,21 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import ConflictError, GoldsetError
 from monitoring.endpoints.selectors import endpoint_get, nights_in_progress
+from monitoring.index_probes.selectors import index_panels, relevance_at_depth
+from monitoring.index_probes.services import index_probe_now
 from monitoring.models import Endpoint
 from monitoring.nightly.services import nightly_run_start
 from monitoring.overview.page import monitoring_page
-from monitoring.overview.selectors import monitoring_report
+from monitoring.overview.selectors import MonitoringReport, monitoring_report
 from monitoring.probes.services import probe_round_now
-from monitoring.tasks import night_send, probe_round_task
+from monitoring.tasks import index_probe_task, night_send, probe_round_task
 
 MANAGE_ROLES = (Membership.Role.MANAGER,)
 # A slice name is at most this long (evaluation.Score.slice); a longer ?slice= names none.
@@ -46,14 +50,22 @@ def monitoring_view(request: HttpRequest, slug: str) -> HttpResponse:
     golden_set = access_golden_set(request.user, slug)
     slice_name = request.GET.get("slice", "").strip()[:SLICE_MAX_CHARS]
     report = monitoring_report(golden_set, slice_name=slice_name)
+    endpoints = [trend.endpoint for trend in report.series if trend.endpoint is not None]
     ctx = {
         "golden_set": golden_set,
         "report": report,
         "page": monitoring_page(report),
+        "index_panels": index_panels(endpoints, now=timezone.now(), relevance=relevance_of(report)),
         "can_manage": _can_manage(request.user, golden_set),
         "slice_unknown": bool(slice_name) and slice_name not in report.slice_choices,
     }
     return render(request, "monitoring/monitoring.html", ctx)
+
+
+def relevance_of(report: MonitoringReport) -> dict[int, tuple[float, int, int]]:
+    """endpoint id -> (recall, k, version number) of its latest scored night at its depth
+    (or None): shown beside ANN recall."""
+    return {trend.endpoint.pk: relevance_at_depth(trend.endpoint, trend.latest) for trend in report.series if trend.endpoint is not None}
 
 
 @login_required
@@ -118,4 +130,22 @@ def endpoint_probe_now(request: HttpRequest, slug: str, name: str) -> HttpRespon
         return redirect(_back(golden_set, anchor))
     probe_round_task.delay_on_commit(probe_round.pk)
     messages.success(request, f"Probing the canaries on {endpoint.name}: the round's results appear below when a worker has asked them.")
+    return redirect(_back(golden_set, anchor))
+
+
+@login_required
+@require_POST
+def endpoint_index_probe_now(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """Compare the endpoint's approximate and exact answers now: a probe a worker runs after
+    the commit (`index_probe_now`), never in the request (an exact request scans the index)."""
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    endpoint = endpoint_get(golden_set, name)
+    anchor = f"index-{endpoint.pk}"
+    try:
+        probe = index_probe_now(endpoint=endpoint)
+    except GoldsetError as exc:
+        messages.error(request, f"Not probed: {exc.message}.")
+        return redirect(_back(golden_set, anchor))
+    index_probe_task.delay_on_commit(probe.pk)
+    messages.success(request, f"Probing the index of {endpoint.name}: ANN recall appears below when a worker has asked both ways.")
     return redirect(_back(golden_set, anchor))

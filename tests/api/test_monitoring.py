@@ -131,6 +131,7 @@ def operations(night_id: int) -> list[tuple[str, str, int]]:
         ("get", BASE + "endpoints/", 200),
         ("get", BASE + "endpoints/bm25/", 200),
         ("get", BASE + "endpoints/bm25/probes/", 200),
+        ("get", BASE + "endpoints/bm25/index-probes/", 200),
         ("get", BASE + f"endpoints/bm25/runs/{night_id}/", 200),
         ("get", BASE + "monitoring/", 200),
         ("post", BASE + "endpoints/bm25/runs/", 202),
@@ -362,6 +363,12 @@ def test_an_endpoint_is_shown_as_registered_with_its_last_night_and_next_run(rea
         "max_per_second",
         "probe_schedule",
     } <= set(body)
+    assert (body["exact_body_template"], body["shard_path"], body["index_probe_schedule"], body["index_recall_floor"]) == (
+        "",
+        "",
+        "15 * * * *",
+        0.95,
+    )
     last = body["last_night"]
     assert (last["id"], last["status"], last["slot"], last["run_id"], last["failed_count"]) == (
         nights[1].pk,
@@ -381,7 +388,7 @@ def test_an_adjudicator_reads_an_endpoint_without_its_request_as_the_pages_show_
     the monitoring pages, managers' only for an endpoint's request, hide them."""
     client = client_for(token("read", owner=adjudicator))
     body = client.get(BASE + "endpoints/bm25/").json()
-    hidden = ("url", "method", "body_template", "params_template", "headers", "count_url")
+    hidden = ("url", "method", "body_template", "params_template", "headers", "count_url", "exact_body_template", "exact_params_template")
     assert {name: body[name] for name in hidden} == dict.fromkeys(hidden)
     assert (body["name"], body["system"], body["last_night"]["id"]) == ("bm25", "bm25", nights[1].pk)  # the nights stay
     assert client.get(BASE + "endpoints/").json()["results"] == [body]

@@ -45,6 +45,7 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/endpoints/"),
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/"),
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/probes/"),
+    ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/index-probes/"),
     ("post", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/"),
     ("get", "/api/v1/golden-sets/{slug}/endpoints/{endpoint}/runs/{night_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/monitoring/"),

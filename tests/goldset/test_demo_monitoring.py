@@ -1,6 +1,7 @@
 """The demo replays the seed's incident live: its search service, with two of its six shards
-gone stale, makes the next nightly run raise the 3-point drop and the age-slice alert and
-the next probe raise the canary alerts; refreshing the shards resolves them.
+gone stale, makes the next nightly run raise the 3-point drop and the age-slice alert, the
+next probe raise the canary alerts, and the next index probe an "index" incident naming the
+two shards; refreshing the shards resolves them.
 
 Everything talks to the demo search service over real HTTP (goldset.demo.search_server,
 started in this process on a free port), as `make run` has it beside the app.
@@ -13,14 +14,15 @@ import pytest
 from django.db import connection, transaction
 
 from evaluation.alerts.rules import alerts_check
-from evaluation.models import Alert, Run
+from evaluation.models import Alert, Incident, Run
 from evaluation.services import evaluation_compute
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import STALE_SHARDS, demo_monitoring_load
 from goldset.demo.search import DemoSearch
 from goldset.demo.search_server import demo_search_server_started
 from goldset.demo.services import demo_golden_set_load
-from monitoring.models import Endpoint, NightlyRun
+from monitoring.index_probes.services import index_probe_execute, index_probe_now
+from monitoring.models import Endpoint, IndexProbe, NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
 from monitoring.probes.services import probe_now
 
@@ -113,3 +115,26 @@ def test_stale_shards_raise_the_drop_the_age_slice_alert_and_the_canary_alerts_a
     assert not Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED, resolved_at=None).exists()
     assert Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED).exclude(resolved_at=None).count() == len(outcomes)
     assert Endpoint.objects.get(pk=first.pk).series.runs.count() == HEALTHY_NIGHTS + 1
+
+
+def test_the_index_probe_names_the_two_stale_shards_and_a_refresh_resolves_its_incident(demo, service, db):
+    loaded, watched = demo
+    first, reranked = watched.endpoints
+    assert (bool(first.exact_body_template), first.shard_path) == (True, "shard")
+    assert (reranked.exact_body_template, reranked.shard_path) == ("", "")
+    # The load's own probes, all healthy: fresh shards answer exactly what brute force does.
+    assert list(IndexProbe.objects.filter(endpoint=first).values_list("ann_recall", flat=True)) == [1.0, 1.0, 1.0]
+    assert shards(service, STALE_SHARDS)["stale_shard_names"] == ["2", "4"]
+    try:
+        stale = index_probe_execute(probe_id=index_probe_now(endpoint=first).pk)
+    finally:
+        shards(service, 0)
+    [alert] = Alert.objects.filter(kind=Alert.Kind.INDEX_RECALL, resolved_at=None)
+    assert alert.message.startswith("shards 2 and 4 return ") and f"(ANN recall@100 {stale.ann_recall:.2f} overall)" in alert.message
+    under = {shard for shard, f in stale.per_shard.items() if f["share"] < first.index_recall_floor}
+    assert under == {"2", "4"}
+    assert (alert.incident.kind, alert.incident.subject, alert.incident.state) == ("index", first.name, Incident.State.OPEN)
+    fresh = index_probe_execute(probe_id=index_probe_now(endpoint=first).pk)
+    assert fresh.ann_recall == 1.0
+    assert Incident.objects.get(pk=alert.incident_id).state == Incident.State.RESOLVED
+    assert not Alert.objects.filter(kind=Alert.Kind.INDEX_RECALL, resolved_at=None).exists()

@@ -183,8 +183,8 @@ def test_the_first_stage_endpoint_answers_results_and_the_index_size(server):
     assert status == 200
     assert body["index_size"] == 3000
     assert len(body["results"]) == 25
-    assert set(body["results"][0]) == {"doc_id", "score"}
-    assert body["results"] == [{"doc_id": h.doc_id, "score": h.score} for h in server.search.search(QUERY, 25)]
+    assert set(body["results"][0]) == {"doc_id", "score", "shard"}
+    assert body["results"] == [{"doc_id": h.doc_id, "score": h.score, "shard": h.shard} for h in server.search.search(QUERY, 25)]
     status, body = call(server, "/first-stage/search", {"query": QUERY})
     assert len(body["results"]) == 100
 
@@ -194,6 +194,36 @@ def test_the_reranked_endpoint_answers_k_final_by_default(server):
     assert status == 200 and len(body["results"]) == K_FINAL
     _, first = call(server, "/first-stage/search", {"query": QUERY, "k": 100})
     assert {r["doc_id"] for r in body["results"]} <= {r["doc_id"] for r in first["results"]}
+
+
+def test_each_hit_names_its_shard_numbered_from_1_as_people_count_them(engine):
+    positions = {engine.doc_ids[p]: shard.number for shard in engine.shards for p in shard.refreshed.positions}
+    hits = engine.search(QUERY, 50)
+    assert all(hit.shard == positions[hit.doc_id] + 1 for hit in hits)
+    assert {hit.shard for hit in hits} <= set(range(1, SHARD_COUNT + 1))
+
+
+def test_the_exact_mode_answers_as_if_every_shard_were_refreshed(server, latest):
+    _, state = call(server, "/admin/shards", {"stale": 2})
+    try:
+        assert state["stale_shard_names"] == [str(n + 1) for n in state["stale_shard_numbers"]]
+        stale_ones = {int(name) for name in state["stale_shard_names"]}
+        for query_id, text in list(latest.queries.items())[:40]:
+            _, exact = call(server, "/first-stage/search", {"query": text, "exact": True})
+            _, approximate = call(server, "/first-stage/search", {"query": text})
+            fresh = server.search.search(text, 100, exact=True)
+            assert exact["results"] == [{"doc_id": h.doc_id, "score": h.score, "shard": h.shard} for h in fresh], query_id
+            missed = {r["doc_id"] for r in exact["results"]} - {r["doc_id"] for r in approximate["results"]}
+            # What the stale search misses of the exact answer is new pages, on the stale shards,
+            # or pages of fresh shards pushed out of the top 100 by the stale shards' scores.
+            for result in exact["results"]:
+                if result["doc_id"] in missed and result["doc_id"] in server.search.new_doc_ids:
+                    assert result["shard"] in stale_ones
+    finally:
+        call(server, "/admin/shards", {"stale": 0})
+    _, exact = call(server, "/first-stage/search", {"query": QUERY, "exact": True})
+    _, approximate = call(server, "/first-stage/search", {"query": QUERY})
+    assert exact == approximate
 
 
 def test_count_and_healthz_report_the_shards(server):
@@ -238,6 +268,8 @@ def test_posting_admin_shards_makes_shards_stale_and_refreshes_them_at_runtime(s
         ({"query": QUERY, "k": True}, "k"),
         ({"query": QUERY, "k": 2.5}, "k"),
         ({"query": QUERY, "query_id": ["q001"]}, "query_id"),
+        ({"query": QUERY, "exact": "yes"}, "exact"),
+        ({"query": QUERY, "exact": 1}, "exact"),
     ],
 )
 def test_a_bad_search_body_answers_400_naming_the_field(server, body, field):

@@ -78,6 +78,7 @@ def _posts(slug):
         reverse("endpoint_try", args=[slug, "hybrid-first"]),
         reverse("endpoint_run_now", args=[slug, "hybrid-first"]),
         reverse("endpoint_probe_now", args=[slug, "hybrid-first"]),
+        reverse("endpoint_index_probe_now", args=[slug, "hybrid-first"]),
         reverse("endpoint_delete", args=[slug, "hybrid-first"]),
     ]
 

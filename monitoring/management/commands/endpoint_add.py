@@ -3,7 +3,13 @@ from django.core.management.base import BaseCommand, CommandError
 from lib.errors import GoldsetError
 from monitoring.endpoints.services import endpoint_add
 from monitoring.management.commands._lookup import golden_set_named
-from monitoring.models import DEFAULT_PROBE_SCHEDULE, DEFAULT_RUN_SCHEDULE, Endpoint
+from monitoring.models import (
+    DEFAULT_INDEX_PROBE_SCHEDULE,
+    DEFAULT_INDEX_RECALL_FLOOR,
+    DEFAULT_PROBE_SCHEDULE,
+    DEFAULT_RUN_SCHEDULE,
+    Endpoint,
+)
 
 
 class Command(BaseCommand):
@@ -13,7 +19,9 @@ class Command(BaseCommand):
         "answering {results: [{doc_id, score}]}; opensearch/elasticsearch: _search; solr: /select; vespa: "
         "/search/); generic takes them from the options. Templates hold {{query}}, {{query_id}} and {{k}}. "
         "A header's secret part names an environment variable ('Authorization: Bearer ${SEARCH_TOKEN}'), "
-        "resolved by the worker at send time and never stored."
+        "resolved by the worker at send time and never stored. With --exact-body or --exact-params (the same query asked "
+        "exactly: brute force, OpenSearch script_score instead of knn, or a flag of your service) an index probe compares "
+        "the two and reports ANN recall@k, per shard with --shard-path."
     )
 
     def add_arguments(self, parser):
@@ -47,6 +55,24 @@ class Command(BaseCommand):
         parser.add_argument("--max-per-second", dest="max_per_second", type=float, help="requests started per second (default 20)")
         parser.add_argument("--run-schedule", dest="run_schedule", help=f"cron line, UTC (default '{DEFAULT_RUN_SCHEDULE}')")
         parser.add_argument("--probe-schedule", dest="probe_schedule", help=f"cron line, UTC (default '{DEFAULT_PROBE_SCHEDULE}')")
+        parser.add_argument(
+            "--exact-body", dest="exact_body_template", help="JSON body of the exact (brute-force) request; turns the index probe on"
+        )
+        parser.add_argument(
+            "--exact-params", dest="exact_params_template", help="URL query string of the exact request, e.g. '...&exact=true'"
+        )
+        parser.add_argument("--shard-path", dest="shard_path", help="in a hit, the shard it came from, e.g. _shard")
+        parser.add_argument(
+            "--index-probe-schedule",
+            dest="index_probe_schedule",
+            help=f"cron line, UTC, of the index probes (default '{DEFAULT_INDEX_PROBE_SCHEDULE}')",
+        )
+        parser.add_argument(
+            "--index-recall-floor",
+            dest="index_recall_floor",
+            type=float,
+            help=f"ANN recall@k (a fraction) under which an index alert is raised (default {DEFAULT_INDEX_RECALL_FLOOR})",
+        )
         parser.add_argument("--disabled", action="store_true", help="register it without schedules running")
 
     def handle(self, *args, slug, name, system, stage, preset, url, series, headers, disabled, **options):
@@ -69,6 +95,11 @@ class Command(BaseCommand):
                 "max_per_second",
                 "run_schedule",
                 "probe_schedule",
+                "exact_body_template",
+                "exact_params_template",
+                "shard_path",
+                "index_probe_schedule",
+                "index_recall_floor",
             )
             if options.get(key) is not None
         }
@@ -90,4 +121,9 @@ class Command(BaseCommand):
         self.stdout.write(
             f"endpoint {endpoint.name} of {slug}: {endpoint.system} {endpoint.stage}, {endpoint.get_preset_display()} at "
             f"{endpoint.url}; runs '{endpoint.run_schedule}', probes '{endpoint.probe_schedule}', series '{endpoint.series.name}'"
+            + (
+                f"; index probes '{endpoint.index_probe_schedule}' (ANN recall floor {endpoint.index_recall_floor:g})"
+                if endpoint.exact_body_template or endpoint.exact_params_template
+                else ""
+            )
         )
