@@ -16,9 +16,20 @@ EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
   floor), more than `alert_drop_points` below the series' previous night, or else below
   the median of its previous 7 nights (at least 3: a slow slide), every figure scored on
   the same version: a label change never looks like a system change. Nights whose
-  endpoint was failing are never a baseline; slices averaged over fewer than
-  `min_queries_per_slice` queries are too thin to compare. When the runs report their
-  index size and it grew, the message says so (the seed's "after a corpus growth step").
+  endpoint was failing are never a baseline. Every slice is compared, however few its
+  queries: the paired test below is what keeps a thin slice's noise from alerting. When
+  the runs report their index size and it grew, the message says so (the seed's "after a
+  corpus growth step"). Uploaded series runs (`import_run --series S --measured-at T`)
+  are nights like those Goldset fetched and get the same rules.
+- Every drop is also tested query by query (evaluation.alerts.noise): a one-sided paired
+  t-test of the run against its baseline (the previous run, version or night; for the
+  median, each query's median over the nights that made it) over the queries both
+  averaged, at `alert_alpha` divided among the comparisons (Bonferroni: the recalls
+  compared for a run or version; for a night, its figures times two baselines). A drop
+  past the threshold that is not significant is stored with `within_noise` and its
+  p-value, the slice's minimum detectable drop at `alert_power` and the queries compared,
+  and is never sent (no alert_raised). A baseline stored before per-query values were
+  kept per slice falls back to the plain threshold, and the message says so.
 - For a series run, a state (a slice under the floor, rerank loss over its limit, a canary
   missed) is raised on the night it begins, not again each night it lasts; a drop under
   the median likewise, when the previous night was as far under it already.
@@ -502,7 +513,8 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
 def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     """Store an alert for every threshold `evaluation` crosses, alone or beside its partners.
 
-    Returns the alerts this call created, and sends alert_raised for each, so that its
+    Returns the alerts this call created (within-noise drops included), and sends
+    alert_raised for each that is not within noise, so that its
     delivery is enqueued once the transaction commits (evaluation.receivers). Idempotent: a crossing already stored (the same run, version,
     kind, metric and slice) is neither stored nor delivered again, so a redelivered task
     returns []. An evaluation that is not done raises nothing.

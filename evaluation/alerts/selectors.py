@@ -1,10 +1,16 @@
 """Reads of the alert pages: a set's alerts, newest first, with how far each is from its
-reference."""
+reference; and what each slice's drop test can detect (slice_power), for the monitoring and
+results pages."""
 
+from dataclasses import dataclass
+
+import numpy as np
 from django.db.models import ExpressionWrapper, F, FloatField, Q, QuerySet
 
-from evaluation.models import Alert, WebhookDelivery
-from evaluation.selectors import run_counted
+from evaluation.alerts import noise
+from evaluation.alerts.rules import healthy_nights_before, night_alpha, slice_metric
+from evaluation.models import Alert, Evaluation, WebhookDelivery
+from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings, run_counted
 from goldenset.models import GoldenSet
 
 
@@ -34,3 +40,84 @@ WEBHOOK_DELIVERIES_SHOWN = 50
 def webhook_deliveries_latest(golden_set: GoldenSet, limit: int = WEBHOOK_DELIVERIES_SHOWN) -> list[WebhookDelivery]:
     """The set's `limit` latest webhook attempts, newest first, alerts and test events alike."""
     return list(WebhookDelivery.objects.filter(golden_set=golden_set).select_related("alert").order_by("-sent_at", "-id")[:limit])
+
+
+# --- what each slice can detect ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlicePower:
+    """How small a drop of `metric` a slice's paired test detects (evaluation.alerts.noise).
+
+    `detectable_points` is the minimum detectable drop in points at `alpha` (the set's
+    alert_alpha over a night's comparisons) and the set's alert_power, None under two
+    queries; `underpowered` is True when it is over the set's alert_drop_points, and
+    `needed` the queries the slice would need to detect that threshold (None when it does
+    already, or its queries do not vary). `paired` says where the spread came from: the
+    paired differences of the series' latest two healthy nights on one version, or else
+    (an uploaded run, a first night, two nights that agreed on every query) the run's own
+    per-query spread, taken as two independent runs' (sd_d = sqrt(2) * sd)."""
+
+    slice: str
+    metric: str
+    queries: int
+    detectable_points: float | None
+    underpowered: bool
+    needed: int | None
+    paired: bool
+    alpha: float
+
+
+def slice_power(evaluation: Evaluation) -> dict[str, SlicePower]:
+    """{slice name ("" for all queries): SlicePower} of `evaluation` for the recall its run's
+    slices are judged by (rules.slice_metric); {} when the evaluation stored no per-query
+    values per slice (an older evaluation) or is not done. What the monitoring page and the
+    results page's slice rows show, from one rule."""
+    if evaluation.status != Evaluation.Status.DONE:
+        return {}
+    per_query = evaluation_per_query(evaluation)
+    if per_query is None or not per_query.slices:
+        return {}
+    version, run = evaluation.version, evaluation.run
+    settings = evaluation_settings(version.golden_set)
+    metric = slice_metric(run, version)
+    names = ["", *per_query.slices]
+    recalls = {f"recall@{version.k_first}", f"recall@{version.k_final}"}
+    # The night's figures: both recalls overall, the judged-by recall per slice (rules._night_drops).
+    alpha = night_alpha(settings, len(recalls) + len(per_query.slices))
+    previous = None
+    if run.series_id is not None and run.measured_at is not None:
+        before = healthy_nights_before(evaluation, settings)
+        previous = evaluation_per_query(before[0]) if before else None
+    found = {}
+    for name in names:
+        tonight = per_query.slice_values(name, metric)
+        if tonight is None:
+            continue
+        sd, paired = _paired_spread(previous, name, metric, tonight)
+        if sd is None:
+            sd = float(np.std(tonight[1], ddof=1)) * np.sqrt(2) if len(tonight[1]) > 1 else 0.0
+        queries = len(tonight[1])
+        detectable = noise.detectable_drop(sd, queries, alpha=alpha, power=settings.alert_power)
+        points = None if detectable is None else detectable * 100
+        threshold = settings.alert_drop_points
+        underpowered = points is None or points > threshold
+        needed = noise.queries_needed(sd, threshold / 100, alpha=alpha, power=settings.alert_power) if underpowered else None
+        found[name] = SlicePower(name, metric, queries, points, underpowered, needed, paired, alpha)
+    return found
+
+
+def _paired_spread(previous: PerQuery | None, name: str, metric: str, tonight: tuple) -> tuple[float | None, bool]:
+    """(sd of the paired differences with the previous night, True), or (None, False) when
+    there is no previous night, it lacks the slice, or the two agreed on every query (a
+    spread of 0 would claim any drop detectable)."""
+    baseline = previous.slice_values(name, metric) if previous is not None else None
+    if baseline is None:
+        return None, False
+    position = {query_id: i for i, query_id in enumerate(baseline[0])}
+    rows = [(position[q], j) for j, q in enumerate(tonight[0]) if q in position]
+    if len(rows) < 2:
+        return None, False
+    before, after = (list(side) for side in zip(*rows, strict=True))
+    sd = float(np.std(baseline[1][before] - tonight[1][after], ddof=1))
+    return (sd, True) if sd > noise.SD_ZERO else (None, False)
