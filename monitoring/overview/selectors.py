@@ -16,10 +16,12 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from evaluation.alerts.rules import run_is_failing
+from evaluation.alerts.selectors import SlicePower, slice_power
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Version
+from lib.ids import natural_key
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
 from monitoring.nightly.selectors import latest_nights
 from monitoring.schedules import next_probe_at, next_run_at
@@ -41,6 +43,7 @@ class Night:
     failing: bool
     slices: dict[str, float] = field(default_factory=dict)  # the slice asked for, by metric name
     nightly: NightlyRun | None = None
+    evaluation: Evaluation | None = None  # the one its figures come from
 
     @property
     def measured_at(self) -> datetime:
@@ -58,6 +61,8 @@ class SeriesTrend:
     running: NightlyRun | None
     next_run_at: datetime | None
     next_probe_at: datetime | None
+    # What each slice's drop test detects, on the latest healthy night (evaluation.alerts.selectors).
+    power: list[SlicePower] = field(default_factory=list)
 
     @property
     def latest(self) -> Night | None:
@@ -116,6 +121,8 @@ class MonitoringReport:
     alert_slice_floor: float
     alert_rerank_loss_points: float
     recent_nights: int = 7  # how many of each series' latest nights recent_alerts covers
+    alert_alpha: float = 0.05  # the drop test's significance and power (evaluation.alerts.noise)
+    alert_power: float = 0.8
 
 
 def _chosen_evaluations(run_ids: list[int]) -> dict[int, Evaluation]:
@@ -188,6 +195,7 @@ def _nights_of(all_series: list[Series], *, slice_name: str, limit: int) -> dict
                     failing=run_is_failing(run, settings),
                     slices={metric: value for (metric, name), value in figures.items() if slice_name and name == slice_name},
                     nightly=nightly.get(run.pk),
+                    evaluation=evaluation,
                 )
             )
         result[series.pk] = nights
@@ -289,6 +297,15 @@ def _recent_night_alerts(trends: list[SeriesTrend]) -> list[Alert]:
     return kept
 
 
+def _latest_power(nights: list[Night]) -> list[SlicePower]:
+    """slice_power of the series' latest healthy night, overall first, then slices by name."""
+    healthy = [night for night in nights if night.evaluation is not None and not night.failing]
+    if not healthy:
+        return []
+    found = slice_power(healthy[-1].evaluation)
+    return [found[name] for name in sorted(found, key=lambda name: (name != "", natural_key(name)))]
+
+
 def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int = NIGHTS_SHOWN) -> MonitoringReport:
     """Everything the monitoring page shows; query count independent of the number of nights."""
     now = timezone.now()
@@ -315,6 +332,7 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
                 running=latest[endpoint.pk].running if endpoint else None,
                 next_run_at=next_run_at(endpoint, now) if endpoint else None,
                 next_probe_at=next_probe_at(endpoint, now) if endpoint else None,
+                power=_latest_power(series_nights_),
             )
         )
     canaries = []
@@ -343,4 +361,6 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         alert_drop_points=settings.alert_drop_points,
         alert_slice_floor=settings.alert_slice_floor,
         alert_rerank_loss_points=settings.alert_rerank_loss_points,
+        alert_alpha=settings.alert_alpha,
+        alert_power=settings.alert_power,
     )
