@@ -9,8 +9,8 @@ from django.db.models import ExpressionWrapper, F, FloatField, Q, QuerySet
 
 from evaluation.alerts import noise
 from evaluation.alerts.rules import healthy_nights_before, night_alpha, slice_metric
-from evaluation.models import Alert, Evaluation, WebhookDelivery
-from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings, run_counted
+from evaluation.models import Alert, Evaluation, EvaluationSettings, WebhookDelivery
+from evaluation.selectors import PerQuery, evaluation_settings, run_counted
 from goldenset.models import GoldenSet
 
 
@@ -68,42 +68,65 @@ class SlicePower:
     alpha: float
 
 
-def slice_power(evaluation: Evaluation) -> dict[str, SlicePower]:
+def slice_power(evaluation: Evaluation, *, settings: EvaluationSettings | None = None) -> dict[str, SlicePower]:
     """{slice name ("" for all queries): SlicePower} of `evaluation` for the recall its run's
     slices are judged by (rules.slice_metric); {} when the evaluation stored no per-query
     values per slice (an older evaluation) or is not done. What the monitoring page and the
-    results page's slice rows show, from one rule."""
-    if evaluation.status != Evaluation.Status.DONE:
+    results page's slice rows show, from one rule. `settings`: the set's, when in hand."""
+    return slice_powers([evaluation], settings=settings).get(evaluation.pk, {})
+
+
+def slice_powers(evaluations: list[Evaluation], *, settings: EvaluationSettings | None = None) -> dict[int, dict[str, SlicePower]]:
+    """slice_power of each of `evaluations` (of one set), by evaluation id: their per-query
+    values in one query, and for runs of a series the previous healthy night's in one
+    more (finding those nights is a query per series run: a page shows one a series)."""
+    done = [e for e in evaluations if e.status == Evaluation.Status.DONE]
+    if not done:
         return {}
-    per_query = evaluation_per_query(evaluation)
-    if per_query is None or not per_query.slices:
-        return {}
-    version, run = evaluation.version, evaluation.run
-    settings = evaluation_settings(version.golden_set)
-    metric = slice_metric(run, version)
-    names = ["", *per_query.slices]
+    settings = settings or evaluation_settings(done[0].version.golden_set)
+    previous_of = {}
+    for evaluation in done:
+        run = evaluation.run
+        if run.series_id is not None and run.measured_at is not None:
+            before = healthy_nights_before(evaluation, settings)
+            if before:
+                previous_of[evaluation.pk] = before[0].pk
+    blobs = _per_queries([e.pk for e in done] + list(previous_of.values()))
+    found = {}
+    for evaluation in done:
+        per_query = blobs.get(evaluation.pk)
+        if per_query is not None and per_query.slices:
+            found[evaluation.pk] = _slices_power(evaluation, per_query, blobs.get(previous_of.get(evaluation.pk)), settings)
+    return found
+
+
+def _per_queries(evaluation_ids: list[int]) -> dict[int, PerQuery]:
+    rows = Evaluation.objects.filter(pk__in=evaluation_ids).exclude(per_query=None).values_list("pk", "per_query")
+    return {pk: PerQuery.from_bytes(bytes(data)) for pk, data in rows if data}
+
+
+def _slices_power(
+    evaluation: Evaluation, per_query: PerQuery, previous: PerQuery | None, settings: EvaluationSettings
+) -> dict[str, SlicePower]:
+    version = evaluation.version
+    metric = slice_metric(evaluation.run, version)
     recalls = {f"recall@{version.k_first}", f"recall@{version.k_final}"}
     # The night's figures: both recalls overall, the judged-by recall per slice (rules._night_drops).
     alpha = night_alpha(settings, len(recalls) + len(per_query.slices))
-    previous = None
-    if run.series_id is not None and run.measured_at is not None:
-        before = healthy_nights_before(evaluation, settings)
-        previous = evaluation_per_query(before[0]) if before else None
+    threshold, power = settings.alert_drop_points, settings.alert_power
     found = {}
-    for name in names:
+    for name in ["", *per_query.slices]:
         tonight = per_query.slice_values(name, metric)
         if tonight is None:
             continue
         sd, paired = _paired_spread(previous, name, metric, tonight)
         if sd is None:
             sd = float(np.std(tonight[1], ddof=1)) * np.sqrt(2) if len(tonight[1]) > 1 else 0.0
-        queries = len(tonight[1])
-        detectable = noise.detectable_drop(sd, queries, alpha=alpha, power=settings.alert_power)
+        detectable = noise.detectable_drop(sd, len(tonight[1]), alpha=alpha, power=power)
         points = None if detectable is None else detectable * 100
-        threshold = settings.alert_drop_points
         underpowered = points is None or points > threshold
-        needed = noise.queries_needed(sd, threshold / 100, alpha=alpha, power=settings.alert_power) if underpowered else None
-        found[name] = SlicePower(name, metric, queries, points, underpowered, needed, paired, alpha)
+        needed = noise.queries_needed(sd, threshold / 100, alpha=alpha, power=power) if underpowered else None
+        found[name] = SlicePower(name, metric, len(tonight[1]), points, underpowered, needed, paired, alpha)
     return found
 
 
