@@ -51,9 +51,10 @@ class SlicePower:
 
     `detectable_points` is the minimum detectable drop in points at `alpha` (the set's
     alert_alpha over a night's comparisons) and the set's alert_power, None under two
-    queries; `underpowered` is True when it is over the set's alert_drop_points, and
-    `needed` the queries the slice would need to detect that threshold (None when it does
-    already, or its queries do not vary). `paired` says where the spread came from: the
+    queries or when every query scored the same (`constant`: no spread to judge by, as on a
+    slice every query of which finds all its pages); `underpowered` is True when it is over
+    the set's alert_drop_points or there are under two queries, and `needed` the queries the
+    slice would need to detect that threshold (None when it does already). `paired` says where the spread came from: the
     paired differences of the series' latest two healthy nights on one version, or else
     (an uploaded run, a first night, two nights that agreed on every query) the run's own
     per-query spread, taken as two independent runs' (sd_d = sqrt(2) * sd)."""
@@ -66,6 +67,7 @@ class SlicePower:
     needed: int | None
     paired: bool
     alpha: float
+    constant: bool = False
 
 
 def slice_power(evaluation: Evaluation, *, settings: EvaluationSettings | None = None) -> dict[str, SlicePower]:
@@ -122,6 +124,9 @@ def _slices_power(
         sd, paired = _paired_spread(previous, name, metric, tonight)
         if sd is None:
             sd = float(np.std(tonight[1], ddof=1)) * np.sqrt(2) if len(tonight[1]) > 1 else 0.0
+        if len(tonight[1]) > 1 and sd <= noise.SD_ZERO:
+            found[name] = SlicePower(name, metric, len(tonight[1]), None, False, None, paired, alpha, constant=True)
+            continue
         detectable = noise.detectable_drop(sd, len(tonight[1]), alpha=alpha, power=power)
         points = None if detectable is None else detectable * 100
         underpowered = points is None or points > threshold
