@@ -78,10 +78,17 @@ def slice_power(evaluation: Evaluation, *, settings: EvaluationSettings | None =
     return slice_powers([evaluation], settings=settings).get(evaluation.pk, {})
 
 
-def slice_powers(evaluations: list[Evaluation], *, settings: EvaluationSettings | None = None) -> dict[int, dict[str, SlicePower]]:
-    """slice_power of each of `evaluations` (of one set), by evaluation id: their per-query
-    values in one query, and for runs of a series the previous healthy night's in one
-    more (finding those nights is a query per series run: a page shows one a series)."""
+def slice_powers(
+    evaluations: list[Evaluation],
+    *,
+    settings: EvaluationSettings | None = None,
+    previous: dict[int, Evaluation | None] | None = None,
+) -> dict[int, dict[str, SlicePower]]:
+    """slice_power of each of `evaluations` (of one set), by evaluation id, with every
+    per-query blob read in one query. For a run of a series the spread is paired with its
+    previous healthy night on the same version (rules.healthy_nights_before, a query per
+    series run), unless `previous` maps evaluation ids to it already (None: there is none),
+    as the monitoring page, which holds every series' nights, does."""
     done = [e for e in evaluations if e.status == Evaluation.Status.DONE]
     if not done:
         return {}
@@ -89,7 +96,10 @@ def slice_powers(evaluations: list[Evaluation], *, settings: EvaluationSettings 
     previous_of = {}
     for evaluation in done:
         run = evaluation.run
-        if run.series_id is not None and run.measured_at is not None:
+        if previous is not None and evaluation.pk in previous:
+            if previous[evaluation.pk] is not None:
+                previous_of[evaluation.pk] = previous[evaluation.pk].pk
+        elif run.series_id is not None and run.measured_at is not None:
             before = healthy_nights_before(evaluation, settings)
             if before:
                 previous_of[evaluation.pk] = before[0].pk

@@ -16,7 +16,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from evaluation.alerts.rules import run_is_failing
-from evaluation.alerts.selectors import SlicePower, slice_power
+from evaluation.alerts.selectors import SlicePower, slice_powers
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
 from evaluation.selectors import evaluation_settings
@@ -297,13 +297,25 @@ def _recent_night_alerts(trends: list[SeriesTrend]) -> list[Alert]:
     return kept
 
 
-def _latest_power(nights: list[Night]) -> list[SlicePower]:
-    """slice_power of the series' latest healthy night, overall first, then slices by name."""
-    healthy = [night for night in nights if night.evaluation is not None and not night.failing]
-    if not healthy:
-        return []
-    found = slice_power(healthy[-1].evaluation)
-    return [found[name] for name in sorted(found, key=lambda name: (name != "", natural_key(name)))]
+def _powers(trends: list[SeriesTrend], settings: EvaluationSettings) -> None:
+    """Set each trend's `power`: slice_powers of its latest healthy night, paired with the
+    healthy night before it on the same version (both among the nights in hand, so the
+    page's queries do not grow with its series); overall first, then slices by name."""
+    latest, previous = {}, {}
+    for trend in trends:
+        healthy = [night for night in trend.nights if night.evaluation is not None and not night.failing]
+        if not healthy:
+            continue
+        night = healthy[-1]
+        night.evaluation.run = night.run  # in hand: no query for it
+        latest[trend.series.pk] = night.evaluation
+        same_version = [n for n in healthy[:-1] if n.evaluation.version_id == night.evaluation.version_id]
+        previous[night.evaluation.pk] = same_version[-1].evaluation if same_version else None
+    found = slice_powers(list(latest.values()), settings=settings, previous=previous)
+    for trend in trends:
+        evaluation = latest.get(trend.series.pk)
+        powers = found.get(evaluation.pk, {}) if evaluation is not None else {}
+        trend.power = [powers[name] for name in sorted(powers, key=lambda name: (name != "", natural_key(name)))]
 
 
 def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int = NIGHTS_SHOWN) -> MonitoringReport:
@@ -332,7 +344,6 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
                 running=latest[endpoint.pk].running if endpoint else None,
                 next_run_at=next_run_at(endpoint, now) if endpoint else None,
                 next_probe_at=next_probe_at(endpoint, now) if endpoint else None,
-                power=_latest_power(series_nights_),
             )
         )
     canaries = []
@@ -348,6 +359,7 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         .order_by("-created_at")[:20]
     )
     settings = evaluation_settings(golden_set)
+    _powers(trends, settings)
     return MonitoringReport(
         golden_set=golden_set,
         version=version,
