@@ -10,17 +10,20 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from django.core import mail
+from django.urls import reverse
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from evaluation.alerts import noise
 from evaluation.alerts.rules import alerts_check
 from evaluation.alerts.selectors import slice_power
+from evaluation.forms import EvaluationSettingsForm
 from evaluation.models import Alert, Evaluation
-from evaluation.selectors import PerQuery, evaluation_per_query
+from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings
 from evaluation.services import run_import
 from evaluation.settings_service import evaluation_settings_update
 from goldenset.services import version_publish
+from lib.errors import GoldsetError
 from lib.runs import npz_bytes
 from tests.support.factories import ALERTING_QUERIES as QUERIES
 from tests.support.factories import GERMAN, alerting_run_lines
@@ -200,3 +203,29 @@ def test_the_pages_detectable_drop_of_an_uploaded_run_assumes_two_independent_ru
     assert shown[""].detectable_points == pytest.approx(expected * 100, rel=1e-4)
     assert shown[""].underpowered and shown[""].needed > 20
     assert shown["query:lang=de"].queries == 4
+
+
+# --- the settings -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("field", "value"), [("alert_alpha", 0), ("alert_alpha", 5), ("alert_power", 1), ("alert_power", 80)])
+def test_alpha_and_power_outside_zero_to_one_are_refused_naming_the_field(golden_set, field, value):
+    with pytest.raises(GoldsetError) as refused:
+        evaluation_settings_update(golden_set=golden_set, user=None, **{field: value})
+    assert refused.value.field == field
+    assert any(f"{field} is a fraction strictly between 0 and 1" in problem for problem in refused.value.problems)
+
+
+@pytest.mark.django_db
+@pytest.mark.golden_set(factory="alerting_set", manager="owner")
+def test_a_manager_sets_alpha_and_power_on_the_settings_page(client, owner, golden_set):
+    client.force_login(owner)
+    url = reverse("evaluation_settings", args=[golden_set.slug])
+    data = {k: v for k, v in EvaluationSettingsForm.initial_from(evaluation_settings(golden_set)).items() if v is not None}
+    client.post(url, {**data, "alert_alpha": "0.01", "alert_power": "0.9"})
+    saved = evaluation_settings(golden_set)
+    assert (saved.alert_alpha, saved.alert_power) == (0.01, 0.9)
+    page = client.post(url, {**data, "alert_alpha": "5"}).content.decode()
+    assert "alert_alpha is a fraction strictly between 0 and 1 (0.05, not 5), got 5" in page
+    assert evaluation_settings(golden_set).alert_alpha == 0.01
