@@ -31,6 +31,7 @@ TTestPower.solve_power gives the same). The familiar approximation
 assuming the slice's spread stays what it is.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -99,6 +100,9 @@ def detectable_drop(sd: float, queries: int, *, alpha: float, power: float) -> f
     return effect * sd
 
 
+# Kept: it depends on (queries, alpha, power) alone, which a page's slices and a search for
+# the queries needed share, and each solve costs a root-finding over the noncentral t.
+@functools.lru_cache(maxsize=4096)
 def _detectable_effect(queries: int, alpha: float, power: float) -> float:
     """Cohen's d (drop / sd) detected at `alpha` with `power` over `queries` paired queries."""
     df = queries - 1
