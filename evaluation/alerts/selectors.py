@@ -123,8 +123,10 @@ def _slices_power(
     version = evaluation.version
     metric = slice_metric(evaluation.run, version)
     recalls = {f"recall@{version.k_first}", f"recall@{version.k_final}"}
-    # The night's figures: both recalls overall, the judged-by recall per slice (rules._night_drops).
-    alpha = night_alpha(settings, len(recalls) + len(per_query.slices))
+    # The night's figures: both recalls overall, the judged-by recall of each slice that
+    # averaged a query (one that has a score), as rules._night_drops counts them.
+    scored = [name for name in per_query.slices if len((per_query.slice_values(name, metric) or ((), []))[1])]
+    alpha = night_alpha(settings, len(recalls) + len(scored))
     threshold, power = settings.alert_drop_points, settings.alert_power
     found = {}
     for name in ["", *per_query.slices]:
