@@ -9,6 +9,7 @@ from django import forms
 from django.db.models import Q
 
 from evaluation.models import EvaluationSettings, Run
+from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import default_metric_names, settings_field_clean
 from goldenset.models import Chunking, GoldenSet
 from lib.errors import GoldsetError
@@ -38,6 +39,18 @@ class EvaluationSettingsForm(forms.Form):
         label="Drop alert (points)",
         help_text="Alert when recall@k_first or recall@k_final falls by more than this many points "
         "(hundredths: 3 means 0.03) against the previous version or the system's previous run.",
+    )
+    # Not required: a form posted without them (a script written before they existed) keeps the set's.
+    alert_alpha = forms.FloatField(
+        required=False,
+        label="Drop alert significance (alpha)",
+        help_text="A drop past the threshold is sent only when a one-sided paired t-test over the queries finds it at this "
+        "significance, shared by the night's comparisons (Bonferroni); otherwise it is recorded as within noise. 0.05, not 5.",
+    )
+    alert_power = forms.FloatField(
+        required=False,
+        label="Power of the detectable drop",
+        help_text="The power at which the pages state each slice's minimum detectable drop and mark it underpowered. 0.8, not 80.",
     )
     alert_slice_floor = forms.FloatField(
         label="Slice floor (fraction)",
@@ -132,6 +145,8 @@ class EvaluationSettingsForm(forms.Form):
             "alert_drop_points": settings.alert_drop_points,
             "alert_slice_floor": settings.alert_slice_floor,
             "alert_rerank_loss_points": settings.alert_rerank_loss_points,
+            "alert_alpha": settings.alert_alpha,
+            "alert_power": settings.alert_power,
             "age_buckets": ", ".join(map(str, settings.age_buckets)),
             "completeness_depth": settings.completeness_depth,
             "judged_floor": settings.judged_floor,
@@ -158,6 +173,16 @@ class EvaluationSettingsForm(forms.Form):
 
     def clean_alert_drop_points(self):
         return self._checked("alert_drop_points", self.cleaned_data["alert_drop_points"])
+
+    def _checked_or_kept(self, field: str):
+        value = self.cleaned_data[field]
+        return getattr(evaluation_settings(self.golden_set), field) if value is None else self._checked(field, value)
+
+    def clean_alert_alpha(self):
+        return self._checked_or_kept("alert_alpha")
+
+    def clean_alert_power(self):
+        return self._checked_or_kept("alert_power")
 
     def clean_alert_slice_floor(self):
         return self._checked("alert_slice_floor", self.cleaned_data["alert_slice_floor"])

@@ -251,21 +251,57 @@ def _slice_names(kind: str, fields: list[str]) -> Callable[[str], tuple[str, ...
 
 
 @dataclass
+class SliceQueries:
+    """One slice's per-query values inside a PerQuery: `positions` index the PerQuery's
+    `query_ids` (the slice's queries, each a query the overall averaged too), and `values`
+    holds, per recall metric, the page slice's own per-query values (a page slice recounts
+    relevant pages); a query slice has none and reads the overall's values at its positions."""
+
+    positions: np.ndarray
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
 class PerQuery:
-    """Per-query values of an evaluation: query ids, and one float array per metric (fractions)."""
+    """Per-query values of an evaluation: query ids, and one float array per metric (fractions).
+
+    `slices` holds every slice's queries (and a page slice's recall values): what the
+    paired drop test (evaluation.alerts.noise) compares slice by slice. Evaluations stored
+    before it have none, which `slice_values` answers with None."""
 
     query_ids: tuple[str, ...]
     values: dict[str, np.ndarray]
     answered: np.ndarray
     relevant_counts: np.ndarray
+    slices: dict[str, SliceQueries] = field(default_factory=dict)
+
+    def slice_values(self, slice_name: str, metric: str) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """(query ids, values of `metric`) of the slice ("" for all queries), aligned; None
+        when the blob holds no per-query values for it (an older evaluation, a metric a page
+        slice did not store)."""
+        if slice_name == "":
+            return (self.query_ids, self.values[metric]) if metric in self.values else None
+        found = self.slices.get(slice_name)
+        if found is None:
+            return None
+        ids = tuple(self.query_ids[i] for i in found.positions.tolist())
+        if slice_name.startswith("page:"):
+            return (ids, found.values[metric]) if metric in found.values else None
+        return (ids, self.values[metric][found.positions]) if metric in self.values else None
 
     def to_bytes(self) -> bytes:
         arrays = {f"metric:{name}": array for name, array in self.values.items()}
+        # Slice names hold any metadata text, so members are numbered, the names kept apart.
+        for number, found in enumerate(self.slices.values()):
+            arrays[f"slice{number}:positions"] = found.positions
+            arrays |= {f"slice{number}:metric:{metric}": values for metric, values in found.values.items()}
         return npz_bytes(
             {
-                "query_ids": np.frombuffer("\n".join(self.query_ids).encode(), dtype=np.uint8),
+                "query_ids": _text_bytes(self.query_ids),
                 "answered": self.answered,
                 "relevant_counts": self.relevant_counts,
+                # JSON: a slice name is metadata text and may hold a line break.
+                "slice_names": np.frombuffer(json.dumps(list(self.slices)).encode(), dtype=np.uint8),
                 **arrays,
             }
         )
@@ -273,13 +309,30 @@ class PerQuery:
     @classmethod
     def from_bytes(cls, data: bytes) -> "PerQuery":
         with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-            raw = stored["query_ids"].tobytes().decode()
+            slice_names = json.loads(stored["slice_names"].tobytes()) if "slice_names" in stored.files else []
+            slices = {}
+            for number, name in enumerate(slice_names):
+                prefix = f"slice{number}:metric:"
+                slices[name] = SliceQueries(
+                    positions=stored[f"slice{number}:positions"],
+                    values={key.removeprefix(prefix): stored[key] for key in stored.files if key.startswith(prefix)},
+                )
             return cls(
-                query_ids=tuple(raw.split("\n")) if raw else (),
+                query_ids=_text_tuple(stored["query_ids"]),
                 values={key.removeprefix("metric:"): stored[key] for key in stored.files if key.startswith("metric:")},
                 answered=stored["answered"],
                 relevant_counts=stored["relevant_counts"],
+                slices=slices,
             )
+
+
+def _text_bytes(texts: tuple[str, ...]) -> np.ndarray:
+    return np.frombuffer("\n".join(texts).encode(), dtype=np.uint8)
+
+
+def _text_tuple(array: np.ndarray) -> tuple[str, ...]:
+    raw = array.tobytes().decode()
+    return tuple(raw.split("\n")) if raw else ()
 
 
 def evaluation_per_query(evaluation: Evaluation) -> PerQuery | None:

@@ -25,7 +25,7 @@ from evaluation.models import (
     Score,
     Series,
 )
-from evaluation.selectors import PerQuery, evaluation_settings, metrics_for, run_ranked
+from evaluation.selectors import PerQuery, SliceQueries, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
 from goldenset.models import Chunking, GoldenSet, Page, Query, Version, VersionQuery
 from lib.background_jobs import NO_HOLDER, Holder
@@ -429,7 +429,9 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
     # The run is in hand: where it put each canary page is stored now, so that alerts and
     # the coverage page never read its entries again.
     canary_ranks = canary_ranks_stored(canaries_in_version(version), ranked, k=version.k_first)
-    per_query = PerQuery(overall.query_ids, overall.values, overall.answered, overall.relevant_counts)
+    per_query = PerQuery(
+        overall.query_ids, overall.values, overall.answered, overall.relevant_counts, slices=_slice_queries(overall, results, version)
+    )
     with transaction.atomic():
         # Two computations of one (run, version) (a redelivered task beside the first, the
         # sweeper beside a publish) take turns here: without the lock the second's delete
@@ -456,6 +458,25 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
         )
     evaluation.refresh_from_db()
     return evaluation
+
+
+def _slice_queries(overall: engine.Evaluation, results: dict[str, engine.Evaluation], version: Version) -> dict[str, SliceQueries]:
+    """Each slice's queries as positions in `overall`, with a page slice's own recall values:
+    the paired drop test compares slices query by query (evaluation.alerts.noise). Every
+    slice's queries are among the overall's: a query with a relevant page in a page slice
+    has a relevant page."""
+    position = {query_id: i for i, query_id in enumerate(overall.query_ids)}
+    recalls = [f"recall@{version.k_first}", f"recall@{version.k_final}"]
+    found = {}
+    for name, result in results.items():
+        if name == "":
+            continue
+        positions = np.fromiter((position.get(q, -1) for q in result.query_ids), dtype=np.int64, count=len(result.query_ids))
+        kept = positions >= 0  # all of them, unless the overall ever leaves a query out that a slice keeps
+        page = name.startswith("page:")
+        values = {metric: result.values[metric][kept] for metric in recalls if page and metric in result.values}
+        found[name] = SliceQueries(positions[kept], values)
+    return found
 
 
 def _completeness_rows(

@@ -80,6 +80,19 @@ def _fraction(field: str, example: str) -> Callable[[GoldenSet, Any], float]:
     return clean
 
 
+def _open_fraction(field: str, example: str) -> Callable[[GoldenSet, Any], float]:
+    """The cleaner of a probability that 0 and 1 would make meaningless (a test that never or
+    always rejects, a power of nothing or certainty): strictly between them."""
+
+    def clean(golden_set: GoldenSet, value: Any) -> float:
+        number = _number(value, field)
+        if not 0 < number < 1:
+            raise GoldsetError(f"{field} is a fraction strictly between 0 and 1 ({example}), got {number:g}", field=field)
+        return number
+
+    return clean
+
+
 def _completeness_depth(golden_set: GoldenSet, value: Any) -> int:
     depth = _whole_number(value, "completeness_depth")
     return _within(
@@ -171,6 +184,8 @@ _CLEANERS: dict[str, Callable[[GoldenSet, Any], Any]] = {
     "alert_drop_points": _points("alert_drop_points"),
     "alert_slice_floor": _fraction("alert_slice_floor", "0.75, not 75"),
     "alert_rerank_loss_points": _points("alert_rerank_loss_points"),
+    "alert_alpha": _open_fraction("alert_alpha", "0.05, not 5"),
+    "alert_power": _open_fraction("alert_power", "0.8, not 80"),
     "age_buckets": _age_buckets,
     "completeness_depth": _completeness_depth,
     "judged_floor": _fraction("judged_floor", "0.9, not 90"),
@@ -197,7 +212,8 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
 
     Accepts any of SETTINGS_FIELDS: metrics (ranx names; [] means the defaults at the
     version's k), run_depth_cap (entries per query kept from an upload), alert_drop_points
-    and alert_rerank_loss_points (points), alert_slice_floor (fraction), age_buckets
+    and alert_rerank_loss_points (points), alert_alpha and alert_power (the drop test's
+    significance and power, fractions strictly between 0 and 1), alert_slice_floor (fraction), age_buckets
     (upper bounds in days), completeness_depth (pool depth for leave-one-run-out, pages per
     query), judged_floor (fraction: Judged@k_final under it marks a run's scores
     unreliable), min_queries_per_slice (queries: a slice averaged over fewer is flagged on

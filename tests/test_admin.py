@@ -328,6 +328,8 @@ def _settings_form(settings, **changes) -> dict:
         "alert_drop_points": settings.alert_drop_points,
         "alert_slice_floor": settings.alert_slice_floor,
         "alert_rerank_loss_points": settings.alert_rerank_loss_points,
+        "alert_alpha": settings.alert_alpha,
+        "alert_power": settings.alert_power,
         "age_buckets": "[30, 365]",
         "completeness_depth": settings.completeness_depth,
         "judged_floor": settings.judged_floor,

@@ -16,9 +16,20 @@ EvaluationSettings (points are hundredths of a fraction: 3.0 points = 0.03):
   floor), more than `alert_drop_points` below the series' previous night, or else below
   the median of its previous 7 nights (at least 3: a slow slide), every figure scored on
   the same version: a label change never looks like a system change. Nights whose
-  endpoint was failing are never a baseline; slices averaged over fewer than
-  `min_queries_per_slice` queries are too thin to compare. When the runs report their
-  index size and it grew, the message says so (the seed's "after a corpus growth step").
+  endpoint was failing are never a baseline. Every slice is compared, however few its
+  queries: the paired test below is what keeps a thin slice's noise from alerting. When
+  the runs report their index size and it grew, the message says so (the seed's "after a
+  corpus growth step"). Uploaded series runs (`import_run --series S --measured-at T`)
+  are nights like those Goldset fetched and get the same rules.
+- Every drop is also tested query by query (evaluation.alerts.noise): a one-sided paired
+  t-test of the run against its baseline (the previous run, version or night; for the
+  median, each query's mean over the nights that made it, see _query_means) over the queries both
+  averaged, at `alert_alpha` divided among the comparisons (Bonferroni: the recalls
+  compared for a run or version; for a night, its figures times two baselines). A drop
+  past the threshold that is not significant is stored with `within_noise` and its
+  p-value, the slice's minimum detectable drop at `alert_power` and the queries compared,
+  and is never sent (no alert_raised). A baseline stored before per-query values were
+  kept per slice falls back to the plain threshold, and the message says so.
 - For a series run, a state (a slice under the floor, rerank loss over its limit, a canary
   missed) is raised on the night it begins, not again each night it lasts; a drop under
   the median likewise, when the previous night was as far under it already.
@@ -45,14 +56,16 @@ fan-out completes changes nothing. A threshold is crossed only when strictly exc
 a drop of exactly 3.0 points, or a slice at exactly 0.75, raises nothing.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Q
 
+from evaluation.alerts import noise
 from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
-from evaluation.selectors import evaluation_settings, run_counted
+from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings, run_counted
 from evaluation.signals import alert_raised
 from goldenset.models import Version
 
@@ -76,6 +89,11 @@ class _Crossing:
     value: float
     reference: float | None
     message: str
+    # A drop's paired test (evaluation.alerts.noise): within_noise crossings are stored, not sent.
+    within_noise: bool = False
+    p_value: float | None = None
+    detectable_points: float | None = None
+    queries_compared: int | None = None
 
 
 def _who(run: Run) -> str:
@@ -97,13 +115,94 @@ def _recall_names(version: Version) -> list[str]:
     return list(dict.fromkeys([f"recall@{version.k_first}", f"recall@{version.k_final}"]))
 
 
+# --- is it noise? ------------------------------------------------------------------------
+
+Values = tuple[tuple[str, ...], np.ndarray]  # (query ids, per-query values), aligned
+
+
+class _PerQueries:
+    """The per-query values of the evaluations one check compares, each blob read once and
+    only when a figure is past its threshold (most nights none is)."""
+
+    def __init__(self) -> None:
+        self._read: dict[int, PerQuery | None] = {}
+
+    def values(self, evaluation: Evaluation, metric: str, slice_name: str) -> Values | None:
+        if evaluation.pk not in self._read:
+            self._read[evaluation.pk] = evaluation_per_query(evaluation)
+        per_query = self._read[evaluation.pk]
+        return per_query.slice_values(slice_name, metric) if per_query is not None else None
+
+
+def _paired(baseline: Values, tonight: Values) -> tuple[np.ndarray, np.ndarray]:
+    """The two figures' values on the queries both averaged, aligned."""
+    position = {query_id: i for i, query_id in enumerate(baseline[0])}
+    rows = [(position[q], j) for j, q in enumerate(tonight[0]) if q in position]
+    if not rows:
+        return np.empty(0), np.empty(0)
+    before, after = zip(*rows, strict=True)
+    return baseline[1][list(before)], tonight[1][list(after)]
+
+
+def _query_means(nights: list[Values]) -> Values:
+    """Each query's mean over `nights` (the queries every night averaged): the baseline a
+    night is paired with for the median rule. Not each query's median: a query's values are
+    skewed (a query that comes back empty one night in eight has a median that never sees
+    it), so tonight sits below its medians on average with no change at all; over 40 such
+    queries a paired test against per-query medians rejected on 80% of unchanged nights,
+    against per-query means on 2% (at 0.05)."""
+    common = set(nights[0][0]).intersection(*(ids for ids, _ in nights[1:]))
+    ids = tuple(q for q in nights[0][0] if q in common)
+    if not ids:
+        return ids, np.empty(0)
+    columns = []
+    for night_ids, values in nights:
+        position = {query_id: i for i, query_id in enumerate(night_ids)}
+        columns.append(values[[position[q] for q in ids]])
+    return ids, np.mean(np.vstack(columns), axis=0)
+
+
+def _judged(crossing: _Crossing, baseline: Values | None, tonight: Values | None, alpha: float, power: float) -> _Crossing:
+    """`crossing` (a drop past the threshold) with its paired test: within noise when the
+    test at `alpha` (already divided among the comparisons) cannot reject "no drop", with
+    the plain threshold and a note when a side has no per-query values."""
+    if baseline is None or tonight is None:
+        note = "; no per-query values stored for the baseline (an older evaluation), so the plain threshold decided"
+        return replace(crossing, message=crossing.message + note)
+    before, after = _paired(baseline, tonight)
+    test = noise.paired_drop_test(before, after)
+    detectable = noise.detectable_drop(test.sd, test.queries, alpha=alpha, power=power)
+    detectable_points = None if detectable is None else _points(detectable)
+    detects = (
+        "too few queries to test" if detectable_points is None else f"this slice detects drops of {detectable_points:.1f} points or more"
+    )
+    within_noise = test.p_value > alpha
+    if within_noise:
+        note = f"; within noise: p = {test.p_value:.2g}, {detects} (not sent)"
+    else:
+        note = f"; p = {test.p_value:.2g} over {test.queries} queries (significant at {alpha:.2g})"
+    return replace(
+        crossing,
+        message=crossing.message + note,
+        within_noise=within_noise,
+        p_value=test.p_value,
+        detectable_points=detectable_points,
+        queries_compared=test.queries,
+    )
+
+
 # --- the rules -------------------------------------------------------------------------
 
 
-def _drops(subject: Evaluation, reference: Evaluation, kind: str, threshold_points: float) -> list[_Crossing]:
-    """recall@k_first and recall@k_final of `subject` more than the threshold below `reference`."""
+def _drops(subject: Evaluation, reference: Evaluation, kind: str, settings: EvaluationSettings) -> list[_Crossing]:
+    """recall@k_first and recall@k_final of `subject` more than the threshold below
+    `reference`, each with its paired test (Bonferroni over the recalls compared)."""
+    threshold_points = settings.alert_drop_points
+    metrics = _recall_names(subject.version)
+    alpha = noise.corrected_alpha(settings.alert_alpha, noise.comparisons(len(metrics), 1))
+    per_queries = _PerQueries()
     found = []
-    for metric in _recall_names(subject.version):
+    for metric in metrics:
         value, before = _overall(subject, metric), _overall(reference, metric)
         if value is None or before is None or before - value <= threshold_points / 100 + EPSILON:
             continue
@@ -113,7 +212,9 @@ def _drops(subject: Evaluation, reference: Evaluation, kind: str, threshold_poin
             message = f"{head} against v{reference.version.number} ({before:.3f} → {value:.3f}); the labels changed between versions"
         else:
             message = f'{head} against the previous run "{reference.run.name}" ({before:.3f} → {value:.3f})'
-        found.append(_Crossing(subject.run, subject.version, kind, metric, "", value, before, message))
+        crossing = _Crossing(subject.run, subject.version, kind, metric, "", value, before, message)
+        baseline, tonight = per_queries.values(reference, metric, ""), per_queries.values(subject, metric, "")
+        found.append(_judged(crossing, baseline, tonight, alpha, settings.alert_power))
     return found
 
 
@@ -122,10 +223,10 @@ def _drops_vs_version(evaluation: Evaluation, settings: EvaluationSettings) -> l
     found = []
     previous = _done(run=run, version__golden_set_id=version.golden_set_id, version__number=version.number - 1)
     if previous is not None:
-        found += _drops(evaluation, previous, Alert.Kind.DROP_VS_VERSION, settings.alert_drop_points)
+        found += _drops(evaluation, previous, Alert.Kind.DROP_VS_VERSION, settings)
     following = _done(run=run, version__golden_set_id=version.golden_set_id, version__number=version.number + 1)
     if following is not None:
-        found += _drops(following, evaluation, Alert.Kind.DROP_VS_VERSION, settings.alert_drop_points)
+        found += _drops(following, evaluation, Alert.Kind.DROP_VS_VERSION, settings)
     return found
 
 
@@ -142,11 +243,11 @@ def _drops_vs_run(evaluation: Evaluation, settings: EvaluationSettings) -> list[
     previous_run = siblings.filter(earlier).order_by("-created_at", "-id").first()
     previous = previous_run and _done(run=previous_run, version=version)
     if previous is not None:
-        found += _drops(evaluation, previous, Alert.Kind.DROP_VS_RUN, settings.alert_drop_points)
+        found += _drops(evaluation, previous, Alert.Kind.DROP_VS_RUN, settings)
     next_run = siblings.exclude(earlier).order_by("created_at", "id").first()
     following = next_run and _done(run=next_run, version=version)
     if following is not None:
-        found += _drops(following, evaluation, Alert.Kind.DROP_VS_RUN, settings.alert_drop_points)
+        found += _drops(following, evaluation, Alert.Kind.DROP_VS_RUN, settings)
     return found
 
 
@@ -176,11 +277,18 @@ def healthy_nights_before(evaluation: Evaluation, settings: EvaluationSettings) 
     return [e for e in earlier[: MEDIAN_NIGHTS * 3] if not run_is_failing(e.run, settings)][:MEDIAN_NIGHTS]
 
 
-def _night_figures(evaluation: Evaluation, metrics: list[str], min_queries: int) -> dict[tuple[str, str], float]:
-    """{(metric, slice): value} of `evaluation` for `metrics`: overall, and slices averaged
-    over at least `min_queries` queries."""
-    rows = Score.objects.filter(evaluation=evaluation, metric__in=metrics).values_list("metric", "slice", "value", "queries_averaged")
-    return {(metric, name): value for metric, name, value, queries in rows if name == "" or queries >= min_queries}
+def _night_figures(evaluation: Evaluation, metrics: list[str]) -> dict[tuple[str, str], float]:
+    """{(metric, slice): value} of `evaluation` for `metrics`, overall and every slice: a
+    slice of few queries is compared too, its paired test is what guards against noise."""
+    rows = Score.objects.filter(evaluation=evaluation, metric__in=metrics).values_list("metric", "slice", "value")
+    return {(metric, name): value for metric, name, value in rows}
+
+
+def night_alpha(settings: EvaluationSettings, figures: int) -> float:
+    """The significance each test of a night runs at: alert_alpha over the night's
+    comparisons, `figures` (metric, slice) figures each against the previous night and the
+    median (both counted on every night, so that one series has one a')."""
+    return noise.corrected_alpha(settings.alert_alpha, noise.comparisons(figures, 2))
 
 
 def _size(count: int) -> str:
@@ -213,14 +321,12 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
     # Overall, both recalls; per slice, the one the stage is judged by (slice_metric), so
     # that a bad night is a handful of alerts that say where, not one per figure.
     judged_by = slice_metric(run, version)
-    tonight = {
-        key: value
-        for key, value in _night_figures(evaluation, metrics, settings.min_queries_per_slice).items()
-        if key[1] == "" or key[0] == judged_by
-    }
+    tonight = {key: value for key, value in _night_figures(evaluation, metrics).items() if key[1] == "" or key[0] == judged_by}
+    alpha, power = night_alpha(settings, len(tonight)), settings.alert_power
+    per_queries = _PerQueries()
     previous = nights[0]
     found = []
-    before = _night_figures(previous, metrics, settings.min_queries_per_slice)
+    before = _night_figures(previous, metrics)
     when = f"{run.measured_at:%Y-%m-%d %H:%M}"
     for (metric, name), value in sorted(tonight.items()):
         reference = before.get((metric, name))
@@ -232,10 +338,12 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
             f"({reference:.3f} on {previous.run.measured_at:%Y-%m-%d %H:%M} → {value:.3f} on {when})"
             f"{index_growth_note(previous.run, run)}"
         )
-        found.append(_Crossing(run, version, Alert.Kind.DROP_VS_PREVIOUS_NIGHT, metric, name, value, reference, message))
+        crossing = _Crossing(run, version, Alert.Kind.DROP_VS_PREVIOUS_NIGHT, metric, name, value, reference, message)
+        baseline, tonight_values = per_queries.values(previous, metric, name), per_queries.values(evaluation, metric, name)
+        found.append(_judged(crossing, baseline, tonight_values, alpha, power))
     overnight = {(crossing.metric, crossing.slice) for crossing in found}
     if len(nights) >= MEDIAN_MIN_NIGHTS:
-        history = [_night_figures(night, metrics, settings.min_queries_per_slice) for night in nights]
+        history = [_night_figures(night, metrics) for night in nights]
         oldest = nights[-1].run
         for (metric, name), value in sorted(tonight.items()):
             if (metric, name) in overnight:
@@ -256,7 +364,11 @@ def _night_drops(evaluation: Evaluation, settings: EvaluationSettings) -> list[_
                 f"{len(values)}-night median ({median:.3f} → {value:.3f} on {when})"
                 f"{index_growth_note(oldest, run)}"
             )
-            found.append(_Crossing(run, version, Alert.Kind.DROP_VS_MEDIAN, metric, name, value, median, message))
+            crossing = _Crossing(run, version, Alert.Kind.DROP_VS_MEDIAN, metric, name, value, median, message)
+            # Paired against each query's mean over the nights whose figures made the median.
+            baselines = [per_queries.values(night, metric, name) for night, figures in zip(nights, history) if (metric, name) in figures]
+            baseline = None if any(b is None for b in baselines) else _query_means(baselines)
+            found.append(_judged(crossing, baseline, per_queries.values(evaluation, metric, name), alpha, power))
     return found
 
 
@@ -406,7 +518,8 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
 def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
     """Store an alert for every threshold `evaluation` crosses, alone or beside its partners.
 
-    Returns the alerts this call created, and sends alert_raised for each, so that its
+    Returns the alerts this call created (within-noise drops included), and sends
+    alert_raised for each that is not within noise, so that its
     delivery is enqueued once the transaction commits (evaluation.receivers). Idempotent: a crossing already stored (the same run, version,
     kind, metric and slice) is neither stored nor delivered again, so a redelivered task
     returns []. An evaluation that is not done raises nothing.
@@ -449,9 +562,14 @@ def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:
                     "value": crossing.value,
                     "reference": crossing.reference,
                     "message": crossing.message,
+                    "within_noise": crossing.within_noise,
+                    "p_value": crossing.p_value,
+                    "detectable_points": crossing.detectable_points,
+                    "queries_compared": crossing.queries_compared,
                 },
             )
             if is_new:
                 created.append(alert)
-                alert_raised.send(sender=Alert, alert_id=alert.id)
+                if not crossing.within_noise:  # recorded and shown, never sent
+                    alert_raised.send(sender=Alert, alert_id=alert.id)
     return created

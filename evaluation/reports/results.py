@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count
 
+from evaluation.alerts.selectors import SlicePower, slice_powers
 from evaluation.models import Evaluation, EvaluationSettings, Run, Score
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.reports.targets import FINAL_TARGET, FIRST_STAGE_TARGET, Diagnosis, funnel_diagnosis
@@ -72,6 +73,8 @@ class RunResult:
     completeness: RunCompleteness | None = None
     # slice name -> Judged@k_final on it (fraction); query slices only
     slice_judged: dict[str, float] = field(default_factory=dict)
+    # slice name ("" overall) -> what its drop test detects (evaluation.alerts.selectors.slice_power)
+    power: dict[str, SlicePower] = field(default_factory=dict)
 
     @property
     def scored(self) -> bool:
@@ -229,6 +232,10 @@ class ResultsReport:
     loss_limit_points: float
     version_numbers: list[int]  # every version of the set, newest first
     judged_floor: float = 0.9  # fraction: Judged@k_final under it marks a run unreliable
+    # The drop test's settings, for the slices' detectable drops (evaluation.alerts.noise).
+    drop_points: float = 3.0
+    alert_alpha: float = 0.05
+    alert_power: float = 0.8
 
     @property
     def scored(self) -> list[RunResult]:
@@ -242,6 +249,19 @@ class ResultsReport:
     def unreliable_summary(self) -> UnreliableSummary:
         """The page's one warning about the scored runs under the floor, per series."""
         return unreliable_summary((r.run, r.completeness) for r in self.scored)
+
+    @property
+    def power_slices(self) -> list[tuple[str, list[SlicePower | None]]]:
+        """(slice label, what the drop test detects for each scored run) for every slice
+        some scored run has it for, overall first; runs in `scored` order, None where absent."""
+        scored = self.scored
+        names = sorted({name for r in scored for name in r.power}, key=lambda name: (name != "", natural_key(name)))
+        return [(slice_label(name) if name else "overall", [r.power.get(name) for r in scored]) for name in names]
+
+    @property
+    def power_paired(self) -> bool:
+        """True when every figure of power_slices comes from two nights' paired differences."""
+        return all(p.paired for r in self.scored for p in r.power.values())
 
     @property
     def judged_slices(self) -> list[tuple[str, list[float | None]]]:
@@ -297,6 +317,10 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
     results.sort(key=lambda r: (not r.scored, -(r.scores.get(order, -1.0)), natural_key(r.run.name)))
     for result in results:
         result.cells = [Cell(metric=m, value=result.scores.get(m)) for m in metrics]
+        result.evaluation.version = version  # the one in hand: no query per run for it
+    powers = slice_powers([r.evaluation for r in results], settings=settings)
+    for result in results:
+        result.power = powers.get(result.evaluation.pk, {})
 
     recall_metrics = [m for m in metrics if m.startswith("recall@")]
     default_slice = f"recall@{version.k_first}"
@@ -328,6 +352,9 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
         loss_limit_points=settings.alert_rerank_loss_points,
         version_numbers=[number for number, *_ in reversed(versions)],
         judged_floor=settings.judged_floor,
+        drop_points=settings.alert_drop_points,
+        alert_alpha=settings.alert_alpha,
+        alert_power=settings.alert_power,
     )
 
 

@@ -317,6 +317,7 @@ class NightAlertRow:
     metric: str
     figure: str  # "0.937 → 0.878 (−5.9 points)", or the value alone when nothing was compared
     message: str
+    within_noise: bool = False  # recorded, not sent: the paired test cannot tell it from chance
 
 
 def night_alert_row(alert: Alert) -> NightAlertRow:
@@ -331,6 +332,7 @@ def night_alert_row(alert: Alert) -> NightAlertRow:
         metric=alert.metric,
         figure=figure,
         message=alert.message,
+        within_noise=alert.within_noise,
     )
 
 

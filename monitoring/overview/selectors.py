@@ -16,11 +16,13 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from evaluation.alerts.rules import run_is_failing
+from evaluation.alerts.selectors import SlicePower, slice_powers
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
 from evaluation.reports.unreliable import UnreliableSummary, golden_set_unreliable_summary, unreliable_summary
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Version
+from lib.ids import natural_key
 from monitoring.models import Endpoint, NightlyRun, Probe, ProbeRound
 from monitoring.nightly.selectors import latest_nights
 from monitoring.schedules import next_probe_at, next_run_at
@@ -42,6 +44,7 @@ class Night:
     failing: bool
     slices: dict[str, float] = field(default_factory=dict)  # the slice asked for, by metric name
     nightly: NightlyRun | None = None
+    evaluation: Evaluation | None = None  # the one its figures come from
 
     @property
     def measured_at(self) -> datetime:
@@ -59,6 +62,8 @@ class SeriesTrend:
     running: NightlyRun | None
     next_run_at: datetime | None
     next_probe_at: datetime | None
+    # What each slice's drop test detects, on the latest healthy night (evaluation.alerts.selectors).
+    power: list[SlicePower] = field(default_factory=list)
 
     @property
     def latest(self) -> Night | None:
@@ -119,6 +124,8 @@ class MonitoringReport:
     recent_nights: int = 7  # how many of each series' latest nights recent_alerts covers
     # The nights shown whose Judged@k on the latest version is under the floor, said once per series.
     unreliable: UnreliableSummary = field(default_factory=lambda: unreliable_summary(()))
+    alert_alpha: float = 0.05  # the drop test's significance and power (evaluation.alerts.noise)
+    alert_power: float = 0.8
 
 
 def _chosen_evaluations(run_ids: list[int]) -> dict[int, Evaluation]:
@@ -191,6 +198,7 @@ def _nights_of(all_series: list[Series], *, slice_name: str, limit: int) -> dict
                     failing=run_is_failing(run, settings),
                     slices={metric: value for (metric, name), value in figures.items() if slice_name and name == slice_name},
                     nightly=nightly.get(run.pk),
+                    evaluation=evaluation,
                 )
             )
         result[series.pk] = nights
@@ -292,6 +300,27 @@ def _recent_night_alerts(trends: list[SeriesTrend]) -> list[Alert]:
     return kept
 
 
+def _powers(trends: list[SeriesTrend], settings: EvaluationSettings) -> None:
+    """Set each trend's `power`: slice_powers of its latest healthy night, paired with the
+    healthy night before it on the same version (both among the nights in hand, so the
+    page's queries do not grow with its series); overall first, then slices by name."""
+    latest, previous = {}, {}
+    for trend in trends:
+        healthy = [night for night in trend.nights if night.evaluation is not None and not night.failing]
+        if not healthy:
+            continue
+        night = healthy[-1]
+        night.evaluation.run = night.run  # in hand: no query for it
+        latest[trend.series.pk] = night.evaluation
+        same_version = [n for n in healthy[:-1] if n.evaluation.version_id == night.evaluation.version_id]
+        previous[night.evaluation.pk] = same_version[-1].evaluation if same_version else None
+    found = slice_powers(list(latest.values()), settings=settings, previous=previous)
+    for trend in trends:
+        evaluation = latest.get(trend.series.pk)
+        powers = found.get(evaluation.pk, {}) if evaluation is not None else {}
+        trend.power = [powers[name] for name in sorted(powers, key=lambda name: (name != "", natural_key(name)))]
+
+
 def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int = NIGHTS_SHOWN) -> MonitoringReport:
     """Everything the monitoring page shows; query count independent of the number of nights."""
     now = timezone.now()
@@ -333,6 +362,7 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         .order_by("-created_at")[:20]
     )
     settings = evaluation_settings(golden_set)
+    _powers(trends, settings)
     return MonitoringReport(
         golden_set=golden_set,
         version=version,
@@ -347,4 +377,6 @@ def monitoring_report(golden_set: GoldenSet, *, slice_name: str = "", limit: int
         alert_slice_floor=settings.alert_slice_floor,
         alert_rerank_loss_points=settings.alert_rerank_loss_points,
         unreliable=golden_set_unreliable_summary(golden_set, run_ids=[n.run.pk for trend in trends for n in trend.nights]),
+        alert_alpha=settings.alert_alpha,
+        alert_power=settings.alert_power,
     )

@@ -114,7 +114,8 @@ def test_a_drop_after_the_index_grew_says_so_with_the_sizes_its_count_url_answer
     assert (first.run.index_size, second.run.index_size) == (1_200_000, 1_500_000)
     drop = Alert.objects.get(kind=Alert.Kind.DROP_VS_PREVIOUS_NIGHT, run=second.run, metric="recall@10", slice="")
     assert "dropped 30.0 points overnight" in drop.message
-    assert drop.message.endswith("after the index grew from 1.2M to 1.5M documents")
+    # Three queries of ten are within noise at the night's corrected alpha; the note stands.
+    assert "; after the index grew from 1.2M to 1.5M documents" in drop.message
 
 
 def test_queries_answering_500_or_malformed_json_are_recorded_counted_and_flagged(

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.core import mail
+from scipy import stats as scipy_stats
 
 from evaluation.alerts.delivery import alert_payload, delivery_backoff_seconds
 from evaluation.alerts.rules import alerts_check
@@ -59,9 +60,15 @@ def test_a_drop_of_five_points_against_the_previous_run_raises_one_alert(golden_
     alert = alerts[0]
     assert (alert.run, alert.version, alert.golden_set) == (tuesday, v1, golden_set)
     assert (alert.value, alert.reference) == pytest.approx((0.95, 1.0))
+    # One query of 20 losing its page is a drop past the threshold a paired test cannot tell
+    # from chance: the alert is stored and shown, marked within noise, with the test's figures.
     assert alert.message == (
         'recall@1 of bm25 first_stage (run "tuesday") on alerting v1 dropped 5.0 points against the previous run "monday" (1.000 → 0.950)'
+        "; within noise: p = 0.16, this slice detects drops of 14.8 points or more (not sent)"
     )
+    assert (alert.within_noise, alert.queries_compared) == (True, 20)
+    # Differences: one 1.0 and nineteen 0.0, mean 0.05, sd sqrt(0.05), so t = 1.0 on 19 df.
+    assert alert.p_value == pytest.approx(scipy_stats.t.sf(1.0, df=19))
 
 
 def test_a_drop_of_exactly_the_threshold_raises_nothing_and_just_over_it_one_alert(golden_set, v1):
@@ -116,6 +123,7 @@ def test_a_drop_against_the_previous_version_names_both_versions_and_the_label_c
     assert alerts[0].message == (
         'recall@1 of bm25 first_stage (run "nightly") on alerting v2 dropped 5.0 points against v1 '
         "(1.000 → 0.950); the labels changed between versions"
+        "; within noise: p = 0.081, this slice detects drops of 10.2 points or more (not sent)"
     )
 
 
@@ -258,9 +266,12 @@ def test_publishing_and_uploading_raise_the_alert_and_mail_it_on_commit(make_use
         upload(golden_set, "monday")
     assert mail.outbox == []
     with django_capture_on_commit_callbacks(execute=True):
-        tuesday = upload(golden_set, "tuesday", ranks={"q1": 2})
+        # Eight of twenty queries lose their page: a drop the paired test tells from chance
+        # (one query of twenty would be within noise, stored and not mailed).
+        tuesday = upload(golden_set, "tuesday", ranks={q: 2 for q in QUERIES[:8]})
 
     alert = Alert.objects.get()
+    assert not alert.within_noise
     assert (alert.run, alert.kind) == (tuesday, Alert.Kind.DROP_VS_RUN)
     assert alert.emailed_at is not None
     [message] = mail.outbox
