@@ -31,6 +31,7 @@ COPY evaluation ./evaluation
 COPY labeling ./labeling
 COPY monitoring ./monitoring
 COPY answers ./answers
+COPY traffic ./traffic
 COPY api ./api
 COPY templates ./templates
 COPY static ./static

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "labeling",
     "monitoring",
     "answers",
+    "traffic",
     "api",
     "goldset",
 ]

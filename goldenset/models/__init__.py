@@ -46,6 +46,7 @@ from goldenset.models.sets import (
     Query,
     ReferenceAnswer,
 )
+from goldenset.models.tags import VersionTag, VersionTagMove
 
 __all__ = [
     "DEFAULT_GRADE_SCALE",
@@ -63,6 +64,8 @@ __all__ = [
     "Membership",
     "Query",
     "ReferenceAnswer",
+    "VersionTag",
+    "VersionTagMove",
     "AppendOnlyQuerySet",
     "AppendOnlyModel",
     "Judgment",

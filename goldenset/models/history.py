@@ -165,6 +165,11 @@ class VersionQuery(AppendOnlyModel):
     version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="version_queries", db_index=False)
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     metadata = models.JSONField(default=dict)
+    # The query's sampling weight as it stood (Query.inclusion_probability, stratum,
+    # traffic_count): frozen with the labels, so a weighted score of a version never moves.
+    inclusion_probability = models.FloatField(null=True, blank=True)
+    stratum = models.CharField(max_length=200, blank=True, default="", db_default="")
+    traffic_count = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "version queries"

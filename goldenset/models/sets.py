@@ -113,6 +113,12 @@ class Query(models.Model):
     # False for id-only queries made by `import_qrels --create-missing`.
     has_text = models.BooleanField(default=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # A query drawn from a query log (traffic.sampling): the probability the draw's design gave
+    # it to be drawn, its stratum, and its traffic (events in the log). Null for a query added
+    # by hand, whose weight is unknown: weighted estimates count it apart, never weight it.
+    inclusion_probability = models.FloatField(null=True, blank=True, help_text="the chance the sampling design drew it")
+    stratum = models.CharField(max_length=200, blank=True, default="", db_default="")
+    traffic_count = models.PositiveBigIntegerField(null=True, blank=True, help_text="its events in the query log it was drawn from")
     retired_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
