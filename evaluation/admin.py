@@ -212,8 +212,8 @@ class AlertAdmin(ComputedAdmin):
         "slice",
         "value",
         "reference",
-        "emailed_at",
-        "webhook_delivered_at",
+        "within_noise",
+        "incident",
     ]
     list_filter = ["kind", "golden_set"]
     search_fields = ["message", "run__name", "slice"]

@@ -1,5 +1,6 @@
 """The alert rules checked after every evaluation, and alerts_check, which stores an Alert
-for each threshold crossed and sends alert_raised, whose receiver enqueues its delivery
+for each threshold crossed, adds it to its incident (evaluation.alerts.incidents) and sends
+alert_raised, whose receiver enqueues the delivery of the incident's message
 (evaluation.alerts.delivery) on commit.
 
 The rules follow the seed's "Operating it" list, with thresholds from the golden set's
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Q
 
+from evaluation.alerts.incidents import incident_alert_add
 from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import evaluation_settings, run_counted
@@ -453,5 +455,7 @@ def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:
             )
             if is_new:
                 created.append(alert)
-                alert_raised.send(sender=Alert, alert_id=alert.id)
+                # Within noise: stored and shown, never sent (incident_alert_add returns None).
+                if incident_alert_add(alert) is not None:
+                    alert_raised.send(sender=Alert, alert_id=alert.id)
     return created

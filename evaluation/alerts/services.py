@@ -3,13 +3,17 @@
 The evaluation rules (evaluation.alerts.rules) judge scores; these judge the endpoint
 itself: a night whose requests failed (ENDPOINT_FAILING, instead of any recall alert) and a
 canary page a probe did not find (PROBE_MISSED, one open alert per canary and endpoint,
-resolved when a later probe finds it). Each new alert sends alert_raised, so it is e-mailed
+resolved when a later probe finds it). Each new alert joins its endpoint's incident
+(evaluation.alerts.incidents) and sends alert_raised, so the incident's message is e-mailed
 and posted to the webhook like every other (evaluation.receivers).
 """
+
+from collections.abc import Sequence
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from evaluation.alerts.incidents import incident_alert_add
 from evaluation.models import Alert, Canary, Run
 from evaluation.signals import alert_raised
 from goldenset.models import Version
@@ -45,18 +49,33 @@ def endpoint_failing_raise(
             reference=1.0,
             message=message,
         )
+        incident_alert_add(alert)
         alert_raised.send(sender=Alert, alert_id=alert.id)
     return alert
 
 
-def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, rank: int | None, k: int, error: str) -> Alert | None:
+def probe_miss_raise(
+    *,
+    version: Version,
+    canary: Canary,
+    endpoint_name: str,
+    rank: int | None,
+    k: int,
+    error: str,
+    rank_history: Sequence[int | None] = (),
+) -> Alert | None:
     """Open the PROBE_MISSED alert of (canary, endpoint), or None when one is open already:
-    a canary missed probe after probe is one alert until it is found again."""
+    a canary missed probe after probe is one alert until it is found again. `rank_history`
+    is the canary's rank on the endpoint's previous probes, oldest first (None: not
+    returned), which the message shows so that a reader sees when it went."""
     where = f"at rank {rank}" if rank is not None else ("not returned" if not error else f"no answer ({error})")
     message = (
-        f"canary probe on endpoint {endpoint_name}: page {canary.page.doc_id} for query {canary.query.query_id} "
+        f'canary probe on endpoint {endpoint_name}: page {canary.page.doc_id} for query {canary.query.query_id} "{canary.query.text}" '
         f"was {where}, outside the top {k}"
     )
+    if rank_history:
+        ranks = ", ".join("-" if r is None else str(r) for r in [*rank_history, rank])
+        message += f"; its rank on the last {len(rank_history) + 1} probes, oldest first: {ranks}"
     try:
         with transaction.atomic():
             alert = Alert.objects.create(
@@ -70,6 +89,7 @@ def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, ra
                 reference=1.0,
                 message=message,
             )
+            incident_alert_add(alert)
             alert_raised.send(sender=Alert, alert_id=alert.id)
     except IntegrityError:
         return None  # alert_one_open_probe_miss: it is open already
