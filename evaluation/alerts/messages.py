@@ -97,6 +97,23 @@ def message_text(message: IncidentMessage, alerts: list[Alert]) -> str:
     return "\n".join(lines)
 
 
+def message_chat_text(message: IncidentMessage, alerts: list[Alert]) -> str:
+    """Two lines for a chat channel (Slack's and Teams' incoming webhooks show `text`): the
+    incident, its worst alert (what fell where, against what), and the alerts page."""
+    incident = message.incident
+    worst = alerts[0]
+    where = f"run {worst.run.name} ({worst.run.system}, {worst.run.stage})" if worst.run else f"endpoint {worst.subject}"
+    figure = f"{worst.metric}{' in slice ' + worst.slice if worst.slice else ''} = {worst.value:.3f}"
+    if worst.reference is not None:
+        figure += f" vs {worst.reference:.3f} ({(worst.value - worst.reference) * 100:+.1f} points)"
+    others = f" and {len(alerts) - 1} more" if len(alerts) > 1 else ""
+    headline = (
+        f"Goldset incident {incident.pk} on {incident.golden_set.slug} v{worst.version.number}: "
+        f"{worst.get_kind_display()}, {figure}, {where}{others}"
+    )
+    return f"{' '.join(headline.split())}\n{alerts_page_url(incident.golden_set)}"
+
+
 def _alert_data(alert: Alert) -> dict:
     return {
         "id": alert.id,
@@ -122,7 +139,7 @@ def message_payload(message: IncidentMessage, alerts: list[Alert]) -> dict:
     incident: Incident = message.incident
     return {
         "type": "incident",
-        "text": message_text(message, alerts),
+        "text": message_chat_text(message, alerts),
         "golden_set": incident.golden_set.slug,
         "incident": {
             "id": incident.pk,

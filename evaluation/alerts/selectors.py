@@ -1,9 +1,12 @@
-"""Reads of the alert pages: a set's alerts, newest first, with how far each is from its
-reference."""
+"""Reads of the alert pages: a set's incidents (state first), its alerts, newest first, with
+how far each is from its reference, and who may own an incident."""
 
-from django.db.models import ExpressionWrapper, F, FloatField, Q, QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import Case, Count, ExpressionWrapper, F, FloatField, IntegerField, Prefetch, Q, QuerySet, Value, When
+from django.utils import timezone
 
-from evaluation.models import Alert, WebhookDelivery
+from evaluation.alerts.incidents import OWNER_ROLES
+from evaluation.models import Alert, Incident, IncidentMessage, SliceMute, WebhookDelivery
 from evaluation.selectors import run_counted
 from goldenset.models import GoldenSet
 
@@ -16,7 +19,7 @@ def alerts_for(golden_set: GoldenSet) -> QuerySet[Alert]:
     hidden, not resolved, so that unarchiving the run shows them again as they were."""
     return (
         Alert.objects.filter(Q(run=None) | run_counted("run__"), golden_set=golden_set)
-        .select_related("version", "run")
+        .select_related("version", "run", "incident")
         .annotate(delta_points=ExpressionWrapper((F("value") - F("reference")) * 100, output_field=FloatField()))
         .order_by("-created_at", "-id")
     )
@@ -33,4 +36,50 @@ WEBHOOK_DELIVERIES_SHOWN = 50
 
 def webhook_deliveries_latest(golden_set: GoldenSet, limit: int = WEBHOOK_DELIVERIES_SHOWN) -> list[WebhookDelivery]:
     """The set's `limit` latest webhook attempts, newest first, alerts and test events alike."""
-    return list(WebhookDelivery.objects.filter(golden_set=golden_set).select_related("alert").order_by("-sent_at", "-id")[:limit])
+    return list(
+        WebhookDelivery.objects.filter(golden_set=golden_set)
+        .select_related("alert", "incident_message")
+        .order_by("-sent_at", "-id")[:limit]
+    )
+
+
+# The order the alerts page and the API list incidents in: what needs someone first.
+_STATE_RANK = [
+    When(state=state, then=Value(rank))
+    for rank, state in enumerate([Incident.State.OPEN, Incident.State.MUTED, Incident.State.ACKNOWLEDGED, Incident.State.RESOLVED])
+]
+
+
+def incidents_for(golden_set: GoldenSet, *, state: str | None = None) -> QuerySet[Incident]:
+    """The set's incidents, unresolved first and newest first within, each with `alert_count`,
+    `slice_alert_count` (of them, the slice alerts, which the page folds) and its messages
+    (`messages`, oldest first, prefetched); only those in `state` when given."""
+    incidents = Incident.objects.filter(golden_set=golden_set)
+    if state:
+        incidents = incidents.filter(state=state)
+    return (
+        incidents.select_related("owner", "resolved_by")
+        .annotate(alert_count=Count("alerts"), slice_alert_count=Count("alerts", filter=~Q(alerts__slice="")))
+        .prefetch_related(Prefetch("messages", queryset=IncidentMessage.objects.order_by("number")))
+        .order_by(Case(*_STATE_RANK, output_field=IntegerField()), "-opened_at", "-id")
+    )
+
+
+def incidents_open_count(golden_set: GoldenSet) -> int:
+    """Incidents that still page someone: open ones (the home page's "what needs you today")."""
+    return Incident.objects.filter(golden_set=golden_set, state=Incident.State.OPEN).count()
+
+
+def incident_owner_candidates(golden_set: GoldenSet) -> list:
+    """Who may own one of the set's incidents: its active managers and annotators, by name."""
+    return list(
+        get_user_model()
+        .objects.filter(memberships__golden_set=golden_set, memberships__role__in=OWNER_ROLES, is_active=True)
+        .distinct()
+        .order_by("username")
+    )
+
+
+def slice_mutes_active(golden_set: GoldenSet) -> list[SliceMute]:
+    """The set's slices muted now, by slice."""
+    return list(SliceMute.objects.filter(golden_set=golden_set, until__gt=timezone.now()).order_by("slice"))

@@ -84,6 +84,14 @@ def bad_night(golden_set, version, name="tuesday", ranks=BAD_NIGHT) -> list[Aler
     return alerts_check(evaluation=evaluate(upload(golden_set, name, ranks=ranks), version))
 
 
+def slice_alert(golden_set, version, *, emails=(), webhook_url="") -> Alert:
+    """One SLICE_UNDER_FLOOR alert, stored with its message not yet sent."""
+    configure(golden_set, emails=emails, webhook_url=webhook_url)
+    run = upload(golden_set, "nightly", ranks={"q17": 4, "q18": 4})
+    [alert] = alerts_check(evaluation=evaluate(run, version))
+    return alert
+
+
 def send(alerts) -> str:
     """What alert_deliver_task does for the first of `alerts` once their transaction commits."""
     return alert_deliver_task.delay(alerts[0].id).get()
@@ -128,7 +136,8 @@ def test_the_message_lists_the_worst_drop_first_and_every_alert_with_its_inciden
     assert listed[0] == ("slice_under_floor", "recall@3", "query:lang=de")
     assert {"id", "value", "reference", "version", "run", "night"} <= set(payload["alerts"][0])
     assert request["headers"]["X-Goldset-Incident-Id"] == str(incident.pk)
-    assert payload["text"].splitlines()[0].startswith(f"Goldset incident {incident.pk} on alerting")
+    assert payload["text"].splitlines()[0].startswith(f"Goldset incident {incident.pk} on alerting v1: slice under the recall floor")
+    assert payload["text"].splitlines()[0].endswith("and 2 more")
 
 
 def test_slice_alerts_are_folded_into_one_line(golden_set, v1):
