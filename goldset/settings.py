@@ -356,6 +356,9 @@ SPECTACULAR_SETTINGS = {
         # The API's serializers name their values (no labels), so the overrides do too.
         "EvaluationStatus": ["pending", "running", "done", "failed"],
         "PublishJobStatus": ["queued", "running", "done", "failed"],
+        "IncidentKind": ["night", "recompute", "index"],
+        "IncidentState": ["open", "acknowledged", "muted", "resolved"],
+        "IncidentStateChange": ["acknowledged", "muted", "resolved", "open"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
