@@ -74,7 +74,7 @@ class IncidentListApi(PaginatedMixin, APIView):
     @extend_schema(operation_id="incidents_list", parameters=[FilterSerializer], responses=IncidentSerializer(many=True))
     def get(self, request, slug: str):
         golden_set = api_golden_set(request, slug)
-        params = validated(IncidentListApi.FilterSerializer, request.query_params, only_known=True)
+        params = validated(IncidentListApi.FilterSerializer, request.query_params)
         incidents = incidents_for(golden_set, state=params.get("state"))
         return self.paginated(incidents, lambda page: IncidentSerializer(page, many=True).data)
 
