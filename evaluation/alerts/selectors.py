@@ -83,3 +83,40 @@ def incident_owner_candidates(golden_set: GoldenSet) -> list:
 def slice_mutes_active(golden_set: GoldenSet) -> list[SliceMute]:
     """The set's slices muted now, by slice."""
     return list(SliceMute.objects.filter(golden_set=golden_set, until__gt=timezone.now()).order_by("slice"))
+
+
+# The state the `alerts` command and its JSON give a within-noise alert: it has no incident.
+WITHIN_NOISE_STATE = "within_noise"
+
+
+def alert_records(golden_set: GoldenSet, *, state: str | None = None) -> list[dict]:
+    """Every alert of the set as the `alerts` command prints it, newest first: its figures
+    (fractions), whether it was within noise, its incident's id and state ("within_noise"
+    for a within-noise alert, which joins none; None for an alert from before incidents),
+    and its run's name and night (measured_at, ISO 8601; None outside a series). `state`
+    keeps the alerts whose incident is in it."""
+    alerts = alerts_for(golden_set)
+    if state:
+        alerts = alerts.filter(incident__state=state)
+    return [
+        {
+            "id": alert.id,
+            "kind": alert.kind,
+            "metric": alert.metric,
+            "slice": alert.slice,
+            "value": alert.value,
+            "reference": alert.reference,
+            "within_noise": alert.within_noise,
+            "p_value": alert.p_value,
+            "incident": alert.incident_id,
+            "state": WITHIN_NOISE_STATE if alert.within_noise else (alert.incident.state if alert.incident else None),
+            "sent": alert.incident_message_id is not None,
+            "version": alert.version.number,
+            "run": alert.run.name if alert.run else None,
+            "night": alert.run.measured_at.isoformat() if alert.run and alert.run.measured_at else None,
+            "endpoint": alert.subject or None,
+            "created_at": alert.created_at.isoformat(),
+            "message": alert.message,
+        }
+        for alert in alerts
+    ]
