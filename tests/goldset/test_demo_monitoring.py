@@ -12,9 +12,11 @@ import urllib.request
 import pytest
 from django.db import connection, transaction
 
+from evaluation.alerts.delivery import incident_messages_send_due
 from evaluation.alerts.rules import alerts_check
-from evaluation.models import Alert, Run
+from evaluation.models import Alert, Incident, Run
 from evaluation.services import evaluation_compute
+from evaluation.settings_service import evaluation_settings_update
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import STALE_SHARDS, demo_monitoring_load
 from goldset.demo.search import DemoSearch
@@ -23,6 +25,7 @@ from goldset.demo.services import demo_golden_set_load
 from monitoring.models import Endpoint, NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
 from monitoring.probes.services import probe_now
+from tests.evaluation.alerts.test_webhook_signing import receiver  # noqa: F401 - a real webhook receiver
 
 HEALTHY_NIGHTS = 8
 
@@ -113,3 +116,38 @@ def test_stale_shards_raise_the_drop_the_age_slice_alert_and_the_canary_alerts_a
     assert not Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED, resolved_at=None).exists()
     assert Alert.objects.filter(kind=Alert.Kind.PROBE_MISSED).exclude(resolved_at=None).count() == len(outcomes)
     assert Endpoint.objects.get(pk=first.pk).series.runs.count() == HEALTHY_NIGHTS + 1
+
+
+def test_one_bad_night_of_the_demo_sends_one_signed_message_per_endpoint_listing_every_alert(
+    demo,
+    service,
+    db,
+    django_capture_on_commit_callbacks,
+    receiver,  # noqa: F811
+):
+    """Issue 27's acceptance: the stale-shard night used to send one webhook message per
+    metric and slice (32 of them); now each endpoint's night is one incident and one message."""
+    from standardwebhooks.webhooks import Webhook
+
+    loaded, watched = demo
+    # The healthy nights' alerts (a slice under its floor from the first night on) were sent
+    # long ago in a demo that runs: the beat's sender closes their messages, to nobody.
+    incident_messages_send_due()
+    settings = evaluation_settings_update(golden_set=loaded.golden_set, user=None, webhook_url=receiver.url)
+    assert shards(service, STALE_SHARDS)["stale"] == STALE_SHARDS
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            nights = [nightly_run_execute(night_id=nightly_run_now(endpoint=one).pk) for one in watched.endpoints]
+    finally:
+        shards(service, 0)
+    sent = Alert.objects.filter(run__in=[night.run for night in nights], within_noise=False)
+    assert sent.count() > len(watched.endpoints)  # many alerts...
+    endpoints_alerted = {alert.run.series.name for alert in sent}
+    assert len(receiver.received) == len(endpoints_alerted) == 2  # ...one message per endpoint
+    listed = set()
+    for request in receiver.received:
+        payload = Webhook(settings.webhook_secret).verify(request.body, request.headers)  # signed as before
+        incident = Incident.objects.get(pk=payload["incident"]["id"])
+        assert payload["incident"]["subject"] == incident.subject and incident.subject in endpoints_alerted
+        listed |= {alert["id"] for alert in payload["alerts"]}
+    assert listed == set(sent.values_list("id", flat=True))
