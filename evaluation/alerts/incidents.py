@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import ExpressionWrapper, F, FloatField, Max
 from django.utils import timezone
 
 from evaluation.models import Alert, Incident, IncidentMessage, SliceMute
@@ -67,7 +67,22 @@ def incident_alert_add(alert: Alert, *, kind: str | None = None, subject: str | 
     alert.incident = incident
     alert.incident_message = _gathering_message(incident) if _pages(incident, alert) else None
     alert.save(update_fields=["incident", "incident_message"])
+    _title_update(incident)
     return incident
+
+
+def _title_update(incident: Incident) -> None:
+    """Title the incident by its worst alert (the largest fall from its reference)."""
+    worst = (
+        incident.alerts.exclude(reference=None)
+        .annotate(fall=ExpressionWrapper(F("value") - F("reference"), output_field=FloatField()))
+        .order_by("fall", "id")
+        .first()
+    ) or incident.alerts.order_by("id").first()
+    title = _headline(worst)[:300]
+    if title != incident.title:
+        incident.title = title
+        incident.save(update_fields=["title", "updated_at"])
 
 
 def _pages(incident: Incident, alert: Alert) -> bool:
