@@ -604,11 +604,6 @@ class IncidentMessage(models.Model):
         ]
         indexes = [models.Index(fields=["next_attempt_at"], name="incidentmessage_due")]
 
-    @property
-    def delivered(self) -> bool:
-        """Sent and nothing left to try: delivered, refused, or given up."""
-        return self.closed_at is not None and self.next_attempt_at is None
-
     def __str__(self) -> str:
         return f"message {self.number} of incident {self.incident_id}"
 
