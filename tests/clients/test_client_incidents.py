@@ -4,6 +4,7 @@ mute, assign, resolve and reopen; a reader's token is refused a change."""
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from evaluation.alerts.incidents import incident_alert_add
@@ -23,7 +24,8 @@ def incident(golden_set, version, manager):
         golden_set=golden_set, version=version, run=run, kind=Alert.Kind.SLICE_UNDER_FLOOR, metric="recall@10",
         slice="query:lang=xx", value=0.5, reference=0.75, message="recall@10 in slice query:lang=xx is 0.500",
     )  # fmt: skip
-    return incident_alert_add(alert)
+    with transaction.atomic():  # as the rules do: in the transaction that stores the alert
+        return incident_alert_add(alert)
 
 
 def test_the_client_reads_and_triages_incidents(client, incident):
