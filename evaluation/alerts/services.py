@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evaluation.alerts.incidents import incident_alert_add
-from evaluation.models import Alert, Canary, Run
+from evaluation.models import Alert, Canary, Incident, Run
 from evaluation.signals import alert_raised
 from goldenset.models import Version
 
@@ -27,10 +27,12 @@ def endpoint_failing_raise(
     failed: int,
     asked: int,
     example: str,
+    series_name: str = "",
 ) -> Alert:
     """Record that `endpoint_name` failed `failed` of `asked` queries in one night (its run,
     or None when no query was answered and no run was stored). `value` is the share of
-    queries answered, `reference` 1.0."""
+    queries answered, `reference` 1.0. `series_name`, the series of the endpoint's nights,
+    puts the alert in the same incident as their recall alerts."""
     share = failed / asked if asked else 1.0
     message = (
         f"endpoint {endpoint_name} failed {failed} of {asked} queries ({share:.0%})"
@@ -49,7 +51,7 @@ def endpoint_failing_raise(
             reference=1.0,
             message=message,
         )
-        incident_alert_add(alert)
+        _incident_join(alert, series_name)
         alert_raised.send(sender=Alert, alert_id=alert.id)
     return alert
 
@@ -63,11 +65,13 @@ def probe_miss_raise(
     k: int,
     error: str,
     rank_history: Sequence[int | None] = (),
+    series_name: str = "",
 ) -> Alert | None:
     """Open the PROBE_MISSED alert of (canary, endpoint), or None when one is open already:
     a canary missed probe after probe is one alert until it is found again. `rank_history`
     is the canary's rank on the endpoint's previous probes, oldest first (None: not
-    returned), which the message shows so that a reader sees when it went."""
+    returned), which the message shows so that a reader sees when it went. `series_name`, the
+    series of the endpoint's nights, puts the alert in the same incident as their alerts."""
     where = f"at rank {rank}" if rank is not None else ("not returned" if not error else f"no answer ({error})")
     message = (
         f'canary probe on endpoint {endpoint_name}: page {canary.page.doc_id} for query {canary.query.query_id} "{canary.query.text}" '
@@ -89,11 +93,19 @@ def probe_miss_raise(
                 reference=1.0,
                 message=message,
             )
-            incident_alert_add(alert)
+            _incident_join(alert, series_name)
             alert_raised.send(sender=Alert, alert_id=alert.id)
     except IntegrityError:
         return None  # alert_one_open_probe_miss: it is open already
     return alert
+
+
+def _incident_join(alert: Alert, series_name: str) -> None:
+    """An endpoint's failures and probes belong with its nights: one incident per endpoint."""
+    if series_name:
+        incident_alert_add(alert, kind=Incident.Kind.NIGHT, subject=series_name)
+    else:
+        incident_alert_add(alert)
 
 
 def probe_miss_resolve(*, canary: Canary, endpoint_name: str) -> int:

@@ -227,5 +227,6 @@ def _probe_history(endpoint: Endpoint, canaries: list[Canary], version, search: 
                         k=k,
                         error="",
                         rank_history=canary_rank_history(canary=canary, endpoint=endpoint, before=slot),
+                        series_name=endpoint.series.name,
                     )
             ProbeRound.objects.filter(pk=probe_round.pk).update(canaries=len(canaries), missed=missed)

@@ -101,6 +101,7 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
                     k=k,
                     error=outcome.error,
                     rank_history=canary_rank_history(canary=outcome.canary, endpoint=endpoint, before=locked.slot),
+                    series_name=endpoint.series.name,
                 )
         ProbeRound.objects.filter(pk=round_id).update(
             finished_at=timezone.now(),

@@ -151,3 +151,23 @@ def test_one_bad_night_of_the_demo_sends_one_signed_message_per_endpoint_listing
         assert payload["incident"]["subject"] == incident.subject and incident.subject in endpoints_alerted
         listed |= {alert["id"] for alert in payload["alerts"]}
     assert listed == set(sent.values_list("id", flat=True))
+    canary = next(a for r in receiver.received for a in json.loads(r.body)["alerts"] if a["kind"] == "canary_missed")
+    assert "nights before, oldest first" in canary["message"]  # each missed canary's ranks on the last nights
+
+    # The next probe's misses join the first endpoint's incident as its next message,
+    # naming each canary's query and page and its ranks on the probes before.
+    first = watched.endpoints[0]
+    [night_message] = [json.loads(r.body) for r in receiver.received if json.loads(r.body)["incident"]["subject"] == first.series.name]
+    assert shards(service, STALE_SHARDS)["stale"] == STALE_SHARDS
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            probe_now(endpoint=first)
+    finally:
+        shards(service, 0)
+    probe = json.loads(receiver.received[-1].body)
+    assert len(receiver.received) == 3
+    assert (probe["incident"]["id"], probe["message"]) == (night_message["incident"]["id"], night_message["message"] + 1)
+    assert {a["kind"] for a in probe["alerts"]} == {"probe_missed"} and len(probe["alerts"]) == len(watched.canaries)
+    for alert in probe["alerts"]:
+        assert alert["canary"]["query_id"] in alert["message"] and alert["canary"]["doc_id"] in alert["message"]
+        assert "oldest first" in alert["message"]
