@@ -91,3 +91,17 @@ def test_the_manager_of_another_set_cannot_read_or_change_it(token, incident, ma
     assert_error(api.get(BASE), 404)
     assert_error(api.patch(f"{BASE}{incident.pk}/", {"state": "resolved"}, format="json"), 404)
     assert Incident.objects.get().state == "open"
+
+
+def test_the_list_costs_the_same_queries_for_many_incidents(token, golden_set, version, run, incident, django_assert_max_num_queries):
+    api = client_for(token("read", golden_set))
+    with django_assert_max_num_queries(20) as one:
+        api.get(BASE)
+    for n in range(5):
+        alert = Alert.objects.create(
+            golden_set=golden_set, version=version, run=run, kind=Alert.Kind.DROP_VS_RUN, metric=f"recall@{n + 1}",
+            value=0.5, reference=0.75, message=f"drop {n}",
+        )  # fmt: skip
+        incident_alert_add(alert, kind=Incident.Kind.NIGHT, subject=f"endpoint {n}")
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        assert len(api.get(BASE).json()["results"]) == 6
