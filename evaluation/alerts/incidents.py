@@ -102,8 +102,9 @@ def _pages(incident: Incident, alert: Alert) -> bool:
 
 def _gathering_message(incident: Incident) -> IncidentMessage:
     """The incident's message still gathering alerts, made when there is none (the incident
-    row is locked by the caller, so two workers never make two)."""
-    message = IncidentMessage.objects.filter(incident=incident, closed_at=None).first()
+    row is locked by the caller, so two workers never make two). Locked too: a sender
+    closing it waits for this alert's transaction and sends it with the rest."""
+    message = IncidentMessage.objects.select_for_update().filter(incident=incident, closed_at=None).first()
     if message is None:
         number = (IncidentMessage.objects.filter(incident=incident).aggregate(last=Max("number"))["last"] or 0) + 1
         message = IncidentMessage.objects.create(incident=incident, number=number)
