@@ -11,72 +11,75 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0019_incidents_and_noise'),
-        ('goldenset', '0019_reference_answers'),
+        ("evaluation", "0019_incidents_and_noise"),
+        ("goldenset", "0019_reference_answers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SliceMute',
+            name="SliceMute",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slice', models.CharField(max_length=300)),
-                ('until', models.DateTimeField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slice", models.CharField(max_length=300)),
+                ("until", models.DateTimeField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['golden_set', 'slice'],
+                "ordering": ["golden_set", "slice"],
             },
         ),
         migrations.RemoveField(
-            model_name='alert',
-            name='emailed_at',
+            model_name="alert",
+            name="emailed_at",
         ),
         migrations.RemoveField(
-            model_name='alert',
-            name='webhook_attempts',
+            model_name="alert",
+            name="webhook_attempts",
         ),
         migrations.RemoveField(
-            model_name='alert',
-            name='webhook_delivered_at',
+            model_name="alert",
+            name="webhook_delivered_at",
         ),
         migrations.RemoveField(
-            model_name='alert',
-            name='webhook_error',
+            model_name="alert",
+            name="webhook_error",
         ),
         migrations.AddField(
-            model_name='incidentmessage',
-            name='closed_at',
-            field=models.DateTimeField(blank=True, help_text='when it stopped gathering alerts and was first sent', null=True),
+            model_name="incidentmessage",
+            name="closed_at",
+            field=models.DateTimeField(blank=True, help_text="when it stopped gathering alerts and was first sent", null=True),
         ),
         migrations.AddField(
-            model_name='incidentmessage',
-            name='rounds',
-            field=models.PositiveSmallIntegerField(default=0, help_text='delivery rounds tried; the backoff counts them'),
+            model_name="incidentmessage",
+            name="rounds",
+            field=models.PositiveSmallIntegerField(default=0, help_text="delivery rounds tried; the backoff counts them"),
         ),
         migrations.AddIndex(
-            model_name='incidentmessage',
-            index=models.Index(fields=['next_attempt_at'], name='incidentmessage_due'),
+            model_name="incidentmessage",
+            index=models.Index(fields=["next_attempt_at"], name="incidentmessage_due"),
         ),
         migrations.AddConstraint(
-            model_name='incidentmessage',
-            constraint=models.UniqueConstraint(condition=models.Q(('closed_at', None)), fields=('incident',), name='incidentmessage_one_gathering'),
+            model_name="incidentmessage",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("closed_at", None)), fields=("incident",), name="incidentmessage_one_gathering"
+            ),
         ),
         migrations.AddField(
-            model_name='slicemute',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="slicemute",
+            name="created_by",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='slicemute',
-            name='golden_set',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='slice_mutes', to='goldenset.goldenset'),
+            model_name="slicemute",
+            name="golden_set",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="slice_mutes", to="goldenset.goldenset"),
         ),
         migrations.AddConstraint(
-            model_name='slicemute',
-            constraint=models.UniqueConstraint(fields=('golden_set', 'slice'), name='slicemute_one_per_slice'),
+            model_name="slicemute",
+            constraint=models.UniqueConstraint(fields=("golden_set", "slice"), name="slicemute_one_per_slice"),
         ),
     ]
