@@ -16,7 +16,7 @@ from statsmodels.stats.power import TTestPower
 
 from evaluation.alerts import noise
 from evaluation.alerts.rules import alerts_check
-from evaluation.alerts.selectors import slice_power
+from evaluation.alerts.slice_power import slice_power
 from evaluation.forms import EvaluationSettingsForm
 from evaluation.models import Alert, Evaluation
 from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings
