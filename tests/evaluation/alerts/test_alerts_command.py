@@ -13,6 +13,7 @@ from evaluation.alerts.incidents import incident_acknowledge, incident_alert_add
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Incident, Series
 from goldenset.services import version_publish
+from tests.evaluation.alerts.test_incident_messages import BAD_NIGHT
 from tests.support.factories import alerting_run as upload
 from tests.support.factories import score as evaluate
 
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("alerting", factory=
 def alerted(golden_set):
     v1 = version_publish(golden_set=golden_set, note="first labels")
     evaluate(upload(golden_set, "monday"), v1)
-    alerts_check(evaluation=evaluate(upload(golden_set, "tuesday", ranks={"q1": 2, "q17": 4, "q18": 4}), v1))
+    alerts_check(evaluation=evaluate(upload(golden_set, "tuesday", ranks=BAD_NIGHT), v1))  # three alerts past noise
     night = upload(golden_set, "nightly 12-01")
     series = Series.objects.create(golden_set=golden_set, name="bm25 nightly")
     night.series, night.measured_at = series, timezone.now() - timedelta(hours=3)

@@ -144,7 +144,7 @@ def test_a_drop_within_noise_is_stored_and_never_sent(golden_set, django_capture
     assert (alert.kind, alert.within_noise, alert.queries_compared) == (Alert.Kind.DROP_VS_RUN, True, 20)
     assert "within noise: p = 0.16, this slice detects drops of" in alert.message
     assert alert.detectable_points > 5
-    assert (mail.outbox, alert.emailed_at, list(alert.webhook_deliveries.all())) == ([], None, [])
+    assert (mail.outbox, alert.incident, alert.incident_message, list(alert.webhook_deliveries.all())) == ([], None, None, [])
 
 
 @pytest.mark.django_db
