@@ -12,6 +12,7 @@ by hand (h1, h2). The run finds the relevant page of d1, d2, d4 and h1 and misse
 
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from goldenset.models import Query, VersionQuery
 from goldenset.services import version_publish
 from lib.survey import hajek_estimate
 from tests.api import client_for
+from tests.browser import login
 from tests.support import factories
 
 SLUG = "drawn"
@@ -200,3 +202,47 @@ def test_the_api_evaluations_carry_the_weighted_estimates(golden_set, owner, dra
     assert evaluation["weighted_strata"]["tail"]["recall@2"]["queries"] == 3
     run_body = client_for(secret).get(f"/api/v1/golden-sets/{SLUG}/runs/{drawn_evaluation.run_id}/evaluations/").json()
     assert run_body["results"][0]["weighted"] == evaluation["weighted"]
+
+
+def test_a_stratum_name_is_text_on_the_page_not_markup(client, golden_set, owner, frozen_at_publish):
+    draw(golden_set)
+    Query.objects.filter(golden_set=golden_set, stratum="tail").update(stratum="<b>evil</b>")
+    score(golden_set)
+    client.force_login(owner)
+    body = client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
+    assert "&lt;b&gt;evil&lt;/b&gt;" in body and "<b>evil" not in body
+
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def axe_violations(page) -> list:
+    import axe_playwright_python
+
+    page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
+    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
+    return [v for v in found if v[0] in ("serious", "critical")]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_in_a_browser_the_traffic_figures_stand_beside_the_plain_ones_and_the_strata_unfold(browser_page, live_server, drawn_evaluation):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser_page
+    login(page, live_server, "owner", "pw-owner")
+    page.goto(f"{live_server.url}/sets/{SLUG}/results/")
+    section = page.locator("table.weighted")
+    assert section.is_visible()
+    assert "plain 0.500" in section.inner_text()
+    fold = page.locator("details.weighted-strata")
+    assert not fold.get_by_role("rowheader", name="head").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "weighted-results.png"), full_page=True)
+    fold.get_by_text("bm25 per stratum (2)").click()
+    assert fold.get_by_role("rowheader", name="head").is_visible()
+    page.locator("#traffic").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "weighted-results-strata.png"))
+    assert axe_violations(page) == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.locator("#traffic").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "weighted-results-phone.png"))
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
