@@ -246,3 +246,24 @@ def test_in_a_browser_the_traffic_figures_stand_beside_the_plain_ones_and_the_st
     page.locator("#traffic").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "weighted-results-phone.png"))
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_client_reads_the_weighted_estimates_and_its_scores_command_prints_them(
+    live_server, golden_set, owner, drawn_evaluation, tmp_path, monkeypatch, capsys
+):
+    from goldset_client.cli import main
+
+    _, secret = api_token_create(owner=owner, scope="read", golden_set=golden_set)
+    monkeypatch.setenv("GOLDSET_URL", live_server.url)
+    monkeypatch.setenv("GOLDSET_TOKEN", secret)
+    monkeypatch.setenv("GOLDSET_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["scores", SLUG, "--json"]) == 0
+    (evaluation,) = json.loads(capsys.readouterr().out)
+    assert evaluation["weighted"]["recall@2"]["estimate"] == pytest.approx(0.6)
+    assert evaluation["unweighted_queries"] == 2
+    assert main(["scores", SLUG]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    want = expected()
+    assert lines[-1].startswith(f"# bm25 for the traffic (95% interval): recall@4 0.6000 [{want.low:.4f}, {want.high:.4f}]")
+    assert lines[-1].endswith("; 2 queries added by hand are not in it")
