@@ -206,6 +206,15 @@ class SliceScoresSerializer(serializers.Serializer):
     scores = serializers.DictField(child=serializers.FloatField(), help_text="metric name -> fraction in [0, 1]")
 
 
+class WeightedEstimateSerializer(serializers.Serializer):
+    """A traffic-weighted estimate (evaluation.weighted; lib.survey): fractions in [0, 1]."""
+
+    estimate = serializers.FloatField(help_text="Hajek's estimate of the metric over the traffic's queries with a relevant page")
+    low = serializers.FloatField(help_text="lower end of its 95% design-based interval")
+    high = serializers.FloatField(help_text="upper end of its 95% design-based interval")
+    queries = serializers.IntegerField(help_text="drawn queries with a relevant page it rests on")
+
+
 class CompletenessSerializer(serializers.Serializer):
     slice = serializers.CharField(help_text='"" for all queries, else "query:FIELD=VALUE"')
     queries = serializers.IntegerField(help_text="queries averaged: those with a relevant page")
@@ -250,6 +259,19 @@ class EvaluationOutputSerializer(serializers.Serializer):
     completeness = CompletenessSerializer(many=True)
     judged_floor = serializers.FloatField(help_text="the set's floor for Judged@k_final (fraction)")
     unreliable = serializers.BooleanField(help_text="Judged@k_final of all queries is under judged_floor")
+    weighted = serializers.DictField(
+        child=WeightedEstimateSerializer(),
+        allow_null=True,
+        help_text="metric name -> the traffic-weighted estimate; null unless the version's queries were drawn from a query log",
+    )
+    weighted_strata = serializers.DictField(
+        child=serializers.DictField(child=WeightedEstimateSerializer()),
+        allow_null=True,
+        help_text="stratum -> metric name -> the traffic-weighted estimate within it; null as weighted",
+    )
+    unweighted_queries = serializers.IntegerField(
+        allow_null=True, help_text="averaged queries added by hand (weight unknown): in scores, not in weighted; null as weighted"
+    )
 
 
 # --- monitoring: series, their nights, endpoints ------------------------------------------

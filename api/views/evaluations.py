@@ -16,15 +16,17 @@ from api.serializers import EvaluationOutputSerializer, RunFilterSerializer, arc
 from evaluation.models import EvaluationSettings
 from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings, run_get
+from evaluation.weighted import WeightedFigures, evaluations_weighted
 from goldenset.models import GoldenSet
 from lib.ids import natural_key
 
 COMPLETENESS_FIELDS = [name for name in EvaluationOutputSerializer().fields["completeness"].child.fields]
 
 
-def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings) -> dict:
+def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings, weighted: WeightedFigures | None = None) -> dict:
     """An evaluation as EvaluationOutputSerializer reads it: overall scores in the
-    evaluation's metric order, slices in natural order, completeness rows overall first."""
+    evaluation's metric order, slices in natural order, completeness rows overall first;
+    the traffic-weighted estimates when its version was drawn from a query log."""
     evaluation = figures.evaluation
     order = {name: position for position, name in enumerate(evaluation.metrics)}
     by_slice: dict[str, list] = {}
@@ -61,12 +63,18 @@ def evaluation_data(figures: EvaluationFigures, settings: EvaluationSettings) ->
         "judged_floor": settings.judged_floor,
         # The results pages' own rule (float noise included), so the API never disagrees with them.
         "unreliable": run_completeness(whole, evaluation.run, evaluation.version, settings, "").unreliable,
+        "weighted": weighted.to_dict() if weighted else None,
+        "weighted_strata": weighted.strata_dict() if weighted else None,
+        "unweighted_queries": weighted.unweighted_queries if weighted else None,
     }
 
 
 def serialize_page(golden_set: GoldenSet, page) -> list:
     settings = evaluation_settings(golden_set)
-    return EvaluationOutputSerializer([evaluation_data(f, settings) for f in evaluation_figures(page)], many=True).data
+    weighted = evaluations_weighted(page)
+    return EvaluationOutputSerializer(
+        [evaluation_data(f, settings, weighted.get(f.evaluation.pk)) for f in evaluation_figures(page)], many=True
+    ).data
 
 
 class RunEvaluationListApi(PaginatedMixin, APIView):

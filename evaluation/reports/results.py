@@ -14,9 +14,11 @@ from evaluation.reports.completeness import RunCompleteness, completeness_rows, 
 from evaluation.reports.targets import FINAL_TARGET, FIRST_STAGE_TARGET, Diagnosis, funnel_diagnosis
 from evaluation.reports.unreliable import UNRELIABLE_MARK, UnreliableSummary, unreliable_summary
 from evaluation.selectors import evaluation_settings, later_night, run_not_archived, slice_label
+from evaluation.weighted import WeightedFigures, evaluations_weighted, weighted_metrics
 from goldenset.models import GoldenSet, Version
 from lib import charts
 from lib.ids import natural_key
+from lib.survey import WeightedEstimate
 
 # --- progress of a recompute ----------------------------------------------------------
 
@@ -75,6 +77,8 @@ class RunResult:
     slice_judged: dict[str, float] = field(default_factory=dict)
     # slice name ("" overall) -> what its drop test detects (evaluation.alerts.selectors.slice_power)
     power: dict[str, SlicePower] = field(default_factory=dict)
+    # The traffic-weighted estimates (evaluation.weighted), on a version drawn from a log.
+    weighted: WeightedFigures | None = None
 
     @property
     def scored(self) -> bool:
@@ -214,6 +218,16 @@ def system_funnels(results: Sequence[RunResult], version: Version, *, loss_limit
 
 
 @dataclass
+class WeightedRow:
+    """A run's line in the page's traffic table: (metric, plain mean, weighted estimate or
+    None) cells, and (stratum, estimates in the same metric order) rows."""
+
+    result: RunResult
+    cells: list[tuple[str, float | None, WeightedEstimate | None]]
+    strata: list[tuple[str, list[WeightedEstimate | None]]]
+
+
+@dataclass
 class ResultsReport:
     version: Version
     metrics: list[str]
@@ -257,6 +271,37 @@ class ResultsReport:
         scored = self.scored
         names = sorted({name for r in scored for name in r.power}, key=lambda name: (name != "", natural_key(name)))
         return [(slice_label(name) if name else "overall", [r.power.get(name) for r in scored]) for name in names]
+
+    @property
+    def weighted_runs(self) -> list[RunResult]:
+        """The scored runs with traffic-weighted figures, in the page's order."""
+        return [r for r in self.scored if r.weighted is not None]
+
+    @property
+    def weighted_metrics(self) -> list[str]:
+        """The weighted figures' metrics that some run has, in the order the pages show them."""
+        present = {metric for r in self.weighted_runs for metric in r.weighted.metrics}
+        return [metric for metric in weighted_metrics(self.version) if metric in present]
+
+    @property
+    def weighted_table(self) -> list[WeightedRow]:
+        """One row per run with weighted figures: each metric's plain mean beside its
+        estimate for the traffic, and the same per stratum (for the page's fold)."""
+        metrics = self.weighted_metrics
+        rows = []
+        for result in self.weighted_runs:
+            figures = result.weighted
+            rows.append(
+                WeightedRow(
+                    result=result,
+                    cells=[(metric, result.scores.get(metric), figures.metrics.get(metric)) for metric in metrics],
+                    strata=[
+                        (stratum, [figures.strata[stratum].get(metric) for metric in metrics])
+                        for stratum in sorted(figures.strata, key=natural_key)
+                    ],
+                )
+            )
+        return rows
 
     @property
     def power_paired(self) -> bool:
@@ -319,8 +364,10 @@ def results_report(golden_set: GoldenSet, version: Version, *, order: str = "", 
         result.cells = [Cell(metric=m, value=result.scores.get(m)) for m in metrics]
         result.evaluation.version = version  # the one in hand: no query per run for it
     powers = slice_powers([r.evaluation for r in results], settings=settings)
+    weighted = evaluations_weighted([r.evaluation for r in results])
     for result in results:
         result.power = powers.get(result.evaluation.pk, {})
+        result.weighted = weighted.get(result.evaluation.pk)
 
     recall_metrics = [m for m in metrics if m.startswith("recall@")]
     default_slice = f"recall@{version.k_first}"

@@ -7,6 +7,7 @@ from evaluation.models import Completeness, Score
 from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings
 from evaluation.services import golden_set_evaluate_now
+from evaluation.weighted import evaluations_weighted
 from goldenset.models import Chunking, GoldenSet
 from goldenset.selectors import version_get
 
@@ -20,7 +21,10 @@ class Command(BaseCommand):
         "(scores without the pages only the run's system pooled; changes in points). A run whose Judged@k_final "
         "is under the set's floor is marked unreliable. A run of a chunking has a second, chunk-level record: its "
         "chunks against the labels projected onto the chunking, with evidence recall@k and prompt tokens@k_final "
-        "(the document-level record maps its chunks to their documents)."
+        "(the document-level record maps its chunks to their documents). A version drawn from a query log has, on "
+        "each run's overall record, the traffic-weighted estimate of recall@k_first, recall@k_final, nDCG@10 and MRR "
+        "with its 95% interval, overall and per stratum, over the drawn queries with a relevant page; queries added "
+        "by hand are counted apart (unweighted_queries), never weighted."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -44,6 +48,7 @@ class Command(BaseCommand):
         if not evaluations:
             raise CommandError(f"golden set {slug!r} has no runs (upload one with import_run)")
         settings = evaluation_settings(golden_set)
+        weighted = evaluations_weighted(evaluations)
         records = []
         for evaluation in evaluations:
             by_slice: dict[tuple[str, str], dict] = {}
@@ -70,6 +75,11 @@ class Command(BaseCommand):
                     if level == Score.Level.DOCUMENT
                     else None,
                 }
+                if level == Score.Level.DOCUMENT and not slice_name and evaluation.pk in weighted:
+                    figures = weighted[evaluation.pk]
+                    record["weighted"] = figures.to_dict()
+                    record["weighted_strata"] = figures.strata_dict()
+                    record["unweighted_queries"] = figures.unweighted_queries
                 if level == Score.Level.CHUNK:
                     record["prompt_tokens"] = {"k": version.k_final, "value": evaluation.prompt_tokens_k_final}
                 records.append(record)
@@ -77,6 +87,20 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(records, indent=2, ensure_ascii=False))
             return
         self._table(records, version, evaluations)
+        self._weighted(records)
+
+    def _weighted(self, records):
+        for r in records:
+            if not r.get("weighted"):
+                continue
+            figures = ", ".join(
+                f"{metric} {found['estimate']:.4f} [{found['low']:.4f}, {found['high']:.4f}]" for metric, found in r["weighted"].items()
+            )
+            queries = max(found["queries"] for found in r["weighted"].values())
+            line = f"{r['run']}: for the traffic (95% interval, {queries} drawn queries): {figures}"
+            if r["unweighted_queries"]:
+                line += f"; {r['unweighted_queries']} queries added by hand are not in the weighted estimate"
+            self.stdout.write(line)
 
     def _table(self, records, version, evaluations):
         metric_names = list(evaluations[0].metrics)

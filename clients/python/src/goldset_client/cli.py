@@ -174,7 +174,9 @@ def cmd_scores(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> 
 
 
 def write_scores(out: TextIO, evaluations: list[Evaluation]) -> None:
-    """A tab-separated table: one row per run, a column per metric (4 decimals; --json is exact)."""
+    """A tab-separated table: one row per run, a column per metric (4 decimals; --json is exact),
+    then a "#" line per run whose version was drawn from a query log with its traffic-weighted
+    estimates and their 95% intervals."""
     metrics: list[str] = []
     for evaluation in evaluations:
         metrics += [name for name in evaluation["metrics"] if name not in metrics]
@@ -183,6 +185,13 @@ def write_scores(out: TextIO, evaluations: list[Evaluation]) -> None:
         run = evaluation["run"]
         values = [f"{evaluation['scores'][m]:.4f}" if m in evaluation["scores"] else "-" for m in metrics]
         out.write("\t".join([run["name"], run["system"], run["stage"], str(evaluation["version"]), evaluation["status"], *values]) + "\n")
+    for evaluation in evaluations:
+        weighted = evaluation.get("weighted")
+        if weighted:
+            figures = ", ".join(f"{m} {w['estimate']:.4f} [{w['low']:.4f}, {w['high']:.4f}]" for m, w in weighted.items())
+            apart = evaluation.get("unweighted_queries") or 0
+            note = f"; {apart} queries added by hand are not in it" if apart else ""
+            out.write(f"# {evaluation['run']['name']} for the traffic (95% interval): {figures}{note}\n")
 
 
 COMMANDS = {

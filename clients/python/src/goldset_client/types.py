@@ -144,6 +144,16 @@ class Completeness(TypedDict):
     loro_emptied_queries: int | None
 
 
+class WeightedEstimate(TypedDict):
+    """A traffic-weighted estimate and its 95% interval (fractions), over `queries` drawn
+    queries with a relevant page."""
+
+    estimate: float
+    low: float
+    high: float
+    queries: int
+
+
 class Evaluation(TypedDict):
     run: EvaluationRun
     version: int
@@ -162,6 +172,12 @@ class Evaluation(TypedDict):
     completeness: list[Completeness]
     judged_floor: float
     unreliable: bool
+    # Set when the version's queries were drawn from a query log, else None: metric name ->
+    # estimate overall, stratum -> metric name -> estimate, and the averaged queries added by
+    # hand (in `scores`, not in `weighted`).
+    weighted: dict[str, WeightedEstimate] | None
+    weighted_strata: dict[str, dict[str, WeightedEstimate]] | None
+    unweighted_queries: int | None
 
 
 PublishStatus = Literal["queued", "running", "done", "failed"]
