@@ -147,7 +147,8 @@ def test_web_migrates_then_serves_the_real_wsgi_application_with_gunicorn():
 
 
 def test_the_outbound_worker_serves_the_queue_try_it_and_probes_are_sent_to():
-    """Issue 31 item 9: calls to slow endpoints run on a worker of their own."""
+    """Issue 31 item 9: calls to slow endpoints run on a worker of their own (the index probe's
+    exact requests scan a whole index: they go there too)."""
     [words] = command_steps("worker-outbound")
     queue = words[words.index("-Q") + 1]
     # The default queue's name with "-outbound", as the settings make it when neither is set.
@@ -155,7 +156,7 @@ def test_the_outbound_worker_serves_the_queue_try_it_and_probes_are_sent_to():
     from django.conf import settings as django_settings
 
     routed = {name for name, route in django_settings.CELERY_TASK_ROUTES.items() if route["queue"] == django_settings.CELERY_OUTBOUND_QUEUE}
-    assert routed == {"monitoring.tasks.endpoint_try_task", "monitoring.tasks.probe_round_task"}
+    assert routed == {"monitoring.tasks.endpoint_try_task", "monitoring.tasks.probe_round_task", "monitoring.tasks.index_probe_task"}
     [main] = command_steps("worker")
     assert "-Q" not in main  # the main worker serves the default queue only
 
