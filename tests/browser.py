@@ -67,3 +67,13 @@ def login(page, live_server, username: str, password: str) -> None:
         page.click("form button[type=submit]")
     if "/accounts/login/" in page.url:
         raise AssertionError(f"could not log in as {username!r}")
+
+
+def axe_violations(page) -> list:
+    """The serious and critical [impact, rule id] axe-core finds on the page as it stands (axe
+    comes packaged with axe-playwright-python: nothing is fetched)."""
+    import axe_playwright_python
+
+    page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
+    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
+    return [v for v in found if v[0] in ("serious", "critical")]

@@ -65,6 +65,15 @@ def incidents_for(golden_set: GoldenSet, *, state: str | None = None) -> QuerySe
     )
 
 
+INCIDENTS_UNRESOLVED_SHOWN = 10
+
+
+def incidents_unresolved(golden_set: GoldenSet, limit: int = INCIDENTS_UNRESOLVED_SHOWN) -> list[Incident]:
+    """The set's incidents not yet resolved (open first), as incidents_for gives them: what the
+    monitoring page lists above its charts."""
+    return list(incidents_for(golden_set).exclude(state=Incident.State.RESOLVED)[:limit])
+
+
 def incidents_open_count(golden_set: GoldenSet) -> int:
     """Incidents that still page someone: open ones (the home page's "what needs you today")."""
     return Incident.objects.filter(golden_set=golden_set, state=Incident.State.OPEN).count()

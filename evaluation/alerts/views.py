@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -92,6 +93,9 @@ def incident_action_page(request: HttpRequest, slug: str, incident_id: int) -> H
         messages.success(
             request, f"Incident {incident.pk} is {incident.state}" + (f", owned by {incident.owner}." if incident.owner else ".")
         )
+    # The monitoring page acts on incidents too and asks to come back to it (a name, not a URL).
+    if request.POST.get("back") == "monitoring":
+        return redirect(reverse("monitoring", kwargs={"slug": golden_set.slug}) + "#incidents")
     return redirect("alerts", slug=golden_set.slug)
 
 

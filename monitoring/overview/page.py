@@ -320,9 +320,18 @@ class NightAlertRow:
     within_noise: bool = False  # recorded, not sent: the paired test cannot tell it from chance
 
 
+# A canary alert's figure is the share of canaries found: "1.000 → 0.000, −100 points" says
+# nothing a person can act on, so its row names the pages missed instead (its message's tail).
+CANARY_KINDS = (Alert.Kind.CANARY_MISSED, Alert.Kind.PROBE_MISSED)
+CANARY_FIGURE_CHARS = 160
+
+
 def night_alert_row(alert: Alert) -> NightAlertRow:
     figure = f"{alert.value:.3f}"
-    if alert.reference is not None:
+    if alert.kind in CANARY_KINDS:
+        missed = alert.message.split(": ", 1)[-1]
+        figure = missed if len(missed) <= CANARY_FIGURE_CHARS else missed[: CANARY_FIGURE_CHARS - 1] + "…"
+    elif alert.reference is not None:
         figure = f"{alert.reference:.3f} → {alert.value:.3f} ({(alert.value - alert.reference) * 100:+.1f} points)".replace("-", "−")
     return NightAlertRow(
         when=_local(alert.run.measured_at).strftime("%m-%d %H:%M"),

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluation.alerts.selectors import incidents_unresolved
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import ConflictError, GoldsetError
@@ -56,6 +57,7 @@ def monitoring_view(request: HttpRequest, slug: str) -> HttpResponse:
         "report": report,
         "page": monitoring_page(report),
         "index_panels": index_panels(endpoints, now=timezone.now(), relevance=relevance_of(report)),
+        "incidents": incidents_unresolved(golden_set),
         "can_manage": _can_manage(request.user, golden_set),
         "slice_unknown": bool(slice_name) and slice_name not in report.slice_choices,
     }

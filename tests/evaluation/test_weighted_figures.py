@@ -27,7 +27,7 @@ from goldenset.models import Query, VersionQuery
 from goldenset.services import version_publish
 from lib.survey import hajek_estimate
 from tests.api import client_for
-from tests.browser import login
+from tests.browser import axe_violations, login
 from tests.support import factories
 
 SLUG = "drawn"
@@ -214,14 +214,6 @@ def test_a_stratum_name_is_text_on_the_page_not_markup(client, golden_set, owner
 
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def axe_violations(page) -> list:
-    import axe_playwright_python
-
-    page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
-    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
-    return [v for v in found if v[0] in ("serious", "critical")]
 
 
 @pytest.mark.browser

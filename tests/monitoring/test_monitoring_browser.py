@@ -21,7 +21,7 @@ from goldset.demo.monitoring import NIGHTS, demo_monitoring_load
 from goldset.demo.search import DemoSearch
 from goldset.demo.search_server import demo_search_server_started
 from goldset.demo.services import demo_golden_set_load
-from tests.browser import login
+from tests.browser import axe_violations, login
 
 ARTIFACTS = Path(os.environ.get("GOLDSET_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "test-artifacts")
 PHONE = {"width": 390, "height": 844}
@@ -162,3 +162,39 @@ def test_a_manager_sees_the_drop_the_rerank_loss_and_the_missed_canaries_at_1280
     page.locator("section.series").first.screenshot(path=str(ARTIFACTS / "monitoring-demo-version-mark.png"))
     # Nothing the Content-Security-Policy refused, no script that failed.
     assert refused == [] and missing == []
+
+
+def test_a_manager_sees_an_underpowered_slice_and_acknowledges_an_open_incident_on_the_monitoring_page(browser_page, live_server, demo):
+    """Issue 27's browser acceptance: the monitoring page marks the slices whose drop test cannot
+    see the set's threshold as underpowered (with the queries they would need), lists the
+    incidents its stale-shard nights opened, and a manager acknowledges one there."""
+    from evaluation.models import Incident
+
+    golden_set, service = demo
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser_page
+    login(page, live_server, "manager", "goldset-demo-manager")
+    page.goto(f"{live_server.url}/sets/{golden_set.slug}/monitoring/")
+
+    powers = page.locator("table.slice-power").first
+    assert "underpowered" in powers.inner_text() and "would need" in powers.inner_text()
+    card = page.locator("#incidents")
+    incident = Incident.objects.filter(golden_set=golden_set, state=Incident.State.OPEN).order_by("-opened_at", "-id").first()
+    assert incident is not None, "the demo's stale-shard nights open an incident"
+    row = card.locator(f"#monitoring-incident-{incident.pk}")
+    assert "open" in row.inner_text() and incident.subject in row.inner_text()
+    assert axe_violations(page) == []
+    page.screenshot(path=str(ARTIFACTS / "monitoring-incident-open-1280.png"), full_page=True)
+
+    with page.expect_navigation():
+        row.get_by_role("button", name=f"Acknowledge incident {incident.pk}").click()
+    assert page.url.endswith("/monitoring/#incidents")
+    assert f"Incident {incident.pk} is acknowledged, owned by manager." in page.locator("body").inner_text()
+    row = page.locator(f"#monitoring-incident-{incident.pk}")
+    assert "acknowledged" in row.inner_text() and "manager" in row.inner_text() and row.get_by_role("button").count() == 0
+    incident.refresh_from_db()
+    assert incident.state == Incident.State.ACKNOWLEDGED and incident.owner.username == "manager"
+    page.screenshot(path=str(ARTIFACTS / "monitoring-incident-acknowledged-1280.png"), full_page=True)
+    page.set_viewport_size(PHONE)
+    page.reload()
+    _fits(page, PHONE["width"])

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Incident
 from goldenset.services import version_publish
-from tests.browser import login
+from tests.browser import axe_violations, login
 from tests.support.factories import alerting_run as upload
 from tests.support.factories import alerting_set as make_set
 from tests.support.factories import score as evaluate
@@ -23,14 +23,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(os.environ.get("GOLDSET_SCREENSHOTS") or Path(__file__).resolve().parents[3] / "test-artifacts")
 PHONE = {"width": 390, "height": 844}
-
-
-def axe_violations(page) -> list:
-    import axe_playwright_python
-
-    page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
-    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
-    return [v for v in found if v[0] in ("serious", "critical")]
 
 
 @pytest.fixture

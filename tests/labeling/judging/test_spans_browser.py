@@ -15,7 +15,7 @@ from goldenset.models import EvidenceSpan, Judgment, Membership
 from goldenset.services import membership_grant, version_publish
 from labeling.pools.services import pool_build
 from lib.formats import JsonRecord
-from tests.browser import login
+from tests.browser import axe_violations, login
 from tests.support import chunks, factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -50,14 +50,6 @@ def screenshot(page, name: str) -> None:
     folder = os.environ.get("GOLDSET_SCREENSHOTS")
     if folder:
         page.screenshot(path=str(Path(folder) / f"spans-{name}.png"), full_page=True)
-
-
-def axe_violations(page) -> list:
-    import axe_playwright_python
-
-    page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
-    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => [v.impact, v.id])")
-    return [v for v in found if v[0] in ("serious", "critical")]
 
 
 def chunked_set(manager=None):
