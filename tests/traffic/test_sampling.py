@@ -17,7 +17,7 @@ from tests.support import factories
 from traffic import designs
 from traffic.models import DrawnQuery, LoggedQuery, QueryDraw, QueryLog
 from traffic.normalizing import query_merge_key
-from traffic.sampling import draw_queries, draw_top_up
+from traffic.sampling import draw_queries, draw_top_up, queries_to_detect
 
 pytestmark = pytest.mark.django_db
 
@@ -242,3 +242,29 @@ def test_the_command_draws_and_says_what_it_did(golden_set):
 def test_the_command_refuses_an_unknown_log_by_name(golden_set):
     with pytest.raises(CommandError, match="no query log 'nope'"):
         call_command("sample_queries", "tiny", "--from-log", "nope", "--size", "6", "--design", "srs", "--seed", "2")
+
+
+def test_a_top_up_to_a_detectable_drop_draws_as_many_as_the_noise_rule_needs(owner):
+    golden_set = factories.sliced_set(manager=owner, queries=30, langs=2)
+    # The set's 30 questions and 30 others, half in each language: a draw marks the set's.
+    texts = [f"question {n}" for n in range(1, 31)] + [f"other {n}" for n in range(1, 31)]
+    log = QueryLog.objects.create(golden_set=golden_set, name="prod", fields=["lang"])
+    LoggedQuery.objects.bulk_create(
+        LoggedQuery(log=log, normalized=query_merge_key(text), text=text, count=10 + n, fields={"lang": f"l{n % 2}"})
+        for n, text in enumerate(texts)
+    )
+    draw_queries(golden_set=golden_set, log_name="prod", size=30, design="stratified", strata_field="lang", seed=3)
+    needed = queries_to_detect(golden_set, "l0", 60)
+    held = drawn(golden_set).filter(stratum="l0").count()
+    assert held < needed <= 30
+    top_up = draw_top_up(golden_set=golden_set, log_name="prod", stratum="l0", to_detect=60, seed=2)
+    assert top_up.target == {"stratum": "l0", "queries": needed, "detectable_points": 60}
+    assert drawn(golden_set).filter(stratum="l0").count() == needed
+    assert {q.inclusion_probability for q in drawn(golden_set).filter(stratum="l0")} == {needed / 30}
+
+
+def test_a_top_up_to_a_detectable_drop_needs_an_evaluation(golden_set):
+    draw_queries(golden_set=golden_set, log_name="prod", size=10, design="stratified", strata_field="lang", seed=5)
+    with pytest.raises(GoldsetError, match="no finished evaluation") as caught:
+        draw_top_up(golden_set=golden_set, log_name="prod", stratum="de", to_detect=5, seed=1)
+    assert caught.value.field == "to_detect"
