@@ -12,6 +12,7 @@ from tests.traffic.test_sampling import make_log
 from traffic.coverage import traffic_coverage
 from traffic.models import LoggedQuery, QueryDraw, QueryLog
 from traffic.normalizing import query_merge_key
+from traffic.sampling import draw_queries
 
 pytestmark = pytest.mark.django_db
 
@@ -135,3 +136,15 @@ def test_the_coverage_page_shows_the_traffic_table_only_when_the_set_has_a_log(c
     body = client.get(reverse("coverage", kwargs={"slug": golden_set.slug})).content.decode()
     assert "Coverage of the traffic" in body and f'data-traffic-slice="lang={langs[0]}"' in body
     assert "over-represented" in body  # 0.5 of the set, 0.1 of the traffic
+
+
+def test_the_draws_page_costs_the_same_few_queries_however_many_draws(client, golden_set, owner, django_assert_max_num_queries):
+    client.force_login(owner)
+    draw_queries(golden_set=golden_set, log_name="prod", size=3, design="srs", seed=1)
+    with django_assert_max_num_queries(12) as one:
+        assert client.get(url("query_draws")).status_code == 200
+    for seed in range(2, 7):
+        draw_queries(golden_set=golden_set, log_name="prod", size=3, design="srs", seed=seed, user=owner)
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        body = client.get(url("query_draws")).content.decode()
+    assert body.count("data-draw=") == 6
