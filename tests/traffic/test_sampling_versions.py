@@ -69,8 +69,12 @@ def test_a_version_of_a_set_never_drawn_hashes_and_exports_as_before(version):
 def test_weights_set_alone_still_publish_and_the_version_freezes_them(golden_set, version, manager):
     add_log(golden_set)
     assert publish_unchanged(golden_set) == version
+    exported = "".join(version_export_chunks(version, "jsonl"))
     draw_queries(golden_set=golden_set, log_name="prod", size=4, design="pps", seed=11)
     assert publish_unchanged(golden_set) is None
+    # The version published before the draw is untouched by it: same hash, same export.
+    assert version_recomputed_hash(version) == version.content_hash
+    assert "".join(version_export_chunks(version, "jsonl")) == exported
     second = version_publish(golden_set=golden_set, user=manager)
     frozen = {
         vq.query.query_id: (vq.inclusion_probability, vq.stratum, vq.traffic_count)
