@@ -17,6 +17,7 @@ from api.views import (
     endpoints,
     evaluations,
     golden_sets,
+    incidents,
     judgments,
     model_fills,
     model_labels,
@@ -80,6 +81,8 @@ urlpatterns = [
     path(ENDPOINT + "runs/", endpoints.EndpointRunNowApi.as_view(), name="api_endpoint_runs"),
     path(ENDPOINT + "runs/<int:night_id>/", endpoints.EndpointNightDetailApi.as_view(), name="api_endpoint_night"),
     path(SET + "monitoring/", monitoring.MonitoringApi.as_view(), name="api_monitoring"),
+    path(SET + "incidents/", incidents.IncidentListApi.as_view(), name="api_incidents"),
+    path(SET + "incidents/<int:incident_id>/", incidents.IncidentDetailApi.as_view(), name="api_incident"),
     path(SET + "model-labels/calibration/", model_labels.ModelLabelCalibrationApi.as_view(), name="api_model_label_calibration"),
     path(SET + "oracle-experiments/", oracle_experiments.OracleExperimentsApi.as_view(), name="api_oracle_experiments"),
     path(

@@ -23,10 +23,13 @@ from evaluation.models import (
     Completeness,
     Evaluation,
     EvaluationSettings,
+    Incident,
+    IncidentMessage,
     Run,
     RunData,
     RunUploadJob,
     Score,
+    SliceMute,
     WebhookDelivery,
 )
 from evaluation.settings_service import SETTINGS_FIELDS, evaluation_settings_update, settings_field_clean
@@ -212,13 +215,48 @@ class AlertAdmin(ComputedAdmin):
         "slice",
         "value",
         "reference",
-        "emailed_at",
-        "webhook_delivered_at",
+        "within_noise",
+        "incident",
     ]
     list_filter = ["kind", "golden_set"]
     search_fields = ["message", "run__name", "slice"]
-    list_select_related = ["golden_set", "version__golden_set", "run"]
+    list_select_related = ["golden_set", "version__golden_set", "run", "incident"]
     date_hierarchy = "created_at"
+
+
+@admin.register(Incident)
+class IncidentAdmin(ComputedAdmin):
+    """Read here; triage goes through the alerts page and the API (evaluation.alerts.incidents)."""
+
+    list_display = ["id", "golden_set", "kind", "subject", "state", "owner", "opened_at", "title"]
+    list_filter = ["state", "kind", "golden_set"]
+    search_fields = ["title", "subject"]
+    list_select_related = ["golden_set", "owner"]
+
+
+@admin.register(IncidentMessage)
+class IncidentMessageAdmin(ComputedAdmin):
+    list_display = [
+        "incident",
+        "number",
+        "closed_at",
+        "emailed_at",
+        "webhook_delivered_at",
+        "webhook_attempts",
+        "next_attempt_at",
+        "gave_up_at",
+    ]
+    list_select_related = ["incident"]
+    list_filter = ["incident__golden_set"]
+    search_fields = ["incident__title", "webhook_error"]
+
+
+@admin.register(SliceMute)
+class SliceMuteAdmin(ComputedAdmin):
+    list_display = ["golden_set", "slice", "until", "created_by"]
+    list_filter = ["golden_set"]
+    search_fields = ["slice"]
+    list_select_related = ["golden_set", "created_by"]
 
 
 class CanaryForm(forms.ModelForm):

@@ -590,13 +590,41 @@ class IncidentMessage(models.Model):
     webhook_error = models.TextField(blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="when a failed delivery is tried again")
     gave_up_at = models.DateTimeField(null=True, blank=True)
+    # While closed_at is empty the message is gathering: alerts that join the incident join it.
+    # It closes at its first send (evaluation.alerts.messages), and later alerts start the next.
+    closed_at = models.DateTimeField(null=True, blank=True, help_text="when it stopped gathering alerts and was first sent")
+    rounds = models.PositiveSmallIntegerField(default=0, help_text="delivery rounds tried; the backoff counts them")
 
     class Meta:
         ordering = ["incident", "number"]
-        constraints = [models.UniqueConstraint(fields=["incident", "number"], name="incidentmessage_unique_number")]
+        constraints = [
+            models.UniqueConstraint(fields=["incident", "number"], name="incidentmessage_unique_number"),
+            # Alerts of one night (or one recompute) gather in the one message still open.
+            models.UniqueConstraint(fields=["incident"], condition=Q(closed_at=None), name="incidentmessage_one_gathering"),
+        ]
+        indexes = [models.Index(fields=["next_attempt_at"], name="incidentmessage_due")]
 
     def __str__(self) -> str:
         return f"message {self.number} of incident {self.incident_id}"
+
+
+class SliceMute(models.Model):
+    """A slice a manager muted: its alerts are stored and join their incident, but page nobody
+    until `until` (evaluation.alerts.incidents)."""
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="slice_mutes")
+    slice = models.CharField(max_length=300)
+    until = models.DateTimeField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["golden_set", "slice"]
+        # Muting a slice again moves its end: one row per slice, read on every alert.
+        constraints = [models.UniqueConstraint(fields=["golden_set", "slice"], name="slicemute_one_per_slice")]
+
+    def __str__(self) -> str:
+        return f"{self.slice} muted until {self.until:%Y-%m-%d %H:%M}"
 
 
 class Alert(models.Model):
@@ -629,11 +657,8 @@ class Alert(models.Model):
     reference = models.FloatField(null=True, blank=True, help_text="what it was compared with (fraction)")
     message = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
-    emailed_at = models.DateTimeField(null=True, blank=True)
-    webhook_delivered_at = models.DateTimeField(null=True, blank=True)
-    webhook_attempts = models.PositiveSmallIntegerField(default=0)
-    webhook_error = models.TextField(blank=True)
     # The incident it belongs to and the message that sent it (null: not sent, e.g. within noise).
+    # Delivery is recorded on the message (IncidentMessage), never on the alert.
     incident = models.ForeignKey(Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts")
     incident_message = models.ForeignKey(IncidentMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts")
     # Noise-aware drops (evaluation.alerts.noise): a drop past the threshold that the paired

@@ -1,5 +1,5 @@
 """React to new versions and runs by enqueueing evaluations, and to new alerts by enqueueing
-their delivery, once the transaction commits.
+the delivery of the incident message they joined, once the transaction commits.
 
 Nothing here computes: a rolled-back publish or upload must start no task, and a task
 must never see a row its sender could still roll back (delay_on_commit).

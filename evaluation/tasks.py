@@ -4,11 +4,12 @@ A publish enqueues evaluate_version_task, which fans out one evaluate_run_task p
 an upload enqueues evaluate_run_latest_task. An upload too large to read in the request is
 read by run_upload_job_task (evaluation.run_uploads). The beat sweeper re-enqueues whatever a lost
 broker message or a dead worker left undone, so numbers can be late but never lost. Each
-alert an evaluation raises enqueues alert_deliver_task (evaluation.receivers).
+alert an evaluation raises enqueues alert_deliver_task (evaluation.receivers), which sends
+its incident's message when it is gathered; send_incident_messages_task, on the beat, sends
+the rest and the retries that are due (evaluation.alerts.delivery).
 """
 
 import logging
-import smtplib
 from datetime import timedelta
 
 from celery import shared_task
@@ -16,17 +17,10 @@ from celery.signals import worker_process_init
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluation.alerts.delivery import (
-    DELIVERY_MAX_RETRIES,
-    WebhookOutcome,
-    alert_email_send,
-    alert_webhook_post,
-    delivery_backoff_seconds,
-)
+from evaluation.alerts.delivery import incident_message_send, incident_messages_release, incident_messages_send_due
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Evaluation, Run
 from evaluation.run_uploads import run_upload_job_run, run_upload_jobs_sweep
-from evaluation.selectors import evaluation_settings
 from evaluation.services import (
     evaluation_compute,
     evaluation_fail,
@@ -82,6 +76,7 @@ def evaluate_run_task(self, run_id: int, version_id: int) -> str:
         evaluation_fail(run_id=run_id, version_id=version_id, error=f"{type(exc).__name__}: {exc}")
         raise
     alerts_check(evaluation=evaluation)
+    incident_messages_release(version_id=version_id)
     return "done"
 
 
@@ -163,42 +158,21 @@ def _enqueue(evaluation: Evaluation) -> None:
 
 
 # Named for the module it was first defined in, so that queued deliveries still find it.
-@shared_task(name="evaluation.alerts.alert_deliver_task", bind=True, acks_late=True, max_retries=DELIVERY_MAX_RETRIES, **SCHEDULE_LIMITS)
-def alert_deliver_task(self, alert_id: int) -> str:
-    """E-mail the alert and POST it to the set's webhook, retrying what failed with backoff.
+@shared_task(name="evaluation.alerts.alert_deliver_task", acks_late=True, **SCHEDULE_LIMITS)
+def alert_deliver_task(alert_id: int) -> str:
+    """Send the message the alert joined, if it is gathered (a SendResult). Never retried
+    here: a failed round waits for its next_attempt_at, and send_incident_messages_task
+    sends it then, with a worker or without one."""
+    message_id = Alert.objects.filter(pk=alert_id).values_list("incident_message_id", flat=True).first()
+    if message_id is None:
+        return "not sent"  # gone, within noise, or silenced by a mute or an acknowledgement
+    return incident_message_send(message_id=message_id)
 
-    Idempotent: what was delivered (emailed_at, webhook_delivered_at) is not sent again.
-    """
-    alert = Alert.objects.select_related("golden_set", "version", "run").filter(pk=alert_id).first()
-    if alert is None:
-        return "gone"
-    settings = evaluation_settings(alert.golden_set)
-    failed, refused = [], ""
-    try:
-        alert_email_send(alert=alert, settings=settings)
-    except (smtplib.SMTPException, OSError) as exc:
-        logger.warning("alert %s: e-mail failed: %s", alert_id, exc)
-        failed.append("e-mail")
-    if settings.webhook_url:
-        outcome = alert_webhook_post(alert=alert, settings=settings)
-        if outcome == WebhookOutcome.RETRY:
-            logger.warning("alert %s: webhook attempt %d failed: %s", alert_id, alert.webhook_attempts, alert.webhook_error)
-            failed.append("webhook")
-        elif outcome == WebhookOutcome.REFUSED:
-            logger.error("alert %s: webhook refused, not retried: %s", alert_id, alert.webhook_error)
-            refused = f"; webhook refused: {alert.webhook_error}"
-    if not failed:
-        return "delivered" + refused
-    if self.request.retries >= self.max_retries:
-        logger.error("alert %s: gave up on %s after %d retries", alert_id, " and ".join(failed), self.request.retries)
-        return f"gave up: {', '.join(failed)}"
-    countdown = delivery_backoff_seconds(self.request.retries)
-    if self.request.is_eager:
-        # In-process (the embedded default, and tests) nothing could run a retry later, and a
-        # raised Retry would propagate into the request that published. Returned, Celery's
-        # apply() runs the retry at once instead.
-        return self.retry(countdown=countdown, throw=False)
-    raise self.retry(countdown=countdown)
+
+@shared_task(acks_late=True, **SCHEDULE_LIMITS)
+def send_incident_messages_task() -> dict[str, int]:
+    """The beat's sweep of incident messages: gathered ones and retries whose time has come."""
+    return incident_messages_send_due()
 
 
 # acks_late: a worker lost mid-read leaves the message for another; the job's claim

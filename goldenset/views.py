@@ -53,18 +53,17 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "goldenset/home.html", {"golden_sets": golden_sets, "judges": judges})
 
 
-@login_required
-@require_GET
-def golden_set_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def golden_set_context(request: HttpRequest, slug: str) -> dict:
+    """The set's page context, access checked (Http404). The page itself is served by
+    goldset.today.golden_set_home, which adds what needs you today from the apps above."""
     golden_set = access_golden_set(request.user, slug)
     versions = golden_set.versions.select_related("author").order_by("-number")
-    ctx = {
+    return {
         "golden_set": golden_set,
         "versions": versions,
         "can_publish": _can_publish(request.user, golden_set),
         "chunkings": chunkings_of(golden_set.corpus),
     }
-    return render(request, "goldenset/golden_set.html", ctx)
 
 
 def _can_publish(user, golden_set) -> bool:

@@ -275,6 +275,12 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-publish-jobs": {"task": "goldenset.tasks.sweep_publish_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     "sweep-judge-jobs": {"task": "labeling.tasks.sweep_judge_jobs_task", "schedule": JOB_SWEEP_SECONDS},
     "sweep-run-upload-jobs": {"task": "evaluation.tasks.sweep_run_upload_jobs_task", "schedule": JOB_SWEEP_SECONDS},
+    # Incident messages whose evaluations are all in, and failed deliveries whose backoff
+    # (1, 2, 4, 8, 16 minutes) has passed: the one retry path, with a broker or without.
+    "send-incident-messages": {
+        "task": "evaluation.tasks.send_incident_messages_task",
+        "schedule": env_int("INCIDENT_SWEEP_SECONDS", 30),
+    },
     "sweep-oracle-experiments": {"task": "answers.tasks.sweep_oracle_experiments_task", "schedule": JOB_SWEEP_SECONDS},
     # Monitored endpoints: every tick makes the nightly runs and canary probes that fell
     # due (their cron lines are per endpoint) and sends again what a dead worker left.
@@ -352,6 +358,9 @@ SPECTACULAR_SETTINGS = {
         # The API's serializers name their values (no labels), so the overrides do too.
         "EvaluationStatus": ["pending", "running", "done", "failed"],
         "PublishJobStatus": ["queued", "running", "done", "failed"],
+        "IncidentKind": ["night", "recompute", "index"],
+        "IncidentState": ["open", "acknowledged", "muted", "resolved"],
+        "IncidentStateChange": ["acknowledged", "muted", "resolved", "open"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

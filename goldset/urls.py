@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from goldenset import views as goldenset_views
-from goldset import health, metrics
+from goldset import health, metrics, today
 
 urlpatterns = [
     # Operations: no login, no session (goldset.health, goldset.metrics).
@@ -11,7 +11,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("", goldenset_views.home, name="home"),
-    path("sets/<slug:slug>/", goldenset_views.golden_set_detail, name="golden_set"),
+    # The set's home composes the apps (what needs you today), so it is served from up here.
+    path("sets/<slug:slug>/", today.golden_set_home, name="golden_set"),
     path("sets/<slug:slug>/versions/<int:number>/", goldenset_views.version_detail, name="version"),
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
     path("sets/<slug:slug>/versions/<int:number>/answers.jsonl", goldenset_views.version_answers_export, name="version_answers_export"),

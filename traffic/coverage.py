@@ -6,7 +6,7 @@ it (set share). A value is flagged *far* when set share / traffic share is under
 over FAR_ABOVE (a slice of the traffic with no golden query is far below; one of the set
 absent from the traffic, far above): a plain average over the set then weighs that slice by
 half or twice what the traffic does. It is flagged *underpowered* when the slice's paired test
-on the version cannot detect the set's alert drop (evaluation.alerts.selectors.slice_power of
+on the version cannot detect the set's alert drop (evaluation.alerts.slice_power of
 the latest finished evaluation of the version, the slice "query:FIELD=VALUE"; the version's
 queries of a value not among the set's query slice fields have no such figure).
 
@@ -20,7 +20,7 @@ from django.db.models import Count, Sum, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from evaluation.alerts.selectors import slice_power
+from evaluation.alerts.slice_power import slice_power
 from evaluation.models import Evaluation
 from goldenset.models import GoldenSet, Version, VersionQuery
 from traffic.models import LoggedQuery, QueryLog

@@ -34,7 +34,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from evaluation.alerts import noise
-from evaluation.alerts.selectors import slice_power
+from evaluation.alerts.slice_power import slice_power
 from evaluation.models import Evaluation
 from evaluation.selectors import PerQuery, evaluation_settings
 from goldenset.models import GoldenSet, Query

@@ -1,9 +1,21 @@
-"""Delivery of an alert: e-mail to the settings' addresses and the set's managers, and a JSON
-POST to the set's webhook when one is set. alert_deliver_task (evaluation.tasks) runs both
-once the alert's transaction commits, and retries what failed for a reason that may pass
-with backoff, up to 5 times. What was delivered is recorded on the alert and never sent
-again; a worker that dies between sending and recording may send once more, so the webhook
-payload carries the alert's id, and its `webhook-id` header is the same on every attempt.
+"""Delivery of an incident message (evaluation.alerts.messages): one e-mail to the settings'
+addresses and the set's managers, and one JSON POST to the set's webhook when one is set.
+
+When a message goes. Alerts gather in their incident's open message (evaluation.alerts.
+incidents); it is sent once it is *gathered*: no evaluation is still pending or running on a
+version or run of its alerts (a publish's fan-out finishes in any order over minutes, and
+the last one to finish completes the message), or GATHER_LIMIT after it was opened, so that a
+stuck evaluation delays the page by minutes, not forever. alert_deliver_task (evaluation.
+tasks) tries as soon as an alert's transaction commits; incident_messages_send_due, on the
+beat (and the web process's in-process beat when there is no broker), sends the rest.
+
+Retries. A round that fails for a reason that may pass (network error, timeout, 5xx, 408,
+425, 429, an SMTP error) sets the message's next_attempt_at 1, 2, 4, 8 then 16 minutes on
+(delivery_backoff_seconds); only the sweeper sends it again, when that time has come, with a
+worker or without one: a retry never goes out milliseconds after the failure. After
+DELIVERY_MAX_RETRIES retries it is given up (gave_up_at). What was delivered (emailed_at,
+webhook_delivered_at) is never sent again; a worker that dies between sending and recording
+may send once more, so the `webhook-id` header is the same on every attempt of a message.
 
 Every POST is signed the Standard Webhooks way with the set's secret (evaluation.alerts.signing)
 and recorded as a WebhookDelivery (host, status or error class, duration), refused addresses
@@ -12,18 +24,30 @@ included; the test event of the alerts page goes through the same `_webhook_atte
 
 import json
 import logging
+import smtplib
 import time
 import uuid
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
-from django.urls import reverse
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from evaluation.alerts.messages import (
+    alerts_page_url,
+    incident_message_id,
+    message_alerts,
+    message_payload,
+    message_subject,
+    message_text,
+)
 from evaluation.alerts.signing import webhook_headers
-from evaluation.models import Alert, EvaluationSettings, WebhookDelivery
+from evaluation.models import Alert, Evaluation, EvaluationSettings, Incident, IncidentMessage, WebhookDelivery
+from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Membership
 from lib import outbound
 
@@ -34,6 +58,8 @@ DELIVERY_MAX_RETRIES = 5
 # Answers worth trying again: the receiver is down, overloaded or asks us to slow down.
 # Any other 3xx or 4xx means the URL or the receiver is wrong, and retrying cannot help.
 _TRANSIENT_STATUSES = {408, 425, 429}
+# A message waits for the evaluations of its alerts at most this long (see the docstring).
+GATHER_LIMIT = timedelta(minutes=10)
 
 
 def alert_recipients(golden_set: GoldenSet, settings: EvaluationSettings) -> list[str]:
@@ -51,82 +77,6 @@ def alert_recipients(golden_set: GoldenSet, settings: EvaluationSettings) -> lis
     return list(recipients.values())
 
 
-def alerts_page_url(golden_set: GoldenSet) -> str:
-    """The absolute address of the set's alerts page (settings.SITE_URL)."""
-    return django_settings.SITE_URL + reverse("alerts", kwargs={"slug": golden_set.slug})
-
-
-def alert_text(alert: Alert) -> str:
-    """Two lines for a chat channel (Slack's and Teams' incoming webhooks show `text`):
-    what fell where, against what, and a link to the set's alerts page."""
-    where = f"run {alert.run.name} ({alert.run.system}, {alert.run.stage})" if alert.run else f"endpoint {alert.subject}"
-    figure = f"{alert.metric}{' in slice ' + alert.slice if alert.slice else ''} = {alert.value:.3f}"
-    if alert.reference is not None:
-        figure += f" vs {alert.reference:.3f} ({(alert.value - alert.reference) * 100:+.1f} points)"
-    headline = f"Goldset alert on {alert.golden_set.slug} v{alert.version.number}: {alert.get_kind_display()}, {figure}, {where}"
-    return f"{' '.join(headline.split())}\n{alerts_page_url(alert.golden_set)}"
-
-
-def alert_message_id(alert: Alert) -> str:
-    """The alert's `webhook-id`: derived from its id, so every retry carries the same one."""
-    return f"msg_goldset_alert_{alert.id}"
-
-
-def alert_payload(alert: Alert) -> dict:
-    """The alert as the webhook receives it. `value` and `reference` are fractions; `id` lets a
-    receiver drop a repeat (a delivery cut off after the POST but before it was recorded);
-    `text` is the same alert in two lines for Slack and Teams."""
-    return {
-        "text": alert_text(alert),
-        "id": alert.id,
-        "kind": alert.kind,
-        "metric": alert.metric,
-        "slice": alert.slice,
-        "value": alert.value,
-        "reference": alert.reference,
-        "message": alert.message,
-        "golden_set": alert.golden_set.slug,
-        "version": {"number": alert.version.number, "content_hash": alert.version.content_hash},
-        "run": {"name": alert.run.name, "system": alert.run.system, "stage": alert.run.stage} if alert.run else None,
-        "endpoint": alert.subject or None,
-        "canary": {"query_id": alert.canary.query.query_id, "doc_id": alert.canary.page.doc_id} if alert.canary else None,
-        "resolved_at": alert.resolved_at.isoformat() if alert.resolved_at else None,
-        "created_at": alert.created_at.isoformat(),
-    }
-
-
-def alert_email_send(*, alert: Alert, settings: EvaluationSettings) -> bool:
-    """E-mail the alert (Django's mail settings) unless it was already; record `emailed_at`.
-
-    Returns True when the alert has been e-mailed (now or before), False when nobody is
-    there to receive it. SMTP errors propagate, for the task to retry.
-    """
-    if alert.emailed_at is not None:
-        return True
-    recipients = alert_recipients(alert.golden_set, settings)
-    if not recipients:
-        return False
-    version, run = alert.version, alert.run
-    about = f"run {run.name}" if run else f"endpoint {alert.subject}"
-    subject = f"[Goldset] {alert.golden_set.slug} v{version.number}, {about}: {alert.get_kind_display()}"
-    subject = " ".join(subject.split())  # a line break in a run name would make send_mail refuse the header
-    lines = [
-        alert.message,
-        "",
-        f"Golden set: {alert.golden_set.name} ({alert.golden_set.slug})",
-        f"Version:    v{version.number} ({version.content_hash})",
-        f"Run:        {run.name} (system {run.system}, stage {run.stage})" if run else f"Endpoint:   {alert.subject}",
-        f"Metric:     {alert.metric}{' in slice ' + alert.slice if alert.slice else ''}",
-        f"Value:      {alert.value:.3f}" + (f" (compared with {alert.reference:.3f})" if alert.reference is not None else ""),
-        "",
-        f"Every alert of the set: {reverse('alerts', kwargs={'slug': alert.golden_set.slug})}",
-    ]
-    send_mail(subject, "\n".join(lines), None, recipients)
-    alert.emailed_at = timezone.now()
-    alert.save(update_fields=["emailed_at"])
-    return True
-
-
 class WebhookOutcome:
     DELIVERED = "delivered"  # now or before
     RETRY = "retry"  # a failure that may pass: network error, timeout, 5xx, 408, 425, 429
@@ -140,13 +90,13 @@ def _webhook_attempt(
     message_id: str,
     attempt: int,
     body: bytes,
-    alert: Alert | None,
+    incident_message: IncidentMessage | None,
 ) -> tuple[str, str]:
     """POST `body`, signed when the set has a secret, to the set's webhook once; record it as a
-    WebhookDelivery. Returns (WebhookOutcome, error as the alert records it, "" when delivered)."""
+    WebhookDelivery. Returns (WebhookOutcome, error as the message records it, "" when delivered)."""
     headers = {"Content-Type": "application/json", "User-Agent": "Goldset-alerts"}
-    if alert is not None:
-        headers["X-Goldset-Alert-Id"] = str(alert.id)
+    if incident_message is not None:
+        headers["X-Goldset-Incident-Id"] = str(incident_message.incident_id)
     if settings.webhook_secret:
         headers.update(webhook_headers(secret=settings.webhook_secret, message_id=message_id, body=body))
     outcome, error, status, error_class = WebhookOutcome.REFUSED, outbound.UNREACHABLE, None, ""
@@ -178,7 +128,7 @@ def _webhook_attempt(
                 outcome = WebhookOutcome.RETRY
     WebhookDelivery.objects.create(
         golden_set=golden_set,
-        alert=alert,
+        incident_message=incident_message,
         message_id=message_id,
         attempt=attempt,
         sent_at=sent_at,
@@ -188,28 +138,6 @@ def _webhook_attempt(
         duration_ms=round((time.monotonic() - started) * 1000),
     )
     return outcome, error
-
-
-def alert_webhook_post(*, alert: Alert, settings: EvaluationSettings) -> str:
-    """POST the alert as signed JSON to the set's webhook unless it was delivered already, and
-    record the attempt (webhook_attempts, webhook_error, webhook_delivered_at, a
-    WebhookDelivery). Returns a WebhookOutcome."""
-    if alert.webhook_delivered_at is not None:
-        return WebhookOutcome.DELIVERED
-    body = json.dumps(alert_payload(alert)).encode()
-    alert.webhook_attempts += 1
-    outcome, alert.webhook_error = _webhook_attempt(
-        golden_set=alert.golden_set,
-        settings=settings,
-        message_id=alert_message_id(alert),
-        attempt=alert.webhook_attempts,
-        body=body,
-        alert=alert,
-    )
-    if outcome == WebhookOutcome.DELIVERED:
-        alert.webhook_delivered_at = timezone.now()
-    alert.save(update_fields=["webhook_attempts", "webhook_delivered_at", "webhook_error"])
-    return outcome
 
 
 def webhook_test_send(*, golden_set: GoldenSet, settings: EvaluationSettings) -> tuple[str, str]:
@@ -229,10 +157,163 @@ def webhook_test_send(*, golden_set: GoldenSet, settings: EvaluationSettings) ->
         message_id=f"msg_goldset_test_{uuid.uuid4().hex}",
         attempt=1,
         body=body,
-        alert=None,
+        incident_message=None,
     )
 
 
 def delivery_backoff_seconds(retries: int) -> int:
     """Seconds before retry number `retries` + 1: 1, 2, 4, 8 then 16 minutes."""
     return 60 * 2**retries
+
+
+# --- incident messages -------------------------------------------------------------------
+
+
+class SendResult:
+    GONE = "gone"
+    GATHERING = "gathering"  # evaluations of its alerts are still running
+    NOT_DUE = "not due"  # a failed round waits for next_attempt_at
+    DONE = "done"  # delivered (or refused, or given up) before
+    SILENCED = "silenced"  # acknowledged or muted before it went: nobody is paged
+    DELIVERED = "delivered"
+    RETRY = "retry"  # a round failed; next_attempt_at says when the sweeper tries again
+    GAVE_UP = "gave up"
+
+
+def message_gathered(message: IncidentMessage, now: datetime) -> bool:
+    """Whether the message's alerts are all in: no evaluation of a version or run of its
+    alerts is pending or running, or GATHER_LIMIT has passed since the message was opened."""
+    if message.created_at + GATHER_LIMIT <= now:
+        return True
+    scored = Alert.objects.filter(incident_message=message).exclude(run=None)
+    busy = Evaluation.objects.filter(status__in=[Evaluation.Status.PENDING, Evaluation.Status.RUNNING]).filter(
+        Q(version_id__in=scored.values("version_id")) | Q(run_id__in=scored.values("run_id"))
+    )
+    return not busy.exists()
+
+
+def _round_claim(message_id: int, now: datetime) -> tuple[IncidentMessage | None, str]:
+    """Lock the message and, when a round is due, claim it: close the message (its first
+    round) and move next_attempt_at past this round's backoff, so that a sender beside this
+    one finds it not due. Returns (the claimed message or None, the SendResult)."""
+    message = (
+        IncidentMessage.objects.select_for_update(of=("self",))
+        .select_related("incident__golden_set", "incident__owner")
+        .filter(pk=message_id)
+        .first()
+    )
+    if message is None:
+        return None, SendResult.GONE
+    fields = ["rounds", "next_attempt_at"]
+    if message.closed_at is None:
+        if not message_gathered(message, now):
+            return None, SendResult.GATHERING
+        message.closed_at = now
+        fields.append("closed_at")
+        incident = message.incident
+        silenced = incident.state == Incident.State.ACKNOWLEDGED or (
+            incident.state == Incident.State.MUTED and incident.muted_until is not None and incident.muted_until > now
+        )
+        if silenced or not message.alerts.exists():
+            message.save(update_fields=["closed_at"])
+            return None, SendResult.SILENCED
+    elif message.next_attempt_at is None:
+        return None, SendResult.DONE
+    elif message.next_attempt_at > now:
+        return None, SendResult.NOT_DUE
+    message.rounds += 1
+    message.next_attempt_at = now + timedelta(seconds=delivery_backoff_seconds(message.rounds - 1))
+    message.save(update_fields=fields)
+    return message, ""
+
+
+def incident_message_send(*, message_id: int) -> str:
+    """Send the message's e-mail and webhook POST when a round is due (see the module
+    docstring), record what happened, and return a SendResult. Idempotent and safe to call
+    from several workers at once: a round is claimed under the message's lock."""
+    now = timezone.now()
+    with transaction.atomic():
+        message, result = _round_claim(message_id, now)
+    if message is None:
+        return result
+    golden_set = message.incident.golden_set
+    settings = evaluation_settings(golden_set)
+    alerts = message_alerts(message)
+    failed = []
+    if message.emailed_at is None:
+        try:
+            if _email_send(message, alerts, settings):
+                message.emailed_at = timezone.now()
+        except (smtplib.SMTPException, OSError) as exc:
+            logger.warning("incident message %s: e-mail failed: %s", message.pk, exc)
+            failed.append("e-mail")
+    if settings.webhook_url and message.webhook_delivered_at is None and not message.webhook_error.startswith(_REFUSED):
+        body = json.dumps(message_payload(message, alerts)).encode()
+        message.webhook_attempts += 1
+        outcome, error = _webhook_attempt(
+            golden_set=golden_set,
+            settings=settings,
+            message_id=incident_message_id(message),
+            attempt=message.webhook_attempts,
+            body=body,
+            incident_message=message,
+        )
+        message.webhook_error = error
+        if outcome == WebhookOutcome.DELIVERED:
+            message.webhook_delivered_at = timezone.now()
+        elif outcome == WebhookOutcome.RETRY:
+            failed.append("webhook")
+        else:
+            logger.error("incident message %s: webhook refused, not retried: %s", message.pk, error)
+            message.webhook_error = f"{_REFUSED}{error}"
+    result = SendResult.DELIVERED
+    if not failed:
+        message.next_attempt_at = None
+    elif message.rounds > DELIVERY_MAX_RETRIES:
+        logger.error("incident message %s: gave up on %s after %d retries", message.pk, " and ".join(failed), message.rounds - 1)
+        message.next_attempt_at, message.gave_up_at, result = None, timezone.now(), SendResult.GAVE_UP
+    else:
+        result = SendResult.RETRY
+    message.save(update_fields=["emailed_at", "webhook_attempts", "webhook_error", "webhook_delivered_at", "next_attempt_at", "gave_up_at"])
+    return result
+
+
+# A refused POST (a 4xx, a forbidden address) is not sent again in a later round.
+_REFUSED = "refused: "
+
+
+def _email_send(message: IncidentMessage, alerts: list[Alert], settings: EvaluationSettings) -> bool:
+    """E-mail the message; False when nobody is there to receive it. SMTP errors propagate."""
+    recipients = alert_recipients(message.incident.golden_set, settings)
+    if not recipients:
+        return False
+    send_mail(message_subject(message, alerts), message_text(message, alerts), None, recipients)
+    return True
+
+
+def incident_messages_due(now: datetime | None = None) -> list[int]:
+    """Ids of the messages a send may be due for: still gathering, or a failed round whose
+    next_attempt_at has come. incident_message_send decides, under the message's lock."""
+    now = now or timezone.now()
+    return list(
+        IncidentMessage.objects.filter(Q(closed_at=None) | Q(next_attempt_at__lte=now))
+        .order_by("next_attempt_at", "id")
+        .values_list("id", flat=True)
+    )
+
+
+def incident_messages_release(*, version_id: int) -> list[str]:
+    """Send the gathering messages with alerts scored on the version, now that one of its
+    evaluations finished: the last of a publish's fan-out completes them, whether or not it
+    raised an alert itself. Returns each one's SendResult."""
+    gathering = IncidentMessage.objects.filter(closed_at=None, alerts__version_id=version_id).distinct()
+    return [incident_message_send(message_id=pk) for pk in gathering.values_list("id", flat=True)]
+
+
+def incident_messages_send_due() -> dict[str, int]:
+    """Send every message that is due; returns how many ended how ({SendResult: count})."""
+    counts: dict[str, int] = {}
+    for message_id in incident_messages_due():
+        result = incident_message_send(message_id=message_id)
+        counts[result] = counts.get(result, 0) + 1
+    return counts

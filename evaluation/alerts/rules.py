@@ -1,5 +1,6 @@
 """The alert rules checked after every evaluation, and alerts_check, which stores an Alert
-for each threshold crossed and sends alert_raised, whose receiver enqueues its delivery
+for each threshold crossed, adds it to its incident (evaluation.alerts.incidents) and sends
+alert_raised, whose receiver enqueues the delivery of the incident's message
 (evaluation.alerts.delivery) on commit.
 
 The rules follow the seed's "Operating it" list, with thresholds from the golden set's
@@ -63,6 +64,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from evaluation.alerts import noise
+from evaluation.alerts.incidents import incident_alert_add
 from evaluation.canaries import evaluation_canary_results
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Run, Score
 from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings, run_counted
@@ -502,8 +504,11 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
     if not missed:
         return []
     metric = f"recall@{version.k_first}"
+    history = _canary_rank_history(evaluation, settings)
     shown = "; ".join(
-        f"page {r.canary.page.doc_id} for query {r.canary.query.query_id} " + (f"at rank {r.rank}" if r.rank is not None else "not ranked")
+        f"page {r.canary.page.doc_id} for query {r.canary.query.query_id} "
+        + (f"at rank {r.rank}" if r.rank is not None else "not ranked")
+        + _ranks_before(history, r)
         for r in missed[:10]
     )
     more = f" and {len(missed) - 10} more" if len(missed) > 10 else ""
@@ -513,6 +518,28 @@ def _canaries_missed(evaluation: Evaluation, settings: EvaluationSettings) -> li
     )
     value = (len(results) - len(missed)) / len(results)
     return [_Crossing(run, version, Alert.Kind.CANARY_MISSED, metric, "", value, 1.0, message)]
+
+
+# Nights before this one whose canary ranks a CANARY_MISSED message shows.
+CANARY_HISTORY_NIGHTS = 5
+
+
+def _canary_rank_history(evaluation: Evaluation, settings: EvaluationSettings) -> list[dict]:
+    """The canary ranks ({canary id: rank or None}) that the series' previous healthy nights
+    stored on this version, oldest first; [] outside a series."""
+    if evaluation.run.series_id is None or evaluation.run.measured_at is None:
+        return []
+    nights = healthy_nights_before(evaluation, settings)[:CANARY_HISTORY_NIGHTS]
+    return [night.canary_ranks or {} for night in reversed(nights)]
+
+
+def _ranks_before(history: list[dict], result) -> str:
+    """' (ranks on the last 3 nights: 2, 2, -)' for a canary the series' nights ranked, else ''."""
+    ranks = [night.get(str(result.canary.pk), "?") for night in history]
+    if not ranks or all(rank == "?" for rank in ranks):
+        return ""
+    shown = ", ".join("-" if rank is None else str(rank) for rank in ranks)
+    return f" (ranks on the {len(ranks)} nights before, oldest first: {shown})"
 
 
 def alerts_check(*, evaluation: Evaluation) -> list[Alert]:
@@ -570,6 +597,7 @@ def _crossings_store(crossings: list[_Crossing]) -> list[Alert]:
             )
             if is_new:
                 created.append(alert)
-                if not crossing.within_noise:  # recorded and shown, never sent
+                # Within noise: stored and shown, never sent (incident_alert_add returns None).
+                if incident_alert_add(alert) is not None:
                     alert_raised.send(sender=Alert, alert_id=alert.id)
     return created

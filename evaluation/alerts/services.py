@@ -5,9 +5,13 @@ itself: a night whose requests failed (ENDPOINT_FAILING, instead of any recall a
 canary page a probe did not find (PROBE_MISSED, one open alert per canary and endpoint,
 resolved when a later probe finds it), and an index whose approximate answers lost the exact
 neighbours (INDEX_RECALL, one open alert per endpoint, in an "index" incident, both resolved
-when a later index probe finds ANN recall back over the floor). Each new alert sends alert_raised, so it is e-mailed
+when a later index probe finds ANN recall back over the floor). Each new alert joins its
+endpoint's incident (evaluation.alerts.incidents) and sends alert_raised, so the incident's
+message is e-mailed
 and posted to the webhook like every other (evaluation.receivers).
 """
+
+from collections.abc import Sequence
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -26,10 +30,12 @@ def endpoint_failing_raise(
     failed: int,
     asked: int,
     example: str,
+    series_name: str = "",
 ) -> Alert:
     """Record that `endpoint_name` failed `failed` of `asked` queries in one night (its run,
     or None when no query was answered and no run was stored). `value` is the share of
-    queries answered, `reference` 1.0."""
+    queries answered, `reference` 1.0. `series_name`, the series of the endpoint's nights,
+    puts the alert in the same incident as their recall alerts."""
     share = failed / asked if asked else 1.0
     message = (
         f"endpoint {endpoint_name} failed {failed} of {asked} queries ({share:.0%})"
@@ -48,18 +54,35 @@ def endpoint_failing_raise(
             reference=1.0,
             message=message,
         )
+        _incident_join(alert, series_name)
         alert_raised.send(sender=Alert, alert_id=alert.id)
     return alert
 
 
-def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, rank: int | None, k: int, error: str) -> Alert | None:
+def probe_miss_raise(
+    *,
+    version: Version,
+    canary: Canary,
+    endpoint_name: str,
+    rank: int | None,
+    k: int,
+    error: str,
+    rank_history: Sequence[int | None] = (),
+    series_name: str = "",
+) -> Alert | None:
     """Open the PROBE_MISSED alert of (canary, endpoint), or None when one is open already:
-    a canary missed probe after probe is one alert until it is found again."""
+    a canary missed probe after probe is one alert until it is found again. `rank_history`
+    is the canary's rank on the endpoint's previous probes, oldest first (None: not
+    returned), which the message shows so that a reader sees when it went. `series_name`, the
+    series of the endpoint's nights, puts the alert in the same incident as their alerts."""
     where = f"at rank {rank}" if rank is not None else ("not returned" if not error else f"no answer ({error})")
     message = (
-        f"canary probe on endpoint {endpoint_name}: page {canary.page.doc_id} for query {canary.query.query_id} "
+        f'canary probe on endpoint {endpoint_name}: page {canary.page.doc_id} for query {canary.query.query_id} "{canary.query.text}" '
         f"was {where}, outside the top {k}"
     )
+    if rank_history:
+        ranks = ", ".join("-" if r is None else str(r) for r in [*rank_history, rank])
+        message += f"; its rank on the last {len(rank_history) + 1} probes, oldest first: {ranks}"
     try:
         with transaction.atomic():
             alert = Alert.objects.create(
@@ -73,10 +96,19 @@ def probe_miss_raise(*, version: Version, canary: Canary, endpoint_name: str, ra
                 reference=1.0,
                 message=message,
             )
+            _incident_join(alert, series_name)
             alert_raised.send(sender=Alert, alert_id=alert.id)
     except IntegrityError:
         return None  # alert_one_open_probe_miss: it is open already
     return alert
+
+
+def _incident_join(alert: Alert, series_name: str) -> None:
+    """An endpoint's failures and probes belong with its nights: one incident per endpoint."""
+    if series_name:
+        incident_alert_add(alert, kind=Incident.Kind.NIGHT, subject=series_name)
+    else:
+        incident_alert_add(alert)
 
 
 def probe_miss_resolve(*, canary: Canary, endpoint_name: str) -> int:

@@ -1,15 +1,25 @@
 """Pages of a golden set's alerts and evaluation settings. Each view: fetch with access check, act, render."""
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation.alerts.delivery import WebhookOutcome, webhook_test_send
-from evaluation.alerts.selectors import alerts_for, webhook_deliveries_latest
+from evaluation.alerts.incidents import incident_act, incident_get, slice_mute
+from evaluation.alerts.selectors import (
+    alerts_for,
+    incident_owner_candidates,
+    incidents_for,
+    slice_mutes_active,
+    webhook_deliveries_latest,
+)
 from evaluation.forms import EvaluationSettingsForm, PromptCostForm
 from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import evaluation_settings_update, webhook_secret_rotate
@@ -19,7 +29,10 @@ from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import GoldsetError
 
 ALERTS_PER_PAGE = 100
+INCIDENTS_SHOWN = 50
 SETTINGS_ROLES = (Membership.Role.MANAGER,)
+# How long the page's mute buttons mute for, in hours, as (hours, label).
+MUTE_CHOICES = [(1, "1 hour"), (8, "8 hours"), (24, "1 day"), (168, "1 week")]
 
 
 @login_required
@@ -30,6 +43,12 @@ def alerts_page(request: HttpRequest, slug: str) -> HttpResponse:
     is_manager = request.user.is_staff or Membership.Role.MANAGER in user_roles(request.user, golden_set)
     ctx = {
         "golden_set": golden_set,
+        "incidents": list(incidents_for(golden_set)[:INCIDENTS_SHOWN]),
+        # Triage is the managers' (the API says the same): others read the states only.
+        "can_triage": is_manager,
+        "owner_candidates": incident_owner_candidates(golden_set) if is_manager else [],
+        "mute_choices": MUTE_CHOICES,
+        "slice_mutes": slice_mutes_active(golden_set),
         "page": page,
         "settings": evaluation_settings(golden_set),
         "can_edit_settings": is_manager,
@@ -37,6 +56,59 @@ def alerts_page(request: HttpRequest, slug: str) -> HttpResponse:
         "webhook_deliveries": webhook_deliveries_latest(golden_set) if is_manager else None,
     }
     return render(request, "evaluation/alerts.html", ctx)
+
+
+def _hours(request: HttpRequest, field: str) -> timedelta | None:
+    """The whole number of hours in POST `field` as a duration; None when it is empty."""
+    text = request.POST.get(field, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 0 < int(text) <= 24 * 365:
+        raise GoldsetError(f"{field} must be a whole number of hours from 1 to 8760, not {text!r}", field=field)
+    return timedelta(hours=int(text))
+
+
+@login_required
+@require_POST
+def incident_action_page(request: HttpRequest, slug: str, incident_id: int) -> HttpResponse:
+    """Acknowledge, mute (mute_hours), assign (owner), resolve or reopen one incident."""
+    golden_set = access_golden_set(request.user, slug, roles=SETTINGS_ROLES)
+    action = request.POST.get("action", "")
+    try:
+        incident = incident_get(golden_set=golden_set, incident_id=incident_id)
+        hours = _hours(request, "mute_hours") if action == "mute" else None
+        if action == "mute" and hours is None:
+            raise GoldsetError("mute_hours: say for how many hours to mute the incident", field="mute_hours")
+        incident = incident_act(
+            incident=incident,
+            user=request.user,
+            action=action,
+            muted_until=timezone.now() + hours if hours else None,
+            owner=request.POST.get("owner", "").strip(),
+        )
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, f"Incident {incident.pk} is {incident.state}" + (f", owned by {incident.owner}." if incident.owner else ".")
+        )
+    return redirect("alerts", slug=golden_set.slug)
+
+
+@login_required
+@require_POST
+def slice_mute_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Mute a slice's alerts for `mute_hours` hours, or unmute it when mute_hours is empty."""
+    golden_set = access_golden_set(request.user, slug, roles=SETTINGS_ROLES)
+    slice_name = request.POST.get("slice", "").strip()
+    try:
+        hours = _hours(request, "mute_hours")
+        mute = slice_mute(golden_set=golden_set, user=request.user, slice_name=slice_name, until=timezone.now() + hours if hours else None)
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Slice {slice_name} " + (f"muted until {mute.until:%Y-%m-%d %H:%M} UTC." if mute else "pages again."))
+    return redirect("alerts", slug=golden_set.slug)
 
 
 @login_required

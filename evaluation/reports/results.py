@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count
 
-from evaluation.alerts.selectors import SlicePower, slice_powers
+from evaluation.alerts.slice_power import SlicePower, slice_powers
 from evaluation.models import Evaluation, EvaluationSettings, Run, Score
 from evaluation.reports.completeness import RunCompleteness, completeness_rows, run_completeness
 from evaluation.reports.targets import FINAL_TARGET, FIRST_STAGE_TARGET, Diagnosis, funnel_diagnosis

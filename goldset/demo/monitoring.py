@@ -40,6 +40,7 @@ from monitoring.endpoints.services import endpoint_add
 from monitoring.index_probes.services import ann_recall_compute, index_probe_record, index_probe_sample
 from monitoring.models import Endpoint, IndexProbe, NightlyRun, Probe, ProbeRound
 from monitoring.nightly.services import endpoint_depth, run_name, version_questions
+from monitoring.probes.services import canary_rank_history
 
 NIGHTS = 14
 STALE_NIGHTS = 3
@@ -235,7 +236,16 @@ def _probe_history(endpoint: Endpoint, canaries: list[Canary], version, search: 
                 Probe.objects.create(round=probe_round, canary=canary, rank=rank, k=k, latency_ms=latency)
                 if rank is None:
                     missed += 1
-                    probe_miss_raise(version=version, canary=canary, endpoint_name=endpoint.name, rank=None, k=k, error="")
+                    probe_miss_raise(
+                        version=version,
+                        canary=canary,
+                        endpoint_name=endpoint.name,
+                        rank=None,
+                        k=k,
+                        error="",
+                        rank_history=canary_rank_history(canary=canary, endpoint=endpoint, before=slot),
+                        series_name=endpoint.series.name,
+                    )
             ProbeRound.objects.filter(pk=probe_round.pk).update(canaries=len(canaries), missed=missed)
 
 

@@ -276,6 +276,7 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
                 failed=len(failures) or answers.done,
                 asked=answers.done,
                 example=example,
+                series_name=endpoint.series.name,
             )
             return NightlyRun.objects.get(pk=night.pk)
         try:
@@ -311,6 +312,7 @@ def _store(night: NightlyRun, version: Version, answers: _Answers, index_size: i
                 failed=len(failures),
                 asked=answers.done,
                 example=f"query {failures[0][0]}: {failures[0][1]}",
+                series_name=endpoint.series.name,
             )
     return NightlyRun.objects.get(pk=night.pk)
 

@@ -16,7 +16,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from evaluation.alerts.rules import run_is_failing
-from evaluation.alerts.selectors import SlicePower, slice_powers
+from evaluation.alerts.slice_power import SlicePower, slice_powers
 from evaluation.canaries import canaries_in_version
 from evaluation.models import Alert, Canary, Evaluation, EvaluationSettings, Run, Score, Series
 from evaluation.reports.unreliable import UnreliableSummary, golden_set_unreliable_summary, unreliable_summary

@@ -100,6 +100,8 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
                     rank=outcome.rank,
                     k=k,
                     error=outcome.error,
+                    rank_history=canary_rank_history(canary=outcome.canary, endpoint=endpoint, before=locked.slot),
+                    series_name=endpoint.series.name,
                 )
         ProbeRound.objects.filter(pk=round_id).update(
             finished_at=timezone.now(),
@@ -107,6 +109,21 @@ def probe_round_execute(*, round_id: int) -> list[ProbeOutcome]:
             missed=sum(not o.found for o in outcomes),
         )
     return outcomes
+
+
+# Probes a canary alert shows the ranks of, besides the one that missed.
+RANK_HISTORY_PROBES = 7
+
+
+def canary_rank_history(*, canary: Canary, endpoint: Endpoint, before) -> list[int | None]:
+    """The canary's rank on the endpoint's last RANK_HISTORY_PROBES probes before `before`,
+    oldest first (None: not returned)."""
+    ranks = (
+        Probe.objects.filter(canary=canary, round__endpoint=endpoint, round__slot__lt=before)
+        .order_by("-round__slot")
+        .values_list("rank", flat=True)[:RANK_HISTORY_PROBES]
+    )
+    return list(reversed(ranks))
 
 
 def probe_round_now(*, endpoint: Endpoint) -> ProbeRound:

@@ -5,8 +5,8 @@ refused as malformed.
 Every operation of the schema is fuzzed through the WSGI application (no server), with
 positive and negative examples (wrong types, huge numbers, NUL bytes, unknown query
 parameters), authenticated by a write token on a small golden set with a published
-version and a scored run, a finished publish job, a live endpoint, its series and a night.
-The slug, run id, job id, series, endpoint and night id are pinned to that set's, so that
+version and a scored run, a finished publish job, a live endpoint, its series and a night, and an incident.
+The slug, run id, job id, series, endpoint, night id and incident id are pinned to that set's, so that
 requests reach the real data and not only the 404 of an unknown slug, run or version (the permission and version
 tests cover those).
 
@@ -30,6 +30,8 @@ from schemathesis.checks import CHECKS
 from schemathesis.config import ChecksConfig, PositiveDataAcceptanceConfig
 from schemathesis.config._auth import AuthConfig
 
+from evaluation.alerts.incidents import incident_alert_add
+from evaluation.models import Alert
 from evaluation.services import run_import
 from goldenset.models import PublishJob
 from goldset.wsgi import application
@@ -101,7 +103,23 @@ def api_schema(wsgi_application, run, token, monitored):
         version=run.golden_set.latest_version(),
         progress={"step": "writing pages", "number": 6, "steps": 6, "done": 6, "total": 6},
     )
-    loaded.config.update(parameters={"slug": SLUG, "run_id": run.id, "number": "1", "other": "1", "job_id": job.pk, **monitored})
+    # An incident of the set, so that reading and changing one reaches a real row.
+    alert = Alert.objects.create(
+        golden_set=run.golden_set, version=run.golden_set.latest_version(), run=run, kind=Alert.Kind.SLICE_UNDER_FLOOR,
+        metric="recall@10", slice="query:lang=de", value=0.5, reference=0.75, message="recall@10 in slice query:lang=de is 0.500",
+    )  # fmt: skip
+    incident = incident_alert_add(alert)
+    loaded.config.update(
+        parameters={
+            "slug": SLUG,
+            "run_id": run.id,
+            "number": "1",
+            "other": "1",
+            "job_id": job.pk,
+            "incident_id": incident.pk,
+            **monitored,
+        }
+    )
     return loaded
 
 

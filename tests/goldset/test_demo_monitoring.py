@@ -13,9 +13,11 @@ import urllib.request
 import pytest
 from django.db import connection, transaction
 
+from evaluation.alerts.delivery import incident_messages_send_due
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert, Incident, Run
 from evaluation.services import evaluation_compute
+from evaluation.settings_service import evaluation_settings_update
 from goldset.demo.generate import DEFAULT_SEED
 from goldset.demo.monitoring import STALE_SHARDS, demo_monitoring_load
 from goldset.demo.search import DemoSearch
@@ -25,6 +27,7 @@ from monitoring.index_probes.services import index_probe_execute, index_probe_no
 from monitoring.models import Endpoint, IndexProbe, NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
 from monitoring.probes.services import probe_now
+from tests.evaluation.alerts.test_webhook_signing import receiver  # noqa: F401 - a real webhook receiver
 
 HEALTHY_NIGHTS = 8
 
@@ -138,3 +141,58 @@ def test_the_index_probe_names_the_two_stale_shards_and_a_refresh_resolves_its_i
     assert fresh.ann_recall == 1.0
     assert Incident.objects.get(pk=alert.incident_id).state == Incident.State.RESOLVED
     assert not Alert.objects.filter(kind=Alert.Kind.INDEX_RECALL, resolved_at=None).exists()
+
+
+def test_one_bad_night_of_the_demo_sends_one_signed_message_per_endpoint_listing_every_alert(
+    demo,
+    service,
+    db,
+    django_capture_on_commit_callbacks,
+    receiver,  # noqa: F811
+):
+    """Issue 27's acceptance: the stale-shard night used to send one webhook message per
+    metric and slice (32 of them); now each endpoint's night is one incident and one message."""
+    from standardwebhooks.webhooks import Webhook
+
+    loaded, watched = demo
+    # The healthy nights' alerts (a slice under its floor from the first night on) were sent
+    # long ago in a demo that runs: the beat's sender closes their messages, to nobody.
+    incident_messages_send_due()
+    settings = evaluation_settings_update(golden_set=loaded.golden_set, user=None, webhook_url=receiver.url)
+    assert shards(service, STALE_SHARDS)["stale"] == STALE_SHARDS
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            nights = [nightly_run_execute(night_id=nightly_run_now(endpoint=one).pk) for one in watched.endpoints]
+    finally:
+        shards(service, 0)
+    sent = Alert.objects.filter(run__in=[night.run for night in nights], within_noise=False)
+    assert sent.count() > len(watched.endpoints)  # many alerts...
+    endpoints_alerted = {alert.run.series.name for alert in sent}
+    assert len(receiver.received) == len(endpoints_alerted) == 2  # ...one message per endpoint
+    listed = set()
+    for request in receiver.received:
+        payload = Webhook(settings.webhook_secret).verify(request.body, request.headers)  # signed as before
+        incident = Incident.objects.get(pk=payload["incident"]["id"])
+        assert payload["incident"]["subject"] == incident.subject and incident.subject in endpoints_alerted
+        listed |= {alert["id"] for alert in payload["alerts"]}
+    assert listed == set(sent.values_list("id", flat=True))
+    canary = next(a for r in receiver.received for a in json.loads(r.body)["alerts"] if a["kind"] == "canary_missed")
+    assert "nights before, oldest first" in canary["message"]  # each missed canary's ranks on the last nights
+
+    # The next probe's misses join the first endpoint's incident as its next message,
+    # naming each canary's query and page and its ranks on the probes before.
+    first = watched.endpoints[0]
+    [night_message] = [json.loads(r.body) for r in receiver.received if json.loads(r.body)["incident"]["subject"] == first.series.name]
+    assert shards(service, STALE_SHARDS)["stale"] == STALE_SHARDS
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            probe_now(endpoint=first)
+    finally:
+        shards(service, 0)
+    probe = json.loads(receiver.received[-1].body)
+    assert len(receiver.received) == 3
+    assert (probe["incident"]["id"], probe["message"]) == (night_message["incident"]["id"], night_message["message"] + 1)
+    assert {a["kind"] for a in probe["alerts"]} == {"probe_missed"} and len(probe["alerts"]) == len(watched.canaries)
+    for alert in probe["alerts"]:
+        assert alert["canary"]["query_id"] in alert["message"] and alert["canary"]["doc_id"] in alert["message"]
+        assert "oldest first" in alert["message"]

@@ -1,4 +1,4 @@
-"""Alerts: each rule at its threshold, idempotence, e-mail and webhook delivery.
+"""Alerts: each rule at its threshold and idempotence (their delivery: test_incident_messages.py).
 
 The data is made through the real services: a set of 20 queries (16 in English, 4 in
 German, one relevant page each), k_first = 3 and k_final = 1, so one query moving its
@@ -7,33 +7,27 @@ not say otherwise evaluate by calling the services; the test transaction's on-co
 callbacks (the evaluation tasks) are dropped unless a test captures and runs them.
 """
 
-import json
 import os
 import socket
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from django.core import mail
 from scipy import stats as scipy_stats
 
-from evaluation.alerts.delivery import alert_payload, delivery_backoff_seconds
+from evaluation.alerts.delivery import delivery_backoff_seconds
 from evaluation.alerts.rules import alerts_check
 from evaluation.models import Alert
 from evaluation.services import evaluation_fail
 from evaluation.settings_service import evaluation_settings_update
-from evaluation.tasks import alert_deliver_task, evaluate_run_task
+from evaluation.tasks import evaluate_run_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, qrels_import, version_publish
-from lib.outbound import UNREACHABLE
 from tests.support.factories import ALERTING_QUERIES as QUERIES
 from tests.support.factories import GERMAN
 from tests.support.factories import alerting_run as upload
-from tests.support.factories import alerting_set as make_set
 from tests.support.factories import score as evaluate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set(factory="alerting_set")]
@@ -249,174 +243,13 @@ def test_a_redelivered_evaluation_task_raises_and_mails_each_alert_once(golden_s
     assert len(mail.outbox) == 1
 
 
-# --- delivery: e-mail -------------------------------------------------------------------
-
-
-def test_publishing_and_uploading_raise_the_alert_and_mail_it_on_commit(make_user, django_capture_on_commit_callbacks):
-    owner = make_user("owner", email="owner@example.com")
-    golden_set = make_set(manager=owner)
-    membership_grant(user=make_user("quiet", email=""), golden_set=golden_set, role=Membership.Role.MANAGER)
-    membership_grant(user=make_user("judge", email="judge@example.com"), golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
-    membership_grant(user=make_user("gone", email="gone@example.com", is_active=False), golden_set=golden_set, role=Membership.Role.MANAGER)
-    evaluation_settings_update(golden_set=golden_set, user=owner, alert_emails=["oncall@example.com", "OWNER@example.com"])
-
-    with django_capture_on_commit_callbacks(execute=True):
-        version_publish(golden_set=golden_set, note="first labels")
-    with django_capture_on_commit_callbacks(execute=True):
-        upload(golden_set, "monday")
-    assert mail.outbox == []
-    with django_capture_on_commit_callbacks(execute=True):
-        # Eight of twenty queries lose their page: a drop the paired test tells from chance
-        # (one query of twenty would be within noise, stored and not mailed).
-        tuesday = upload(golden_set, "tuesday", ranks={q: 2 for q in QUERIES[:8]})
-
-    alert = Alert.objects.get()
-    assert not alert.within_noise
-    assert (alert.run, alert.kind) == (tuesday, Alert.Kind.DROP_VS_RUN)
-    assert alert.emailed_at is not None
-    [message] = mail.outbox
-    # The settings' addresses first; a manager already listed (in any case) is not mailed twice.
-    assert message.to == ["oncall@example.com", "OWNER@example.com"]
-    assert message.subject == "[Goldset] alerting v1, run tuesday: drop against the system's previous run"
-    assert alert.message in message.body and "/sets/alerting/alerts/" in message.body
-
-
-def test_managers_with_an_address_get_the_alert_when_no_address_is_configured(
-    make_user, golden_set, v1, django_capture_on_commit_callbacks
-):
-    membership_grant(user=make_user("lead", email="lead@example.com"), golden_set=golden_set, role=Membership.Role.MANAGER)
-    membership_grant(user=make_user("annotator", email="ann@example.com"), golden_set=golden_set, role=Membership.Role.ANNOTATOR)
-    run = upload(golden_set, "nightly", ranks={"q17": 4, "q18": 4})
-    with django_capture_on_commit_callbacks(execute=True):
-        alerts_check(evaluation=evaluate(run, v1))
-    assert [message.to for message in mail.outbox] == [["lead@example.com"]]
-
-
-def test_an_alert_nobody_can_receive_is_kept_without_an_email(golden_set, v1, django_capture_on_commit_callbacks):
-    run = upload(golden_set, "nightly", ranks={"q17": 4, "q18": 4})
-    with django_capture_on_commit_callbacks(execute=True):
-        [alert] = alerts_check(evaluation=evaluate(run, v1))
-    alert.refresh_from_db()
-    assert mail.outbox == [] and alert.emailed_at is None
-
-
-def test_a_delivered_alert_is_not_sent_again(golden_set, v1, webhook):
-    alert = slice_alert(golden_set, v1, emails=["oncall@example.com"], webhook_url=webhook.url)
-    assert alert_deliver_task.delay(alert.id).get() == "delivered"
-    assert alert_deliver_task.delay(alert.id).get() == "delivered"
-    assert len(mail.outbox) == 1 and len(webhook.received) == 1
-
-
-# --- delivery: webhook ------------------------------------------------------------------
-
-
-@pytest.fixture
-def webhook(monkeypatch):
-    """A receiver on 127.0.0.1 that answers the statuses queued in `statuses` (then 200)."""
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
-    received, statuses = [], []
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
-            self.send_response(statuses.pop(0) if statuses else 200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_port}/hooks/goldset", received=received, statuses=statuses)
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
-
-
-def slice_alert(golden_set, version, *, emails=(), webhook_url="") -> Alert:
-    """One SLICE_UNDER_FLOOR alert, made with its delivery not yet run."""
-    evaluation_settings_update(golden_set=golden_set, user=None, alert_emails=list(emails), webhook_url=webhook_url)
-    run = upload(golden_set, "nightly", ranks={"q17": 4, "q18": 4})
-    [alert] = alerts_check(evaluation=evaluate(run, version))
-    return alert
-
-
-def test_the_webhook_receives_the_alert_as_json(golden_set, v1, webhook):
-    alert = slice_alert(golden_set, v1, webhook_url=webhook.url)
-    assert alert_deliver_task.delay(alert.id).get() == "delivered"
-
-    [request] = webhook.received
-    assert request["path"] == "/hooks/goldset"
-    assert request["headers"]["Content-Type"] == "application/json"
-    alert.refresh_from_db()
-    assert request["json"] == {
-        "text": "Goldset alert on alerting v1: slice under the recall floor, recall@3 in slice query:lang=de = 0.500 vs 0.750 "
-        "(-25.0 points), run nightly (bm25, first_stage)\nhttp://localhost:8000/sets/alerting/alerts/",
-        "id": alert.id,
-        "kind": "slice_under_floor",
-        "metric": "recall@3",
-        "slice": "query:lang=de",
-        "value": 0.5,
-        "reference": 0.75,
-        "message": alert.message,
-        "golden_set": "alerting",
-        "version": {"number": 1, "content_hash": v1.content_hash},
-        "run": {"name": "nightly", "system": "bm25", "stage": "first_stage"},
-        "endpoint": None,
-        "canary": None,
-        "resolved_at": None,
-        "created_at": alert.created_at.isoformat(),
-    }
-    assert request["json"] == alert_payload(alert)
-    assert (alert.webhook_attempts, alert.webhook_error) == (1, "")
-    assert alert.webhook_delivered_at is not None
-
-
-def test_the_webhook_is_retried_after_a_server_error_then_delivered(golden_set, v1, webhook):
-    alert = slice_alert(golden_set, v1, emails=["oncall@example.com"], webhook_url=webhook.url)
-    webhook.statuses.append(500)
-    assert alert_deliver_task.delay(alert.id).get() == "delivered"
-
-    alert.refresh_from_db()
-    assert len(webhook.received) == 2 and webhook.received[0]["json"] == webhook.received[1]["json"]
-    assert alert.webhook_attempts == 2 and alert.webhook_error == "" and alert.webhook_delivered_at is not None
-    assert len(mail.outbox) == 1  # the retry re-sends only what failed
-
-
-def test_a_webhook_that_keeps_failing_is_given_up_after_five_retries_with_its_last_error(golden_set, v1, webhook):
-    alert = slice_alert(golden_set, v1, webhook_url=webhook.url)
-    webhook.statuses.extend([503] * 6)
-    assert alert_deliver_task.delay(alert.id).get() == "gave up: webhook"
-
-    alert.refresh_from_db()
-    assert len(webhook.received) == 6
-    assert (alert.webhook_attempts, alert.webhook_error, alert.webhook_delivered_at) == (6, "HTTP 503 Service Unavailable", None)
-
-
-def test_a_client_error_is_recorded_and_not_retried(golden_set, v1, webhook):
-    alert = slice_alert(golden_set, v1, webhook_url=webhook.url)
-    webhook.statuses.append(404)
-    assert alert_deliver_task.delay(alert.id).get() == "delivered; webhook refused: HTTP 404 Not Found"
-    alert.refresh_from_db()
-    assert (len(webhook.received), alert.webhook_attempts, alert.webhook_delivered_at) == (1, 1, None)
+# --- delivery (tests/evaluation/alerts/test_incident_messages.py) -----------------------
 
 
 def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def test_an_unreachable_webhook_is_retried_and_its_error_kept(golden_set, v1, monkeypatch):
-    monkeypatch.setenv("no_proxy", "127.0.0.1")
-    alert = slice_alert(golden_set, v1, webhook_url=f"http://127.0.0.1:{closed_port()}/hook")
-    assert alert_deliver_task.delay(alert.id).get() == "gave up: webhook"
-    alert.refresh_from_db()
-    # One text for every way of not reaching a receiver (hardening finding 8: a "connection
-    # refused" against a timeout made the alerts page a port scanner).
-    assert alert.webhook_attempts == 6 and alert.webhook_error == UNREACHABLE
 
 
 def test_retries_back_off_exponentially():

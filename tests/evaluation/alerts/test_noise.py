@@ -16,7 +16,7 @@ from statsmodels.stats.power import TTestPower
 
 from evaluation.alerts import noise
 from evaluation.alerts.rules import alerts_check
-from evaluation.alerts.selectors import slice_power
+from evaluation.alerts.slice_power import slice_power
 from evaluation.forms import EvaluationSettingsForm
 from evaluation.models import Alert, Evaluation
 from evaluation.selectors import PerQuery, evaluation_per_query, evaluation_settings
@@ -144,7 +144,7 @@ def test_a_drop_within_noise_is_stored_and_never_sent(golden_set, django_capture
     assert (alert.kind, alert.within_noise, alert.queries_compared) == (Alert.Kind.DROP_VS_RUN, True, 20)
     assert "within noise: p = 0.16, this slice detects drops of" in alert.message
     assert alert.detectable_points > 5
-    assert (mail.outbox, alert.emailed_at, list(alert.webhook_deliveries.all())) == ([], None, [])
+    assert (mail.outbox, alert.incident, alert.incident_message, list(alert.webhook_deliveries.all())) == ([], None, None, [])
 
 
 @pytest.mark.django_db

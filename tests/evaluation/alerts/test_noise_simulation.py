@@ -22,7 +22,7 @@ import pytest
 from django.db.models import Q
 from statsmodels.stats.power import TTestPower
 
-from evaluation.alerts.selectors import slice_power
+from evaluation.alerts.slice_power import slice_power
 from evaluation.models import Alert, Evaluation
 from evaluation.selectors import evaluation_settings
 from evaluation.services import run_import

@@ -23,15 +23,17 @@ from django.test import override_settings
 from django.urls import reverse
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from evaluation.alerts.delivery import incident_messages_send_due
 from evaluation.alerts.rules import alerts_check
 from evaluation.alerts.signing import WebhookSignatureError, webhook_headers, webhook_verify
-from evaluation.models import WebhookDelivery
+from evaluation.models import IncidentMessage, WebhookDelivery
 from evaluation.selectors import evaluation_settings
 from evaluation.settings_service import evaluation_settings_update, webhook_secret_rotate
 from evaluation.tasks import alert_deliver_task
 from goldenset.models import Membership
 from goldenset.services import membership_grant, version_publish
 from tests.evaluation.alerts.test_alerts import closed_port
+from tests.evaluation.alerts.test_incident_messages import age
 from tests.support.factories import alerting_run as upload
 from tests.support.factories import alerting_set as make_set
 from tests.support.factories import score as evaluate
@@ -73,6 +75,18 @@ def v1(golden_set):
     return version_publish(golden_set=golden_set, note="first labels")
 
 
+def deliver(alert) -> IncidentMessage:
+    """Send the alert's message, then each retry as its backoff passes, until nothing is left
+    to try (the clock is moved by moving next_attempt_at)."""
+    alert_deliver_task.delay(alert.id).get()
+    message = IncidentMessage.objects.get(alerts=alert)
+    while message.next_attempt_at is not None:
+        age(message)
+        incident_messages_send_due()
+        message.refresh_from_db()
+    return message
+
+
 def raise_alert(golden_set, version):
     run = upload(golden_set, "nightly", ranks={"q17": 4, "q18": 4})
     [alert] = alerts_check(evaluation=evaluate(run, version))
@@ -94,9 +108,9 @@ def test_a_delivered_alert_verifies_with_the_reference_library_and_goldsets_veri
     assert alert_deliver_task.delay(alert.id).get() == "delivered"
 
     [request] = receiver.received
-    assert Webhook(settings.webhook_secret).verify(request.body, request.headers)["id"] == alert.id
+    assert Webhook(settings.webhook_secret).verify(request.body, request.headers)["alerts"][0]["id"] == alert.id
     webhook_verify(secret=settings.webhook_secret, headers=request.headers, body=request.body)
-    assert request.headers["webhook-id"] == f"msg_goldset_alert_{alert.id}"
+    assert request.headers["webhook-id"] == f"msg_goldset_incident_{alert.incident_id}_1"
     assert request.headers["webhook-timestamp"].isdigit()
     assert request.headers["webhook-signature"].startswith("v1,")
 
@@ -155,12 +169,12 @@ def test_retries_keep_the_webhook_id_and_sign_each_attempt(golden_set, v1, recei
     settings = evaluation_settings_update(golden_set=golden_set, user=None, webhook_url=receiver.url)
     receiver.statuses.extend([503, 500])
     alert = raise_alert(golden_set, v1)
-    assert alert_deliver_task.delay(alert.id).get() == "delivered"
+    message = deliver(alert)
     assert len(receiver.received) == 3
-    assert {request.headers["webhook-id"] for request in receiver.received} == {f"msg_goldset_alert_{alert.id}"}
+    assert {request.headers["webhook-id"] for request in receiver.received} == {f"msg_goldset_incident_{alert.incident_id}_1"}
     for request in receiver.received:
         Webhook(settings.webhook_secret).verify(request.body, request.headers)
-    rows = list(WebhookDelivery.objects.filter(alert=alert).order_by("attempt").values_list("attempt", "status", "host"))
+    rows = list(WebhookDelivery.objects.filter(incident_message=message).order_by("attempt").values_list("attempt", "status", "host"))
     assert rows == [(1, 503, "127.0.0.1"), (2, 500, "127.0.0.1"), (3, 200, "127.0.0.1")]
 
 
@@ -200,7 +214,7 @@ def test_every_attempt_is_recorded_with_the_host_only_refused_addresses_included
 
 def test_an_unreachable_receiver_is_recorded_with_its_error_class(golden_set, v1):
     evaluation_settings_update(golden_set=golden_set, user=None, webhook_url=f"http://127.0.0.1:{closed_port()}/hook")
-    alert_deliver_task.delay(raise_alert(golden_set, v1).id).get()
+    deliver(raise_alert(golden_set, v1))
     rows = list(WebhookDelivery.objects.order_by("attempt"))
     assert len(rows) == 6 and {row.error for row in rows} == {"ConnectionRefusedError"} and rows[-1].attempt == 6
 
@@ -208,7 +222,7 @@ def test_an_unreachable_receiver_is_recorded_with_its_error_class(golden_set, v1
 def test_managers_see_the_history_on_the_alerts_page_without_the_urls_path(client, golden_set, v1, owner, receiver):
     evaluation_settings_update(golden_set=golden_set, user=None, webhook_url=receiver.url)
     receiver.statuses.append(500)
-    alert_deliver_task.delay(raise_alert(golden_set, v1).id).get()
+    deliver(raise_alert(golden_set, v1))
     client.force_login(owner)
     body = client.get(url("alerts")).content.decode()
     assert "Webhook deliveries" in body and "HTTP 500" in body and "HTTP 200" in body
@@ -218,7 +232,7 @@ def test_managers_see_the_history_on_the_alerts_page_without_the_urls_path(clien
 def test_the_history_costs_the_same_queries_for_many_deliveries(client, golden_set, v1, owner, receiver, django_assert_max_num_queries):
     evaluation_settings_update(golden_set=golden_set, user=None, webhook_url=receiver.url)
     receiver.statuses.extend([500] * 5)
-    alert_deliver_task.delay(raise_alert(golden_set, v1).id).get()
+    deliver(raise_alert(golden_set, v1))
     client.force_login(owner)
     with django_assert_max_num_queries(12):
         assert client.get(url("alerts")).status_code == 200

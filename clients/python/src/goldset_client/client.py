@@ -584,6 +584,51 @@ class GoldsetClient:
         """The monitoring page's figures: series' latest nights, rerank losses, probes, open alerts."""
         return self.http.get_json(set_path(slug) + "monitoring/", {"slice": slice} if slice else None)
 
+    # --- incidents ----------------------------------------------------------------------
+
+    def incidents(self, slug: str, *, state: str | None = None) -> list[dict[str, Any]]:
+        """The set's incidents, open first; `state` (open, acknowledged, muted, resolved) keeps one."""
+        return self.http.paged(set_path(slug) + "incidents/", {"state": state} if state else None)
+
+    def incident(self, slug: str, incident_id: int) -> dict[str, Any]:
+        """One incident with its state, owner and every alert."""
+        return self.http.get_json(set_path(slug) + f"incidents/{int(incident_id)}/")
+
+    def incident_update(
+        self,
+        slug: str,
+        incident_id: int,
+        *,
+        state: str | None = None,
+        muted_until: datetime | None = None,
+        owner: str | None = None,
+    ) -> dict[str, Any]:
+        """Change an incident (a write token of a manager): `state` acknowledged, muted (with
+        `muted_until`, an aware datetime), resolved or open (reopen); `owner` a manager's or
+        annotator's user name, "" for nobody. Returns the incident as changed."""
+        body: dict[str, Any] = {}
+        if state is not None:
+            body["state"] = state
+        if muted_until is not None:
+            body["muted_until"] = muted_until.isoformat()
+        if owner is not None:
+            body["owner"] = owner
+        return self.http.request("PATCH", set_path(slug) + f"incidents/{int(incident_id)}/", body=lambda: {"json": body}).json()
+
+    def incident_acknowledge(self, slug: str, incident_id: int) -> dict[str, Any]:
+        """Someone is on it: later alerts of the incident page nobody."""
+        return self.incident_update(slug, incident_id, state="acknowledged")
+
+    def incident_mute(self, slug: str, incident_id: int, *, until: datetime) -> dict[str, Any]:
+        """No message about the incident until `until`; the first alert after it pages again."""
+        return self.incident_update(slug, incident_id, state="muted", muted_until=until)
+
+    def incident_resolve(self, slug: str, incident_id: int) -> dict[str, Any]:
+        return self.incident_update(slug, incident_id, state="resolved")
+
+    def incident_reopen(self, slug: str, incident_id: int) -> dict[str, Any]:
+        return self.incident_update(slug, incident_id, state="open")
+
 
 def _instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
