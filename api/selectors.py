@@ -110,6 +110,10 @@ class VersionQueryRow:
     label_count: int
     relevant_count: int
     reference_answer: dict | None = None  # as the version froze it: answer, aliases, key_facts
+    # The sampling weight as the version froze it (traffic.sampling); None, "", None when not drawn.
+    inclusion_probability: float | None = None
+    stratum: str = ""
+    traffic_count: int | None = None
 
 
 def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQueryRow]:
@@ -118,7 +122,9 @@ def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQuer
     (two when the version holds no answer)."""
     found = {
         vq.pk: vq
-        for vq in VersionQuery.objects.filter(pk__in=list(pks)).select_related("query").only("metadata", "query__query_id", "query__text")
+        for vq in VersionQuery.objects.filter(pk__in=list(pks))
+        .select_related("query")
+        .only("metadata", "inclusion_probability", "stratum", "traffic_count", "query__query_id", "query__text")
     }
     counts = {
         row["query_id"]: row
@@ -134,7 +140,15 @@ def version_query_rows(version: Version, pks: Sequence[int]) -> list[VersionQuer
         answer = answers.get(vq.query_id)
         rows.append(
             VersionQueryRow(
-                vq.query.query_id, vq.query.text, vq.metadata, count["labels"], count["relevant"], answer.to_dict() if answer else None
+                vq.query.query_id,
+                vq.query.text,
+                vq.metadata,
+                count["labels"],
+                count["relevant"],
+                answer.to_dict() if answer else None,
+                vq.inclusion_probability,
+                vq.stratum,
+                vq.traffic_count,
             )
         )
     return rows

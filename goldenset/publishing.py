@@ -32,6 +32,7 @@ from celery import Task
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from goldenset.answers import live_reference_answers, version_reference_answers
 from goldenset.models import (
@@ -74,6 +75,14 @@ REPORT_EVERY = 10_000
 PROGRESS_KEY = "goldset:publish-job:{}:progress"
 
 
+def query_weights(rows) -> dict[int, tuple]:
+    """{query pk: (inclusion_probability, stratum, traffic_count)} of the Query or
+    VersionQuery `rows` that carry a sampling weight (traffic.sampling)."""
+    weighted = rows.filter(Q(inclusion_probability__isnull=False) | Q(traffic_count__isnull=False) | ~Q(stratum=""))
+    pk = "pk" if rows.model is Query else "query_id"
+    return {key: tuple(weight) for key, *weight in weighted.values_list(pk, "inclusion_probability", "stratum", "traffic_count")}
+
+
 def publish_unchanged(golden_set: GoldenSet) -> Version | None:
     """The latest version when publishing now would snapshot exactly what it holds, else None.
 
@@ -96,6 +105,11 @@ def publish_unchanged(golden_set: GoldenSet) -> Version | None:
         for pk, metadata in Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "metadata")
     }
     if queries_now != dict(VersionQuery.objects.filter(version=latest).values_list("query_id", "metadata")):
+        return None
+    # A draw from a query log sets weights alone: they must still publish.
+    if query_weights(Query.objects.filter(golden_set=golden_set, retired_at__isnull=True)) != query_weights(
+        VersionQuery.objects.filter(version=latest)
+    ):
         return None
     # An answer edited alone leaves the judgments' count as it was: it must still publish.
     if live_reference_answers(golden_set) != version_reference_answers(latest):

@@ -4,7 +4,7 @@ from collections.abc import Iterable, Iterator
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db.models import Count, QuerySet, TextField
+from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.http import Http404
@@ -25,7 +25,7 @@ from goldenset.models import (
 )
 from goldenset.resolution import labels_of_rows
 from lib.errors import ConflictError
-from lib.hashing import VersionEvidence, version_hash
+from lib.hashing import VersionEvidence, version_hash, weight_line_json
 from lib.ids import natural_key
 
 # Roles that may read a golden set's labels, versions and scores. Annotators judge
@@ -206,7 +206,19 @@ def version_evidence(version: Version) -> VersionEvidence:
         span_overlap=(version.span_min_overlap_chars, version.span_min_overlap_share),
         duplicates=duplicates,
         answers=[(query_id, text.hash_json()) for query_id, text in version_answer_rows(version)],
+        weights=version_weight_lines(version),
     )
+
+
+def version_weight_lines(version: Version) -> list[tuple[str, str]]:
+    """(query_id, weight_line_json) of the version's queries that carry a sampling weight, in
+    natural query id order: none for a version of a set never drawn from a query log."""
+    rows = (
+        VersionQuery.objects.filter(version=version)
+        .filter(Q(inclusion_probability__isnull=False) | Q(traffic_count__isnull=False) | ~Q(stratum=""))
+        .values_list("query__query_id", "inclusion_probability", "stratum", "traffic_count")
+    )
+    return sorted(((query_id, weight_line_json(*weight)) for query_id, *weight in rows), key=lambda row: natural_key(row[0]))
 
 
 def version_check_intact(version: Version) -> None:

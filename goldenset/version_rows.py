@@ -44,7 +44,7 @@ from goldenset.models import (
 from goldenset.resolution import ADJUDICATED, HUMAN, IMPORTED, resolve_columns_deciding
 from goldenset.stale_spans import stale_spans_apply
 from lib.bulk import model_arrays_insert, model_rows_insert, select_int_columns
-from lib.hashing import VersionEvidence, canonical_json
+from lib.hashing import VersionEvidence, canonical_json, weight_line_json
 from lib.ids import natural_key, natural_order
 from lib.progress import Progress
 
@@ -167,6 +167,9 @@ class VersionRows:
     duplicates: list[tuple[int, str, int, str]] = field(default_factory=list)
     # Reference answers of the active queries: (query pk, query_id, answer), natural query id order.
     answers: list[tuple[int, str, ReferenceText]] = field(default_factory=list)
+    # Sampling weights of the active queries drawn from a query log (traffic.sampling), by
+    # query pk: (inclusion_probability, stratum, traffic_count); the queries without one absent.
+    weights: dict[int, tuple[float | None, str, int | None]] = field(default_factory=dict)
     # After ordered(): each label's query's and page's index in `queries` and `pages`.
     label_query_rank: np.ndarray | None = None
     label_page_rank: np.ndarray | None = None
@@ -198,6 +201,7 @@ class VersionRows:
             span_grade=self.span_grade[span_order],
             duplicates=sorted(self.duplicates, key=lambda row: natural_key(row[1])),
             answers=sorted(self.answers, key=lambda row: natural_key(row[1])),
+            weights=self.weights,
             label_query_rank=query_rank[order],
             label_page_rank=page_rank[order],
         )
@@ -221,6 +225,7 @@ class VersionRows:
             span_overlap=span_overlap,
             duplicates=[(member, group) for _, member, _, group in self.duplicates],
             answers=[(query_id, text.hash_json()) for _, query_id, text in self.answers],
+            weights=[(query_id, weight_line_json(*self.weights[pk])) for pk, query_id, _, _ in self.queries if pk in self.weights],
         )
 
 
@@ -229,18 +234,23 @@ def version_rows_read(golden_set: GoldenSet, progress: Progress, steps: Sequence
     hops and evidence spans, the pages they name (a row each, step steps[1]), the
     corpus's duplicate groups and the active queries' reference answers, in no particular order."""
     query_fields, page_fields = list(golden_set.query_slice_fields), list(golden_set.page_slice_fields)
-    queries = list(Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list("id", "query_id", "metadata"))
+    queries = list(
+        Query.objects.filter(golden_set=golden_set, retired_at__isnull=True).values_list(
+            "id", "query_id", "metadata", "inclusion_probability", "stratum", "traffic_count"
+        )
+    )
     [(label_query, label_page, label_grade, label_decider)] = progress([resolved_label_deciders(golden_set.pk)], steps[0])
     pages = list(progress(labelled_pages(golden_set, page_fields), steps[1]))
-    query_texts = slice_texts((metadata for _, _, metadata in queries), query_fields)
+    query_texts = slice_texts((metadata for _, _, metadata, *_ in queries), query_fields)
     page_texts = slice_texts((metadata for _, _, metadata, _, _ in pages), page_fields)
     rows = VersionRows(
-        queries=[(pk, query_id, *texts) for (pk, query_id, _), texts in zip(queries, query_texts)],
+        queries=[(pk, query_id, *texts) for (pk, query_id, *_), texts in zip(queries, query_texts)],
         pages=[(pk, doc_id, *texts, published_at, page_hash) for (pk, doc_id, _, published_at, page_hash), texts in zip(pages, page_texts)],
         label_query=label_query,
         label_page=label_page,
         label_grade=label_grade,
         label_decider=label_decider,
+        weights={pk: tuple(weight) for pk, _, _, *weight in queries if weight_line_json(*weight) is not None},
     )
     _read_evidence(golden_set, rows)
     rows.answers = live_reference_answer_rows(golden_set)
@@ -345,10 +355,11 @@ def version_rows_write(version_id: int, rows: VersionRows, progress: Progress, s
                 )
             ),
         )
+    unweighted = (None, "", None)
     model_rows_insert(
         VersionQuery,
-        ["version_id", "query_id", "metadata"],
-        ((version_id, pk, stored) for pk, _, _, stored in progress(rows.queries, steps[1])),
+        ["version_id", "query_id", "metadata", "inclusion_probability", "stratum", "traffic_count"],
+        ((version_id, pk, stored, *rows.weights.get(pk, unweighted)) for pk, _, _, stored in progress(rows.queries, steps[1])),
     )
     model_rows_insert(
         VersionPage,

@@ -61,14 +61,17 @@ class VersionEvidence:
     canonical order: hops (query_id, doc_id, hop), evidence spans (query_id, doc_id, start,
     end, grade), the span projection settings (min overlap characters, share; hashed only
     when there are spans), duplicate groups (member doc_id, the group's doc_id) and
-    reference answers (query_id, answer_line_json of the answer) in natural query id order.
-    A version with none of them hashes exactly as versions made before they existed."""
+    reference answers (query_id, answer_line_json of the answer) and sampling weights
+    (query_id, weight_line_json of the query's inclusion probability, stratum and traffic
+    count; only the queries that have one) in natural query id order. A version with none
+    of them hashes exactly as versions made before they existed."""
 
     hops: Sequence[tuple[str, str, str]] = ()
     spans: Sequence[tuple[str, str, int, int, int]] = ()
     span_overlap: tuple[int, float] | None = None
     duplicates: Sequence[tuple[str, str]] = ()
     answers: Sequence[tuple[str, str]] = ()
+    weights: Sequence[tuple[str, str]] = ()
 
     def lines(self) -> Iterator[str]:
         for query_id, doc_id, hop in self.hops:
@@ -82,12 +85,23 @@ class VersionEvidence:
             yield f"D\t{member}\t{group}"
         for query_id, answer_json in self.answers:
             yield f"A\t{query_id}\t{answer_json}"
+        for query_id, weight_json in self.weights:
+            yield f"W\t{query_id}\t{weight_json}"
 
 
 def answer_line_json(answer: str, aliases: Sequence[str], key_facts: Sequence[str]) -> str:
     """A reference answer as its hash line holds it: canonical JSON of its three fields, the
     lists in their stored order (an alias list is the author's, its order kept as written)."""
     return canonical_json({"answer": answer, "aliases": list(aliases), "key_facts": list(key_facts)})
+
+
+def weight_line_json(inclusion_probability: float | None, stratum: str, traffic_count: int | None) -> str | None:
+    """A query's sampling weight as its hash line holds it (canonical JSON of the three),
+    or None for a query without one (no inclusion probability, stratum or traffic count):
+    such a query has no line, so versions of sets never drawn from a log hash as before."""
+    if inclusion_probability is None and not stratum and traffic_count is None:
+        return None
+    return canonical_json({"inclusion_probability": inclusion_probability, "stratum": stratum, "traffic_count": traffic_count})
 
 
 NO_EVIDENCE = VersionEvidence()

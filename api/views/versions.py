@@ -286,6 +286,15 @@ class VersionQueriesApi(PaginatedMixin, APIView):
         reference_answer = ReferenceAnswerOutput(
             allow_null=True, help_text="the query's reference answer as the version froze it; null for none"
         )
+        inclusion_probability = serializers.FloatField(
+            allow_null=True,
+            help_text="the chance the sampling design drew the query from a query log, as the version froze it; "
+            "null for a query added by hand (weight unknown)",
+        )
+        stratum = serializers.CharField(allow_blank=True, help_text='the query\'s stratum in its draw ("" for none)')
+        traffic_count = serializers.IntegerField(
+            allow_null=True, help_text="the query's events in the log it was drawn from; null when not drawn"
+        )
 
     @extend_schema(
         operation_id="versions_queries",

@@ -29,6 +29,7 @@ from labeling.tasks import pool_job_task
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
 from lib.params import version_param
+from traffic.coverage import traffic_coverage
 
 COVERAGE_ROLES = (Membership.Role.MANAGER,)
 
@@ -60,6 +61,7 @@ def coverage_page(request: HttpRequest, slug: str) -> HttpResponse:
         "publish_form": PublishForm(),
         "pool_form": FlaggedPoolForm(golden_set=golden_set),
         "stale_span_labels": len(stale_span_labels(golden_set)),
+        "traffic": traffic_coverage(golden_set, version) if version else None,
     }
     return render(request, "labeling/coverage/coverage.html", ctx)
 

@@ -50,6 +50,7 @@ from goldset_client.types import (
     Stage,
     Version,
     VersionAnswer,
+    VersionQuery,
 )
 
 RunSource = str | os.PathLike | bytes | BinaryIO
@@ -227,6 +228,13 @@ class GoldsetClient:
     def version(self, slug: str, number: int | str = "latest") -> Version:
         """One version; `latest` follows the API's redirect to the latest number."""
         return self.http.get_json(set_path(slug) + f"versions/{number}/")
+
+    def queries(self, slug: str, version: int | str, *, slice: str | None = None) -> list[VersionQuery]:
+        """The version's queries, every page, in natural query id order, each with its
+        sampling weight (inclusion_probability, stratum, traffic_count) as the version froze
+        it; `slice` (FIELD=VALUE) keeps one query slice."""
+        params = {"slice": slice} if slice else None
+        return self.http.paged(set_path(slug) + f"versions/{version}/queries", params)
 
     # --- qrels --------------------------------------------------------------------------
 

@@ -59,6 +59,24 @@ class VersionAnswer(TypedDict):
     key_facts: list[str]
 
 
+class VersionQuery(TypedDict):
+    """A query as a version holds it, with its sampling weight as frozen at publish.
+
+    `inclusion_probability` is the chance the sampling design drew the query from a query
+    log (weight a drawn query's score by its inverse to estimate for the traffic); None for
+    a query added by hand, whose weight is unknown: count it apart, never weight it."""
+
+    query_id: str
+    text: str
+    metadata: dict
+    label_count: int
+    relevant_count: int
+    reference_answer: dict | None
+    inclusion_probability: float | None
+    stratum: str
+    traffic_count: int | None
+
+
 class Run(TypedDict):
     id: int
     name: str
