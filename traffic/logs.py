@@ -1,0 +1,418 @@
+"""Importing a team's query log: its lines read as they stream, merged by a normalised key,
+stored as one QueryLog and its LoggedQuery rows (query_log_import).
+
+Forms, as teams have them (LOG_FORMATS; "auto" tells them apart by the first line):
+
+- JSONL: `{"query": ..., "count": ..., "timestamp" (or "ts"): ..., any slice fields}`; a
+  line without "count" is one event.
+- CSV or TSV with a header row: a `query` column; `count` and `timestamp` (or `ts`)
+  optional; every other column is a slice field.
+- gzip of any, told by its magic bytes, whatever the file is called.
+
+Merging: two lines are the same query when their query_key is the same: Unicode NFKC,
+case-folded, every run of whitespace made one space, and punctuation at either end dropped
+("How do I reset my password?" and "how do i reset my  password" merge). Punctuation
+inside is kept: "c++", "node.js" and "o'brien" are what people typed, and dropping it would
+merge queries that find different pages. The standard library's unicodedata does all of
+it; no library of fuzzier matching is used, as a merge that guesses cannot be undone by
+the team reading the log. A LoggedQuery keeps its events' count, its most frequent
+original form, each slice field's most frequent value and its first and last time seen.
+
+Memory is bounded by the distinct queries (and their distinct forms and field values),
+not by the lines: a 10-million-line log of a few hundred thousand distinct queries holds
+only those (bench/query_log.py measures it).
+
+Bad input, as the house's other importers do: every bad line is collected (up to
+ProblemCollector's limit), each naming its line and field, and reported together; nothing
+is written unless the whole file reads cleanly, and then in one transaction.
+"""
+
+import csv
+import io
+import json
+import unicodedata
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import BinaryIO
+
+import orjson
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from goldenset.models import GoldenSet
+from lib.bulk import model_rows_insert
+from lib.errors import ConflictError, GoldsetError, ProblemCollector
+from lib.progress import Progress, no_progress
+from traffic.models import LoggedQuery, QueryLog
+
+LOG_FORMATS = ("auto", "jsonl", "csv", "tsv")
+QUERY_FIELD = "query"
+COUNT_FIELD = "count"
+TIME_FIELDS = ("timestamp", "ts")
+# Longest text a query may have: a line past it is someone's document pasted into the box.
+MAX_QUERY_CHARS = 2000
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def query_key(text: str) -> str:
+    """The merge key of a query's text: NFKC, case-folded, whitespace collapsed and stripped,
+    punctuation (Unicode category P*) at either end dropped. "" when nothing is left."""
+    key = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    start, end = 0, len(key)
+    while start < end and unicodedata.category(key[start])[0] == "P":
+        start += 1
+    while end > start and unicodedata.category(key[end - 1])[0] == "P":
+        end -= 1
+    return key[start:end].strip()
+
+
+@dataclass
+class LogSummary:
+    log: QueryLog
+
+    def lines(self) -> list[str]:
+        log = self.log
+        fields = ", ".join(log.fields) or "none"
+        return [
+            f"query log {log.name!r} of {log.golden_set.slug}: {log.lines_read:,} lines, {log.event_count:,} events, "
+            f"{log.query_count:,} distinct queries; slice fields: {fields}"
+        ]
+
+
+class _Tally:
+    """What the lines read so far say of each distinct query.
+
+    entries[key] = [events, tallies, first seen, last seen], tallies counting the events of
+    each original form (a str) and of each (field, value) pair (a tuple) in one dict: one
+    object a query, not one a field, as most queries of a log are seen once or twice.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, list] = {}
+        # Original text -> its key: the same forms come back line after line, and
+        # normalising costs more than a dict look-up.
+        self.keys: dict[str, str] = {}
+        self.fields: dict[str, None] = {}
+        self.lines = 0
+        self.events = 0
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+
+    def add(self, text: str, count: int, seen: datetime | None, slices: list[tuple[str, str]]) -> bool:
+        """Count one line; False (nothing counted) when its query is empty once normalised."""
+        key = self.keys.get(text)
+        if key is None:
+            key = self.keys[text] = query_key(text)
+        if not key:
+            return False
+        self.lines += 1
+        self.events += count
+        entry = self.entries.get(key)
+        if entry is None:
+            tallies = {text: count}
+            for pair in slices:
+                tallies[pair] = count
+            self.entries[key] = [count, tallies, seen, seen]
+        else:
+            entry[0] += count
+            tallies = entry[1]
+            tallies[text] = tallies.get(text, 0) + count
+            for pair in slices:
+                tallies[pair] = tallies.get(pair, 0) + count
+            if seen is not None:
+                if entry[2] is None or seen < entry[2]:
+                    entry[2] = seen
+                if entry[3] is None or seen > entry[3]:
+                    entry[3] = seen
+        if seen is not None:
+            if self.first is None or seen < self.first:
+                self.first = seen
+            if self.last is None or seen > self.last:
+                self.last = seen
+        return True
+
+    def rows(self, log_id: int) -> Iterator[tuple]:
+        """LoggedQuery rows (log, normalized, text, count, fields as JSON text, first, last)."""
+        for key, (count, tallies, first, last) in self.entries.items():
+            text, best = "", -1
+            values: dict[str, tuple[str, int]] = {}
+            for item, events in tallies.items():  # ties: the first seen wins
+                if type(item) is str:
+                    if events > best:
+                        text, best = item, events
+                else:
+                    field, value = item
+                    if field not in values or events > values[field][1]:
+                        values[field] = (value, events)
+            fields = {field: values[field][0] for field in self.fields if field in values}
+            yield (log_id, key, text, count, json.dumps(fields, ensure_ascii=False), first, last)
+
+
+def _time(value: object) -> datetime | None:
+    """An event's time: ISO 8601 text (a time without offset is UTC) or epoch seconds."""
+    if type(value) is str:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if type(value) in (int, float):
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def _slice_value(value: object) -> str | None:
+    if type(value) is str:
+        return value
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) in (int, float):
+        return str(value)
+    return None
+
+
+def _read_jsonl(lines: Iterator[bytes], source: str, tally: _Tally, problems: ProblemCollector) -> None:
+    add, fields = tally.add, tally.fields
+    for number, raw in enumerate(lines, start=1):
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if not raw.strip():
+                continue
+            try:  # json's message names the column; orjson refuses some text json takes
+                obj = json.loads(raw)
+            except UnicodeDecodeError:
+                problems.add(f"{source}:{number}: bytes that are not UTF-8")
+                continue
+            except json.JSONDecodeError as json_exc:
+                problems.add(f"{source}:{number}: not valid JSON ({json_exc.msg} at column {json_exc.colno})")
+                continue
+            except ValueError:
+                problems.add(f"{source}:{number}: not valid JSON ({exc})")
+                continue
+        if type(obj) is not dict:
+            problems.add(f"{source}:{number}: expected a JSON object, found {type(obj).__name__}")
+            continue
+        text = obj.pop(QUERY_FIELD, None)
+        if type(text) is not str:
+            problems.add(f"{source}:{number}: field 'query' is " + ("missing" if text is None else "not a string"))
+            continue
+        count = obj.pop(COUNT_FIELD, 1)
+        if type(count) is not int or count < 1:
+            problems.add(f"{source}:{number}: field 'count' must be a positive integer, found {count!r}")
+            continue
+        seen = None
+        time_name = "timestamp" if "timestamp" in obj else "ts" if "ts" in obj else None
+        if time_name is not None:
+            raw_time = obj.pop(time_name)
+            if raw_time is not None:
+                seen = _time(raw_time)
+                if seen is None:
+                    problems.add(f"{source}:{number}: field {time_name!r} is not an ISO 8601 time or epoch seconds: {raw_time!r}")
+                    continue
+        slices = []
+        bad = None
+        for field, value in obj.items():
+            if value is None:
+                continue
+            shown = _slice_value(value)
+            if shown is None:
+                bad = field
+                break
+            if field not in fields:
+                fields[field] = None
+            slices.append((field, shown))
+        if bad is not None:
+            problems.add(f"{source}:{number}: slice field {bad!r} must be a string, number or true/false")
+            continue
+        if not _checked_text(text, source, number, problems):
+            continue
+        if not add(text, count, seen, slices):
+            problems.add(f"{source}:{number}: field 'query' is empty once normalised")
+
+
+def _checked_text(text: str, source: str, number: int, problems: ProblemCollector) -> bool:
+    if len(text) > MAX_QUERY_CHARS:
+        problems.add(f"{source}:{number}: field 'query' is longer than {MAX_QUERY_CHARS} characters")
+        return False
+    return True
+
+
+def _read_delimited(stream: BinaryIO, delimiter: str, source: str, tally: _Tally, problems: ProblemCollector) -> None:
+    text_stream = io.TextIOWrapper(stream, encoding="utf-8", newline="")
+    reader = csv.reader(text_stream, delimiter=delimiter)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        header = [name.strip() for name in header]
+        if header and header[0].startswith("\ufeff"):
+            header[0] = header[0][1:]
+        if QUERY_FIELD not in header:
+            problems.add(f"{source}:1: the header has no 'query' column (it has {', '.join(map(repr, header)) or 'none'})")
+            return
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            problems.add(f"{source}:1: the header names column {repeated[0]!r} twice")
+            return
+        query_at = header.index(QUERY_FIELD)
+        count_at = header.index(COUNT_FIELD) if COUNT_FIELD in header else None
+        time_at = next((header.index(name) for name in TIME_FIELDS if name in header), None)
+        special = {query_at, count_at, time_at}
+        slice_columns = [(at, name) for at, name in enumerate(header) if at not in special and name]
+        for _, name in slice_columns:
+            tally.fields[name] = None
+        width = len(header)
+        for row in reader:
+            number = reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if len(row) != width:
+                problems.add(f"{source}:{number}: {len(row)} columns where the header has {width}")
+                continue
+            count = 1
+            if count_at is not None and row[count_at].strip():
+                raw_count = row[count_at].strip()
+                if not raw_count.isdigit() or int(raw_count) < 1:
+                    problems.add(f"{source}:{number}: column 'count' must be a positive integer, found {raw_count!r}")
+                    continue
+                count = int(raw_count)
+            seen = None
+            if time_at is not None and row[time_at].strip():
+                raw_time = row[time_at].strip()
+                seen = _time(float(raw_time) if _is_number(raw_time) else raw_time)
+                if seen is None:
+                    problems.add(f"{source}:{number}: column {header[time_at]!r} is not an ISO 8601 time or epoch seconds: {raw_time!r}")
+                    continue
+            text = row[query_at]
+            if not _checked_text(text, source, number, problems):
+                continue
+            slices = [(name, row[at]) for at, name in slice_columns if row[at] != ""]
+            if not tally.add(text, count, seen, slices):
+                problems.add(f"{source}:{number}: column 'query' is empty once normalised")
+    except UnicodeDecodeError:
+        problems.add(f"{source}:{reader.line_num + 1}: bytes that are not UTF-8")
+    except csv.Error as exc:
+        problems.add(f"{source}:{reader.line_num}: {exc}")
+    finally:
+        text_stream.detach()
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _opened(data: BinaryIO) -> BinaryIO:
+    """`data`, gunzipped when it opens with gzip's magic bytes."""
+    stream = data if hasattr(data, "peek") else io.BufferedReader(data)
+    if stream.peek(2)[:2] == GZIP_MAGIC:
+        import gzip
+
+        return io.BufferedReader(gzip.GzipFile(fileobj=stream, mode="rb"), buffer_size=1 << 20)
+    return stream
+
+
+def log_format_sniff(stream: BinaryIO) -> str:
+    """The form of a log by its first line: a JSON object is JSONL, a tab makes TSV,
+    anything else CSV. `stream` must peek (io.BufferedReader), and is not advanced."""
+    head = stream.peek(65536)[:65536]
+    first = head.lstrip().split(b"\n", 1)[0]
+    if first.startswith(b"{"):
+        return "jsonl"
+    return "tsv" if b"\t" in first else "csv"
+
+
+def query_log_read(*, data: BinaryIO, source_name: str, fmt: str = "auto", progress: Progress = no_progress) -> _Tally:
+    """Read and merge a log's lines; GoldsetError listing every bad line (naming its line
+    and field) when there is any. `fmt` is one of LOG_FORMATS."""
+    if fmt not in LOG_FORMATS:
+        raise GoldsetError(f"unknown query log format {fmt!r}: use one of {', '.join(LOG_FORMATS)}", field="format")
+    tally = _Tally()
+    problems = ProblemCollector()
+    try:
+        stream = _opened(data)
+        if fmt == "auto":
+            fmt = log_format_sniff(stream)
+        if fmt == "jsonl":
+            _read_jsonl(iter(progress(stream, "reading query log")), source_name, tally, problems)
+        else:
+            _read_delimited(stream, "\t" if fmt == "tsv" else ",", source_name, tally, problems)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise GoldsetError(
+            f"cannot import query log {source_name}: {exc}; nothing was stored", problems=[f"{source_name}: {exc}"], field="file"
+        ) from exc
+    problems.raise_if_any(f"cannot import query log {source_name}: {len(problems.problems)} bad lines; nothing was stored")
+    if not tally.entries:
+        raise GoldsetError(f"cannot import query log {source_name}: it holds no queries; nothing was stored", field="file")
+    return tally
+
+
+def query_log_name_check(*, golden_set: GoldenSet, name: str, replace: bool = False) -> str:
+    """The log's name, stripped; refuses an empty one, and a name the set's logs have unless
+    `replace` (ConflictError), or when the log to replace has draws, which keep its queries."""
+    name = (name or "").strip()
+    if not name:
+        raise GoldsetError("a query log needs a name", field="name")
+    if len(name) > QueryLog._meta.get_field("name").max_length:
+        raise GoldsetError(f"a query log's name is at most {QueryLog._meta.get_field('name').max_length} characters", field="name")
+    existing = QueryLog.objects.filter(golden_set=golden_set, name=name).first()
+    if existing is not None:
+        if not replace:
+            raise ConflictError(
+                f"golden set {golden_set.slug} has a query log named {name!r} already: choose another name, or replace it", field="name"
+            )
+        if existing.draws.exists():
+            raise ConflictError(
+                f"query log {name!r} cannot be replaced: queries of the set were drawn from it; import under another name", field="name"
+            )
+    return name
+
+
+def query_log_import(
+    *,
+    golden_set: GoldenSet,
+    data: BinaryIO,
+    name: str,
+    source_name: str,
+    fmt: str = "auto",
+    replace: bool = False,
+    user: AbstractBaseUser | None = None,
+    progress: Progress = no_progress,
+) -> LogSummary:
+    """Import the log `data` (bytes, gzip or not) into `golden_set` as the query log `name`;
+    its summary. All or nothing: refused lines are listed together and nothing is written.
+    `replace` swaps a log of the same name (that no draw used) in the same transaction."""
+    name = query_log_name_check(golden_set=golden_set, name=name, replace=replace)
+    tally = query_log_read(data=data, source_name=source_name, fmt=fmt, progress=progress)
+    with transaction.atomic():
+        # Checked again inside: another import may have taken the name while this one read.
+        query_log_name_check(golden_set=golden_set, name=name, replace=replace)
+        if replace:
+            QueryLog.objects.filter(golden_set=golden_set, name=name).delete()
+        log = QueryLog.objects.create(
+            golden_set=golden_set,
+            name=name,
+            source=source_name[:500],
+            lines_read=tally.lines,
+            event_count=tally.events,
+            query_count=len(tally.entries),
+            fields=list(tally.fields),
+            first_seen=tally.first,
+            last_seen=tally.last,
+            imported_by=user if user is not None and user.is_authenticated else None,
+        )
+        model_rows_insert(
+            LoggedQuery,
+            ["log", "normalized", "text", "count", "fields", "first_seen", "last_seen"],
+            tally.rows(log.pk),
+        )
+    return LogSummary(log)
