@@ -43,7 +43,7 @@ from django.db import transaction
 
 from goldenset.models import GoldenSet
 from lib.bulk import model_rows_insert
-from lib.errors import ConflictError, GoldsetError, ProblemCollector
+from lib.errors import ConflictError, GoldsetError, ProblemCollector, TooLargeError
 from lib.progress import Progress, no_progress
 from traffic.models import LoggedQuery, QueryLog
 
@@ -311,13 +311,38 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _opened(data: BinaryIO) -> BinaryIO:
-    """`data`, gunzipped when it opens with gzip's magic bytes."""
+class _CappedReader(io.RawIOBase):
+    """A readable stream that stops with TooLargeError past `limit` bytes: counted a block at
+    a time, so the lines' loop pays nothing for it."""
+
+    def __init__(self, inner: BinaryIO, limit: int, source: str, setting: str):
+        self.inner, self.limit, self.source, self.setting, self.read_bytes = inner, limit, source, setting, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        size = self.inner.readinto(buffer)
+        self.read_bytes += size or 0
+        if self.read_bytes > self.limit:
+            raise TooLargeError(
+                f"cannot import query log {self.source}: it holds more than {self.limit >> 20:,} MB of text (the limit, "
+                f"{self.setting}); import it with manage.py import_query_log, which streams any size; nothing was stored",
+                field="file",
+            )
+        return size
+
+
+def _opened(data: BinaryIO, source: str, max_text_bytes: int | None, setting: str) -> BinaryIO:
+    """`data`, gunzipped when it opens with gzip's magic bytes; capped at `max_text_bytes`
+    of text once decompressed, when given."""
     stream = data if hasattr(data, "peek") else io.BufferedReader(data)
     if stream.peek(2)[:2] == GZIP_MAGIC:
         import gzip
 
-        return io.BufferedReader(gzip.GzipFile(fileobj=stream, mode="rb"), buffer_size=1 << 20)
+        stream = io.BufferedReader(gzip.GzipFile(fileobj=stream, mode="rb"), buffer_size=1 << 20)
+    if max_text_bytes is not None:
+        stream = io.BufferedReader(_CappedReader(stream, max_text_bytes, source, setting), buffer_size=1 << 20)
     return stream
 
 
@@ -331,15 +356,24 @@ def log_format_sniff(stream: BinaryIO) -> str:
     return "tsv" if b"\t" in first else "csv"
 
 
-def query_log_read(*, data: BinaryIO, source_name: str, fmt: str = "auto", progress: Progress = no_progress) -> _Tally:
+def query_log_read(
+    *,
+    data: BinaryIO,
+    source_name: str,
+    fmt: str = "auto",
+    progress: Progress = no_progress,
+    max_text_bytes: int | None = None,
+    limit_setting: str = "QUERY_LOG_UPLOAD_MB",
+) -> _Tally:
     """Read and merge a log's lines; GoldsetError listing every bad line (naming its line
-    and field) when there is any. `fmt` is one of LOG_FORMATS."""
+    and field) when there is any. `fmt` is one of LOG_FORMATS. With `max_text_bytes`, a log
+    of more text than that once decompressed is refused (TooLargeError naming `limit_setting`)."""
     if fmt not in LOG_FORMATS:
         raise GoldsetError(f"unknown query log format {fmt!r}: use one of {', '.join(LOG_FORMATS)}", field="format")
     tally = _Tally()
     problems = ProblemCollector()
     try:
-        stream = _opened(data)
+        stream = _opened(data, source_name, max_text_bytes, limit_setting)
         if fmt == "auto":
             fmt = log_format_sniff(stream)
         if fmt == "jsonl":
@@ -387,12 +421,14 @@ def query_log_import(
     replace: bool = False,
     user: AbstractBaseUser | None = None,
     progress: Progress = no_progress,
+    max_text_bytes: int | None = None,
 ) -> LogSummary:
     """Import the log `data` (bytes, gzip or not) into `golden_set` as the query log `name`;
     its summary. All or nothing: refused lines are listed together and nothing is written.
-    `replace` swaps a log of the same name (that no draw used) in the same transaction."""
+    `replace` swaps a log of the same name (that no draw used) in the same transaction.
+    `max_text_bytes` caps the text read (the upload page's QUERY_LOG_UPLOAD_MB); None: any size."""
     name = query_log_name_check(golden_set=golden_set, name=name, replace=replace)
-    tally = query_log_read(data=data, source_name=source_name, fmt=fmt, progress=progress)
+    tally = query_log_read(data=data, source_name=source_name, fmt=fmt, progress=progress, max_text_bytes=max_text_bytes)
     with transaction.atomic():
         # Checked again inside: another import may have taken the name while this one read.
         query_log_name_check(golden_set=golden_set, name=name, replace=replace)

@@ -5,6 +5,7 @@ only managers and staff upload a log. Annotators judge blind (a log's head queri
 which queries matter most), so every page here is a 404 to them, as it is to a stranger.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -24,7 +25,13 @@ UPLOAD_ROLES = (Membership.Role.MANAGER,)
 @login_required
 @require_http_methods(["GET", "POST"])
 def query_logs(request: HttpRequest, slug: str) -> HttpResponse:
-    """The set's query logs; a manager's POST imports one (all or nothing) and goes to its page."""
+    """The set's query logs; a manager's POST imports one (all or nothing) and goes to its page.
+
+    The upload is read in the request, up to QUERY_LOG_UPLOAD_MB of text once decompressed
+    (a few seconds' reading); a larger log is refused with 413 and pointed to the command,
+    which streams any size. Logs are imported a few times a quarter, by someone who has the
+    file on a machine with the app: a spooled background job, as large runs have, was not
+    worth its model and worker here yet."""
     if request.method == "POST":
         golden_set = access_golden_set(request.user, slug, roles=UPLOAD_ROLES)
     else:
@@ -46,6 +53,7 @@ def query_logs(request: HttpRequest, slug: str) -> HttpResponse:
                     fmt=data["format"] or "auto",
                     replace=data["replace"],
                     user=request.user,
+                    max_text_bytes=settings.QUERY_LOG_UPLOAD_MB << 20,
                 )
             except GoldsetError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
@@ -56,7 +64,14 @@ def query_logs(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("query_log", slug=golden_set.slug, log_id=summary.log.pk)
         else:
             status = 400
-    ctx = {"golden_set": golden_set, "logs": query_logs_of(golden_set), "form": form, "problems": problems, "can_upload": can_upload}
+    ctx = {
+        "golden_set": golden_set,
+        "logs": query_logs_of(golden_set),
+        "form": form,
+        "problems": problems,
+        "can_upload": can_upload,
+        "upload_mb": settings.QUERY_LOG_UPLOAD_MB,
+    }
     return render(request, "traffic/logs/list.html", ctx, status=status)
 
 

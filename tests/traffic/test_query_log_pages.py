@@ -127,3 +127,15 @@ def test_the_log_page_costs_a_fixed_number_of_queries(client, people, logged_set
     client.force_login(people["manager"])
     with django_assert_max_num_queries(12):
         assert client.get(reverse("query_log", args=[golden_set.slug, log.pk])).status_code == 200
+
+
+def test_an_upload_past_the_text_limit_is_refused_413_pointing_to_the_command(client, people, logged_set, settings):
+    golden_set, _ = logged_set
+    settings.QUERY_LOG_UPLOAD_MB = 1
+    client.force_login(people["manager"])
+    # Small once gzipped, past 1 MB once read.
+    upload = SimpleUploadedFile("big.jsonl.gz", gzip.compress(b'{"query": "the same query again"}\n' * 40_000))
+    response = client.post(reverse("query_logs", args=[golden_set.slug]), {"file": upload, "name": "big", "format": "auto"})
+    assert response.status_code == 413
+    assert "more than 1 MB of text (the limit, QUERY_LOG_UPLOAD_MB); import it with manage.py import_query_log" in response.content.decode()
+    assert not QueryLog.objects.filter(name="big").exists()
