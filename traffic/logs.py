@@ -54,6 +54,8 @@ TIME_FIELDS = ("timestamp", "ts")
 # Longest text a query may have: a line past it is someone's document pasted into the box.
 MAX_QUERY_CHARS = 2000
 GZIP_MAGIC = b"\x1f\x8b"
+# A line's count at most: summed over a log, counts must still fit LoggedQuery.count (64 bits).
+MAX_COUNT = 10**12
 
 
 def query_key(text: str) -> str:
@@ -203,7 +205,9 @@ def _read_jsonl(lines: Iterator[bytes], source: str, tally: _Tally, problems: Pr
             problems.add(f"{source}:{number}: field 'query' is " + ("missing" if text is None else "not a string"))
             continue
         count = obj.pop(COUNT_FIELD, 1)
-        if type(count) is not int or count < 1:
+        if type(count) is not int or not 1 <= count <= MAX_COUNT:
+            if type(count) is float:  # orjson reads an integer past 64 bits as a float: name it as written
+                count = json.loads(raw).get(COUNT_FIELD)
             problems.add(f"{source}:{number}: field 'count' must be a positive integer, found {count!r}")
             continue
         seen = None
@@ -278,7 +282,7 @@ def _read_delimited(stream: BinaryIO, delimiter: str, source: str, tally: _Tally
             count = 1
             if count_at is not None and row[count_at].strip():
                 raw_count = row[count_at].strip()
-                if not raw_count.isdigit() or int(raw_count) < 1:
+                if not raw_count.isdigit() or not 1 <= int(raw_count) <= MAX_COUNT:
                     problems.add(f"{source}:{number}: column 'count' must be a positive integer, found {raw_count!r}")
                     continue
                 count = int(raw_count)
@@ -350,7 +354,7 @@ def log_format_sniff(stream: BinaryIO) -> str:
     """The form of a log by its first line: a JSON object is JSONL, a tab makes TSV,
     anything else CSV. `stream` must peek (io.BufferedReader), and is not advanced."""
     head = stream.peek(65536)[:65536]
-    first = head.lstrip().split(b"\n", 1)[0]
+    first = head.removeprefix(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0]
     if first.startswith(b"{"):
         return "jsonl"
     return "tsv" if b"\t" in first else "csv"

@@ -191,3 +191,19 @@ def test_the_command_names_an_unknown_set(tmp_path):
     path.write_bytes(b'{"query": "a"}\n')
     with pytest.raises(CommandError, match="no golden set 'nope'"):
         call_command("import_query_log", str(path), "--golden-set", "nope", "--name", "l", verbosity=0)
+
+
+def test_a_byte_order_mark_and_crlf_lines_are_read_as_jsonl():
+    golden_set = factories.golden_set("bom")
+    data = b'\xef\xbb\xbf{"query": "wing", "count": 2}\r\n{"query": "Wing"}\r\n'
+    summary = query_log_import(golden_set=golden_set, data=io.BytesIO(data), name="l", source_name="l.jsonl")
+    assert stored(summary.log) == {"wing": ("wing", 3, {})}
+
+
+def test_a_count_past_a_trillion_is_refused_before_it_could_overflow():
+    golden_set = factories.golden_set("huge")
+    with pytest.raises(GoldsetError) as caught:
+        query_log_import(
+            golden_set=golden_set, data=io.BytesIO(b'{"query": "a", "count": 99999999999999999999}\n'), name="l", source_name="l.jsonl"
+        )
+    assert caught.value.problems == ["l.jsonl:1: field 'count' must be a positive integer, found 99999999999999999999"]
