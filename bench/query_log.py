@@ -31,6 +31,7 @@ import gzip
 import json
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -154,7 +155,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=28)
     database_url_argument(parser, "goldset_bench_query_log")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--write-only", metavar="PATH", help=argparse.SUPPRESS)  # the generator's own process
     args = parser.parse_args()
+    if args.write_only:
+        write_log(Path(args.write_only), lines=args.lines, distinct=args.distinct, seed=args.seed, compress=args.gzip)
+        return
     django_setup(args.database_url)
     from django.core.management import call_command
 
@@ -166,7 +171,9 @@ def main() -> None:
         golden_set = factories.golden_set("bench")
         path = Path(folder) / ("log.jsonl.gz" if args.gzip else "log.jsonl")
         started = time.perf_counter()
-        write_log(path, lines=args.lines, distinct=args.distinct, seed=args.seed, compress=args.gzip)
+        # In a process of its own, so that the generator's memory is not the import's peak.
+        command = [sys.executable, __file__, "--write-only", str(path), "--lines", str(args.lines), "--distinct", str(args.distinct)]
+        subprocess.run([*command, "--seed", str(args.seed), *(["--gzip"] if args.gzip else [])], check=True)
         written = time.perf_counter() - started
         size_mb = path.stat().st_size / 2**20
 

@@ -20,7 +20,9 @@ original form, each slice field's most frequent value and its first and last tim
 
 Memory is bounded by the distinct queries (and their distinct forms and field values),
 not by the lines: a 10-million-line log of a few hundred thousand distinct queries holds
-only those (bench/query_log.py measures it).
+only those (bench/query_log.py measures it). Slice fields are meant to be few-valued
+(language, product area): a field of a value a line (a session id) is kept per query, and
+costs memory by its values.
 
 Bad input, as the house's other importers do: every bad line is collected (up to
 ProblemCollector's limit), each naming its line and field, and reported together; nothing
@@ -56,6 +58,9 @@ MAX_QUERY_CHARS = 2000
 GZIP_MAGIC = b"\x1f\x8b"
 # A line's count at most: summed over a log, counts must still fit LoggedQuery.count (64 bits).
 MAX_COUNT = 10**12
+# Combinations of slice values remembered while reading (_read_jsonl): past it, a new one is
+# worked out each time it comes, so a field of a value a line (a session id) cannot grow it.
+MAX_COMBINATIONS = 100_000
 
 
 def query_key(text: str) -> str:
@@ -88,7 +93,8 @@ class _Tally:
 
     entries[key] = [events, tallies, first seen, last seen], tallies counting the events of
     each original form (a str) and of each (field, value) pair (a tuple) in one dict: one
-    object a query, not one a field, as most queries of a log are seen once or twice.
+    object a query, not one a field, as most queries of a log are seen once or twice. The
+    pairs are the ones of `pairs`, one tuple for all the queries that share it.
     """
 
     def __init__(self) -> None:
@@ -96,44 +102,53 @@ class _Tally:
         # Original text -> its key: the same forms come back line after line, and
         # normalising costs more than a dict look-up.
         self.keys: dict[str, str] = {}
-        self.fields: dict[str, None] = {}
+        self.pairs: dict[tuple[str, str], tuple[str, str]] = {}
+        self.fields: dict[str, None] = {}  # in first-seen order
         self.lines = 0
-        self.events = 0
-        self.first: datetime | None = None
-        self.last: datetime | None = None
+
+    def pair(self, field: str, value: str) -> tuple[str, str]:
+        """The one tuple of (field, value), the field noted on first sight."""
+        pair = (field, value)
+        found = self.pairs.get(pair)
+        if found is None:
+            self.fields.setdefault(field, None)
+            found = self.pairs[pair] = pair
+        return found
 
     def add(self, text: str, count: int, seen: datetime | None, slices: list[tuple[str, str]]) -> bool:
-        """Count one line; False (nothing counted) when its query is empty once normalised."""
+        """Count one line (`slices` as pair() gives them); False, nothing counted, when its
+        query is empty once normalised. _read_jsonl does the same inline, for speed."""
         key = self.keys.get(text)
         if key is None:
             key = self.keys[text] = query_key(text)
         if not key:
             return False
         self.lines += 1
-        self.events += count
         entry = self.entries.get(key)
         if entry is None:
             tallies = {text: count}
-            for pair in slices:
-                tallies[pair] = count
             self.entries[key] = [count, tallies, seen, seen]
         else:
             entry[0] += count
             tallies = entry[1]
             tallies[text] = tallies.get(text, 0) + count
-            for pair in slices:
-                tallies[pair] = tallies.get(pair, 0) + count
             if seen is not None:
                 if entry[2] is None or seen < entry[2]:
                     entry[2] = seen
                 if entry[3] is None or seen > entry[3]:
                     entry[3] = seen
-        if seen is not None:
-            if self.first is None or seen < self.first:
-                self.first = seen
-            if self.last is None or seen > self.last:
-                self.last = seen
+        for pair in slices:
+            tallies[pair] = tallies.get(pair, 0) + count
         return True
+
+    def events(self) -> int:
+        return sum(entry[0] for entry in self.entries.values())
+
+    def span(self) -> tuple[datetime | None, datetime | None]:
+        """The first and last time any event was seen; (None, None) when the log gave none."""
+        firsts = [entry[2] for entry in self.entries.values() if entry[2] is not None]
+        lasts = [entry[3] for entry in self.entries.values() if entry[3] is not None]
+        return (min(firsts), max(lasts)) if firsts else (None, None)
 
     def rows(self, log_id: int) -> Iterator[tuple]:
         """LoggedQuery rows (log, normalized, text, count, fields as JSON text, first, last)."""
@@ -178,24 +193,50 @@ def _slice_value(value: object) -> str | None:
     return None
 
 
+def _json_line(raw: bytes, number: int, source: str, problems: ProblemCollector) -> object:
+    """The value of a line orjson refused (json takes some text orjson does not); None, with
+    the problem noted, when json refuses it too or it is blank."""
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        problems.add(f"{source}:{number}: bytes that are not UTF-8")
+    except json.JSONDecodeError as exc:
+        problems.add(f"{source}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+    return None
+
+
+def _slices(obj: dict, tally: _Tally) -> tuple | str:
+    """The (field, value) pairs of a line's slice fields (a null value is no value); the
+    name of the first field whose value is not a string, number or true/false instead."""
+    found = []
+    for field, value in obj.items():
+        if value is None:
+            continue
+        shown = _slice_value(value)
+        if shown is None:
+            return field
+        found.append(tally.pair(field, shown))
+    return tuple(found)
+
+
 def _read_jsonl(lines: Iterator[bytes], source: str, tally: _Tally, problems: ProblemCollector) -> None:
-    add, fields = tally.add, tally.fields
+    """The lines of a JSONL log into `tally`. The loop is _Tally.add written out, with every
+    name local: it runs once a line, ten million times for a large log, and its cost is the
+    import's against a plain parser's (bench/query_log.py)."""
+    loads, decode_error, fromiso = orjson.loads, orjson.JSONDecodeError, datetime.fromisoformat
+    keys, entries = tally.keys, tally.entries
+    # The slice values of a line, as they were written -> their pairs: a log's lines repeat
+    # a few combinations (lang and area) millions of times.
+    combos: dict[tuple, tuple] = {}
+    counted = 0
     for number, raw in enumerate(lines, start=1):
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            if not raw.strip():
-                continue
-            try:  # json's message names the column; orjson refuses some text json takes
-                obj = json.loads(raw)
-            except UnicodeDecodeError:
-                problems.add(f"{source}:{number}: bytes that are not UTF-8")
-                continue
-            except json.JSONDecodeError as json_exc:
-                problems.add(f"{source}:{number}: not valid JSON ({json_exc.msg} at column {json_exc.colno})")
-                continue
-            except ValueError:
-                problems.add(f"{source}:{number}: not valid JSON ({exc})")
+            obj = loads(raw)
+        except decode_error:
+            obj = _json_line(raw, number, source, problems)
+            if obj is None:
                 continue
         if type(obj) is not dict:
             problems.add(f"{source}:{number}: expected a JSON object, found {type(obj).__name__}")
@@ -210,34 +251,65 @@ def _read_jsonl(lines: Iterator[bytes], source: str, tally: _Tally, problems: Pr
                 count = json.loads(raw).get(COUNT_FIELD)
             problems.add(f"{source}:{number}: field 'count' must be a positive integer, found {count!r}")
             continue
+        time_name = "timestamp"
+        raw_time = obj.pop("timestamp", None)
+        if raw_time is None:
+            time_name, raw_time = "ts", obj.pop("ts", None)
         seen = None
-        time_name = "timestamp" if "timestamp" in obj else "ts" if "ts" in obj else None
-        if time_name is not None:
-            raw_time = obj.pop(time_name)
-            if raw_time is not None:
+        if raw_time is not None:
+            if type(raw_time) is str:
+                try:
+                    seen = fromiso(raw_time)
+                except ValueError:
+                    pass
+                else:
+                    if seen.tzinfo is None:
+                        seen = seen.replace(tzinfo=UTC)
+            else:
                 seen = _time(raw_time)
-                if seen is None:
-                    problems.add(f"{source}:{number}: field {time_name!r} is not an ISO 8601 time or epoch seconds: {raw_time!r}")
-                    continue
-        slices = []
-        bad = None
-        for field, value in obj.items():
-            if value is None:
+            if seen is None:
+                problems.add(f"{source}:{number}: field {time_name!r} is not an ISO 8601 time or epoch seconds: {raw_time!r}")
                 continue
-            shown = _slice_value(value)
-            if shown is None:
-                bad = field
-                break
-            if field not in fields:
-                fields[field] = None
-            slices.append((field, shown))
-        if bad is not None:
-            problems.add(f"{source}:{number}: slice field {bad!r} must be a string, number or true/false")
+        slices = ()
+        if obj:
+            items = tuple(obj.items())
+            try:
+                slices = combos.get(items)
+            except TypeError:  # a list or object among the values: _slices names it
+                slices, items = None, None
+            if slices is None:
+                slices = _slices(obj, tally)
+                if type(slices) is str:
+                    problems.add(f"{source}:{number}: slice field {slices!r} must be a string, number or true/false")
+                    continue
+                if items is not None and len(combos) < MAX_COMBINATIONS:
+                    combos[items] = slices
+        if len(text) > MAX_QUERY_CHARS:
+            problems.add(f"{source}:{number}: field 'query' is longer than {MAX_QUERY_CHARS} characters")
             continue
-        if not _checked_text(text, source, number, problems):
-            continue
-        if not add(text, count, seen, slices):
+        key = keys.get(text)
+        if key is None:
+            key = keys[text] = query_key(text)
+        if not key:
             problems.add(f"{source}:{number}: field 'query' is empty once normalised")
+            continue
+        counted += 1
+        entry = entries.get(key)
+        if entry is None:
+            tallies = {text: count}
+            entries[key] = [count, tallies, seen, seen]
+        else:
+            entry[0] += count
+            tallies = entry[1]
+            tallies[text] = tallies.get(text, 0) + count
+            if seen is not None:
+                if entry[2] is None or seen < entry[2]:
+                    entry[2] = seen
+                if entry[3] is None or seen > entry[3]:
+                    entry[3] = seen
+        for pair in slices:
+            tallies[pair] = tallies.get(pair, 0) + count
+    tally.lines += counted
 
 
 def _checked_text(text: str, source: str, number: int, problems: ProblemCollector) -> bool:
@@ -296,7 +368,7 @@ def _read_delimited(stream: BinaryIO, delimiter: str, source: str, tally: _Tally
             text = row[query_at]
             if not _checked_text(text, source, number, problems):
                 continue
-            slices = [(name, row[at]) for at, name in slice_columns if row[at] != ""]
+            slices = [tally.pair(name, row[at]) for at, name in slice_columns if row[at] != ""]
             if not tally.add(text, count, seen, slices):
                 problems.add(f"{source}:{number}: column 'query' is empty once normalised")
     except UnicodeDecodeError:
@@ -433,6 +505,7 @@ def query_log_import(
     `max_text_bytes` caps the text read (the upload page's QUERY_LOG_UPLOAD_MB); None: any size."""
     name = query_log_name_check(golden_set=golden_set, name=name, replace=replace)
     tally = query_log_read(data=data, source_name=source_name, fmt=fmt, progress=progress, max_text_bytes=max_text_bytes)
+    first_seen, last_seen = tally.span()
     with transaction.atomic():
         # Checked again inside: another import may have taken the name while this one read.
         query_log_name_check(golden_set=golden_set, name=name, replace=replace)
@@ -443,11 +516,11 @@ def query_log_import(
             name=name,
             source=source_name[:500],
             lines_read=tally.lines,
-            event_count=tally.events,
+            event_count=tally.events(),
             query_count=len(tally.entries),
             fields=list(tally.fields),
-            first_seen=tally.first,
-            last_seen=tally.last,
+            first_seen=first_seen,
+            last_seen=last_seen,
             imported_by=user if user is not None and user.is_authenticated else None,
         )
         model_rows_insert(
