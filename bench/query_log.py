@@ -28,6 +28,7 @@ Printed: the data size, each time, the import's ratio to the floor against its t
 import argparse
 import gc
 import gzip
+import io
 import json
 import random
 import resource
@@ -184,7 +185,7 @@ def main() -> None:
 
         reset = peak_reset()
         started = time.perf_counter()
-        call_command("import_query_log", str(path), "--golden-set", "bench", "--name", "nov", verbosity=0)
+        call_command("import_query_log", str(path), "--golden-set", "bench", "--name", "nov", verbosity=0, stdout=io.StringIO())
         imported = time.perf_counter() - started
         peak = peak_mib()
         log = QueryLog.objects.get(golden_set=golden_set, name="nov")

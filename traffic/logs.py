@@ -164,7 +164,7 @@ class _Tally:
                     if field not in values or events > values[field][1]:
                         values[field] = (value, events)
             fields = {field: values[field][0] for field in self.fields if field in values}
-            yield (log_id, key, text, count, json.dumps(fields, ensure_ascii=False), first, last)
+            yield (log_id, key, text, count, orjson.dumps(fields).decode(), first, last)
 
 
 def _time(value: object) -> datetime | None:
