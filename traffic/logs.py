@@ -321,7 +321,9 @@ def _checked_text(text: str, source: str, number: int, problems: ProblemCollecto
 
 def _read_delimited(stream: BinaryIO, delimiter: str, source: str, tally: _Tally, problems: ProblemCollector) -> None:
     text_stream = io.TextIOWrapper(stream, encoding="utf-8", newline="")
-    reader = csv.reader(text_stream, delimiter=delimiter)
+    # TSV as text/tab-separated-values has it: no quoting, so a query `"wing flutter" nasa`
+    # keeps its quotes; CSV quotes as RFC 4180 does.
+    reader = csv.reader(text_stream, delimiter=delimiter, quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
     try:
         header = next(reader, None)
         if header is None:

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from lib.errors import ConflictError, GoldsetError
 from tests.support import factories
 from traffic.logs import query_key, query_log_import
-from traffic.models import LoggedQuery, QueryLog
+from traffic.models import LoggedQuery, QueryDraw, QueryLog
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +207,28 @@ def test_a_count_past_a_trillion_is_refused_before_it_could_overflow():
             golden_set=golden_set, data=io.BytesIO(b'{"query": "a", "count": 99999999999999999999}\n'), name="l", source_name="l.jsonl"
         )
     assert caught.value.problems == ["l.jsonl:1: field 'count' must be a positive integer, found 99999999999999999999"]
+
+
+def test_tsv_keeps_quotes_as_typed_and_csv_reads_them_as_quoting():
+    golden_set = factories.golden_set("quotes")
+    tsv = query_log_import(golden_set=golden_set, data=io.BytesIO(b'query\tcount\n"wing flutter" nasa\t2\n'), name="t", source_name="l.tsv")
+    csv_log = query_log_import(golden_set=golden_set, data=io.BytesIO(b'query,count\n"wing, flutter",2\n'), name="c", source_name="l.csv")
+    # The text keeps its quotes; the key drops the one at its start, as punctuation at either end is.
+    assert stored(tsv.log) == {'wing flutter" nasa': ('"wing flutter" nasa', 2, {})}
+    assert stored(csv_log.log) == {"wing, flutter": ("wing, flutter", 2, {})}
+
+
+def test_a_log_queries_were_drawn_from_cannot_be_replaced():
+    golden_set = factories.golden_set("drawn")
+    log = query_log_import(golden_set=golden_set, data=io.BytesIO(b'{"query": "a"}\n'), name="nov", source_name="a.jsonl").log
+    QueryDraw.objects.create(golden_set=golden_set, log=log, design="srs", size=1, seed=1)
+    with pytest.raises(ConflictError, match="queries of the set were drawn from it"):
+        query_log_import(golden_set=golden_set, data=io.BytesIO(b'{"query": "b"}\n'), name="nov", source_name="b.jsonl", replace=True)
+    assert list(LoggedQuery.objects.values_list("normalized", flat=True)) == ["a"]
+
+
+def test_standard_input_is_read_for_a_dash(monkeypatch, capsys):
+    factories.golden_set("stdin")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(gzip.compress(b'{"query": "a", "count": 4}\n')))))
+    call_command("import_query_log", "-", "--golden-set", "stdin", "--name", "piped", verbosity=0)
+    assert "query log 'piped' of stdin: 1 lines, 4 events, 1 distinct queries" in capsys.readouterr().out

@@ -139,3 +139,14 @@ def test_an_upload_past_the_text_limit_is_refused_413_pointing_to_the_command(cl
     assert response.status_code == 413
     assert "more than 1 MB of text (the limit, QUERY_LOG_UPLOAD_MB); import it with manage.py import_query_log" in response.content.decode()
     assert not QueryLog.objects.filter(name="big").exists()
+
+
+def test_the_list_costs_a_fixed_number_of_queries(client, people, logged_set, django_assert_max_num_queries):
+    golden_set, _ = logged_set
+    for n in range(3):
+        query_log_import(
+            golden_set=golden_set, data=io.BytesIO(b'{"query": "a"}\n'), name=f"more{n}", source_name="a.jsonl", user=people["manager"]
+        )
+    client.force_login(people["manager"])
+    with django_assert_max_num_queries(10):
+        assert client.get(reverse("query_logs", args=[golden_set.slug])).status_code == 200
