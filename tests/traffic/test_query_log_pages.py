@@ -14,6 +14,7 @@ from goldenset.services import membership_grant
 from tests.support import factories
 from traffic.logs import query_log_import
 from traffic.models import LoggedQuery, QueryLog
+from traffic.selectors import query_log_field_shares
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +151,13 @@ def test_the_list_costs_a_fixed_number_of_queries(client, people, logged_set, dj
     client.force_login(people["manager"])
     with django_assert_max_num_queries(10):
         assert client.get(reverse("query_logs", args=[golden_set.slug])).status_code == 200
+
+
+def test_a_fields_values_past_twenty_are_summed_as_other_values():
+    golden_set = factories.golden_set("many")
+    data = b"".join(b'{"query": "q%d", "count": %d, "area": "a%02d"}\n' % (n, 30 - n, n) for n in range(25))
+    log = query_log_import(golden_set=golden_set, data=io.BytesIO(data), name="l", source_name="l.jsonl").log
+    (area,) = query_log_field_shares(log)
+    assert [share.value for share in area.values] == [f"a{n:02d}" for n in range(20)]
+    assert (area.other.value, area.other.queries, area.other.events) == ("5 other values", 5, 10 + 9 + 8 + 7 + 6)
+    assert area.values[0].percent == f"{30 / log.event_count * 100:.1f}%"
