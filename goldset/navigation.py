@@ -36,6 +36,7 @@ SET_PAGES: tuple[SetPage, ...] = (
     SetPage("Runs", "runs", READ_ROLES, also=("run", "run_versions", "run_query")),
     SetPage("Completeness", "completeness", READ_ROLES),
     SetPage("Coverage", "coverage", COVERAGE_ROLES),
+    SetPage("Query logs", "query_logs", READ_ROLES, also=("query_log",)),
     SetPage("Monitoring", "monitoring", READ_ROLES),
     SetPage("Endpoints", "endpoints", ENDPOINT_ROLES, also=("endpoint_add", "endpoint_edit", "endpoint_try")),
     SetPage("Alerts", "alerts", READ_ROLES),

@@ -89,6 +89,10 @@ RUN_MAX_EXPANSION_RATIO = env_int("RUN_MAX_EXPANSION_RATIO", 100)
 # RUN_UPLOAD_SPOOL and a worker reads and stores it (evaluation.run_uploads), while the page
 # or the API answers at once with the job to follow. At or under it, the request reads it.
 RUN_INLINE_UPLOAD_MB = env_int("RUN_INLINE_UPLOAD_MB", 8)
+# A query log uploaded on its page is read in the request up to this many MB of text (once
+# decompressed: a small gzip may hold a large log); a larger log is refused (413), to be
+# imported with `manage.py import_query_log`, which streams any size.
+QUERY_LOG_UPLOAD_MB = env_int("QUERY_LOG_UPLOAD_MB", 64)
 # The folder those uploads wait in until their job ends: shared by the web servers and the
 # workers (docker-compose.yml mounts one volume into both). Unset: spool/ in the repository.
 RUN_UPLOAD_SPOOL = env_str("RUN_UPLOAD_SPOOL", str(BASE_DIR / "spool"))

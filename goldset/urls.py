@@ -35,7 +35,7 @@ urlpatterns = [
     path("", include("labeling.urls")),
     path("", include("monitoring.urls")),
     path("", include("answers.urls")),
-    path("", include("traffic.sampling_urls")),
+    path("", include("traffic.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Every user changes their own password, and resets a forgotten one by email; the

@@ -1,15 +1,21 @@
 """The merge key of a query's text: what makes two texts the same query.
 
-Unicode NFKC, case-folded, whitespace collapsed and stripped. A draw (traffic.sampling)
-compares a golden set's query texts with a log's LoggedQuery.normalized through it, so the
-importer (traffic.logs) must merge by this same key: one rule, one place.
+Unicode NFKC, case-folded, whitespace collapsed and stripped, punctuation (Unicode category
+P*) at either end dropped ("reset password?" is "reset password"; "c++" and "node.js" keep
+theirs, where it means something). The importer (traffic.logs) merges a log's lines by it and
+a draw (traffic.sampling) compares a golden set's query texts with a log's
+LoggedQuery.normalized by it: one rule, one place.
 """
 
-import re
 import unicodedata
-
-_SPACES = re.compile(r"\s+")
 
 
 def query_merge_key(text: str) -> str:
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """The merge key of `text`; "" when nothing is left."""
+    key = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    start, end = 0, len(key)
+    while start < end and unicodedata.category(key[start])[0] == "P":
+        start += 1
+    while end > start and unicodedata.category(key[end - 1])[0] == "P":
+        end -= 1
+    return key[start:end].strip()
