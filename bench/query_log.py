@@ -17,8 +17,7 @@ Timed, in this order and in one process, on the same file (warm in the page cach
 - the floor: `for line in f: json.loads(line)`, counting each query's events in a dict;
 - the import: `import_query_log FILE --golden-set bench --name nov`, from opening the file
   to the commit (read, normalise, merge, COPY of the distinct queries);
-- a stratified draw of 1,000 queries by `lang`, through traffic.sampling.draw_queries when
-  that is importable (issue 28's sampling part); otherwise said not timed.
+- a stratified draw of 1,000 queries by `lang` (traffic.sampling.draw_queries).
 
 Printed: the data size, each time, the import's ratio to the floor against its target
 (2x), the peak resident memory of the import (VmHWM, reset before it through
@@ -133,18 +132,11 @@ def peak_mib() -> float:
 
 
 def draw_sample(golden_set, log) -> str:
-    """LEAD: wire to traffic.sampling.draw_queries once the sampling part is on main; until
-    then the keyword arguments below are a guess at its signature, and the draw is reported
-    as not timed when it is missing or called otherwise."""
-    try:
-        from traffic.sampling import draw_queries
-    except ImportError:
-        return "not timed: traffic.sampling.draw_queries is not on this branch"
+    """A stratified draw of SAMPLE_SIZE queries by language from the imported log, timed."""
+    from traffic.sampling import draw_queries
+
     started = time.perf_counter()
-    try:
-        draw_queries(golden_set=golden_set, log=log, size=SAMPLE_SIZE, design="stratified", strata_field="lang", seed=28)
-    except TypeError as exc:
-        return f"not timed: draw_queries was called otherwise than it takes ({exc})"
+    draw_queries(golden_set=golden_set, log_name=log.name, size=SAMPLE_SIZE, design="stratified", strata_field="lang", seed=28)
     return f"{time.perf_counter() - started:.1f} s"
 
 

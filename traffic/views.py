@@ -17,6 +17,7 @@ from goldenset.selectors import access_golden_set, user_roles
 from lib.errors import GoldsetError
 from traffic.forms import QueryLogUploadForm
 from traffic.logs import query_log_import
+from traffic.sampling_selectors import draws_of_log
 from traffic.selectors import query_log_field_shares, query_log_get, query_log_head, query_logs_of
 
 UPLOAD_ROLES = (Membership.Role.MANAGER,)
@@ -86,6 +87,6 @@ def query_log_detail(request: HttpRequest, slug: str, log_id: int) -> HttpRespon
         "head": query_log_head(log),
         "field_shares": query_log_field_shares(log),
         # The draws made from this log (traffic.sampling's); listed here so the log's page says what it fed.
-        "draws": list(log.draws.select_related("created_by").order_by("-created_at")),
+        "draws": draws_of_log(log),
     }
     return render(request, "traffic/logs/log.html", ctx)
