@@ -12,6 +12,7 @@ from api.permissions import api_golden_set
 from api.serializers import validated
 from goldenset.selectors import version_get
 from goldenset.tags import TAG_RULE, tag_history, tag_move, tags_of
+from lib.errors import GoldsetError
 
 
 @extend_schema_serializer(component_name="VersionTag")
@@ -79,6 +80,7 @@ class VersionTagDetailApi(APIView):
         golden_set = api_golden_set(request, slug, write=True)
         data = validated(VersionTagDetailApi.InputSerializer, request.data)
         if not golden_set.versions.filter(number=data["version"]).exists():
-            raise exceptions.ValidationError({"version": [f"golden set {golden_set.slug!r} has no version {data['version']}"]})
+            # Fits the schema, refused for its content: 422, as every unknown id is.
+            raise GoldsetError(f"golden set {golden_set.slug!r} has no version {data['version']}", field="version")
         tag_move(golden_set=golden_set, name=name, version=version_get(golden_set, data["version"]), user=request.user, note=data["note"])
         return Response(self._detail(golden_set, name))

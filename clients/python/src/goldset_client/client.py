@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -44,12 +44,15 @@ from goldset_client.types import (
     PublishJob,
     QrelsFormat,
     Run,
+    RunComparison,
     RunUploadJob,
     Series,
     SeriesNights,
     Stage,
     Version,
     VersionAnswer,
+    VersionTag,
+    VersionTagDetail,
 )
 
 RunSource = str | os.PathLike | bytes | BinaryIO
@@ -75,6 +78,11 @@ class _Waiting:
             raise timed_out(self.status)
         self.sleep(min(self.next, left))
         self.next = min(self.poll_max, self.next * 1.5)
+
+
+def is_number(version: int | str) -> bool:
+    """Whether `version` is a version number (not `latest` or a tag such as `prod`)."""
+    return isinstance(version, int) or (isinstance(version, str) and version.isascii() and version.isdigit())
 
 
 def set_path(slug: str) -> str:
@@ -225,8 +233,31 @@ class GoldsetClient:
         return self.http.paged(set_path(slug) + "versions/")
 
     def version(self, slug: str, number: int | str = "latest") -> Version:
-        """One version; `latest` follows the API's redirect to the latest number."""
+        """One version; `latest` or a tag (`prod`) follows the API's redirect to the number
+        it names at this moment."""
         return self.http.get_json(set_path(slug) + f"versions/{number}/")
+
+    def tags(self, slug: str) -> list[VersionTag]:
+        """The set's version tags by name, each with the number and hash it names now."""
+        return self.http.get_json(set_path(slug) + "tags/")
+
+    def tag(self, slug: str, name: str) -> VersionTagDetail:
+        """One tag with its history, newest move first."""
+        return self.http.get_json(set_path(slug) + f"tags/{name}/")
+
+    def move_tag(self, slug: str, name: str, version: int, *, note: str = "") -> VersionTagDetail:
+        """Point tag `name` at version `version`, creating it (a write token of a manager)."""
+        body = {"version": version, "note": note}
+        return self.http.request("PUT", set_path(slug) + f"tags/{name}/", body=lambda: {"json": body}).json()
+
+    def compare_runs(
+        self, slug: str, run_id: int, *, baseline: str, max_drop: float, metrics: Sequence[str] = (), slices: Sequence[str] = ()
+    ) -> RunComparison:
+        """Ask once for run `run_id` compared with `baseline` (a tag, or a run's name) query by
+        query (the server's paired test): `status` "pending" (202) while either run is still
+        being scored on the version, then "done" with every figure. Asking schedules the scores."""
+        body = {"baseline": baseline, "max_drop": max_drop, "metrics": list(metrics), "slices": list(slices)}
+        return self.http.request("POST", set_path(slug) + f"runs/{run_id}/comparisons/", body=lambda: {"json": body}, ok=(200, 202)).json()
 
     # --- qrels --------------------------------------------------------------------------
 
@@ -239,19 +270,13 @@ class GoldsetClient:
         the version's content_hash as listed; QrelsIntegrityError otherwise. A cached body
         that no longer has the sha256 recorded at download is dropped and downloaded again.
         `slice` keeps one query or page slice (`lang=de`, `page:kind=faq`). `version` may be
-        "latest" (resolved to its number first; a job should pin the number it got).
+        "latest" or a tag (`prod`), resolved to the number and hash it names at this moment
+        first; a job should pin the number it got (Qrels.version).
         """
         if format not in QREL_FORMATS:
             raise GoldsetClientError(f"unknown qrels format {format!r}; choose one of {', '.join(QREL_FORMATS)}")
-        if version == "latest":
-            listed = self.version(slug, "latest")
-            number = listed["number"]
-        else:
-            try:
-                number = int(version)
-            except (TypeError, ValueError):
-                raise GoldsetClientError(f"version {version!r} is not a version number or 'latest'") from None
-            listed = None
+        listed = None if is_number(version) else self.version(slug, str(version))
+        number = listed["number"] if listed is not None else int(version)
         if expected_hash:
             wanted = strip_etag(expected_hash)
         else:
@@ -286,8 +311,8 @@ class GoldsetClient:
         order ([] for a version without answers). Each page's ETag must be `expected_hash`
         when given (the hash the job pinned), else the version's content_hash as listed:
         QrelsIntegrityError otherwise, as for qrels (the hash covers the answers). `version`
-        may be "latest" (resolved to its number first)."""
-        listed = self.version(slug, version) if version == "latest" or not expected_hash else None
+        may be "latest" or a tag (resolved to its number first)."""
+        listed = self.version(slug, version) if not is_number(version) or not expected_hash else None
         number = listed["number"] if listed is not None else int(version)
         wanted = strip_etag(expected_hash) if expected_hash else listed["content_hash"]
         items: list[VersionAnswer] = []
@@ -444,6 +469,41 @@ class GoldsetClient:
                 url=job["url"],
             )
         return job["run"]
+
+    def wait_for_comparison(
+        self,
+        slug: str,
+        run_id: int,
+        *,
+        baseline: str,
+        max_drop: float,
+        metrics: Sequence[str] = (),
+        slices: Sequence[str] = (),
+        timeout: float = 600.0,
+        poll_first: float = 0.5,
+        poll_max: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> RunComparison:
+        """compare_runs asked again (`poll_first` seconds, then 1.5 times longer up to
+        `poll_max`) until both runs are scored and the comparison is done; WaitTimeout past
+        `timeout` seconds, naming the version it waited on."""
+        waiting = _Waiting(timeout, poll_first, poll_max, sleep)
+        while True:
+            found = self.compare_runs(slug, run_id, baseline=baseline, max_drop=max_drop, metrics=metrics, slices=slices)
+            if found["status"] == "done":
+                return found
+            waiting.status = found["status"]
+            waiting.pause(
+                lambda status, found=found: WaitTimeout(
+                    f"run {run_id} and {found['baseline_run']!r} of {slug} not both scored on version {found['version']} "
+                    f"within {timeout:g} s",
+                    last_status=status,
+                )
+            )
+
+    def archive_run(self, slug: str, run_id: int) -> Run:
+        """Archive the run: kept with its scores, left out of leaderboards, alerts and pools."""
+        return self.http.request("POST", set_path(slug) + f"runs/{run_id}/archive/").json()
 
     def run(self, slug: str, run_id: int) -> Run:
         return self.http.get_json(set_path(slug) + f"runs/{run_id}/")
