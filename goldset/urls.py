@@ -12,6 +12,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("", goldenset_views.home, name="home"),
     path("sets/<slug:slug>/", goldenset_views.golden_set_detail, name="golden_set"),
+    path("sets/<slug:slug>/tags/", goldenset_views.version_tag_move, name="version_tag_move"),
     path("sets/<slug:slug>/versions/<int:number>/", goldenset_views.version_detail, name="version"),
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
     path("sets/<slug:slug>/versions/<int:number>/answers.jsonl", goldenset_views.version_answers_export, name="version_answers_export"),
