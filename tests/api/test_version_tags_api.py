@@ -102,3 +102,15 @@ def test_the_manager_of_another_set_finds_nothing(make_user, token, prod):
     assert_error(client.get(BASE + "tags/"), 404)
     assert_error(client.get(BASE + "versions/prod/qrels"), 404)
     assert_error(client.put(BASE + "tags/prod/", {"version": 1}, format="json"), 404)
+
+
+def test_scores_asked_for_a_tag_name_the_version_it_resolved_to(writer, run, prod, version, second_version, manager):
+    from evaluation.services import evaluation_compute
+
+    evaluation_compute(run=run, version=second_version)
+    [scored] = writer.get(BASE + "evaluations/", {"version": "prod"}).json()["results"]
+    assert (scored["version"], scored["content_hash"]) == (1, version.content_hash)
+    tag_move(golden_set=run.golden_set, name="prod", version=second_version, user=manager)
+    [scored] = writer.get(BASE + f"runs/{run.id}/evaluations/", {"version": "prod"}).json()["results"]
+    assert (scored["version"], scored["content_hash"]) == (2, second_version.content_hash)
+    assert_error(writer.get(BASE + "evaluations/", {"version": "nightly"}), 404, "not_found")

@@ -76,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
 
     scores = commands.add_parser("scores", help="every run's scores on a version, or one run's")
     scores.add_argument("slug", metavar="SLUG")
-    scores.add_argument("--version", type=int, default=None, help="the version (default: the latest)")
+    scores.add_argument("--version", default=None, help="a version number or tag (default: the latest); each row names the number")
     scores.add_argument("--run", type=int, default=None, help="only this run id")
     scores.add_argument("--json", action="store_true", help="the evaluations as the API answers them, full precision")
 

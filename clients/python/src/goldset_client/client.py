@@ -512,12 +512,15 @@ class GoldsetClient:
         params = {k: v for k, v in {"system": system, "stage": stage, "series": series}.items() if v is not None}
         return self.http.paged(set_path(slug) + "runs/", params)
 
-    def run_evaluations(self, slug: str, run_id: int, *, version: int | None = None) -> list[Evaluation]:
-        """The run's evaluations, newest version first (or only on `version`), in any status."""
+    def run_evaluations(self, slug: str, run_id: int, *, version: int | str | None = None) -> list[Evaluation]:
+        """The run's evaluations, newest version first (or only on `version`, a number or a
+        tag resolved by the server now: each evaluation names its number), in any status."""
         params = {"version": version} if version is not None else {}
         return self.http.paged(set_path(slug) + f"runs/{run_id}/evaluations/", params)
 
-    def scores(self, slug: str, *, version: int | None = None, system: str | None = None, stage: Stage | None = None) -> list[Evaluation]:
+    def scores(
+        self, slug: str, *, version: int | str | None = None, system: str | None = None, stage: Stage | None = None
+    ) -> list[Evaluation]:
         """Every run's evaluation on `version` (the latest when left out), by run name."""
         params = {k: v for k, v in {"version": version, "system": system, "stage": stage}.items() if v is not None}
         return self.http.paged(set_path(slug) + "evaluations/", params)
