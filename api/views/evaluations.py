@@ -13,15 +13,16 @@ from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
 from api.selectors import EvaluationFigures, evaluation_figures, evaluations_of
 from api.serializers import EvaluationOutputSerializer, RunFilterSerializer, archived_filter, validated
-from api.views.versions import NUMBER_PATTERN
 from evaluation.models import EvaluationSettings
 from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings, run_get
 from goldenset.models import GoldenSet
-from goldenset.tags import version_resolve
+from goldenset.tags import TAG_PATTERN, version_resolve
 from lib.ids import natural_key
 
 MAX_VERSION = 2**31 - 1
+# ?version=: up to ten digits (a longer number is no version, and refused as the schema's), or a tag.
+VERSION_REFERENCE_PATTERN = f"^(?:[0-9]{{1,10}}|{TAG_PATTERN})$"
 COMPLETENESS_FIELDS = [name for name in EvaluationOutputSerializer().fields["completeness"].child.fields]
 
 
@@ -74,7 +75,7 @@ def serialize_page(golden_set: GoldenSet, page) -> list:
 
 def version_reference_field(help_text: str) -> serializers.RegexField:
     """?version=: a number, `latest` or a tag (`prod`), resolved by version_number."""
-    return serializers.RegexField(NUMBER_PATTERN, required=False, max_length=50, help_text=help_text)
+    return serializers.RegexField(VERSION_REFERENCE_PATTERN, required=False, max_length=50, help_text=help_text)
 
 
 def version_number(golden_set: GoldenSet, reference: str) -> int:
@@ -82,8 +83,8 @@ def version_number(golden_set: GoldenSet, reference: str) -> int:
     integers is 400, naming the field), a tag (it moves: every evaluation answered names its
     `version` and `content_hash`) or `latest` resolved, NotFound naming an unknown one."""
     if reference.isdigit():
-        if int(reference) > MAX_VERSION:
-            raise exceptions.ValidationError({"version": [f"ensure this value is less than or equal to {MAX_VERSION}"]})
+        if int(reference) > MAX_VERSION:  # past the database's integers: no version has it
+            raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version {reference}")
         return int(reference)
     found = version_resolve(golden_set, reference)
     if found is None:
