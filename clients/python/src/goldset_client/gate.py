@@ -31,7 +31,7 @@ from goldset_client.types import ComparisonFigure, RunComparison, Stage
 PASS, DROP, ERROR = 0, 1, 2
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gate = commands.add_parser(
         "gate",
         help="upload a run and fail (exit 1) when it drops past --max-drop and significantly against a baseline",
