@@ -1,13 +1,16 @@
 """Path converters of the API's URLs."""
 
+from goldenset.tags import TAG_PATTERN
 from monitoring.endpoints.services import NAME
 
 
 class VersionNumberConverter:
-    """A version number, or `latest` (which the endpoints redirect to the number)."""
+    """A version number, `latest` or a tag's name (goldenset.tags), which the endpoints
+    redirect to the number they name at the moment of the request."""
 
     # Non-capturing, so that the pattern drf-spectacular anchors (^...$) keeps its meaning.
-    regex = "(?:[0-9]+|latest)"
+    # `latest` is one of the names the tag pattern matches (and no tag may take it).
+    regex = f"(?:[0-9]+|{TAG_PATTERN})"
 
     def to_python(self, value: str) -> str:
         return value

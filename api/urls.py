@@ -14,6 +14,7 @@ from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNu
 from api.views import (
     answers,
     chunkings,
+    comparisons,
     endpoints,
     evaluations,
     golden_sets,
@@ -26,6 +27,7 @@ from api.views import (
     runs,
     series,
     tokens,
+    version_tags,
     versions,
 )
 from api.views.not_found import ApiNotFound
@@ -51,6 +53,8 @@ urlpatterns = [
     path(SET, golden_sets.GoldenSetDetailApi.as_view(), name="api_golden_set"),
     path(SET + "versions/", versions.VersionsApi.as_view(), name="api_versions"),
     path(VERSION, versions.VersionDetailApi.as_view(), name="api_version"),
+    path(SET + "tags/", version_tags.VersionTagListApi.as_view(), name="api_version_tags"),
+    path(SET + "tags/<str:name>/", version_tags.VersionTagDetailApi.as_view(), name="api_version_tag"),
     path(SET + "publish-jobs/<int:job_id>/", versions.PublishJobDetailApi.as_view(), name="api_publish_job"),
     path(VERSION + "qrels", versions.VersionQrelsApi.as_view(), name="api_version_qrels"),
     path(VERSION + "queries", versions.VersionQueriesApi.as_view(), name="api_version_queries"),
@@ -65,6 +69,7 @@ urlpatterns = [
     path(SET + "runs/<int:run_id>/unarchive/", runs.RunUnarchiveApi.as_view(), name="api_run_unarchive"),
     path(SET + "runs/<int:run_id>/mark-complete/", runs.RunMarkCompleteApi.as_view(), name="api_run_mark_complete"),
     path(SET + "runs/<int:run_id>/mark-partial/", runs.RunMarkPartialApi.as_view(), name="api_run_mark_partial"),
+    path(SET + "runs/<int:run_id>/comparisons/", comparisons.RunComparisonApi.as_view(), name="api_run_comparison"),
     path(SET + "runs/<int:run_id>/evaluations/", evaluations.RunEvaluationListApi.as_view(), name="api_run_evaluations"),
     path(SET + "evaluations/", evaluations.EvaluationListApi.as_view(), name="api_evaluations"),
     path(SET + "judgments/", judgments.JudgmentImportApi.as_view(), name="api_judgments"),

@@ -89,7 +89,7 @@ def evaluate_version_task(version_id: int) -> int:
     enqueued = 0
     for evaluation in evaluations_schedule(version=version):
         if evaluation.status != Evaluation.Status.DONE:
-            _enqueue(evaluation)
+            evaluation_enqueue(evaluation)
             enqueued += 1
     return enqueued
 
@@ -111,7 +111,7 @@ def evaluate_run_latest_task(run_id: int) -> str:
         return "no version"
     for version in versions:
         evaluation, _ = Evaluation.objects.get_or_create(run=run, version=version)
-        _enqueue(evaluation)
+        evaluation_enqueue(evaluation)
     return "enqueued"
 
 
@@ -151,7 +151,7 @@ def sweep_missing_evaluations_task(self) -> int:
     return enqueued
 
 
-def _enqueue(evaluation: Evaluation) -> None:
+def evaluation_enqueue(evaluation: Evaluation) -> None:
     """Send the evaluation's task and note when (Evaluation.enqueued_at)."""
     Evaluation.objects.filter(pk=evaluation.pk).update(enqueued_at=timezone.now())
     evaluate_run_task.delay(evaluation.run_id, evaluation.version_id)

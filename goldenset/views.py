@@ -5,6 +5,7 @@ answer's edit need the manager role."""
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -30,8 +31,9 @@ from goldenset.selectors import (
 )
 from goldenset.services import member_invite, membership_grant, membership_revoke
 from goldenset.stale_spans import stale_span_labels
+from goldenset.tags import TAG_RULE, tag_history, tag_may_move, tag_move, tags_of
 from goldenset.tasks import publish_job_task
-from lib.errors import ConflictError, GoldsetError
+from lib.errors import ConflictError, ForbiddenError, GoldsetError
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 from lib.params import ParameterError, number_param, version_param
 
@@ -40,6 +42,7 @@ PUBLISH_ROLES = (Membership.Role.MANAGER,)
 ANSWER_EDIT_ROLES = (Membership.Role.MANAGER,)
 CHANGES_ON_VERSION_PAGE = 50  # the rest on the changes page
 CHANGES_PER_PAGE = 100
+TAG_MOVES_SHOWN = 50  # the newest moves of every tag on the set's page (the API has each tag's whole history)
 PUBLISH_POLL_SECONDS = 1
 
 
@@ -57,13 +60,47 @@ def golden_set_context(request: HttpRequest, slug: str) -> dict:
     """The set's page context, access checked (Http404). The page itself is served by
     goldset.today.golden_set_home, which adds what needs you today from the apps above."""
     golden_set = access_golden_set(request.user, slug)
-    versions = golden_set.versions.select_related("author").order_by("-number")
+    versions = list(golden_set.versions.select_related("author").order_by("-number"))
+    tags = tags_of(golden_set)
+    for version in versions:
+        version.tag_names = [tag.name for tag in tags if tag.version_id == version.pk]
     return {
         "golden_set": golden_set,
         "versions": versions,
         "can_publish": _can_publish(request.user, golden_set),
         "chunkings": chunkings_of(golden_set.corpus),
+        "tags": tags,
+        "tag_moves": tag_history(golden_set)[:TAG_MOVES_SHOWN],
+        "can_move_tags": tag_may_move(request.user, golden_set),
+        "tag_rule": TAG_RULE,
     }
+
+
+@login_required
+@require_POST
+def version_tag_move(request: HttpRequest, slug: str) -> HttpResponse:
+    """A manager points a tag at a version (tag_move checks the role and the name)."""
+    golden_set = access_golden_set(request.user, slug)
+    try:
+        number = number_param(request.POST, "version", default=0)
+        version = golden_set.versions.filter(number=number).first()
+        if version is None:
+            raise GoldsetError(f"version: golden set {golden_set.slug!r} has no version {number}", field="version")
+        tag = tag_move(
+            golden_set=golden_set,
+            name=request.POST.get("name", "").strip(),
+            version=version,
+            user=request.user,
+            note=request.POST.get("note", ""),
+        )
+        messages.success(request, f"Tag {tag.name} now names version {version.number} ({version.short_hash}).")
+    except ForbiddenError as exc:
+        raise PermissionDenied(exc.message) from None  # a reader of the set who is not its manager: 403
+    except GoldsetError as exc:
+        messages.error(request, exc.message)
+    except ParameterError as exc:
+        messages.error(request, f"version: {exc}")
+    return redirect(reverse("golden_set", args=[golden_set.slug]) + "#tags")
 
 
 def _can_publish(user, golden_set) -> bool:

@@ -13,6 +13,7 @@ urlpatterns = [
     path("", goldenset_views.home, name="home"),
     # The set's home composes the apps (what needs you today), so it is served from up here.
     path("sets/<slug:slug>/", today.golden_set_home, name="golden_set"),
+    path("sets/<slug:slug>/tags/", goldenset_views.version_tag_move, name="version_tag_move"),
     path("sets/<slug:slug>/versions/<int:number>/", goldenset_views.version_detail, name="version"),
     path("sets/<slug:slug>/versions/<int:number>/qrels.<str:fmt>", goldenset_views.version_export, name="version_export"),
     path("sets/<slug:slug>/versions/<int:number>/answers.jsonl", goldenset_views.version_answers_export, name="version_answers_export"),

@@ -10,7 +10,7 @@ from api.pagination import PaginatedMixin
 from api.parsers import JSONParser
 from api.permissions import api_golden_set
 from api.serializers import validated
-from api.views.versions import LATEST_REDIRECT, ReferenceAnswerOutput, api_version, latest_redirect, number_parameter
+from api.views.versions import LATEST_REDIRECT, ReferenceAnswerOutput, api_version, number_parameter, unresolved, version_redirect
 from goldenset.answers import query_reference_answer, reference_answer_clear, reference_answer_set, version_answer_rows
 from goldenset.models import GoldenSet, Query
 from goldenset.selectors import version_check_intact
@@ -44,8 +44,8 @@ class VersionAnswersApi(PaginatedMixin, APIView):
     )
     def get(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug)
-        if number == "latest":
-            return latest_redirect(request, golden_set)
+        if unresolved(number):
+            return version_redirect(request, golden_set)
         version = api_version(golden_set, number)
         version_check_intact(version)
         rows = version_answer_rows(version)

@@ -18,8 +18,12 @@ from evaluation.reports.completeness import run_completeness
 from evaluation.selectors import evaluation_settings, run_get
 from evaluation.weighted import WeightedFigures, evaluations_weighted
 from goldenset.models import GoldenSet
+from goldenset.tags import TAG_PATTERN, version_resolve
 from lib.ids import natural_key
 
+MAX_VERSION = 2**31 - 1
+# ?version=: up to ten digits (a longer number is no version, and refused as the schema's), or a tag.
+VERSION_REFERENCE_PATTERN = f"^(?:[0-9]{{1,10}}|{TAG_PATTERN})$"
 COMPLETENESS_FIELDS = [name for name in EvaluationOutputSerializer().fields["completeness"].child.fields]
 
 
@@ -77,12 +81,31 @@ def serialize_page(golden_set: GoldenSet, page) -> list:
     ).data
 
 
+def version_reference_field(help_text: str) -> serializers.RegexField:
+    """?version=: a number, `latest` or a tag (`prod`), resolved by version_number."""
+    return serializers.RegexField(VERSION_REFERENCE_PATTERN, required=False, max_length=50, help_text=help_text)
+
+
+def version_number(golden_set: GoldenSet, reference: str) -> int:
+    """The number `reference` names now: digits as they are (a number past the database's
+    integers is 400, naming the field), a tag (it moves: every evaluation answered names its
+    `version` and `content_hash`) or `latest` resolved, NotFound naming an unknown one."""
+    if reference.isdigit():
+        if int(reference) > MAX_VERSION:  # past the database's integers: no version has it
+            raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version {reference}")
+        return int(reference)
+    found = version_resolve(golden_set, reference)
+    if found is None:
+        raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version or tag {reference!r}")
+    return found.version.number
+
+
 class RunEvaluationListApi(PaginatedMixin, APIView):
-    """One run's evaluations, newest version first, or only on ?version=N: overall, per
-    slice, with completeness."""
+    """One run's evaluations, newest version first, or only on ?version= (a number or a
+    tag, resolved now): overall, per slice, with completeness."""
 
     class FilterSerializer(serializers.Serializer):
-        version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1, help_text="a version number")
+        version = version_reference_field("a version number, `latest` or a tag such as `prod`")
 
     @extend_schema(operation_id="run_evaluations_list", parameters=[FilterSerializer], responses=EvaluationOutputSerializer(many=True))
     def get(self, request, slug: str, run_id: int):
@@ -91,18 +114,17 @@ class RunEvaluationListApi(PaginatedMixin, APIView):
         filters = validated(RunEvaluationListApi.FilterSerializer, request.query_params)
         evaluations = evaluations_of(golden_set).filter(run=run).order_by("-version__number")
         if "version" in filters:
-            evaluations = evaluations.filter(version__number=filters["version"])
+            evaluations = evaluations.filter(version__number=version_number(golden_set, filters["version"]))
         return self.paginated(evaluations, lambda page: serialize_page(golden_set, page))
 
 
 class EvaluationListApi(PaginatedMixin, APIView):
-    """Every run's evaluation on version ?version=N (the latest by default), by run name;
-    ?system= and ?stage= narrow the runs; archived runs only with ?archived=true or all."""
+    """Every run's evaluation on version ?version= (a number or a tag, resolved now; the
+    latest by default), by run name; ?system= and ?stage= narrow the runs; archived runs
+    only with ?archived=true or all."""
 
     class FilterSerializer(RunFilterSerializer):
-        version = serializers.IntegerField(
-            required=False, min_value=1, max_value=2**31 - 1, help_text="a version number; the latest if left out"
-        )
+        version = version_reference_field("a version number or a tag such as `prod`; the latest if left out")
 
     @extend_schema(operation_id="evaluations_list", parameters=[FilterSerializer], responses=EvaluationOutputSerializer(many=True))
     def get(self, request, slug: str):
@@ -112,8 +134,10 @@ class EvaluationListApi(PaginatedMixin, APIView):
         archived = wanted.pop("archived", "false")
         if number is None:
             number = golden_set.versions.order_by("-number").values_list("number", flat=True).first()
-        elif not golden_set.versions.filter(number=number).exists():
-            raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version {number}")
+        else:
+            number = version_number(golden_set, number)
+            if not golden_set.versions.filter(number=number).exists():
+                raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version {number}")
         if number is None:  # no version yet, so nothing was scored
             return self.paginated([], lambda page: [])
         evaluations = evaluations_of(golden_set).filter(version__number=number)

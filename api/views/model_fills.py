@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from api.permissions import api_golden_set
 from api.serializers import validated
-from api.views.versions import LATEST_REDIRECT, FirstRendererNegotiation, api_version, latest_redirect, number_parameter
+from api.views.versions import LATEST_REDIRECT, FirstRendererNegotiation, api_version, number_parameter, unresolved, version_redirect
 from goldenset.model_fill import VARIANT, model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from lib.errors import GoldsetError
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
@@ -55,8 +55,8 @@ class VersionModelFillsApi(APIView):
     )
     def get(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug)
-        if number == "latest":
-            return latest_redirect(request, golden_set)
+        if unresolved(number):
+            return version_redirect(request, golden_set)
         version = api_version(golden_set, number)
         return Response(ModelFillOutputSerializer(model_fills_of(version).select_related("version"), many=True).data)
 
@@ -68,8 +68,8 @@ class VersionModelFillsApi(APIView):
     )
     def post(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug, write=True)
-        if number == "latest":
-            raise exceptions.NotFound("name the version by its number to add a variant to it")
+        if unresolved(number):
+            raise exceptions.NotFound("name the version by its number (not `latest` or a tag) to add a variant to it")
         version = api_version(golden_set, number)
         data = validated(VersionModelFillsApi.InputSerializer, request.data)
         fill = version_model_fill_create(version=version, model=data["model"], prompt_hash=data["prompt_hash"], user=request.user)
@@ -96,8 +96,8 @@ class VersionModelFillQrelsApi(APIView):
     )
     def get(self, request, slug: str, number: str, fill_id: int) -> HttpResponse:
         golden_set = api_golden_set(request, slug)
-        if number == "latest":
-            return latest_redirect(request, golden_set)
+        if unresolved(number):
+            return version_redirect(request, golden_set)
         version = api_version(golden_set, number)
         fmt = validated(VersionModelFillQrelsApi.FilterSerializer, request.query_params)["format"]
         try:

@@ -1,8 +1,9 @@
 """A golden set's versions: list, publish (a job to poll), one version, its qrels, its queries, a diff.
 
-Every endpoint under /versions/{number}/ takes `latest` for the number and answers it with
-a 302 to the numbered URL (query string kept), so that what a job downloads is always
-named by its number, and a job that pins a number never follows a moving target.
+Every endpoint under /versions/{number}/ takes `latest` or a tag's name (`prod`,
+goldenset.tags) for the number and answers it with a 302 to the numbered URL (query string
+kept) that names the version it resolved to, so that what a job downloads is always named by
+its number, and a job that pins a number never follows a moving target.
 """
 
 from django.http import HttpResponse, HttpResponseNotModified, HttpResponseRedirect, StreamingHttpResponse
@@ -29,12 +30,16 @@ from goldenset.evidence_export import version_export_chunks
 from goldenset.models import GoldenSet, PublishJob, Version
 from goldenset.publishing import publish_job_progress, version_publish_request
 from goldenset.selectors import version_get
+from goldenset.tags import TAG_PATTERN, version_resolve
 from goldenset.tasks import publish_job_task
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS
 
-LATEST_REDIRECT = OpenApiResponse(description="the number was `latest`: Location is the same URL with the latest number")
-NUMBER_DESCRIPTION = "a version number, or `latest` (answered with a redirect to the number)"
-NUMBER_PATTERN = r"^(?:[0-9]+|latest)$"
+LATEST_REDIRECT = OpenApiResponse(
+    description="the number was `latest` or a tag: Location is the same URL with the number it names now "
+    "(X-Goldset-Version, X-Goldset-Version-Hash and, for a tag, X-Goldset-Tag say which)"
+)
+NUMBER_DESCRIPTION = "a version number, `latest` or a tag such as `prod` (answered with a redirect to the number it names now)"
+NUMBER_PATTERN = f"^(?:[0-9]+|{TAG_PATTERN})$"
 # A slice as the qrels and queries take it: FIELD=VALUE, optionally query: or page: first.
 # Without NUL, which DRF refuses in any string: the pattern says so, as forbid_nul_in_strings
 # does for strings without one.
@@ -46,23 +51,50 @@ def number_parameter(name: str = "number", description: str = NUMBER_DESCRIPTION
 
 
 def api_version(golden_set: GoldenSet, number: str) -> Version:
-    """Version `number` (digits: `latest` was redirected before) of the set, or 404."""
+    """Version `number` (digits: `latest` and tags were redirected before) of the set, or 404."""
     return version_get(golden_set, int(number))
 
 
-def latest_redirect(request, golden_set: GoldenSet) -> HttpResponseRedirect:
-    """A 302 to the URL of this request with every `latest` number replaced by the latest's."""
-    latest = golden_set.versions.order_by("-number").values_list("number", flat=True).first()
-    if latest is None:
-        raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version yet")
+def unresolved(*numbers: str) -> bool:
+    """Whether any of the path's version references is `latest` or a tag: a name that
+    version_redirect answers with the number it names now."""
+    return any(not number.isdigit() for number in numbers)
+
+
+def version_headers(response: HttpResponse, version: Version, tag: str | None = None) -> HttpResponse:
+    """Say which version an answer is about: its number and content hash, and the tag that
+    named it when one did."""
+    response["X-Goldset-Version"] = str(version.number)
+    response["X-Goldset-Version-Hash"] = version.content_hash
+    if tag:
+        response["X-Goldset-Tag"] = tag
+    return response
+
+
+def version_redirect(request, golden_set: GoldenSet) -> HttpResponseRedirect:
+    """A 302 to the URL of this request with every `latest` or tag replaced by the number
+    it names at this moment, so that what a job downloads is always named by its number.
+    404 naming the reference for an unknown tag, or `latest` before the first version."""
     match = request.resolver_match
-    kwargs = {key: (latest if value == "latest" else value) for key, value in match.kwargs.items()}
+    kwargs = dict(match.kwargs)
+    resolved = None
+    for key in ("number", "other"):
+        value = kwargs.get(key)
+        if value is None or value.isdigit():
+            continue
+        found = version_resolve(golden_set, value)
+        if found is None:
+            if value == "latest":
+                raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version yet")
+            raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no version or tag {value!r}")
+        kwargs[key] = found.version.number
+        resolved = resolved or found
     url = reverse(match.view_name, kwargs=kwargs)
     query = request.META.get("QUERY_STRING", "")
     response = HttpResponseRedirect(f"{url}?{query}" if query else url)
-    # The latest version changes with each publish: a cache must ask again.
+    # The latest version changes with each publish and a tag with each move: a cache must ask again.
     response["Cache-Control"] = "no-cache"
-    return response
+    return version_headers(response, resolved.version, resolved.tag) if resolved else response
 
 
 class VersionListApi(PaginatedMixin, APIView):
@@ -147,8 +179,8 @@ class VersionDetailApi(APIView):
     )
     def get(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug)
-        if number == "latest":
-            return latest_redirect(request, golden_set)
+        if unresolved(number):
+            return version_redirect(request, golden_set)
         return Response(VersionOutputSerializer(api_version(golden_set, number)).data)
 
 
@@ -229,8 +261,8 @@ class VersionQrelsApi(APIView):
     )
     def get(self, request, slug: str, number: str) -> HttpResponse:
         golden_set = api_golden_set(request, slug)
-        if number == "latest":
-            return latest_redirect(request, golden_set)
+        if unresolved(number):
+            return version_redirect(request, golden_set)
         version = api_version(golden_set, number)
         params = validated(VersionQrelsApi.FilterSerializer, request.query_params)
         fmt = params["format"]
@@ -241,7 +273,7 @@ class VersionQrelsApi(APIView):
         if "*" in held or any(tag.removeprefix("W/") == etag for tag in held):
             response = HttpResponseNotModified()
             response["ETag"] = etag
-            return response
+            return version_headers(response, version)
 
         where = {}
         if slice_filter is not None:
@@ -251,7 +283,7 @@ class VersionQrelsApi(APIView):
         suffix = f"-{slugify(slice_filter.name)}" if slice_filter is not None else ""
         response["Content-Disposition"] = f'attachment; filename="{golden_set.slug}-v{version.number}{suffix}.{QREL_EXTENSIONS[fmt]}"'
         response["ETag"] = etag
-        return response
+        return version_headers(response, version)
 
 
 @extend_schema_serializer(component_name="ReferenceAnswer")
@@ -303,8 +335,8 @@ class VersionQueriesApi(PaginatedMixin, APIView):
     )
     def get(self, request, slug: str, number: str):
         golden_set = api_golden_set(request, slug)
-        if number == "latest":
-            return latest_redirect(request, golden_set)
+        if unresolved(number):
+            return version_redirect(request, golden_set)
         version = api_version(golden_set, number)
         params = validated(VersionQueriesApi.FilterSerializer, request.query_params)
         query_slice = None
@@ -381,8 +413,8 @@ class VersionDiffApi(APIView):
     )
     def get(self, request, slug: str, number: str, other: str):
         golden_set = api_golden_set(request, slug)
-        if "latest" in (number, other):
-            return latest_redirect(request, golden_set)
+        if unresolved(number, other):
+            return version_redirect(request, golden_set)
         old, new = api_version(golden_set, number), api_version(golden_set, other)
         limit = validated(VersionDiffApi.FilterSerializer, request.query_params)["limit"]
         diff = version_diff(old, new)

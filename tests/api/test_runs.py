@@ -120,7 +120,9 @@ def test_a_runs_evaluations_hold_overall_and_slice_scores_and_completeness(reade
 def test_evaluations_filter_by_version(reader, run):
     assert reader.get(BASE + f"runs/{run.id}/evaluations/", {"version": 1}).json()["count"] == 1
     assert reader.get(BASE + f"runs/{run.id}/evaluations/", {"version": 2}).json()["count"] == 0
-    assert_error(reader.get(BASE + f"runs/{run.id}/evaluations/", {"version": "one"}), 400, "invalid")
+    assert_error(reader.get(BASE + f"runs/{run.id}/evaluations/", {"version": "1.5"}), 400, "invalid")
+    # A name may be a tag (goldenset.tags): an unknown one is not found, and named.
+    assert "'one'" in assert_error(reader.get(BASE + f"runs/{run.id}/evaluations/", {"version": "one"}), 404, "not_found")["message"]
 
 
 def test_every_runs_evaluation_on_a_version_defaults_to_the_latest(reader, run):

@@ -3,10 +3,13 @@
     goldset pull wiki-demo --version 3 -o qrels.trec
     goldset push run.trec --golden-set wiki-demo --system bm25 --stage first_stage --wait
     goldset scores wiki-demo --version 3
+    goldset pull wiki-demo --version prod -o qrels.trec      (a tag, resolved to its number now)
+    goldset gate wiki-demo --run run.trec --baseline prod --max-drop 3 --junit gate.xml
 
 The server and token come from --url / --token, else GOLDSET_URL / GOLDSET_TOKEN. `-` is
 standard output for pull's -o and standard input for push's file. Exit status 0 on
-success, 1 when Goldset refused or failed (the reason on standard error), 2 for bad usage.
+success, 1 when Goldset refused or failed (the reason on standard error), 2 for bad usage;
+`gate` has its own (goldset_client.gate): 0 pass, 1 a drop, 2 usage or server error.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any, TextIO
 from goldset_client import __version__
 from goldset_client.client import QREL_FORMATS, GoldsetClient
 from goldset_client.errors import GoldsetClientError
+from goldset_client.gate import add_parser as add_gate_parser
+from goldset_client.gate import cmd_gate
 from goldset_client.types import Evaluation
 
 STAGES = ("first_stage", "reranked", "other")
@@ -48,7 +53,9 @@ def parser() -> argparse.ArgumentParser:
 
     pull = commands.add_parser("pull", help="download a version's qrels (cached; checked against its content hash)")
     pull.add_argument("slug", metavar="SLUG")
-    pull.add_argument("--version", type=int, default=None, help="the version number (default: the latest; pin it in jobs)")
+    pull.add_argument(
+        "--version", default=None, help="a version number or tag (prod), resolved to a number now (default: the latest; pin it in jobs)"
+    )
     pull.add_argument("--hash", dest="expected_hash", default=None, help="the content hash pinned with the number: refuse any other")
     pull.add_argument("--format", choices=QREL_FORMATS, default="trec")
     pull.add_argument("--slice", default=None, help="one slice: lang=de, query:lang=de or page:kind=faq")
@@ -69,9 +76,11 @@ def parser() -> argparse.ArgumentParser:
 
     scores = commands.add_parser("scores", help="every run's scores on a version, or one run's")
     scores.add_argument("slug", metavar="SLUG")
-    scores.add_argument("--version", type=int, default=None, help="the version (default: the latest)")
+    scores.add_argument("--version", default=None, help="a version number or tag (default: the latest); each row names the number")
     scores.add_argument("--run", type=int, default=None, help="only this run id")
     scores.add_argument("--json", action="store_true", help="the evaluations as the API answers them, full precision")
+
+    add_gate_parser(commands)
     return top
 
 
@@ -117,6 +126,8 @@ def cmd_pull(client: GoldsetClient, args: argparse.Namespace, out: TextIO) -> in
         if number is None:
             raise GoldsetClientError(f"{args.slug} has no published version yet")
     qrels = client.qrels(args.slug, number, format=args.format, slice=args.slice, expected_hash=args.expected_hash)
+    # A tag names the number it resolved to: what a job should pin.
+    number = qrels.version
     if args.output == "-":
         out.flush()
         binary = getattr(out, "buffer", None)
@@ -201,4 +212,5 @@ COMMANDS = {
     "pull": cmd_pull,
     "push": cmd_push,
     "scores": cmd_scores,
+    "gate": cmd_gate,
 }

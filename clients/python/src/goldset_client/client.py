@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +34,8 @@ from urllib.parse import quote
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
 from goldset_client.errors import EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
 from goldset_client.http import RetryPolicy, Transport
+from goldset_client.monitoring import MonitoringCalls
+from goldset_client.paths import set_path
 from goldset_client.types import (
     Chunk,
     Chunking,
@@ -44,13 +46,14 @@ from goldset_client.types import (
     PublishJob,
     QrelsFormat,
     Run,
+    RunComparison,
     RunUploadJob,
-    Series,
-    SeriesNights,
     Stage,
     Version,
     VersionAnswer,
     VersionQuery,
+    VersionTag,
+    VersionTagDetail,
 )
 
 RunSource = str | os.PathLike | bytes | BinaryIO
@@ -78,8 +81,9 @@ class _Waiting:
         self.next = min(self.poll_max, self.next * 1.5)
 
 
-def set_path(slug: str) -> str:
-    return f"/api/v1/golden-sets/{quote(slug, safe='')}/"
+def is_number(version: int | str) -> bool:
+    """Whether `version` is a version number (not `latest` or a tag such as `prod`)."""
+    return isinstance(version, int) or (isinstance(version, str) and version.isascii() and version.isdigit())
 
 
 def strip_etag(etag: str) -> str:
@@ -190,7 +194,7 @@ def unguard(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:].startswith(CSV_GUARDED_STARTS) else cell
 
 
-class GoldsetClient:
+class GoldsetClient(MonitoringCalls):
     """A client of one Goldset server, acting with one API token.
 
     `base_url` and `token` default to GOLDSET_URL and GOLDSET_TOKEN; `cache_dir` (for qrels)
@@ -226,7 +230,8 @@ class GoldsetClient:
         return self.http.paged(set_path(slug) + "versions/")
 
     def version(self, slug: str, number: int | str = "latest") -> Version:
-        """One version; `latest` follows the API's redirect to the latest number."""
+        """One version; `latest` or a tag (`prod`) follows the API's redirect to the number
+        it names at this moment."""
         return self.http.get_json(set_path(slug) + f"versions/{number}/")
 
     def queries(self, slug: str, version: int | str, *, slice: str | None = None) -> list[VersionQuery]:
@@ -235,6 +240,28 @@ class GoldsetClient:
         it; `slice` (FIELD=VALUE) keeps one query slice."""
         params = {"slice": slice} if slice else None
         return self.http.paged(set_path(slug) + f"versions/{version}/queries", params)
+
+    def tags(self, slug: str) -> list[VersionTag]:
+        """The set's version tags by name, each with the number and hash it names now."""
+        return self.http.get_json(set_path(slug) + "tags/")
+
+    def tag(self, slug: str, name: str) -> VersionTagDetail:
+        """One tag with its history, newest move first."""
+        return self.http.get_json(set_path(slug) + f"tags/{name}/")
+
+    def move_tag(self, slug: str, name: str, version: int, *, note: str = "") -> VersionTagDetail:
+        """Point tag `name` at version `version`, creating it (a write token of a manager)."""
+        body = {"version": version, "note": note}
+        return self.http.request("PUT", set_path(slug) + f"tags/{name}/", body=lambda: {"json": body}).json()
+
+    def compare_runs(
+        self, slug: str, run_id: int, *, baseline: str, max_drop: float, metrics: Sequence[str] = (), slices: Sequence[str] = ()
+    ) -> RunComparison:
+        """Ask once for run `run_id` compared with `baseline` (a tag, or a run's name) query by
+        query (the server's paired test): `status` "pending" (202) while either run is still
+        being scored on the version, then "done" with every figure. Asking schedules the scores."""
+        body = {"baseline": baseline, "max_drop": max_drop, "metrics": list(metrics), "slices": list(slices)}
+        return self.http.request("POST", set_path(slug) + f"runs/{run_id}/comparisons/", body=lambda: {"json": body}, ok=(200, 202)).json()
 
     # --- qrels --------------------------------------------------------------------------
 
@@ -247,19 +274,13 @@ class GoldsetClient:
         the version's content_hash as listed; QrelsIntegrityError otherwise. A cached body
         that no longer has the sha256 recorded at download is dropped and downloaded again.
         `slice` keeps one query or page slice (`lang=de`, `page:kind=faq`). `version` may be
-        "latest" (resolved to its number first; a job should pin the number it got).
+        "latest" or a tag (`prod`), resolved to the number and hash it names at this moment
+        first; a job should pin the number it got (Qrels.version).
         """
         if format not in QREL_FORMATS:
             raise GoldsetClientError(f"unknown qrels format {format!r}; choose one of {', '.join(QREL_FORMATS)}")
-        if version == "latest":
-            listed = self.version(slug, "latest")
-            number = listed["number"]
-        else:
-            try:
-                number = int(version)
-            except (TypeError, ValueError):
-                raise GoldsetClientError(f"version {version!r} is not a version number or 'latest'") from None
-            listed = None
+        listed = None if is_number(version) else self.version(slug, str(version))
+        number = listed["number"] if listed is not None else int(version)
         if expected_hash:
             wanted = strip_etag(expected_hash)
         else:
@@ -294,8 +315,8 @@ class GoldsetClient:
         order ([] for a version without answers). Each page's ETag must be `expected_hash`
         when given (the hash the job pinned), else the version's content_hash as listed:
         QrelsIntegrityError otherwise, as for qrels (the hash covers the answers). `version`
-        may be "latest" (resolved to its number first)."""
-        listed = self.version(slug, version) if version == "latest" or not expected_hash else None
+        may be "latest" or a tag (resolved to its number first)."""
+        listed = self.version(slug, version) if not is_number(version) or not expected_hash else None
         number = listed["number"] if listed is not None else int(version)
         wanted = strip_etag(expected_hash) if expected_hash else listed["content_hash"]
         items: list[VersionAnswer] = []
@@ -453,6 +474,41 @@ class GoldsetClient:
             )
         return job["run"]
 
+    def wait_for_comparison(
+        self,
+        slug: str,
+        run_id: int,
+        *,
+        baseline: str,
+        max_drop: float,
+        metrics: Sequence[str] = (),
+        slices: Sequence[str] = (),
+        timeout: float = 600.0,
+        poll_first: float = 0.5,
+        poll_max: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> RunComparison:
+        """compare_runs asked again (`poll_first` seconds, then 1.5 times longer up to
+        `poll_max`) until both runs are scored and the comparison is done; WaitTimeout past
+        `timeout` seconds, naming the version it waited on."""
+        waiting = _Waiting(timeout, poll_first, poll_max, sleep)
+        while True:
+            found = self.compare_runs(slug, run_id, baseline=baseline, max_drop=max_drop, metrics=metrics, slices=slices)
+            if found["status"] == "done":
+                return found
+            waiting.status = found["status"]
+            waiting.pause(
+                lambda status, found=found: WaitTimeout(
+                    f"run {run_id} and {found['baseline_run']!r} of {slug} not both scored on version {found['version']} "
+                    f"within {timeout:g} s",
+                    last_status=status,
+                )
+            )
+
+    def archive_run(self, slug: str, run_id: int) -> Run:
+        """Archive the run: kept with its scores, left out of leaderboards, alerts and pools."""
+        return self.http.request("POST", set_path(slug) + f"runs/{run_id}/archive/").json()
+
     def run(self, slug: str, run_id: int) -> Run:
         return self.http.get_json(set_path(slug) + f"runs/{run_id}/")
 
@@ -460,12 +516,15 @@ class GoldsetClient:
         params = {k: v for k, v in {"system": system, "stage": stage, "series": series}.items() if v is not None}
         return self.http.paged(set_path(slug) + "runs/", params)
 
-    def run_evaluations(self, slug: str, run_id: int, *, version: int | None = None) -> list[Evaluation]:
-        """The run's evaluations, newest version first (or only on `version`), in any status."""
+    def run_evaluations(self, slug: str, run_id: int, *, version: int | str | None = None) -> list[Evaluation]:
+        """The run's evaluations, newest version first (or only on `version`, a number or a
+        tag resolved by the server now: each evaluation names its number), in any status."""
         params = {"version": version} if version is not None else {}
         return self.http.paged(set_path(slug) + f"runs/{run_id}/evaluations/", params)
 
-    def scores(self, slug: str, *, version: int | None = None, system: str | None = None, stage: Stage | None = None) -> list[Evaluation]:
+    def scores(
+        self, slug: str, *, version: int | str | None = None, system: str | None = None, stage: Stage | None = None
+    ) -> list[Evaluation]:
         """Every run's evaluation on `version` (the latest when left out), by run name."""
         params = {k: v for k, v in {"version": version, "system": system, "stage": stage}.items() if v is not None}
         return self.http.paged(set_path(slug) + "evaluations/", params)
@@ -568,66 +627,6 @@ class GoldsetClient:
         if job["status"] == "failed":
             raise PublishFailed(f"{slug} was not published: {job['error']}", error=job["error"])
         return job
-
-    # --- monitoring ---------------------------------------------------------------------
-
-    def series(self, slug: str) -> list[Series]:
-        """The set's series by name, each with its latest night."""
-        return self.http.paged(set_path(slug) + "series/")
-
-    def series_nights(self, slug: str, series: str, *, slice: str | None = None, limit: int | None = None) -> SeriesNights:
-        """A series' last `limit` nights, oldest first; `slice` adds each night's scores on it."""
-        params: dict[str, Any] = {k: v for k, v in {"slice": slice, "limit": limit}.items() if v is not None}
-        return self.http.get_json(set_path(slug) + f"series/{quote(series, safe='')}/nights/", params)
-
-    def monitoring(self, slug: str, *, slice: str | None = None) -> dict[str, Any]:
-        """The monitoring page's figures: series' latest nights, rerank losses, probes, open alerts."""
-        return self.http.get_json(set_path(slug) + "monitoring/", {"slice": slice} if slice else None)
-
-    # --- incidents ----------------------------------------------------------------------
-
-    def incidents(self, slug: str, *, state: str | None = None) -> list[dict[str, Any]]:
-        """The set's incidents, open first; `state` (open, acknowledged, muted, resolved) keeps one."""
-        return self.http.paged(set_path(slug) + "incidents/", {"state": state} if state else None)
-
-    def incident(self, slug: str, incident_id: int) -> dict[str, Any]:
-        """One incident with its state, owner and every alert."""
-        return self.http.get_json(set_path(slug) + f"incidents/{int(incident_id)}/")
-
-    def incident_update(
-        self,
-        slug: str,
-        incident_id: int,
-        *,
-        state: str | None = None,
-        muted_until: datetime | None = None,
-        owner: str | None = None,
-    ) -> dict[str, Any]:
-        """Change an incident (a write token of a manager): `state` acknowledged, muted (with
-        `muted_until`, an aware datetime), resolved or open (reopen); `owner` a manager's or
-        annotator's user name, "" for nobody. Returns the incident as changed."""
-        body: dict[str, Any] = {}
-        if state is not None:
-            body["state"] = state
-        if muted_until is not None:
-            body["muted_until"] = muted_until.isoformat()
-        if owner is not None:
-            body["owner"] = owner
-        return self.http.request("PATCH", set_path(slug) + f"incidents/{int(incident_id)}/", body=lambda: {"json": body}).json()
-
-    def incident_acknowledge(self, slug: str, incident_id: int) -> dict[str, Any]:
-        """Someone is on it: later alerts of the incident page nobody."""
-        return self.incident_update(slug, incident_id, state="acknowledged")
-
-    def incident_mute(self, slug: str, incident_id: int, *, until: datetime) -> dict[str, Any]:
-        """No message about the incident until `until`; the first alert after it pages again."""
-        return self.incident_update(slug, incident_id, state="muted", muted_until=until)
-
-    def incident_resolve(self, slug: str, incident_id: int) -> dict[str, Any]:
-        return self.incident_update(slug, incident_id, state="resolved")
-
-    def incident_reopen(self, slug: str, incident_id: int) -> dict[str, Any]:
-        return self.incident_update(slug, incident_id, state="open")
 
 
 def _instant(text: str) -> datetime:

@@ -289,3 +289,54 @@ class ChunkingImport(TypedDict):
     chunks: int
     documents: int
     replaced: bool
+
+
+class VersionTag(TypedDict):
+    """A movable name for a version (`prod`): the number and hash it names now."""
+
+    name: str
+    version: int
+    content_hash: str
+    moved_by: str | None
+    moved_at: str
+
+
+class VersionTagMove(TypedDict):
+    name: str
+    from_version: int | None
+    to_version: int
+    to_hash: str
+    moved_by: str | None
+    moved_at: str
+    note: str
+
+
+class VersionTagDetail(VersionTag):
+    history: list[VersionTagMove]
+
+
+class ComparisonFigure(TypedDict):
+    """One (metric, slice) of a run comparison: means are fractions, drops in points."""
+
+    metric: str
+    slice: str
+    queries: int
+    baseline: float
+    candidate: float
+    drop_points: float
+    p_value: float
+    detectable_points: float | None
+    significant: bool
+    failed: bool
+
+
+class RunComparison(TypedDict):
+    status: Literal["pending", "done"]
+    version: int
+    content_hash: str
+    tag: str | None
+    baseline_run: str
+    candidate_run: str
+    max_drop: float
+    passed: bool | None
+    figures: list[ComparisonFigure]
