@@ -36,7 +36,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 # sd below this is "every query moved by the same amount" (float noise of a difference of
 # fractions is ~1e-16).
@@ -62,6 +61,9 @@ def paired_drop_test(baseline: np.ndarray, tonight: np.ndarray) -> PairedDrop:
     """The one-sided paired t-test of `tonight` < `baseline`, two aligned float arrays (one
     value per query, the same query at the same position). See the module docstring for
     sd = 0 and n < 2."""
+    # scipy is loaded where a test is run, never at start-up (tests/goldset/test_startup.py).
+    from scipy import stats
+
     differences = np.asarray(baseline, dtype=np.float64) - np.asarray(tonight, dtype=np.float64)
     n = len(differences)
     if n == 0:
@@ -104,6 +106,8 @@ def detectable_drop(sd: float, queries: int, *, alpha: float, power: float) -> f
 # the queries needed share, and each solve costs a root-finding over the noncentral t.
 @functools.lru_cache(maxsize=4096)
 def _detectable_effect(queries: int, alpha: float, power: float) -> float:
+    from scipy import optimize, stats
+
     """Cohen's d (drop / sd) detected at `alpha` with `power` over `queries` paired queries."""
     df = queries - 1
     critical = stats.t.isf(alpha, df)
@@ -125,6 +129,8 @@ def queries_needed(sd: float, drop: float, *, alpha: float, power: float) -> int
     at most `drop` (a fraction): what a slice would need to detect the set's threshold. None
     when sd is 0 (two queries would do, but say nothing) or drop is not positive; capped at
     MAX_QUERIES."""
+    from scipy import stats
+
     if drop <= 0 or sd <= SD_ZERO:
         return None
 

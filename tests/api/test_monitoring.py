@@ -527,4 +527,6 @@ def test_the_lists_cost_the_same_queries_however_many_series_endpoints_nights_an
     probe_now(endpoint=nights[0].endpoint)
     after = {url: queries_for(reader, BASE + url) for url in urls}
     assert after == before
-    assert max(after.values()) <= 20
+    # monitoring/ reads the most: the nights' figures, and since issue 27 the runs under the
+    # Judged@k floor said once and each slice's detectable drop (the per-query blobs, one read).
+    assert max(after.values()) <= 26
