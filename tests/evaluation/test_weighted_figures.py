@@ -23,7 +23,7 @@ from api.services import api_token_create
 from evaluation.models import Evaluation
 from evaluation.services import evaluation_compute
 from evaluation.weighted import evaluations_weighted
-from goldenset.models import Query, VersionQuery
+from goldenset.models import Query
 from goldenset.services import version_publish
 from lib.survey import hajek_estimate
 from tests.api import client_for
@@ -57,26 +57,6 @@ def owner(make_user):
     return make_user("owner")
 
 
-@pytest.fixture
-def frozen_at_publish(monkeypatch):
-    """Publish freezes each query's weight on its version row, as the "sampling" part of
-    issue 28 makes it do; until that lands here, the version's query rows get the three
-    columns from their queries (and are left alone once publish writes them itself)."""
-    import goldenset.version_rows as version_rows
-
-    insert = version_rows.model_rows_insert
-
-    def with_weights(model, fields, rows):
-        extra = ["inclusion_probability", "stratum", "traffic_count"]
-        if model is not VersionQuery or "inclusion_probability" in fields:
-            return insert(model, fields, rows)
-        rows = list(rows)
-        weights = {pk: (p, s, c) for pk, p, s, c in Query.objects.values_list("pk", *extra)}
-        return insert(model, [*fields, *extra], [(*row, *weights[row[fields.index("query_id")]]) for row in rows])
-
-    monkeypatch.setattr(version_rows, "model_rows_insert", with_weights)
-
-
 def draw(golden_set):
     for query_id, (stratum, probability, count) in DRAWN.items():
         Query.objects.filter(golden_set=golden_set, query_id=query_id).update(
@@ -92,7 +72,7 @@ def score(golden_set):
 
 
 @pytest.fixture
-def drawn_evaluation(golden_set, frozen_at_publish):
+def drawn_evaluation(golden_set):
     draw(golden_set)
     return score(golden_set)
 
@@ -167,7 +147,7 @@ def test_a_version_with_no_drawn_query_has_no_weighted_figures(client, golden_se
     assert 'id="traffic"' not in client.get(reverse("results", kwargs={"slug": SLUG})).content.decode()
 
 
-def test_the_weighted_figures_cost_two_queries_however_many_runs(golden_set, frozen_at_publish, django_assert_num_queries):
+def test_the_weighted_figures_cost_two_queries_however_many_runs(golden_set, django_assert_num_queries):
     draw(golden_set)
     first = score(golden_set)
     others = [evaluation_compute(run=factories.run(golden_set, f"run-{n}", {"d1": ["r-d1"]}), version=first.version) for n in range(3)]
@@ -204,7 +184,7 @@ def test_the_api_evaluations_carry_the_weighted_estimates(golden_set, owner, dra
     assert run_body["results"][0]["weighted"] == evaluation["weighted"]
 
 
-def test_a_stratum_name_is_text_on_the_page_not_markup(client, golden_set, owner, frozen_at_publish):
+def test_a_stratum_name_is_text_on_the_page_not_markup(client, golden_set, owner):
     draw(golden_set)
     Query.objects.filter(golden_set=golden_set, stratum="tail").update(stratum="<b>evil</b>")
     score(golden_set)
