@@ -58,6 +58,8 @@ GIVE_UP_AFTER = timedelta(hours=6)
 # enough that a stop loses little and memory stays flat in the experiment's size.
 ITEMS_PER_WORKER = 32
 MAX_SAMPLE = 1_000_000
+# A sweep job answers the retrieved context once per k: more than this is a budget mistake.
+MAX_SWEEP_DEPTHS = 32
 
 EXPERIMENT_JOBS = JobKind(
     OracleExperiment,
@@ -80,6 +82,7 @@ def oracle_experiment_check(
     max_requests: int | None,
     k_final: int | None = None,
     context_token_budget: int | None = None,
+    k_sweep: list[int] | None = None,
 ) -> None:
     """Every fault of the fields at once (GoldsetError, problems "field: why")."""
     problems = ProblemCollector()
@@ -111,6 +114,13 @@ def oracle_experiment_check(
         top = version.k_first if version is not None else None
         if isinstance(k_final, bool) or not isinstance(k_final, int) or k_final < 1 or (top is not None and k_final > top):
             problems.add(f"k_final: pages in the retrieved context, from 1 to the version's k_first ({top}), got {k_final!r}")
+    if k_sweep:
+        top = version.k_first if version is not None else None
+        bad = [k for k in k_sweep if isinstance(k, bool) or not isinstance(k, int) or k < 1 or (top is not None and k > top)]
+        if bad:
+            problems.add(f"k_sweep: each k from 1 to the version's k_first ({top}), got {', '.join(map(repr, bad))}")
+        elif len(set(k_sweep)) > MAX_SWEEP_DEPTHS:
+            problems.add(f"k_sweep: at most {MAX_SWEEP_DEPTHS} values of k (each is a pass over the queries), got {len(set(k_sweep))}")
     if context_token_budget is not None and (
         isinstance(context_token_budget, bool) or not isinstance(context_token_budget, int) or context_token_budget < 1
     ):
@@ -132,6 +142,7 @@ def oracle_experiment_submit(
     max_requests: int | None = None,
     k_final: int | None = None,
     context_token_budget: int | None = None,
+    k_sweep: list[int] | None = None,
     user: AbstractBaseUser | None,
     send: Task | None,
 ) -> OracleExperiment:
@@ -139,7 +150,9 @@ def oracle_experiment_submit(
     (None: the caller runs it, as the command does). `k_final` (default: the version's) is
     the pages of the retrieved and the oracle context, `context_token_budget` (default: the
     set's) the tokens they may hold: an experiment at another k is a point of the run's
-    depth-and-cost sweep, one with a short budget shows what the generator loses."""
+    depth-and-cost sweep, one with a short budget shows what the generator loses.
+    `k_sweep` makes it a sweep job: the retrieved context answered again at each of those
+    k (k_final's answers are the experiment's own), the oracle and closed-book ones once."""
     oracle_experiment_check(
         golden_set=golden_set,
         version=version,
@@ -152,7 +165,9 @@ def oracle_experiment_submit(
         max_requests=max_requests,
         k_final=k_final,
         context_token_budget=context_token_budget,
+        k_sweep=k_sweep,
     )
+    k_final = k_final or version.k_final
     with transaction.atomic():
         experiment = OracleExperiment.objects.create(
             golden_set=golden_set,
@@ -163,7 +178,8 @@ def oracle_experiment_submit(
             closed_book=bool(closed_book),
             sample_size=sample_size,
             seed=seed,
-            k_final=k_final or version.k_final,
+            k_final=k_final,
+            k_sweep=sorted(set(k_sweep or []) - {k_final}),
             context_token_budget=context_token_budget or golden_set.context_token_budget,
             tokens_per_page=golden_set.tokens_per_page,
             budget_dollars=budget_dollars,
@@ -221,6 +237,13 @@ def experiment_contexts(experiment: OracleExperiment) -> list[str]:
     """The contexts the experiment answers with, in the report's order."""
     kinds = [GeneratedAnswer.Context.ORACLE, GeneratedAnswer.Context.RETRIEVED]
     return kinds + [GeneratedAnswer.Context.CLOSED_BOOK] if experiment.closed_book else kinds
+
+
+def experiment_slots(experiment: OracleExperiment) -> list[tuple[str, int]]:
+    """What the job answers each query with: (context, sweep_k) for its own contexts (0),
+    then the retrieved context at each further k of a sweep."""
+    own = [(kind, 0) for kind in experiment_contexts(experiment)]
+    return own + [(GeneratedAnswer.Context.RETRIEVED, k) for k in experiment.k_sweep if k != experiment.k_final]
 
 
 def experiment_queries(experiment: OracleExperiment) -> list[int]:
@@ -312,7 +335,7 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
     so the worker holds a block's answers, not the experiment's); False when the budget
     stopped it."""
     generator = experiment.generator
-    kinds = experiment_contexts(experiment)
+    kinds = experiment_slots(experiment)
     queries = experiment_queries(experiment)
     done_count = experiment.answers.filter(error="").count()
     OracleExperiment.objects.filter(pk=experiment.pk).update(
@@ -323,13 +346,13 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
     )
     if done_count >= len(queries) * len(kinds):
         return True
-    ranked = run_ranked(experiment.run) if GeneratedAnswer.Context.RETRIEVED in kinds else None
+    ranked = run_ranked(experiment.run)
     block = max(1, generator.max_in_flight * ITEMS_PER_WORKER)
     per_block = max(1, block // len(kinds))
     for first in range(0, len(queries), per_block):
         chunk = queries[first : first + per_block]
-        done = set(experiment.answers.filter(error="", query_id__in=chunk).values_list("query_id", "context"))
-        missing = [(q, kind) for q in chunk for kind in kinds if (q, kind) not in done]
+        done = set(experiment.answers.filter(error="", query_id__in=chunk).values_list("query_id", "context", "sweep_k"))
+        missing = [(q, kind, k) for q in chunk for kind, k in kinds if (q, kind, k) not in done]
         position = 0
         while position < len(missing):
             size = _block_size(experiment, block, generator.max_in_flight)
@@ -345,28 +368,27 @@ def _answer(experiment: OracleExperiment, on_block) -> bool:
     return True
 
 
-def _contexts(experiment: OracleExperiment, ranked, query_pks: list[int], kinds) -> dict[str, dict[int, ctx.Context]]:
-    """{kind: {query pk: its context}} for the queries of a block (answers.contexts)."""
+def _contexts(experiment: OracleExperiment, ranked, query_pks: list[int], slots) -> dict[tuple[str, int], dict[int, ctx.Context]]:
+    """{(kind, sweep_k): {query pk: its context}} for the queries of a block (answers.contexts);
+    sweep_k 0 is the experiment's k_final."""
     budget = experiment.context_token_budget
     by_kind = {
-        GeneratedAnswer.Context.ORACLE: lambda: ctx.oracle_contexts(
-            experiment.version, query_pks, k_final=experiment.k_final, budget=budget
+        GeneratedAnswer.Context.ORACLE: lambda k: ctx.oracle_contexts(experiment.version, query_pks, k_final=k, budget=budget),
+        GeneratedAnswer.Context.RETRIEVED: lambda k: ctx.retrieved_contexts(
+            ranked, query_pks, chunked=experiment.run.chunking_id is not None, k_final=k, budget=budget
         ),
-        GeneratedAnswer.Context.RETRIEVED: lambda: ctx.retrieved_contexts(
-            ranked, query_pks, chunked=experiment.run.chunking_id is not None, k_final=experiment.k_final, budget=budget
-        ),
-        GeneratedAnswer.Context.CLOSED_BOOK: lambda: dict.fromkeys(query_pks, ctx.CLOSED_BOOK),
+        GeneratedAnswer.Context.CLOSED_BOOK: lambda _k: dict.fromkeys(query_pks, ctx.CLOSED_BOOK),
     }
-    return {kind: by_kind[kind]() for kind in set(kinds)}
+    return {(kind, k): by_kind[kind](k or experiment.k_final) for kind, k in set(slots)}
 
 
-def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ranked) -> None:
-    query_pks = sorted({q for q, _ in items})
+def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str, int]], ranked) -> None:
+    query_pks = sorted({q for q, _, _ in items})
     # The block's reference answers only: the worker holds a block's texts, not the experiment's.
     references = reference_truths(experiment.version, query_pks)
-    contexts = _contexts(experiment, ranked, query_pks, [kind for _, kind in items])
+    contexts = _contexts(experiment, ranked, query_pks, [(kind, k) for _, kind, k in items])
     questions = dict(Query.objects.filter(pk__in=query_pks).values_list("pk", "text"))
-    asked = {(q, kind): contexts[kind][q] for q, kind in items}
+    asked = {(q, kind, k): contexts[kind, k][q] for q, kind, k in items}
     requests = [AnswerRequest(key, questions.get(key[0], ""), context.passages) for key, context in asked.items()]
     generate_answers(experiment.generator, requests, progress=lambda results, _note: _write_answers(experiment, results, asked, references))
 
@@ -374,7 +396,7 @@ def _answer_block(experiment: OracleExperiment, items: list[tuple[int, str]], ra
 def _write_answers(experiment: OracleExperiment, results, asked: dict, references: dict[int, list[str]]) -> None:
     rows, spent_in, spent_out, requests = [], 0, 0, 0
     for r in results:
-        q, kind = r.key
+        q, kind, k = r.key
         context = asked[r.key]
         em = f1 = None
         if r.error is None and q in references:
@@ -384,6 +406,7 @@ def _write_answers(experiment: OracleExperiment, results, asked: dict, reference
                 experiment=experiment,
                 query_id=q,
                 context=kind,
+                sweep_k=k,
                 context_ids=list(context.ids),
                 context_tokens=context.tokens,
                 prompt_hash=r.prompt_hash,
@@ -402,14 +425,14 @@ def _write_answers(experiment: OracleExperiment, results, asked: dict, reference
         requests += r.requests
     generator = experiment.generator
     money = cost(spent_in, spent_out, generator.price_in, generator.price_out) or Decimal(0)
-    keys = [(row.query_id, row.context) for row in rows]
+    keys = [(row.query_id, row.context, row.sweep_k) for row in rows]
     with transaction.atomic():
         # A failed answer of an earlier run is replaced by this one; an answer that settled
         # meanwhile (a second run of the same experiment) is kept and this one dropped.
         keyset = set(keys)
-        failed = experiment.answers.exclude(error="").filter(query_id__in={q for q, _ in keys})
+        failed = experiment.answers.exclude(error="").filter(query_id__in={q for q, _, _ in keys})
         experiment.answers.filter(
-            pk__in=[pk for pk, q, kind in failed.values_list("pk", "query_id", "context") if (q, kind) in keyset]
+            pk__in=[pk for pk, *key in failed.values_list("pk", "query_id", "context", "sweep_k") if tuple(key) in keyset]
         ).delete()
         GeneratedAnswer.objects.bulk_create(rows, ignore_conflicts=True)
         # Counted from the rows, not added up: a row dropped as a twin must not count twice.
@@ -450,11 +473,12 @@ def _grade(experiment: OracleExperiment, on_block) -> bool:
             ranked = run_ranked(experiment.run)
         # The judge reads the context the answer was made with: made again, as it was (the
         # same version, run and bounds make the same passages).
-        contexts = _contexts(experiment, ranked, sorted({a.query_id for a in answers}), [a.context for a in answers])
+        slots = [(a.context, a.sweep_k) for a in answers]
+        contexts = _contexts(experiment, ranked, sorted({a.query_id for a in answers}), slots)
         items = []
         for a in answers:
             truths = references[a.query_id]
-            passages = contexts[a.context][a.query_id].passages
+            passages = contexts[a.context, a.sweep_k][a.query_id].passages
             items.append(
                 AnswerToGrade(a.pk, a.query.text, truths[0], tuple(truths[1:]), a.text, context_text(passages) if passages else "")
             )

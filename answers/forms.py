@@ -123,6 +123,18 @@ class ExperimentForm(forms.Form):
         required=False, min_value=0, decimal_places=4, max_digits=12, label="Budget ($)", help_text="Stop, resumable, before spending more."
     )
     max_requests = forms.IntegerField(required=False, min_value=1, label="At most this many requests")
+    k_sweep = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Also at k (a sweep)",
+        help_text="Like 1,2,4,16: the retrieved context is answered again at each k, for the run's depth-and-cost sweep. Empty: k_final only.",
+    )
+
+    def clean_k_sweep(self) -> list[int]:
+        parts = [part.strip() for part in self.cleaned_data["k_sweep"].split(",") if part.strip()]
+        if not all(part.isdigit() for part in parts):
+            raise forms.ValidationError("whole numbers separated by commas, like 1,2,4,16")
+        return [int(part) for part in parts]
 
     def __init__(self, *args, golden_set, **kwargs):
         super().__init__(*args, **kwargs)

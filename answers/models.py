@@ -110,6 +110,10 @@ class OracleExperiment(models.Model):
     sample_size = models.PositiveIntegerField(null=True, blank=True, help_text="answer this many queries, drawn at random")
     seed = models.PositiveIntegerField(default=0)
     k_final = models.PositiveIntegerField()
+    # A sweep job: the retrieved context answered again at each of these depths (the oracle
+    # and closed-book contexts once, at k_final), so the depth-and-cost sweep has answer
+    # accuracy at several k from one job, its requests and budget counted once.
+    k_sweep = models.JSONField(default=list, blank=True, help_text="further k the retrieved context is answered at")
     context_token_budget = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_page = models.PositiveIntegerField(default=400)
     # The manager's bounds: the job stops (resumable) before passing either.
@@ -157,6 +161,9 @@ class GeneratedAnswer(models.Model):
     experiment = models.ForeignKey(OracleExperiment, on_delete=models.CASCADE, related_name="answers")
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     context = models.CharField(max_length=12, choices=Context.choices)
+    # 0: the experiment's own context (at its k_final), what its report reads; K > 0: a
+    # sweep answer, the retrieved context cut to K pages (OracleExperiment.k_sweep).
+    sweep_k = models.PositiveIntegerField(default=0)
     context_ids = models.JSONField(default=list)
     context_tokens = models.PositiveIntegerField(default=0)
     prompt_hash = models.CharField(max_length=64, blank=True)
@@ -171,7 +178,7 @@ class GeneratedAnswer(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["experiment", "query", "context"], name="generated_answer_unique")]
+        constraints = [models.UniqueConstraint(fields=["experiment", "query", "context", "sweep_k"], name="generated_answer_unique_at_k")]
 
 
 class AnswerGrade(models.Model):

@@ -275,25 +275,46 @@ def _missing_pages(experiment: OracleExperiment, query_pks: dict[int, str], retr
     return {query_pks[q]: [d for d in relevant[q] if d not in set(ids)] for q, ids in retrieved.items()}
 
 
+def _model_grades(experiment: OracleExperiment) -> dict[int, str]:
+    """{answer pk: the experiment judge's grade under its current rubric}."""
+    if experiment.judge_id is None:
+        return {}
+    return dict(
+        AnswerGrade.objects.filter(
+            answer__experiment=experiment,
+            source=AnswerGrade.Source.MODEL,
+            judge=experiment.judge_id,
+            rubric_hash=experiment.judge.rubric_hash,
+        )
+        .exclude(grade="")
+        .values_list("answer_id", "grade")
+    )
+
+
+def sweep_figures(experiment: OracleExperiment) -> dict[int, ContextFigures]:
+    """{k: the retrieved context's figures at k} for k_final (the experiment's own answers)
+    and each k of a sweep job, on all its queries; whole figures only, as in the report."""
+    query_pks = experiment_queries(experiment)
+    names = query_ids_of(query_pks)
+    grades = _model_grades(experiment)
+    by_k: dict[int, dict[str, AnswerRow]] = defaultdict(dict)
+    rows = experiment.answers.filter(context=RETRIEVED).values_list("pk", "query_id", "sweep_k", "error", "exact_match", "token_f1")
+    for pk, q, k, error, em, f1 in rows:
+        name = names.get(q, str(q))
+        by_k[k or experiment.k_final][name] = AnswerRow(name, RETRIEVED, not error, em, f1, grades.get(pk))
+    queries = [names[q] for q in query_pks]
+    depths = sorted({experiment.k_final, *experiment.k_sweep})
+    return {k: _figures(RETRIEVED, queries, by_k.get(k, {}), experiment.judge_id is not None) for k in depths}
+
+
 def experiment_report(experiment: OracleExperiment) -> ExperimentReport:
     """The report of `experiment` as its rows stand (a running or stopped one: its figures
     wait, n of N answered)."""
     query_pks = experiment_queries(experiment)
     names = query_ids_of(query_pks)
-    grades = {}
-    if experiment.judge_id is not None:
-        grades = dict(
-            AnswerGrade.objects.filter(
-                answer__experiment=experiment,
-                source=AnswerGrade.Source.MODEL,
-                judge=experiment.judge_id,
-                rubric_hash=experiment.judge.rubric_hash,
-            )
-            .exclude(grade="")
-            .values_list("answer_id", "grade")
-        )
+    grades = _model_grades(experiment)
     rows, retrieved_ids = [], {}
-    for pk, q, context, error, em, f1, ids in experiment.answers.values_list(
+    for pk, q, context, error, em, f1, ids in experiment.answers.filter(sweep_k=0).values_list(
         "pk", "query_id", "context", "error", "exact_match", "token_f1", "context_ids"
     ):
         rows.append(AnswerRow(names.get(q, str(q)), context, not error, em, f1, grades.get(pk)))

@@ -61,7 +61,9 @@ class AnswerRow:
 def answers_page(experiment: OracleExperiment, user, *, page: str | None, context: str = "") -> tuple[Page, list[AnswerRow]]:
     """One page of the experiment's answers (all contexts, or one), by query then context,
     in four queries whatever the page's length."""
-    answers = GeneratedAnswer.objects.filter(experiment=experiment).select_related("query").order_by("query__query_id", "context")
+    answers = (
+        GeneratedAnswer.objects.filter(experiment=experiment).select_related("query").order_by("query__query_id", "context", "sweep_k")
+    )
     if context in GeneratedAnswer.Context.values:
         answers = answers.filter(context=context)
     grades = AnswerGrade.objects.filter(source=AnswerGrade.Source.HUMAN, user=user)

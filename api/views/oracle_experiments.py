@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from answers.experiments import oracle_experiment_continue, oracle_experiment_submit
 from answers.models import AnswerGrade, AnswerJudge, GeneratedAnswer, Generator, OracleExperiment
 from answers.report import experiment_report, report_json
+from answers.sweep import experiment_sweep
 from answers.tasks import oracle_experiment_task
 from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
@@ -33,6 +34,9 @@ class OracleExperimentOutputSerializer(serializers.Serializer):
     sample_size = serializers.IntegerField(allow_null=True)
     seed = serializers.IntegerField()
     k_final = serializers.IntegerField()
+    k_sweep = serializers.ListField(
+        child=serializers.IntegerField(), help_text="further k the retrieved context is answered at (a sweep job)"
+    )
     context_token_budget = serializers.IntegerField(allow_null=True)
     budget_dollars = serializers.DecimalField(max_digits=12, decimal_places=4, allow_null=True)
     max_requests = serializers.IntegerField(allow_null=True)
@@ -61,6 +65,11 @@ class OracleExperimentInputSerializer(serializers.Serializer):
     seed = serializers.IntegerField(default=0)
     budget_dollars = serializers.DecimalField(max_digits=12, decimal_places=4, required=False, allow_null=True)
     max_requests = serializers.IntegerField(required=False, allow_null=True)
+    k_sweep = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="a sweep job: answer the retrieved context also at each of these k (the oracle and closed-book contexts once)",
+    )
 
 
 class OracleExperimentContinueSerializer(serializers.Serializer):
@@ -71,6 +80,7 @@ class OracleExperimentContinueSerializer(serializers.Serializer):
 class GeneratedAnswerOutputSerializer(serializers.Serializer):
     query_id = serializers.CharField(source="query.query_id")
     context = serializers.ChoiceField(choices=GeneratedAnswer.Context.choices)
+    sweep_k = serializers.IntegerField(help_text="0: the experiment's own context; K: a sweep answer, the retrieved context at K pages")
     context_ids = serializers.ListField(child=serializers.CharField(), help_text="doc ids (chunk ids for a run of a chunking), in order")
     context_tokens = serializers.IntegerField(help_text="characters of the passages / 4, rounded up each")
     prompt_hash = serializers.CharField()
@@ -126,6 +136,7 @@ class OracleExperimentsApi(PaginatedMixin, APIView):
             seed=data["seed"],
             budget_dollars=data.get("budget_dollars"),
             max_requests=data.get("max_requests"),
+            k_sweep=data.get("k_sweep"),
             user=request.user,
             send=oracle_experiment_task,
         )
@@ -149,9 +160,10 @@ class OracleExperimentDetailApi(APIView):
     def get(self, request, slug: str, experiment_id: int):
         golden_set = api_golden_set(request, slug)
         experiment = _experiment(golden_set, experiment_id)
-        return Response(
-            {**OracleExperimentOutputSerializer(experiment).data, "report": report_json(experiment, experiment_report(experiment))}
-        )
+        data = {**OracleExperimentOutputSerializer(experiment).data, "report": report_json(experiment, experiment_report(experiment))}
+        if experiment.k_sweep:
+            data["sweep"] = experiment_sweep(experiment)
+        return Response(data)
 
 
 class OracleExperimentContinueApi(APIView):
@@ -190,6 +202,6 @@ class OracleExperimentAnswersApi(PaginatedMixin, APIView):
         rows = (
             experiment.answers.select_related("query")
             .prefetch_related(Prefetch("grades", queryset=grades, to_attr="model_grades"))
-            .order_by("query_id", "context")
+            .order_by("query_id", "context", "sweep_k")
         )
         return self.paginated(rows, lambda page: GeneratedAnswerOutputSerializer(page, many=True).data)

@@ -411,8 +411,8 @@ def test_the_sweep_page_lays_the_finished_experiments_accuracy_over_the_recall_c
     # bm25 returns 2 pages for three queries and 1 for q4: depth 2 = k_first; recall@1 0.5, recall@2 1.0.
     assert "Cheapest k with recall ≥ 0.80 k = 2" in words and "$2,400 a month" in words
     assert (
-        f"experiment {experiment.pk} : 0.333 with the retrieved context at k_final = 1, 1.000 with the oracle context "
-        "(the judge's share correct, 3 answers)"
+        f"Answer accuracy at k = 1 experiment {experiment.pk} : 0.333 [0.061, 0.792] with the retrieved context, "
+        "1.000 with the oracle context at k_final = 1 (the judge's share correct, 3 answers)"
     ) in words
     assert "answer accuracy, retrieved context" in body and "<svg" in body
     assert re.findall(r'<script[^>]*\ssrc="([^"]+)"', body) and "<script>" not in body

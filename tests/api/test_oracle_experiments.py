@@ -126,3 +126,20 @@ def test_an_unknown_experiment_is_a_404(version, token, golden_set):
     reader = client_for(token("read", golden_set))
     assert_error(reader.get(url("999/")), 404)
     assert_error(reader.get(url("999/answers/")), 404)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_job_started_through_the_api_reports_each_k_and_a_bad_k_is_named(answered_version, run, generator, token, golden_set):
+    writer = client_for(token("write", golden_set))
+    error = assert_error(start(writer, run, k_sweep=[0, 4]), 422)
+    assert any(p.startswith("k_sweep: each k from 1 to the version's k_first (10), got 0") for p in error["problems"])
+    assert not OracleExperiment.objects.exists()
+    made = start(writer, run, k_sweep=[1, 2, 4])
+    assert made.status_code == 202, made.content
+    assert made.json()["k_sweep"] == [1, 4]  # k_final 2's answers are the experiment's own
+    data = client_for(token("read", golden_set)).get(url(f"{made.json()['id']}/")).json()
+    assert data["status"] == "done" and [row["k"] for row in data["sweep"]] == [1, 2, 4]
+    assert data["answers_total"] == data["answers_done"] == 3 * 4  # oracle once, retrieved at 1, 2 and 4
+    assert all(row["exact_match"] is not None and row["tokens"] > 0 for row in data["sweep"])
+    answers = client_for(token("read", golden_set)).get(url(f"{made.json()['id']}/answers/"), {"limit": 20}).json()["results"]
+    assert sorted({a["sweep_k"] for a in answers}) == [0, 1, 4]

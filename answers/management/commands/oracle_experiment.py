@@ -1,3 +1,4 @@
+import argparse
 import json
 from decimal import Decimal, InvalidOperation
 
@@ -6,11 +7,21 @@ from django.core.management.base import BaseCommand, CommandError
 from answers.experiments import oracle_experiment_run, oracle_experiment_submit
 from answers.models import AnswerJudge, Generator
 from answers.report import experiment_report, report_json, report_lines
+from answers.sweep import experiment_sweep, sweep_lines
 from evaluation.models import Run
+from evaluation.reports.targets import FINAL_TARGET
 from goldenset.management.progress import user_by_name
 from goldenset.models import GoldenSet
 from lib.errors import GoldsetError
 from monitoring.models import Endpoint
+
+
+def _depths(text: str) -> list[int]:
+    """--k-sweep's "1,2,4,8": whole numbers, comma-separated (their range is the service's check)."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not whole numbers separated by commas, like 1,2,4,8") from None
 
 
 class Command(BaseCommand):
@@ -54,6 +65,13 @@ class Command(BaseCommand):
             "--k-final", type=int, dest="k_final", metavar="K", help="pages in each context (default: the version's k_final)"
         )
         parser.add_argument(
+            "--k-sweep",
+            type=_depths,
+            dest="k_sweep",
+            metavar="K,K,...",
+            help="a sweep job: answer the retrieved context also at each of these k (the oracle and closed-book contexts once)",
+        )
+        parser.add_argument(
             "--context-budget",
             type=int,
             dest="context_token_budget",
@@ -83,6 +101,7 @@ class Command(BaseCommand):
         user,
         k_final,
         context_token_budget,
+        k_sweep,
         **options,
     ):
         found = GoldenSet.objects.filter(slug=golden_set).first()
@@ -124,6 +143,7 @@ class Command(BaseCommand):
                 budget_dollars=dollars,
                 k_final=k_final,
                 context_token_budget=context_token_budget,
+                k_sweep=k_sweep,
                 max_requests=max_requests,
                 user=user_by_name(user),
                 send=None,
@@ -137,10 +157,19 @@ class Command(BaseCommand):
 
         experiment = oracle_experiment_run(experiment.pk, on_block=progress)
         report = experiment_report(experiment)
+        swept = experiment_sweep(experiment) if experiment.k_sweep else None
         if format == "json":
-            self.stdout.write(json.dumps(report_json(experiment, report), indent=2))
+            data = report_json(experiment, report)
+            if swept is not None:
+                data["sweep"] = swept
+            self.stdout.write(json.dumps(data, indent=2))
         else:
             for line in report_lines(experiment, report):
                 self.stdout.write(line)
+            if swept is not None:
+                self.stdout.write("")
+                self.stdout.write("the retrieved context at each k (the depth-and-cost sweep):")
+                for line in sweep_lines(swept, FINAL_TARGET):
+                    self.stdout.write(line)
         if experiment.status == experiment.Status.FAILED:
             raise CommandError(experiment.error)
