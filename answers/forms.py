@@ -6,6 +6,7 @@ from django import forms
 
 from answers.models import AnswerGrade, AnswerJudge, Generator
 from evaluation.models import Run
+from monitoring.models import Endpoint
 
 _YES_NO = [("yes", "yes"), ("no", "no")]
 
@@ -148,3 +149,14 @@ class ContinueForm(forms.Form):
         required=False, min_value=0, decimal_places=4, max_digits=12, label="New budget ($)", help_text="Empty: no bound."
     )
     max_requests = forms.IntegerField(required=False, min_value=1, label="At most this many requests")
+
+
+class EndpointDepthForm(forms.Form):
+    """Ask a live endpoint once at a depth, for the sweep (answers.endpoint_depth)."""
+
+    endpoint = forms.ModelChoiceField(queryset=None, help_text="Asked every query of the latest version, once.")
+    depth = forms.IntegerField(min_value=1, label="Depth K", help_text="Pages to ask for, up to the version's k_first.")
+
+    def __init__(self, *args, golden_set, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["endpoint"].queryset = Endpoint.objects.filter(golden_set=golden_set).order_by("name")

@@ -216,3 +216,46 @@ class AnswerGrade(models.Model):
             ),
             models.UniqueConstraint(fields=["answer", "user"], condition=Q(source="human"), name="answer_grade_once_per_person"),
         ]
+
+
+class EndpointDepthRun(models.Model):
+    """A one-off ask of a live endpoint at a depth of the manager's choosing, for the
+    depth-and-cost sweep: a nightly reranked run stops at k_final, so it cannot show what a
+    larger k would buy. Every query of the version is asked once through the nightly
+    machinery (monitoring.nightly.services.fetch_answers, the endpoint's in-flight and rate
+    bounds with it) and stored as a run outside the endpoint's series, named
+    "<endpoint> depth K <date>"; the sweep page then sweeps that run to K.
+
+    A background job (lib.background_jobs): a worker lost half way wrote nothing, and the
+    job asks every query again when it is sent again."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="endpoint_depth_runs")
+    endpoint = models.ForeignKey("monitoring.Endpoint", on_delete=models.CASCADE, related_name="depth_runs")
+    version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="+")
+    depth = models.PositiveIntegerField()
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    queries_total = models.PositiveIntegerField(default=0)
+    queries_done = models.PositiveIntegerField(default=0)
+    failed_count = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    worker_start = models.CharField(max_length=32, blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "enqueued_at"], name="endpoint_depth_run_sweep")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id} at depth {self.depth}"

@@ -6,6 +6,8 @@ from answers import views
 
 urlpatterns = [
     path("sets/<slug:slug>/runs/<int:run_id>/sweep/", views.run_sweep, name="run_sweep"),
+    path("sets/<slug:slug>/sweep/ask/", views.endpoint_depth_start, name="endpoint_depth_start"),
+    path("sets/<slug:slug>/sweep/asks/<int:job_id>/", views.endpoint_depth_page, name="endpoint_depth"),
     path("sets/<slug:slug>/generators/", views.generators_page, name="generators"),
     path("sets/<slug:slug>/generators/add/", views.generator_add_page, name="generator_add"),
     path("sets/<slug:slug>/generators/add-endpoint/", views.generator_endpoint_add_page, name="generator_endpoint_add"),

@@ -10,16 +10,18 @@ judge's key is never shown: only the name of the variable it is read from.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from answers.answer_judging import DEFAULT_RUBRIC, answer_judge_add
+from answers.endpoint_depth import endpoint_depth_submit
 from answers.experiments import experiment_contexts, oracle_experiment_continue, oracle_experiment_submit
 from answers.forms import (
     AnswerJudgeForm,
     ContinueForm,
+    EndpointDepthForm,
     EndpointGeneratorForm,
     ExperimentForm,
     GeneratorForm,
@@ -29,7 +31,7 @@ from answers.forms import (
 from answers.generation import DEFAULT_PROMPT
 from answers.generators import generator_add
 from answers.human_grades import answer_grade_record, grade_agreement
-from answers.models import AnswerGrade, GeneratedAnswer, OracleExperiment
+from answers.models import AnswerGrade, EndpointDepthRun, GeneratedAnswer, OracleExperiment
 from answers.report import experiment_report
 from answers.selectors import (
     answer_get,
@@ -41,7 +43,7 @@ from answers.selectors import (
     sample_intervals,
 )
 from answers.sweep import run_sweep_report
-from answers.tasks import oracle_experiment_task
+from answers.tasks import endpoint_depth_task, oracle_experiment_task
 from evaluation.selectors import run_get, slice_label
 from goldenset.models import Membership
 from goldenset.selectors import access_golden_set, user_roles, version_get
@@ -72,7 +74,45 @@ def run_sweep(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
         "report": run_sweep_report(golden_set, run, version),
         "can_manage": _can_manage(request.user, golden_set),
     }
+    if ctx["can_manage"]:
+        ctx["depth_form"] = EndpointDepthForm(golden_set=golden_set, initial={"depth": version.k_first})
     return render(request, "answers/sweep.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def endpoint_depth_start(request: HttpRequest, slug: str) -> HttpResponse:
+    """A manager asks an endpoint once at a depth K; its page follows the job to the sweep."""
+    golden_set = access_golden_set(request.user, slug, roles=MANAGE_ROLES)
+    form = EndpointDepthForm(request.POST or None, golden_set=golden_set)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = endpoint_depth_submit(golden_set=golden_set, user=request.user, send=endpoint_depth_task, **form.cleaned_data)
+        except GoldsetError as exc:
+            problems_to_fields(form, exc)
+        else:
+            messages.success(request, f"{job.endpoint.name} is being asked at depth {job.depth}.")
+            return redirect("endpoint_depth", slug=golden_set.slug, job_id=job.pk)
+    return render(request, "answers/endpoint_depth_start.html", {"golden_set": golden_set, "form": form})
+
+
+@login_required
+@require_GET
+def endpoint_depth_page(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    """An ask's progress, polling itself while it runs; done, the sweep of its run."""
+    golden_set = access_golden_set(request.user, slug, roles=ANSWER_ROLES)
+    job = EndpointDepthRun.objects.filter(golden_set=golden_set, pk=job_id).select_related("endpoint", "version", "run").first()
+    if job is None:
+        raise Http404(f"golden set {golden_set.slug!r} has no such ask")
+    if job.status == EndpointDepthRun.Status.DONE and job.run_id is not None:
+        sweep = reverse("run_sweep", kwargs={"slug": golden_set.slug, "run_id": job.run_id})
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = f"{sweep}?version={job.version.number}"
+            return response
+        return redirect(f"{sweep}?version={job.version.number}")
+    ctx = {"golden_set": golden_set, "job": job, "poll_seconds": EXPERIMENT_POLL_SECONDS}
+    return render(request, "answers/endpoint_depth.html", ctx)
 
 
 @login_required

@@ -164,19 +164,26 @@ class _Answers:
 
 
 def _fetch(night_id: int, spec, questions, k: int, answers_source: str, options: dict) -> tuple["_Answers", object]:
-    """Ask every question on an event loop in this thread, each answer taken by _Answers on
-    the loop itself (pure work, no hop between threads, which cost as much as the answers),
-    and the progress written by a thread of its own, where the ORM may run."""
+    def write(done: int, failed: int) -> None:
+        NightlyRun.objects.filter(pk=night_id).update(queries_done=done, failed_count=failed)
+
+    return fetch_answers(write, spec, questions, k, answers_source, options)
+
+
+def fetch_answers(
+    write: Callable[[int, int], None], spec, questions, k: int, answers_source: str, options: dict
+) -> tuple["_Answers", object]:
+    """Ask every question at depth `k` on an event loop in this thread, each answer taken
+    by _Answers on the loop itself (pure work, no hop between threads, which cost as much as
+    the answers), and the progress written by `write(done, failed)` on a thread of its own,
+    where the ORM may run. A night asks through it, and so does a one-off ask at a depth of
+    the manager's choosing (answers.endpoint_depth)."""
     # The client brings aiohttp, which no process needs at start (every command and web
     # worker would pay its import): loaded by the night that asks an endpoint.
     from monitoring.endpoints.client import fetch_rankings
 
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="goldset-night-progress")
-
-    def write(done: int, failed: int) -> None:
-        NightlyRun.objects.filter(pk=night_id).update(queries_done=done, failed_count=failed)
-
-    answers = _Answers(night_id, answers_source, lambda done, failed: writer.submit(write, done, failed))
+    answers = _Answers(0, answers_source, lambda done, failed: writer.submit(write, done, failed))
     try:
         # uvloop's event loop: a night is ten thousand requests, each a few loop turns, and
         # the loop's own cost is a third of the client's time with asyncio's.
