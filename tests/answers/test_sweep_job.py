@@ -132,3 +132,19 @@ def test_the_start_form_takes_the_depths_and_names_a_bad_one(client, answer_set,
     experiment = OracleExperiment.objects.get()
     experiment.refresh_from_db()
     assert experiment.k_sweep == [2] and experiment.status == "done" and experiment.answers_done == 12
+
+
+def test_the_experiment_page_names_the_sweep_and_each_sweep_answers_k(client, answer_set, generator, owner, chat_server):
+    made = oracle_experiment_submit(
+        golden_set=answer_set,
+        version=answer_set.latest_version(),
+        run=Run.objects.get(name="bm25"),
+        generator=generator,
+        k_sweep=[2],
+        user=owner,
+        send=None,
+    )
+    experiment = oracle_experiment_run(made.pk)
+    client.force_login(owner)
+    words = text_of(client.get(reverse("oracle_experiment", kwargs={"slug": SLUG, "experiment_id": experiment.pk})).content.decode())
+    assert "Sweep the retrieved context also at k = 2" in words and "retrieved at k = 2 (the sweep)" in words
