@@ -15,6 +15,7 @@ from api.views import (
     answers,
     chunkings,
     comparisons,
+    endpoint_depth,
     endpoints,
     evaluations,
     golden_sets,
@@ -89,6 +90,8 @@ urlpatterns = [
     path(SET + "incidents/", incidents.IncidentListApi.as_view(), name="api_incidents"),
     path(SET + "incidents/<int:incident_id>/", incidents.IncidentDetailApi.as_view(), name="api_incident"),
     path(SET + "model-labels/calibration/", model_labels.ModelLabelCalibrationApi.as_view(), name="api_model_label_calibration"),
+    path(SET + "depth-asks/", endpoint_depth.EndpointDepthApi.as_view(), name="api_endpoint_depth"),
+    path(SET + "depth-asks/<int:job_id>/", endpoint_depth.EndpointDepthDetailApi.as_view(), name="api_endpoint_depth_detail"),
     path(SET + "oracle-experiments/", oracle_experiments.OracleExperimentsApi.as_view(), name="api_oracle_experiments"),
     path(
         SET + "oracle-experiments/<int:experiment_id>/",

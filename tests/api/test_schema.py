@@ -57,6 +57,8 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/incidents/{incident_id}/"),
     ("patch", "/api/v1/golden-sets/{slug}/incidents/{incident_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/model-labels/calibration/"),
+    ("post", "/api/v1/golden-sets/{slug}/depth-asks/"),
+    ("get", "/api/v1/golden-sets/{slug}/depth-asks/{job_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/oracle-experiments/"),
     ("post", "/api/v1/golden-sets/{slug}/oracle-experiments/"),
     ("get", "/api/v1/golden-sets/{slug}/oracle-experiments/{experiment_id}/"),
