@@ -4,7 +4,7 @@ and incidents (list, read, triage). GoldsetClient takes them in as a base class.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from goldset_client.paths import set_path
@@ -26,11 +26,11 @@ class MonitoringCalls:
     def series_nights(self, slug: str, series: str, *, slice: str | None = None, limit: int | None = None) -> SeriesNights:
         """A series' last `limit` nights, oldest first; `slice` adds each night's scores on it."""
         params: dict[str, Any] = {k: v for k, v in {"slice": slice, "limit": limit}.items() if v is not None}
-        return self.http.get_json(set_path(slug) + f"series/{quote(series, safe='')}/nights/", params)
+        return cast("SeriesNights", self.http.get_json(set_path(slug) + f"series/{quote(series, safe='')}/nights/", params))
 
     def monitoring(self, slug: str, *, slice: str | None = None) -> dict[str, Any]:
         """The monitoring page's figures: series' latest nights, rerank losses, probes, open alerts."""
-        return self.http.get_json(set_path(slug) + "monitoring/", {"slice": slice} if slice else None)
+        return cast("dict[str, Any]", self.http.get_json(set_path(slug) + "monitoring/", {"slice": slice} if slice else None))
 
     # --- incidents ----------------------------------------------------------------------
 
@@ -40,7 +40,7 @@ class MonitoringCalls:
 
     def incident(self, slug: str, incident_id: int) -> dict[str, Any]:
         """One incident with its state, owner and every alert."""
-        return self.http.get_json(set_path(slug) + f"incidents/{int(incident_id)}/")
+        return cast("dict[str, Any]", self.http.get_json(set_path(slug) + f"incidents/{int(incident_id)}/"))
 
     def incident_update(
         self,
@@ -61,7 +61,10 @@ class MonitoringCalls:
             body["muted_until"] = muted_until.isoformat()
         if owner is not None:
             body["owner"] = owner
-        return self.http.request("PATCH", set_path(slug) + f"incidents/{int(incident_id)}/", body=lambda: {"json": body}).json()
+        return cast(
+            "dict[str, Any]",
+            self.http.request("PATCH", set_path(slug) + f"incidents/{int(incident_id)}/", body=lambda: {"json": body}).json(),
+        )
 
     def incident_acknowledge(self, slug: str, incident_id: int) -> dict[str, Any]:
         """Someone is on it: later alerts of the incident page nobody."""
