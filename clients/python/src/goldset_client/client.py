@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, TypeVar, cast
 from urllib.parse import quote
 
+import requests
+
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
 from goldset_client.errors import EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
-from goldset_client.http import RetryPolicy, Transport
+from goldset_client.http import RetryPolicy, Transport, connection_error
 from goldset_client.monitoring import MonitoringCalls
 from goldset_client.paths import set_path
 from goldset_client.types import (
@@ -313,7 +315,11 @@ class GoldsetClient(MonitoringCalls):
                 return Qrels(slug, number, format, slice, served, entry.body_path, from_cache=True)
             if response.status_code == 304:
                 raise QrelsIntegrityError(f"{slug} version {number}: 304 Not Modified for a copy this client does not hold")
-            fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
+            try:
+                fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+                # Cut mid-body: the part written is dropped (cache.put); say so as the client's error.
+                raise connection_error(exc, "GET", response.url, self.http.timeout) from exc
         return Qrels(slug, number, format, slice, served, fresh.body_path, from_cache=False)
 
     def answers(self, slug: str, version: int | str, *, expected_hash: str | None = None) -> list[VersionAnswer]:
