@@ -33,11 +33,15 @@ from urllib.parse import quote
 
 import requests
 
+from goldset_client.answers import AnswerCalls
+from goldset_client.api_types import JudgmentImport
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
+from goldset_client.endpoints import EndpointCalls
 from goldset_client.errors import EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
 from goldset_client.http import RetryPolicy, Transport, connection_error
 from goldset_client.monitoring import MonitoringCalls
 from goldset_client.paths import set_path
+from goldset_client.runs import RunCalls
 from goldset_client.types import (
     Chunk,
     Chunking,
@@ -58,6 +62,7 @@ from goldset_client.types import (
     VersionTag,
     VersionTagDetail,
 )
+from goldset_client.versions import VersionCalls
 
 RunSource = str | os.PathLike[str] | bytes | BinaryIO
 QREL_FORMATS = ("trec", "json", "beir", "csv", "jsonl")
@@ -199,7 +204,7 @@ def unguard(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:].startswith(CSV_GUARDED_STARTS) else cell
 
 
-class GoldsetClient(MonitoringCalls):
+class GoldsetClient(MonitoringCalls, EndpointCalls, RunCalls, VersionCalls, AnswerCalls):
     """A client of one Goldset server, acting with one API token.
 
     `base_url` and `token` default to GOLDSET_URL and GOLDSET_TOKEN; `cache_dir` (for qrels)
@@ -386,7 +391,7 @@ class GoldsetClient(MonitoringCalls):
 
     def import_labels(
         self, slug: str, labels: list[dict[str, Any]], *, create_missing: bool = False, chunking: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JudgmentImport:
         """Import labels as `imported` judgments (manager): each {query_id, doc_id, grade}, with
         `start` and `end` for a span of the document and `hop`; with `chunking`, doc ids are
         chunk ids of it. Publish a version afterwards to snapshot them."""
@@ -394,7 +399,7 @@ class GoldsetClient(MonitoringCalls):
         if chunking:
             payload["chunking"] = chunking
         return cast(
-            "dict[str, Any]", self.http.request("POST", set_path(slug) + "judgments/", body=lambda: {"json": payload}, ok=(201,)).json()
+            "JudgmentImport", self.http.request("POST", set_path(slug) + "judgments/", body=lambda: {"json": payload}, ok=(201,)).json()
         )
 
     # --- runs and scores ----------------------------------------------------------------
