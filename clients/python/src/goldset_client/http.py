@@ -101,6 +101,7 @@ def connection_error(exc: requests.RequestException, method: str, url: str, time
     """The client's error for a request that got no answer, with a short reason instead of
     requests' nested reprs."""
     causes = _causes(exc)
+    # Timeout first: requests' ConnectTimeout is a ConnectionError too.
     if isinstance(exc, requests.Timeout):
         return GoldsetTimeout(f"{method} {url}: no answer from Goldset within {timeout:g} s", method=method, url=url, reason="timed out")
     if isinstance(exc, requests.exceptions.SSLError):
@@ -176,7 +177,6 @@ class Transport:
                     stream=stream,
                     **(body() if body else {}),
                 )
-            # Timeout first: a connect timeout is also a ConnectionError in requests.
             except (requests.Timeout, requests.ConnectionError) as exc:
                 # Nothing was answered: safe to send again only when nothing changes.
                 if last or method not in IDEMPOTENT_METHODS:
