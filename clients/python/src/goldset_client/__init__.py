@@ -5,11 +5,16 @@ the version's content hash), publishing a version (waiting on its job), run uplo
     client = GoldsetClient()  # GOLDSET_URL, GOLDSET_TOKEN
 """
 
+import importlib.metadata
+
 from goldset_client.client import GoldsetClient, Qrels
 from goldset_client.errors import (
     EvaluationFailed,
     GoldsetAPIError,
     GoldsetClientError,
+    GoldsetConnectionError,
+    GoldsetTimeout,
+    GoldsetTLSError,
     PublishFailed,
     QrelsIntegrityError,
     WaitTimeout,
@@ -21,10 +26,18 @@ __all__ = [
     "GoldsetAPIError",
     "GoldsetClient",
     "GoldsetClientError",
+    "GoldsetConnectionError",
+    "GoldsetTimeout",
+    "GoldsetTLSError",
     "PublishFailed",
     "Qrels",
     "QrelsIntegrityError",
     "RetryPolicy",
     "WaitTimeout",
 ]
-__version__ = "0.1.0"
+
+try:
+    # Single-sourced: pyproject.toml's version, as the installed package's metadata says it.
+    __version__ = importlib.metadata.version("goldset-client")
+except importlib.metadata.PackageNotFoundError:  # the source tree on sys.path, never installed
+    __version__ = "0+unknown"

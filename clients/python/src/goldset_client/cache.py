@@ -49,7 +49,7 @@ class CacheEntry:
 
 
 class QrelsCache:
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
 
     def _paths(self, key: str) -> tuple[Path, Path]:

@@ -8,7 +8,8 @@
 
 The server and token come from --url / --token, else GOLDSET_URL / GOLDSET_TOKEN. `-` is
 standard output for pull's -o and standard input for push's file. Exit status 0 on
-success, 1 when Goldset refused or failed (the reason on standard error), 2 for bad usage;
+success, 1 when Goldset refused or failed (the reason on standard error), 2 for bad usage
+or when Goldset could not be reached (refused, timed out, TLS; one line naming the URL);
 `gate` has its own (goldset_client.gate): 0 pass, 1 a drop, 2 usage or server error.
 """
 
@@ -23,7 +24,7 @@ from typing import Any, TextIO
 
 from goldset_client import __version__
 from goldset_client.client import QREL_FORMATS, GoldsetClient
-from goldset_client.errors import GoldsetClientError
+from goldset_client.errors import GoldsetClientError, GoldsetConnectionError
 from goldset_client.gate import add_parser as add_gate_parser
 from goldset_client.gate import cmd_gate
 from goldset_client.types import Evaluation
@@ -89,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         client = GoldsetClient(args.url, args.token, cache_dir=args.cache_dir)
         return COMMANDS[args.command](client, args, sys.stdout)
+    except GoldsetConnectionError as exc:
+        # Not Goldset refusing: nothing answered. 2, as `gate` says for a server it cannot use.
+        print(f"goldset: {exc}", file=sys.stderr)
+        return 2
     except GoldsetClientError as exc:
         print(f"goldset: {exc}", file=sys.stderr)
         return 1

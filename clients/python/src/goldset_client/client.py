@@ -28,18 +28,25 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, TypeVar, cast
 from urllib.parse import quote
 
+import requests
+
+from goldset_client.answers import AnswerCalls
+from goldset_client.api_types import JudgmentImport
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
+from goldset_client.endpoints import EndpointCalls
 from goldset_client.errors import EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
-from goldset_client.http import RetryPolicy, Transport
+from goldset_client.http import RetryPolicy, Transport, connection_error
 from goldset_client.monitoring import MonitoringCalls
 from goldset_client.paths import set_path
+from goldset_client.runs import RunCalls
 from goldset_client.types import (
     Chunk,
     Chunking,
     ChunkingImport,
+    Completeness,
     Document,
     Evaluation,
     GoldenSet,
@@ -55,13 +62,16 @@ from goldset_client.types import (
     VersionTag,
     VersionTagDetail,
 )
+from goldset_client.versions import VersionCalls
 
-RunSource = str | os.PathLike | bytes | BinaryIO
+RunSource = str | os.PathLike[str] | bytes | BinaryIO
 QREL_FORMATS = ("trec", "json", "beir", "csv", "jsonl")
 # A spreadsheet formula start that Goldset's CSV export guards with a leading `'` (undone on reading).
 CSV_GUARDED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 DOWNLOAD_CHUNK = 1 << 16
 log = logging.getLogger("goldset_client")
+# The jobs a client waits on (publish, run upload): each has `status` and its own `url`.
+JobT = TypeVar("JobT", PublishJob, RunUploadJob)
 
 
 class _Waiting:
@@ -194,7 +204,7 @@ def unguard(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:].startswith(CSV_GUARDED_STARTS) else cell
 
 
-class GoldsetClient(MonitoringCalls):
+class GoldsetClient(MonitoringCalls, EndpointCalls, RunCalls, VersionCalls, AnswerCalls):
     """A client of one Goldset server, acting with one API token.
 
     `base_url` and `token` default to GOLDSET_URL and GOLDSET_TOKEN; `cache_dir` (for qrels)
@@ -207,7 +217,7 @@ class GoldsetClient(MonitoringCalls):
         base_url: str | None = None,
         token: str | None = None,
         *,
-        cache_dir: str | os.PathLike | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
     ) -> None:
@@ -223,7 +233,7 @@ class GoldsetClient(MonitoringCalls):
         return self.http.paged("/api/v1/golden-sets/")
 
     def golden_set(self, slug: str) -> GoldenSet:
-        return self.http.get_json(set_path(slug))
+        return cast("GoldenSet", self.http.get_json(set_path(slug)))
 
     def versions(self, slug: str) -> list[Version]:
         """The set's versions, newest first."""
@@ -232,7 +242,7 @@ class GoldsetClient(MonitoringCalls):
     def version(self, slug: str, number: int | str = "latest") -> Version:
         """One version; `latest` or a tag (`prod`) follows the API's redirect to the number
         it names at this moment."""
-        return self.http.get_json(set_path(slug) + f"versions/{number}/")
+        return cast("Version", self.http.get_json(set_path(slug) + f"versions/{number}/"))
 
     def queries(self, slug: str, version: int | str, *, slice: str | None = None) -> list[VersionQuery]:
         """The version's queries, every page, in natural query id order, each with its
@@ -243,16 +253,16 @@ class GoldsetClient(MonitoringCalls):
 
     def tags(self, slug: str) -> list[VersionTag]:
         """The set's version tags by name, each with the number and hash it names now."""
-        return self.http.get_json(set_path(slug) + "tags/")
+        return cast("list[VersionTag]", self.http.get_json(set_path(slug) + "tags/"))
 
     def tag(self, slug: str, name: str) -> VersionTagDetail:
         """One tag with its history, newest move first."""
-        return self.http.get_json(set_path(slug) + f"tags/{name}/")
+        return cast("VersionTagDetail", self.http.get_json(set_path(slug) + f"tags/{name}/"))
 
     def move_tag(self, slug: str, name: str, version: int, *, note: str = "") -> VersionTagDetail:
         """Point tag `name` at version `version`, creating it (a write token of a manager)."""
         body = {"version": version, "note": note}
-        return self.http.request("PUT", set_path(slug) + f"tags/{name}/", body=lambda: {"json": body}).json()
+        return cast("VersionTagDetail", self.http.request("PUT", set_path(slug) + f"tags/{name}/", body=lambda: {"json": body}).json())
 
     def compare_runs(
         self, slug: str, run_id: int, *, baseline: str, max_drop: float, metrics: Sequence[str] = (), slices: Sequence[str] = ()
@@ -261,7 +271,10 @@ class GoldsetClient(MonitoringCalls):
         query (the server's paired test): `status` "pending" (202) while either run is still
         being scored on the version, then "done" with every figure. Asking schedules the scores."""
         body = {"baseline": baseline, "max_drop": max_drop, "metrics": list(metrics), "slices": list(slices)}
-        return self.http.request("POST", set_path(slug) + f"runs/{run_id}/comparisons/", body=lambda: {"json": body}, ok=(200, 202)).json()
+        return cast(
+            "RunComparison",
+            self.http.request("POST", set_path(slug) + f"runs/{run_id}/comparisons/", body=lambda: {"json": body}, ok=(200, 202)).json(),
+        )
 
     # --- qrels --------------------------------------------------------------------------
 
@@ -307,7 +320,11 @@ class GoldsetClient(MonitoringCalls):
                 return Qrels(slug, number, format, slice, served, entry.body_path, from_cache=True)
             if response.status_code == 304:
                 raise QrelsIntegrityError(f"{slug} version {number}: 304 Not Modified for a copy this client does not hold")
-            fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
+            try:
+                fresh: CacheEntry = self.cache.put(key, response.headers["ETag"], response.iter_content(DOWNLOAD_CHUNK))
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+                # Cut mid-body: the part written is dropped (cache.put); say so as the client's error.
+                raise connection_error(exc, "GET", response.url, self.http.timeout) from exc
         return Qrels(slug, number, format, slice, served, fresh.body_path, from_cache=False)
 
     def answers(self, slug: str, version: int | str, *, expected_hash: str | None = None) -> list[VersionAnswer]:
@@ -318,7 +335,11 @@ class GoldsetClient(MonitoringCalls):
         may be "latest" or a tag (resolved to its number first)."""
         listed = self.version(slug, version) if not is_number(version) or not expected_hash else None
         number = listed["number"] if listed is not None else int(version)
-        wanted = strip_etag(expected_hash) if expected_hash else listed["content_hash"]
+        if expected_hash:
+            wanted = strip_etag(expected_hash)
+        else:
+            assert listed is not None  # listed above whenever no hash was pinned
+            wanted = listed["content_hash"]
         items: list[VersionAnswer] = []
         path: str | None = set_path(slug) + f"versions/{number}/answers"
         params: dict[str, Any] | None = {"limit": self.http.page_size}
@@ -339,7 +360,7 @@ class GoldsetClient(MonitoringCalls):
 
     def chunkings(self, slug: str) -> list[Chunking]:
         """The chunkings of the set's corpus (the implicit `documents` is not listed)."""
-        return self.http.get_json(set_path(slug) + "chunkings/")
+        return cast("list[Chunking]", self.http.get_json(set_path(slug) + "chunkings/"))
 
     def chunks(self, slug: str, chunking: str) -> list[Chunk]:
         """Every chunk of one chunking, in document and text order (every page)."""
@@ -348,10 +369,10 @@ class GoldsetClient(MonitoringCalls):
     def document(self, slug: str, doc_id: str, *, chunking: str | None = None) -> Document:
         """One document with its chunks, of every chunking or of `chunking`."""
         params = {"doc_id": doc_id, **({"chunking": chunking} if chunking else {})}
-        return self.http.get_json(set_path(slug) + "document/", params)
+        return cast("Document", self.http.get_json(set_path(slug) + "document/", params))
 
     def upload_chunks(
-        self, slug: str, chunking: str, chunks: list[Chunk] | str | os.PathLike, *, replace: bool = False, description: str = ""
+        self, slug: str, chunking: str, chunks: list[Chunk] | str | os.PathLike[str], *, replace: bool = False, description: str = ""
     ) -> ChunkingImport:
         """Upload a chunking (manager): a list of {chunk_id, doc_id, start, end, text?} or the
         path of a JSON lines file of them. All or nothing; GoldsetAPIError lists every bad line."""
@@ -364,18 +385,22 @@ class GoldsetClient(MonitoringCalls):
 
         headers = {"Content-Type": "text/plain; charset=utf-8"}
         path = set_path(slug) + "chunkings/"
-        return self.http.request("POST", path, params=params, headers=headers, body=lambda: {"data": data}, ok=(201,)).json()
+        return cast(
+            "ChunkingImport", self.http.request("POST", path, params=params, headers=headers, body=lambda: {"data": data}, ok=(201,)).json()
+        )
 
     def import_labels(
         self, slug: str, labels: list[dict[str, Any]], *, create_missing: bool = False, chunking: str | None = None
-    ) -> dict[str, Any]:
+    ) -> JudgmentImport:
         """Import labels as `imported` judgments (manager): each {query_id, doc_id, grade}, with
         `start` and `end` for a span of the document and `hop`; with `chunking`, doc ids are
         chunk ids of it. Publish a version afterwards to snapshot them."""
         payload: dict[str, Any] = {"labels": labels, "create_missing": create_missing}
         if chunking:
             payload["chunking"] = chunking
-        return self.http.request("POST", set_path(slug) + "judgments/", body=lambda: {"json": payload}, ok=(201,)).json()
+        return cast(
+            "JudgmentImport", self.http.request("POST", set_path(slug) + "judgments/", body=lambda: {"json": payload}, ok=(201,)).json()
+        )
 
     # --- runs and scores ----------------------------------------------------------------
 
@@ -438,21 +463,22 @@ class GoldsetClient(MonitoringCalls):
             for handle in handles:
                 handle.close()
         if response.status_code == 201:
-            return response.json()
+            return cast("Run", response.json())
         return self._run_upload_wait(response.json(), slug, timeout, poll_first, poll_max, sleep)
 
-    def _job_wait(self, job: dict, late: str, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]) -> dict:
+    def _job_wait(self, job: JobT, late: str, timeout: float, poll_first: float, poll_max: float, sleep: Callable[[float], None]) -> JobT:
         """`job` (a publish or upload job of the API) read again until it is done or failed;
         WaitTimeout ("`late` within N s (status S); it goes on: GET <url> later") past `timeout`."""
         waiting = _Waiting(timeout, poll_first, poll_max, sleep)
+        url = job["url"]  # a job's own URL, the same at every read
+
+        def timed_out(status: str | None) -> Exception:
+            return WaitTimeout(f"{late} within {timeout:g} s (status {status}); it goes on: GET {url} later", last_status=status)
+
         while job["status"] not in ("done", "failed"):
             waiting.status = job["status"]
-            waiting.pause(
-                lambda status, job=job: WaitTimeout(
-                    f"{late} within {timeout:g} s (status {status}); it goes on: GET {job['url']} later", last_status=status
-                )
-            )
-            job = self.http.get_json(job["url"])
+            waiting.pause(timed_out)
+            job = cast(JobT, self.http.get_json(url))
         return job
 
     def _run_upload_wait(
@@ -497,20 +523,22 @@ class GoldsetClient(MonitoringCalls):
             if found["status"] == "done":
                 return found
             waiting.status = found["status"]
-            waiting.pause(
-                lambda status, found=found: WaitTimeout(
+
+            def late(status: str | None, found: RunComparison = found) -> Exception:
+                return WaitTimeout(
                     f"run {run_id} and {found['baseline_run']!r} of {slug} not both scored on version {found['version']} "
                     f"within {timeout:g} s",
                     last_status=status,
                 )
-            )
+
+            waiting.pause(late)
 
     def archive_run(self, slug: str, run_id: int) -> Run:
         """Archive the run: kept with its scores, left out of leaderboards, alerts and pools."""
-        return self.http.request("POST", set_path(slug) + f"runs/{run_id}/archive/").json()
+        return cast("Run", self.http.request("POST", set_path(slug) + f"runs/{run_id}/archive/").json())
 
     def run(self, slug: str, run_id: int) -> Run:
-        return self.http.get_json(set_path(slug) + f"runs/{run_id}/")
+        return cast("Run", self.http.get_json(set_path(slug) + f"runs/{run_id}/"))
 
     def runs(self, slug: str, *, system: str | None = None, stage: Stage | None = None, series: str | None = None) -> list[Run]:
         params = {k: v for k, v in {"system": system, "stage": stage, "series": series}.items() if v is not None}
@@ -529,7 +557,7 @@ class GoldsetClient(MonitoringCalls):
         params = {k: v for k, v in {"version": version, "system": system, "stage": stage}.items() if v is not None}
         return self.http.paged(set_path(slug) + "evaluations/", params)
 
-    def completeness(self, slug: str, run_id: int, *, version: int) -> list[dict[str, Any]]:
+    def completeness(self, slug: str, run_id: int, *, version: int) -> list[Completeness]:
         """The run's completeness rows on `version`, all queries first ("" slice), then per slice."""
         found = self.run_evaluations(slug, run_id, version=version)
         if not found:
@@ -615,12 +643,15 @@ class GoldsetClient(MonitoringCalls):
         and GoldsetAPIError 409 at once when nothing changed since the latest version or a
         publish of the set is under way. Without `wait`, returns the job as the API answered.
         """
-        job: PublishJob = self.http.request(
-            "POST",
-            set_path(slug) + "versions/",
-            body=lambda: {"json": {"note": note}},
-            ok=(202,),
-        ).json()
+        job = cast(
+            PublishJob,
+            self.http.request(
+                "POST",
+                set_path(slug) + "versions/",
+                body=lambda: {"json": {"note": note}},
+                ok=(202,),
+            ).json(),
+        )
         if not wait:
             return job
         job = self._job_wait(job, f"the publish of {slug} (job {job['id']}) was not done", timeout, poll_first, poll_max, sleep)

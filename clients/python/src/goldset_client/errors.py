@@ -45,6 +45,29 @@ class GoldsetAPIError(GoldsetClientError):
         return "\n".join(lines)
 
 
+class GoldsetConnectionError(GoldsetClientError):
+    """Goldset could not be reached: the connection was refused or cut, the host name did not
+    resolve. Nothing was answered, so there is no status; `url` is what the client asked for,
+    `method` its method and `reason` a few words on what failed (connection refused, ...).
+    Retried for GET only (goldset_client.http); raised once the retries are spent."""
+
+    def __init__(self, message: str, *, method: str = "", url: str = "", reason: str = "") -> None:
+        self.method = method
+        self.url = url
+        self.reason = reason
+        super().__init__(message)
+
+
+class GoldsetTimeout(GoldsetConnectionError):
+    """No connection, or no answer, within the client's `timeout` seconds. A write that timed
+    out may still have been stored: look before sending it again."""
+
+
+class GoldsetTLSError(GoldsetConnectionError):
+    """The TLS handshake failed: a certificate not trusted or not for the host, or a server
+    that does not speak TLS on that port (an http:// server asked with https://)."""
+
+
 class QrelsIntegrityError(GoldsetClientError):
     """The qrels answered are not those of the version asked for: their ETag is not the
     version's content hash (or the hash the caller pinned)."""

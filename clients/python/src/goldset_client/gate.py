@@ -133,7 +133,7 @@ def write_junit(path: str, slug: str, comparison: RunComparison) -> None:
     )
     properties = ET.SubElement(suite, "properties")
     for key in ("version", "content_hash", "tag", "baseline_run", "candidate_run", "max_drop"):
-        ET.SubElement(properties, "property", name=key, value=str(comparison[key]))  # type: ignore[literal-required]
+        ET.SubElement(properties, "property", name=key, value=str(comparison[key]))
     for f in figures:
         case = ET.SubElement(suite, "testcase", classname=f"goldset.{slug}.v{comparison['version']}", name=figure_name(f))
         summary = (

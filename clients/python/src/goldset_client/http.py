@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import email.utils
 import random
+import socket
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from typing import Any
 
 import requests
 
-from goldset_client.errors import GoldsetAPIError, GoldsetClientError
+from goldset_client.errors import GoldsetAPIError, GoldsetClientError, GoldsetConnectionError, GoldsetTimeout, GoldsetTLSError
 
 RETRY_ANY_METHOD = frozenset({429, 503})
 RETRY_IDEMPOTENT = frozenset({500, 502, 504})
@@ -79,6 +81,43 @@ def api_error(response: requests.Response) -> GoldsetAPIError:
         return GoldsetAPIError(response.status_code, f"http_{response.status_code}", text, method=method or "", url=response.url)
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and what it wraps: requests wraps urllib3's error (its `reason`), which wraps
+    the socket's."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        found = todo.pop()
+        if found is None or any(found is known for known in seen):
+            continue
+        seen.append(found)
+        reason = getattr(found, "reason", None)
+        todo += [found.__cause__, found.__context__, reason if isinstance(reason, BaseException) else None]
+        todo += [arg for arg in found.args if isinstance(arg, BaseException)]
+    return seen
+
+
+def connection_error(exc: requests.RequestException, method: str, url: str, timeout: float) -> GoldsetConnectionError:
+    """The client's error for a request that got no answer, with a short reason instead of
+    requests' nested reprs."""
+    causes = _causes(exc)
+    # Timeout first: requests' ConnectTimeout is a ConnectionError too.
+    if isinstance(exc, requests.Timeout):
+        return GoldsetTimeout(f"{method} {url}: no answer from Goldset within {timeout:g} s", method=method, url=url, reason="timed out")
+    if isinstance(exc, requests.exceptions.SSLError):
+        detail = next((str(c) for c in causes if isinstance(c, ssl.SSLError)), "TLS handshake failed")
+        return GoldsetTLSError(f"{method} {url}: TLS failed ({detail})", method=method, url=url, reason=detail)
+    if any(isinstance(c, ConnectionRefusedError) for c in causes):
+        reason = "connection refused"
+    elif any(isinstance(c, socket.gaierror) or type(c).__name__ == "NameResolutionError" for c in causes):
+        reason = "the host name did not resolve"
+    elif any(isinstance(c, ConnectionResetError) for c in causes):
+        reason = "connection reset"
+    else:
+        reason = type(exc).__name__
+    return GoldsetConnectionError(f"{method} {url}: could not reach Goldset ({reason})", method=method, url=url, reason=reason)
+
+
 class Transport:
     """A requests.Session with the token and base URL, sending with the retry policy."""
 
@@ -94,6 +133,9 @@ class Transport:
     ) -> None:
         if not base_url:
             raise GoldsetClientError("no Goldset URL: pass base_url or set GOLDSET_URL (e.g. https://goldset.example.com)")
+        if not base_url.startswith(("http://", "https://")):
+            # requests would say MissingSchema on the first call; say it here, naming the setting.
+            raise GoldsetClientError(f"the Goldset URL {base_url!r} must start with http:// or https:// (base_url or GOLDSET_URL)")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
@@ -135,15 +177,10 @@ class Transport:
                     stream=stream,
                     **(body() if body else {}),
                 )
-            except requests.ConnectionError as exc:
-                # A refused or dropped connection: safe to repeat only when nothing changes.
+            except (requests.Timeout, requests.ConnectionError) as exc:
+                # Nothing was answered: safe to send again only when nothing changes.
                 if last or method not in IDEMPOTENT_METHODS:
-                    raise GoldsetClientError(f"{method} {url}: could not reach Goldset ({exc})") from exc
-                self.retry.sleep(self.retry.backoff(attempt))
-                continue
-            except requests.Timeout as exc:
-                if last or method not in IDEMPOTENT_METHODS:
-                    raise GoldsetClientError(f"{method} {url}: no answer within {self.timeout:g} s") from exc
+                    raise connection_error(exc, method, url, self.timeout) from exc
                 self.retry.sleep(self.retry.backoff(attempt))
                 continue
             if response.status_code in ok:

@@ -6,7 +6,7 @@ named by ranx metric strings (`recall@100`, `ndcg@10`); changes in points are hu
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 Stage = Literal["first_stage", "reranked", "other"]
 EvaluationStatus = Literal["pending", "running", "done", "failed"]
@@ -68,10 +68,10 @@ class VersionQuery(TypedDict):
 
     query_id: str
     text: str
-    metadata: dict
+    metadata: dict[str, Any]
     label_count: int
     relevant_count: int
-    reference_answer: dict | None
+    reference_answer: dict[str, Any] | None
     inclusion_probability: float | None
     stratum: str
     traffic_count: int | None
@@ -277,7 +277,7 @@ class Document(TypedDict):
     title: str
     text: str
     url: str
-    metadata: dict
+    metadata: dict[str, Any]
     content_hash: str
     duplicate_of: str | None
     chunks: dict[str, list[Chunk]]
