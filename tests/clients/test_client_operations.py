@@ -60,6 +60,7 @@ def test_a_new_sets_endpoints_experiments_and_model_labels_are_empty_lists(clien
         lambda c: c.model_fill_qrels(SLUG, 1, 999999),
         lambda c: c.run_endpoint(SLUG, "no such endpoint"),
         lambda c: c.continue_oracle_experiment(SLUG, 999999, budget_dollars="1.50"),
+        lambda c: c.depth_ask(SLUG, 999999),
     ],
 )
 def test_reads_of_what_does_not_exist_are_the_apis_404(client, call):
@@ -79,3 +80,7 @@ def test_writes_with_bad_input_are_refused_naming_the_field(client):
     assert refused.value.status == 422
     assert any(p.startswith("generator: ") for p in refused.value.problems), refused.value
     assert any(p.startswith("budget: a positive number of dollars") for p in refused.value.problems), refused.value
+    with pytest.raises(GoldsetAPIError) as refused:
+        client.ask_endpoint_at_depth(SLUG, "no such endpoint", 0)
+    assert any(p.startswith("endpoint: ") for p in refused.value.problems), refused.value
+    assert any(p.startswith("depth: ") for p in refused.value.problems), refused.value

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
-from goldset_client.api_types import GeneratedAnswer, OracleExperiment, ReferenceAnswer
+from goldset_client.api_types import EndpointDepthAsk, GeneratedAnswer, OracleExperiment, ReferenceAnswer
 from goldset_client.paths import set_path
 
 if TYPE_CHECKING:
@@ -65,10 +65,14 @@ class AnswerCalls:
         seed: int = 0,
         budget_dollars: str | Decimal | None = None,
         max_requests: int | None = None,
+        k_sweep: Sequence[int] = (),
     ) -> OracleExperiment:
         """Start an oracle experiment (a write token of a manager): `generator` answers each
-        query from the run's contexts; a worker runs it after the answer (202)."""
+        query from the run's contexts; a worker runs it after the answer (202). `k_sweep`
+        makes it a sweep job: the retrieved context answered also at each of those k."""
         body: dict[str, Any] = {"run_id": run_id, "generator": generator, "closed_book": closed_book, "seed": seed}
+        if k_sweep:
+            body["k_sweep"] = [int(k) for k in k_sweep]
         body |= {k: v for k, v in {"version": version, "judge": judge, "sample_size": sample_size}.items() if v is not None}
         body |= {k: v for k, v in limits(budget_dollars, max_requests).items() if v is not None}
         path = set_path(slug) + "oracle-experiments/"
@@ -90,3 +94,14 @@ class AnswerCalls:
         body = limits(budget_dollars, max_requests)
         path = set_path(slug) + f"oracle-experiments/{int(experiment_id)}/continue/"
         return cast("OracleExperiment", self.http.request("POST", path, body=lambda: {"json": body}, ok=(202,)).json())
+
+    def ask_endpoint_at_depth(self, slug: str, endpoint: str, depth: int) -> EndpointDepthAsk:
+        """Ask `endpoint` every query of the latest version once at `depth` (a write token of
+        a manager; 202, a worker asks): its run is what the depth-and-cost sweep reads."""
+        body = {"endpoint": endpoint, "depth": int(depth)}
+        path = set_path(slug) + "depth-asks/"
+        return cast("EndpointDepthAsk", self.http.request("POST", path, body=lambda: {"json": body}, ok=(202,)).json())
+
+    def depth_ask(self, slug: str, ask_id: int) -> EndpointDepthAsk:
+        """One depth ask: its progress, and its run (`run_id`) once done."""
+        return cast("EndpointDepthAsk", self.http.get_json(set_path(slug) + f"depth-asks/{int(ask_id)}/"))

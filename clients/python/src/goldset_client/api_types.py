@@ -277,6 +277,7 @@ class OracleExperiment(TypedDict):
     sample_size: int | None
     seed: int
     k_final: int
+    k_sweep: list[int]
     context_token_budget: int | None
     budget_dollars: str | None
     max_requests: int | None
@@ -300,6 +301,7 @@ class GeneratedAnswer(TypedDict):
 
     query_id: str
     context: str
+    sweep_k: int
     context_ids: list[str]
     context_tokens: int
     prompt_hash: str
@@ -518,3 +520,21 @@ class Monitoring(TypedDict):
     rerank: list[RerankLoss]
     probes: list[ProbeSummary]
     open_alerts: list[MonitoringAlert]
+
+
+class EndpointDepthAsk(TypedDict):
+    """Schema EndpointDepthOutput: an endpoint asked once at a depth, and its run once done."""
+
+    id: int
+    status: str
+    endpoint: str
+    version: int
+    depth: int
+    queries_total: int
+    queries_done: int
+    failed_count: int
+    run_id: int | None
+    run: str | None
+    error: str
+    created_at: str
+    finished_at: str | None

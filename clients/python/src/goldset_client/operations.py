@@ -55,6 +55,8 @@ OPERATIONS: dict[str, str] = {
     "oracle_experiments_retrieve": "oracle_experiment",
     "oracle_experiments_answers": "oracle_experiment_answers",
     "oracle_experiments_continue": "continue_oracle_experiment",
+    "endpoint_depth_create": "ask_endpoint_at_depth",
+    "endpoint_depth_retrieve": "depth_ask",
     # --- monitoring: series, live endpoints, incidents ---
     "series_list": "series",
     "series_nights": "series_nights",
