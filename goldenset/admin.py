@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from goldenset.models import (
+    AuditRecord,
     Corpus,
     GoldenSet,
     Judgment,
@@ -263,3 +264,15 @@ class PublishJobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(ReadOnlyAdmin):
+    """The audit trail: read here, never written (goldenset.audit.audit_record writes it)."""
+
+    list_display = ("at", "username", "action", "object_label", "golden_set_slug")
+    list_filter = ("action",)
+    search_fields = ("username", "action", "object_label", "golden_set_slug")
+    date_hierarchy = "at"
+    readonly_fields = [field.name for field in AuditRecord._meta.fields]
+    actions = None
