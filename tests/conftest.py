@@ -61,10 +61,14 @@ def _sqlite_flush_passes_the_audit_trigger():
     (migration 0021): the flush, and only it, drops that trigger first and makes it again."""
     import importlib
 
-    from django.db.backends.sqlite3.operations import DatabaseOperations
+    from django.db import connection
 
+    if connection.vendor != "sqlite":
+        yield
+        return
     audit = importlib.import_module("goldenset.migrations.0021_audit_records")
-    flush = DatabaseOperations.sql_flush
+    operations = type(connection.ops)
+    flush = operations.sql_flush
 
     def sql_flush(self, style, tables, **kwargs):
         statements = flush(self, style, tables, **kwargs)
@@ -72,6 +76,6 @@ def _sqlite_flush_passes_the_audit_trigger():
             return statements
         return [f"DROP TRIGGER IF EXISTS {audit.TABLE}_undeletable;", *statements, audit.SQLITE_UNDELETABLE]
 
-    DatabaseOperations.sql_flush = sql_flush
+    operations.sql_flush = sql_flush
     yield
-    DatabaseOperations.sql_flush = flush
+    operations.sql_flush = flush
