@@ -27,7 +27,7 @@ from evaluation.models import (
 )
 from evaluation.selectors import PerQuery, SliceQueries, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
-from goldenset.audit import audit_record, changes
+from goldenset.audit import audit_record, changed_fields
 from goldenset.models import Chunking, GoldenSet, Page, Query, Version, VersionQuery
 from lib.background_jobs import NO_HOLDER, Holder
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
@@ -639,7 +639,7 @@ def _lifecycle_save(run: Run, *, user: AbstractBaseUser | None, action: str, **f
         for name, value in fields.items():
             setattr(run, name, value)
         run.save(update_fields=list(fields))
-        changed_before, changed_after = changes(before, fields)
+        changed_before, changed_after = changed_fields(before, fields)
         audit_record(
             user=user, action=action, obj=run, golden_set=run.golden_set, before=changed_before, after=changed_after, label=run.name
         )

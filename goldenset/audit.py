@@ -57,7 +57,7 @@ def masked(name: str, value: Any) -> Any:
     return str(value)
 
 
-def changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict, dict]:
+def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict, dict]:
     """The fields whose values differ, as (before, after), masked."""
     changed = [name for name in after if before.get(name) != after.get(name)]
     return ({name: masked(name, before.get(name)) for name in changed}, {name: masked(name, after[name]) for name in changed})

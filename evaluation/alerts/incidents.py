@@ -24,7 +24,7 @@ from django.db.models import ExpressionWrapper, F, FloatField, Max
 from django.utils import timezone
 
 from evaluation.models import Alert, Incident, IncidentMessage, SliceMute
-from goldenset.audit import audit_record, changes
+from goldenset.audit import audit_record, changed_fields
 from goldenset.models import GoldenSet, Membership
 from lib.errors import ConflictError, GoldsetError
 
@@ -247,7 +247,7 @@ def incident_act(*, incident: Incident, user, action: str, muted_until: datetime
     with transaction.atomic():
         before = _triage_fields(Incident.objects.select_related("owner").get(pk=incident.pk))
         done = _incident_act(incident=incident, user=user, action=action, muted_until=muted_until, owner=owner)
-        changed_before, changed_after = changes(before, _triage_fields(done))
+        changed_before, changed_after = changed_fields(before, _triage_fields(done))
         audit_record(
             user=user,
             action=f"incident.{action}",

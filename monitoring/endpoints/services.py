@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from evaluation.services import series_for
-from goldenset.audit import audit_record
+from goldenset.audit import audit_record, changed_fields
 from goldenset.models import Chunking, GoldenSet
 from lib.cron import CronError, cron_parse
 from lib.errors import ConflictError, GoldsetError
@@ -198,7 +198,7 @@ def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None,
     before = {key: getattr(endpoint, key) for key in values}
     for key, value in values.items():
         setattr(endpoint, key, value.strip() if key == "system" else value)
-    changed_before, changed_after = changes(before, {key: getattr(endpoint, key) for key in values})
+    changed_before, changed_after = changed_fields(before, {key: getattr(endpoint, key) for key in values})
     with transaction.atomic():
         endpoint.save()
         audit_record(

@@ -182,3 +182,22 @@ def test_a_test_that_commits_records_is_flushed_clean_after(golden_set, owner):
 @pytest.mark.django_db(transaction=True)
 def test_the_next_test_starts_with_no_record(golden_set):
     assert not AuditRecord.objects.filter(action="settings.update").exists()
+
+
+def test_an_endpoint_change_records_the_changed_fields_only_and_its_deletion(golden_set, owner):
+    from monitoring.endpoints.services import endpoint_delete, endpoint_update
+
+    endpoint = endpoint_add(
+        golden_set=golden_set,
+        name="prod",
+        system="prod",
+        stage="first_stage",
+        preset="goldset",
+        url="https://search.example.com/a",
+        user=owner,
+    )
+    endpoint_update(endpoint=endpoint, user=owner, url="https://search.example.com/b")
+    endpoint_delete(endpoint=endpoint, user=owner)
+    update, delete = AuditRecord.objects.filter(action__in=["endpoint.update", "endpoint.delete"]).order_by("id")
+    assert (update.before, update.after) == ({"url": "https://search.example.com/a"}, {"url": "https://search.example.com/b"})
+    assert (delete.action, delete.object_label, delete.username) == ("endpoint.delete", "prod", "owner")
