@@ -102,3 +102,23 @@ def test_the_admin_shows_records_and_refuses_to_add_change_or_delete(admin_clien
     assert admin_client.post(reverse("admin:goldenset_auditrecord_delete", args=[record.pk]), {"post": "yes"}).status_code == 403
     assert admin_client.get(reverse("admin:goldenset_auditrecord_add")).status_code == 403
     assert AuditRecord.objects.get(pk=record.pk).action == record.action
+
+
+def test_an_admins_membership_add_and_delete_are_recorded(admin_client, golden_set, stranger):
+    response = admin_client.post(
+        reverse("admin:goldenset_membership_add"), {"user": stranger.pk, "golden_set": golden_set.pk, "role": "adjudicator"}
+    )
+    assert response.status_code == 302
+    membership = Membership.objects.get(user=stranger)
+    added = AuditRecord.objects.get(action="membership.add")
+    assert (added.username, added.golden_set_id, added.after["role"]) == ("root", golden_set.pk, "adjudicator")
+    admin_client.post(reverse("admin:goldenset_membership_delete", args=[membership.pk]), {"post": "yes"})
+    deleted = AuditRecord.objects.get(action="membership.delete")
+    assert (deleted.username, deleted.object_id, deleted.golden_set_id) == ("root", str(membership.pk), golden_set.pk)
+
+
+def test_an_action_through_a_page_records_the_address_it_came_from(client, golden_set, owner, stranger):
+    client.force_login(owner)
+    client.post(reverse("golden_set_members", args=["tiny"]), {"action": "grant", "username": "stranger", "role": "annotator"})
+    record = AuditRecord.objects.get(action="member.grant", object_label="stranger (annotator)")
+    assert (record.username, record.ip) == ("owner", "127.0.0.1")
