@@ -223,12 +223,27 @@ def slice_mute(*, golden_set: GoldenSet, user, slice_name: str, until: datetime 
     and returns None. The alerts are stored and shown all the same."""
     if not slice_name.strip():
         raise GoldsetError("slice must name a slice, e.g. query:lang=de", field="slice")
-    if until is None:
-        SliceMute.objects.filter(golden_set=golden_set, slice=slice_name).delete()
-        return None
-    if until <= timezone.now():
+    if until is not None and until <= timezone.now():
         raise GoldsetError("until must be a time in the future", field="until")
-    mute, _ = SliceMute.objects.update_or_create(golden_set=golden_set, slice=slice_name, defaults={"until": until, "created_by": user})
+    with transaction.atomic():
+        before = SliceMute.objects.filter(golden_set=golden_set, slice=slice_name).values_list("until", flat=True).first()
+        if until is None:
+            mute = None
+            if SliceMute.objects.filter(golden_set=golden_set, slice=slice_name).delete()[0]:
+                audit_record(user=user, action="slice.unmute", golden_set=golden_set, before={"until": before}, label=slice_name)
+        else:
+            mute, _ = SliceMute.objects.update_or_create(
+                golden_set=golden_set, slice=slice_name, defaults={"until": until, "created_by": user}
+            )
+            audit_record(
+                user=user,
+                action="slice.mute",
+                obj=mute,
+                golden_set=golden_set,
+                before={"until": before},
+                after={"until": until},
+                label=slice_name,
+            )
     return mute
 
 

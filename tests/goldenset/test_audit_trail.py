@@ -201,3 +201,17 @@ def test_an_endpoint_change_records_the_changed_fields_only_and_its_deletion(gol
     update, delete = AuditRecord.objects.filter(action__in=["endpoint.update", "endpoint.delete"]).order_by("id")
     assert (update.before, update.after) == ({"url": "https://search.example.com/a"}, {"url": "https://search.example.com/b"})
     assert (delete.action, delete.object_label, delete.username) == ("endpoint.delete", "prod", "owner")
+
+
+def test_a_slice_muted_and_unmuted_is_recorded_each_time(golden_set, owner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evaluation.alerts.incidents import slice_mute
+
+    slice_mute(golden_set=golden_set, user=owner, slice_name="query:lang=de", until=timezone.now() + timedelta(days=1))
+    slice_mute(golden_set=golden_set, user=owner, slice_name="query:lang=de", until=None)
+    slice_mute(golden_set=golden_set, user=owner, slice_name="query:lang=de", until=None)  # muted no more: nothing
+    actions = list(AuditRecord.objects.filter(action__startswith="slice.").order_by("id").values_list("action", "object_label"))
+    assert actions == [("slice.mute", "query:lang=de"), ("slice.unmute", "query:lang=de")]
