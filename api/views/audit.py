@@ -2,15 +2,14 @@
 newest first, filtered as the page is and paged as the API's other lists. No method
 writes: the trail is written by the services the actions go through (goldenset.audit)."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.views import APIView
 
 from api.pagination import PaginatedMixin
 from api.permissions import api_golden_set
-from goldenset.audit import audit_filters, audit_may_read, audit_records
-from lib.errors import GoldsetError
+from api.serializers import validated
+from goldenset.audit import audit_may_read, audit_records
 
 
 @extend_schema_serializer(component_name="AuditObject")
@@ -31,24 +30,27 @@ class AuditRecordOutputSerializer(serializers.Serializer):
     after = serializers.JSONField(help_text="the changed fields' values after (secrets never)")
 
 
-FILTERS = [
-    OpenApiParameter("action", OpenApiTypes.STR, description="an action (token.revoke) or its family (token)"),
-    OpenApiParameter("user", OpenApiTypes.STR, description="a username"),
-    OpenApiParameter("since", OpenApiTypes.DATE, description="first day, included"),
-    OpenApiParameter("until", OpenApiTypes.DATE, description="last day, included"),
-]
+@extend_schema_serializer(component_name="AuditFilters")
+class AuditFiltersSerializer(serializers.Serializer):
+    action = serializers.CharField(required=False, max_length=60, help_text="an action (token.revoke) or its family (token)")
+    user = serializers.CharField(required=False, max_length=150, help_text="a username")
+    since = serializers.DateField(required=False, help_text="first day, included (YYYY-MM-DD)")
+    until = serializers.DateField(required=False, help_text="last day, included (YYYY-MM-DD)")
 
 
 class AuditRecordListApi(PaginatedMixin, APIView):
     """The set's audit records, newest first."""
 
-    @extend_schema(operation_id="audit_records_list", parameters=FILTERS, responses=AuditRecordOutputSerializer(many=True))
+    @extend_schema(operation_id="audit_records_list", parameters=[AuditFiltersSerializer], responses=AuditRecordOutputSerializer(many=True))
     def get(self, request, slug: str):
         golden_set = api_golden_set(request, slug)
         if not audit_may_read(request.user, golden_set):
             raise exceptions.PermissionDenied(f"the audit trail of golden set {slug!r} needs its manager role")
-        try:
-            filters = audit_filters(request.query_params)
-        except GoldsetError as exc:
-            raise exceptions.ValidationError({exc.field: [exc.message]}) from None
+        found = validated(AuditFiltersSerializer, request.query_params)
+        filters = {
+            "action": found.get("action", ""),
+            "username": found.get("user", ""),
+            "since": found.get("since"),
+            "until": found.get("until"),
+        }
         return self.paginated(audit_records(golden_set, **filters), lambda page: AuditRecordOutputSerializer(page, many=True).data)
