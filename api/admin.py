@@ -31,7 +31,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         tokens = list(queryset)
         for token in tokens:
-            api_token_revoke(token=token)
+            api_token_revoke(token=token, user=request.user)
         self.message_user(request, f"{len(tokens)} token(s) revoked.")
 
     def has_revoke_permission(self, request) -> bool:

@@ -4,9 +4,11 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
 from api.models import ApiToken
+from goldenset.audit import audit_record
 from goldenset.models import GoldenSet, Membership
 from goldenset.selectors import READ_ROLES, user_roles
 from lib.errors import GoldsetError
@@ -51,24 +53,44 @@ def api_token_create(
                 field="owner",
             )
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        owner=owner,
-        name=name.strip()[:100],
-        prefix=secret[: len(TOKEN_PREFIX) + 6],
-        key_hash=ApiToken.hash_secret(secret),
-        scope=scope,
-        golden_set=golden_set,
-        expires_at=expires_at,
-        created_by=created_by,
-    )
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            owner=owner,
+            name=name.strip()[:100],
+            prefix=secret[: len(TOKEN_PREFIX) + 6],
+            key_hash=ApiToken.hash_secret(secret),
+            scope=scope,
+            golden_set=golden_set,
+            expires_at=expires_at,
+            created_by=created_by,
+        )
+        audit_record(
+            user=created_by,
+            action="token.create",
+            obj=token,
+            golden_set=golden_set,
+            after={"owner": owner.get_username(), "scope": scope, "name": token.name, "expires_at": expires_at},
+            label=f"{token.prefix}… ({token.name or scope})",
+        )
     return token, secret
 
 
-def api_token_revoke(*, token: ApiToken) -> ApiToken:
-    """Revoke `token` from now on; revoking a revoked token keeps its first revocation time."""
+def api_token_revoke(*, token: ApiToken, user: AbstractBaseUser | None = None) -> ApiToken:
+    """Revoke `token` from now on, by `user` (None: the system); revoking a revoked token
+    keeps its first revocation time and records nothing."""
     if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+        with transaction.atomic():
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit_record(
+                user=user,
+                action="token.revoke",
+                obj=token,
+                golden_set=token.golden_set,
+                before={"revoked_at": None},
+                after={"revoked_at": token.revoked_at},
+                label=f"{token.prefix}… ({token.name or token.scope})",
+            )
     return token
 
 

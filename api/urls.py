@@ -13,6 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from api.converters import EndpointNameConverter, SeriesNameConverter, VersionNumberConverter
 from api.views import (
     answers,
+    audit,
     chunkings,
     comparisons,
     endpoint_depth,
@@ -54,6 +55,7 @@ urlpatterns = [
     path(SET, golden_sets.GoldenSetDetailApi.as_view(), name="api_golden_set"),
     path(SET + "versions/", versions.VersionsApi.as_view(), name="api_versions"),
     path(VERSION, versions.VersionDetailApi.as_view(), name="api_version"),
+    path(SET + "audit/", audit.AuditRecordListApi.as_view(), name="api_audit_records"),
     path(SET + "tags/", version_tags.VersionTagListApi.as_view(), name="api_version_tags"),
     path(SET + "tags/<str:name>/", version_tags.VersionTagDetailApi.as_view(), name="api_version_tag"),
     path(SET + "publish-jobs/<int:job_id>/", versions.PublishJobDetailApi.as_view(), name="api_publish_job"),

@@ -27,6 +27,7 @@ from evaluation.models import (
 )
 from evaluation.selectors import PerQuery, SliceQueries, evaluation_settings, metrics_for, run_ranked
 from evaluation.signals import run_uploaded
+from goldenset.audit import audit_record, changed_fields
 from goldenset.models import Chunking, GoldenSet, Page, Query, Version, VersionQuery
 from lib.background_jobs import NO_HOLDER, Holder
 from lib.errors import ConflictError, GoldsetError, ProblemCollector
@@ -631,11 +632,17 @@ def golden_set_evaluate_now(golden_set: GoldenSet, version: Version) -> list[Eva
 # run keeps being scored on new versions, so that unarchiving it shows current figures.
 
 
-def _lifecycle_save(run: Run, **fields) -> Run:
+def _lifecycle_save(run: Run, *, user: AbstractBaseUser | None, action: str, **fields) -> Run:
+    """Save the run's lifecycle `fields` and record `action` (run.archive, ...) by `user`."""
     with transaction.atomic():
+        before = {name: getattr(run, name) for name in fields}
         for name, value in fields.items():
             setattr(run, name, value)
         run.save(update_fields=list(fields))
+        changed_before, changed_after = changed_fields(before, fields)
+        audit_record(
+            user=user, action=action, obj=run, golden_set=run.golden_set, before=changed_before, after=changed_after, label=run.name
+        )
     return run
 
 
@@ -653,7 +660,7 @@ def run_archive(*, run: Run, user: AbstractBaseUser | None) -> Run:
     archived already."""
     if run.archived_at is not None:
         raise ConflictError(f"run {run.name!r} is archived already", field="run")
-    return _lifecycle_save(run, archived_at=timezone.now(), archived_by=user)
+    return _lifecycle_save(run, user=user, action="run.archive", archived_at=timezone.now(), archived_by=user)
 
 
 def run_unarchive(*, run: Run, user: AbstractBaseUser | None) -> Run:
@@ -662,7 +669,7 @@ def run_unarchive(*, run: Run, user: AbstractBaseUser | None) -> Run:
     if run.archived_at is None:
         raise ConflictError(f"run {run.name!r} is not archived", field="run")
     with transaction.atomic():
-        _lifecycle_save(run, archived_at=None, archived_by=None)
+        _lifecycle_save(run, user=user, action="run.unarchive", archived_at=None, archived_by=None)
         if not run.held_back:
             _alerts_catch_up(run)
     return run
@@ -677,7 +684,7 @@ def run_mark_complete(*, run: Run, user: AbstractBaseUser | None) -> Run:
     if run.completed_at is not None:
         raise ConflictError(f"run {run.name!r} is marked complete already", field="run")
     with transaction.atomic():
-        _lifecycle_save(run, completed_at=timezone.now(), completed_by=user)
+        _lifecycle_save(run, user=user, action="run.mark_complete", completed_at=timezone.now(), completed_by=user)
         if not run.held_back:
             _alerts_catch_up(run)
     return run
@@ -688,4 +695,4 @@ def run_mark_partial(*, run: Run, user: AbstractBaseUser | None) -> Run:
     again (its alerts hidden, not deleted). ConflictError when it is not marked complete."""
     if not run.partial or run.completed_at is None:
         raise ConflictError(f"run {run.name!r} is not a partial run marked complete", field="run")
-    return _lifecycle_save(run, completed_at=None, completed_by=None)
+    return _lifecycle_save(run, user=user, action="run.mark_partial", completed_at=None, completed_by=None)

@@ -20,6 +20,7 @@ from django.utils import timezone
 from evaluation.alerts.signing import webhook_secret_generate
 from evaluation.metrics import MAX_K, default_metrics, parse_metrics
 from evaluation.models import EvaluationSettings
+from goldenset.audit import audit_record
 from goldenset.models import GoldenSet
 from lib import outbound
 from lib.errors import GoldsetError
@@ -236,6 +237,7 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
     with transaction.atomic():
         found, _ = EvaluationSettings.objects.select_for_update().get_or_create(golden_set=golden_set)
         changed = [field for field, value in cleaned.items() if getattr(found, field) != value]
+        before = {field: getattr(found, field) for field in changed}
         for field in changed:
             setattr(found, field, cleaned[field])
         if found.webhook_url and not found.webhook_secret:
@@ -244,6 +246,15 @@ def evaluation_settings_update(*, golden_set: GoldenSet, user: AbstractBaseUser 
             changed += ["webhook_secret", "webhook_secret_created_at"]
         if changed:
             found.save(update_fields=changed)
+            audit_record(
+                user=user,
+                action="settings.update",
+                obj=found,
+                golden_set=golden_set,
+                before=before,
+                after={field: getattr(found, field) for field in changed},
+                label=f"evaluation settings of {golden_set.slug}",
+            )
     if changed:
         # No history table: the log is where "who moved the floor" is answered.
         logger.info("evaluation settings of %s changed by %s: %s", golden_set.slug, user, ", ".join(changed))
@@ -259,6 +270,14 @@ def webhook_secret_rotate(*, golden_set: GoldenSet, user: AbstractBaseUser | Non
         found, _ = EvaluationSettings.objects.select_for_update().get_or_create(golden_set=golden_set)
         found.webhook_secret, found.webhook_secret_created_at = secret, timezone.now()
         found.save(update_fields=["webhook_secret", "webhook_secret_created_at"])
+        audit_record(
+            user=user,
+            action="settings.webhook_secret_rotate",
+            obj=found,
+            golden_set=golden_set,
+            after={"webhook_secret": secret},
+            label=f"evaluation settings of {golden_set.slug}",
+        )
     logger.info("webhook secret of %s rotated by %s", golden_set.slug, user)
     return secret
 

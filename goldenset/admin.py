@@ -11,7 +11,9 @@ from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from goldenset.audit import audit_record
 from goldenset.models import (
+    AuditRecord,
     Corpus,
     GoldenSet,
     Judgment,
@@ -31,6 +33,54 @@ from goldenset.tasks import publish_job_task
 from lib.admin_widgets import LabelledInlineFormSet, LabelledSplitDateTime
 from lib.errors import GoldsetError
 from lib.formats import QREL_FORMATS
+
+
+def _golden_set_of(obj) -> GoldenSet | None:
+    return obj if isinstance(obj, GoldenSet) else getattr(obj, "golden_set", None)
+
+
+def _audit_form(request, form, obj, change: bool) -> None:
+    """Record an admin's add or change of `obj` through `form`: the fields it changed."""
+    changed = form.changed_data
+    if change and not changed:
+        return
+    before = {name: form.initial.get(name) for name in changed} if change else {}
+    after = {name: form.cleaned_data.get(name) for name in changed}
+    action = f"{obj._meta.model_name}.{'change' if change else 'add'}"
+    audit_record(user=request.user, action=action, obj=obj, golden_set=_golden_set_of(obj), before=before, after=after)
+
+
+def _audit_delete(request, obj) -> None:
+    action = f"{obj._meta.model_name}.delete"
+    audit_record(user=request.user, action=action, obj=obj, golden_set=_golden_set_of(obj), before={"label": str(obj)})
+
+
+class AuditedAdmin(admin.ModelAdmin):
+    """An admin whose adds, changes and deletes (its inlines' too) go to the audit trail, in
+    the admin's own transaction: the admin writes these models without a service."""
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        _audit_form(request, form, obj, change)
+
+    def delete_model(self, request, obj):
+        _audit_delete(request, obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            _audit_delete(request, obj)
+        super().delete_queryset(request, queryset)
+
+    def save_formset(self, request, form, formset, change):
+        for inline_form in formset.forms:
+            instance = inline_form.instance
+            if instance.pk is not None and inline_form in formset.deleted_forms:
+                _audit_delete(request, instance)
+        super().save_formset(request, form, formset, change)
+        for inline_form in formset.forms:
+            if inline_form not in formset.deleted_forms and inline_form.has_changed() and inline_form.instance.pk is not None:
+                _audit_form(request, inline_form, inline_form.instance, change=bool(inline_form.initial))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -90,7 +140,7 @@ def _export_links(version: Version) -> str:
 
 
 @admin.register(GoldenSet)
-class GoldenSetAdmin(admin.ModelAdmin):
+class GoldenSetAdmin(AuditedAdmin):
     list_display = ["slug", "name", "corpus", "relevance_threshold", "k_first", "k_final", "created_at", "coverage"]
     search_fields = ["slug", "name"]
     list_select_related = ["corpus"]
@@ -138,7 +188,7 @@ class GoldenSetAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(AuditedAdmin):
     list_display = ["user", "golden_set", "role", "created_at"]
     list_filter = ["role", "golden_set"]
     search_fields = ["user__username", "golden_set__slug"]
@@ -263,3 +313,15 @@ class PublishJobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(ReadOnlyAdmin):
+    """The audit trail: read here, never written (goldenset.audit.audit_record writes it)."""
+
+    list_display = ("at", "username", "action", "object_label", "golden_set_slug")
+    list_filter = ("action",)
+    search_fields = ("username", "action", "object_label", "golden_set_slug")
+    date_hierarchy = "at"
+    readonly_fields = [field.name for field in AuditRecord._meta.fields]
+    actions = None

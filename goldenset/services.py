@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
 
+from goldenset.audit import audit_member, audit_record
 from goldenset.duplicates import corpus_duplicates_group
 from goldenset.import_rows import insert_imported_judgments, insert_pages, insert_queries
 from goldenset.models import (
@@ -416,15 +417,22 @@ def _forget_roles(user: AbstractBaseUser) -> None:
         delattr(user, ROLES_MEMO)
 
 
-def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str) -> Membership:
+def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None) -> Membership:
+    """Give `user` `role` in `golden_set`, granted by `by` (None: the system); granting a
+    role held already records nothing."""
     if role not in Membership.Role.values:
         raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
-    membership, _ = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
+    with transaction.atomic():
+        membership, made = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
+        if made:
+            audit_member(by=by, action="member.grant", member=user, golden_set=golden_set, role=role, membership=membership)
     _forget_roles(user)
     return membership
 
 
-def member_invite(*, username: str, email: str, golden_set: GoldenSet, role: str) -> tuple[AbstractBaseUser, str]:
+def member_invite(
+    *, username: str, email: str, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None
+) -> tuple[AbstractBaseUser, str]:
     """Make an account for someone who has none yet and grant them `role` in `golden_set`,
     in one transaction; the user and a first password, shown once to the manager who passes
     it on (the account's owner changes it at /accounts/password/). GoldsetError naming the
@@ -448,11 +456,14 @@ def member_invite(*, username: str, email: str, golden_set: GoldenSet, role: str
     validate_password(password)
     with transaction.atomic():
         user = User.objects.create_user(username=username, email=email or "", password=password)
-        membership_grant(user=user, golden_set=golden_set, role=role)
+        audit_record(
+            user=by, action="user.create", obj=user, golden_set=golden_set, after={"username": username, "email": email}, label=username
+        )
+        membership_grant(user=user, golden_set=golden_set, role=role, by=by)
     return user, password
 
 
-def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str) -> bool:
+def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None) -> bool:
     """Take `role` in `golden_set` from `user`; False if they did not hold it. Refuses
     (GoldsetError) to take the last manager's role: nobody could grant it back but staff."""
     if role not in Membership.Role.values:
@@ -469,6 +480,8 @@ def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: st
                 f"{user.get_username()} is the last manager of {golden_set.slug!r}; grant the role to someone else first", field="role"
             )
         deleted, _ = Membership.objects.filter(user=user, golden_set=golden_set, role=role).delete()
+        if deleted:
+            audit_member(by=by, action="member.revoke", member=user, golden_set=golden_set, role=role)
     _forget_roles(user)
     return bool(deleted)
 
@@ -615,6 +628,15 @@ def version_publish(
                 f"version {(previous.number + 1) if previous else 1} of {golden_set.slug!r} was published meanwhile"
             ) from exc
         version_rows_write(version.id, rows, progress, PUBLISH_STEPS[3:])
+        audit_record(
+            user=user,
+            action="version.publish",
+            obj=version,
+            golden_set=golden_set,
+            before={"version": previous.number if previous else None},
+            after={"version": version.number, "content_hash": content_hash, "note": note},
+            label=f"{golden_set.slug} v{version.number}",
+        )
         version_published.send(sender=Version, version_id=version.id)
     return version
 

@@ -16,6 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from goldenset.audit import audit_record
 from goldenset.models import GoldenSet, Membership, Version, VersionTag, VersionTagMove
 from goldenset.selectors import user_roles
 from lib.errors import ForbiddenError, GoldsetError
@@ -71,6 +72,15 @@ def tag_move(*, golden_set: GoldenSet, name: str, version: Version, user: Abstra
             tag.save(update_fields=["version", "moved_by", "moved_at"])
         VersionTagMove.objects.create(
             golden_set=golden_set, name=name, from_version=from_version, to_version=version, moved_by=user, moved_at=now, note=note
+        )
+        audit_record(
+            user=user,
+            action="tag.move",
+            obj=tag,
+            golden_set=golden_set,
+            before={"version": from_version.number if from_version else None},
+            after={"version": version.number, "note": note},
+            label=name,
         )
     return tag
 

@@ -10,9 +10,11 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from goldenset.answers import query_reference_answer, reference_answer_clear, reference_answer_set, version_answer_rows
+from goldenset.audit import audit_filters, audit_records
 from goldenset.chunkings import chunkings_of
 from goldenset.diffs import KIND_LABELS, KINDS, publish_preview_summary, version_changes
 from goldenset.evidence_export import version_answers_chunks, version_export_chunks
@@ -38,6 +40,8 @@ from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels
 from lib.params import ParameterError, number_param, version_param
 
 MEMBER_ROLES = (Membership.Role.MANAGER,)
+# The audit trail names people and what they changed: the set's managers read it (and staff).
+AUDIT_ROLES = (Membership.Role.MANAGER,)
 PUBLISH_ROLES = (Membership.Role.MANAGER,)
 ANSWER_EDIT_ROLES = (Membership.Role.MANAGER,)
 CHANGES_ON_VERSION_PAGE = 50  # the rest on the changes page
@@ -348,7 +352,7 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             if request.POST.get("action") == "revoke":  # from the confirmation page (golden_set_member_revoke)
                 membership = get_object_or_404(Membership, pk=number_param(request.POST, "membership", default=0), golden_set=golden_set)
-                membership_revoke(user=membership.user, golden_set=golden_set, role=membership.role)
+                membership_revoke(user=membership.user, golden_set=golden_set, role=membership.role, by=request.user)
                 messages.success(request, f"{membership.user.username} is no longer {membership.role} of {golden_set.slug}.")
             elif request.POST.get("action") == "invite":
                 user, password = member_invite(
@@ -356,6 +360,7 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
                     email=request.POST.get("email", "").strip(),
                     golden_set=golden_set,
                     role=request.POST.get("role", ""),
+                    by=request.user,
                 )
                 # Shown once, on this answer: never stored in the clear nor put in a message.
                 ctx = {**_members_context(golden_set), "invited": user, "invited_password": password}
@@ -366,7 +371,7 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
                 if user is None:
                     raise GoldsetError(f"no user {username!r}", field="username")
                 role = request.POST.get("role", "")
-                membership_grant(user=user, golden_set=golden_set, role=role)
+                membership_grant(user=user, golden_set=golden_set, role=role, by=request.user)
                 messages.success(request, f"{user.username} is now {role} of {golden_set.slug}.")
         except GoldsetError as exc:
             messages.error(request, exc.message)
@@ -386,3 +391,21 @@ def golden_set_member_revoke(request: HttpRequest, slug: str, membership_id: int
     golden_set = access_golden_set(request.user, slug, roles=MEMBER_ROLES)
     membership = get_object_or_404(Membership.objects.select_related("user"), pk=membership_id, golden_set=golden_set)
     return render(request, "goldenset/member_revoke.html", {"golden_set": golden_set, "membership": membership})
+
+
+AUDIT_PER_PAGE = 50
+
+
+@require_GET
+@login_required
+def audit_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The set's audit trail, newest first, filtered by action, user and days; managers and staff."""
+    golden_set = access_golden_set(request.user, slug, roles=AUDIT_ROLES)
+    try:
+        filters = audit_filters(request.GET)
+    except GoldsetError as exc:
+        raise ParameterError(exc.field, exc.message) from None
+    page = Paginator(audit_records(golden_set, **filters), AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    query = urlencode({name: request.GET.get(name, "") for name in ("action", "user", "since", "until")})
+    ctx = {"golden_set": golden_set, "page": page, "filters": request.GET, "filter_query": query}
+    return render(request, "goldenset/audit.html", ctx)

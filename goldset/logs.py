@@ -28,6 +28,8 @@ from django.core.signals import request_finished
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import SimpleLazyObject, empty
 
+from lib.request_address import request_ip
+
 CONTEXT_FIELDS = ("request_id", "user", "golden_set", "version", "run", "version_id", "night", "job", "alert", "task")
 # URL keyword -> log field, for the routes' own names (goldset/urls.py and the apps' urls).
 URL_FIELDS = {"slug": "golden_set", "number": "version", "run_id": "run", "night_id": "night"}
@@ -94,6 +96,8 @@ class LogContextMiddleware:
         # 4xx or 5xx answer after the middleware returned, and a streamed export's lines
         # are written while it streams.
         _context.set({"request_id": request_id, "request": request})
+        # REMOTE_ADDR, which a client cannot forge (the proxy's address behind one).
+        request_ip.set(request.META.get("REMOTE_ADDR") or None)
         response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response
@@ -132,6 +136,7 @@ def _task_finished(task_id=None, **extra) -> None:
 
 def _request_finished(**extra) -> None:
     _context.set({})
+    request_ip.set(None)
 
 
 request_finished.connect(_request_finished, weak=False)

@@ -12,7 +12,7 @@ from answers.views import ANSWER_ROLES
 from api.views.tokens import MANAGE_ROLES as TOKEN_ROLES
 from evaluation.alerts.views import SETTINGS_ROLES
 from goldenset.selectors import READ_ROLES
-from goldenset.views import MEMBER_ROLES, PUBLISH_ROLES
+from goldenset.views import AUDIT_ROLES, MEMBER_ROLES, PUBLISH_ROLES
 from labeling.coverage.views import COVERAGE_ROLES
 from labeling.judging.views import JUDGING_ROLES, PREVIEW_ROLES
 from labeling.model_labels.views import MODEL_LABEL_ROLES
@@ -51,6 +51,7 @@ SET_PAGES: tuple[SetPage, ...] = (
     SetPage("Settings", "evaluation_settings", SETTINGS_ROLES),
     SetPage("API tokens", "api_tokens", TOKEN_ROLES),
     SetPage("Members", "golden_set_members", MEMBER_ROLES),
+    SetPage("Audit trail", "audit", AUDIT_ROLES),
 )
 
 

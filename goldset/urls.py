@@ -28,6 +28,7 @@ urlpatterns = [
     path("sets/<slug:slug>/publish/<int:job_id>/", goldenset_views.publish_job_page, name="publish_job"),
     path("sets/<slug:slug>/publish/<int:job_id>/status/", goldenset_views.publish_job_page, {"fragment": True}, name="publish_job_status"),
     path("sets/<slug:slug>/changes/", goldenset_views.version_changes_page, name="version_changes"),
+    path("sets/<slug:slug>/audit/", goldenset_views.audit_page, name="audit"),
     path("sets/<slug:slug>/members/", goldenset_views.golden_set_members, name="golden_set_members"),
     path("sets/<slug:slug>/members/<int:membership_id>/revoke/", goldenset_views.golden_set_member_revoke, name="golden_set_member_revoke"),
     path("", include("api.urls")),

@@ -82,7 +82,7 @@ def golden_set_token_revoke(request: HttpRequest, slug: str, token_id: int) -> H
     token = tokens_of_golden_set(golden_set).filter(pk=token_id).first()
     if token is None:
         raise Http404("no such token")
-    api_token_revoke(token=token)
+    api_token_revoke(token=token, user=request.user)
     if request.htmx:
         return render(request, "api/_token_row.html", {"golden_set": golden_set, "token": token, "now": timezone.now()})
     messages.success(request, f"Token {token.prefix}… was revoked.")

@@ -24,6 +24,7 @@ from django.db.models import ExpressionWrapper, F, FloatField, Max
 from django.utils import timezone
 
 from evaluation.models import Alert, Incident, IncidentMessage, SliceMute
+from goldenset.audit import audit_record, changed_fields
 from goldenset.models import GoldenSet, Membership
 from lib.errors import ConflictError, GoldsetError
 
@@ -222,20 +223,59 @@ def slice_mute(*, golden_set: GoldenSet, user, slice_name: str, until: datetime 
     and returns None. The alerts are stored and shown all the same."""
     if not slice_name.strip():
         raise GoldsetError("slice must name a slice, e.g. query:lang=de", field="slice")
-    if until is None:
-        SliceMute.objects.filter(golden_set=golden_set, slice=slice_name).delete()
-        return None
-    if until <= timezone.now():
+    if until is not None and until <= timezone.now():
         raise GoldsetError("until must be a time in the future", field="until")
-    mute, _ = SliceMute.objects.update_or_create(golden_set=golden_set, slice=slice_name, defaults={"until": until, "created_by": user})
+    with transaction.atomic():
+        before = SliceMute.objects.filter(golden_set=golden_set, slice=slice_name).values_list("until", flat=True).first()
+        if until is None:
+            mute = None
+            if SliceMute.objects.filter(golden_set=golden_set, slice=slice_name).delete()[0]:
+                audit_record(user=user, action="slice.unmute", golden_set=golden_set, before={"until": before}, label=slice_name)
+        else:
+            mute, _ = SliceMute.objects.update_or_create(
+                golden_set=golden_set, slice=slice_name, defaults={"until": until, "created_by": user}
+            )
+            audit_record(
+                user=user,
+                action="slice.mute",
+                obj=mute,
+                golden_set=golden_set,
+                before={"until": before},
+                after={"until": until},
+                label=slice_name,
+            )
     return mute
 
 
 INCIDENT_ACTIONS = ("acknowledge", "mute", "assign", "resolve", "reopen")
 
 
+def _triage_fields(incident: Incident) -> dict:
+    return {"state": incident.state, "muted_until": incident.muted_until, "owner": incident.owner.username if incident.owner else None}
+
+
 def incident_act(*, incident: Incident, user, action: str, muted_until: datetime | None = None, owner: str = "") -> Incident:
-    """One state change by name, as the page's buttons and the API send it."""
+    """One state change by name, as the page's buttons and the API send it, recorded in the
+    audit trail in the same transaction."""
+    if action not in INCIDENT_ACTIONS:
+        raise GoldsetError(f"action must be one of {', '.join(INCIDENT_ACTIONS)}, not {action!r}", field="action")
+    with transaction.atomic():
+        before = _triage_fields(Incident.objects.select_related("owner").get(pk=incident.pk))
+        done = _incident_act(incident=incident, user=user, action=action, muted_until=muted_until, owner=owner)
+        changed_before, changed_after = changed_fields(before, _triage_fields(done))
+        audit_record(
+            user=user,
+            action=f"incident.{action}",
+            obj=done,
+            golden_set=done.golden_set,
+            before=changed_before,
+            after=changed_after,
+            label=f"incident {done.pk}: {done.title}" if getattr(done, "title", "") else f"incident {done.pk}",
+        )
+    return done
+
+
+def _incident_act(*, incident: Incident, user, action: str, muted_until: datetime | None, owner: str) -> Incident:
     if action == "acknowledge":
         return incident_acknowledge(incident=incident, user=user)
     if action == "mute":

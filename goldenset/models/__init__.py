@@ -7,6 +7,7 @@ below the app (database triggers, see migration 0002) as well as in it (queryset
 that refuse bulk changes), because a number people act on must not drift.
 """
 
+from goldenset.models.audit import AuditRecord
 from goldenset.models.corpora import (
     DEFAULT_DUPLICATE_THRESHOLD,
     DEFAULT_GRADE_SCALE,
@@ -49,6 +50,7 @@ from goldenset.models.sets import (
 from goldenset.models.tags import VersionTag, VersionTagMove
 
 __all__ = [
+    "AuditRecord",
     "DEFAULT_GRADE_SCALE",
     "DEFAULT_SPAN_MIN_OVERLAP_CHARS",
     "DEFAULT_SPAN_MIN_OVERLAP_SHARE",

@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from evaluation.services import series_for
+from goldenset.audit import audit_record, changed_fields
 from goldenset.models import Chunking, GoldenSet
 from lib.cron import CronError, cron_parse
 from lib.errors import ConflictError, GoldsetError
@@ -162,15 +163,19 @@ def endpoint_add(
             if Endpoint.objects.filter(series=in_series).exists():
                 raise ConflictError(f"series {series_name!r} is fed by another endpoint already", field="series")
             model_fields = {f.name for f in Endpoint._meta.get_fields()}
-            return Endpoint.objects.create(
-                golden_set=golden_set,
-                name=name,
-                system=system,
-                stage=stage,
-                series=in_series,
-                created_by=user,
-                **{key: value for key, value in values.items() if key in model_fields},
+            stored = {key: value for key, value in values.items() if key in model_fields}
+            endpoint = Endpoint.objects.create(
+                golden_set=golden_set, name=name, system=system, stage=stage, series=in_series, created_by=user, **stored
             )
+            audit_record(
+                user=user,
+                action="endpoint.add",
+                obj=endpoint,
+                golden_set=golden_set,
+                after={"name": name, "system": system, "stage": stage, "series": series_name, **stored},
+                label=name,
+            )
+            return endpoint
     except IntegrityError:
         raise ConflictError(f"golden set {golden_set.slug!r} already has an endpoint named {name!r}", field="name") from None
 
@@ -190,9 +195,21 @@ def endpoint_update(*, endpoint: Endpoint, user: AbstractBaseUser | None = None,
     if "system" in changes and not (changes["system"] or "").strip():
         raise GoldsetError("an endpoint needs the name of its system", field="system")
     _check(values)
+    before = {key: getattr(endpoint, key) for key in values}
     for key, value in values.items():
         setattr(endpoint, key, value.strip() if key == "system" else value)
-    endpoint.save()
+    changed_before, changed_after = changed_fields(before, {key: getattr(endpoint, key) for key in values})
+    with transaction.atomic():
+        endpoint.save()
+        audit_record(
+            user=user,
+            action="endpoint.update",
+            obj=endpoint,
+            golden_set=endpoint.golden_set,
+            before=changed_before,
+            after=changed_after,
+            label=endpoint.name,
+        )
     return endpoint
 
 
@@ -211,7 +228,7 @@ def _chunking(golden_set: GoldenSet, chunking) -> Chunking | None:
     return found
 
 
-def endpoint_delete(*, endpoint: Endpoint) -> str:
+def endpoint_delete(*, endpoint: Endpoint, user: AbstractBaseUser | None = None) -> str:
     """Delete an endpoint with its nights' and probes' records; the runs its nights stored
     stay in their series, scored as before. Refused (ConflictError) while one of its nights
     is pending or running: its worker would write to an endpoint that is gone. Returns
@@ -221,5 +238,8 @@ def endpoint_delete(*, endpoint: Endpoint) -> str:
         if locked.nightly_runs.filter(status__in=(NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING)).exists():
             raise ConflictError(f"a night of endpoint {locked.name!r} is under way; delete it once that night is done")
         nights, series = locked.nightly_runs.count(), locked.series.name
+        audit_record(
+            user=user, action="endpoint.delete", obj=locked, golden_set=locked.golden_set, before={"name": locked.name}, label=locked.name
+        )
         locked.delete()
     return f"Endpoint {endpoint.name} deleted with the records of its {nights} night(s); their runs stay in the series “{series}”."

@@ -104,7 +104,7 @@ def endpoint_delete_page(request: HttpRequest, slug: str, name: str) -> HttpResp
     problem = ""
     if request.method == "POST":
         try:
-            done = endpoint_delete(endpoint=endpoint)
+            done = endpoint_delete(endpoint=endpoint, user=request.user)
         except GoldsetError as exc:
             problem = exc.message
         else:

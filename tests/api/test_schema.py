@@ -31,6 +31,7 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/run-uploads/{job_id}/"),
     ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/comparisons/"),
+    ("get", "/api/v1/golden-sets/{slug}/audit/"),
     ("get", "/api/v1/golden-sets/{slug}/tags/"),
     ("get", "/api/v1/golden-sets/{slug}/tags/{name}/"),
     ("put", "/api/v1/golden-sets/{slug}/tags/{name}/"),

@@ -1,0 +1,56 @@
+"""A golden set's audit trail, read only (its managers, and staff): GET lists the records
+newest first, filtered as the page is and paged as the API's other lists. No method
+writes: the trail is written by the services the actions go through (goldenset.audit)."""
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import exceptions, serializers
+from rest_framework.views import APIView
+
+from api.pagination import PaginatedMixin
+from api.permissions import api_golden_set
+from api.serializers import validated
+from goldenset.audit import audit_may_read, audit_records
+
+
+@extend_schema_serializer(component_name="AuditObject")
+class AuditObjectSerializer(serializers.Serializer):
+    type = serializers.CharField(source="object_type", help_text="the model's name: version, apitoken, endpoint, ...")
+    id = serializers.CharField(source="object_id")
+    label = serializers.CharField(source="object_label")
+
+
+@extend_schema_serializer(component_name="AuditRecord")
+class AuditRecordOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    user = serializers.CharField(source="username", help_text="the username when it acted; empty for the system")
+    action = serializers.CharField(help_text="a verb name: version.publish, settings.update, token.revoke, ...")
+    object = AuditObjectSerializer(source="*")
+    before = serializers.JSONField(help_text="the changed fields' values before (secrets never)")
+    after = serializers.JSONField(help_text="the changed fields' values after (secrets never)")
+
+
+@extend_schema_serializer(component_name="AuditFilters")
+class AuditFiltersSerializer(serializers.Serializer):
+    action = serializers.CharField(required=False, max_length=60, help_text="an action (token.revoke) or its family (token)")
+    user = serializers.CharField(required=False, max_length=150, help_text="a username")
+    since = serializers.DateField(required=False, help_text="first day, included (YYYY-MM-DD)")
+    until = serializers.DateField(required=False, help_text="last day, included (YYYY-MM-DD)")
+
+
+class AuditRecordListApi(PaginatedMixin, APIView):
+    """The set's audit records, newest first."""
+
+    @extend_schema(operation_id="audit_records_list", parameters=[AuditFiltersSerializer], responses=AuditRecordOutputSerializer(many=True))
+    def get(self, request, slug: str):
+        golden_set = api_golden_set(request, slug)
+        if not audit_may_read(request.user, golden_set):
+            raise exceptions.PermissionDenied(f"the audit trail of golden set {slug!r} needs its manager role")
+        found = validated(AuditFiltersSerializer, request.query_params)
+        filters = {
+            "action": found.get("action", ""),
+            "username": found.get("user", ""),
+            "since": found.get("since"),
+            "until": found.get("until"),
+        }
+        return self.paginated(audit_records(golden_set, **filters), lambda page: AuditRecordOutputSerializer(page, many=True).data)
