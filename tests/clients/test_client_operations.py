@@ -38,6 +38,10 @@ def test_a_run_is_archived_and_brought_back_and_a_complete_run_cannot_be_marked_
     with pytest.raises(GoldsetAPIError) as refused:
         client.mark_run_partial(SLUG, run["id"])
     assert refused.value.status == 409
+    # Both changes are in the audit trail, newest first, each naming its run; the refusals are not.
+    records = client.audit_records(SLUG, action="run")
+    assert [r["action"] for r in records] == ["run.unarchive", "run.archive"]
+    assert {r["object"]["id"] for r in records} == {str(run["id"])}
 
 
 def test_a_new_sets_endpoints_experiments_and_model_labels_are_empty_lists(client):

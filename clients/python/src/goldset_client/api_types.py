@@ -7,7 +7,7 @@ their keys against the schema, so a field added or dropped by the server fails a
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from goldset_client.types import Night
 
@@ -538,3 +538,23 @@ class EndpointDepthAsk(TypedDict):
     error: str
     created_at: str
     finished_at: str | None
+
+
+class AuditObject(TypedDict):
+    """What an audit record is about."""
+
+    type: str
+    id: str
+    label: str
+
+
+class AuditRecord(TypedDict):
+    """Schema AuditRecord: one manager's or admin's action (append-only)."""
+
+    id: int
+    at: str
+    user: str
+    action: str
+    object: AuditObject
+    before: Any
+    after: Any

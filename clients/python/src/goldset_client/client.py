@@ -35,6 +35,7 @@ import requests
 
 from goldset_client.answers import AnswerCalls
 from goldset_client.api_types import JudgmentImport
+from goldset_client.audit import AuditCalls
 from goldset_client.cache import CacheEntry, QrelsCache, default_cache_dir
 from goldset_client.endpoints import EndpointCalls
 from goldset_client.errors import EvaluationFailed, GoldsetAPIError, GoldsetClientError, PublishFailed, QrelsIntegrityError, WaitTimeout
@@ -204,7 +205,7 @@ def unguard(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:].startswith(CSV_GUARDED_STARTS) else cell
 
 
-class GoldsetClient(MonitoringCalls, EndpointCalls, RunCalls, VersionCalls, AnswerCalls):
+class GoldsetClient(MonitoringCalls, EndpointCalls, RunCalls, VersionCalls, AnswerCalls, AuditCalls):
     """A client of one Goldset server, acting with one API token.
 
     `base_url` and `token` default to GOLDSET_URL and GOLDSET_TOKEN; `cache_dir` (for qrels)

@@ -70,5 +70,6 @@ OPERATIONS: dict[str, str] = {
     "incidents_list": "incidents",
     "incidents_retrieve": "incident",
     "incidents_update": "incident_update",
-    # --- audit log (issue 29): its operations and methods are added here with the audit API ---
+    # --- audit log (issue 29) ---
+    "audit_records_list": "audit_records",
 }
