@@ -75,7 +75,7 @@ class IncidentListApi(PaginatedMixin, APIView):
     def get(self, request, slug: str):
         golden_set = api_golden_set(request, slug)
         params = validated(IncidentListApi.FilterSerializer, request.query_params)
-        incidents = incidents_for(golden_set, state=params.get("state"))
+        incidents = incidents_for(golden_set, state=params.get("state"), with_messages=True)
         return self.paginated(incidents, lambda page: IncidentSerializer(page, many=True).data)
 
 
@@ -122,7 +122,7 @@ class IncidentDetailApi(APIView):
 
 def _incident(golden_set, incident_id: int) -> Incident:
     """The set's incident with its counts; 404 naming the id when the set has none."""
-    incident = incidents_for(golden_set).filter(pk=incident_id).first()
+    incident = incidents_for(golden_set, with_messages=True).filter(pk=incident_id).first()
     if incident is None:
         raise exceptions.NotFound(f"golden set {golden_set.slug!r} has no incident {incident_id}")
     return incident

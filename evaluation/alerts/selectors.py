@@ -50,19 +50,22 @@ _STATE_RANK = [
 ]
 
 
-def incidents_for(golden_set: GoldenSet, *, state: str | None = None) -> QuerySet[Incident]:
-    """The set's incidents, unresolved first and newest first within, each with `alert_count`,
-    `slice_alert_count` (of them, the slice alerts, which the page folds) and its messages
-    (`messages`, oldest first, prefetched); only those in `state` when given."""
+def incidents_for(golden_set: GoldenSet, *, state: str | None = None, with_messages: bool = False) -> QuerySet[Incident]:
+    """The set's incidents, unresolved first and newest first within, each with `alert_count`
+    and `slice_alert_count` (of them, the slice alerts, which the page folds); only those in
+    `state` when given. `with_messages` prefetches each one's messages, oldest first, for the
+    readers that show them (the alerts page, the API); lists that do not read no messages."""
     incidents = Incident.objects.filter(golden_set=golden_set)
     if state:
         incidents = incidents.filter(state=state)
-    return (
+    incidents = (
         incidents.select_related("owner", "resolved_by")
         .annotate(alert_count=Count("alerts"), slice_alert_count=Count("alerts", filter=~Q(alerts__slice="")))
-        .prefetch_related(Prefetch("messages", queryset=IncidentMessage.objects.order_by("number")))
         .order_by(Case(*_STATE_RANK, output_field=IntegerField()), "-opened_at", "-id")
     )
+    if with_messages:
+        incidents = incidents.prefetch_related(Prefetch("messages", queryset=IncidentMessage.objects.order_by("number")))
+    return incidents
 
 
 INCIDENTS_UNRESOLVED_SHOWN = 10
@@ -71,9 +74,7 @@ INCIDENTS_UNRESOLVED_SHOWN = 10
 def incidents_unresolved(golden_set: GoldenSet, limit: int = INCIDENTS_UNRESOLVED_SHOWN) -> list[Incident]:
     """The set's incidents not yet resolved (open first), as incidents_for gives them: what the
     monitoring page lists above its charts."""
-    # Without the messages incidents_for prefetches: this list does not show them, and the page
-    # then reads the same queries whether or not an incident is open.
-    return list(incidents_for(golden_set).exclude(state=Incident.State.RESOLVED).prefetch_related(None)[:limit])
+    return list(incidents_for(golden_set).exclude(state=Incident.State.RESOLVED)[:limit])
 
 
 def incidents_open_count(golden_set: GoldenSet) -> int:

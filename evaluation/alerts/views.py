@@ -44,7 +44,7 @@ def alerts_page(request: HttpRequest, slug: str) -> HttpResponse:
     is_manager = request.user.is_staff or Membership.Role.MANAGER in user_roles(request.user, golden_set)
     ctx = {
         "golden_set": golden_set,
-        "incidents": list(incidents_for(golden_set)[:INCIDENTS_SHOWN]),
+        "incidents": list(incidents_for(golden_set, with_messages=True)[:INCIDENTS_SHOWN]),
         # Triage is the managers' (the API says the same): others read the states only.
         "can_triage": is_manager,
         "owner_candidates": incident_owner_candidates(golden_set) if is_manager else [],
