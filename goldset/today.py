@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from evaluation.alerts.selectors import incidents_for
 from evaluation.alerts.slice_power import SlicePower, slice_power
-from evaluation.models import Evaluation, Incident
+from evaluation.models import Evaluation, EvaluationSettings, Incident
 from evaluation.selectors import evaluation_settings, run_counted
 from goldenset.models import GoldenSet
 from goldenset.views import golden_set_context
@@ -42,7 +42,7 @@ class Today:
         return bool(self.incidents_open or self.underpowered or self.stale_labels or self.pools_waiting)
 
 
-def underpowered_slices(golden_set: GoldenSet) -> list[SlicePower]:
+def underpowered_slices(golden_set: GoldenSet, settings: EvaluationSettings | None = None) -> list[SlicePower]:
     """The slices too small for their drop test to detect the set's threshold, by slice, as
     the latest scored run on the latest version shows them (evaluation.alerts.slice_power:
     the monitoring and results pages' one rule)."""
@@ -54,11 +54,12 @@ def underpowered_slices(golden_set: GoldenSet) -> list[SlicePower]:
     )
     if latest is None:
         return []
-    powers = slice_power(latest)
+    powers = slice_power(latest, settings=settings)
     return [powers[name] for name in sorted(powers) if name and powers[name].underpowered]
 
 
 def needs_today(golden_set: GoldenSet) -> Today:
+    settings = evaluation_settings(golden_set)
     open_incidents = incidents_for(golden_set, state=Incident.State.OPEN)
     version = golden_set.versions.order_by("-number").first()
     waiting = []
@@ -69,8 +70,8 @@ def needs_today(golden_set: GoldenSet) -> Today:
     return Today(
         incidents=list(open_incidents[:INCIDENTS_SHOWN]),
         incidents_open=open_incidents.count(),
-        underpowered=underpowered_slices(golden_set),
-        drop_points=evaluation_settings(golden_set).alert_drop_points,
+        underpowered=underpowered_slices(golden_set, settings),
+        drop_points=settings.alert_drop_points,
         stale_labels=len(stale_label_pairs(version)) if version is not None else 0,
         pools_waiting=waiting,
     )
