@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 from django.db.models import Q, QuerySet
 
-from goldenset.models import AuditRecord, GoldenSet, Membership
+from goldenset.models import AuditRecord, GoldenSet, Membership, Organisation
 from goldenset.selectors import user_roles
 from lib.errors import GoldsetError
 from lib.request_address import request_ip
@@ -69,6 +69,7 @@ def audit_record(
     action: str,
     obj: models.Model | None = None,
     golden_set: GoldenSet | None = None,
+    organisation: Organisation | None = None,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
     label: str | None = None,
@@ -81,6 +82,7 @@ def audit_record(
     user = user if user is not None and getattr(user, "is_authenticated", False) else None
     if golden_set is None and isinstance(obj, GoldenSet):
         golden_set = obj
+    organisation_id = organisation.pk if organisation is not None else golden_set.team.organisation_id if golden_set is not None else None
     return AuditRecord.objects.create(
         user=user,
         username=user.get_username() if user is not None else "",
@@ -90,6 +92,7 @@ def audit_record(
         object_label=(label if label is not None else str(obj) if obj is not None else "")[:300],
         golden_set=golden_set,
         golden_set_slug=golden_set.slug if golden_set is not None else "",
+        organisation_id=organisation_id,
         before={name: masked(name, value) for name, value in (before or {}).items()},
         after={name: masked(name, value) for name, value in (after or {}).items()},
         ip=request_ip.get(),
@@ -123,11 +126,23 @@ def audit_may_read(user: AbstractBaseUser, golden_set: GoldenSet) -> bool:
 
 
 def audit_records(
-    golden_set: GoldenSet, *, action: str = "", username: str = "", since: date | None = None, until: date | None = None
+    golden_set: GoldenSet | None,
+    *,
+    organisation: Organisation | None = None,
+    action: str = "",
+    username: str = "",
+    since: date | None = None,
+    until: date | None = None,
 ) -> QuerySet[AuditRecord]:
-    """The set's records, newest first; `action` matches a whole name (`token.revoke`) or a
-    family (`token`), `since` and `until` are days, both included."""
-    records = AuditRecord.objects.filter(golden_set=golden_set)
+    """The set's records (or, for no set, the organisation's: its own actions and those in
+    every set of its teams), newest first; `action` matches a whole name (`token.revoke`) or
+    a family (`token`), `since` and `until` are days, both included."""
+    if golden_set is not None:
+        records = AuditRecord.objects.filter(golden_set=golden_set)
+    else:
+        # Records written before organisations existed name only their set.
+        in_sets = GoldenSet.objects.filter(team__organisation=organisation).values("pk")
+        records = AuditRecord.objects.filter(Q(organisation=organisation) | Q(organisation=None, golden_set__in=in_sets))
     if action:
         records = records.filter(Q(action=action) | Q(action__startswith=action.rstrip(".") + "."))
     if username:

@@ -4,7 +4,7 @@ from collections.abc import Iterable, Iterator
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db.models import Count, Q, QuerySet, TextField
+from django.db.models import CharField, Count, Q, QuerySet, TextField, Value
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.http import Http404
@@ -14,8 +14,10 @@ from goldenset.models import (
     GoldenSet,
     Judgment,
     Membership,
+    OrganisationMembership,
     PublishJob,
     Query,
+    TeamMembership,
     Version,
     VersionDuplicate,
     VersionLabel,
@@ -47,8 +49,38 @@ def user_roles(user: AbstractBaseUser, golden_set: GoldenSet) -> set[str]:
         memo = {}
         setattr(user, ROLES_MEMO, memo)
     if golden_set.pk not in memo:
-        memo[golden_set.pk] = frozenset(Membership.objects.filter(user=user, golden_set=golden_set).values_list("role", flat=True))
+        memo[golden_set.pk] = frozenset(_held_roles(user, golden_set))
     return set(memo[golden_set.pk])
+
+
+def _held_roles(user: AbstractBaseUser, golden_set: GoldenSet) -> list[str]:
+    """The roles `user` holds in the set, one query: granted in the set, granted in its team,
+    and manager for an admin of the team's organisation (goldenset.models.teams)."""
+    in_set = Membership.objects.filter(user=user, golden_set=golden_set).values_list("role")
+    in_team = TeamMembership.objects.filter(user=user, team_id=golden_set.team_id).values_list("role")
+    as_admin = (
+        OrganisationMembership.objects.filter(user=user, role=OrganisationMembership.Role.ADMIN, organisation__teams=golden_set.team_id)
+        .annotate(manager=Value(Membership.Role.MANAGER.value, output_field=CharField()))
+        .values_list("manager")
+    )
+    return [role for (role,) in in_set.union(in_team, as_admin)]
+
+
+def holders_of(golden_set: GoldenSet, roles: Iterable[str]) -> Q:
+    """A filter of users on the roles they hold in the set, granted there or in its team, or
+    as admins of its organisation (who are its managers): for lists of members, owners of an
+    incident, the people an alert mails. Subqueries, so that a person is listed once."""
+    roles = list(roles)
+    held = Q(pk__in=Membership.objects.filter(golden_set=golden_set, role__in=roles).values("user_id")) | Q(
+        pk__in=TeamMembership.objects.filter(team_id=golden_set.team_id, role__in=roles).values("user_id")
+    )
+    if Membership.Role.MANAGER in roles:
+        held |= Q(
+            pk__in=OrganisationMembership.objects.filter(
+                role=OrganisationMembership.Role.ADMIN, organisation__teams=golden_set.team_id
+            ).values("user_id")
+        )
+    return held
 
 
 def access_golden_set(user: AbstractBaseUser, slug: str, roles: tuple[str, ...] = READ_ROLES) -> GoldenSet:
@@ -66,9 +98,18 @@ def access_golden_set(user: AbstractBaseUser, slug: str, roles: tuple[str, ...] 
 
 def golden_sets_for(user: AbstractBaseUser, roles: tuple[str, ...] = READ_ROLES) -> QuerySet[GoldenSet]:
     """The golden sets `user` may read, with their query and version counts."""
-    sets = GoldenSet.objects.select_related("corpus")
+    sets = GoldenSet.objects.select_related("corpus", "team")
     if not user.is_staff:
-        sets = sets.filter(memberships__user=user, memberships__role__in=roles).distinct()
+        reach = Q(pk__in=Membership.objects.filter(user=user, role__in=roles).values("golden_set_id")) | Q(
+            team__in=TeamMembership.objects.filter(user=user, role__in=roles).values("team_id")
+        )
+        if Membership.Role.MANAGER in roles:
+            reach |= Q(
+                team__organisation__in=OrganisationMembership.objects.filter(user=user, role=OrganisationMembership.Role.ADMIN).values(
+                    "organisation_id"
+                )
+            )
+        sets = sets.filter(reach)
     return sets.annotate(query_total=Count("queries", distinct=True), version_total=Count("versions", distinct=True)).order_by("slug")
 
 

@@ -35,10 +35,12 @@ from goldenset.models import (
     Membership,
     Page,
     Query,
+    Team,
     Version,
+    default_team,
 )
 from goldenset.qrels_evidence import QrelPairs, chunking_for_qrels, imported_judgments_insert, qrels_pairs
-from goldenset.selectors import ROLES_MEMO, version_settings
+from goldenset.selectors import ROLES_MEMO, user_roles, version_settings
 from goldenset.signals import version_published
 from goldenset.spans import Span, evidence_rows, hop_checked, spans_checked
 from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
@@ -193,9 +195,16 @@ class GoldenSetSource:
 
 @gc_paused()
 def golden_set_create(
-    *, slug: str, name: str, source: GoldenSetSource, user: AbstractBaseUser | None = None, progress: Progress = no_progress
+    *,
+    slug: str,
+    name: str,
+    source: GoldenSetSource,
+    user: AbstractBaseUser | None = None,
+    team: Team | None = None,
+    progress: Progress = no_progress,
 ) -> ImportSummary:
-    """Create a corpus, a golden set, its queries and imported judgments, all or nothing."""
+    """Create a corpus, a golden set, its queries and imported judgments, all or nothing, in
+    `team` (the default team when None)."""
     _check_new_slug(slug)
     problems = ProblemCollector()
     dates = [_page_dates(record, source.source_name, problems) for record in source.pages]
@@ -224,11 +233,13 @@ def golden_set_create(
         summary.notes.append(f"slice fields: queries [{', '.join(query_slice_fields)}], pages [{', '.join(page_slice_fields)}]")
 
     with transaction.atomic():
-        corpus = Corpus.objects.create(slug=slug, name=name)
+        team = team or default_team()
+        corpus = Corpus.objects.create(slug=slug, name=name, team=team)
         golden_set = GoldenSet.objects.create(
             slug=slug,
             name=name,
             corpus=corpus,
+            team=team,
             grade_scale=grade_scale,
             query_slice_fields=query_slice_fields,
             page_slice_fields=page_slice_fields,
@@ -265,6 +276,7 @@ def golden_set_import_beir(
     name: str | None = None,
     split: str = "test",
     user: AbstractBaseUser | None = None,
+    team: Team | None = None,
     progress: Progress = no_progress,
 ) -> ImportSummary:
     """Import a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) as a new golden set."""
@@ -294,7 +306,7 @@ def golden_set_import_beir(
     problems.raise_if_any(f"cannot import {directory}: {len(problems.problems)} problem(s)")
 
     source = GoldenSetSource(pages=pages, queries=queries, qrels=pairs.grades, source_name=str(directory))
-    summary = golden_set_create(slug=slug, name=name or slug, source=source, user=user, progress=progress)
+    summary = golden_set_create(slug=slug, name=name or slug, source=source, user=user, team=team, progress=progress)
     summary.duplicate_lines = pairs.duplicates
     return summary
 
@@ -515,10 +527,7 @@ def judgment_record(
         if annotator is None:
             raise GoldsetError(f"a {source} judgment needs its annotator", field="annotator")
         if source == Judgment.Source.ADJUDICATED and not (
-            annotator.is_staff
-            or Membership.objects.filter(
-                user=annotator, golden_set=golden_set, role__in=(Membership.Role.ADJUDICATOR, Membership.Role.MANAGER)
-            ).exists()
+            annotator.is_staff or user_roles(annotator, golden_set) & {Membership.Role.ADJUDICATOR, Membership.Role.MANAGER}
         ):
             raise GoldsetError(f"{annotator.get_username()} is not an adjudicator or manager of {golden_set.slug!r}", field="annotator")
         if grade not in golden_set.grade_values():

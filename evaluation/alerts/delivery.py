@@ -49,6 +49,7 @@ from evaluation.alerts.signing import webhook_headers
 from evaluation.models import Alert, Evaluation, EvaluationSettings, Incident, IncidentMessage, WebhookDelivery
 from evaluation.selectors import evaluation_settings
 from goldenset.models import GoldenSet, Membership
+from goldenset.selectors import holders_of
 from lib import outbound
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def alert_recipients(golden_set: GoldenSet, settings: EvaluationSettings) -> lis
     """The settings' addresses, then the set's active managers who have one; each once."""
     managers = (
         get_user_model()
-        .objects.filter(memberships__golden_set=golden_set, memberships__role=Membership.Role.MANAGER, is_active=True)
+        .objects.filter(holders_of(golden_set, [Membership.Role.MANAGER]), is_active=True)
         .exclude(email="")
         .order_by("email")
         .values_list("email", flat=True)

@@ -26,6 +26,7 @@ from django.utils import timezone
 from evaluation.models import Alert, Incident, IncidentMessage, SliceMute
 from goldenset.audit import audit_record, changed_fields
 from goldenset.models import GoldenSet, Membership
+from goldenset.selectors import holders_of
 from lib.errors import ConflictError, GoldsetError
 
 # Who may own an incident: the people who can act on what it says.
@@ -188,14 +189,7 @@ def incident_assign(*, incident: Incident, user, owner_username: str) -> Inciden
     owner = None
     if owner_username:
         owner = (
-            get_user_model()
-            .objects.filter(
-                username=owner_username,
-                is_active=True,
-                memberships__golden_set_id=incident.golden_set_id,
-                memberships__role__in=OWNER_ROLES,
-            )
-            .first()
+            get_user_model().objects.filter(holders_of(incident.golden_set, OWNER_ROLES), username=owner_username, is_active=True).first()
         )
         if owner is None:
             raise GoldsetError(f"owner {owner_username!r} is not a manager or annotator of this golden set", field="owner")

@@ -9,6 +9,7 @@ from evaluation.alerts.incidents import OWNER_ROLES
 from evaluation.models import Alert, Incident, IncidentMessage, SliceMute, WebhookDelivery
 from evaluation.selectors import run_counted
 from goldenset.models import GoldenSet
+from goldenset.selectors import holders_of
 
 
 def alerts_for(golden_set: GoldenSet) -> QuerySet[Alert]:
@@ -84,12 +85,7 @@ def incidents_open_count(golden_set: GoldenSet) -> int:
 
 def incident_owner_candidates(golden_set: GoldenSet) -> list:
     """Who may own one of the set's incidents: its active managers and annotators, by name."""
-    return list(
-        get_user_model()
-        .objects.filter(memberships__golden_set=golden_set, memberships__role__in=OWNER_ROLES, is_active=True)
-        .distinct()
-        .order_by("username")
-    )
+    return list(get_user_model().objects.filter(holders_of(golden_set, OWNER_ROLES), is_active=True).order_by("username"))
 
 
 def slice_mutes_active(golden_set: GoldenSet) -> list[SliceMute]:

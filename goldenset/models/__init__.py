@@ -48,6 +48,15 @@ from goldenset.models.sets import (
     ReferenceAnswer,
 )
 from goldenset.models.tags import VersionTag, VersionTagMove
+from goldenset.models.teams import (
+    DEFAULT_ORGANISATION_SLUG,
+    DEFAULT_TEAM_SLUG,
+    Organisation,
+    OrganisationMembership,
+    Team,
+    TeamMembership,
+    default_team,
+)
 
 __all__ = [
     "AuditRecord",
@@ -84,4 +93,11 @@ __all__ = [
     "ModelJudgment",
     "VersionModelFill",
     "VersionModelLabel",
+    "DEFAULT_ORGANISATION_SLUG",
+    "DEFAULT_TEAM_SLUG",
+    "Organisation",
+    "OrganisationMembership",
+    "Team",
+    "TeamMembership",
+    "default_team",
 ]

@@ -8,6 +8,7 @@ from django.db import models
 
 from goldenset.models.history import AppendOnlyModel
 from goldenset.models.sets import GoldenSet
+from goldenset.models.teams import Organisation
 
 
 class AuditRecord(AppendOnlyModel):
@@ -30,6 +31,12 @@ class AuditRecord(AppendOnlyModel):
     # Null for actions outside any set (staff's user administration).
     golden_set = models.ForeignKey(GoldenSet, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
     golden_set_slug = models.CharField(max_length=100, blank=True)
+    # The organisation the action happened in: the set's, or the organisation's own actions
+    # (teams made, members granted). Null in records written before organisations existed,
+    # which the organisation's page finds through their set.
+    organisation = models.ForeignKey(
+        Organisation, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     # The changed fields only, secrets masked (goldenset.audit.masked).
     before = models.JSONField(default=dict, blank=True)
     after = models.JSONField(default=dict, blank=True)
@@ -40,6 +47,7 @@ class AuditRecord(AppendOnlyModel):
         indexes = [
             # The set's page and API list its newest records first, filtered by action.
             models.Index(fields=["golden_set", "-at", "-id"], name="audit_set_newest"),
+            models.Index(fields=["organisation", "-at", "-id"], name="audit_organisation_newest"),
         ]
 
     def __str__(self) -> str:

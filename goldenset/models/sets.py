@@ -13,6 +13,7 @@ from goldenset.models.corpora import (
     default_grade_scale,
     validate_id,
 )
+from goldenset.models.teams import Role, Team, default_team_pk
 
 
 class GoldenSet(models.Model):
@@ -22,6 +23,9 @@ class GoldenSet(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="golden_sets")
+    # The corpus's team (goldenset.services checks it): whoever holds a role in the team
+    # holds it here, and nobody outside it sees the set, its runs, endpoints or alerts.
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="golden_sets", default=default_team_pk)
     # [{"value": int, "label": str}, ...] in display order.
     grade_scale = models.JSONField(default=default_grade_scale)
     # Binary metrics (recall, MRR, hit rate) count a page relevant when grade >= this.
@@ -83,10 +87,7 @@ class GoldenSet(models.Model):
 class Membership(models.Model):
     """A person's role in one golden set; every page and endpoint checks it."""
 
-    class Role(models.TextChoices):
-        ANNOTATOR = "annotator"
-        ADJUDICATOR = "adjudicator"
-        MANAGER = "manager"
+    Role = Role
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="memberships")

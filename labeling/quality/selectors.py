@@ -27,7 +27,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from goldenset.models import GoldenSet, Judgment, Membership, Page, Query
-from goldenset.selectors import label_of, label_resolve
+from goldenset.selectors import holders_of, label_of, label_resolve
 from labeling.models import GoldAnswer, JudgingTask, QueueSettings
 from labeling.quality import agreement
 from lib.ids import natural_key
@@ -436,7 +436,7 @@ def annotator_quality(golden_set: GoldenSet) -> list[AnnotatorQuality]:
             compared[pk] += 1
             agreed[pk] += own == grade
 
-    members = Membership.objects.filter(golden_set=golden_set, role=Membership.Role.ANNOTATOR).values_list("user_id", flat=True)
+    members = get_user_model().objects.filter(holders_of(golden_set, [Membership.Role.ANNOTATOR])).values_list("pk", flat=True)
     names = _usernames(set(events) | set(members))
     result = []
     for pk, username in names.items():

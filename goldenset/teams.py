@@ -1,0 +1,220 @@
+"""Organisations and teams: the one write of each change (made, granted, revoked), each
+recorded in the audit trail, and the reads of who manages what.
+
+An organisation's admin manages its teams and their members (goldenset.models.teams);
+staff (the installation's superusers) manage every organisation. A person is granted a
+team role only once they belong to the team's organisation, so that an organisation's
+member list is the whole of who may reach its sets.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import Http404
+from django.utils.text import slugify
+
+from goldenset.audit import audit_record
+from goldenset.models import Organisation, OrganisationMembership, Team, TeamMembership
+from goldenset.models.teams import Role
+from goldenset.selectors import ROLES_MEMO
+from lib.errors import GoldsetError
+
+
+def _check_slug(slug: str, what: str) -> None:
+    if not slug or slugify(slug) != slug:
+        raise GoldsetError(f"{what} slug {slug!r} must be lower-case letters, digits and hyphens", field="slug")
+
+
+def _forget_roles(user: AbstractBaseUser) -> None:
+    """Roles read earlier in this request no longer hold (goldenset.selectors.user_roles)."""
+    if hasattr(user, ROLES_MEMO):
+        delattr(user, ROLES_MEMO)
+
+
+# --- reads ---------------------------------------------------------------------------
+
+
+def is_organisation_admin(user: AbstractBaseUser, organisation: Organisation) -> bool:
+    if not user.is_authenticated:
+        return False
+    return bool(
+        user.is_staff
+        or OrganisationMembership.objects.filter(user=user, organisation=organisation, role=OrganisationMembership.Role.ADMIN).exists()
+    )
+
+
+def organisations_for(user: AbstractBaseUser) -> QuerySet[Organisation]:
+    """The organisations `user` belongs to (every one for staff)."""
+    if user.is_staff:
+        return Organisation.objects.all()
+    return Organisation.objects.filter(memberships__user=user).distinct()
+
+
+def access_organisation(user: AbstractBaseUser, slug: str, *, admin: bool = False) -> Organisation:
+    """The organisation `slug` if `user` belongs to it (administers it, with `admin`);
+    Http404 otherwise, so that a stranger cannot tell which organisations exist."""
+    organisation = Organisation.objects.filter(slug=slug).first()
+    if organisation is None or not user.is_authenticated:
+        raise Http404("no such organisation")
+    if user.is_staff:
+        return organisation
+    membership = OrganisationMembership.objects.filter(user=user, organisation=organisation).first()
+    if membership is None or (admin and membership.role != OrganisationMembership.Role.ADMIN):
+        raise Http404("no such organisation")
+    return organisation
+
+
+def team_get(path: str) -> Team:
+    """The team named `ORGANISATION/TEAM` (or `TEAM` of the default organisation), for the
+    command line and the single sign-on's mapping; GoldsetError naming it otherwise."""
+    organisation_slug, _, team_slug = path.rpartition("/")
+    team = Team.objects.select_related("organisation").filter(organisation__slug=organisation_slug or "default", slug=team_slug).first()
+    if team is None:
+        raise GoldsetError(f"no team {path!r} (name it ORGANISATION/TEAM)", field="team")
+    return team
+
+
+# --- writes --------------------------------------------------------------------------
+
+
+def organisation_create(*, slug: str, name: str, by: AbstractBaseUser | None = None) -> Organisation:
+    """A new organisation; `by`, when given, becomes its first admin."""
+    _check_slug(slug, "organisation")
+    if Organisation.objects.filter(slug=slug).exists():
+        raise GoldsetError(f"an organisation with slug {slug!r} already exists", field="slug")
+    with transaction.atomic():
+        organisation = Organisation.objects.create(slug=slug, name=name or slug)
+        audit_record(organisation=organisation, user=by, action="organisation.create", obj=organisation, after={"slug": slug, "name": name})
+        if by is not None and not by.is_staff:
+            OrganisationMembership.objects.create(user=by, organisation=organisation, role=OrganisationMembership.Role.ADMIN)
+    return organisation
+
+
+def organisation_member_set(
+    *, organisation: Organisation, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None
+) -> OrganisationMembership:
+    """Make `user` a member or an admin of the organisation."""
+    if role not in OrganisationMembership.Role.values:
+        raise GoldsetError(f"unknown organisation role {role!r}; choose one of {', '.join(OrganisationMembership.Role.values)}", field="role")
+    with transaction.atomic():
+        membership = OrganisationMembership.objects.select_for_update().filter(user=user, organisation=organisation).first()
+        before = membership.role if membership else None
+        if membership is None:
+            membership = OrganisationMembership.objects.create(user=user, organisation=organisation, role=role)
+        elif membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role"])
+        if before != role:
+            audit_record(
+                organisation=organisation,
+                user=by,
+                action="organisation.member",
+                obj=user,
+                before={"role": before} if before else {},
+                after={"role": role},
+            )
+    _forget_roles(user)
+    return membership
+
+
+def organisation_member_remove(*, organisation: Organisation, user: AbstractBaseUser, by: AbstractBaseUser | None = None) -> bool:
+    """Take `user` out of the organisation and every team of it; False if not a member.
+    The organisation keeps at least one admin."""
+    with transaction.atomic():
+        membership = OrganisationMembership.objects.select_for_update().filter(user=user, organisation=organisation).first()
+        if membership is None:
+            return False
+        if membership.role == OrganisationMembership.Role.ADMIN and _admins(organisation).count() == 1:
+            raise GoldsetError(f"{user.get_username()} is the last admin of {organisation.slug!r}: make someone else admin first")
+        teams = list(TeamMembership.objects.filter(user=user, team__organisation=organisation).values_list("team__slug", "role"))
+        TeamMembership.objects.filter(user=user, team__organisation=organisation).delete()
+        membership.delete()
+        audit_record(
+            organisation=organisation,
+            user=by,
+            action="organisation.member_remove",
+            obj=user,
+            before={"role": membership.role, "team_roles": [f"{team}:{role}" for team, role in teams]},
+        )
+    _forget_roles(user)
+    return True
+
+
+def _admins(organisation: Organisation) -> QuerySet[OrganisationMembership]:
+    return OrganisationMembership.objects.filter(organisation=organisation, role=OrganisationMembership.Role.ADMIN)
+
+
+def team_create(*, organisation: Organisation, slug: str, name: str, by: AbstractBaseUser | None = None) -> Team:
+    _check_slug(slug, "team")
+    if Team.objects.filter(organisation=organisation, slug=slug).exists():
+        raise GoldsetError(f"{organisation.slug!r} already has a team {slug!r}", field="slug")
+    with transaction.atomic():
+        team = Team.objects.create(organisation=organisation, slug=slug, name=name or slug)
+        audit_record(organisation=organisation, user=by, action="team.create", obj=team, after={"slug": slug, "name": team.name})
+    return team
+
+
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}", field="role")
+
+
+def team_grant(*, team: Team, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None, from_sso: bool = False) -> TeamMembership:
+    """Give `user` `role` in every set of the team; they join its organisation as a member
+    if they were not in it."""
+    _check_role(role)
+    with transaction.atomic():
+        OrganisationMembership.objects.get_or_create(user=user, organisation_id=team.organisation_id)
+        membership, made = TeamMembership.objects.get_or_create(user=user, team=team, role=role, defaults={"from_sso": from_sso})
+        if made:
+            audit_record(
+                organisation=team.organisation,
+                user=by,
+                action="team.grant",
+                obj=team,
+                after={"user": user.get_username(), "role": role, **({"from": "single sign-on"} if from_sso else {})},
+            )
+    _forget_roles(user)
+    return membership
+
+
+def team_revoke(*, team: Team, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None) -> bool:
+    """Take `role` in the team from `user`; False if they did not hold it."""
+    with transaction.atomic():
+        deleted, _ = TeamMembership.objects.filter(user=user, team=team, role=role).delete()
+        if deleted:
+            audit_record(
+                organisation=team.organisation, user=by, action="team.revoke", obj=team, before={"user": user.get_username(), "role": role}
+            )
+    _forget_roles(user)
+    return bool(deleted)
+
+
+@dataclass(frozen=True)
+class TeamRoleChanges:
+    granted: list[tuple[str, str]]
+    revoked: list[tuple[str, str]]
+
+
+def team_roles_sync(*, user: AbstractBaseUser, grants: Iterable[tuple[Team, str]]) -> TeamRoleChanges:
+    """Make the team roles a sign-on's claims name exactly those `user` holds from single
+    sign-on: grant the new ones, take back those it granted before and the claims no longer
+    name. Roles a person granted by hand are left alone."""
+    wanted = {(team.pk, role): team for team, role in grants}
+    for _, role in wanted:
+        _check_role(role)
+    granted, revoked = [], []
+    with transaction.atomic():
+        held = {(m.team_id, m.role): m for m in TeamMembership.objects.select_related("team__organisation").filter(user=user)}
+        for key, team in wanted.items():
+            if key not in held:
+                team_grant(team=team, user=user, role=key[1], from_sso=True)
+                granted.append((f"{team.organisation.slug}/{team.slug}", key[1]))
+        for key, membership in held.items():
+            if membership.from_sso and key not in wanted:
+                team_revoke(team=membership.team, user=user, role=membership.role)
+                revoked.append((f"{membership.team.organisation.slug}/{membership.team.slug}", membership.role))
+    return TeamRoleChanges(granted=granted, revoked=revoked)
