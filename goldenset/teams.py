@@ -98,7 +98,9 @@ def organisation_member_set(
 ) -> OrganisationMembership:
     """Make `user` a member or an admin of the organisation."""
     if role not in OrganisationMembership.Role.values:
-        raise GoldsetError(f"unknown organisation role {role!r}; choose one of {', '.join(OrganisationMembership.Role.values)}", field="role")
+        raise GoldsetError(
+            f"unknown organisation role {role!r}; choose one of {', '.join(OrganisationMembership.Role.values)}", field="role"
+        )
     with transaction.atomic():
         membership = OrganisationMembership.objects.select_for_update().filter(user=user, organisation=organisation).first()
         before = membership.role if membership else None
@@ -162,7 +164,9 @@ def _check_role(role: str) -> None:
         raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}", field="role")
 
 
-def team_grant(*, team: Team, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None, from_sso: bool = False) -> TeamMembership:
+def team_grant(
+    *, team: Team, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None, from_sso: bool = False
+) -> TeamMembership:
     """Give `user` `role` in every set of the team; they join its organisation as a member
     if they were not in it."""
     _check_role(role)
