@@ -56,6 +56,9 @@ urlpatterns = [
     path(SET + "versions/", versions.VersionsApi.as_view(), name="api_versions"),
     path(VERSION, versions.VersionDetailApi.as_view(), name="api_version"),
     path(SET + "audit/", audit.AuditRecordListApi.as_view(), name="api_audit_records"),
+    path(
+        "api/v1/organisations/<slug:org_slug>/audit/", audit.OrganisationAuditRecordListApi.as_view(), name="api_organisation_audit_records"
+    ),
     path(SET + "tags/", version_tags.VersionTagListApi.as_view(), name="api_version_tags"),
     path(SET + "tags/<str:name>/", version_tags.VersionTagDetailApi.as_view(), name="api_version_tag"),
     path(SET + "publish-jobs/<int:job_id>/", versions.PublishJobDetailApi.as_view(), name="api_publish_job"),

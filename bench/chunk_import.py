@@ -49,9 +49,9 @@ def main() -> None:
 
     with scratch_database(args.database_url, keep=args.keep), tempfile.TemporaryDirectory() as folder:
         call_command("migrate", verbosity=0)
-        from goldenset.models import Chunk, Chunking, Corpus
+        from goldenset.models import Chunk, Chunking, Corpus, default_team
 
-        corpus = Corpus.objects.create(slug="bench", name="bench")
+        corpus = Corpus.objects.create(slug="bench", name="bench", team=default_team())
         text = "".join(f"{n:0{PIECE - 1}d}." for n in range(args.chunks_per_document))
         now = datetime.now(UTC)
         with psycopg.connect(args.database_url) as conn, conn.cursor() as cursor:

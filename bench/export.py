@@ -83,19 +83,29 @@ TREC_LINE = "q.query_id || ' 0 ' || p.doc_id || ' ' || l.grade"
 
 def load_fixture(database_url: str, args: argparse.Namespace) -> dict[str, int]:
     """The corpus, both golden sets and their judgments, by COPY. Returns {slug: judgments}."""
-    from goldenset.models import Corpus, GoldenSet
+    from goldenset.models import Corpus, GoldenSet, default_team
 
-    corpus = Corpus.objects.create(slug="bench", name="bench")
+    corpus = Corpus.objects.create(slug="bench", name="bench", team=default_team())
     sets = {
         "bench-small": (
             GoldenSet.objects.create(
-                slug="bench-small", name="bench small", corpus=corpus, query_slice_fields=["lang"], page_slice_fields=["kind"]
+                slug="bench-small",
+                name="bench small",
+                corpus=corpus,
+                team=corpus.team,
+                query_slice_fields=["lang"],
+                page_slice_fields=["kind"],
             ),
             args.small_queries,
         ),
         "bench-large": (
             GoldenSet.objects.create(
-                slug="bench-large", name="bench large", corpus=corpus, query_slice_fields=["lang"], page_slice_fields=["kind"]
+                slug="bench-large",
+                name="bench large",
+                corpus=corpus,
+                team=corpus.team,
+                query_slice_fields=["lang"],
+                page_slice_fields=["kind"],
             ),
             args.queries,
         ),

@@ -140,10 +140,11 @@ def load_recompute() -> int:
 
 def load_sqlite(path: str, *, queries: int, pages_per_query: int, corpus: int) -> int:
     """The SQLite set, written with sqlite3 straight into the migrated tables; returns its pk."""
-    from goldenset.models import Corpus, GoldenSet
+    from goldenset.models import Corpus, GoldenSet, default_team
 
-    corpus_row = Corpus.objects.create(slug="bench", name="bench")
+    corpus_row = Corpus.objects.create(slug="bench", name="bench", team=default_team())
     golden_set = GoldenSet.objects.create(
+        team=corpus_row.team,
         slug="bench-sqlite",
         name="bench sqlite",
         corpus=corpus_row,

@@ -55,7 +55,7 @@ def load(args: argparse.Namespace):
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from goldenset.models import Corpus, GoldenSet, Judgment, Membership, Page, Query
+    from goldenset.models import Corpus, GoldenSet, Judgment, Membership, Page, Query, default_team
     from lib.bulk import bulk_insert
 
     call_command("migrate", verbosity=0)
@@ -65,8 +65,8 @@ def load(args: argparse.Namespace):
     page_count = pages_per_query * 2
     now = timezone.now()
     with transaction.atomic():
-        corpus = Corpus.objects.create(slug="bench", name="bench")
-        golden_set = GoldenSet.objects.create(slug="bench", name="bench", corpus=corpus)
+        corpus = Corpus.objects.create(slug="bench", name="bench", team=default_team())
+        golden_set = GoldenSet.objects.create(slug="bench", name="bench", corpus=corpus, team=corpus.team)
         people = [get_user_model().objects.create_user(f"judge{n}") for n in range(args.judges + 1)]
         Membership.objects.create(user=people[-1], golden_set=golden_set, role=Membership.Role.ADJUDICATOR)
         bulk_insert(

@@ -41,6 +41,12 @@ READ_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 ROLES_MEMO = "_goldset_roles"
 
 
+def roles_forget(user: AbstractBaseUser) -> None:
+    """Drop what user_roles remembered on this user object: a grant or a revoke changed them."""
+    if hasattr(user, ROLES_MEMO):
+        delattr(user, ROLES_MEMO)
+
+
 def user_roles(user: AbstractBaseUser, golden_set: GoldenSet) -> set[str]:
     if not user.is_authenticated:
         return set()
@@ -88,7 +94,7 @@ def access_golden_set(user: AbstractBaseUser, slug: str, roles: tuple[str, ...] 
 
     Raises Http404 otherwise, so that a stranger cannot tell which slugs exist.
     """
-    golden_set = GoldenSet.objects.select_related("corpus").filter(slug=slug).first()
+    golden_set = GoldenSet.objects.select_related("corpus", "team__organisation").filter(slug=slug).first()
     if golden_set is None or not user.is_authenticated:
         raise Http404("no such golden set")
     if user.is_staff or user_roles(user, golden_set) & set(roles):

@@ -5,7 +5,6 @@ validates everything first and raises GoldsetError naming the line, field or id 
 fault, then writes in one transaction, so bad input never leaves half a change behind.
 """
 
-import secrets
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,11 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.contrib.auth.password_validation import validate_password
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -33,6 +28,7 @@ from goldenset.models import (
     GoldenSet,
     Judgment,
     Membership,
+    OrganisationMembership,
     Page,
     Query,
     Team,
@@ -40,7 +36,7 @@ from goldenset.models import (
     default_team,
 )
 from goldenset.qrels_evidence import QrelPairs, chunking_for_qrels, imported_judgments_insert, qrels_pairs
-from goldenset.selectors import ROLES_MEMO, user_roles, version_settings
+from goldenset.selectors import roles_forget, user_roles, version_settings
 from goldenset.signals import version_published
 from goldenset.spans import Span, evidence_rows, hop_checked, spans_checked
 from goldenset.version_rows import LABEL_BLOCK, VersionRows, version_rows_read, version_rows_write
@@ -193,6 +189,12 @@ class GoldenSetSource:
     k_final: int = 8
 
 
+def _founding_manager(user: AbstractBaseUser, golden_set: GoldenSet) -> None:
+    """Who made a set manages it, and belongs to the organisation of its team."""
+    OrganisationMembership.objects.get_or_create(user=user, organisation_id=golden_set.team.organisation_id)
+    Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
+
+
 @gc_paused()
 def golden_set_create(
     *,
@@ -264,7 +266,7 @@ def golden_set_create(
         summary.pages_created = len(page_pks)
         summary.queries_created = len(query_pks)
         if user is not None:
-            Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
+            _founding_manager(user, golden_set)
     return summary
 
 
@@ -360,20 +362,22 @@ def qrels_import(
     with transaction.atomic():
         if golden_set is None:
             _check_new_slug(golden_set_slug)
+            team = default_team()
             corpus = Corpus.objects.create(
-                slug=golden_set_slug, name=golden_set_slug, description=f"id-only corpus made from {source_name}"
+                slug=golden_set_slug, name=golden_set_slug, description=f"id-only corpus made from {source_name}", team=team
             )
             golden_set = GoldenSet.objects.create(
                 slug=golden_set_slug,
                 name=golden_set_slug,
                 corpus=corpus,
+                team=team,
                 grade_scale=grade_scale_for(grades),
                 created_by=user,
             )
             summary.golden_set_created = True
             summary.notes.append(f"grade scale taken from the file: {', '.join(str(g) for g in sorted(grades))}")
             if user is not None:
-                Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
+                _founding_manager(user, golden_set)
 
         query_pks = dict(Query.objects.filter(golden_set=golden_set).values_list("query_id", "id"))
         page_pks = dict(Page.objects.filter(corpus=golden_set.corpus).values_list("doc_id", "id"))
@@ -423,56 +427,19 @@ def query_retire(*, query: Query) -> None:
         query.save(update_fields=["retired_at"])
 
 
-def _forget_roles(user: AbstractBaseUser) -> None:
-    """Drop what goldenset.selectors.user_roles remembered on this user object."""
-    if hasattr(user, ROLES_MEMO):
-        delattr(user, ROLES_MEMO)
-
-
 def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None) -> Membership:
     """Give `user` `role` in `golden_set`, granted by `by` (None: the system); granting a
     role held already records nothing."""
     if role not in Membership.Role.values:
         raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
     with transaction.atomic():
+        # Whoever holds a role in a set belongs to its organisation (goldenset.teams).
+        OrganisationMembership.objects.get_or_create(user=user, organisation_id=golden_set.team.organisation_id)
         membership, made = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
         if made:
             audit_member(by=by, action="member.grant", member=user, golden_set=golden_set, role=role, membership=membership)
-    _forget_roles(user)
+    roles_forget(user)
     return membership
-
-
-def member_invite(
-    *, username: str, email: str, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None
-) -> tuple[AbstractBaseUser, str]:
-    """Make an account for someone who has none yet and grant them `role` in `golden_set`,
-    in one transaction; the user and a first password, shown once to the manager who passes
-    it on (the account's owner changes it at /accounts/password/). GoldsetError naming the
-    field for a name taken or malformed, a bad e-mail or an unknown role."""
-    User = get_user_model()
-    username = (username or "").strip()
-    if role not in Membership.Role.values:
-        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
-    try:
-        User.username_validator(username)
-    except ValidationError:
-        raise GoldsetError(f"{username!r} is not a username: letters, digits and @ . + - _ only", field="username") from None
-    if not username or User.objects.filter(username=username).exists():
-        raise ConflictError(f"user {username!r} exists already; grant them the role instead", field="username")
-    if email:
-        try:
-            validate_email(email)
-        except ValidationError:
-            raise GoldsetError(f"{email!r} is not an e-mail address", field="email") from None
-    password = secrets.token_urlsafe(12)
-    validate_password(password)
-    with transaction.atomic():
-        user = User.objects.create_user(username=username, email=email or "", password=password)
-        audit_record(
-            user=by, action="user.create", obj=user, golden_set=golden_set, after={"username": username, "email": email}, label=username
-        )
-        membership_grant(user=user, golden_set=golden_set, role=role, by=by)
-    return user, password
 
 
 def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None) -> bool:
@@ -494,7 +461,7 @@ def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: st
         deleted, _ = Membership.objects.filter(user=user, golden_set=golden_set, role=role).delete()
         if deleted:
             audit_member(by=by, action="member.revoke", member=user, golden_set=golden_set, role=role)
-    _forget_roles(user)
+    roles_forget(user)
     return bool(deleted)
 
 

@@ -7,31 +7,31 @@ team role only once they belong to the team's organisation, so that an organisat
 member list is the whole of who may reach its sets.
 """
 
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils.text import slugify
 
 from goldenset.audit import audit_record
-from goldenset.models import Organisation, OrganisationMembership, Team, TeamMembership
+from goldenset.models import GoldenSet, Membership, Organisation, OrganisationMembership, Team, TeamMembership
 from goldenset.models.teams import Role
-from goldenset.selectors import ROLES_MEMO
-from lib.errors import GoldsetError
+from goldenset.selectors import roles_forget
+from goldenset.services import membership_grant
+from lib.errors import ConflictError, GoldsetError
 
 
 def _check_slug(slug: str, what: str) -> None:
     if not slug or slugify(slug) != slug:
         raise GoldsetError(f"{what} slug {slug!r} must be lower-case letters, digits and hyphens", field="slug")
-
-
-def _forget_roles(user: AbstractBaseUser) -> None:
-    """Roles read earlier in this request no longer hold (goldenset.selectors.user_roles)."""
-    if hasattr(user, ROLES_MEMO):
-        delattr(user, ROLES_MEMO)
 
 
 # --- reads ---------------------------------------------------------------------------
@@ -65,6 +65,18 @@ def access_organisation(user: AbstractBaseUser, slug: str, *, admin: bool = Fals
     if membership is None or (admin and membership.role != OrganisationMembership.Role.ADMIN):
         raise Http404("no such organisation")
     return organisation
+
+
+def teams_for(user: AbstractBaseUser, organisation: Organisation) -> QuerySet[Team]:
+    """The organisation's teams `user` may see: every one for its admins and staff; else the
+    teams they hold a role in, or hold a role in a set of. Nobody sees another team's sets."""
+    teams = Team.objects.filter(organisation=organisation)
+    if is_organisation_admin(user, organisation):
+        return teams
+    return teams.filter(
+        Q(pk__in=TeamMembership.objects.filter(user=user).values("team_id"))
+        | Q(pk__in=GoldenSet.objects.filter(memberships__user=user).values("team_id"))
+    )
 
 
 def team_get(path: str) -> Team:
@@ -118,7 +130,7 @@ def organisation_member_set(
                 before={"role": before} if before else {},
                 after={"role": role},
             )
-    _forget_roles(user)
+    roles_forget(user)
     return membership
 
 
@@ -141,7 +153,7 @@ def organisation_member_remove(*, organisation: Organisation, user: AbstractBase
             obj=user,
             before={"role": membership.role, "team_roles": [f"{team}:{role}" for team, role in teams]},
         )
-    _forget_roles(user)
+    roles_forget(user)
     return True
 
 
@@ -181,7 +193,7 @@ def team_grant(
                 obj=team,
                 after={"user": user.get_username(), "role": role, **({"from": "single sign-on"} if from_sso else {})},
             )
-    _forget_roles(user)
+    roles_forget(user)
     return membership
 
 
@@ -193,8 +205,31 @@ def team_revoke(*, team: Team, user: AbstractBaseUser, role: str, by: AbstractBa
             audit_record(
                 organisation=team.organisation, user=by, action="team.revoke", obj=team, before={"user": user.get_username(), "role": role}
             )
-    _forget_roles(user)
+    roles_forget(user)
     return bool(deleted)
+
+
+def golden_set_move(*, golden_set: GoldenSet, team: Team, by: AbstractBaseUser | None = None) -> list[GoldenSet]:
+    """Move the set, its corpus and every other set on that corpus into `team` (a corpus and
+    its sets are one team's), keeping their set-level roles; the sets moved. An installation
+    that began with one team moves its sets out of the default team this way."""
+    with transaction.atomic():
+        moved = list(GoldenSet.objects.select_for_update().filter(corpus_id=golden_set.corpus_id).order_by("slug"))
+        for one in moved:
+            if one.team_id == team.pk:
+                continue
+            before = str(one.team)
+            one.team = team
+            one.save(update_fields=["team"])
+            audit_record(user=by, action="golden_set.move", obj=one, before={"team": before}, after={"team": str(team)})
+        golden_set.corpus.team = team
+        golden_set.corpus.save(update_fields=["team"])
+        # Whoever held a role in the moved sets joins the new organisation.
+        people = Membership.objects.filter(golden_set__in=moved).values_list("user_id", flat=True).distinct()
+        OrganisationMembership.objects.bulk_create(
+            [OrganisationMembership(user_id=pk, organisation_id=team.organisation_id) for pk in people], ignore_conflicts=True
+        )
+    return moved
 
 
 @dataclass(frozen=True)
@@ -222,3 +257,39 @@ def team_roles_sync(*, user: AbstractBaseUser, grants: Iterable[tuple[Team, str]
                 team_revoke(team=membership.team, user=user, role=membership.role)
                 revoked.append((f"{membership.team.organisation.slug}/{membership.team.slug}", membership.role))
     return TeamRoleChanges(granted=granted, revoked=revoked)
+
+
+# --- accounts --------------------------------------------------------------------------
+
+
+def member_invite(
+    *, username: str, email: str, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None
+) -> tuple[AbstractBaseUser, str]:
+    """Make an account for someone who has none yet and grant them `role` in `golden_set`,
+    in one transaction; the user and a first password, shown once to the manager who passes
+    it on (the account's owner changes it at /accounts/password/). GoldsetError naming the
+    field for a name taken or malformed, a bad e-mail or an unknown role."""
+    User = get_user_model()
+    username = (username or "").strip()
+    if role not in Membership.Role.values:
+        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    try:
+        User.username_validator(username)
+    except ValidationError:
+        raise GoldsetError(f"{username!r} is not a username: letters, digits and @ . + - _ only", field="username") from None
+    if not username or User.objects.filter(username=username).exists():
+        raise ConflictError(f"user {username!r} exists already; grant them the role instead", field="username")
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise GoldsetError(f"{email!r} is not an e-mail address", field="email") from None
+    password = secrets.token_urlsafe(12)
+    validate_password(password)
+    with transaction.atomic():
+        user = User.objects.create_user(username=username, email=email or "", password=password)
+        audit_record(
+            user=by, action="user.create", obj=user, golden_set=golden_set, after={"username": username, "email": email}, label=username
+        )
+        membership_grant(user=user, golden_set=golden_set, role=role, by=by)
+    return user, password

@@ -21,7 +21,7 @@ from goldenset.evidence_export import version_answers_chunks, version_export_chu
 from goldenset.forms import PublishForm, ReferenceAnswerForm
 from goldenset.model_fill import model_fill_get, model_fill_rows, model_fills_of, version_model_fill_create
 from goldenset.model_labels import model_sources
-from goldenset.models import Membership, PublishJob, Query
+from goldenset.models import Membership, PublishJob, Query, TeamMembership
 from goldenset.publishing import publish_job_progress, publish_unchanged, version_publish_request
 from goldenset.selectors import (
     VersionIntegrityError,
@@ -31,10 +31,11 @@ from goldenset.selectors import (
     user_roles,
     version_get,
 )
-from goldenset.services import member_invite, membership_grant, membership_revoke
+from goldenset.services import membership_grant, membership_revoke
 from goldenset.stale_spans import stale_span_labels
 from goldenset.tags import TAG_RULE, tag_history, tag_may_move, tag_move, tags_of
 from goldenset.tasks import publish_job_task
+from goldenset.teams import member_invite
 from lib.errors import ConflictError, ForbiddenError, GoldsetError
 from lib.formats import QREL_CONTENT_TYPES, QREL_EXTENSIONS, QREL_FORMATS, qrels_chunks
 from lib.params import ParameterError, number_param, version_param
@@ -381,7 +382,15 @@ def golden_set_members(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _members_context(golden_set) -> dict:
     memberships = Membership.objects.filter(golden_set=golden_set).select_related("user").order_by("user__username", "role")
-    return {"golden_set": golden_set, "memberships": memberships, "roles": Membership.Role.choices}
+    # Roles the set inherits from its team (changed on the team's page, goldenset.team_views).
+    team_memberships = TeamMembership.objects.filter(team_id=golden_set.team_id).select_related("user").order_by("user__username", "role")
+    return {
+        "golden_set": golden_set,
+        "memberships": memberships,
+        "team": golden_set.team,
+        "team_memberships": team_memberships,
+        "roles": Membership.Role.choices,
+    }
 
 
 @login_required

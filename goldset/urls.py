@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from goldenset import team_views
 from goldenset import views as goldenset_views
 from goldset import health, metrics, today
 
@@ -31,6 +32,10 @@ urlpatterns = [
     path("sets/<slug:slug>/audit/", goldenset_views.audit_page, name="audit"),
     path("sets/<slug:slug>/members/", goldenset_views.golden_set_members, name="golden_set_members"),
     path("sets/<slug:slug>/members/<int:membership_id>/revoke/", goldenset_views.golden_set_member_revoke, name="golden_set_member_revoke"),
+    path("orgs/", team_views.organisations, name="organisations"),
+    path("orgs/<slug:org_slug>/", team_views.organisation, name="organisation"),
+    path("orgs/<slug:org_slug>/audit/", team_views.organisation_audit, name="organisation_audit"),
+    path("orgs/<slug:org_slug>/teams/<slug:team_slug>/", team_views.team, name="team"),
     path("", include("api.urls")),
     path("", include("evaluation.urls")),
     # Before admin.site.urls, whose catch-all would otherwise take /admin/coverage/.

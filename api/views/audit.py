@@ -1,15 +1,18 @@
-"""A golden set's audit trail, read only (its managers, and staff): GET lists the records
-newest first, filtered as the page is and paged as the API's other lists. No method
-writes: the trail is written by the services the actions go through (goldenset.audit)."""
+"""A golden set's audit trail, read only (its managers, and staff), and an organisation's (its
+admins, and staff): GET lists the records newest first, filtered as the pages are and paged
+as the API's other lists. No method writes: the trail is written by the services the actions
+go through (goldenset.audit)."""
 
+from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.views import APIView
 
 from api.pagination import PaginatedMixin
-from api.permissions import api_golden_set
+from api.permissions import api_golden_set, request_token
 from api.serializers import validated
 from goldenset.audit import audit_may_read, audit_records
+from goldenset.teams import access_organisation
 
 
 @extend_schema_serializer(component_name="AuditObject")
@@ -38,6 +41,16 @@ class AuditFiltersSerializer(serializers.Serializer):
     until = serializers.DateField(required=False, help_text="last day, included (YYYY-MM-DD)")
 
 
+@extend_schema_serializer(component_name="OrganisationAuditRecord")
+class OrganisationAuditRecordOutputSerializer(AuditRecordOutputSerializer):
+    golden_set = serializers.CharField(source="golden_set_slug", help_text="the set it happened in; empty for the organisation's own")
+
+
+def _filters(request) -> dict:
+    found = validated(AuditFiltersSerializer, request.query_params)
+    return {"action": found.get("action", ""), "username": found.get("user", ""), "since": found.get("since"), "until": found.get("until")}
+
+
 class AuditRecordListApi(PaginatedMixin, APIView):
     """The set's audit records, newest first."""
 
@@ -46,11 +59,26 @@ class AuditRecordListApi(PaginatedMixin, APIView):
         golden_set = api_golden_set(request, slug)
         if not audit_may_read(request.user, golden_set):
             raise exceptions.PermissionDenied(f"the audit trail of golden set {slug!r} needs its manager role")
-        found = validated(AuditFiltersSerializer, request.query_params)
-        filters = {
-            "action": found.get("action", ""),
-            "username": found.get("user", ""),
-            "since": found.get("since"),
-            "until": found.get("until"),
-        }
-        return self.paginated(audit_records(golden_set, **filters), lambda page: AuditRecordOutputSerializer(page, many=True).data)
+        records = audit_records(golden_set, **_filters(request))
+        return self.paginated(records, lambda page: AuditRecordOutputSerializer(page, many=True).data)
+
+
+class OrganisationAuditRecordListApi(PaginatedMixin, APIView):
+    """The organisation's audit records (its teams and people, and every action in the sets of
+    its teams), newest first: its admins. A token restricted to one set does not reach it."""
+
+    @extend_schema(
+        operation_id="organisation_audit_records_list",
+        parameters=[AuditFiltersSerializer],
+        responses=OrganisationAuditRecordOutputSerializer(many=True),
+    )
+    def get(self, request, org_slug: str):
+        token = request_token(request)
+        try:
+            if token is not None and token.golden_set_id is not None:
+                raise Http404
+            organisation = access_organisation(request.user, org_slug, admin=True)
+        except Http404 as exc:  # the same answer for absent and forbidden
+            raise exceptions.NotFound("no such organisation") from exc
+        records = audit_records(None, organisation=organisation, **_filters(request))
+        return self.paginated(records, lambda page: OrganisationAuditRecordOutputSerializer(page, many=True).data)

@@ -5,7 +5,8 @@ before lands in one default organisation's default team, so that nothing else ch
 an installation that has one team.
 
 The team columns are added empty, filled, then made required, with the default team made
-from the historical models rather than by the model's default (which reads today's models).
+from the historical models. A new corpus or set names its team (goldenset.services makes
+one without a team in the default team).
 SQLite rebuilds the two tables it alters: every trigger is made again at the end, as in 0020.
 """
 
@@ -15,7 +16,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import goldenset.models.teams
 
 TAGS = importlib.import_module("goldenset.migrations.0020_traffic_weights_and_version_tags")
 AUDIT = importlib.import_module("goldenset.migrations.0021_audit_records")
@@ -29,6 +29,16 @@ def into_default_team(apps, schema_editor):
     team, _ = Team.objects.get_or_create(organisation=organisation, slug="default", defaults={"name": "Default team"})
     apps.get_model("goldenset", "Corpus").objects.filter(team=None).update(team=team)
     apps.get_model("goldenset", "GoldenSet").objects.filter(team=None).update(team=team)
+
+
+def members_into_default_organisation(apps, schema_editor):
+    """Whoever holds a role in a set is a member of the organisation its team belongs to."""
+    organisation = apps.get_model("goldenset", "Organisation").objects.get(slug="default")
+    OrganisationMembership = apps.get_model("goldenset", "OrganisationMembership")
+    people = apps.get_model("goldenset", "Membership").objects.values_list("user_id", flat=True).distinct()
+    OrganisationMembership.objects.bulk_create(
+        [OrganisationMembership(user_id=pk, organisation=organisation, role="member") for pk in people], ignore_conflicts=True
+    )
 
 
 def remake_sqlite_triggers(apps, schema_editor):
@@ -91,7 +101,7 @@ class Migration(migrations.Migration):
             model_name="corpus",
             name="team",
             field=models.ForeignKey(
-                default=goldenset.models.teams.default_team_pk,
+                
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="corpora",
                 to="goldenset.team",
@@ -101,7 +111,7 @@ class Migration(migrations.Migration):
             model_name="goldenset",
             name="team",
             field=models.ForeignKey(
-                default=goldenset.models.teams.default_team_pk,
+                
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="golden_sets",
                 to="goldenset.team",
@@ -173,6 +183,7 @@ class Migration(migrations.Migration):
             model_name="auditrecord",
             index=models.Index(fields=["organisation", "-at", "-id"], name="audit_organisation_newest"),
         ),
+        migrations.RunPython(members_into_default_organisation, migrations.RunPython.noop),
         migrations.RunPython(remake_sqlite_triggers, migrations.RunPython.noop),
         migrations.RunPython(EVIDENCE._legacy_alter_table(False), EVIDENCE._legacy_alter_table(True)),
     ]

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from goldenset.models.teams import Team, default_team_pk
+from goldenset.models.teams import Team
 from lib.ids import id_problem
 
 # The TREC convention most teams use; a set imported from a file takes the file's grades.
@@ -45,7 +45,7 @@ class Corpus(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     # The team whose sets may judge the corpus's pages; its sets are the team's too.
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="corpora", default=default_team_pk)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="corpora")
     # Documents whose word shingles have an estimated Jaccard similarity at or above this
     # form a duplicate group (goldenset.duplicates); 1.0 groups exact duplicates only.
     duplicate_threshold = models.FloatField(

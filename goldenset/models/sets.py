@@ -13,7 +13,7 @@ from goldenset.models.corpora import (
     default_grade_scale,
     validate_id,
 )
-from goldenset.models.teams import Role, Team, default_team_pk
+from goldenset.models.teams import Role, Team
 
 
 class GoldenSet(models.Model):
@@ -25,7 +25,7 @@ class GoldenSet(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="golden_sets")
     # The corpus's team (goldenset.services checks it): whoever holds a role in the team
     # holds it here, and nobody outside it sees the set, its runs, endpoints or alerts.
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="golden_sets", default=default_team_pk)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="golden_sets")
     # [{"value": int, "label": str}, ...] in display order.
     grade_scale = models.JSONField(default=default_grade_scale)
     # Binary metrics (recall, MRR, hit rate) count a page relevant when grade >= this.

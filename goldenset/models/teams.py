@@ -95,9 +95,3 @@ def default_team() -> Team:
         organisation, _ = Organisation.objects.get_or_create(slug=DEFAULT_ORGANISATION_SLUG, defaults={"name": "Default organisation"})
         team, _ = Team.objects.get_or_create(organisation=organisation, slug=DEFAULT_TEAM_SLUG, defaults={"name": "Default team"})
     return team
-
-
-def default_team_pk() -> int:
-    """The default of a corpus's and a set's team: what is made without naming a team
-    belongs to the default team."""
-    return default_team().pk

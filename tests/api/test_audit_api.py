@@ -2,9 +2,11 @@
 filtered and paged as the other lists; nobody else reads them; no method writes."""
 
 import pytest
+from django.db import transaction
 
-from goldenset.models import Membership
+from goldenset.models import Membership, Organisation
 from goldenset.services import membership_grant, membership_revoke
+from goldenset.teams import organisation_member_set, team_create
 from tests.api import SLUG, assert_error, client_for, make_set
 
 pytestmark = pytest.mark.django_db
@@ -65,3 +67,33 @@ def test_the_manager_of_another_set_finds_nothing(trail, token, make_user):
     stranger = make_user("stranger")
     make_set("theirs", stranger)
     assert_error(client_for(token("write", owner=stranger)).get(URL), 404)
+
+
+ORGANISATION_URL = "/api/v1/organisations/default/audit/"
+
+
+def test_an_organisation_admins_token_lists_its_records_with_their_sets(trail, token, manager, make_user):
+    organisation = Organisation.objects.get(slug="default")
+    with transaction.atomic():
+        organisation_member_set(organisation=organisation, user=manager, role="admin")
+        team_create(organisation=organisation, slug="ads", name="Ads", by=manager)
+    body = client_for(token("read")).get(ORGANISATION_URL, {"limit": 3}).json()
+    assert [(r["action"], r["golden_set"]) for r in body["results"]] == [
+        ("team.create", ""),
+        ("organisation.member", ""),
+        ("member.revoke", SLUG),
+    ]
+    everything = client_for(token("read")).get(ORGANISATION_URL, {"action": "member"}).json()["results"]
+    assert [r["action"] for r in everything] == ["member.revoke", "member.grant", "member.grant"]
+    assert {r["golden_set"] for r in everything} == {SLUG}
+
+
+def test_an_organisations_trail_is_hidden_from_members_set_tokens_and_outsiders(trail, token, manager, make_user):
+    # The set's manager is a member of the organisation, not its admin.
+    assert_error(client_for(token("read")).get(ORGANISATION_URL), 404)
+    assert_error(client_for(token("read")).get("/api/v1/organisations/nope/audit/"), 404)
+    organisation_member_set(organisation=Organisation.objects.get(slug="default"), user=manager, role="admin")
+    # A token restricted to one set reaches only that set, even an admin's.
+    assert_error(client_for(token("read", trail)).get(ORGANISATION_URL), 404)
+    assert client_for(token("read")).get(ORGANISATION_URL).status_code == 200
+    assert_error(client_for(token("write")).post(ORGANISATION_URL, {}), 405)

@@ -44,6 +44,18 @@ def test_a_run_is_archived_and_brought_back_and_a_complete_run_cannot_be_marked_
     assert {r["object"]["id"] for r in records} == {str(run["id"])}
 
 
+def test_an_organisations_trail_is_read_by_its_admins_token(make_client, token, golden_set, manager):
+    from goldenset.models import Organisation
+    from goldenset.teams import organisation_member_set
+
+    organisation_member_set(organisation=Organisation.objects.get(slug="default"), user=manager, role="admin")
+    records = make_client(token("read")).organisation_audit_records("default", action="organisation")
+    assert [(r["action"], r["golden_set"], r["object"]["label"]) for r in records] == [("organisation.member", "", "manager")]
+    with pytest.raises(GoldsetAPIError) as refused:
+        make_client(token("read", golden_set)).organisation_audit_records("default")
+    assert refused.value.status == 404
+
+
 def test_a_new_sets_endpoints_experiments_and_model_labels_are_empty_lists(client):
     assert client.endpoints(SLUG) == []
     assert client.oracle_experiments(SLUG) == []

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from goldenset.models import Corpus, Judgment, Page, Query
+from goldenset.models import Corpus, Judgment, Page, Query, default_team
 from lib.bulk import copy_columns, model_arrays_insert, model_rows_insert, select_binary, select_int_columns
 from tests.support import factories
 
@@ -33,7 +33,7 @@ def test_a_copys_layout_is_read_from_the_models_fields():
 
 
 def test_model_rows_insert_writes_tuples_with_json_text_dates_and_nulls():
-    corpus = Corpus.objects.create(slug="c", name="c")
+    corpus = Corpus.objects.create(slug="c", name="c", team=default_team())
     rows = [
         (corpus.pk, "d1", "t", "é", "", True, '{"kind": "faq", "n": [1, 2]}', WHEN, None, "h", WHEN),
         (corpus.pk, "d2", "", "", "", False, "{}", None, None, "h", WHEN),

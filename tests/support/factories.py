@@ -29,8 +29,9 @@ def queries(*query_ids: str, **metadata) -> list[JsonRecord]:
     return [JsonRecord(line=n, id=q, text=f"question {q}", metadata=dict(metadata)) for n, q in enumerate(query_ids, 1)]
 
 
-def golden_set(slug: str = "tiny", *, manager=None, qrels: dict | None = None, **options) -> GoldenSet:
-    """A set of three queries over five pages, with imported labels `qrels`."""
+def golden_set(slug: str = "tiny", *, manager=None, qrels: dict | None = None, team=None, **options) -> GoldenSet:
+    """A set of three queries over five pages, with imported labels `qrels`, in `team` (the
+    default team when None)."""
     if qrels is None:
         qrels = {("q1", "d1"): 2, ("q1", "d2"): 0, ("q2", "d3"): 1}
     source = GoldenSetSource(
@@ -40,7 +41,7 @@ def golden_set(slug: str = "tiny", *, manager=None, qrels: dict | None = None, *
         grade_scale=options.pop("grade_scale", None) or default_grade_scale(),
         **options,
     )
-    golden_set_create(slug=slug, name=slug.title(), source=source)
+    golden_set_create(slug=slug, name=slug.title(), source=source, team=team)
     golden_set = GoldenSet.objects.get(slug=slug)
     if manager is not None:
         membership_grant(user=manager, golden_set=golden_set, role=Membership.Role.MANAGER)

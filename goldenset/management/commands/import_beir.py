@@ -7,6 +7,7 @@ from goldenset.chunkings import check_cut, chunking_cut
 from goldenset.management.progress import tqdm_progress, user_by_name
 from goldenset.models import Corpus
 from goldenset.services import golden_set_import_beir
+from goldenset.teams import team_get
 from lib.errors import GoldsetError
 
 
@@ -25,11 +26,12 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="display name (default: the slug)")
         parser.add_argument("--split", default="test", help="which qrels/<split>.tsv to read (default: test)")
         parser.add_argument("--user", help="username recorded as creator, made manager of the set")
+        parser.add_argument("--team", help="ORGANISATION/TEAM the set and its corpus belong to (default: the default team)")
         parser.add_argument("--chunking", help="also cut the documents into a chunking of this name (needs --chunk-chars)")
         parser.add_argument("--chunk-chars", type=int, dest="chunk_chars", help="characters a chunk holds, about")
         parser.add_argument("--overlap", type=int, default=0, help="characters a chunk shares with the one before it (default 0)")
 
-    def handle(self, *args, directory, slug, name, split, user, chunking, chunk_chars, overlap, verbosity, **options):
+    def handle(self, *args, directory, slug, name, split, user, team, chunking, chunk_chars, overlap, verbosity, **options):
         if bool(chunking) != (chunk_chars is not None):
             raise CommandError("--chunking and --chunk-chars go together: name the chunking and the size of its chunks")
         progress = tqdm_progress(verbosity)
@@ -44,6 +46,7 @@ class Command(BaseCommand):
                     name=name,
                     split=split,
                     user=user_by_name(user),
+                    team=team_get(team) if team else None,
                     progress=progress,
                 )
                 lines = summary.lines()

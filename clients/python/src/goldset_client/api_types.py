@@ -558,3 +558,10 @@ class AuditRecord(TypedDict):
     object: AuditObject
     before: Any
     after: Any
+
+
+class OrganisationAuditRecord(AuditRecord):
+    """Schema OrganisationAuditRecord: an audit record with the set it happened in ("" for
+    the organisation's own actions)."""
+
+    golden_set: str

@@ -72,4 +72,5 @@ OPERATIONS: dict[str, str] = {
     "incidents_update": "incident_update",
     # --- audit log (issue 29) ---
     "audit_records_list": "audit_records",
+    "organisation_audit_records_list": "organisation_audit_records",
 }
