@@ -308,12 +308,20 @@ OIDC_CALLBACK_CLASS = "goldset.sso.SignOnCallbackView"
 OIDC_AUTHENTICATE_CLASS = "goldset.sso.SignOnStartView"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/sign-on-failed/"
 TEMPLATES[0]["OPTIONS"]["context_processors"].append("goldset.sso.sign_on")
+
+
+def oidc_sign_out(endpoint: str, client_id: str, site_url: str) -> tuple[str, str]:
+    """Where logging out sends people when the provider has an end-session endpoint (it
+    signs them out there and sends them back to the login page), and that endpoint's origin,
+    which the form-action policy must allow: browsers hold the logout form's redirect to it."""
+    back = site_url.rstrip("/") + "/accounts/login/"
+    url = f"{endpoint}?{urlencode({'client_id': client_id, 'post_logout_redirect_uri': back})}"
+    return url, urlsplit(endpoint)._replace(path="", query="", fragment="").geturl()
+
+
 if SSO_ENABLED and OIDC_OP_LOGOUT_ENDPOINT:
-    _back = env_str("SITE_URL", "http://localhost:8000").rstrip("/") + "/accounts/login/"
-    LOGOUT_REDIRECT_URL = f"{OIDC_OP_LOGOUT_ENDPOINT}?{urlencode({'client_id': OIDC_RP_CLIENT_ID, 'post_logout_redirect_uri': _back})}"
-    # Browsers hold a form's redirect to the form-action policy: the logout form's redirect
-    # goes to the provider.
-    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(urlsplit(OIDC_OP_LOGOUT_ENDPOINT)._replace(path="", query="").geturl())
+    LOGOUT_REDIRECT_URL, _origin = oidc_sign_out(OIDC_OP_LOGOUT_ENDPOINT, OIDC_RP_CLIENT_ID, env_str("SITE_URL", "http://localhost:8000"))
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(_origin)
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"

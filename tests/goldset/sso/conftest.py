@@ -52,7 +52,9 @@ def oidc_provider():
         pytest.skip(f"single sign-on tests need the provider's packages: npm ci in {PROVIDER_DIR} (make setup does it)")
     started: list[subprocess.Popen] = []
 
-    def start(redirect_uri: str, *, users: dict | None = None, clock_offset: int = 0, foreign_jwks: bool = False) -> Provider:
+    def start(
+        redirect_uri: str, *, users: dict | None = None, clock_offset: int = 0, foreign_jwks: bool = False, post_logout_uri: str = ""
+    ) -> Provider:
         port = _free_port()
         command = [
             node,
@@ -66,6 +68,8 @@ def oidc_provider():
         ]
         if foreign_jwks:
             command.append("--serve-foreign-jwks")
+        if post_logout_uri:
+            command.append(f"--post-logout-redirect-uri={post_logout_uri}")
         process = subprocess.Popen(command, cwd=PROVIDER_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         started.append(process)
         issuer = f"http://127.0.0.1:{port}"

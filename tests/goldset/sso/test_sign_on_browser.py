@@ -4,12 +4,14 @@ team by the groups claim (its set on the home page, the ads team's not), then si
 And a refused sign-in's page. Screenshots of both pages go to GOLDSET_SCREENSHOTS; axe-core
 finds no serious or critical violation on either."""
 
+import copy
 import os
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from goldset.settings import oidc_sign_out
 from tests.browser import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -73,3 +75,27 @@ def test_with_local_passwords_off_the_login_page_offers_the_provider_only(browse
     assert page.locator("#id_password").count() == 0
     assert page.get_by_text("Goldset accounts sign in through Acme ID only.").is_visible()
     screenshot(page, "login-sso-only")
+
+
+def test_with_the_end_session_endpoint_signing_out_signs_out_of_the_provider_too(
+    browser_page, live_server, oidc_provider, sign_on_settings, settings, acme
+):
+    page = browser_page
+    provider = oidc_provider(f"{live_server.url}/oidc/callback/", post_logout_uri=f"{live_server.url}/accounts/login/")
+    endpoint = provider.discovery["end_session_endpoint"]
+    sign_on_settings(provider, OIDC_OP_LOGOUT_ENDPOINT=endpoint)
+    # What the settings make of OIDC_OP_LOGOUT_ENDPOINT and SITE_URL.
+    settings.LOGOUT_REDIRECT_URL, origin = oidc_sign_out(endpoint, "goldset", live_server.url)
+    policy = copy.deepcopy(settings.CONTENT_SECURITY_POLICY)
+    policy["DIRECTIVES"]["form-action"].append(origin)
+    settings.CONTENT_SECURITY_POLICY = policy
+
+    sign_in_at_provider(page, live_server, "ada")
+    page.wait_for_url(f"{live_server.url}/")
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(f"{provider.issuer}/**")  # the provider asks to confirm
+    page.get_by_role("button", name="Yes, sign me out").click()
+    page.wait_for_url(f"{live_server.url}/accounts/login/")
+    # Signed out at the provider as well: signing in asks for the login again.
+    page.get_by_role("link", name="Sign in with Acme ID").click()
+    page.wait_for_selector("input[name=login]")
