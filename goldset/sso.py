@@ -237,11 +237,14 @@ class SignOnBackend(OIDCAuthenticationBackend):
         except SignOnRefused as refused:
             _remember(request, refused.reason, refused.detail)
         except requests.RequestException as error:
-            response = getattr(error, "response", None)
-            where = response.url.split("?")[0] if response is not None else type(error).__name__
-            status = f" answered {response.status_code}" if response is not None else " did not answer"
-            _remember(request, "provider", f"{where}{status}")
-        except SuspiciousOperation as error:
+            response, asked = error.response, error.request
+            if response is not None:
+                detail = f"{response.url.split('?')[0]} answered {response.status_code}"
+            else:
+                where = asked.url.split("?")[0] if asked is not None and asked.url else "the provider"
+                detail = f"{where} did not answer ({type(error).__name__})"
+            _remember(request, "provider", detail)
+        except (SuspiciousOperation, jwt.PyJWTError) as error:
             _remember(request, "token", str(error))
         return None
 
@@ -257,8 +260,11 @@ class SignOnBackend(OIDCAuthenticationBackend):
             raise SignOnRefused("signature", f"the id token is signed with {header.get('alg')!r}, not {self.OIDC_RP_SIGN_ALGO}")
         try:
             key = self.retrieve_matching_jwk(token)
-        except SuspiciousOperation:
-            raise SignOnRefused("signature", f"no key of the provider's JWKS has the id token's key id {header.get('kid')!r}") from None
+        except (SuspiciousOperation, KeyError, TypeError, jwt.PyJWTError):
+            # No key with the token's kid and alg, or a JWKS (or key) of the wrong shape.
+            raise SignOnRefused(
+                "signature", f"no usable key of the provider's JWKS has the id token's key id {header.get('kid')!r}"
+            ) from None
         try:
             payload = jwt.decode(
                 token,

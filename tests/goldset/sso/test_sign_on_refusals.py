@@ -5,6 +5,7 @@ a provider error and a cancelled sign-in are each refused: nobody is signed in, 
 failure page says why."""
 
 import re
+import socket
 from urllib.parse import urljoin
 
 import pytest
@@ -104,7 +105,20 @@ def test_an_error_of_the_provider_is_refused(live_server, oidc_provider, sign_on
     sign_on_settings(provider, OIDC_RP_CLIENT_SECRET="not-the-secret")
     session, done = sign_in(live_server)
     assert_refused(session, done, live_server, "The sign-in provider did not answer as expected", "provider")
+    assert f"{provider.discovery['token_endpoint']} answered 401" in done.text
     assert "not-the-secret" not in done.text
+
+
+def test_a_provider_that_does_not_answer_is_refused(live_server, oidc_provider, sign_on_settings, acme):
+    """The token endpoint is a port nobody listens on."""
+    provider = oidc_provider(f"{live_server.url}/oidc/callback/")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/token"
+    sign_on_settings(provider, OIDC_OP_TOKEN_ENDPOINT=dead)
+    session, done = sign_in(live_server)
+    assert_refused(session, done, live_server, "The sign-in provider did not answer as expected", "provider")
+    assert f"{dead} did not answer (ConnectionError)" in done.text
 
 
 def test_a_cancelled_sign_in_is_refused(live_server, oidc_provider, sign_on_settings, acme):
