@@ -106,7 +106,6 @@ const provider = new Provider(issuer, {
   // Cookies are stamped with the provider's clock: a day's life keeps them alive in the
   // browser through a --clock-offset of a few hours.
   ttl: { Interaction: 24 * 3600, Session: 14 * 24 * 3600, Grant: 14 * 24 * 3600 },
-  pkce: { required: () => false },
 });
 
 if (args['serve-foreign-jwks']) {
