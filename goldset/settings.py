@@ -9,6 +9,7 @@ checks a deployment needs.
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 import dj_database_url
 from csp.constants import NONE as CSP_NONE
@@ -192,8 +193,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username
 # from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES, whatever password
 # comes next; a success before the limit clears the count. Keyed on the pair, so a
-# stranger guessing from elsewhere cannot lock a colleague out of their own desk.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# stranger guessing from elsewhere cannot lock a colleague out of their own desk. Its backend
+# comes first in AUTHENTICATION_BACKENDS (the single sign-on block below).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -208,6 +209,119 @@ AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Single sign-on: OpenID Connect (goldset.sso, through mozilla-django-oidc) -------------
+#
+# Off while OIDC_RP_CLIENT_ID is unset: then nothing below changes how Goldset signs people
+# in. On, the login page offers "Sign in with OIDC_PROVIDER_NAME"; people are made on their
+# first sign-in and placed in teams by their groups claim (OIDC_GROUP_ROLES). docs/sso.md
+# says what each variable is for.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+SSO_ENABLED = bool(OIDC_RP_CLIENT_ID)
+# The provider's issuer, exactly as its id tokens say it (`iss`) and as its discovery
+# document (ISSUER/.well-known/openid-configuration) names it; the four endpoints below are
+# copied from that document, so that a start never depends on the provider answering.
+OIDC_OP_ISSUER = env_str("OIDC_OP_ISSUER")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+# Optional: the provider's end_session_endpoint. Signing out of Goldset then signs out of
+# the provider too, and comes back to Goldset's login page.
+OIDC_OP_LOGOUT_ENDPOINT = env_str("OIDC_OP_LOGOUT_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_USERNAME_CLAIM = env_str("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+# Seconds of clock difference with the provider that an id token's exp and iat may show.
+OIDC_CLOCK_LEEWAY = env_int("OIDC_CLOCK_LEEWAY", 60)
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+# false: no password form, and no password accepted (the admin's login included), while
+# single sign-on is on. With it off, passwords are the only way in and stay on.
+GOLDSET_LOCAL_PASSWORDS = env_bool("GOLDSET_LOCAL_PASSWORDS", True)
+
+
+def oidc_group_roles(raw: str) -> list[tuple[str, str, str]]:
+    """OIDC_GROUP_ROLES read into (group, target, role) rows: `GROUP=ORG/TEAM:ROLE` gives
+    a team role (annotator, adjudicator, manager), `GROUP=ORG:admin` makes an organisation
+    admin; entries are comma separated and a group may be named more than once. A malformed
+    entry stops the start, naming it. Whether the teams exist is asked at each sign-in
+    (goldset.sso): a team made later starts working without a restart."""
+    rows = []
+    for entry in (part.strip() for part in raw.split(",")):
+        if not entry:
+            continue
+        group, equals, grant = entry.partition("=")
+        target, colon, role = grant.strip().rpartition(":")
+        group, target, role = group.strip(), target.strip(), role.strip()
+        organisation, slash, team = target.partition("/")
+        if not (equals and colon and group and organisation):
+            raise ImproperlyConfigured(f"OIDC_GROUP_ROLES: {entry!r} is not GROUP=ORG/TEAM:ROLE or GROUP=ORG:admin")
+        if slash and (not team or "/" in team or role not in ("annotator", "adjudicator", "manager")):
+            raise ImproperlyConfigured(f"OIDC_GROUP_ROLES: {entry!r}: a team role is ORG/TEAM:annotator, :adjudicator or :manager")
+        if not slash and role != "admin":
+            raise ImproperlyConfigured(f"OIDC_GROUP_ROLES: {entry!r}: an organisation takes the role admin only (ORG:admin)")
+        rows.append((group, target, role))
+    return rows
+
+
+OIDC_GROUP_ROLES = oidc_group_roles(env_str("OIDC_GROUP_ROLES"))
+
+if SSO_ENABLED:
+    _missing = [
+        name
+        for name in (
+            "OIDC_RP_CLIENT_SECRET",
+            "OIDC_OP_ISSUER",
+            "OIDC_OP_AUTHORIZATION_ENDPOINT",
+            "OIDC_OP_TOKEN_ENDPOINT",
+            "OIDC_OP_USER_ENDPOINT",
+            "OIDC_OP_JWKS_ENDPOINT",
+        )
+        if not globals()[name]
+    ]
+    if _missing:
+        raise ImproperlyConfigured(f"OIDC_RP_CLIENT_ID is set, so single sign-on needs {', '.join(_missing)} too (docs/sso.md)")
+    if OIDC_RP_SIGN_ALGO != "RS256":
+        raise ImproperlyConfigured(f"OIDC_RP_SIGN_ALGO={OIDC_RP_SIGN_ALGO!r}: Goldset verifies RS256 id tokens only")
+elif not GOLDSET_LOCAL_PASSWORDS:
+    raise ImproperlyConfigured("GOLDSET_LOCAL_PASSWORDS=false needs single sign-on (OIDC_RP_CLIENT_ID): nobody could sign in")
+
+# After axes's check: passwords go through goldset.sso.PasswordBackend (Django's, refusing every password while
+# GOLDSET_LOCAL_PASSWORDS is false); single sign-on through goldset.sso.SignOnBackend.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "goldset.sso.PasswordBackend",
+    *(["goldset.sso.SignOnBackend"] if SSO_ENABLED else []),
+]
+# A refused sign-on is not a guessed password: axes neither counts it nor locks anyone out
+# for it (five refusals from an office's address would otherwise lock everyone there out).
+AXES_WHITELIST_CALLABLE = "goldset.sso.axes_passes_sign_on"
+# mozilla-django-oidc's own settings, fixed: the code flow with PKCE and a nonce, the views
+# of goldset.sso (which 404 while single sign-on is off and name the reason of a failure).
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_CREATE_USER = True
+OIDC_TIMEOUT = 10
+OIDC_CALLBACK_CLASS = "goldset.sso.SignOnCallbackView"
+OIDC_AUTHENTICATE_CLASS = "goldset.sso.SignOnStartView"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/sign-on-failed/"
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("goldset.sso.sign_on")
+
+
+def oidc_sign_out(endpoint: str, client_id: str, site_url: str) -> tuple[str, str]:
+    """Where logging out sends people when the provider has an end-session endpoint (it
+    signs them out there and sends them back to the login page), and that endpoint's origin,
+    which the form-action policy must allow: browsers hold the logout form's redirect to it."""
+    back = site_url.rstrip("/") + "/accounts/login/"
+    url = f"{endpoint}?{urlencode({'client_id': client_id, 'post_logout_redirect_uri': back})}"
+    return url, urlsplit(endpoint)._replace(path="", query="", fragment="").geturl()
+
+
+if SSO_ENABLED and OIDC_OP_LOGOUT_ENDPOINT:
+    LOGOUT_REDIRECT_URL, _origin = oidc_sign_out(OIDC_OP_LOGOUT_ENDPOINT, OIDC_RP_CLIENT_ID, env_str("SITE_URL", "http://localhost:8000"))
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(_origin)
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"

@@ -4,7 +4,7 @@ from django.urls import include, path
 
 from goldenset import team_views
 from goldenset import views as goldenset_views
-from goldset import health, metrics, today
+from goldset import health, metrics, sso, today
 
 urlpatterns = [
     # Operations: no login, no session (goldset.health, goldset.metrics).
@@ -45,6 +45,10 @@ urlpatterns = [
     path("", include("traffic.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (goldset.sso): mozilla-django-oidc's start, callback and logout, which
+    # answer 404 while it is off, and the page a refused sign-in lands on.
+    path("oidc/", include("mozilla_django_oidc.urls")),
+    path("accounts/sign-on-failed/", sso.sso_failed, name="sso_failed"),
     # Every user changes their own password, and resets a forgotten one by email; the
     # templates are templates/registration/password_*.html.
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),

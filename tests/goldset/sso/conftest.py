@@ -1,0 +1,138 @@
+"""A real OpenID Connect provider for the single sign-on tests: tests/support/oidc/provider.mjs
+(panva's oidc-provider, installed by `make setup` with npm ci) run by node on a free port.
+
+`oidc_provider(redirect_uri, **options)` starts one, waits for its discovery document and
+stops it after the test; `sign_on_settings(provider, ...)` points Goldset at it. Without node
+or the provider's node_modules, the tests that need it skip, saying which is missing.
+"""
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from goldset.settings import oidc_group_roles
+
+PROVIDER_DIR = Path(__file__).resolve().parents[2] / "support" / "oidc"
+CLIENT_ID = "goldset"
+CLIENT_SECRET = "goldset-test-secret"
+# Ada manages the search team's sets; the ads team's are not hers.
+USERS = {
+    "ada": {"email": "ada@example.com", "given_name": "Ada", "family_name": "Lovelace", "groups": ["search-eng", "staff"]},
+    "bob": {"email": "bob@example.com", "groups": ["nobody-maps-this"]},
+}
+GROUP_ROLES = "search-eng=acme/search:manager,search-judges=acme/search:annotator,ads-eng=acme/ads:manager,acme-admins=acme:admin"
+
+
+@dataclass
+class Provider:
+    issuer: str
+    discovery: dict
+    process: subprocess.Popen
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def oidc_provider():
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("single sign-on tests need node (apt-get install -y nodejs)")
+    if not (PROVIDER_DIR / "node_modules" / "oidc-provider").is_dir():
+        pytest.skip(f"single sign-on tests need the provider's packages: npm ci in {PROVIDER_DIR} (make setup does it)")
+    started: list[subprocess.Popen] = []
+
+    def start(
+        redirect_uri: str, *, users: dict | None = None, clock_offset: int = 0, foreign_jwks: bool = False, post_logout_uri: str = ""
+    ) -> Provider:
+        port = _free_port()
+        command = [
+            node,
+            "provider.mjs",
+            f"--port={port}",
+            f"--client-id={CLIENT_ID}",
+            f"--client-secret={CLIENT_SECRET}",
+            f"--redirect-uri={redirect_uri}",
+            f"--users={json.dumps(users or USERS)}",
+            f"--clock-offset={clock_offset}",
+        ]
+        if foreign_jwks:
+            command.append("--serve-foreign-jwks")
+        if post_logout_uri:
+            command.append(f"--post-logout-redirect-uri={post_logout_uri}")
+        process = subprocess.Popen(command, cwd=PROVIDER_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        started.append(process)
+        issuer = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"the OIDC provider exited: {process.stdout.read()}")
+            try:
+                discovery = requests.get(f"{issuer}/.well-known/openid-configuration", timeout=1).json()
+                return Provider(issuer=issuer, discovery=discovery, process=process)
+            except requests.RequestException:
+                if time.monotonic() > deadline:
+                    raise AssertionError("the OIDC provider did not answer in 20 s") from None
+                time.sleep(0.1)
+
+    yield start
+    for process in started:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        process.stdout.close()
+
+
+@pytest.fixture
+def sign_on_settings(settings):
+    """Goldset signing on through `provider`, as the OIDC_* variables would set it."""
+
+    def point_at(provider: Provider, **overrides) -> None:
+        d = provider.discovery
+        values = {
+            "OIDC_RP_CLIENT_ID": CLIENT_ID,
+            "OIDC_RP_CLIENT_SECRET": CLIENT_SECRET,
+            "SSO_ENABLED": True,
+            "OIDC_OP_ISSUER": d["issuer"],
+            "OIDC_OP_AUTHORIZATION_ENDPOINT": d["authorization_endpoint"],
+            "OIDC_OP_TOKEN_ENDPOINT": d["token_endpoint"],
+            "OIDC_OP_USER_ENDPOINT": d["userinfo_endpoint"],
+            "OIDC_OP_JWKS_ENDPOINT": d["jwks_uri"],
+            "OIDC_RP_SCOPES": "openid email profile groups",
+            "OIDC_PROVIDER_NAME": "Acme ID",
+            "OIDC_GROUP_ROLES": oidc_group_roles(GROUP_ROLES),
+            "AUTHENTICATION_BACKENDS": ["axes.backends.AxesStandaloneBackend", "goldset.sso.PasswordBackend", "goldset.sso.SignOnBackend"],
+        }
+        values.update(overrides)
+        for name, value in values.items():
+            setattr(settings, name, value)
+
+    return point_at
+
+
+@pytest.fixture
+def acme(db):
+    """Organisation acme with teams search and ads, a set in each."""
+    from goldenset.models import default_grade_scale
+    from goldenset.services import GoldenSetSource, golden_set_create
+    from goldenset.teams import organisation_create, team_create
+    from tests.support.factories import pages, queries
+
+    organisation = organisation_create(slug="acme", name="Acme")
+    teams = {slug: team_create(organisation=organisation, slug=slug, name=slug.title()) for slug in ("search", "ads")}
+    for slug, team in teams.items():
+        source = GoldenSetSource(pages=pages("d1", "d2"), queries=queries("q1"), qrels={("q1", "d1"): 1}, grade_scale=default_grade_scale())
+        golden_set_create(slug=f"{slug}-set", name=f"{slug.title()} set", source=source, team=team)
+    return organisation, teams
