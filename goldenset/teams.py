@@ -106,9 +106,11 @@ def organisation_create(*, slug: str, name: str, by: AbstractBaseUser | None = N
 
 
 def organisation_member_set(
-    *, organisation: Organisation, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None
+    *, organisation: Organisation, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None, from_sso: bool = False
 ) -> OrganisationMembership:
-    """Make `user` a member or an admin of the organisation."""
+    """Make `user` a member or an admin of the organisation (`from_sso`: as single sign-on's
+    groups say, which a later sign-in may take back). A person's change keeps the organisation
+    an admin; single sign-on's does not wait for one (the groups decide, and staff remain)."""
     if role not in OrganisationMembership.Role.values:
         raise GoldsetError(
             f"unknown organisation role {role!r}; choose one of {', '.join(OrganisationMembership.Role.values)}", field="role"
@@ -116,11 +118,15 @@ def organisation_member_set(
     with transaction.atomic():
         membership = OrganisationMembership.objects.select_for_update().filter(user=user, organisation=organisation).first()
         before = membership.role if membership else None
+        if not from_sso and before == OrganisationMembership.Role.ADMIN and role != before and _admins(organisation).count() == 1:
+            raise GoldsetError(
+                f"{user.get_username()} is the last admin of {organisation.slug!r}: make someone else admin first", field="role"
+            )
         if membership is None:
-            membership = OrganisationMembership.objects.create(user=user, organisation=organisation, role=role)
+            membership = OrganisationMembership.objects.create(user=user, organisation=organisation, role=role, from_sso=from_sso)
         elif membership.role != role:
-            membership.role = role
-            membership.save(update_fields=["role"])
+            membership.role, membership.from_sso = role, from_sso
+            membership.save(update_fields=["role", "from_sso"])
         if before != role:
             audit_record(
                 organisation=organisation,
@@ -128,7 +134,7 @@ def organisation_member_set(
                 action="organisation.member",
                 obj=user,
                 before={"role": before} if before else {},
-                after={"role": role},
+                after={"role": role, **({"from": "single sign-on"} if from_sso else {})},
             )
     roles_forget(user)
     return membership

@@ -12,6 +12,7 @@ one of FAILURES, to a page that says it in words (templates/registration/sso_fai
 
 import logging
 import re
+from functools import wraps
 
 import jwt
 import requests
@@ -120,6 +121,19 @@ def local_passwords_allowed() -> bool:
     return settings.GOLDSET_LOCAL_PASSWORDS or not settings.SSO_ENABLED
 
 
+def local_passwords_only(view):
+    """A password page (change, reset) answers 404 while passwords are switched off: a
+    password set there could not sign anyone in."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args, **kwargs):
+        if not local_passwords_allowed():
+            raise Http404("passwords are switched off: sign in with single sign-on")
+        return view(request, *args, **kwargs)
+
+    return guarded
+
+
 def sign_on(request: HttpRequest) -> dict:
     """Context processor: what the login page offers."""
     return {
@@ -185,9 +199,9 @@ def roles_sync(*, user: AbstractBaseUser, groups: list[str]) -> None:
     """Give `user` the team roles and organisation admin that OIDC_GROUP_ROLES maps `groups`
     to, and take back those single sign-on gave before that the groups no longer name.
 
-    Team roles granted by hand stay (goldenset.teams.team_roles_sync). Organisation admin has
-    no such mark, so for an organisation the mapping makes admins of, the claims decide: an
-    admin whose groups no longer name it is made a member again. A team or organisation the
+    Team roles and admin roles granted by hand stay (goldenset.teams.team_roles_sync, and
+    OrganisationMembership.from_sso): an admin single sign-on made whose groups no longer name
+    it is made a member again. A team or organisation the
     mapping names that does not exist is skipped and logged at each sign-in (it may be made
     later, by someone signing in through this very mapping).
     """
@@ -212,16 +226,18 @@ def roles_sync(*, user: AbstractBaseUser, groups: list[str]) -> None:
         organisations = {o.slug: o for o in Organisation.objects.filter(slug__in=admin_managed)}
         for slug in sorted(admin_managed - set(organisations)):
             log.warning("OIDC_GROUP_ROLES makes admins of organisation %r, which does not exist: skipped", slug)
-        held = dict(
-            OrganisationMembership.objects.filter(user=user, organisation__in=organisations.values()).values_list(
-                "organisation__slug", "role"
-            )
-        )
+        held = {
+            slug: (role, from_sso)
+            for slug, role, from_sso in OrganisationMembership.objects.filter(
+                user=user, organisation__in=organisations.values()
+            ).values_list("organisation__slug", "role", "from_sso")
+        }
         for slug, organisation in organisations.items():
-            if slug in admin_of and held.get(slug) != OrganisationMembership.Role.ADMIN:
-                organisation_member_set(organisation=organisation, user=user, role=OrganisationMembership.Role.ADMIN)
-            elif slug not in admin_of and held.get(slug) == OrganisationMembership.Role.ADMIN:
-                organisation_member_set(organisation=organisation, user=user, role=OrganisationMembership.Role.MEMBER)
+            role, from_sso = held.get(slug, (None, False))
+            if slug in admin_of and role != OrganisationMembership.Role.ADMIN:
+                organisation_member_set(organisation=organisation, user=user, role=OrganisationMembership.Role.ADMIN, from_sso=True)
+            elif slug not in admin_of and role == OrganisationMembership.Role.ADMIN and from_sso:
+                organisation_member_set(organisation=organisation, user=user, role=OrganisationMembership.Role.MEMBER, from_sso=True)
 
 
 # --- the backend ---------------------------------------------------------------------

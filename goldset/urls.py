@@ -50,13 +50,21 @@ urlpatterns = [
     path("oidc/", include("mozilla_django_oidc.urls")),
     path("accounts/sign-on-failed/", sso.sso_failed, name="sso_failed"),
     # Every user changes their own password, and resets a forgotten one by email; the
-    # templates are templates/registration/password_*.html.
-    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
-    path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
-    path("accounts/password/reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
-    path("accounts/password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
-    path("accounts/password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
-    path("accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    # templates are templates/registration/password_*.html. Not while passwords are off.
+    path("accounts/password/", sso.local_passwords_only(auth_views.PasswordChangeView.as_view()), name="password_change"),
+    path("accounts/password/done/", sso.local_passwords_only(auth_views.PasswordChangeDoneView.as_view()), name="password_change_done"),
+    path("accounts/password/reset/", sso.local_passwords_only(auth_views.PasswordResetView.as_view()), name="password_reset"),
+    path("accounts/password/reset/sent/", sso.local_passwords_only(auth_views.PasswordResetDoneView.as_view()), name="password_reset_done"),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        sso.local_passwords_only(auth_views.PasswordResetConfirmView.as_view()),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/password/reset/done/",
+        sso.local_passwords_only(auth_views.PasswordResetCompleteView.as_view()),
+        name="password_reset_complete",
+    ),
     path("admin/", admin.site.urls),
 ]
 

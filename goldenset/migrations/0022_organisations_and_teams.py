@@ -143,6 +143,7 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("role", models.CharField(choices=[("member", "Member"), ("admin", "Admin")], default="member", max_length=20)),
+                ("from_sso", models.BooleanField(default=False)),
                 ("created_at", models.DateTimeField(auto_now_add=True)),
                 (
                     "organisation",

@@ -48,6 +48,9 @@ class OrganisationMembership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="organisation_memberships")
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
+    # The role was given by single sign-on's groups (goldset.sso): the next sign-in takes an
+    # admin role back when the groups stop naming it; a role an admin gave by hand stays.
+    from_sso = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from goldenset.models import OrganisationMembership, TeamMembership
 from goldenset.selectors import golden_sets_for
-from goldenset.teams import team_grant
+from goldenset.teams import organisation_member_set, team_grant
 from goldset.settings import oidc_group_roles
 from goldset.sso import SignOnBackend, SignOnRefused, unique_username
 
@@ -184,3 +184,11 @@ def test_the_mapping_reads_team_roles_and_admins():
 def test_the_failure_page_without_a_reason_says_so_plainly(db):
     page = Client().get(reverse("sso_failed"))
     assert page.status_code == 200 and "The sign-in did not work" in page.content.decode()
+
+
+def test_an_admin_made_by_hand_stays_admin_when_the_groups_do_not_name_it(sso, acme):
+    organisation, _ = acme
+    user = sign_in(sso, claims(groups=[]))
+    organisation_member_set(organisation=organisation, user=user, role="admin")
+    sign_in(sso, claims(groups=["search-eng"]))
+    assert OrganisationMembership.objects.get(user=user, organisation=organisation).role == "admin"

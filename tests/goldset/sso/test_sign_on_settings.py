@@ -45,3 +45,20 @@ def test_a_whole_configuration_starts_with_the_sign_on_backend():
     done = run_manage("shell", "-c", script, OIDC_RP_CLIENT_ID="goldset", OIDC_RP_CLIENT_SECRET="s", **ENDPOINTS)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == ["goldset.sso.SignOnBackend", "True"]
+
+
+@pytest.mark.django_db
+def test_password_pages_answer_404_while_passwords_are_off(client, settings, django_user_model):
+    """With single sign-on on and local passwords off, a password set on a reset page could
+    sign nobody in: the pages are gone, and the header offers no Password link."""
+    settings.SSO_ENABLED, settings.GOLDSET_LOCAL_PASSWORDS = True, False
+    for url in ("/accounts/password/", "/accounts/password/reset/", "/accounts/password/reset/done/"):
+        assert client.get(url).status_code in (302, 404), url  # the change page asks for a sign-in first
+    user = django_user_model.objects.create_user(username="sso-user")
+    user.set_unusable_password()
+    user.save()
+    client.force_login(user)
+    assert client.get("/accounts/password/").status_code == 404
+    assert b">Password</a>" not in client.get("/orgs/").content
+    settings.GOLDSET_LOCAL_PASSWORDS = True
+    assert client.get("/accounts/password/reset/").status_code == 200
