@@ -322,7 +322,7 @@ def _team_b_extras(golden_set: GoldenSet, manager) -> dict:
     try_state = try_start(endpoint=endpoint, user_id=manager.pk, query_id="probe", query="q", k=3, now=time.time())
     return {
         "run": run,
-        "version": version,
+        "version": golden_set.versions.get(number=1),  # the version of the model fill
         "query": query,
         "page": Page.objects.get(corpus=golden_set.corpus, doc_id="d1a"),
         "endpoint": endpoint,
