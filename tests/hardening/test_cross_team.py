@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
+from goldenset.models import Corpus, GoldenSet
 from tests.goldset.site import B_NAME, CrossTeamSite, cross_team_site
 
 # Patterns the walk leaves out, each with why. Everything else is walked, and a pattern
@@ -156,9 +157,23 @@ def filled(pattern: Pattern, site: CrossTeamSite, *, slug: str | None = None) ->
 
 # What a form might carry: enough for any view to get past its form to its writes, were
 # its access check missing. Ids are team B's.
-def form_body(site: CrossTeamSite) -> dict[str, str]:
+def form_body(site: CrossTeamSite, *, api: bool = False) -> dict[str, str]:
+    """Fields by the names the forms and the API's bodies use, B's ids in each (an endpoint
+    by pk for the pages' choice fields, by name for the API)."""
     o = site.objects
     return {
+        "a": str(o["run"].pk),
+        "b": str(o["run"].pk),
+        "pool": str(o["task"].pool_id),
+        "generator": str(o["experiment"].generator_id),
+        "judge": str(o["experiment"].judge_id),
+        "experiment": str(o["experiment"].pk),
+        "chunking": B_NAME,
+        "tag": B_NAME,
+        "series": o["endpoint"].series.name,
+        "model": "judge-7b",
+        "sample_size": "2",
+        "seed": "1",
         "name": "walked",
         "note": "walked",
         "role": "manager",
@@ -174,7 +189,7 @@ def form_body(site: CrossTeamSite) -> dict[str, str]:
         "query": o["query"].query_id,
         "query_id": o["query"].query_id,
         "doc_id": "d1a",
-        "endpoint": o["endpoint"].name,
+        "endpoint": o["endpoint"].name if api else str(o["endpoint"].pk),
         "system": "walked",
         "stage": "first_stage",
         "preset": "goldset",
@@ -205,6 +220,42 @@ def row_counts() -> dict[str, int]:
     with connection.cursor() as cursor:
         cursor.execute(sql)
         return dict(zip(tables, cursor.fetchone()))
+
+
+def maximum_ids() -> dict[type, int]:
+    """The largest id of every model with an integer key: the rows made after are above it."""
+    found = {}
+    for model in apps.get_models(include_auto_created=True):
+        if model._meta.managed and not model._meta.proxy and model._meta.pk.get_internal_type() in ("AutoField", "BigAutoField"):
+            found[model] = model._base_manager.order_by("-pk").values_list("pk", flat=True).first() or 0
+    return found
+
+
+def rows_of(site: CrossTeamSite) -> set[tuple[type, int]]:
+    """(model, id) of every row of team B's set and corpus, for the references check."""
+    rows = {(GoldenSet, site.golden_set.pk), (Corpus, site.golden_set.corpus_id)}
+    for model in apps.get_models():
+        for field in model._meta.concrete_fields:
+            if field.is_relation and field.related_model in (GoldenSet, Corpus) and model not in (GoldenSet, Corpus):
+                owner = site.golden_set.pk if field.related_model is GoldenSet else site.golden_set.corpus_id
+                rows |= {(model, pk) for pk in model._base_manager.filter(**{field.attname: owner}).values_list("pk", flat=True)}
+    return rows
+
+
+def references(since: dict[type, int], theirs: set[tuple[type, int]]) -> list[str]:
+    """The rows made after `since` (maximum_ids) that point at one of `theirs`."""
+    found = []
+    for model, last in since.items():
+        relations = [f for f in model._meta.concrete_fields if f.is_relation and f.related_model not in (GoldenSet, Corpus)]
+        if not relations:
+            continue
+        for row in model._base_manager.filter(pk__gt=last).values("pk", *(f.attname for f in relations)):
+            found += [
+                f"{model.__name__} {row['pk']}.{f.name} -> {f.related_model.__name__} {row[f.attname]}"
+                for f in relations
+                if (f.related_model, row[f.attname]) in theirs
+            ]
+    return found
 
 
 # Columns a refused request may still change: the session's and the token's last use.
@@ -343,6 +394,21 @@ def test_an_outsider_of_team_b_sees_and_writes_nothing_of_it_on_any_page(site, o
                 counts = now
     assert problems == [], "\n".join(problems)
     assert changed(before, contents()) == [], "a refused request changed rows in place"
+
+
+@pytest.mark.parametrize("outsider", ["alpha_manager", "globex_admin"])
+def test_an_outsider_s_own_forms_take_nothing_of_team_b_by_id(site, outsider):
+    """POST every form of the outsider's own set (the patterns with no id) with B's ids in
+    its fields (?run=, pool, generator, endpoint...): what it writes in the outsider's set
+    points at no row of B's (a pool of B's run, an experiment with B's generator)."""
+    client = _client(site.people[outsider])
+    own = site.sets[outsider]
+    theirs, since = rows_of(site), maximum_ids()
+    body = form_body(site)
+    for pattern in patterns():
+        if pattern.parameters == ("slug",):
+            client.post(filled(pattern, site, slug=own.slug), body)
+    assert references(since, theirs) == []
 
 
 def test_team_b_s_own_manager_reaches_most_of_the_walked_pages(site):

@@ -13,7 +13,18 @@ from django.test import Client
 from api.services import api_token_create
 from goldenset.selectors import golden_sets_for
 from tests.api import client_for
-from tests.hardening.test_cross_team import FILLERS, changed, contents, form_body, leaked_markers, row_counts, site  # noqa: F401 - site is a fixture
+from tests.hardening.test_cross_team import (
+    FILLERS,
+    changed,
+    contents,
+    form_body,
+    leaked_markers,
+    maximum_ids,
+    references,
+    row_counts,
+    rows_of,
+    site,  # noqa: F401 - a fixture
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +77,7 @@ def test_an_outsider_s_token_reaches_nothing_of_team_b_through_any_operation(sit
     own = site.sets[outsider]
     _, secret = api_token_create(owner=user, scope="write", golden_set=own if own_set_only else None, name="walk")
     client = client_for(secret)
-    body = form_body(site)
+    body = form_body(site, api=True)
     problems = []
     counts, before = row_counts(), contents()
     for method, path in operations:
@@ -90,6 +101,22 @@ def test_an_outsider_s_token_reaches_nothing_of_team_b_through_any_operation(sit
     listed = client.get("/api/v1/golden-sets/").json()["results"]
     may_read = {own.slug} if own_set_only else set(golden_sets_for(user).values_list("slug", flat=True))
     assert {entry["slug"] for entry in listed} == may_read and site.golden_set.slug not in may_read
+
+
+@pytest.mark.parametrize("outsider", ["alpha_manager", "globex_admin"])
+def test_an_outsider_s_writes_to_their_own_set_take_nothing_of_team_b_by_id(site, operations, outsider):
+    """Every write of the outsider's own set that names no id in its path, sent with B's ids
+    and names in its body (a run, an endpoint, a pool, a generator): what it writes points at
+    no row of B's."""
+    own = site.sets[outsider]
+    _, secret = api_token_create(owner=site.people[outsider], scope="write", golden_set=own, name="walk")
+    client = client_for(secret)
+    theirs, since = rows_of(site), maximum_ids()
+    body = form_body(site, api=True)
+    for method, path in operations:
+        if method != "get" and _PARAMETER.findall(path) == ["slug"]:
+            _call(client, method, _filled(path, site, slug=own.slug), body)
+    assert references(since, theirs) == []
 
 
 def test_team_b_s_own_token_reaches_most_of_its_operations(site, operations):
