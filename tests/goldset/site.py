@@ -214,6 +214,7 @@ def _oracle_experiment(golden_set, people) -> None:
 # What only team B's pages may show: an outsider's page that holds one of them leaked it.
 B_SET_NAME = "Zanzibar Beta Ledger"
 B_QUERY_TEXT = "marmalade quokka orbit"
+B_PAGE_TITLE = "Quillwort beta handbook"
 B_RUN_NAME = "heron-7 hybrid"
 B_ENDPOINT_URL = "http://127.0.0.1:9/beta-secret-search"
 # One name for B's endpoint, tag and chunking: the routes call each of them `name`.
@@ -243,10 +244,10 @@ def cross_team_site() -> CrossTeamSite:
     own whose query ids, version numbers and names differ from B's, so that B's keys under
     their slug can only be B's (the IDOR walk)."""
     user_model = get_user_model()
-    people = {
-        name: user_model.objects.create_user(username=name, password="pw-" + name)
-        for name in ("manager", "adjudicator", "annotator", "alpha_manager", "gamma_manager", "globex_admin", "acme_member")
-    }
+    # B's people by role, their usernames marked as B's (an outsider's page that names them leaked them).
+    usernames = {role: f"beta_{role}" for role in ("manager", "adjudicator", "annotator")}
+    usernames.update((name, name) for name in ("alpha_manager", "gamma_manager", "globex_admin", "acme_member"))
+    people = {key: user_model.objects.create_user(username=name, password="pw-" + name) for key, name in usernames.items()}
     acme = organisation_create(slug="acme", name="Acme")
     globex = organisation_create(slug="globex", name="Globex")
     beta = team_create(organisation=acme, slug="beta", name="Beta")
@@ -267,7 +268,7 @@ def cross_team_site() -> CrossTeamSite:
         "globex_admin": _outsiders_set("globex-set", gamma),
     }
     objects = _team_b_extras(golden_set, people["manager"])
-    markers = [B_SET_NAME, B_QUERY_TEXT, B_RUN_NAME, B_ENDPOINT_URL, objects["token"].prefix]
+    markers = [B_SET_NAME, B_QUERY_TEXT, B_PAGE_TITLE, B_RUN_NAME, B_ENDPOINT_URL, objects["token"].prefix, "beta_adjudicator"]
     return CrossTeamSite(acme, beta, golden_set, people, sets, objects, markers)
 
 
@@ -287,6 +288,7 @@ def _team_b_extras(golden_set: GoldenSet, manager) -> dict:
     golden_set.refresh_from_db()
     query = Query.objects.get(golden_set=golden_set, query_id="q1")
     Query.objects.filter(pk=query.pk).update(text=B_QUERY_TEXT)
+    Page.objects.filter(corpus=golden_set.corpus, doc_id="d1a").update(title=B_PAGE_TITLE)
     run = Run.objects.filter(golden_set=golden_set, archived_at=None).order_by("pk").first()
     Run.objects.filter(pk=run.pk).update(name=B_RUN_NAME)
     version = golden_set.latest_version()
