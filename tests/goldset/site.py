@@ -268,7 +268,15 @@ def cross_team_site() -> CrossTeamSite:
         "globex_admin": _outsiders_set("globex-set", gamma),
     }
     objects = _team_b_extras(golden_set, people["manager"])
-    markers = [B_SET_NAME, B_QUERY_TEXT, B_PAGE_TITLE, B_RUN_NAME, B_ENDPOINT_URL, objects["token"].prefix, "beta_adjudicator"]
+    markers = [
+        B_SET_NAME,
+        B_QUERY_TEXT,
+        B_PAGE_TITLE,
+        B_RUN_NAME,
+        B_ENDPOINT_URL,
+        objects["token"].prefix,
+        *(people[role].username for role in ("manager", "adjudicator", "annotator")),
+    ]
     return CrossTeamSite(acme, beta, golden_set, people, sets, objects, markers)
 
 

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
-from goldenset.models import Corpus, GoldenSet
+from goldenset.models import Corpus, GoldenSet, OrganisationMembership
 from tests.goldset.site import B_NAME, CrossTeamSite, cross_team_site
 
 # Patterns the walk leaves out, each with why. Everything else is walked, and a pattern
@@ -138,21 +138,48 @@ FILLERS: dict[str, Callable[[CrossTeamSite, str, str], str]] = {
 }
 
 
-def filled(pattern: Pattern, site: CrossTeamSite, *, slug: str | None = None) -> str:
-    """The pattern's URL with team B's values (and `slug` for the set's, when given). Raises
-    LookupError naming a parameter no filler knows, and AssertionError when the URL does not
-    resolve back to the pattern (a filler that made another route's URL)."""
+def filled(pattern: Pattern, site: CrossTeamSite, *, own: dict[str, str] | None = None) -> str:
+    """The pattern's URL with team B's values, but the outsider's `own` ones where given
+    ({"slug": their set's, "org_slug": their organisation's}). Raises LookupError naming a
+    parameter no filler knows, and AssertionError when the URL does not resolve back to the
+    pattern (a filler that made another route's URL)."""
     values = {}
     for parameter in pattern.parameters:
         if parameter not in FILLERS:
             raise LookupError(f"no filler for the parameter {parameter!r} of {pattern.route} (add one to FILLERS)")
         values[parameter] = FILLERS[parameter](site, pattern.route, parameter)
-    if slug is not None and "slug" in values:
-        values["slug"] = slug
+    values.update((key, value) for key, value in (own or {}).items() if key in values)
     url = pattern.url(values)
     match = resolve(url)
     assert match.func == pattern.callback and match.url_name == pattern.name, f"{url} resolves to {match.view_name}, not {pattern.route}"
     return url
+
+
+def walked_urls(pattern: Pattern, site: CrossTeamSite, outsider: str) -> tuple[list[str], list[str]]:
+    """(refused, readable): the pattern's URLs the outsider must be refused, and those that
+    are the outsider's own and may answer, showing nothing of B.
+
+    Refused: B's values, and B's ids under the outsider's own set or organisation (the IDOR:
+    /sets/<mine>/runs/<B's run>/, /orgs/<mine>/teams/<B's team>/). Readable: a pattern with no
+    parameter, one of the outsider's own set alone, and B's organisation's own pages (its
+    org_slug alone) for a member of that organisation; a team's pages stay refused to
+    those outside the team."""
+    user = site.people[outsider]
+    organisations = set(OrganisationMembership.objects.filter(user=user).values_list("organisation__slug", flat=True))
+    own = {}
+    if outsider in site.sets:
+        own["slug"] = site.sets[outsider].slug
+    if other := sorted(organisations - {site.organisation.slug}):
+        own["org_slug"] = other[0]
+    theirs = filled(pattern, site)
+    parameters = set(pattern.parameters)
+    if not parameters or (parameters == {"org_slug"} and site.organisation.slug in organisations):
+        return [], [theirs]
+    mine = {key: value for key, value in own.items() if key in parameters}
+    if not mine:
+        return [theirs], []
+    url = filled(pattern, site, own=mine)
+    return ([theirs], [url]) if parameters <= set(mine) else ([theirs, url], [])
 
 
 # What a form might carry: enough for any view to get past its form to its writes, were
@@ -352,26 +379,19 @@ def test_an_outsider_of_team_b_sees_and_writes_nothing_of_it_on_any_page(site, o
     answer, but shows nothing of B, even with B's ids in its query string."""
     user = site.people[outsider]
     client = _client(user)
-    own = site.sets.get(outsider)
     problems = []
     counts = row_counts()
     before = contents()
     body = form_body(site)
     for pattern in patterns():
-        urls = [filled(pattern, site)]
-        mine_only = []
-        if own is not None and "slug" in pattern.parameters:
-            url = filled(pattern, site, slug=own.slug)
-            (urls if len(pattern.parameters) > 1 else mine_only).append(url)
-        if not pattern.parameters:
-            mine_only.append(urls.pop())
+        urls, mine_only = walked_urls(pattern, site, outsider)
         for url in mine_only:
             for variant in (url, url + _query_string(site)):
                 response = client.get(variant)
                 if leaked := leaked_markers(response, site):
                     problems.append(f"GET {variant} answered {response.status_code} showing {leaked}")
         for url in urls:
-            under_own_set = own is not None and f"/{own.slug}/" in url
+            under_own_set = url != filled(pattern, site)
             response = client.get(url)
             if not _refused(response):
                 problems.append(f"GET {url} answered {response.status_code}")
@@ -407,7 +427,7 @@ def test_an_outsider_s_own_forms_take_nothing_of_team_b_by_id(site, outsider):
     body = form_body(site)
     for pattern in patterns():
         if pattern.parameters == ("slug",):
-            client.post(filled(pattern, site, slug=own.slug), body)
+            client.post(filled(pattern, site, own={"slug": own.slug}), body)
     assert references(since, theirs) == []
 
 
