@@ -371,12 +371,11 @@ def test_every_pattern_has_a_filler_for_each_of_its_parameters(site):
     assert unfilled == []
 
 
-@pytest.mark.parametrize("outsider", OUTSIDERS)
-def test_an_outsider_of_team_b_sees_and_writes_nothing_of_it_on_any_page(site, outsider):
-    """GET and POST every pattern with B's set and B's ids, and, under the outsider's own set,
-    B's ids (the IDOR: /sets/<mine>/runs/<B's run>/): refused, no marker of B in the body,
-    no row written. A pattern with no parameter, or with the outsider's own set alone, may
-    answer, but shows nothing of B, even with B's ids in its query string."""
+def page_walk(site: CrossTeamSite, outsider: str) -> list[str]:
+    """What the outsider reached of B, one line each: GET and POST every pattern's refused
+    URLs (walked_urls: B's values, B's ids under the outsider's own set or organisation) must
+    be refused, show no marker of B and write no row; its readable URLs (the outsider's own
+    pages) may answer but show nothing of B, even with B's ids in their query string."""
     user = site.people[outsider]
     client = _client(user)
     problems = []
@@ -412,8 +411,15 @@ def test_an_outsider_of_team_b_sees_and_writes_nothing_of_it_on_any_page(site, o
             if now != counts:
                 problems.append(f"POST {url} wrote rows: {changed(counts, now)}")
                 counts = now
+    if moved := changed(before, contents()):
+        problems.append(f"a refused request changed rows in place in {moved}")
+    return problems
+
+
+@pytest.mark.parametrize("outsider", OUTSIDERS)
+def test_an_outsider_of_team_b_sees_and_writes_nothing_of_it_on_any_page(site, outsider):
+    problems = page_walk(site, outsider)
     assert problems == [], "\n".join(problems)
-    assert changed(before, contents()) == [], "a refused request changed rows in place"
 
 
 @pytest.mark.parametrize("outsider", ["alpha_manager", "globex_admin"])
