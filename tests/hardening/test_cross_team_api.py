@@ -36,13 +36,27 @@ REACHED_SHARE = 0.9
 
 
 @pytest.fixture(scope="module")
-def operations(site, django_db_blocker) -> list[tuple[str, str]]:
-    """(method, path template) of every operation of the served schema."""
+def operations(site, django_db_blocker) -> list[tuple[str, str, list[str]]]:
+    """(method, path template, its query parameters' names) of every operation of the
+    served schema."""
     with django_db_blocker.unblock():
         response = Client().get("/api/schema/", {"format": "json"})
     assert response.status_code == 200
     paths = response.json()["paths"]
-    return [(method, path) for path, item in sorted(paths.items()) for method in METHODS if method in item]
+    return [
+        (method, path, [p["name"] for p in item[method].get("parameters", []) if p["in"] == "query"])
+        for path, item in sorted(paths.items())
+        for method in METHODS
+        if method in item
+    ]
+
+
+def _query_values(names: list[str], site, body: dict) -> dict[str, str]:
+    """B's values for an operation's query parameters (?run=, ?series=, ?doc_id=...), by the
+    names the bodies and the path fillers use; the others (page, limit) left out."""
+    values = {name: body[name] for name in names if name in body}
+    values.update((name, FILLERS[name](site, "", name)) for name in names if name in FILLERS and name not in values and name != "name")
+    return values
 
 
 def _filled(path: str, site, *, slug: str | None = None) -> str:
@@ -80,8 +94,14 @@ def test_an_outsider_s_token_reaches_nothing_of_team_b_through_any_operation(sit
     body = form_body(site, api=True)
     problems = []
     counts, before = row_counts(), contents()
-    for method, path in operations:
+    for method, path, query in operations:
         parameters = _PARAMETER.findall(path)
+        if method == "get" and parameters == ["slug"] and (values := _query_values(query, site, body)):
+            # The outsider's own list or figures, asked with B's ids: nothing of B in them.
+            url = _filled(path, site, slug=own.slug)
+            response = client.get(url, values)
+            if leaked := leaked_markers(response, site):
+                problems.append(f"GET {url}?{values} answered {response.status_code} showing {leaked}")
         urls = [_filled(path, site)] if parameters else []
         if "slug" in parameters and len(parameters) > 1:
             urls.append(_filled(path, site, slug=own.slug))
@@ -113,7 +133,7 @@ def test_an_outsider_s_writes_to_their_own_set_take_nothing_of_team_b_by_id(site
     client = client_for(secret)
     theirs, since = rows_of(site), maximum_ids()
     body = form_body(site, api=True)
-    for method, path in operations:
+    for method, path, _ in operations:
         if method != "get" and _PARAMETER.findall(path) == ["slug"]:
             _call(client, method, _filled(path, site, slug=own.slug), body)
     assert references(since, theirs) == []
@@ -125,7 +145,7 @@ def test_team_b_s_own_token_reaches_most_of_its_operations(site, operations):
     _, secret = api_token_create(owner=site.people["manager"], scope="read", golden_set=site.golden_set, name="walk")
     client = client_for(secret)
     answers = {}
-    for method, path in operations:
+    for method, path, _ in operations:
         if method == "get" and _PARAMETER.search(path):
             url = _filled(path, site)
             answers[url] = client.get(url).status_code
