@@ -76,15 +76,20 @@ def _walk(resolver: URLResolver, prefix: str) -> Iterator[tuple[str, URLPattern]
 # --- fillers: a URL parameter's name -> team B's value for it --------------------------------
 
 
-def _by_segment(choices: dict[str, Callable[[CrossTeamSite], object]]) -> Callable[[CrossTeamSite, str], str]:
+def _by_segment(
+    choices: dict[str, Callable[[CrossTeamSite], object]], default: Callable[[CrossTeamSite], object] | None = None
+) -> Callable[[CrossTeamSite, str, str], str]:
     """A parameter whose name several routes share (`job_id`, `name`): its value is chosen by
-    the path segment before it (`publish/<job_id>`, `endpoints/<name>`)."""
+    the path segment before it (`publish/<job_id>`, `endpoints/<name>`), else `default`."""
 
     def fill(site: CrossTeamSite, route: str, parameter: str) -> str:
-        before = re.split(r"[<(]", route.split(f"{parameter}>")[0])[-2].rstrip("/").rsplit("/", 1)[-1]
-        if before not in choices:
+        prefix = re.sub(r"(\(\?P)?<(\w+:)?$", "", route[: route.index(f"{parameter}>")])
+        before = prefix.rstrip("/").rsplit("/", 1)[-1].lstrip("^")
+        if before in choices:
+            return str(choices[before](site))
+        if default is None:
             raise LookupError(f"no filler for {parameter!r} after {before!r} in {route}")
-        return str(choices[before](site))
+        return str(default(site))
 
     return fill
 
@@ -94,7 +99,8 @@ def _plain(get: Callable[[CrossTeamSite], object]) -> Callable[[CrossTeamSite, s
 
 
 FILLERS: dict[str, Callable[[CrossTeamSite, str, str], str]] = {
-    "slug": _plain(lambda s: s.golden_set.slug),
+    # A set's slug, unless an organisation's or a team's page calls its own `slug`.
+    "slug": _by_segment({"orgs": lambda s: s.organisation.slug, "teams": lambda s: s.team.slug}, default=lambda s: s.golden_set.slug),
     # The organisation and team pages (the lead's /orgs/<org_slug>/... routes).
     "org_slug": _plain(lambda s: s.organisation.slug),
     "team_slug": _plain(lambda s: s.team.slug),
