@@ -42,7 +42,7 @@ def _team_without_its_organisation(request, org_slug: str, team_slug: str) -> Ht
 urlpatterns = [
     path("sets/<slug:slug>/planted/runs/<int:run_id>/", _run_by_id_alone),
     path("sets/<slug:slug>/planted/runs/<int:run_id>/archive/", _archive_by_id_alone),
-    path("orgs/<slug:org_slug>/teams/<slug:team_slug>/", _team_without_its_organisation),
+    path("orgs/<slug:org_slug>/planted-teams/<slug:team_slug>/", _team_without_its_organisation),
     path("", include("goldset.urls")),
 ]
 
@@ -58,8 +58,8 @@ def test_the_walk_reports_each_planted_hole(site, outsider):
     assert f"POST /sets/{own}/planted/runs/{run}/archive/ answered 204" in problems
     assert any(p.startswith("a refused request changed rows in place in ['evaluation_run'") for p in problems)
     if outsider == "globex_admin":  # another organisation: B's team under its own organisation
-        assert "GET /orgs/globex/teams/beta/ answered 200" in problems
+        assert "GET /orgs/globex/planted-teams/beta/ answered 200" in problems
     else:  # another team of B's organisation: B's team under their common organisation
-        assert "GET /orgs/acme/teams/beta/ answered 200" in problems
+        assert "GET /orgs/acme/planted-teams/beta/ answered 200" in problems
     # Nothing else: the project's own routes have no hole.
-    assert all("/planted/" in p or "/orgs/" in p or p.startswith("a refused request changed") for p in problems), problems
+    assert all("/planted/" in p or "/planted-teams/" in p or p.startswith("a refused request changed") for p in problems), problems
