@@ -32,6 +32,7 @@ OPERATIONS = {
     ("get", "/api/v1/golden-sets/{slug}/runs/{run_id}/evaluations/"),
     ("post", "/api/v1/golden-sets/{slug}/runs/{run_id}/comparisons/"),
     ("get", "/api/v1/golden-sets/{slug}/audit/"),
+    ("get", "/api/v1/organisations/{org_slug}/audit/"),
     ("get", "/api/v1/golden-sets/{slug}/tags/"),
     ("get", "/api/v1/golden-sets/{slug}/tags/{name}/"),
     ("put", "/api/v1/golden-sets/{slug}/tags/{name}/"),
