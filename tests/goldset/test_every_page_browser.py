@@ -107,3 +107,42 @@ def test_every_page_fits_a_phone_and_a_wide_screen_and_passes_axe(browser_page, 
     for url in urls:
         problems += _check(browser_page, url, axe, shots_dir, role)
     assert problems == [], "\n".join(problems)
+
+
+def test_an_organisation_admins_pages_fit_and_pass_axe_and_make_a_team(browser_page, live_server, team, make_user):
+    """The organisation's pages as its admin has them (with the forms that make teams and
+    grant roles, and the organisation's audit trail), crawled as the other roles' are; then
+    a team made and a role granted through the pages themselves."""
+    from goldenset.models import Organisation, TeamMembership
+    from goldenset.teams import organisation_member_set
+
+    organisation = Organisation.objects.get(slug="default")
+    organisation_member_set(organisation=organisation, user=make_user("orgadmin"), role="admin")
+    # The organisation's own pages: the sets they link to are the manager's, checked above.
+    urls = [url for url in _pages_of(type(team[1]["manager"]).objects.get(username="orgadmin"), ["/orgs/"]) if url.startswith("/orgs/")]
+    assert {"/orgs/default/", "/orgs/default/audit/", "/orgs/default/teams/default/"} <= set(urls)
+    shots = os.environ.get("GOLDSET_SCREENSHOTS")
+    shots_dir = Path(shots) if shots else None
+    if shots_dir:
+        shots_dir.mkdir(parents=True, exist_ok=True)
+    login(browser_page, live_server, "orgadmin", "pw-orgadmin")
+    axe = _axe_source()
+    problems = []
+    for url in urls:
+        problems += _check(browser_page, url, axe, shots_dir, "orgadmin")
+    assert problems == [], "\n".join(problems)
+
+    page = browser_page
+    page.goto(f"{live_server.url}/orgs/default/")
+    page.get_by_label("Team slug").fill("ads")
+    page.get_by_label("Name", exact=True).fill("Ads")
+    page.get_by_role("button", name="Make the team").click()
+    page.get_by_text("Team ads made").wait_for()
+    page.get_by_role("link", name="Ads").click()
+    page.get_by_label("Username").fill("annotator")
+    page.get_by_label("Role").select_option("annotator")
+    page.get_by_role("button", name="Grant").click()
+    page.get_by_text("annotator is now annotator of every set of team ads").wait_for()
+    if shots_dir:
+        page.screenshot(path=str(shots_dir / "orgadmin-team-granted-1280.png"), full_page=True)
+    assert TeamMembership.objects.filter(team__slug="ads", user__username="annotator", role="annotator").exists()
