@@ -53,6 +53,7 @@ def forget() -> None:
     with _LOCK:
         _ORDERS.clear()
         _LABELS.clear()
+        _PAGE_RANKS.clear()
 
 
 # --- chunkings ---------------------------------------------------------------------------
@@ -159,10 +160,11 @@ def _grouped(pages: np.ndarray, members: np.ndarray, groups: np.ndarray) -> np.n
     return np.where(hit, groups[at], pages)
 
 
-def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking | None) -> RankedRun:
+def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking | None, rows: np.ndarray | None = None) -> RankedRun:
     """The run at document level (levels.documents_in_order): its chunks replaced by their
     documents, and the version's duplicate members by their group's page. A run of
-    documents in a version without duplicate groups is returned as it is."""
+    documents in a version without duplicate groups is returned as it is. `rows`: each
+    entry's row in the chunking's table, when the caller looked them up already."""
     members, groups = _groups(version)
     if chunking is None:
         if not len(members) or not np.isin(ranked.doc_keys, members).any():
@@ -170,8 +172,29 @@ def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking |
         documents = ranked.doc_keys
     else:
         table = chunk_table(chunking)
-        documents = table.pages[table.rows(ranked.doc_keys)]
+        rows = table.rows(ranked.doc_keys) if rows is None else rows
+        documents = table.pages[rows]
+        if not len(members) or not np.isin(documents, members).any():
+            # Every document is a page of the chunking: their order was read once (page_ranks).
+            ranks, bound = page_ranks(chunking, version.golden_set.corpus_id)
+            return levels.documents_in_order(ranked, documents, ranks[rows], bound)
     return documents_ranked(ranked=ranked, documents=_grouped(documents, members, groups), corpus_id=version.golden_set.corpus_id)
+
+
+_PAGE_RANKS: "OrderedDict[tuple, tuple[np.ndarray, int]]" = OrderedDict()
+
+
+def page_ranks(chunking: Chunking, corpus_id: int) -> tuple[np.ndarray, int]:
+    """The place in doc id order of each chunk's page (by the chunking's table's rows) and a
+    bound of them, read once per chunking as it stands (kept per process): pages added to
+    the corpus later fall between these but never reorder them, and a run of the chunking
+    names only its chunks' pages, so the places stay right for its runs."""
+
+    def build() -> tuple[np.ndarray, int]:
+        order = corpus_order(corpus_id)
+        return order.ranks_of(chunk_table(chunking).pages), len(order.keys)
+
+    return _cached(_PAGE_RANKS, (chunking.pk, chunking.written_at, chunking.chunk_count), build)
 
 
 def chunks_in_groups(*, ranked: RankedRun, version: Version, chunking: Chunking) -> RankedRun:

@@ -42,11 +42,16 @@ class ChunkLevel:
     prompt_tokens: float | None
 
 
-def chunk_level(*, ranked: RankedRun, version: Version, chunking: Chunking, metrics: Sequence[Metric]) -> ChunkLevel:
-    """`ranked`, a run of `chunking` (its doc keys are Chunk keys), at chunk level on `version`."""
+def chunk_level(
+    *, ranked: RankedRun, version: Version, chunking: Chunking, metrics: Sequence[Metric], rows: np.ndarray | None = None
+) -> ChunkLevel:
+    """`ranked`, a run of `chunking` (its doc keys are Chunk keys), at chunk level on `version`.
+    `rows`: each entry's row in the chunking's table, when the caller looked them up already."""
     labels = chunk_inputs.chunk_labels(version, chunking)
     qrels = labels.qrels
-    ranked = chunk_inputs.chunks_in_groups(ranked=ranked, version=version, chunking=chunking)
+    grouped = chunk_inputs.chunks_in_groups(ranked=ranked, version=version, chunking=chunking)
+    if grouped is not ranked:  # duplicates stood in for: other keys, other rows
+        ranked, rows = grouped, None
     match = engine.match_run(qrels, ranked)
     result = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=version.relevance_threshold, match=match)
     figures = [
@@ -56,7 +61,7 @@ def chunk_level(*, ranked: RankedRun, version: Version, chunking: Chunking, metr
     ]
 
     table = chunk_inputs.chunk_table(chunking)
-    rows = table.rows(ranked.doc_keys)
+    rows = table.rows(ranked.doc_keys) if rows is None else rows
     evidence = (labels.evidence_offsets, labels.evidence_pages, labels.evidence_starts, labels.evidence_ends)
     more, prompt_tokens = _evidence_and_tokens(version, match, evidence, table.pages[rows], table.starts[rows], table.ends[rows])
     return ChunkLevel(figures=figures + more, prompt_tokens=prompt_tokens)
