@@ -109,17 +109,22 @@ def test_every_page_fits_a_phone_and_a_wide_screen_and_passes_axe(browser_page, 
     assert problems == [], "\n".join(problems)
 
 
-def test_an_organisation_admins_pages_fit_and_pass_axe_and_make_a_team(browser_page, live_server, team, make_user):
+def test_an_organisation_admins_pages_fit_and_pass_axe_and_make_a_team(browser_page, live_server, make_user):
     """The organisation's pages as its admin has them (with the forms that make teams and
     grant roles, and the organisation's audit trail), crawled as the other roles' are; then
     a team made and a role granted through the pages themselves."""
-    from goldenset.models import Organisation, TeamMembership
+    from goldenset.models import Membership, Organisation, TeamMembership
+    from goldenset.services import membership_grant
     from goldenset.teams import organisation_member_set
+    from tests.support import factories
 
-    organisation = Organisation.objects.get(slug="default")
-    organisation_member_set(organisation=organisation, user=make_user("orgadmin"), role="admin")
-    # The organisation's own pages: the sets they link to are the manager's, checked above.
-    urls = [url for url in _pages_of(type(team[1]["manager"]).objects.get(username="orgadmin"), ["/orgs/"]) if url.startswith("/orgs/")]
+    # A small set of the default team, with a manager and an annotator: the organisation's
+    # pages list them; the set's own pages are the other roles' test, above.
+    golden_set = factories.golden_set("orgset", manager=make_user("manager"))
+    membership_grant(user=make_user("annotator"), golden_set=golden_set, role=Membership.Role.ANNOTATOR)
+    admin = make_user("orgadmin")
+    organisation_member_set(organisation=Organisation.objects.get(slug="default"), user=admin, role="admin")
+    urls = [url for url in _pages_of(admin, ["/orgs/"]) if url.startswith("/orgs/")]
     assert {"/orgs/default/", "/orgs/default/audit/", "/orgs/default/teams/default/"} <= set(urls)
     shots = os.environ.get("GOLDSET_SCREENSHOTS")
     shots_dir = Path(shots) if shots else None
