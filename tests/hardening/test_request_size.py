@@ -39,8 +39,10 @@ def worker_pids(master: int) -> list[int]:
     return [int(pid) for pid in children]
 
 
-@pytest.fixture
-def app(tmp_path):
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """One server for the module: migrating its database is most of its start."""
+    tmp_path = tmp_path_factory.mktemp("request-size")
     port = free_port()
     env = {
         **os.environ,
