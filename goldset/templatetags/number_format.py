@@ -21,6 +21,13 @@ def points(value: float | None) -> str:
 
 
 @register.filter
+def detectable_points(value: float) -> str:
+    """A slice's minimum detectable drop: '4.2 points', and past 100 points, which no drop of
+    a figure between 0 and 1 can reach, 'none: over 100 points' rather than '281.5 points'."""
+    return "none: over 100 points" if value > 100 else f"{value:.1f} points"
+
+
+@register.filter
 def signed_points(value: float | None) -> str:
     """A difference already in points, signed: '+3.1', '-0.4', and '0.0' for none at all."""
     if value is None:
