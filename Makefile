@@ -48,8 +48,12 @@ run: warm
 # workers, one at a time (each drives Chromium or workers of its own on the two cores).
 test: warm
 	$(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
-	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored).
-	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest -m "browser or worker" $(PYTEST_ARGS)
+	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored). They
+	# run on two processes, each with its own live server, database and chromium (2:40 where one
+	# took 3:30); the tests that start and kill real Celery workers share one broker's queues,
+	# so they run one at a time.
+	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "browser and not worker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "worker" $(PYTEST_ARGS)
 
 # The inner loop: the suite on two processes (pytest-xdist), without the browser tests and the
 # tests that start real Celery workers (marked browser and worker); `make test` runs them all.
