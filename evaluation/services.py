@@ -374,13 +374,10 @@ def evaluation_compute(*, run: Run, version: Version, ranked: RankedRun | None =
     ranked = ranked or run_ranked(run)
     # A run of a chunking: its chunk level now, then every figure below at document level.
     chunking = run.chunking
-    # Each chunk's row in its chunking's table, looked up once for both levels.
-    rows = None if chunking is None else chunk_inputs.chunk_table(chunking).rows(ranked.doc_keys)
-    chunk_level = (
-        None
-        if chunking is None
-        else chunk_scoring.chunk_level(ranked=ranked, version=version, chunking=chunking, metrics=metrics, rows=rows)
-    )
+    rows, chunk_level = None, None
+    if chunking is not None:  # each chunk's row in its chunking's table, looked up once for both levels
+        rows = chunk_inputs.chunk_table(chunking).rows(ranked.doc_keys)
+        chunk_level = chunk_scoring.chunk_level(ranked=ranked, version=version, chunking=chunking, metrics=metrics, rows=rows)
     ranked = chunk_inputs.document_ranked(ranked=ranked, version=version, chunking=chunking, rows=rows)
     qrels, slices = scoring_inputs.get_or_build(version)
     threshold = version.relevance_threshold
