@@ -41,6 +41,11 @@ READ_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 ROLES_MEMO = "_goldset_roles"
 
 
+# What an organisation's admin holds in every set of its teams (goldenset.models.teams):
+# user_roles, holders_of and golden_sets_for each read it from here.
+ADMIN_HOLDS = Membership.Role.MANAGER
+
+
 def roles_forget(user: AbstractBaseUser) -> None:
     """Drop what user_roles remembered on this user object: a grant or a revoke changed them."""
     if hasattr(user, ROLES_MEMO):
@@ -66,7 +71,7 @@ def _held_roles(user: AbstractBaseUser, golden_set: GoldenSet) -> list[str]:
     in_team = TeamMembership.objects.filter(user=user, team_id=golden_set.team_id).values_list("role")
     as_admin = (
         OrganisationMembership.objects.filter(user=user, role=OrganisationMembership.Role.ADMIN, organisation__teams=golden_set.team_id)
-        .annotate(manager=Value(Membership.Role.MANAGER.value, output_field=CharField()))
+        .annotate(manager=Value(ADMIN_HOLDS.value, output_field=CharField()))
         .values_list("manager")
     )
     return [role for (role,) in in_set.union(in_team, as_admin)]
@@ -80,7 +85,7 @@ def holders_of(golden_set: GoldenSet, roles: Iterable[str]) -> Q:
     held = Q(pk__in=Membership.objects.filter(golden_set=golden_set, role__in=roles).values("user_id")) | Q(
         pk__in=TeamMembership.objects.filter(team_id=golden_set.team_id, role__in=roles).values("user_id")
     )
-    if Membership.Role.MANAGER in roles:
+    if ADMIN_HOLDS in roles:
         held |= Q(
             pk__in=OrganisationMembership.objects.filter(
                 role=OrganisationMembership.Role.ADMIN, organisation__teams=golden_set.team_id
@@ -109,7 +114,7 @@ def golden_sets_for(user: AbstractBaseUser, roles: tuple[str, ...] = READ_ROLES)
         reach = Q(pk__in=Membership.objects.filter(user=user, role__in=roles).values("golden_set_id")) | Q(
             team__in=TeamMembership.objects.filter(user=user, role__in=roles).values("team_id")
         )
-        if Membership.Role.MANAGER in roles:
+        if ADMIN_HOLDS in roles:
             reach |= Q(
                 team__organisation__in=OrganisationMembership.objects.filter(user=user, role=OrganisationMembership.Role.ADMIN).values(
                     "organisation_id"

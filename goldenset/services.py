@@ -160,9 +160,28 @@ def detect_slice_fields(metadatas: Iterable[dict]) -> list[str]:
     return sorted(fields)
 
 
-def _check_new_slug(slug: str) -> None:
+def slug_check(slug: str, what: str = "") -> None:
+    """GoldsetError naming the field unless `slug` is lower-case letters, digits and hyphens:
+    the slug of a set, a corpus, an organisation or a team (`what` names which)."""
     if not slug or slugify(slug) != slug:
-        raise GoldsetError(f"slug {slug!r} must be lower-case letters, digits and hyphens", field="slug")
+        raise GoldsetError(f"{what + ' ' if what else ''}slug {slug!r} must be lower-case letters, digits and hyphens", field="slug")
+
+
+def role_check(role: str) -> None:
+    """GoldsetError naming the field unless `role` is a role of a set (granted in the set or
+    in its team)."""
+    if role not in Membership.Role.values:
+        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+
+
+def organisation_join(user: AbstractBaseUser, organisation_id: int) -> None:
+    """Whoever holds a role in a set, or in a team, belongs to its organisation (a member,
+    unless they are one already): the organisation's people are all who may reach its sets."""
+    OrganisationMembership.objects.get_or_create(user=user, organisation_id=organisation_id)
+
+
+def _check_new_slug(slug: str) -> None:
+    slug_check(slug)
     if GoldenSet.objects.filter(slug=slug).exists():
         raise GoldsetError(f"a golden set with slug {slug!r} already exists", field="slug")
     if Corpus.objects.filter(slug=slug).exists():
@@ -191,7 +210,7 @@ class GoldenSetSource:
 
 def _founding_manager(user: AbstractBaseUser, golden_set: GoldenSet) -> None:
     """Who made a set manages it, and belongs to the organisation of its team."""
-    OrganisationMembership.objects.get_or_create(user=user, organisation_id=golden_set.team.organisation_id)
+    organisation_join(user, golden_set.team.organisation_id)
     Membership.objects.create(user=user, golden_set=golden_set, role=Membership.Role.MANAGER)
 
 
@@ -430,11 +449,9 @@ def query_retire(*, query: Query) -> None:
 def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None) -> Membership:
     """Give `user` `role` in `golden_set`, granted by `by` (None: the system); granting a
     role held already records nothing."""
-    if role not in Membership.Role.values:
-        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    role_check(role)
     with transaction.atomic():
-        # Whoever holds a role in a set belongs to its organisation (goldenset.teams).
-        OrganisationMembership.objects.get_or_create(user=user, organisation_id=golden_set.team.organisation_id)
+        organisation_join(user, golden_set.team.organisation_id)
         membership, made = Membership.objects.get_or_create(user=user, golden_set=golden_set, role=role)
         if made:
             audit_member(by=by, action="member.grant", member=user, golden_set=golden_set, role=role, membership=membership)
@@ -445,8 +462,7 @@ def membership_grant(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str
 def membership_revoke(*, user: AbstractBaseUser, golden_set: GoldenSet, role: str, by: AbstractBaseUser | None = None) -> bool:
     """Take `role` in `golden_set` from `user`; False if they did not hold it. Refuses
     (GoldsetError) to take the last manager's role: nobody could grant it back but staff."""
-    if role not in Membership.Role.values:
-        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    role_check(role)
     with transaction.atomic():
         # Lock the set's managers, so two managers revoking each other at once cannot both succeed.
         managers = list(

@@ -17,7 +17,6 @@ from goldenset.models.teams import Role
 from goldenset.selectors import golden_sets_for
 from goldenset.teams import (
     access_organisation,
-    is_organisation_admin,
     organisation_member_remove,
     organisation_member_set,
     organisations_for,
@@ -55,8 +54,8 @@ def organisations(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def organisation(request: HttpRequest, org_slug: str) -> HttpResponse:
     """The organisation's teams and members; its admins add teams and set members' roles."""
-    org = access_organisation(request.user, org_slug)
-    admin = is_organisation_admin(request.user, org)
+    access = access_organisation(request.user, org_slug)
+    org, admin = access
     if request.method == "POST":
         if not admin:
             return redirect("organisation", org_slug=org.slug)  # members read the page; only admins change it
@@ -82,7 +81,7 @@ def organisation(request: HttpRequest, org_slug: str) -> HttpResponse:
             messages.error(request, exc.message)
         return redirect("organisation", org_slug=org.slug)
     teams = (
-        teams_for(request.user, org)
+        teams_for(request.user, access)
         .annotate(set_total=Count("golden_sets", distinct=True), member_total=Count("memberships__user", distinct=True))
         .order_by("slug")
     )
@@ -103,9 +102,9 @@ def organisation(request: HttpRequest, org_slug: str) -> HttpResponse:
 def team(request: HttpRequest, org_slug: str, team_slug: str) -> HttpResponse:
     """A team's golden sets (those the person may open are linked) and its people's roles,
     which every set of the team inherits; admins grant and revoke them."""
-    org = access_organisation(request.user, org_slug)
-    the_team = get_object_or_404(teams_for(request.user, org), slug=team_slug)
-    admin = is_organisation_admin(request.user, org)
+    access = access_organisation(request.user, org_slug)
+    org, admin = access
+    the_team = get_object_or_404(teams_for(request.user, access), slug=team_slug)
     if request.method == "POST":
         if not admin:
             return redirect("team", org_slug=org.slug, team_slug=the_team.slug)
@@ -141,7 +140,7 @@ def team(request: HttpRequest, org_slug: str, team_slug: str) -> HttpResponse:
 def organisation_audit(request: HttpRequest, org_slug: str) -> HttpResponse:
     """The organisation's audit trail: its own actions (teams, members) and those in every set
     of its teams, newest first, filtered as a set's; admins and staff."""
-    org = access_organisation(request.user, org_slug, admin=True)
+    org, _ = access_organisation(request.user, org_slug, admin=True)
     try:
         filters = audit_filters(request.GET)
     except GoldsetError as exc:

@@ -10,6 +10,7 @@ member list is the whole of who may reach its sets.
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,31 +20,14 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import Http404
-from django.utils.text import slugify
 
 from goldenset.audit import audit_record
 from goldenset.models import GoldenSet, Membership, Organisation, OrganisationMembership, Team, TeamMembership
-from goldenset.models.teams import Role
 from goldenset.selectors import roles_forget
-from goldenset.services import membership_grant
+from goldenset.services import membership_grant, organisation_join, role_check, slug_check
 from lib.errors import ConflictError, GoldsetError
 
-
-def _check_slug(slug: str, what: str) -> None:
-    if not slug or slugify(slug) != slug:
-        raise GoldsetError(f"{what} slug {slug!r} must be lower-case letters, digits and hyphens", field="slug")
-
-
 # --- reads ---------------------------------------------------------------------------
-
-
-def is_organisation_admin(user: AbstractBaseUser, organisation: Organisation) -> bool:
-    if not user.is_authenticated:
-        return False
-    return bool(
-        user.is_staff
-        or OrganisationMembership.objects.filter(user=user, organisation=organisation, role=OrganisationMembership.Role.ADMIN).exists()
-    )
 
 
 def organisations_for(user: AbstractBaseUser) -> QuerySet[Organisation]:
@@ -53,25 +37,32 @@ def organisations_for(user: AbstractBaseUser) -> QuerySet[Organisation]:
     return Organisation.objects.filter(memberships__user=user).distinct()
 
 
-def access_organisation(user: AbstractBaseUser, slug: str, *, admin: bool = False) -> Organisation:
-    """The organisation `slug` if `user` belongs to it (administers it, with `admin`);
-    Http404 otherwise, so that a stranger cannot tell which organisations exist."""
+class OrganisationAccess(NamedTuple):
+    organisation: Organisation
+    is_admin: bool
+
+
+def access_organisation(user: AbstractBaseUser, slug: str, *, admin: bool = False) -> OrganisationAccess:
+    """The organisation `slug` and whether `user` administers it (staff do), if they belong to
+    it (administer it, with `admin`), in one look-up of their membership; Http404 otherwise, so
+    that a stranger cannot tell which organisations exist."""
     organisation = Organisation.objects.filter(slug=slug).first()
     if organisation is None or not user.is_authenticated:
         raise Http404("no such organisation")
     if user.is_staff:
-        return organisation
-    membership = OrganisationMembership.objects.filter(user=user, organisation=organisation).first()
-    if membership is None or (admin and membership.role != OrganisationMembership.Role.ADMIN):
+        return OrganisationAccess(organisation, True)
+    role = OrganisationMembership.objects.filter(user=user, organisation=organisation).values_list("role", flat=True).first()
+    is_admin = role == OrganisationMembership.Role.ADMIN
+    if role is None or (admin and not is_admin):
         raise Http404("no such organisation")
-    return organisation
+    return OrganisationAccess(organisation, is_admin)
 
 
-def teams_for(user: AbstractBaseUser, organisation: Organisation) -> QuerySet[Team]:
+def teams_for(user: AbstractBaseUser, access: OrganisationAccess) -> QuerySet[Team]:
     """The organisation's teams `user` may see: every one for its admins and staff; else the
     teams they hold a role in, or hold a role in a set of. Nobody sees another team's sets."""
-    teams = Team.objects.filter(organisation=organisation)
-    if is_organisation_admin(user, organisation):
+    teams = Team.objects.filter(organisation=access.organisation)
+    if access.is_admin:
         return teams
     return teams.filter(
         Q(pk__in=TeamMembership.objects.filter(user=user).values("team_id"))
@@ -94,7 +85,7 @@ def team_get(path: str) -> Team:
 
 def organisation_create(*, slug: str, name: str, by: AbstractBaseUser | None = None) -> Organisation:
     """A new organisation; `by`, when given, becomes its first admin."""
-    _check_slug(slug, "organisation")
+    slug_check(slug, "organisation")
     if Organisation.objects.filter(slug=slug).exists():
         raise GoldsetError(f"an organisation with slug {slug!r} already exists", field="slug")
     with transaction.atomic():
@@ -118,10 +109,8 @@ def organisation_member_set(
     with transaction.atomic():
         membership = OrganisationMembership.objects.select_for_update().filter(user=user, organisation=organisation).first()
         before = membership.role if membership else None
-        if not from_sso and before == OrganisationMembership.Role.ADMIN and role != before and _admins(organisation).count() == 1:
-            raise GoldsetError(
-                f"{user.get_username()} is the last admin of {organisation.slug!r}: make someone else admin first", field="role"
-            )
+        if not from_sso and before == OrganisationMembership.Role.ADMIN and role != before:
+            _keep_an_admin(organisation, user)
         if membership is None:
             membership = OrganisationMembership.objects.create(user=user, organisation=organisation, role=role, from_sso=from_sso)
         elif membership.role != role:
@@ -147,8 +136,8 @@ def organisation_member_remove(*, organisation: Organisation, user: AbstractBase
         membership = OrganisationMembership.objects.select_for_update().filter(user=user, organisation=organisation).first()
         if membership is None:
             return False
-        if membership.role == OrganisationMembership.Role.ADMIN and _admins(organisation).count() == 1:
-            raise GoldsetError(f"{user.get_username()} is the last admin of {organisation.slug!r}: make someone else admin first")
+        if membership.role == OrganisationMembership.Role.ADMIN:
+            _keep_an_admin(organisation, user)
         teams = list(TeamMembership.objects.filter(user=user, team__organisation=organisation).values_list("team__slug", "role"))
         TeamMembership.objects.filter(user=user, team__organisation=organisation).delete()
         membership.delete()
@@ -163,12 +152,17 @@ def organisation_member_remove(*, organisation: Organisation, user: AbstractBase
     return True
 
 
-def _admins(organisation: Organisation) -> QuerySet[OrganisationMembership]:
-    return OrganisationMembership.objects.filter(organisation=organisation, role=OrganisationMembership.Role.ADMIN)
+def _keep_an_admin(organisation: Organisation, admin: AbstractBaseUser) -> None:
+    """Refuse a person's change that would leave the organisation without an admin (`admin`
+    is one and stops being one): nobody but staff could name another."""
+    if OrganisationMembership.objects.filter(organisation=organisation, role=OrganisationMembership.Role.ADMIN).count() == 1:
+        raise GoldsetError(
+            f"{admin.get_username()} is the last admin of {organisation.slug!r}: make someone else admin first", field="role"
+        )
 
 
 def team_create(*, organisation: Organisation, slug: str, name: str, by: AbstractBaseUser | None = None) -> Team:
-    _check_slug(slug, "team")
+    slug_check(slug, "team")
     if Team.objects.filter(organisation=organisation, slug=slug).exists():
         raise GoldsetError(f"{organisation.slug!r} already has a team {slug!r}", field="slug")
     with transaction.atomic():
@@ -177,19 +171,14 @@ def team_create(*, organisation: Organisation, slug: str, name: str, by: Abstrac
     return team
 
 
-def _check_role(role: str) -> None:
-    if role not in Role.values:
-        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}", field="role")
-
-
 def team_grant(
     *, team: Team, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None, from_sso: bool = False
 ) -> TeamMembership:
     """Give `user` `role` in every set of the team; they join its organisation as a member
     if they were not in it."""
-    _check_role(role)
+    role_check(role)
     with transaction.atomic():
-        OrganisationMembership.objects.get_or_create(user=user, organisation_id=team.organisation_id)
+        organisation_join(user, team.organisation_id)
         membership, made = TeamMembership.objects.get_or_create(user=user, team=team, role=role, defaults={"from_sso": from_sso})
         if made:
             audit_record(
@@ -250,7 +239,7 @@ def team_roles_sync(*, user: AbstractBaseUser, grants: Iterable[tuple[Team, str]
     name. Roles a person granted by hand are left alone."""
     wanted = {(team.pk, role): team for team, role in grants}
     for _, role in wanted:
-        _check_role(role)
+        role_check(role)
     granted, revoked = [], []
     with transaction.atomic():
         held = {(m.team_id, m.role): m for m in TeamMembership.objects.select_related("team__organisation").filter(user=user)}
@@ -277,8 +266,7 @@ def member_invite(
     field for a name taken or malformed, a bad e-mail or an unknown role."""
     User = get_user_model()
     username = (username or "").strip()
-    if role not in Membership.Role.values:
-        raise GoldsetError(f"unknown role {role!r}; choose one of {', '.join(Membership.Role.values)}", field="role")
+    role_check(role)
     try:
         User.username_validator(username)
     except ValidationError:

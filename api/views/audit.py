@@ -77,7 +77,7 @@ class OrganisationAuditRecordListApi(PaginatedMixin, APIView):
         try:
             if token is not None and token.golden_set_id is not None:
                 raise Http404
-            organisation = access_organisation(request.user, org_slug, admin=True)
+            organisation, _ = access_organisation(request.user, org_slug, admin=True)
         except Http404 as exc:  # the same answer for absent and forbidden
             raise exceptions.NotFound("no such organisation") from exc
         records = audit_records(None, organisation=organisation, **_filters(request))

@@ -85,15 +85,15 @@ def _causes(exc: BaseException) -> list[BaseException]:
     """`exc` and what it wraps: requests wraps urllib3's error (its `reason`), which wraps
     the socket's."""
     seen: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        found = todo.pop()
+    unvisited: list[BaseException | None] = [exc]
+    while unvisited:
+        found = unvisited.pop()
         if found is None or any(found is known for known in seen):
             continue
         seen.append(found)
         reason = getattr(found, "reason", None)
-        todo += [found.__cause__, found.__context__, reason if isinstance(reason, BaseException) else None]
-        todo += [arg for arg in found.args if isinstance(arg, BaseException)]
+        unvisited += [found.__cause__, found.__context__, reason if isinstance(reason, BaseException) else None]
+        unvisited += [arg for arg in found.args if isinstance(arg, BaseException)]
     return seen
 
 
