@@ -420,21 +420,9 @@ class IncidentAlert(TypedDict):
     created_at: str
 
 
-class IncidentDetail(TypedDict):
-    """Schema IncidentDetail."""
+class IncidentDetail(Incident):
+    """Schema IncidentDetail: an incident with its alerts."""
 
-    id: int
-    kind: str
-    subject: str
-    title: str
-    state: str
-    muted_until: str | None
-    owner: NotRequired[str | None]
-    opened_at: str
-    updated_at: str
-    resolved_at: str | None
-    alert_count: int
-    messages: int
     alerts: list[IncidentAlert]
 
 
