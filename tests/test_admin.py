@@ -6,11 +6,13 @@ row would cost more at 100 rows a page than at 1: each list is loaded both ways 
 cost the same, under a fixed bound.
 """
 
+import copy
 from datetime import UTC, datetime
 
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.test import RequestFactory, TestCase
@@ -48,6 +50,7 @@ from monitoring.nightly.services import nightly_run_request
 from monitoring.probes.services import probe_round_request
 from tests.support.factories import sliced_run as upload
 from tests.support.factories import sliced_set as make_sliced_set
+from tests.support.fixtures import kept_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -56,14 +59,33 @@ LIST_QUERY_BOUND = 12
 READ_ONLY = [Version, VersionLabel, VersionQuery, VersionPage, Judgment, Evaluation, GoldAnswer, ModelJudgment, ModelPrompt]
 
 
-@pytest.fixture
-def superuser(make_user):
-    return make_user("root", is_staff=True, is_superuser=True)
+@pytest.fixture(scope="module")
+def admin_data(request, django_db_setup, django_db_blocker):
+    """Two sliced sets with two runs each, scored, with alerts, canaries, a pool, samples,
+    tokens, made once for the module's tests (the slowest part of each of them)."""
+    with kept_for_the_module(request, django_db_blocker):
+        yield _build()
 
 
 @pytest.fixture
-def data(owner, superuser):
-    """Two sliced sets with two runs each, scored, with alerts, canaries, a pool, samples, tokens."""
+def data(admin_data, db):
+    return copy.deepcopy(admin_data)
+
+
+@pytest.fixture
+def owner(data):
+    return get_user_model().objects.get(username="owner")
+
+
+@pytest.fixture
+def superuser(data):
+    return get_user_model().objects.get(username="root")
+
+
+def _build():
+    users = get_user_model().objects
+    owner = users.create_user(username="owner", password="pw-owner")
+    users.create_user(username="root", password="pw-root", is_staff=True, is_superuser=True)
     sets = []
     for slug in ("alpha", "beta"):
         golden_set = make_sliced_set(slug, queries=12, langs=2, doc_types=2, manager=owner)

@@ -1,8 +1,10 @@
 """The one `golden_set` fixture, registered for every test by tests/conftest.py."""
 
 import copy
+from contextlib import contextmanager
 
 import pytest
+from django.db import transaction
 
 from tests.support import factories
 
@@ -44,3 +46,36 @@ def golden_set(request, db):
     if isinstance(manager, str):
         manager = request.getfixturevalue(manager)
     return make(manager=manager, **options)
+
+
+@contextmanager
+def kept_for_the_module(request, django_db_blocker):
+    """A transaction held open for a module's tests and rolled back at its end, for a
+    module-scoped fixture whose rows are made once instead of once per test::
+
+        @pytest.fixture(scope="module")
+        def admin_data(request, django_db_setup, django_db_blocker):
+            with kept_for_the_module(request, django_db_blocker):
+                yield build()
+
+        @pytest.fixture
+        def data(admin_data, db):
+            return copy.deepcopy(admin_data)  # as Django's setUpTestData gives each test
+
+    Each test's own transaction (pytest-django's `db`) nests inside it as a savepoint, so a
+    test sees the rows as built, whatever an earlier test of the module wrote; the deep copy
+    keeps a test's changes to instances in memory from the next. The module-scoped fixture
+    cannot use a test's fixtures (`owner`, `make_user`): it makes its own users. A test
+    marked django_db(transaction=True) would empty the tables under the open transaction:
+    a module with one is refused.
+    """
+    transactional = [
+        item.name
+        for item in request.session.items
+        if item.module is request.module and any(m.kwargs.get("transaction") for m in item.iter_markers("django_db"))
+    ]
+    if transactional:
+        raise pytest.UsageError(f"{request.module.__name__} keeps rows for the module beside transactional tests: {transactional}")
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield
+        transaction.set_rollback(True)
