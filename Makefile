@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export NUMBA_CACHE_DIR ?= $(HOME)/.cache/goldset/numba
+# Python writes each module's compiled bytecode to __pycache__ (git-ignored) even where the
+# environment asks it not to: the suite starts a process per worker and many more (commands,
+# gunicorn, workers), and each compiled the app and the tests from source, pytest's assertion
+# rewriting included: collecting the suite took 10 s a process instead of 4.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup warm run test test-fast test-sqlite lint clean-db
 
