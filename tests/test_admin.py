@@ -63,8 +63,7 @@ READ_ONLY = [Version, VersionLabel, VersionQuery, VersionPage, Judgment, Evaluat
 def admin_data(request, django_db_setup, django_db_blocker):
     """Two sliced sets with two runs each, scored, with alerts, canaries, a pool, samples,
     tokens, made once for the module's tests (the slowest part of each of them)."""
-    with kept_for_the_module(request, django_db_blocker):
-        yield _build()
+    yield from kept_for_the_module(request, django_db_blocker, _build)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -24,6 +24,7 @@ from goldset.demo.generate import DEFAULT_SEED, NEW_SINCE, REFERENCE_DATE, SCRIP
 from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load
 from lib.errors import GoldsetError
 from lib.ids import natural_key
+from tests.support.fixtures import kept_for_the_module
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -39,19 +40,11 @@ PINNED_HASHES = [
 
 
 @pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    """The demo, loaded once for this module (a load takes seconds) inside a transaction
-    that is rolled back afterwards, so the other modules still start from an empty database.
-    Each test runs in a savepoint inside it, as usual."""
-    with django_db_blocker.unblock(), transaction.atomic():
-        try:
-            result = demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE)
-            # Check the deferred foreign keys of the load now, once; left pending, they would
-            # be checked again at the end of every test.
-            connection.check_constraints()
-            yield result
-        finally:
-            transaction.set_rollback(True)
+def demo(request, django_db_setup, django_db_blocker):
+    """The demo, loaded once for this module (a load takes seconds)."""
+    yield from kept_for_the_module(
+        request, django_db_blocker, lambda: demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE)
+    )
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import json
 import urllib.request
 
 import pytest
-from django.db import connection, transaction
 
 from evaluation.alerts.delivery import incident_messages_send_due
 from evaluation.alerts.rules import alerts_check
@@ -28,6 +27,7 @@ from monitoring.models import Endpoint, IndexProbe, NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
 from monitoring.probes.services import probe_now
 from tests.evaluation.alerts.test_webhook_signing import receiver  # noqa: F401 - a real webhook receiver
+from tests.support.fixtures import kept_for_the_module
 
 HEALTHY_NIGHTS = 8
 
@@ -40,27 +40,26 @@ def service():
 
 
 @pytest.fixture(scope="module")
-def demo(service, django_db_setup, django_db_blocker):
+def demo(request, service, django_db_setup, django_db_blocker):
     """The demo set with its endpoints on the live service and HEALTHY_NIGHTS healthy nights,
-    loaded once for the module in a transaction rolled back at the end. The nights are
-    scored here, as their on-commit tasks would (the transaction never commits)."""
-    with django_db_blocker.unblock(), transaction.atomic():
-        try:
-            loaded = demo_golden_set_load(seed=DEFAULT_SEED)
-            watched = demo_monitoring_load(
-                golden_set=loaded.golden_set,
-                search=service.search,
-                base_url=service.base_url,
-                nights=HEALTHY_NIGHTS,
-                stale_nights=0,
-            )
-            version = loaded.golden_set.latest_version()
-            for run in Run.objects.filter(golden_set=loaded.golden_set, series__isnull=False).order_by("measured_at", "id"):
-                alerts_check(evaluation=evaluation_compute(run=run, version=version))
-            connection.check_constraints()
-            yield loaded, watched
-        finally:
-            transaction.set_rollback(True)
+    loaded once for the module. The nights are scored here, as their on-commit tasks would
+    (the module's transaction never commits)."""
+
+    def build():
+        loaded = demo_golden_set_load(seed=DEFAULT_SEED)
+        watched = demo_monitoring_load(
+            golden_set=loaded.golden_set,
+            search=service.search,
+            base_url=service.base_url,
+            nights=HEALTHY_NIGHTS,
+            stale_nights=0,
+        )
+        version = loaded.golden_set.latest_version()
+        for run in Run.objects.filter(golden_set=loaded.golden_set, series__isnull=False).order_by("measured_at", "id"):
+            alerts_check(evaluation=evaluation_compute(run=run, version=version))
+        return loaded, watched
+
+    yield from kept_for_the_module(request, django_db_blocker, build)
 
 
 def shards(service, stale: int) -> dict:

@@ -7,7 +7,6 @@ still succeeds and says how to run the experiments."""
 import socket
 
 import pytest
-from django.db import connection, transaction
 
 from answers.models import Generator, OracleExperiment
 from answers.report import experiment_report
@@ -18,6 +17,7 @@ from goldset.demo.oracle import DEMO_GENERATOR, SHORT_CONTEXT_TOKENS, demo_oracl
 from goldset.demo.search import DemoSearch
 from goldset.demo.search_server import demo_search_server_started
 from goldset.demo.services import demo_golden_set_load
+from tests.support.fixtures import kept_for_the_module
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +27,16 @@ def service():
 
 
 @pytest.fixture(scope="module")
-def demo(service, django_db_setup, django_db_blocker):
+def demo(request, service, django_db_setup, django_db_blocker):
     """The demo set with three nights of its endpoints (the last with two stale shards) and
-    its oracle experiments, loaded once in a transaction rolled back at the end."""
-    with django_db_blocker.unblock(), transaction.atomic():
-        try:
-            loaded = demo_golden_set_load(seed=DEFAULT_SEED)
-            demo_monitoring_load(golden_set=loaded.golden_set, search=service.search, base_url=service.base_url, nights=3, stale_nights=1)
-            oracle = demo_oracle_load(golden_set=loaded.golden_set, base_url=service.base_url)
-            connection.check_constraints()
-            yield loaded.golden_set, oracle
-        finally:
-            transaction.set_rollback(True)
+    its oracle experiments, loaded once for the module."""
+
+    def build():
+        loaded = demo_golden_set_load(seed=DEFAULT_SEED)
+        demo_monitoring_load(golden_set=loaded.golden_set, search=service.search, base_url=service.base_url, nights=3, stale_nights=1)
+        return loaded.golden_set, demo_oracle_load(golden_set=loaded.golden_set, base_url=service.base_url)
+
+    yield from kept_for_the_module(request, django_db_blocker, build)
 
 
 def figures(experiment):

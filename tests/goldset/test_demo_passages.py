@@ -6,7 +6,6 @@ side by side on the results and compare pages out of the box."""
 import re
 
 import pytest
-from django.db import connection, transaction
 from django.urls import reverse
 
 from evaluation.models import Evaluation, Run
@@ -15,6 +14,7 @@ from goldset.demo.generate import DEFAULT_SEED, REFERENCE_DATE
 from goldset.demo.passages import CHUNKING_NAME, PASSAGE_SYSTEM, passages
 from goldset.demo.services import demo_golden_set_load, demo_passages_load, demo_pool_build, demo_runs_load
 from labeling.models import PoolChunk
+from tests.support.fixtures import kept_for_the_module
 
 
 def test_passages_cover_the_text_overlap_and_never_cut_a_word():
@@ -28,19 +28,16 @@ def test_passages_cover_the_text_overlap_and_never_cut_a_word():
 
 
 @pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    """The demo's set, runs, passages and pool, loaded once for the module in a transaction
-    rolled back afterwards."""
-    with django_db_blocker.unblock(), transaction.atomic():
-        try:
-            golden_set = demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE).golden_set
-            demo_runs_load(golden_set=golden_set, seed=DEFAULT_SEED)
-            chunking, run = demo_passages_load(golden_set=golden_set, seed=DEFAULT_SEED)
-            pool = demo_pool_build(golden_set=golden_set)
-            connection.check_constraints()
-            yield golden_set, chunking, run, pool
-        finally:
-            transaction.set_rollback(True)
+def demo(request, django_db_setup, django_db_blocker):
+    """The demo's set, runs, passages and pool, loaded once for the module."""
+
+    def build():
+        golden_set = demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE).golden_set
+        demo_runs_load(golden_set=golden_set, seed=DEFAULT_SEED)
+        chunking, run = demo_passages_load(golden_set=golden_set, seed=DEFAULT_SEED)
+        return golden_set, chunking, run, demo_pool_build(golden_set=golden_set)
+
+    yield from kept_for_the_module(request, django_db_blocker, build)
 
 
 def test_the_demo_cuts_its_wiki_into_passages_within_each_page(demo, db):

@@ -16,12 +16,13 @@ from urllib.parse import urlencode
 import pytest
 from django.apps import apps
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from goldenset.models import Corpus, GoldenSet, OrganisationMembership
 from tests.goldset.site import B_NAME, CrossTeamSite, cross_team_site
+from tests.support.fixtures import kept_for_the_module
 
 # Patterns the walk leaves out, each with why. Everything else is walked, and a pattern
 # whose parameter has no filler fails the walk.
@@ -317,15 +318,12 @@ def changed(before: dict, after: dict) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def site(django_db_setup, django_db_blocker):
-    """Team B and its outsiders, built once for the module inside a transaction rolled back
-    afterwards; each test runs in a savepoint inside it, as usual."""
-    with django_db_blocker.unblock(), transaction.atomic():
-        try:
-            yield cross_team_site()
-        finally:
-            transaction.set_rollback(True)
-            cache.clear()  # what the pages kept of B's rows, which are gone
+def site(request, django_db_setup, django_db_blocker):
+    """Team B and its outsiders, built once for the module."""
+    try:
+        yield from kept_for_the_module(request, django_db_blocker, cross_team_site)
+    finally:
+        cache.clear()  # what the pages kept of B's rows, which are gone
 
 
 # --- the walk --------------------------------------------------------------------------------

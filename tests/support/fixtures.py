@@ -1,12 +1,15 @@
 """The one `golden_set` fixture, registered for every test by tests/conftest.py."""
 
 import copy
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from tests.support import factories
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -48,26 +51,28 @@ def golden_set(request, db):
     return make(manager=manager, **options)
 
 
-@contextmanager
-def kept_for_the_module(request, django_db_blocker):
-    """A transaction held open for a module's tests and rolled back at its end, for a
-    module-scoped fixture whose rows are made once instead of once per test::
+def kept_for_the_module(request, django_db_blocker, build: Callable[[], T]) -> Iterator[T]:
+    """What `build()` makes in the database, made once for a module's tests instead of once
+    per test: the body of a module-scoped fixture, which yields from it::
 
         @pytest.fixture(scope="module")
         def admin_data(request, django_db_setup, django_db_blocker):
-            with kept_for_the_module(request, django_db_blocker):
-                yield build()
+            yield from kept_for_the_module(request, django_db_blocker, build)
 
         @pytest.fixture
         def data(admin_data, db):
             return copy.deepcopy(admin_data)  # as Django's setUpTestData gives each test
 
-    Each test's own transaction (pytest-django's `db`) nests inside it as a savepoint, so a
-    test sees the rows as built, whatever an earlier test of the module wrote; the deep copy
-    keeps a test's changes to instances in memory from the next. The module-scoped fixture
-    cannot use a test's fixtures (`owner`, `make_user`): it makes its own users. A test
-    marked django_db(transaction=True) would empty the tables under the open transaction:
-    a module with one is refused.
+    The rows are written in a transaction held open for the module and rolled back at its
+    end, so the other modules still start from an empty database. Each test's own
+    transaction (pytest-django's `db`) nests inside it as a savepoint, so a test sees the
+    rows as built whatever an earlier test of the module wrote; a deep copy keeps a test's
+    changes to instances in memory from the next. The deferred foreign keys of the build are
+    checked once, here; left pending, they would be checked again at the end of every test.
+
+    `build` cannot use a test's fixtures (`owner`, `make_user`): it makes its own users. A
+    test marked django_db(transaction=True) would empty the tables under the open
+    transaction: a module with one is refused.
     """
     transactional = [
         item.name
@@ -77,5 +82,9 @@ def kept_for_the_module(request, django_db_blocker):
     if transactional:
         raise pytest.UsageError(f"{request.module.__name__} keeps rows for the module beside transactional tests: {transactional}")
     with django_db_blocker.unblock(), transaction.atomic():
-        yield
-        transaction.set_rollback(True)
+        try:
+            built = build()
+            connection.check_constraints()
+            yield built
+        finally:
+            transaction.set_rollback(True)

@@ -11,7 +11,7 @@ figures the evaluation engine stored for the demo's latest version.
 import re
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -32,6 +32,7 @@ from labeling.pools.services import pool_build
 from tests.support import factories
 from tests.support.factories import sliced_run as upload
 from tests.support.factories import sliced_set as make_sliced_set
+from tests.support.fixtures import kept_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -395,18 +396,16 @@ def test_the_page_costs_a_bounded_number_of_queries_whatever_the_size_of_the_set
 
 
 @pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    """The demo with its runs scored, loaded once for the module inside a transaction that is
-    rolled back afterwards (as tests/goldset/test_demo.py does). Its dates are moved to
+def demo(request, django_db_setup, django_db_blocker):
+    """The demo with its runs scored, loaded once for the module. Its dates are moved to
     today, so that the new runbooks are in the 0-30d bucket of the versions published now."""
-    with django_db_blocker.unblock(), transaction.atomic():
-        try:
-            result = demo_golden_set_load(seed=DEFAULT_SEED)
-            demo_runs_load(golden_set=result.golden_set, seed=DEFAULT_SEED)
-            connection.check_constraints()
-            yield result
-        finally:
-            transaction.set_rollback(True)
+
+    def build():
+        result = demo_golden_set_load(seed=DEFAULT_SEED)
+        demo_runs_load(golden_set=result.golden_set, seed=DEFAULT_SEED)
+        return result
+
+    yield from kept_for_the_module(request, django_db_blocker, build)
 
 
 def test_on_the_demo_the_new_pages_are_flagged_with_the_engines_figures(demo, client):
