@@ -35,20 +35,21 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def django_db_setup(request, django_test_environment, django_db_blocker, django_db_modify_db_settings):
     """pytest-django's test database set-up, with the database copied from a migrated
-    template on PostgreSQL (tests/support/migrated.py) so that Django finds nothing to
-    migrate; destroyed at the end as before. No test asks for serialized_rollback, so
-    nothing is serialized."""
+    template (tests/support/migrated.py) so that Django finds nothing to migrate; destroyed
+    at the end as before. No test asks for serialized_rollback, so nothing is serialized."""
     from django.test.utils import setup_databases, teardown_databases
 
     from tests.support.migrated import test_database_from_template
 
     verbosity = request.config.option.verbose
     with django_db_blocker.unblock():
-        copied = test_database_from_template()
-        config = setup_databases(verbosity=verbosity, interactive=False, keepdb=copied, serialized_aliases=set())
+        held = test_database_from_template()
+        config = setup_databases(verbosity=verbosity, interactive=False, keepdb=held is not None, serialized_aliases=set())
     yield
     with django_db_blocker.unblock():
         teardown_databases(config, verbosity=verbosity)
+    if hasattr(held, "close"):
+        held.close()
 
 
 @pytest.fixture

@@ -7,13 +7,19 @@ needs it migrates a template database, named by a digest of every migration file
 Django's version, so a changed migration makes a new one; every process then copies it
 (CREATE DATABASE ... TEMPLATE, a fraction of a second) and Django finds nothing to migrate.
 
-Processes that start together take turns through an advisory lock; the template is built
-under another name and renamed once whole, so a crash never leaves a half-migrated one.
-Other templates are dropped when a new one is made. SQLite (its test database
-lives in memory) keeps Django's own creation.
+Processes that start together take turns through a lock (PostgreSQL's advisory lock, a
+file lock for SQLite); the template is built under another name and renamed once whole, so
+a crash never leaves a half-migrated one. Other templates are dropped when a new one is made.
+
+On SQLite the test database lives in memory (Django's shared-cache URI): the template is a
+file in the temporary directory, copied into the memory database with SQLite's backup
+before Django opens it; a connection held for the session keeps that memory alive.
 """
 
+import fcntl
 import hashlib
+import sqlite3
+import tempfile
 from contextlib import contextmanager
 from importlib import import_module
 from pathlib import Path
@@ -42,13 +48,15 @@ def migrations_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def test_database_from_template(alias: str = "default") -> bool:
+def test_database_from_template(alias: str = "default") -> object | None:
     """Make `alias`'s test database a copy of the migrated template (building the template
-    first when this machine has none for these migrations). False, with nothing done, on a
-    database other than PostgreSQL."""
+    first when this machine has none for these migrations). What must stay open while the
+    test database lives (the SQLite connection holding its memory; True on PostgreSQL), or
+    None, with nothing done, where Django's own creation is kept (a SQLite test database
+    in a file)."""
     connection = connections[alias]
-    if connection.vendor != "postgresql":
-        return False
+    if connection.vendor == "sqlite":
+        return _sqlite_memory_from_template(connection)
     settings = connection.settings_dict
     test_name = settings["TEST"].get("NAME") or f"test_{settings['NAME']}"
     template = PREFIX + migrations_digest()
@@ -63,6 +71,37 @@ def test_database_from_template(alias: str = "default") -> bool:
         finally:
             server.execute("SELECT pg_advisory_unlock(%s)", [LOCK])
     return True
+
+
+def _sqlite_memory_from_template(connection) -> sqlite3.Connection | None:
+    if (connection.settings_dict["TEST"].get("NAME") or ":memory:") != ":memory:":
+        return None
+    test_name = f"file:memorydb_{connection.alias}?mode=memory&cache=shared"  # Django's name for it
+    template = Path(tempfile.gettempdir()) / f"{PREFIX}{migrations_digest()}.sqlite3"
+    with open(template.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.exists():
+            building = template.with_suffix(".building")
+            for leftover in Path(tempfile.gettempdir()).glob(f"{building.name}*"):
+                leftover.unlink()
+            with _pointed_at(connection, str(building)):
+                call_command("migrate", verbosity=0, interactive=False, database=connection.alias)
+            whole = sqlite3.connect(building)
+            try:  # the write-ahead log folded into the file, which then needs none beside it
+                whole.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                whole.close()
+            building.rename(template)
+            for other in Path(tempfile.gettempdir()).glob(f"{PREFIX}*.sqlite3"):
+                if other != template:
+                    other.unlink(missing_ok=True)
+    memory = sqlite3.connect(test_name, uri=True, check_same_thread=False)
+    source = sqlite3.connect(template)
+    try:
+        source.backup(memory)
+    finally:
+        source.close()
+    return memory
 
 
 def _build(server, connection, template: str) -> None:
