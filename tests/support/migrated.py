@@ -18,7 +18,10 @@ before Django opens it; a connection held for the session keeps that memory aliv
 
 import fcntl
 import hashlib
+import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from contextlib import contextmanager
 from importlib import import_module
@@ -30,6 +33,7 @@ from django.apps import apps
 from django.core.management import call_command
 from django.db import connections
 
+REPOSITORY = Path(__file__).resolve().parents[2]
 PREFIX = "goldset_tmpl_"
 LOCK = 7_202_612  # the advisory lock the processes take turns with (any fixed number)
 
@@ -77,31 +81,40 @@ def _sqlite_memory_from_template(connection) -> sqlite3.Connection | None:
     if (connection.settings_dict["TEST"].get("NAME") or ":memory:") != ":memory:":
         return None
     test_name = f"file:memorydb_{connection.alias}?mode=memory&cache=shared"  # Django's name for it
-    template = Path(tempfile.gettempdir()) / f"{PREFIX}{migrations_digest()}.sqlite3"
-    with open(template.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not template.exists():
-            building = template.with_suffix(".building")
-            for leftover in Path(tempfile.gettempdir()).glob(f"{building.name}*"):
-                leftover.unlink()
-            with _pointed_at(connection, str(building)):
-                call_command("migrate", verbosity=0, interactive=False, database=connection.alias)
-            whole = sqlite3.connect(building)
-            try:  # the write-ahead log folded into the file, which then needs none beside it
-                whole.execute("PRAGMA journal_mode=DELETE")
-            finally:
-                whole.close()
-            building.rename(template)
-            for other in Path(tempfile.gettempdir()).glob(f"{PREFIX}*.sqlite3"):
-                if other != template:
-                    other.unlink(missing_ok=True)
     memory = sqlite3.connect(test_name, uri=True, check_same_thread=False)
-    source = sqlite3.connect(template)
+    source = sqlite3.connect(sqlite_template())
     try:
         source.backup(memory)
     finally:
         source.close()
     return memory
+
+
+def sqlite_template() -> Path:
+    """A migrated SQLite file of the embedded default (built once per machine and migrations
+    by `manage.py migrate` in a process of its own, whatever database this process uses):
+    copy it to start a process of the embedded default with nothing to migrate."""
+    template = Path(tempfile.gettempdir()) / f"{PREFIX}{migrations_digest()}.sqlite3"
+    with open(template.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if template.exists():
+            return template
+        building = template.with_suffix(".building")
+        for leftover in Path(tempfile.gettempdir()).glob(f"{building.name}*"):
+            leftover.unlink()
+        environment = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+        environment.update(DJANGO_SETTINGS_MODULE="goldset.settings", SQLITE_PATH=str(building))
+        subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPOSITORY, env=environment, check=True)
+        whole = sqlite3.connect(building)
+        try:  # the write-ahead log folded into the file, which then needs none beside it
+            whole.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            whole.close()
+        building.rename(template)
+        for other in Path(tempfile.gettempdir()).glob(f"{PREFIX}*.sqlite3"):
+            if other != template:
+                other.unlink(missing_ok=True)
+    return template
 
 
 def _build(server, connection, template: str) -> None:
