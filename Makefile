@@ -48,28 +48,33 @@ run: warm
 	$(BIN)/python manage.py load_demo --serving --search-port $${DEMO_SEARCH_PORT:-8765} && \
 	$(BIN)/python manage.py runserver 127.0.0.1:$${PORT:-8000}
 
-# The whole suite in two parts: what test-fast runs, on two processes (pytest-xdist, a test
-# database each), then the browser tests and the tests that start and kill real Celery
-# workers, one at a time (each drives Chromium or workers of its own on the two cores).
+# Processes of the suite (pytest-xdist, a test database each). Three on this 2-core machine:
+# many tests wait on a server, a subprocess or a timeout of their own, which a third process
+# fills (make test-fast took 6:33 on two, 5:33 on three, 6:14 on four).
+TEST_PROCESSES ?= 3
+
+# The whole suite in two parts: what test-fast runs, then the browser tests and the tests that
+# start and kill real Celery workers, one at a time (each drives Chromium or workers of its
+# own on the two cores).
 test: warm
-	$(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not browser and not worker" $(PYTEST_ARGS)
 	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored). They
 	# run on two processes, each with its own live server, database and chromium (2:40 where one
 	# took 3:30); the tests that start and kill real Celery workers share one broker's queues,
 	# so they run one at a time.
-	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "browser and not worker" $(PYTEST_ARGS)
+	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest -n $${BROWSER_PROCESSES:-2} -m "browser and not worker" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "worker" $(PYTEST_ARGS)
 
-# The inner loop: the suite on two processes (pytest-xdist), without the browser tests and the
-# tests that start real Celery workers (marked browser and worker); `make test` runs them all.
+# The inner loop: the suite without the browser tests and the tests that start real Celery
+# workers (marked browser and worker); `make test` runs them all.
 test-fast: warm
-	$(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not browser and not worker" $(PYTEST_ARGS)
 
 # The suite on the embedded default (SQLite, tasks in-process), as `make run` serves it: every
-# test but the browser's and those that start Celery workers (they need PostgreSQL), on two
-# processes. .ci/run runs it after `make test`.
+# test but the browser's and those that start Celery workers (they need PostgreSQL), on
+# TEST_PROCESSES processes. .ci/run runs it after `make test`.
 test-sqlite: warm
-	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest -n $${TEST_PROCESSES:-2} -m "not browser and not worker" $(PYTEST_ARGS)
+	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not browser and not worker" $(PYTEST_ARGS)
 
 # The linter and formatter (ruff.toml), as .ci/run checks them.
 lint: setup
