@@ -21,7 +21,7 @@ from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, Ve
 from goldenset.services import version_publish
 from goldset.demo.answering import best_sentence
 from goldset.demo.generate import DEFAULT_SEED, NEW_SINCE, REFERENCE_DATE, SCRIPT_TAG, WIKI_URL, demo_generate
-from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load
+from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load, demo_load
 from lib.errors import GoldsetError
 from lib.ids import natural_key
 from tests.support.fixtures import kept_for_the_module
@@ -41,10 +41,10 @@ PINNED_HASHES = [
 
 @pytest.fixture(scope="module")
 def demo(request, django_db_setup, django_db_blocker):
-    """The demo, loaded once for this module (a load takes seconds)."""
-    yield from kept_for_the_module(
-        request, django_db_blocker, lambda: demo_golden_set_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE)
-    )
+    """The whole demo as `make run` loads it (set, runs, passages, pool, monitoring, oracle
+    experiments), once for this module: a load takes seconds, and the command tests below
+    then run it again over a loaded demo, as its users do."""
+    yield from kept_for_the_module(request, django_db_blocker, lambda: demo_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE))
 
 
 @pytest.fixture
