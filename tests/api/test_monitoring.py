@@ -8,7 +8,6 @@ HTTP endpoint the test starts on 127.0.0.1 (`answering`), whose answers the test
 """
 
 import json
-import threading
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -26,6 +25,7 @@ from monitoring.models import NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_request
 from monitoring.probes.services import probe_now
 from tests.api import RUN, SLUG, assert_error, client_for
+from tests.support.servers import serve_in_thread
 
 pytestmark = pytest.mark.django_db
 
@@ -69,8 +69,7 @@ def answering():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
     server.daemon_threads = True
     server.state = {"rankings": dict(RANKINGS), "index_size": 1234, "url": f"http://127.0.0.1:{server.server_port}/search"}
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield server.state
     finally:

@@ -6,7 +6,6 @@ that accepts and never answers, an HTTP server asked with https://. No database 
 import functools
 import http.server
 import socket
-import threading
 
 import pytest
 import requests
@@ -14,6 +13,7 @@ import requests
 from goldset_client import GoldsetClient, GoldsetClientError, GoldsetConnectionError, GoldsetTimeout, GoldsetTLSError, RetryPolicy, cli
 from tests.clients.conftest import Waits
 from tests.support.forwarder import free_port
+from tests.support.servers import serve_in_thread
 
 
 @pytest.fixture
@@ -36,8 +36,7 @@ def silent_url():
 def plain_http_port():
     """A real HTTP server with no TLS, to be asked with https://."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     yield server.server_address[1]
     server.shutdown()
     server.server_close()

@@ -5,7 +5,6 @@ later one to the live server unchanged. The client's RetryPolicy records the wai
 asks for instead of sleeping (conftest.Waits), so the tests check what was waited for,
 never how long anything took."""
 
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,6 +14,7 @@ import requests
 from evaluation.models import Run
 from goldset_client import GoldsetAPIError
 from tests.api import RUN, SLUG
+from tests.support.servers import serve_in_thread
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
 
@@ -76,8 +76,7 @@ class GatewayHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def gateway(live_server) -> Iterator[Gateway]:
     server = Gateway(live_server.url)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield server
     finally:

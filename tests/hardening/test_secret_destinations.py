@@ -8,7 +8,6 @@ a real server on 127.0.0.1 that answers 400 with the headers it got.
 """
 
 import json
-import threading
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -21,6 +20,7 @@ from monitoring.endpoints.spec import MissingVariable, resolve_headers, spec_fro
 from monitoring.models import NightlyRun
 from monitoring.nightly.services import nightly_run_execute, nightly_run_now
 from tests.monitoring.conftest import watched_set  # noqa: F401
+from tests.support.servers import serve_in_thread
 
 SECRET = "tok-0f9e8d7c6b5a"
 LOOPBACK = ("127.0.0.0/8",)
@@ -46,7 +46,7 @@ class _Echo(BaseHTTPRequestHandler):
 def echo():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
     server.seen = []
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    serve_in_thread(server)
     try:
         yield server
     finally:

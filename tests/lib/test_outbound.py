@@ -7,12 +7,12 @@ its own internal receiver."""
 import ipaddress
 import json
 import socket
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from lib.outbound import UNREACHABLE, OutboundRefused, address_kind, checked_address, post, url_problem
+from tests.support.servers import serve_in_thread
 
 LOOPBACK = ["127.0.0.0/8"]
 
@@ -37,8 +37,7 @@ def receiver():
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_port}", seen
     server.shutdown()
     server.server_close()

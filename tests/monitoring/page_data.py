@@ -9,7 +9,6 @@ k_final 2.
 """
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from lib.formats import JsonRecord
 from monitoring.endpoints.services import endpoint_add
 from monitoring.models import Endpoint
 from tests.support import factories
+from tests.support.servers import serve_in_thread
 
 QUERY_IDS = [f"q{n}" for n in range(1, 13)]
 NEW = {f"q{n}" for n in range(7, 13)}  # their relevant page is new
@@ -113,8 +113,7 @@ def search_service_started() -> Iterator[SearchService]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.service = SearchService(base_url=f"http://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield server.service
     finally:

@@ -9,7 +9,6 @@ next_attempt_at (and created_at) into the past, never by sleeping.
 """
 
 import json
-import threading
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
@@ -37,6 +36,7 @@ from tests.evaluation.alerts.test_alerts import closed_port
 from tests.support.factories import alerting_run as upload
 from tests.support.factories import alerting_set as make_set
 from tests.support.factories import score as evaluate
+from tests.support.servers import serve_in_thread
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set(factory="alerting_set")]
 
@@ -68,8 +68,7 @@ def webhook(monkeypatch):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread = serve_in_thread(server)
     yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_port}/hooks/goldset", received=received, statuses=statuses)
     server.shutdown()
     server.server_close()

@@ -10,7 +10,6 @@ reference library (`standardwebhooks`, a test dependency) as well as Goldset's o
 import base64
 import json
 import re
-import threading
 from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
@@ -37,6 +36,7 @@ from tests.evaluation.alerts.test_incident_messages import age
 from tests.support.factories import alerting_run as upload
 from tests.support.factories import alerting_set as make_set
 from tests.support.factories import score as evaluate
+from tests.support.servers import serve_in_thread
 
 pytestmark = [pytest.mark.django_db, pytest.mark.golden_set("alerting", factory="alerting_set", manager="owner")]
 
@@ -61,8 +61,7 @@ def receiver(monkeypatch):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread = serve_in_thread(server)
     # The path stands for the secret token of a Slack or Teams URL: it must never be recorded.
     yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_port}/services/T0/B0/token-xyz", received=received, statuses=statuses)
     server.shutdown()

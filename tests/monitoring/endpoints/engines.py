@@ -28,6 +28,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.servers import serve_in_thread
+
 CORPUS = [f"d{number}" for number in range(1, 41)]
 INDEX_SIZE = len(CORPUS)
 
@@ -198,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def start() -> Engines:
     engines = Engines()
-    threading.Thread(target=engines.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    serve_in_thread(engines)
     return engines
 
 
