@@ -39,17 +39,15 @@ def django_db_setup(request, django_test_environment, django_db_blocker, django_
     at the end as before. No test asks for serialized_rollback, so nothing is serialized."""
     from django.test.utils import setup_databases, teardown_databases
 
-    from tests.support.migrated import test_database_from_template
+    from tests.support.migrated import test_database_copied
 
     verbosity = request.config.option.verbose
-    with django_db_blocker.unblock():
-        held = test_database_from_template()
-        config = setup_databases(verbosity=verbosity, interactive=False, keepdb=held is not None, serialized_aliases=set())
-    yield
-    with django_db_blocker.unblock():
-        teardown_databases(config, verbosity=verbosity)
-    if hasattr(held, "close"):
-        held.close()
+    with test_database_copied() as copied:
+        with django_db_blocker.unblock():
+            config = setup_databases(verbosity=verbosity, interactive=False, keepdb=copied, serialized_aliases=set())
+        yield
+        with django_db_blocker.unblock():
+            teardown_databases(config, verbosity=verbosity)
 
 
 @pytest.fixture

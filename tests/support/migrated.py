@@ -11,9 +11,10 @@ Processes that start together take turns through a lock (PostgreSQL's advisory l
 file lock for SQLite); the template is built under another name and renamed once whole, so
 a crash never leaves a half-migrated one. Other templates are dropped when a new one is made.
 
-On SQLite the test database lives in memory (Django's shared-cache URI): the template is a
-file in the temporary directory, copied into the memory database with SQLite's backup
-before Django opens it; a connection held for the session keeps that memory alive.
+Either template is migrated by `manage.py migrate` in a process of its own. On SQLite the
+test database lives in memory (Django's shared-cache URI): the template is a file in the
+temporary directory, copied into the memory database with SQLite's backup before Django
+opens it; a connection held for the session keeps that memory alive.
 """
 
 import fcntl
@@ -23,14 +24,15 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import import_module
 from pathlib import Path
+from urllib.parse import quote
 
 import django
 import psycopg
 from django.apps import apps
-from django.core.management import call_command
 from django.db import connections
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -52,48 +54,68 @@ def migrations_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def test_database_from_template(alias: str = "default") -> object | None:
+def app_environment(**variables: str) -> dict[str, str]:
+    """The environment of a process of the app on its own settings (goldset.settings), with
+    `variables` set and none of this process's database or broker: SQLITE_PATH or
+    DATABASE_URL then says which database it uses, the embedded default without them."""
+    environment = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    return {**environment, "DJANGO_SETTINGS_MODULE": "goldset.settings", **variables}
+
+
+@contextmanager
+def test_database_copied(alias: str = "default") -> Iterator[bool]:
     """Make `alias`'s test database a copy of the migrated template (building the template
-    first when this machine has none for these migrations). What must stay open while the
-    test database lives (the SQLite connection holding its memory; True on PostgreSQL), or
-    None, with nothing done, where Django's own creation is kept (a SQLite test database
-    in a file)."""
+    first when this machine has none for these migrations), and keep it for the block:
+    True when it was copied, so that Django has nothing to migrate; False, with nothing done,
+    where Django's own creation is kept (a SQLite test database in a file)."""
     connection = connections[alias]
-    if connection.vendor == "sqlite":
-        return _sqlite_memory_from_template(connection)
     settings = connection.settings_dict
-    test_name = settings["TEST"].get("NAME") or f"test_{settings['NAME']}"
+    if connection.vendor != "sqlite":
+        _postgresql_copied(settings)
+        yield True
+    elif (settings["TEST"].get("NAME") or ":memory:") != ":memory:":
+        yield False
+    else:
+        # Django's name for the in-memory test database; this connection keeps it alive.
+        memory = sqlite3.connect(f"file:memorydb_{alias}?mode=memory&cache=shared", uri=True, check_same_thread=False)
+        try:
+            source = sqlite3.connect(sqlite_template())
+            try:
+                source.backup(memory)
+            finally:
+                source.close()
+            yield True
+        finally:
+            memory.close()
+
+
+def _postgresql_copied(settings: dict) -> None:
+    test_name = settings["TEST"].get("NAME") or f"test_{settings['NAME']}"  # Django's name for it
     template = PREFIX + migrations_digest()
     with _server(settings) as server:
         server.execute("SELECT pg_advisory_lock(%s)", [LOCK])
         try:
-            exists = server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [template]).fetchone()
-            if not exists:
-                _build(server, connection, template)
+            if not server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [template]).fetchone():
+                building = f"{template}_building"
+                server.execute(f'DROP DATABASE IF EXISTS "{building}"')
+                server.execute(f'CREATE DATABASE "{building}"')
+                _migrate(DATABASE_URL=_database_url(settings, building))
+                server.execute(f'ALTER DATABASE "{building}" RENAME TO "{template}"')
+                older = server.execute(
+                    "SELECT datname FROM pg_database WHERE datname LIKE %s AND datname <> %s", [PREFIX.replace("_", r"\_") + "%", template]
+                ).fetchall()
+                for (name,) in older:
+                    server.execute(f'DROP DATABASE IF EXISTS "{name}"')
             server.execute(f'DROP DATABASE IF EXISTS "{test_name}"')
             server.execute(f'CREATE DATABASE "{test_name}" TEMPLATE "{template}"')
         finally:
             server.execute("SELECT pg_advisory_unlock(%s)", [LOCK])
-    return True
-
-
-def _sqlite_memory_from_template(connection) -> sqlite3.Connection | None:
-    if (connection.settings_dict["TEST"].get("NAME") or ":memory:") != ":memory:":
-        return None
-    test_name = f"file:memorydb_{connection.alias}?mode=memory&cache=shared"  # Django's name for it
-    memory = sqlite3.connect(test_name, uri=True, check_same_thread=False)
-    source = sqlite3.connect(sqlite_template())
-    try:
-        source.backup(memory)
-    finally:
-        source.close()
-    return memory
 
 
 def sqlite_template() -> Path:
-    """A migrated SQLite file of the embedded default (built once per machine and migrations
-    by `manage.py migrate` in a process of its own, whatever database this process uses):
-    copy it to start a process of the embedded default with nothing to migrate."""
+    """A migrated SQLite file of the embedded default (built once per machine and migrations,
+    whatever database this process uses): copy it to start a process of the embedded
+    default with nothing to migrate."""
     template = Path(tempfile.gettempdir()) / f"{PREFIX}{migrations_digest()}.sqlite3"
     with open(template.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -102,9 +124,7 @@ def sqlite_template() -> Path:
         building = template.with_suffix(".building")
         for leftover in Path(tempfile.gettempdir()).glob(f"{building.name}*"):
             leftover.unlink()
-        environment = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-        environment.update(DJANGO_SETTINGS_MODULE="goldset.settings", SQLITE_PATH=str(building))
-        subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPOSITORY, env=environment, check=True)
+        _migrate(SQLITE_PATH=str(building))
         whole = sqlite3.connect(building)
         try:  # the write-ahead log folded into the file, which then needs none beside it
             whole.execute("PRAGMA journal_mode=DELETE")
@@ -117,32 +137,20 @@ def sqlite_template() -> Path:
     return template
 
 
-def _build(server, connection, template: str) -> None:
-    building = f"{template}_building"
-    server.execute(f'DROP DATABASE IF EXISTS "{building}"')
-    server.execute(f'CREATE DATABASE "{building}"')
-    with _pointed_at(connection, building):
-        call_command("migrate", verbosity=0, interactive=False, database=connection.alias)
-    server.execute(f'ALTER DATABASE "{building}" RENAME TO "{template}"')
-    older = server.execute(
-        "SELECT datname FROM pg_database WHERE datname LIKE %s AND datname <> %s", [PREFIX.replace("_", r"\_") + "%", template]
-    ).fetchall()
-    for (name,) in older:
-        server.execute(f'DROP DATABASE IF EXISTS "{name}"')
+def _migrate(**database: str) -> None:
+    """`manage.py migrate` of the database `database` names, in a process of its own: the
+    one way both templates are built, whatever database this process is on."""
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPOSITORY, env=app_environment(**database), check=True
+    )
 
 
-@contextmanager
-def _pointed_at(connection, name: str):
-    """`connection` using database `name` for a while, as Django's own test database
-    creation points it."""
-    original = connection.settings_dict["NAME"]
-    connection.close()
-    connection.settings_dict["NAME"] = name
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.settings_dict["NAME"] = original
+def _database_url(settings: dict, name: str) -> str:
+    """The URL of database `name` on the server of `settings`."""
+    user = quote(settings.get("USER") or "", safe="")
+    password = quote(settings.get("PASSWORD") or "", safe="")
+    credentials = f"{user}:{password}@" if password else f"{user}@" if user else ""
+    return f"postgres://{credentials}{settings.get('HOST') or '127.0.0.1'}:{settings.get('PORT') or 5432}/{name}"
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 (tests/labeling/judging/sqlite_race.py), whatever database the suite itself runs on."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -11,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.migrated import sqlite_template
+from tests.support.migrated import app_environment, sqlite_template
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("overlap_share", [0.0, 0.3])
 def test_the_embedded_default_hands_each_task_to_one_annotator_at_a_time(tmp_path, overlap_share):
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     # A copy of the migrated embedded default: the race's own migrate then has nothing to do.
     shutil.copyfile(sqlite_template(), tmp_path / "race.sqlite3")
-    env.update(DJANGO_SETTINGS_MODULE="goldset.settings", SQLITE_PATH=str(tmp_path / "race.sqlite3"))
+    env = app_environment(SQLITE_PATH=str(tmp_path / "race.sqlite3"))
     done = subprocess.run(
         [sys.executable, "-m", "tests.labeling.judging.sqlite_race", str(overlap_share)],
         cwd=REPO,
