@@ -6,7 +6,7 @@ The app runs under gunicorn (one sync worker) on the embedded SQLite default; th
 is sent over a raw socket: the headers declare 500 MB, then body bytes follow until the
 server answers, as a client streaming a file would."""
 
-import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from tests.support.migrated import app_environment, sqlite_template
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
@@ -41,19 +43,11 @@ def worker_pids(master: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """One server for the module: migrating its database is most of its start."""
-    tmp_path = tmp_path_factory.mktemp("request-size")
+    """One server for the module, on a copy of the migrated embedded default."""
+    database = tmp_path_factory.mktemp("request-size") / "db.sqlite3"
+    shutil.copyfile(sqlite_template(), database)
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "goldset.settings",
-        "DEBUG": "false",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SQLITE_PATH": str(tmp_path / "db.sqlite3"),
-        "CELERY_BROKER_URL": "",
-    }
-    env.pop("DATABASE_URL", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=ROOT, env=env, check=True)
+    env = app_environment(DEBUG="false", ALLOWED_HOSTS="127.0.0.1", SQLITE_PATH=str(database), CELERY_BROKER_URL="")
     server = subprocess.Popen(
         [str(GUNICORN), "goldset.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
         cwd=ROOT,
