@@ -3,7 +3,7 @@ beside its reference measured in the same run (issue 25).
 
     .venv/bin/python bench/chunks.py [--runs 20 --queries 10000 --depth 100 --pages 50000]
         [--project-spans 1000000 --project-chunks 2000000] [--seed 20261205]
-        [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_chunks]
+        [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_chunks] [--keep]
 
 1. Two levels against one. Creates the database named by --database-url (it must not
    exist beforehand) and, the same for the same seed, two golden sets with the same
@@ -14,11 +14,13 @@ beside its reference measured in the same run (issue 25).
    version rows after publishing, which a real publish would hash). --runs runs of --depth
    chunks a query are generated and stored on the second set (not timed); the first set
    gets each run's document level (chunks mapped to their documents, as Goldset reads
-   them) as a run of documents: "the same runs over documents". Timed, in this process:
-   evaluation_compute of every document run (reference: document level, all slices,
-   completeness, leave-one-run-out) and of every chunk run (document level of all that,
-   plus the chunk level, evidence recall@8 and @100, prompt tokens@8), each from cold
-   process caches, then both again with the caches warm (a worker re-scoring a set).
+   them) as a run of documents: "the same runs over documents". Timed, in this process,
+   with the numba kernels loaded as a worker loads them when it starts: evaluation_compute
+   of every document run (reference: document level, all slices, completeness,
+   leave-one-run-out) and of every chunk run (document level of all that, plus the chunk
+   level, evidence recall@8 and @100, prompt tokens@8), a document run and its chunk twin
+   in turn, from cold process caches, then all again with the caches warm (a worker
+   re-scoring a set).
    Target: within 1.3x. The document-level scores of each chunk run are checked equal to
    those of its document twin.
 2. Projection. --project-spans spans (one per label, 20-400 characters) onto a chunking of
@@ -179,11 +181,13 @@ def forget_caches() -> None:
 
 def measure_levels(args) -> dict:
     from django.core.management import call_command
+    from django.db import connection
 
     from evaluation import chunk_inputs
     from evaluation.models import Evaluation, Score
     from evaluation.selectors import run_ranked
     from evaluation.services import evaluation_compute
+    from evaluation.warmup import warm_kernels
     from goldenset.models import Chunk, Chunking, Page, Query, VersionSpan
     from goldenset.services import version_publish
 
@@ -255,34 +259,39 @@ def measure_levels(args) -> dict:
         document_runs.append(run_store(documents_set, f"system-{number + 1}", twin))
     entries = sum(len(run_ranked(run)) for run in chunk_runs)
 
-    forget_caches()
-    started = time.perf_counter()
-    for run in document_runs:
-        evaluation_compute(run=run, version=documents_version)
-    documents_seconds = time.perf_counter() - started
-    forget_caches()
+    with connection.cursor() as cursor:
+        # As autovacuum does within a minute or so of a bulk load: what is timed is a
+        # database with statistics, not the minute after it was filled.
+        cursor.execute("ANALYZE")
+    warm_kernels()  # as a worker does when it starts (evaluation.tasks): loading them is not scoring
     profiler = cProfile.Profile() if args.profile else None
-    started = time.perf_counter()
-    if profiler:
-        profiler.enable()
-    for run in chunk_runs:
-        evaluation_compute(run=run, version=chunks_version)
-    chunks_seconds = time.perf_counter() - started
-    if profiler:
-        profiler.disable()
-        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
-        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(r"/(evaluation|goldenset|lib)/", 30)
 
+    def both_scored() -> tuple[float, float]:
+        """Seconds to score every run of documents, and every run of chunks: a run of each
+        in turn, so that what else the shared machine does meanwhile weighs on both alike."""
+        documents, chunks = 0.0, 0.0
+        for document_run, chunk_run in zip(document_runs, chunk_runs):
+            started = time.perf_counter()
+            evaluation_compute(run=document_run, version=documents_version)
+            documents += time.perf_counter() - started
+            if profiler:
+                profiler.enable()
+            started = time.perf_counter()
+            evaluation_compute(run=chunk_run, version=chunks_version)
+            chunks += time.perf_counter() - started
+            if profiler:
+                profiler.disable()
+        return documents, chunks
+
+    forget_caches()
+    documents_seconds, chunks_seconds = both_scored()
+    if profiler:
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(r"/(evaluation|goldenset|lib)/", 60)
+        profiler = None
     # Warm: the same again in this process, as a worker re-scoring a set's runs holds each
     # version's arrays, its projection and what every run pools after the first run.
-    started = time.perf_counter()
-    for run in document_runs:
-        evaluation_compute(run=run, version=documents_version)
-    documents_warm = time.perf_counter() - started
-    started = time.perf_counter()
-    for run in chunk_runs:
-        evaluation_compute(run=run, version=chunks_version)
-    chunks_warm = time.perf_counter() - started
+    documents_warm, chunks_warm = both_scored()
 
     worst = 0.0
     for document_run, chunk_run in zip(document_runs, chunk_runs):
@@ -362,6 +371,7 @@ def main() -> None:
     parser.add_argument("--project-chunks", type=int, default=2_000_000)
     parser.add_argument("--seed", type=int, default=20261205)
     parser.add_argument("--profile", action="store_true", help="print where the chunk runs' scoring spends its time")
+    parser.add_argument("--keep", action="store_true", help="do not drop the database at the end (to look into it)")
     parser.add_argument("--skip-levels", action="store_true", help="only the projection figure (no database)")
     database_url_argument(parser, "goldset_bench_chunks")
     args = parser.parse_args()
@@ -370,7 +380,7 @@ def main() -> None:
     projection = measure_projection(args)
     levels_found = None
     if not args.skip_levels:
-        with scratch_database(args.database_url):
+        with scratch_database(args.database_url, keep=args.keep):
             levels_found = measure_levels(args)
 
     print()

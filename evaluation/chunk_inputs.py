@@ -22,8 +22,9 @@ from django.db.models.functions import Length
 from evaluation import scoring_inputs
 from evaluation.engine import QrelsArrays
 from goldenset import chunk_labels as chunk_labels_of
-from goldenset.models import Chunk, Chunking, Page, Version, VersionDuplicate
+from goldenset.models import Chunk, Chunking, Page, Version, VersionDuplicate, VersionLabel
 from lib import levels
+from lib.bulk import select_int_rows
 from lib.errors import ProblemCollector
 from lib.runs import RankedRun, RunEntries
 
@@ -173,11 +174,12 @@ def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking |
     else:
         table = chunk_table(chunking)
         rows = table.rows(ranked.doc_keys) if rows is None else rows
-        documents = table.pages[rows]
-        if not len(members) or not np.isin(documents, members).any():
-            # Every document is a page of the chunking: their order was read once (page_ranks).
+        documents = table.pages[rows] if len(members) else None
+        if documents is None or not np.isin(documents, members).any():
+            # Every document is a page of the chunking, none a duplicate member: their
+            # order was read once (page_ranks), by the table's rows.
             ranks, bound = page_ranks(chunking, version.golden_set.corpus_id)
-            return levels.documents_in_order(ranked, documents, ranks[rows], bound)
+            return levels.documents_in_order(ranked, table.pages, ranks, bound, entry_rows=rows)
     return documents_ranked(ranked=ranked, documents=_grouped(documents, members, groups), corpus_id=version.golden_set.corpus_id)
 
 
@@ -266,9 +268,11 @@ class ChunkLabels:
     """A version's labels on a chunking: `qrels` the chunk labels (doc keys are Chunk keys,
     the version's queries in its order), and per query its relevant evidence, rows
     `evidence_offsets[q]:[q + 1]` of (page, start, end): its relevant spans, and the whole
-    text of a relevant document judged with no span."""
+    text of a relevant document judged with no span. `label_rows`: each label's chunk as a
+    row of the chunking's table (chunk_table)."""
 
     qrels: QrelsArrays
+    label_rows: np.ndarray
     evidence_offsets: np.ndarray
     evidence_pages: np.ndarray
     evidence_starts: np.ndarray
@@ -287,17 +291,20 @@ def document_evidence(version: Version) -> tuple[np.ndarray, np.ndarray, np.ndar
     return _cached(_LABELS, (version.pk, version.content_hash, version.created_at, "documents"), build)
 
 
-def page_text_lengths(pages: np.ndarray) -> np.ndarray:
+def page_text_lengths(pages: np.ndarray, *, labelled_in: Version | None = None) -> np.ndarray:
     """The length of each page's text (0 for a key outside the corpus, negative), as the
-    ends of the chunks of the chunking `documents`."""
+    ends of the chunks of the chunking `documents`. `labelled_in`: a version all of `pages`
+    are labelled in, read through its labels rather than by a list of tens of thousands of
+    keys, which PostgreSQL and the driver take slowly."""
     wanted = np.unique(pages[pages > 0])
     lengths = np.zeros(len(pages), dtype=np.int64)
     if not len(wanted):
         return lengths
-    found = np.array(
-        sorted(Page.objects.filter(pk__in=wanted.tolist()).values_list("pk", Length("text")).iterator(chunk_size=20_000)),
-        dtype=np.int64,
-    ).reshape(-1, 2)
+    among = VersionLabel.objects.filter(version=labelled_in).values("page_id") if labelled_in is not None else wanted.tolist()
+    found = select_int_rows(Page.objects.filter(pk__in=among).values_list("pk", Length("text")))
+    if not len(found):
+        return lengths
+    found = found[np.argsort(found[:, 0])]
     at = np.minimum(np.searchsorted(found[:, 0], pages), len(found) - 1)
     hit = (found[at, 0] == pages) & (pages > 0)
     lengths[hit] = found[at[hit], 1]
@@ -319,7 +326,8 @@ def chunk_labels(version: Version, chunking: Chunking) -> ChunkLabels:
             table.keys[projection.chunk_rows],
             projection.grades,
         )
-        return ChunkLabels(chunk_qrels, *_evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, span_grades))
+        evidence = _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, span_grades)
+        return ChunkLabels(chunk_qrels, table.rows(chunk_qrels.doc_keys), *evidence)
 
     key = (version.pk, version.content_hash, version.created_at, chunking.pk, chunking.written_at, chunking.chunk_count)
     return _cached(_LABELS, key, build)
@@ -335,7 +343,7 @@ def _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, 
     with_spans = np.isin(label_queries * width + qrels.doc_keys, span_queries * width + span_pages)
     whole = relevant & ~with_spans
     whole_pages = qrels.doc_keys[whole]
-    whole_ends = page_text_lengths(whole_pages)
+    whole_ends = page_text_lengths(whole_pages, labelled_in=version)
     kept = span_grades >= threshold
     queries = np.concatenate((span_queries[kept], label_queries[whole]))
     pages = np.concatenate((span_pages[kept], whole_pages))

@@ -52,18 +52,17 @@ def chunk_level(
     grouped = chunk_inputs.chunks_in_groups(ranked=ranked, version=version, chunking=chunking)
     if grouped is not ranked:  # duplicates stood in for: other keys, other rows
         ranked, rows = grouped, None
-    match = engine.match_run(qrels, ranked)
+    table = chunk_inputs.chunk_table(chunking)
+    rows = table.rows(ranked.doc_keys) if rows is None else rows
+    match = engine.match_run(qrels, ranked, rows=engine.TableRows(labels=labels.label_rows, entries=rows, count=len(table.keys)))
     result = engine.evaluate_run(qrels, ranked, metrics, relevance_threshold=version.relevance_threshold, match=match)
     figures = [
         LevelFigure(metric, value, result.query_count, result.no_relevant_count)
         for metric, value in result.means.items()
         if value is not None
     ]
-
-    table = chunk_inputs.chunk_table(chunking)
-    rows = table.rows(ranked.doc_keys) if rows is None else rows
     evidence = (labels.evidence_offsets, labels.evidence_pages, labels.evidence_starts, labels.evidence_ends)
-    more, prompt_tokens = _evidence_and_tokens(version, match, evidence, table.pages[rows], table.starts[rows], table.ends[rows])
+    more, prompt_tokens = _evidence_and_tokens(version, match, evidence, rows, table)
     return ChunkLevel(figures=figures + more, prompt_tokens=prompt_tokens)
 
 
@@ -77,41 +76,42 @@ def documents_level(*, ranked: RankedRun, version: Version, match: engine.RunMat
     top = (ranked.ranks <= max(version.k_first, version.k_final)) & (ranked.doc_keys > 0)
     pages = np.where(top, ranked.doc_keys, -1)
     ends = chunk_inputs.page_text_lengths(pages)
-    more, prompt_tokens = _evidence_and_tokens(
-        version, match, chunk_inputs.document_evidence(version), ranked.doc_keys, np.zeros(len(ends), dtype=np.int64), ends
-    )
+    rows = np.arange(len(ends), dtype=np.int64)  # entry e is "chunk" e: its whole document
+    whole_documents = levels.ChunkTable(keys=rows, pages=ranked.doc_keys, starts=np.zeros(len(ends), dtype=np.int64), ends=ends)
+    more, prompt_tokens = _evidence_and_tokens(version, match, chunk_inputs.document_evidence(version), rows, whole_documents)
     return ChunkLevel(figures=more, prompt_tokens=prompt_tokens)
 
 
 def _evidence_and_tokens(
-    version: Version, match, evidence, entry_pages, entry_starts, entry_ends
+    version: Version, match, evidence, entry_rows: np.ndarray, chunks: levels.ChunkTable
 ) -> tuple[list[LevelFigure], float | None]:
-    """Evidence recall@k (k_final, k_first) and prompt tokens@k_final of a run whose entries
-    are the chunks [entry_starts, entry_ends) of entry_pages, given each query's relevant
-    `evidence` (offsets, pages, starts, ends)."""
+    """Evidence recall@k (k_final, k_first) and prompt tokens@k_final of a run whose entry
+    e is the chunk at row entry_rows[e] of `chunks`, given each query's relevant `evidence`
+    (offsets, pages, starts, ends)."""
     offsets, pages, starts, ends = evidence
     query_count = len(offsets) - 1
     owners = np.repeat(np.arange(query_count), np.diff(offsets))
     totals = np.bincount(owners, weights=ends - starts, minlength=query_count)
     with_evidence = totals > 0
+    ks = sorted({version.k_final, version.k_first})
+    top = levels.top_chunks_cover(
+        starts=match.starts,
+        ends=match.ends,
+        entry_rows=entry_rows,
+        entry_label=match.entry_label,
+        chunks=chunks,
+        evidence_offsets=offsets,
+        evidence_pages=pages,
+        evidence_starts=starts,
+        evidence_ends=ends,
+        ks=ks,
+        prompt_k=version.k_final,
+    )
     figures = []
-    for k in sorted({version.k_final, version.k_first}):
-        covered = levels.evidence_covered(
-            starts=match.starts,
-            ends=match.ends,
-            entry_pages=entry_pages,
-            entry_starts=entry_starts,
-            entry_ends=entry_ends,
-            evidence_offsets=offsets,
-            evidence_pages=pages,
-            evidence_starts=starts,
-            evidence_ends=ends,
-            k=k,
-        )
-        if with_evidence.any():
+    if with_evidence.any():
+        for k, covered in zip(ks, top.covered):
             value = float(np.mean(covered[with_evidence] / totals[with_evidence]))
             figures.append(LevelFigure(evidence_metric(k), value, int(with_evidence.sum()), int(query_count - with_evidence.sum())))
-    characters = levels.prompt_characters(match.starts, match.ends, entry_ends - entry_starts, version.k_final)
     answered = match.run_row >= 0
-    prompt_tokens = float(np.mean(characters[answered])) / levels.CHARACTERS_PER_TOKEN if answered.any() else None
+    prompt_tokens = float(np.mean(top.characters[answered])) / levels.CHARACTERS_PER_TOKEN if answered.any() else None
     return figures, prompt_tokens

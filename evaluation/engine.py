@@ -201,9 +201,20 @@ class RunMatch:
         return kernels().discounts(longest)
 
 
-def match_run(qrels: QrelsArrays, run: RankedRun) -> RunMatch:
+@dataclass(frozen=True, eq=False)
+class TableRows:
+    """The labels and a run's entries as rows of one table whose keys they hold (a
+    chunking's chunks): `labels[l]` label l's row, `entries[e]` entry e's, all below `count`."""
+
+    labels: np.ndarray
+    entries: np.ndarray
+    count: int
+
+
+def match_run(qrels: QrelsArrays, run: RankedRun, *, rows: TableRows | None = None) -> RunMatch:
     """`run` matched against `qrels` (RunMatch). The doc keys of both must come from the same
-    mapping (lib.runs.rank_run's `doc_keys`)."""
+    mapping (lib.runs.rank_run's `doc_keys`). `rows`: both as rows of one table, where
+    finding an entry's label is one read rather than a search among the query's labels."""
     n = len(qrels.query_ids)
     positions = run.query_positions
     run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
@@ -212,11 +223,14 @@ def match_run(qrels: QrelsArrays, run: RankedRun) -> RunMatch:
     starts[answered] = run.offsets[run_row[answered]]
     ends = starts.copy()
     ends[answered] = run.offsets[run_row[answered] + 1]
-    # Each query's labels sorted by key, so that a page is found by a binary search within
-    # the query's own few labels.
-    by_key = qrels.key_order
     entry_label = np.full(len(run.doc_keys), -1, dtype=np.int64)
-    kernels().entry_labels(qrels.offsets, qrels.doc_keys[by_key], by_key, starts, ends, run.doc_keys, entry_label)
+    if rows is not None:
+        kernels().entry_labels_by_row(qrels.offsets, rows.labels, starts, ends, rows.entries, rows.count, entry_label)
+    else:
+        # Each query's labels sorted by key, so that a page is found by a binary search
+        # within the query's own few labels.
+        by_key = qrels.key_order
+        kernels().entry_labels(qrels.offsets, qrels.doc_keys[by_key], by_key, starts, ends, run.doc_keys, entry_label)
     return RunMatch(qrels=qrels, run=run, run_row=run_row, starts=starts, ends=ends, entry_label=entry_label)
 
 

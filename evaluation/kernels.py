@@ -50,6 +50,24 @@ def entry_labels(label_offsets, sorted_keys, label_rows, starts, ends, run_keys,
 
 
 @njit(cache=True)
+def entry_labels_by_row(label_offsets, label_rows, starts, ends, entry_rows, row_count, out):
+    """entry_labels when labels and run entries are rows of one table (label l is row
+    label_rows[l], entry e row entry_rows[e], all below row_count): each query's labels are
+    marked in an array by row, then each of its entries is one read of it."""
+    mark = np.full(row_count, -1, dtype=np.int64)
+    label_at = np.empty(row_count, dtype=np.int64)
+    for q in range(starts.shape[0]):
+        if label_offsets[q] == label_offsets[q + 1]:
+            continue
+        for label in range(label_offsets[q], label_offsets[q + 1]):
+            mark[label_rows[label]] = q
+            label_at[label_rows[label]] = label
+        for e in range(starts[q], ends[q]):
+            if mark[entry_rows[e]] == q:
+                out[e] = label_at[entry_rows[e]]
+
+
+@njit(cache=True)
 def judged_within(starts, ends, entry_label, k, judged_counts):
     """judged_counts[q] = how many of query q's first k entries have a label."""
     for q in range(starts.shape[0]):

@@ -12,6 +12,7 @@ import numpy as np
 
 from goldenset.models import Chunk, Chunking, Version, VersionLabel, VersionSpan
 from lib import levels
+from lib.bulk import select_int_rows
 from lib.errors import GoldsetError
 from lib.ids import natural_key
 
@@ -47,8 +48,8 @@ def chunk_table(chunking: Chunking) -> levels.ChunkTable:
         if found is not None:
             _TABLES.move_to_end(key)
             return found
-    rows = Chunk.objects.filter(chunking=chunking).order_by("id").values_list("id", "page_id", "start", "end")
-    data = np.asarray(list(rows.iterator(chunk_size=100_000)), dtype=np.int64).reshape(-1, 4)
+    data = select_int_rows(Chunk.objects.filter(chunking=chunking).values_list("id", "page_id", "start", "end"))
+    data = data[np.argsort(data[:, 0])]
     found = levels.ChunkTable(keys=data[:, 0].copy(), pages=data[:, 1].copy(), starts=data[:, 2].copy(), ends=data[:, 3].copy())
     with _TABLES_LOCK:
         _TABLES[key] = found

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 
 from lib.progress import Progress, no_progress
 
@@ -227,6 +227,16 @@ def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarra
     packed = " || ".join(f"int8send({name}::int8)" for name in names)
     [(data,)] = select_binary(f"SELECT string_agg({packed}, ''::bytea) FROM ({sql}) AS selected ({', '.join(names)})", params)
     return np.frombuffer(data or b"", dtype=">i8").reshape(-1, width).astype(np.int64)
+
+
+def select_int_rows(rows: QuerySet) -> np.ndarray:
+    """The rows of `rows`, a values_list() of integer columns and expressions none of which
+    is NULL, read as select_int_columns reads them: an int64 array of shape (rows, columns),
+    in no particular order."""
+    query = rows.order_by().query
+    width = len(query.values_select) + len(query.annotation_select)
+    sql, params = query.sql_with_params()
+    return select_int_columns(sql, width, params)
 
 
 def select_binary(sql: str, params: Sequence = ()) -> list[tuple]:

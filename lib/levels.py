@@ -9,8 +9,8 @@ projected qrels (goldenset.chunk_labels) apply the one rule.
   first, as the run is in trec_eval order already) and the documents are ordered again
   by score descending, doc id descending.
 - `project_labels`: a version's labels and evidence spans projected onto a chunking.
-- `evidence_covered` and `prompt_characters`: what the top k chunks of each query cover of
-  its relevant evidence, and how many characters they hand to a prompt.
+- `top_chunks_cover`: what the top k chunks of each query cover of its relevant evidence,
+  and how many characters they hand to a prompt.
 """
 
 import functools
@@ -58,8 +58,8 @@ class ChunkTable:
 def dense_index(keys: np.ndarray) -> np.ndarray | None:
     """For sorted, distinct `keys` that are nearly contiguous (primary keys written
     together): an array whose element key - keys[0] is the key's row, -1 between keys;
-    None when they spread too far for it. A million random look-ups by binary search cost
-    a fifth of a second each time, by this array a few milliseconds (bench/chunks.py)."""
+    None when they spread too far for it. A run's million look-ups are then one read each
+    rather than a binary search each."""
     if not len(keys) or int(keys[-1] - keys[0]) > 4 * len(keys) + 1_000_000:
         return None
     dense = np.full(int(keys[-1] - keys[0]) + 1, -1, dtype=np.int64)
@@ -75,10 +75,8 @@ def dense_lookup(keys: np.ndarray, dense: np.ndarray | None, wanted: np.ndarray,
     if not len(keys):
         raise ValueError(missing)
     if dense is not None:
-        offset = wanted - keys[0]
-        inside = (offset >= 0) & (offset < len(dense))
-        rows = np.where(inside, dense[np.where(inside, offset, 0)], -1)
-        if np.any(rows < 0):
+        rows = np.empty(len(wanted), dtype=np.int64)
+        if _kernels().dense_rows(dense, int(keys[0]), np.asarray(wanted, dtype=np.int64), rows) >= 0:
             raise ValueError(missing)
         return rows
     rows = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
@@ -90,23 +88,29 @@ def dense_lookup(keys: np.ndarray, dense: np.ndarray | None, wanted: np.ndarray,
 # --- document level -------------------------------------------------------------------
 
 
-def documents_in_order(run: RankedRun, documents: np.ndarray, ranks: np.ndarray, rank_count: int) -> RankedRun:
+def documents_in_order(
+    run: RankedRun, documents: np.ndarray, ranks: np.ndarray, rank_count: int, *, entry_rows: np.ndarray | None = None
+) -> RankedRun:
     """`run` at document level: `documents[e]` is entry e's document key (a page key, or a
     negative key for a doc id outside the corpus), `ranks[e]` that document's place in doc
     id order (byte order ascending; one number per document, all below `rank_count`).
     Each document keeps its first entry, the one with its best score, and each query's
     documents are ordered score descending, doc id descending, as trec_eval orders any run.
+    `entry_rows`: when given, `documents` and `ranks` are by rows of a table (a chunking's
+    chunks) and entry e is row entry_rows[e], so that they are not gathered per entry first.
     """
+    if entry_rows is None:
+        entry_rows = np.arange(len(run), dtype=np.int64)
     out_rows = np.empty(len(run), dtype=np.int64)
     out_offsets = np.zeros(len(run.query_ids) + 1, dtype=np.int64)
     written = _kernels().first_of_each_document(
-        run.offsets, np.asarray(ranks, dtype=np.int64), run.scores, int(rank_count), out_rows, out_offsets
+        run.offsets, entry_rows, np.asarray(ranks, dtype=np.int64), run.scores, int(rank_count), out_rows, out_offsets
     )
     rows = out_rows[:written]
     return RankedRun(
         query_ids=run.query_ids,
         offsets=out_offsets,
-        doc_keys=np.asarray(documents, dtype=np.int64)[rows],
+        doc_keys=np.asarray(documents, dtype=np.int64)[entry_rows[rows]],
         scores=run.scores[rows],
         external_doc_ids=run.external_doc_ids,
         depth=run.depth,
@@ -201,44 +205,57 @@ def project_labels(
 # --- what the top k chunks hand to the prompt ------------------------------------------
 
 
-def evidence_covered(
+@dataclass(frozen=True, eq=False)
+class TopChunks:
+    """What the first k entries of each query hand to a prompt (top_chunks_cover):
+    `covered[j, q]` the characters of query q's evidence its first ks[j] entries cover,
+    `characters[q]` the characters of its first prompt_k entries, overlaps counted as often
+    as they are sent."""
+
+    covered: np.ndarray  # int64 [len(ks), queries]
+    characters: np.ndarray  # int64 [queries]
+
+
+def top_chunks_cover(
     *,
     starts: np.ndarray,
     ends: np.ndarray,
-    entry_pages: np.ndarray,
-    entry_starts: np.ndarray,
-    entry_ends: np.ndarray,
+    entry_rows: np.ndarray,
+    entry_label: np.ndarray,
+    chunks: ChunkTable,
     evidence_offsets: np.ndarray,
     evidence_pages: np.ndarray,
     evidence_starts: np.ndarray,
     evidence_ends: np.ndarray,
-    k: int,
-) -> np.ndarray:
-    """int64 per query: characters of its evidence (rows evidence_offsets[q]:[q + 1], which
-    must not overlap one another) that the union of its first k run entries covers. Query
-    q's entries are rows starts[q]:ends[q] (engine.RunMatch), each entry a chunk given as
-    its page and [start, end)."""
-    out = np.zeros(len(starts), dtype=np.int64)
-    _kernels().evidence_covered(
+    ks: list[int],
+    prompt_k: int,
+) -> TopChunks:
+    """Per query, what the union of its first k run entries covers of its relevant evidence
+    (rows evidence_offsets[q]:[q + 1], which must not overlap one another), for each k of
+    `ks`, and the characters of its first prompt_k entries. Query q's entries are rows
+    starts[q]:ends[q] (engine.RunMatch); entry e is the chunk at row entry_rows[e] of
+    `chunks` (a page and [start, end); its key is not read). `entry_label[e]`: the entry's
+    label for its query, -1 for none (RunMatch.entry_label): a query's evidence lies in the
+    pages labelled for it, so an entry with no label covers none of it and is not looked at."""
+    ks_sorted = np.asarray(sorted(ks), dtype=np.int64)
+    covered = np.zeros((len(ks_sorted), len(starts)), dtype=np.int64)
+    characters = np.zeros(len(starts), dtype=np.int64)
+    _kernels().top_chunks_cover(
         starts,
         ends,
-        entry_pages,
-        entry_starts,
-        entry_ends,
+        entry_rows,
+        entry_label,
+        chunks.pages,
+        chunks.starts,
+        chunks.ends,
         evidence_offsets,
         evidence_pages,
         evidence_starts,
         evidence_ends,
-        int(k),
-        out,
+        ks_sorted,
+        int(prompt_k),
+        covered,
+        characters,
     )
-    return out
-
-
-def prompt_characters(starts: np.ndarray, ends: np.ndarray, entry_lengths: np.ndarray, k: int) -> np.ndarray:
-    """int64 per query: the characters of its first k entries (query q's entries are rows
-    starts[q]:ends[q], `entry_lengths` each entry's length), overlaps counted as often as
-    they are sent."""
-    cumulative = np.concatenate(([0], np.cumsum(entry_lengths, dtype=np.int64)))
-    stops = np.minimum(ends, starts + k)
-    return cumulative[stops] - cumulative[starts]
+    at = {int(k): j for j, k in enumerate(ks_sorted.tolist())}
+    return TopChunks(covered=covered[[at[int(k)] for k in ks]], characters=characters)

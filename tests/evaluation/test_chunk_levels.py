@@ -118,19 +118,26 @@ def test_a_span_shorter_than_the_characters_counts_by_its_share():
 def test_evidence_recall_counts_each_covered_character_once():
     # One query, evidence [100, 200) of page 7; its top 3 chunks: [50, 150) and [120, 180)
     # of page 7 (overlapping: 100..180 covered once, 80 characters) and page 8's [0, 500).
-    covered = levels.evidence_covered(
+    chunks = levels.ChunkTable(
+        keys=np.asarray([1, 2, 3]), pages=np.asarray([7, 7, 8]), starts=np.asarray([50, 120, 0]), ends=np.asarray([150, 180, 500])
+    )
+    top = levels.top_chunks_cover(
         starts=np.asarray([0]),
         ends=np.asarray([3]),
-        entry_pages=np.asarray([7, 7, 8]),
-        entry_starts=np.asarray([50, 120, 0]),
-        entry_ends=np.asarray([150, 180, 500]),
+        entry_rows=np.asarray([0, 1, 2]),
+        entry_label=np.asarray([0, 0, -1]),  # page 8 is not labelled for the query
+        chunks=chunks,
         evidence_offsets=np.asarray([0, 1]),
         evidence_pages=np.asarray([7]),
         evidence_starts=np.asarray([100]),
         evidence_ends=np.asarray([200]),
-        k=3,
+        ks=[3, 1],
+        prompt_k=2,
     )
-    assert covered.tolist() == [80]
+    # ks in the order asked: the top 3 cover 80, the top 1 ([50, 150)) covers 50.
+    assert top.covered.tolist() == [[80], [50]]
+    # The prompt gets the first two chunks whole, their overlap twice: 100 + 60.
+    assert top.characters.tolist() == [160]
 
 
 # --- through the services ------------------------------------------------------------------

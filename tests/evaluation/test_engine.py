@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evaluation.engine import QrelsArrays, evaluate_run, match_run, restrict_to_queries
+from evaluation.engine import QrelsArrays, TableRows, evaluate_run, match_run, restrict_to_queries
 from evaluation.metrics import default_metrics, parse_metric, parse_metrics
 from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
@@ -446,6 +446,38 @@ def test_one_match_serves_every_slice_and_belongs_to_its_run():
         evaluate_run(other, other_ranked, names, match=match)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_match_by_table_rows_finds_the_labels_a_search_by_key_finds(seed):
+    # Keys of a table (a chunking's chunks, say) spread out, labels and entries drawn
+    # among them, some queries with no label, some the run does not answer.
+    rng = np.random.default_rng(seed)
+    table_keys = np.sort(rng.choice(1_000, size=60, replace=False)) + 1
+    qrels = QrelsArrays.from_rows(
+        [
+            (f"q{q}", int(key), int(rng.integers(0, 4)))
+            for q in range(40)
+            for key in rng.choice(table_keys, size=int(rng.integers(0, 8)), replace=False)
+        ],
+        query_ids=[f"q{q}" for q in range(45)],
+    )
+    counts = rng.integers(0, 30, size=42)
+    ranked = RankedRun(
+        query_ids=tuple(f"q{q}" for q in range(42)),
+        offsets=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
+        doc_keys=rng.choice(table_keys, size=int(counts.sum())),
+        scores=rng.random(int(counts.sum())),
+        external_doc_ids=(),
+        depth=1000,
+        dropped_by_depth=0,
+    )
+    rows = TableRows(
+        labels=np.searchsorted(table_keys, qrels.doc_keys), entries=np.searchsorted(table_keys, ranked.doc_keys), count=len(table_keys)
+    )
+    by_key, by_row = match_run(qrels, ranked), match_run(qrels, ranked, rows=rows)
+    assert (by_key.entry_label >= 0).sum() > 20
+    assert by_row.entry_label.tolist() == by_key.entry_label.tolist()
+
+
 def test_an_empty_slice_has_no_mean_rather_than_a_zero():
     labels, ranked, _ = build(QRELS, RUN)
     result = evaluate_run(labels, ranked, ["recall@5"], query_slice=["q2"])
@@ -477,7 +509,7 @@ def test_every_value_is_a_fraction():
 THREADED_SCRIPT = """
 import threading
 import numpy as np
-from evaluation.engine import QrelsArrays, evaluate_run, match_run, restrict_to_queries
+from evaluation.engine import QrelsArrays, TableRows, evaluate_run, match_run, restrict_to_queries
 from lib.runs import RankedRun
 
 n, depth = 2000, 50
