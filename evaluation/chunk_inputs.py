@@ -10,6 +10,7 @@ Each keeps the last _KEPT entries it used; `forget` drops what this process hold
 """
 
 import bisect
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -183,6 +184,20 @@ def document_ranked(*, ranked: RankedRun, version: Version, chunking: Chunking |
     return documents_ranked(ranked=ranked, documents=_grouped(documents, members, groups), corpus_id=version.golden_set.corpus_id)
 
 
+def documents_pooled(*, ranked: RankedRun, version: Version, chunking: Chunking | None, depth: int) -> RankedRun:
+    """What the top `depth` of the run holds at document level, for the pages it pools
+    (completeness.pooled_labels): its document level (document_ranked), except for a run
+    of a chunking no query of which has more than `depth` entries, in a version without
+    duplicate groups: every document it names is then in its top `depth` whatever their
+    order, so each entry only becomes its page (a page may repeat within a query), without
+    the ordering a re-score would otherwise do once more for every other run."""
+    deepest = int(np.diff(ranked.offsets).max(initial=0))
+    if chunking is None or deepest > depth or version.duplicate_count:
+        return document_ranked(ranked=ranked, version=version, chunking=chunking)
+    table = chunk_table(chunking)
+    return dataclasses.replace(ranked, doc_keys=table.pages[table.rows(ranked.doc_keys)])
+
+
 _PAGE_RANKS: "OrderedDict[tuple, tuple[np.ndarray, int]]" = OrderedDict()
 
 
@@ -318,15 +333,15 @@ def chunk_labels(version: Version, chunking: Chunking) -> ChunkLabels:
         qrels, _ = scoring_inputs.get_or_build(version)
         positions = {query_id: i for i, query_id in enumerate(qrels.query_ids)}
         label_queries = qrels.query_index
-        table, projection = chunk_labels_of.project(version, chunking, label_queries, qrels.doc_keys, qrels.grades, positions)
-        span_queries, span_pages, span_starts, span_ends, span_grades = chunk_labels_of.version_span_arrays(version, positions)
+        spans = chunk_labels_of.version_span_arrays(version, positions)
+        table, projection = chunk_labels_of.project(version, chunking, label_queries, qrels.doc_keys, qrels.grades, positions, spans)
         chunk_qrels = QrelsArrays.from_arrays(
             qrels.query_ids,
             label_queries[projection.label_rows],
             table.keys[projection.chunk_rows],
             projection.grades,
         )
-        evidence = _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, span_grades)
+        evidence = _evidence(version, qrels, *spans)
         return ChunkLabels(chunk_qrels, table.rows(chunk_qrels.doc_keys), *evidence)
 
     key = (version.pk, version.content_hash, version.created_at, chunking.pk, chunking.written_at, chunking.chunk_count)

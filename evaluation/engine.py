@@ -216,8 +216,11 @@ def match_run(qrels: QrelsArrays, run: RankedRun, *, rows: TableRows | None = No
     mapping (lib.runs.rank_run's `doc_keys`). `rows`: both as rows of one table, where
     finding an entry's label is one read rather than a search among the query's labels."""
     n = len(qrels.query_ids)
-    positions = run.query_positions
-    run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
+    if run.query_ids == qrels.query_ids:  # the run answers every query, in the labels' order
+        run_row = np.arange(n, dtype=np.int64)
+    else:
+        positions = run.query_positions
+        run_row = np.fromiter((positions.get(q, -1) for q in qrels.query_ids), dtype=np.int64, count=n)
     answered = run_row >= 0
     starts = np.zeros(n, dtype=np.int64)
     starts[answered] = run.offsets[run_row[answered]]

@@ -86,8 +86,8 @@ def get_or_build(
                 if data is None:  # a run whose data is not stored yet has nothing to pool
                     continue
                 # A run of a chunking pools the documents of its chunks (its document level).
-                ranked = chunk_inputs.document_ranked(
-                    ranked=RankedRun.from_bytes(data), version=version, chunking=chunkings.get(chunking_of[run_id])
+                ranked = chunk_inputs.documents_pooled(
+                    ranked=RankedRun.from_bytes(data), version=version, chunking=chunkings.get(chunking_of[run_id]), depth=depth
                 )
                 labels = pooled_labels(qrels, ranked, depth)
                 _store_pooled(run_id, version, depth, fingerprint, labels)

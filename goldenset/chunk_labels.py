@@ -76,10 +76,13 @@ def project(
     label_pages: np.ndarray,
     label_grades: np.ndarray,
     positions: dict[str, int],
+    spans: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[levels.ChunkTable, levels.Projection]:
     """The version's labels (queries numbered by `positions`) projected onto `chunking` with
-    the version's overlap settings."""
-    span_queries, span_pages, span_starts, span_ends, span_grades = version_span_arrays(version, positions)
+    the version's overlap settings. `spans`: version_span_arrays(version, positions), when
+    the caller read them already."""
+    spans = version_span_arrays(version, positions) if spans is None else spans
+    span_queries, span_pages, span_starts, span_ends, span_grades = spans
     table = chunk_table(chunking)
     projection = levels.project_labels(
         label_queries=label_queries,

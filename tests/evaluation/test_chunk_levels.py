@@ -202,6 +202,22 @@ def test_a_chunk_run_is_scored_at_both_levels_as_worked_out_by_hand(golden_set, 
     assert levels_found[1].chunking == "thirds" and levels_found[1].prompt_tokens == pytest.approx(31.25)
 
 
+def test_a_chunk_run_pools_the_documents_of_its_top_chunks_as_its_document_level_does(golden_set, version):
+    from evaluation import scoring_inputs
+    from evaluation.completeness import pooled_labels
+
+    run = chunk_run(golden_set)
+    qrels, _ = scoring_inputs.get_or_build(version)
+    entries = chunk_inputs_run(run)
+    documents = chunk_inputs.document_ranked(ranked=entries, version=version, chunking=run.chunking)
+    for depth in (1, 2, 3, 100):
+        pooled = chunk_inputs.documents_pooled(ranked=entries, version=version, chunking=run.chunking, depth=depth)
+        assert pooled_labels(qrels, pooled, depth).tolist() == pooled_labels(qrels, documents, depth).tolist()
+        # 3 chunks a query: from depth 3 each chunk only becomes its page, below it the
+        # document level is read (2 documents a query).
+        assert len(pooled) == (6 if depth >= 3 else 4)
+
+
 def test_duplicates_in_a_run_of_documents_count_once_at_the_first(golden_set, chunking):
     d1 = Page.objects.get(corpus=golden_set.corpus, doc_id="d1")
     Page.objects.filter(corpus=golden_set.corpus, doc_id="d4").update(duplicate_of=d1)
