@@ -72,10 +72,15 @@ def documents_level(*, ranked: RankedRun, version: Version, match: engine.RunMat
     recall@k and prompt tokens@k_final, which let it be compared with a run of a chunking.
     `match`: the run matched against the version's labels (engine.match_run), as its
     document level has it already."""
-    # Only the top k_first of each query is read: its pages' lengths are all that is needed.
-    top = (ranked.ranks <= max(version.k_first, version.k_final)) & (ranked.doc_keys > 0)
-    pages = np.where(top, ranked.doc_keys, -1)
-    ends = chunk_inputs.page_text_lengths(pages)
+    # The lengths read are those of the documents the figures look at: a labelled one (the
+    # only kind that can hold evidence: top_chunks_cover passes over the others), read
+    # through the version's labels, and the rest of each query's top k_final (the prompt).
+    inside = ranked.doc_keys > 0
+    labelled = inside & (match.entry_label >= 0)
+    prompted = inside & ~labelled & (ranked.ranks <= version.k_final)
+    ends = np.zeros(len(ranked), dtype=np.int64)
+    ends[labelled] = chunk_inputs.page_text_lengths(ranked.doc_keys[labelled], labelled_in=version)
+    ends[prompted] = chunk_inputs.page_text_lengths(ranked.doc_keys[prompted])
     rows = np.arange(len(ends), dtype=np.int64)  # entry e is "chunk" e: its whole document
     whole_documents = levels.ChunkTable(keys=rows, pages=ranked.doc_keys, starts=np.zeros(len(ends), dtype=np.int64), ends=ends)
     more, prompt_tokens = _evidence_and_tokens(version, match, chunk_inputs.document_evidence(version), rows, whole_documents)
