@@ -1,10 +1,13 @@
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -21,7 +24,7 @@ from goldenset.models import Judgment, Membership, Page, Query, VersionLabel, Ve
 from goldenset.services import version_publish
 from goldset.demo.answering import best_sentence
 from goldset.demo.generate import DEFAULT_SEED, NEW_SINCE, REFERENCE_DATE, SCRIPT_TAG, WIKI_URL, demo_generate
-from goldset.demo.services import DEMO_SLUG, DEMO_USERS, demo_golden_set_load, demo_load
+from goldset.demo.services import DEMO_SLUG, DEMO_USERS, DemoLoadResult, demo_golden_set_load, demo_load
 from lib.errors import GoldsetError
 from lib.ids import natural_key
 from tests.support.fixtures import kept_for_the_module
@@ -39,17 +42,51 @@ PINNED_HASHES = [
 ]
 
 
+@dataclass(frozen=True)
+class LoadedDemo:
+    result: DemoLoadResult
+    output: str  # what the first `load_demo` printed
+
+
+def _load_demo_command() -> LoadedDemo:
+    """`python manage.py load_demo` as a new user runs it, the first time, except that the
+    dates move to REFERENCE_DATE rather than today, so that the published hashes are pinned."""
+    loads = []
+
+    def load_at_the_reference_date(**options):
+        loads.append(demo_load(**options, reference_date=REFERENCE_DATE))
+        return loads[-1]
+
+    out = StringIO()
+    with mock.patch("goldset.management.commands.load_demo.demo_load", load_at_the_reference_date):
+        call_command("load_demo", stdout=out, verbosity=0)
+    return LoadedDemo(result=loads[0], output=out.getvalue())
+
+
 @pytest.fixture(scope="module")
-def demo(request, django_db_setup, django_db_blocker):
+def loaded(request, django_db_setup, django_db_blocker):
     """The whole demo as `make run` loads it (set, runs, passages, pool, monitoring, oracle
     experiments), once for this module: a load takes seconds, and the command tests below
     then run it again over a loaded demo, as its users do."""
-    yield from kept_for_the_module(request, django_db_blocker, lambda: demo_load(seed=DEFAULT_SEED, reference_date=REFERENCE_DATE))
+    yield from kept_for_the_module(request, django_db_blocker, _load_demo_command)
+
+
+@pytest.fixture(scope="module")
+def demo(loaded):
+    return loaded.result
 
 
 @pytest.fixture
 def versions(demo, db):
     return demo.versions
+
+
+def test_the_first_load_says_how_many_pairs_to_judge_and_the_demo_annotator_finds_them(loaded, db, client):
+    assert f"loaded {DEMO_SLUG}:" in loaded.output and "pairs to judge from the top 3" in loaded.output
+    logged_in = client.post(reverse("login"), {"username": "annotator", "password": "goldset-demo-annotator"})
+    assert logged_in.status_code == 302 and logged_in.wsgi_request.user.username == "annotator"
+    pair = client.get(reverse("judging_screen", args=[DEMO_SLUG])).content.decode()
+    assert re.search(r'id="pair"[^>]*data-task-id="[1-9]\d*"', pair), "no pair to judge on the annotator's screen"
 
 
 def _relevant_counts(version) -> Counter:
@@ -204,6 +241,7 @@ def test_the_command_run_again_says_so_and_prints_the_logins(versions):
     text = out.getvalue()
     assert "already loaded" in text
     assert f"/sets/{DEMO_SLUG}/" in text
+    assert "pairs to judge" not in text  # one pool, not one per load
     # The demo's labels are a sample: no run of it reaches the Judged@k floor, said once.
     assert text.count("completeness: None of the") == 1 and "every score is unreliable" in text
     for demo_user in DEMO_USERS:

@@ -338,26 +338,6 @@ def test_a_post_without_the_carried_count_falls_back_to_the_session(client, gold
     assert client.session["judging_counts"][golden_set.slug] == 1
 
 
-# --- the demo --------------------------------------------------------------------------------
-
-
-def test_the_demo_annotator_finds_pairs_to_judge_after_load_demo(client):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    out = StringIO()
-    call_command("load_demo", stdout=out, verbosity=0)
-    assert "pairs to judge from the top 3" in out.getvalue()
-    logged_in = client.post(reverse("login"), {"username": "annotator", "password": "goldset-demo-annotator"})
-    assert logged_in.status_code == 302 and logged_in.wsgi_request.user.username == "annotator"
-    response = client.get(reverse("judging_screen", args=["wiki-demo"]))
-    assert task_id(response) > 0
-    again = StringIO()
-    call_command("load_demo", stdout=again, verbosity=0)
-    assert "pairs to judge" not in again.getvalue()  # one pool, not one per load
-
-
 def test_a_query_in_two_pools_names_the_pool_its_page_count_is_of(client, golden_set, ann):
     """Issue 30 item 5: "page 2 of 7, page 2 of 10" flipped between two pools of one query."""
     from labeling.pools.services import pool_build
