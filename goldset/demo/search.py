@@ -343,30 +343,36 @@ class DemoSearch:
             return positions, scores
         best = float(scores[0])
         weights = RERANK_WEIGHTS
+        # Each feature is the share of the query's subjects, other words or word pairs the
+        # page holds (0 when the query has none); a subject counts when the page names it
+        # in any language, fully.
+        subjects, rest, pairs = query.subjects, query.rest, query.pairs
         reranked = np.empty(len(positions))
-        for i, (position, score) in enumerate(zip(positions, scores)):
+        for i, (position, score) in enumerate(zip(positions.tolist(), scores.tolist())):
             title_words, words, page_pairs = self._title_words[position], self._words[position], self._pairs[position]
-            # A subject counts when the page names it in any language, fully.
-            # The lambdas are called by _share at once, within this iteration.
-            subject = _share(query.subjects, lambda group: any(v and v <= words for v in group))  # noqa: B023
-            title_subject = _share(query.subjects, lambda group: any(v and v <= title_words for v in group))  # noqa: B023
-            rest = _share(query.rest, words.__contains__)
-            title_rest = _share(query.rest, title_words.__contains__)
-            phrase = _share(query.pairs, page_pairs.__contains__)
+            subject = title_subject = rest_found = title_rest = phrase = 0
+            for group in subjects:
+                subject += any(v and v <= words for v in group)
+                title_subject += any(v and v <= title_words for v in group)
+            for word in rest:
+                rest_found += word in words
+                title_rest += word in title_words
+            for pair in pairs:
+                phrase += pair in page_pairs
             reranked[i] = (
                 weights["first_stage"] * score / best
-                + weights["subject"] * subject
-                + weights["title_subject"] * title_subject
-                + weights["rest"] * rest
-                + weights["title_rest"] * title_rest
-                + weights["phrase"] * phrase
+                + weights["subject"] * _share(subject, subjects)
+                + weights["title_subject"] * _share(title_subject, subjects)
+                + weights["rest"] * _share(rest_found, rest)
+                + weights["title_rest"] * _share(title_rest, rest)
+                + weights["phrase"] * _share(phrase, pairs)
             )
         return _ordered(positions, reranked, len(positions), self._id_rank)
 
 
-def _share(items: list, test) -> float:
-    """The fraction of `items` that pass `test`; 0 for none."""
-    return sum(1 for item in items if test(item)) / len(items) if items else 0.0
+def _share(count: int, items: list) -> float:
+    """`count` of `items` as a fraction; 0 for no items."""
+    return count / len(items) if items else 0.0
 
 
 # The reranker's weights, each feature being a fraction from 0 to 1 (the first-stage score
