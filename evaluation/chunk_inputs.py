@@ -1,11 +1,13 @@
 """What a run of any chunking is scored from at its two levels (SEMANTICS.md, "Documents,
 chunkings and levels"), read from the database and kept per process: a chunking's chunks
 as arrays, a corpus's doc ids in trec_eval's order, and a version's labels projected onto
-a chunking. The arithmetic is evaluation.levels'.
+a chunking, and the text lengths of the pages a version labels. The arithmetic is
+lib.levels'.
 
 When it is rebuilt: a chunking's table (goldenset.chunk_labels) when its chunk count
-changes (chunks are only added), a corpus's order when its page count or highest page key changes, a version's
-projection never for the same (version, chunking) as it stands (a version never changes).
+changes (chunks are only added), a corpus's order when its page count or highest page key
+changes, a version's projection and its pages' lengths never for the same (version,
+chunking) as it stands (a version never changes).
 Each keeps the last _KEPT entries it used; `forget` drops what this process holds.
 """
 
@@ -33,6 +35,7 @@ _KEPT = 2
 _LOCK = threading.Lock()
 _ORDERS: "OrderedDict[tuple, CorpusOrder]" = OrderedDict()
 _LABELS: "OrderedDict[tuple, ChunkLabels]" = OrderedDict()
+_LENGTHS: "OrderedDict[tuple, PageLengths]" = OrderedDict()
 
 
 def _cached(store: OrderedDict, key: tuple, build):
@@ -55,6 +58,7 @@ def forget() -> None:
     with _LOCK:
         _ORDERS.clear()
         _LABELS.clear()
+        _LENGTHS.clear()
         _PAGE_RANKS.clear()
 
 
@@ -306,24 +310,46 @@ def document_evidence(version: Version) -> tuple[np.ndarray, np.ndarray, np.ndar
     return _cached(_LABELS, (version.pk, version.content_hash, version.created_at, "documents"), build)
 
 
-def page_text_lengths(pages: np.ndarray, *, labelled_in: Version | None = None) -> np.ndarray:
+def page_text_lengths(pages: np.ndarray) -> np.ndarray:
     """The length of each page's text (0 for a key outside the corpus, negative), as the
-    ends of the chunks of the chunking `documents`. `labelled_in`: a version all of `pages`
-    are labelled in, read through its labels rather than by a list of tens of thousands of
-    keys, which PostgreSQL and the driver take slowly."""
+    ends of the chunks of the chunking `documents`. For pages labelled in a version,
+    labelled_page_lengths reads them once a process."""
     wanted = np.unique(pages[pages > 0])
-    lengths = np.zeros(len(pages), dtype=np.int64)
     if not len(wanted):
+        return np.zeros(len(pages), dtype=np.int64)
+    return PageLengths(Page.objects.filter(pk__in=wanted.tolist())).of(pages)
+
+
+def labelled_page_lengths(version: Version, pages: np.ndarray) -> np.ndarray:
+    """page_text_lengths of `pages`, each labelled in `version`: the lengths of every page
+    the version labels are read once, through its labels, and kept per process (a version
+    never changes; a re-score of its runs reads them for each run of documents)."""
+
+    def build() -> PageLengths:
+        labelled = Page.objects.filter(pk__in=VersionLabel.objects.filter(version=version).values("page_id"))
+        return PageLengths(labelled)
+
+    found = _cached(_LENGTHS, (version.pk, version.content_hash, version.created_at), build)
+    return found.of(pages)
+
+
+class PageLengths:
+    """The text lengths of a set of pages (a queryset of them), read in one query, by key."""
+
+    def __init__(self, pages) -> None:
+        found = select_int_rows(pages.values_list("pk", Length("text")))
+        found = found[np.argsort(found[:, 0])]
+        self.keys, self.lengths = found[:, 0].copy(), found[:, 1].copy()
+
+    def of(self, pages: np.ndarray) -> np.ndarray:
+        """The length of each of `pages`; 0 for a key not among them."""
+        lengths = np.zeros(len(pages), dtype=np.int64)
+        if not len(self.keys):
+            return lengths
+        at = np.minimum(np.searchsorted(self.keys, pages), len(self.keys) - 1)
+        hit = self.keys[at] == pages
+        lengths[hit] = self.lengths[at[hit]]
         return lengths
-    among = VersionLabel.objects.filter(version=labelled_in).values("page_id") if labelled_in is not None else wanted.tolist()
-    found = select_int_rows(Page.objects.filter(pk__in=among).values_list("pk", Length("text")))
-    if not len(found):
-        return lengths
-    found = found[np.argsort(found[:, 0])]
-    at = np.minimum(np.searchsorted(found[:, 0], pages), len(found) - 1)
-    hit = (found[at, 0] == pages) & (pages > 0)
-    lengths[hit] = found[at[hit], 1]
-    return lengths
 
 
 def chunk_labels(version: Version, chunking: Chunking) -> ChunkLabels:
@@ -358,7 +384,7 @@ def _evidence(version, qrels, span_queries, span_pages, span_starts, span_ends, 
     with_spans = np.isin(label_queries * width + qrels.doc_keys, span_queries * width + span_pages)
     whole = relevant & ~with_spans
     whole_pages = qrels.doc_keys[whole]
-    whole_ends = page_text_lengths(whole_pages, labelled_in=version)
+    whole_ends = labelled_page_lengths(version, whole_pages)
     kept = span_grades >= threshold
     queries = np.concatenate((span_queries[kept], label_queries[whole]))
     pages = np.concatenate((span_pages[kept], whole_pages))

@@ -73,13 +73,13 @@ def documents_level(*, ranked: RankedRun, version: Version, match: engine.RunMat
     `match`: the run matched against the version's labels (engine.match_run), as its
     document level has it already."""
     # The lengths read are those of the documents the figures look at: a labelled one (the
-    # only kind that can hold evidence: top_chunks_cover passes over the others), read
-    # through the version's labels, and the rest of each query's top k_final (the prompt).
+    # only kind that can hold evidence: top_chunks_cover passes over the others), read once
+    # a process for the version, and the rest of each query's top k_final (the prompt).
     inside = ranked.doc_keys > 0
     labelled = inside & (match.entry_label >= 0)
     prompted = inside & ~labelled & (ranked.ranks <= version.k_final)
     ends = np.zeros(len(ranked), dtype=np.int64)
-    ends[labelled] = chunk_inputs.page_text_lengths(ranked.doc_keys[labelled], labelled_in=version)
+    ends[labelled] = chunk_inputs.labelled_page_lengths(version, ranked.doc_keys[labelled])
     ends[prompted] = chunk_inputs.page_text_lengths(ranked.doc_keys[prompted])
     rows = np.arange(len(ends), dtype=np.int64)  # entry e is "chunk" e: its whole document
     whole_documents = levels.ChunkTable(keys=rows, pages=ranked.doc_keys, starts=np.zeros(len(ends), dtype=np.int64), ends=ends)
