@@ -4,6 +4,11 @@ chunks, the evidence a run's top k covers), apart so that importing lib.levels l
 import numpy as np
 from numba import njit
 
+# Groups of up to this many (tied entries, clips of one page) are sorted in place by
+# insertion, with no allocation; longer ones by np.argsort, so that a long tie stays
+# n log n. (numba reads a module's globals as constants when it compiles.)
+SORTED_IN_PLACE_UP_TO = 16
+
 
 @njit(cache=True)
 def dense_rows(dense, first_key, wanted, out):
@@ -39,14 +44,14 @@ def first_of_each_document(offsets, entry_rows, row_ranks, scores, rank_count, o
             j = i + 1
             while j < written and scores[out_rows[j]] == scores[out_rows[i]]:
                 j += 1
-            if j - i > 16:  # a long tie (a run of equal scores): a stable sort
+            if j - i > SORTED_IN_PLACE_UP_TO:  # a long tie (a run of equal scores): a stable sort
                 group = out_rows[i:j].copy()
                 order = np.argsort(-row_ranks[entry_rows[group]], kind="mergesort")
                 for g in range(j - i):
                     out_rows[i + g] = group[order[g]]
                 i = j
                 continue
-            # A few tied entries: insertion sort in place, stable, no allocation.
+            # A few tied entries: insertion sort, stable.
             for a in range(i + 1, j):
                 row = out_rows[a]
                 b = a - 1
@@ -158,10 +163,10 @@ def top_chunks_cover(
                     clip_end[m] = high
                     clip_place[m] = top_place[t] - first
                     m += 1
-            if m > 16:  # many chunks of one page: a sort
+            if m > SORTED_IN_PLACE_UP_TO:  # many chunks of one page
                 order = np.argsort(clip_start[:m])
                 clip_start[:m], clip_end[:m], clip_place[:m] = clip_start[order], clip_end[order], clip_place[order]
-            # Sorted by start in place (a few clips: insertion sort, no allocation).
+            # Sorted by start (a few clips: insertion sort).
             for a in range(1, m):
                 low, high, place = clip_start[a], clip_end[a], clip_place[a]
                 b = a - 1

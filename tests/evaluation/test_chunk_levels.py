@@ -69,6 +69,16 @@ def test_documents_tied_on_their_best_score_are_ordered_by_doc_id_descending():
     assert found.offsets.tolist() == [0, 2, 3]
 
 
+@pytest.mark.parametrize("tied", [3, 40])  # sorted in place, and past SORTED_IN_PLACE_UP_TO by a sort
+def test_short_and_long_ties_are_ordered_alike_by_doc_id_descending(tied):
+    rng = np.random.default_rng(tied)
+    ranks = rng.permutation(tied + 2)  # each entry a document of its own, in a shuffled doc id order
+    run = ranked({"q1": [(int(r) + 1, 5.0) for r in ranks[:tied]] + [(int(r) + 1, 4.0) for r in ranks[tied:]]})
+    found = levels.documents_in_order(run, run.doc_keys, ranks=run.doc_keys - 1, rank_count=tied + 2)
+    expected = sorted(run.doc_keys[:tied].tolist(), reverse=True) + sorted(run.doc_keys[tied:].tolist(), reverse=True)
+    assert found.doc_keys.tolist() == expected
+
+
 def test_a_chunk_carries_the_best_span_it_overlaps_enough_and_0_otherwise():
     chunks = levels.ChunkTable(
         keys=np.arange(1, 6),
@@ -138,6 +148,28 @@ def test_evidence_recall_counts_each_covered_character_once():
     assert top.covered.tolist() == [[80], [50]]
     # The prompt gets the first two chunks whole, their overlap twice: 100 + 60.
     assert top.characters.tolist() == [160]
+
+
+def test_evidence_covered_by_many_chunks_of_one_page_counts_each_character_once():
+    # 30 chunks of page 7, past SORTED_IN_PLACE_UP_TO, in a shuffled order: [10 i, 10 i + 15)
+    # for i = 0..29, which together cover [0, 305); the evidence is [0, 400).
+    order = np.random.default_rng(5).permutation(30)
+    chunks = levels.ChunkTable(keys=np.arange(30), pages=np.full(30, 7), starts=order * 10, ends=order * 10 + 15)
+    top = levels.top_chunks_cover(
+        starts=np.asarray([0]),
+        ends=np.asarray([30]),
+        entry_rows=np.arange(30),
+        entry_label=np.zeros(30, dtype=np.int64),
+        chunks=chunks,
+        evidence_offsets=np.asarray([0, 1]),
+        evidence_pages=np.asarray([7]),
+        evidence_starts=np.asarray([0]),
+        evidence_ends=np.asarray([400]),
+        ks=[30],
+        prompt_k=30,
+    )
+    assert top.covered.tolist() == [[305]]
+    assert top.characters.tolist() == [30 * 15]
 
 
 # --- through the services ------------------------------------------------------------------
