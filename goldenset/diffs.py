@@ -19,7 +19,7 @@ from goldenset.answers import ReferenceText, live_reference_answers, version_ref
 from goldenset.models import GoldenSet, Page, Query, Version, VersionLabel, VersionQuery
 from goldenset.selectors import resolved_labels
 from goldenset.version_rows import resolved_label_columns
-from lib.bulk import select_int_columns
+from lib.bulk import select_int_rows
 from lib.ids import natural_key
 
 QUERY_ADDED, QUERY_REMOVED = "query_added", "query_removed"
@@ -236,11 +236,7 @@ def publish_preview_summary(golden_set: GoldenSet, *, first: int) -> PreviewSumm
     new_q, new_p, new_g = resolved_label_columns(golden_set.pk)
     old = np.empty((0, 3), dtype=np.int64)
     if latest is not None:
-        old = select_int_columns(
-            f"SELECT query_id, page_id, grade FROM {VersionLabel._meta.db_table} WHERE version_id = %s",
-            3,
-            [latest.pk],
-        )
+        old = select_int_rows(VersionLabel.objects.filter(version=latest).values_list("query_id", "page_id", "grade"))
     old_q, old_p, old_g = old[:, 0], old[:, 1], old[:, 2]
     # One int64 key a pair: query pk * (largest page pk + 1) + page pk.
     width = int(max(new_p.max(initial=0), old_p.max(initial=0))) + 1
