@@ -107,3 +107,42 @@ def _the_test_flush_deletes_rows():
     operations.sql_flush = postgresql_flush if connection.vendor == "postgresql" else sqlite_flush
     yield
     operations.sql_flush = flush
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_middleware_chain_a_process():
+    """Test clients share the middleware chain the first one loaded, until a setting changes.
+
+    Django's test Client loads the whole MIDDLEWARE stack anew for each client, that is for
+    most tests; WhiteNoise's part of it lists and stats every static file the finders know
+    (WHITENOISE_USE_FINDERS), which made it the most expensive step of a typical page test.
+    A server process loads the chain once, as this does. The chain is stateless between
+    requests (each middleware keeps only the next callable), and a changed setting (the
+    `settings` fixture, override_settings) drops it, since middleware read settings when made."""
+    from django.core.signals import setting_changed
+    from django.test.client import AsyncClientHandler, ClientHandler
+
+    loaded: dict[tuple[type, bool], tuple] = {}
+    parts = ("_view_middleware", "_template_response_middleware", "_exception_middleware", "_middleware_chain")
+    handlers = (ClientHandler, AsyncClientHandler)
+    load = ClientHandler.load_middleware  # BaseHandler's, which both inherit
+
+    def load_middleware(self, is_async=False):
+        key = (type(self), is_async)
+        if key not in loaded:
+            load(self, is_async)
+            loaded[key] = tuple(getattr(self, part) for part in parts)
+        else:
+            for part, value in zip(parts, loaded[key]):
+                setattr(self, part, value)
+
+    def forget(**kwargs):
+        loaded.clear()
+
+    setting_changed.connect(forget, weak=False)
+    for handler in handlers:
+        handler.load_middleware = load_middleware
+    yield
+    for handler in handlers:
+        del handler.load_middleware
+    setting_changed.disconnect(forget)
