@@ -1,5 +1,6 @@
 """Fixtures shared by every test: people with roles, data made through the real services."""
 
+import gc
 import os
 from pathlib import Path
 
@@ -18,10 +19,21 @@ def pytest_report_header(config):
 
 
 def pytest_configure(config):
+    # A test process holds Django, numba and the test modules: hundreds of thousands of
+    # objects that live as long as it does, which each full collection of Python's garbage
+    # collector walked again (about a tenth of a typical module's CPU at the default
+    # thresholds). Collections are rarer here, and what collection leaves is frozen out of
+    # them (below).
+    gc.set_threshold(50_000, 20, 100)
     # Browser tests save screenshots to GOLDSET_SCREENSHOTS when it is set (make test sets it).
     screenshots = os.environ.get("GOLDSET_SCREENSHOTS")
     if screenshots:
         Path(screenshots).mkdir(parents=True, exist_ok=True)
+
+
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture
