@@ -52,12 +52,14 @@ run: warm
 # many tests wait on a server, a subprocess or a timeout of their own, which a third process
 # fills (make test-fast took 6:33 on two, 5:33 on three, 6:14 on four).
 TEST_PROCESSES ?= 3
+# loadgroup: tests marked with one xdist_group run in one process (tests/support/marks.py).
+XDIST = -n $(TEST_PROCESSES) --dist loadgroup
 
 # The whole suite in two parts: what test-fast runs, then the browser tests and the tests that
 # start and kill real Celery workers, one at a time (each drives Chromium or workers of its
 # own on the two cores).
 test: warm
-	$(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not browser and not worker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
 	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored). They
 	# run on two processes, each with its own live server, database and chromium (2:40 where one
 	# took 3:30); the tests that start and kill real Celery workers share one broker's queues,
@@ -68,13 +70,13 @@ test: warm
 # The inner loop: the suite without the browser tests and the tests that start real Celery
 # workers (marked browser and worker); `make test` runs them all.
 test-fast: warm
-	$(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not browser and not worker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
 
 # The suite on the embedded default (SQLite, tasks in-process), as `make run` serves it: every
 # test but the browser's and those that start Celery workers (they need PostgreSQL), on
 # TEST_PROCESSES processes. .ci/run runs it after `make test`.
 test-sqlite: warm
-	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not browser and not worker" $(PYTEST_ARGS)
+	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
 
 # The linter and formatter (ruff.toml), as .ci/run checks them.
 lint: setup

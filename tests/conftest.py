@@ -36,6 +36,20 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The tests of a module that share a module-scoped fixture (a loaded demo, a server) run
+    in one xdist process, which builds it once: the Makefile's --dist loadgroup hands out
+    every other test one by one. A test already in a group (tests/support/marks.py) stays in
+    it."""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures is None or item.get_closest_marker("xdist_group"):
+            continue
+        if any(definitions[-1].scope == "module" for definitions in fixtures.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """../shared/data, or a clean skip where it is absent (a clone outside the workplace)."""

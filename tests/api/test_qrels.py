@@ -9,6 +9,7 @@ import pytest
 
 from goldenset.selectors import version_label_rows
 from tests.api import QRELS, SLUG, assert_error, client_for
+from tests.support.marks import RANX
 
 pytestmark = pytest.mark.django_db
 
@@ -131,6 +132,7 @@ def test_the_export_reads_the_database_in_a_fixed_number_of_queries(reader, djan
 # --- the field's libraries ---------------------------------------------------------------
 
 
+@RANX
 def test_ranx_loads_the_trec_and_json_exports_as_the_version_holds_them(reader, version, tmp_path):
     # One test: ranx compiles its numba dicts on first use (seconds per process).
     from ranx import Qrels

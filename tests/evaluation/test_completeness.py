@@ -30,6 +30,9 @@ from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
 from tests.evaluation.test_trec_eval_parity import CRANFIELD_RUNS, load
 from tests.support import factories
+from tests.support.marks import RANX
+
+pytestmark = RANX
 
 # --- Judged@k against ir_measures -------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from evaluation.engine import QrelsArrays, TableRows, evaluate_run, match_run, r
 from evaluation.metrics import default_metrics, parse_metric, parse_metrics
 from lib.errors import GoldsetError, ProblemCollector
 from lib.runs import RankedRun, rank_run, read_trec_run
+from tests.support.marks import RANX
 
 # our name -> (pytrec_eval measure, the key it reports)
 TREC_NAMES = {
@@ -388,6 +389,7 @@ def ranx_per_query(labels: QrelsArrays, ranked: RankedRun, names, threshold: int
     return found
 
 
+@RANX
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_one_pass_kernel_gives_ranx_kernels_values_to_the_bit(seed):
     """evaluation.kernels.score_queries replaces ranx's kernels: the same float for every

@@ -20,8 +20,10 @@ from goldenset.services import membership_grant
 from lib.errors import GoldsetError
 from lib.runs import RankedRun
 from tests.support import factories
+from tests.support.marks import RANX
 
 pytestmark = [
+    RANX,
     pytest.mark.django_db,
     pytest.mark.golden_set(
         "forms", manager="owner", qrels={("q1", "d1"): 2, ("q/2", "d3"): 1}, queries=factories.queries("q1", "q/2", "q3")

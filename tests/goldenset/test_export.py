@@ -12,6 +12,7 @@ from goldenset.models import GoldenSet
 from goldenset.selectors import version_label_rows
 from goldenset.services import qrels_import, version_publish
 from tests.support import factories
+from tests.support.marks import RANX
 
 pytestmark = pytest.mark.django_db
 
@@ -61,6 +62,7 @@ def test_json_beir_and_csv_exports_hold_the_same_labels(version, tmp_path):
     assert {(r["query_id"], r["doc_id"], int(r["relevance"])) for r in rows} == {(q, d, g) for (q, d), g in QRELS.items()}
 
 
+@RANX
 def test_ranx_loads_the_trec_and_json_exports_as_the_version_holds_them(version, tmp_path):
     from ranx import Qrels
 

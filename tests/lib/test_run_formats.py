@@ -12,6 +12,9 @@ from ranx import Run
 from lib.errors import GoldsetError, ProblemCollector
 from lib.run_formats import detect_run_format, read_run
 from lib.runs import read_trec_run
+from tests.support.marks import RANX
+
+pytestmark = RANX
 
 # Ids that a careless reader would split or alter: '#', '/', ':', non-ASCII letters, a comma.
 RANKINGS = {"q1": {"d#1": 2.5, "d/2:ü": 1.5, "a,b": -0.25}, "q/2": {"d#1": 3.0, "x": 3.0}}

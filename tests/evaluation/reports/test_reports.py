@@ -12,6 +12,7 @@ from evaluation.services import evaluation_compute, evaluations_schedule, recall
 from goldenset.services import version_publish
 from lib import charts
 from tests.support import factories
+from tests.support.marks import RANX
 
 # --- the decision table --------------------------------------------------------------------
 
@@ -207,6 +208,7 @@ def test_bars_under_the_target_are_marked():
     assert low.under and not high.under and chart.target.x1 == pytest.approx(chart.left + 0.75 * (chart.right - chart.left), abs=0.01)
 
 
+@RANX
 def test_the_p_value_is_ranxs_to_the_bit_and_the_compare_page_does_not_import_ranx():
     """Issue 30 item 13: ranx was imported at run time for one paired t-test."""
     import subprocess
