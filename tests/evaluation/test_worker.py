@@ -56,6 +56,7 @@ WAIT = 60.0  # seconds any one wait may take before the test fails with the work
 # therefore due within 100 s of the second worker's start when its first pass is skipped (seen
 # once on CI), not within WAIT.
 REDELIVERY_WAIT = 130.0
+VISIBILITY_TIMEOUT = 1  # the second worker's, in seconds
 
 
 class Rollback(Exception):
@@ -258,7 +259,12 @@ def test_workers_killed_mid_recompute_leave_every_result_there_exactly_once(work
     # and the rest queued. The second, with a visibility timeout of a second, gets the
     # dead worker's message back first, then takes the queue.
     first_orphan, first_task = kill_mid_evaluation(first, version, workers, done_at_least=1)
-    second = workers.start(env={"CELERY_BROKER_VISIBILITY_TIMEOUT": "1"})
+    # The second worker's first pass gives the message back only if it is older than the
+    # timeout by then (its age counts from its delivery, before the kill). A worker that
+    # started sooner found it too young, left it to a pass 100 s later, and emptied the
+    # queue meanwhile, leaving nothing for the sweeper's half (seen once on CI).
+    time.sleep(VISIBILITY_TIMEOUT + 0.5)
+    second = workers.start(env={"CELERY_BROKER_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT)})
     redelivered = Evaluation.objects.filter(pk=first_orphan.pk, status=Evaluation.Status.DONE)
     wait_until(redelivered.exists, "the redelivered evaluation", workers, timeout=REDELIVERY_WAIT)
     assert f"evaluate_run_task[{first_task}] received" in second.log()
