@@ -283,10 +283,10 @@ def _binary_cursor_class() -> type:
     import psycopg  # the PostgreSQL driver, only where PostgreSQL is the database
 
     class BinaryCursor(psycopg.Cursor):
-        """Binary results, and never prepared (the connection prepares what a server-bound
-        cursor runs five times, lib/prepared.py): these are few large reads, whose planning
-        is nothing beside their transfer, and a statement run by name leaves Django's query
-        log no text."""
+        """Binary results, and never prepared, whatever the connection's prepare_threshold
+        (Django leaves it off unless OPTIONS set it): these are few large reads, whose
+        planning is nothing beside their transfer, and a statement run by name leaves
+        Django's query log no text."""
 
         def execute(self, query, params=None, **kwargs):
             return super().execute(query, params, binary=True, prepare=False)
