@@ -1,0 +1,96 @@
+"""`make test-fast` against its target (issue 24: under 4 minutes on this 2-core machine),
+with where the time goes: each test's CPU (its process's own and that of the children it
+waited for), summed over the suite, the tests that take the most, and the machine's busy and
+idle core-seconds over the run (from /proc/stat).
+
+    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15]
+
+Run it alone: the suite keeps both cores busy, so anything running beside it shows in the
+figure. The same file is the pytest plugin that records each test's CPU (`-p suite_speed`,
+loaded in every xdist process).
+"""
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+TARGET_SECONDS = 240.0
+ROOT = Path(__file__).resolve().parent.parent
+
+# --- the plugin: one line per test, written by the process that ran it ---------------------
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    folder = os.environ.get("SUITE_SPEED_DIR")
+    before = _cpu_seconds()
+    yield
+    if folder:
+        with open(Path(folder) / f"{os.getpid()}.tsv", "a") as out:
+            out.write(f"{item.nodeid}\t{_cpu_seconds() - before:.3f}\n")
+
+
+# --- the bench ------------------------------------------------------------------------------
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, idle) clock ticks of all cores since boot."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields[:8]) - idle, idle
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
+    parser.add_argument("--top", type=int, default=15, help="how many of the costliest tests to list")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="suite_speed_") as folder:
+        env = {
+            **os.environ,
+            "SUITE_SPEED_DIR": folder,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
+        }
+        command = ["make", "test-fast", f"TEST_PROCESSES={args.processes}", "PYTEST_ARGS=-p suite_speed -q"]
+        busy_before, idle_before = _machine_ticks()
+        started = time.perf_counter()
+        finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        busy_after, idle_after = _machine_ticks()
+        rows = [line.rsplit("\t", 1) for tsv in Path(folder).glob("*.tsv") for line in tsv.read_text().splitlines()]
+
+    summary = [line for line in finished.stdout.splitlines() if " passed" in line or " failed" in line]
+    print(f"suite: {len(rows)} tests on {args.processes} processes, {os.cpu_count()} cores; {summary[-1] if summary else 'no summary'}")
+    if finished.returncode:
+        print(finished.stdout[-3000:], finished.stderr[-2000:], sep="\n")
+        sys.exit("make test-fast failed: no figure")
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = sorted(((float(seconds), node) for node, seconds in rows), reverse=True)
+    print(f"CPU of the tests: {sum(seconds for seconds, _ in cpu):.0f} s (own and waited-for children)")
+    print(
+        f"machine: {(busy_after - busy_before) / ticks:.0f} core-seconds busy, "
+        f"{(idle_after - idle_before) / ticks:.0f} idle (the database server and other processes included)"
+    )
+    print(f"costliest {args.top} tests:")
+    for seconds, node in cpu[: args.top]:
+        print(f"  {seconds:6.2f} s  {node}")
+    verdict = "PASS" if wall < TARGET_SECONDS else "MISS"
+    print(f"make test-fast: {wall:.0f} s wall against a target of {TARGET_SECONDS:.0f} s: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
