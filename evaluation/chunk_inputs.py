@@ -161,8 +161,7 @@ def _groups(version: Version) -> tuple[np.ndarray, np.ndarray]:
 def _grouped(pages: np.ndarray, members: np.ndarray, groups: np.ndarray) -> np.ndarray:
     if not len(members):
         return pages
-    at = np.minimum(np.searchsorted(members, pages), len(members) - 1)
-    hit = members[at] == pages
+    at, hit = levels.sorted_rows(members, pages)
     return np.where(hit, groups[at], pages)
 
 
@@ -343,11 +342,8 @@ class PageLengths:
 
     def of(self, pages: np.ndarray) -> np.ndarray:
         """The length of each of `pages`; 0 for a key not among them."""
+        at, hit = levels.sorted_rows(self.keys, pages)
         lengths = np.zeros(len(pages), dtype=np.int64)
-        if not len(self.keys):
-            return lengths
-        at = np.minimum(np.searchsorted(self.keys, pages), len(self.keys) - 1)
-        hit = self.keys[at] == pages
         lengths[hit] = self.lengths[at[hit]]
         return lengths
 

@@ -67,6 +67,15 @@ def dense_index(keys: np.ndarray) -> np.ndarray | None:
     return dense
 
 
+def sorted_rows(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, found) for each of `wanted` in sorted, distinct `keys`: its row where found, a
+    row of no meaning where not."""
+    if not len(keys):
+        return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    rows = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return rows, keys[rows] == wanted
+
+
 def dense_lookup(keys: np.ndarray, dense: np.ndarray | None, wanted: np.ndarray, missing: str) -> np.ndarray:
     """The row in sorted `keys` of each of `wanted` (dense: dense_index(keys)); ValueError
     `missing` when one is not among them."""
@@ -79,8 +88,8 @@ def dense_lookup(keys: np.ndarray, dense: np.ndarray | None, wanted: np.ndarray,
         if _kernels().dense_rows(dense, int(keys[0]), np.asarray(wanted, dtype=np.int64), rows) >= 0:
             raise ValueError(missing)
         return rows
-    rows = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    if np.any(keys[rows] != wanted):
+    rows, found = sorted_rows(keys, wanted)
+    if not found.all():
         raise ValueError(missing)
     return rows
 
