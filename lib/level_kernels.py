@@ -163,17 +163,18 @@ def top_chunks_cover(
                     clip_end[m] = high
                     clip_place[m] = top_place[t] - first
                     m += 1
-            if m > SORTED_IN_PLACE_UP_TO:  # many chunks of one page
+            # Sorted by start: many chunks of one page by a sort, a few by insertion.
+            if m > SORTED_IN_PLACE_UP_TO:
                 order = np.argsort(clip_start[:m])
                 clip_start[:m], clip_end[:m], clip_place[:m] = clip_start[order], clip_end[order], clip_place[order]
-            # Sorted by start (a few clips: insertion sort).
-            for a in range(1, m):
-                low, high, place = clip_start[a], clip_end[a], clip_place[a]
-                b = a - 1
-                while b >= 0 and clip_start[b] > low:
-                    clip_start[b + 1], clip_end[b + 1], clip_place[b + 1] = clip_start[b], clip_end[b], clip_place[b]
-                    b -= 1
-                clip_start[b + 1], clip_end[b + 1], clip_place[b + 1] = low, high, place
+            else:
+                for a in range(1, m):
+                    low, high, place = clip_start[a], clip_end[a], clip_place[a]
+                    b = a - 1
+                    while b >= 0 and clip_start[b] > low:
+                        clip_start[b + 1], clip_end[b + 1], clip_place[b + 1] = clip_start[b], clip_end[b], clip_place[b]
+                        b -= 1
+                    clip_start[b + 1], clip_end[b + 1], clip_place[b + 1] = low, high, place
             for j in range(ks.shape[0]):
                 # The union of the clips of the top ks[j]: chunks may overlap, a character
                 # counts once.
