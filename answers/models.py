@@ -12,6 +12,7 @@ from django.db.models import Q
 
 from evaluation.models import Run
 from goldenset.models import GoldenSet, Query, Version
+from lib.job_fields import JobRunnerFields
 
 
 class Generator(models.Model):
@@ -84,7 +85,7 @@ class AnswerJudge(models.Model):
         return self.name
 
 
-class OracleExperiment(models.Model):
+class OracleExperiment(JobRunnerFields):
     """For one version and one run: each query (or a seeded sample of them) answered by the
     generator with the oracle context (the version's relevant pages, best grade first, cut
     to k_final and the token budget), with the retrieved context (the run's top k_final in
@@ -131,11 +132,6 @@ class OracleExperiment(models.Model):
     cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     progress_note = models.CharField(max_length=500, blank=True)
     error = models.TextField(blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    worker = models.CharField(max_length=200, blank=True, default="")
-    worker_start = models.CharField(max_length=32, blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -218,7 +214,7 @@ class AnswerGrade(models.Model):
         ]
 
 
-class EndpointDepthRun(models.Model):
+class EndpointDepthRun(JobRunnerFields):
     """A one-off ask of a live endpoint at a depth of the manager's choosing, for the
     depth-and-cost sweep: a nightly reranked run stops at k_final, so it cannot show what a
     larger k would buy. Every query of the version is asked once through the nightly
@@ -245,11 +241,6 @@ class EndpointDepthRun(models.Model):
     queries_done = models.PositiveIntegerField(default=0)
     failed_count = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    worker = models.CharField(max_length=200, blank=True, default="")
-    worker_start = models.CharField(max_length=32, blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -56,6 +56,7 @@ def _machine_ticks() -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
+    parser.add_argument("--target", default="test-fast", help="the make target to time (test-sqlite: the same tests on SQLite)")
     parser.add_argument("--top", type=int, default=15, help="how many of the costliest tests to list")
     args = parser.parse_args()
 
@@ -65,7 +66,7 @@ def main() -> None:
             "SUITE_SPEED_DIR": folder,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
-        command = ["make", "test-fast", f"TEST_PROCESSES={args.processes}", "PYTEST_ARGS=-p suite_speed -q"]
+        command = ["make", args.target, f"TEST_PROCESSES={args.processes}", "PYTEST_ARGS=-p suite_speed -q"]
         busy_before, idle_before = _machine_ticks()
         started = time.perf_counter()
         finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)

@@ -17,6 +17,7 @@ from django.db.models.functions import Now
 from evaluation.models import Run
 from goldenset.models import Chunk, GoldenSet, Page, Query
 from labeling.pools.strategies import STRATEGIES, unpack_ranks
+from lib.job_fields import JobRunnerFields
 
 
 class Pool(models.Model):
@@ -415,7 +416,7 @@ class CompletenessSample(models.Model):
         return f"completeness sample {self.pk} of {self.golden_set.slug} ({self.size} of {self.population})"
 
 
-class PoolJob(models.Model):
+class PoolJob(JobRunnerFields):
     """A pool build, a pool extension or a completeness sample draw asked for from a page,
     run by a Celery worker (labeling.jobs).
 
@@ -447,14 +448,6 @@ class PoolJob(models.Model):
     problems = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # Who holds it while it runs: the worker's node name and the instance id of its start
-    # (lib.background_jobs.Holder; "" in-process). The sweeper sends it again when that
-    # worker start no longer answers, a new start under the same name included.
-    worker = models.CharField(max_length=255, blank=True)
-    worker_start = models.CharField(max_length=32, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -478,7 +471,7 @@ class PoolJob(models.Model):
         return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-class JudgeJob(models.Model):
+class JudgeJob(JobRunnerFields):
     """A model grading the pairs of a pool (or a sample of them), run by a Celery worker
     (labeling.model_labels.jobs): of kind `chat`, through an OpenAI-compatible chat endpoint;
     of kind `local`, the packaged all-MiniLM-L6-v2 on the worker itself (no URL, no key, no
@@ -537,14 +530,6 @@ class JudgeJob(models.Model):
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # Who holds it while it runs: the worker's node name and the instance id of its start
-    # (lib.background_jobs.Holder; "" in-process). The sweeper sends it again when that
-    # worker start no longer answers, a new start under the same name included.
-    worker = models.CharField(max_length=255, blank=True)
-    worker_start = models.CharField(max_length=32, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

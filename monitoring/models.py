@@ -19,6 +19,7 @@ from django.db.models import Q
 
 from evaluation.models import Canary, Run, Series
 from goldenset.models import Chunking, GoldenSet, Version
+from lib.job_fields import JobRunnerFields
 
 DEFAULT_RUN_SCHEDULE = "0 2 * * *"  # nightly, 02:00 UTC
 DEFAULT_PROBE_SCHEDULE = "*/5 * * * *"  # every five minutes, as the seed's freshness probe
@@ -110,7 +111,7 @@ class Endpoint(models.Model):
         return self.name
 
 
-class NightlyRun(models.Model):
+class NightlyRun(JobRunnerFields):
     """One scheduled (or "run now") querying of an endpoint, and the run it made."""
 
     class Status(models.TextChoices):
@@ -131,14 +132,6 @@ class NightlyRun(models.Model):
     version = models.ForeignKey(Version, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The Celery worker that claimed it ("name@host", "" in-process) and the instance id of its
-    # start (lib.background_jobs.Holder): the sweeper sends it again when that worker start no
-    # longer answers, a new start under the same name included.
-    worker = models.CharField(max_length=255, blank=True)
-    worker_start = models.CharField(max_length=32, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     queries_total = models.PositiveIntegerField(default=0)
     queries_done = models.PositiveIntegerField(default=0)

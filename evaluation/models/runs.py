@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from goldenset.models import Chunking, GoldenSet, Version
+from lib.job_fields import JobRunnerFields
 
 
 class Series(models.Model):
@@ -180,7 +181,7 @@ class RunQueryFailure(models.Model):
         return f"{self.query_id}: {self.error}"
 
 
-class RunUploadJob(models.Model):
+class RunUploadJob(JobRunnerFields):
     """A run upload too large to read in the request (over settings.RUN_INLINE_UPLOAD_MB):
     the request writes the file to settings.RUN_UPLOAD_SPOOL, records what the form or the
     API said of it, and comes back; a worker reads it with run_import, all or nothing, and
@@ -220,12 +221,6 @@ class RunUploadJob(models.Model):
     problems = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # Who holds it while it runs (lib.background_jobs.Holder; "" in-process).
-    worker = models.CharField(max_length=255, blank=True)
-    worker_start = models.CharField(max_length=32, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -9,9 +9,10 @@ from django.db.models import Q
 
 from evaluation.models.runs import Run
 from goldenset.models import Version
+from lib.job_fields import JobRunnerFields
 
 
-class Evaluation(models.Model):
+class Evaluation(JobRunnerFields):
     """One run scored against one version: status while it runs, then its figures."""
 
     class Status(models.TextChoices):
@@ -25,17 +26,6 @@ class Evaluation(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # When its task was last sent to the broker: the sweeper sends a pending evaluation
-    # again only once this is STALE_AFTER old, not on every pass while it waits its turn.
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # The Celery worker (its node name, "name@host") that last claimed it and the instance id
-    # of its start (lib.background_jobs.Holder); "" when it was computed in-process. The
-    # sweeper sends a running evaluation again at once when this worker start no longer
-    # answers (a new start under the same name included), instead of waiting STALE_AFTER.
-    worker = models.CharField(max_length=255, blank=True)
-    worker_start = models.CharField(max_length=32, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     metrics = models.JSONField(default=list, help_text="metric names scored, in display order")
     # Over the version's queries: how many the averages used, how many the run did not
     # answer (scored 0, as trec_eval -c), how many had no relevant page (left out).

@@ -10,6 +10,7 @@ from django.db.models import Q
 from goldenset.models.corpora import DEFAULT_SPAN_MIN_OVERLAP_CHARS, DEFAULT_SPAN_MIN_OVERLAP_SHARE, Page
 from goldenset.models.sets import GoldenSet, Query
 from lib.errors import GoldsetError
+from lib.job_fields import JobRunnerFields
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -263,7 +264,7 @@ class VersionAnswer(AppendOnlyModel):
         constraints = [models.UniqueConstraint(fields=["version", "query"], name="version_answer_unique_query")]
 
 
-class PublishJob(models.Model):
+class PublishJob(JobRunnerFields):
     """A publish asked for from a page, the admin, the API or the command, run by a worker
     (goldenset.publishing). Publishing a large set takes longer than a request may
     (bench/publish.py measures it at a million labels): the request checks what it can at once, records the job and
@@ -288,14 +289,6 @@ class PublishJob(models.Model):
     error = models.TextField(blank=True, help_text="why no version was made")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # Who holds it while it runs: the worker's node name and the instance id of its start
-    # (lib.background_jobs.Holder; "" in-process). The sweeper sends it again when that
-    # worker start no longer answers, a new start under the same name included.
-    worker = models.CharField(max_length=255, blank=True)
-    worker_start = models.CharField(max_length=32, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -1,0 +1,27 @@
+"""The fields every background job model shares (a publish, pool, judge or upload job, an
+evaluation, a night, an oracle experiment, a depth run): what lib.background_jobs writes
+as it sends, claims and finishes a job, and what its sweeper reads.
+
+Apart from lib.background_jobs because a model, even an abstract one, can be defined only
+once Django's app registry is loading, and that module is imported before it (by the
+Celery app). Each model keeps its own `status` (their waiting states differ: queued,
+pending) and `error`.
+"""
+
+from django.db import models
+
+
+class JobRunnerFields(models.Model):
+    # When its message last left for the broker: the sweeper sends a waiting job again only
+    # once this is its kind's send_again_after old (empty: the broker refused it).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Who holds it while it runs: the worker's node name ("name@host") and the instance id of
+    # its start (lib.background_jobs.Holder; both "" in-process). The sweeper sends it again
+    # when that worker start no longer answers, a new start under the same name included.
+    worker = models.CharField(max_length=255, blank=True)
+    worker_start = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        abstract = True
