@@ -164,7 +164,8 @@ class SearchHit:
 class _Bm25Index:
     """One shard's BM25 index over the documents at `positions` (indexes into the corpus).
 
-    Each term's postings are precomputed BM25 weights, so a query is a sum of arrays."""
+    Each term's postings are the corpus positions of the documents holding it and their
+    precomputed BM25 weights, so a query is a sum of arrays."""
 
     def __init__(self, positions: list[int], documents: list[list[str]]):
         self.positions = np.asarray(positions, dtype=np.int64)
@@ -182,19 +183,7 @@ class _Bm25Index:
             tf = np.fromiter(postings.values(), dtype=np.float64, count=len(postings))
             idf = math.log(1 + (self.size - len(docs) + 0.5) / (len(docs) + 0.5))
             norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[docs] / average)
-            self.postings[word] = (docs, idf * tf * (BM25_K1 + 1) / (tf + norm))
-
-    def top(self, terms: list[tuple[str, float]], k: int, id_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(corpus positions, scores) of the k best-scoring documents with a positive score,
-        for (term, weight) pairs, in the coordinator's order (see DemoSearch._ordered), so
-        that a tie at a shard's k-th place is cut as the merge would cut it."""
-        scores = np.zeros(self.size)
-        for term, weight in terms:
-            found = self.postings.get(term)
-            if found is not None:
-                scores[found[0]] += weight * found[1]
-        hits = np.flatnonzero(scores > 0)
-        return _ordered(self.positions[hits], scores[hits], k, id_rank)
+            self.postings[word] = (self.positions[docs], idf * tf * (BM25_K1 + 1) / (tf + norm))
 
 
 @dataclass
@@ -276,6 +265,8 @@ class DemoSearch:
         self._stale_order = [shard.number for shard in sorted(self.shards, key=lambda s: (-s.pending, s.number))]
         self._lock = threading.Lock()
         self._stale: frozenset[int] = frozenset()
+        # Per state of the shards (the stale ones), each searched term's postings across them.
+        self._merged: dict[frozenset[int], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
         self.set_stale(stale_shards)
 
     # --- the shards' state ---
@@ -300,15 +291,14 @@ class DemoSearch:
         """Refresh every shard: the new pages become searchable everywhere."""
         self.set_stale(0)
 
-    def _indexes(self, exact: bool = False) -> list[_Bm25Index]:
-        """Each shard's index as a search sees it; `exact`: every shard refreshed."""
-        stale = frozenset() if exact else self._stale  # read once, so that one query sees one state
+    def _indexes_with(self, stale: frozenset[int]) -> list[_Bm25Index]:
+        """Each shard's index as a search sees it when the `stale` shards are."""
         return [shard.snapshot if shard.number in stale else shard.refreshed for shard in self.shards]
 
     @property
     def index_size(self) -> int:
         """Documents searchable across the shards; a stale shard counts its snapshot."""
-        return sum(index.size for index in self._indexes())
+        return sum(index.size for index in self._indexes_with(self._stale))
 
     # --- searching ---
 
@@ -333,10 +323,41 @@ class DemoSearch:
         return [SearchHit(self.doc_ids[p], round(float(s), 6), int(self._shard_at[p]) + 1) for p, s in zip(positions, scores)]
 
     def _first_stage(self, terms: list[tuple[str, float]], k: int, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        found = [index.top(terms, k, self._id_rank) for index in self._indexes(exact)]
-        positions = np.concatenate([f[0] for f in found])
-        scores = np.concatenate([f[1] for f in found])
-        return _ordered(positions, scores, k, self._id_rank)
+        """Each shard's top k by its own BM25 statistics, merged by the coordinator into the
+        top k. Worked as one pass over the corpus: each document's score is the sum its shard
+        computes (the same additions, in the same order), the hits are put in the merge's
+        order once, and a hit stays only while its shard has given fewer than k before it,
+        which is what merging every shard's own top k keeps."""
+        stale = frozenset() if exact else self._stale  # read once, so that one query sees one state
+        postings = self._postings(stale)
+        scores = np.zeros(len(self.doc_ids))
+        for term, weight in terms:
+            found = postings.get(term)
+            if found is None:
+                found = postings.setdefault(term, self._merged_postings(term, stale))
+            if found[0].size:
+                scores[found[0]] += weight * found[1]
+        hits = np.flatnonzero(scores > 0)
+        positions, ranked = _ordered(hits, scores[hits], len(hits), self._id_rank)
+        shards = self._shard_at[positions]
+        given = np.empty(len(positions), dtype=np.int64)  # hits of the same shard before each
+        for number in range(SHARD_COUNT):
+            mine = shards == number
+            given[mine] = np.arange(np.count_nonzero(mine))
+        kept = np.flatnonzero(given < k)[:k]
+        return positions[kept], ranked[kept]
+
+    def _postings(self, stale: frozenset[int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each term's postings across the shards as a search sees them with `stale` shards
+        (corpus positions, BM25 weights), filled in as terms are first searched."""
+        with self._lock:
+            return self._merged.setdefault(stale, {})
+
+    def _merged_postings(self, term: str, stale: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+        parts = [index.postings[term] for index in self._indexes_with(stale) if term in index.postings]
+        if not parts:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        return np.concatenate([positions for positions, _ in parts]), np.concatenate([weights for _, weights in parts])
 
     def _rerank(self, query: ParsedQuery, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(positions):
