@@ -6,7 +6,7 @@ into windows of about PASSAGE_CHARS characters that overlap by PASSAGE_OVERLAP, 
 a word boundary, and its reranked run returns passages. At document level it finds a few
 points more of what the prompt needs than the page run, and puts more characters in the
 prompt (two passages of a page often both make the top 8), so the compare page has a
-trade-off to read (README, "Changing your chunking").
+trade-off to read (docs/chunking.md).
 """
 
 import random

@@ -1,10 +1,10 @@
-"""The README's worked example (the block after `<!-- readme-eval-job -->`), run as it is
-written against a live server with a real write token: it pulls the pinned qrels, uploads a
-run whose scores are TIED where it matters, waits for Goldset's scores and prints them.
-Only the pin line is replaced (the set's number and hash are made by the test). Every
-printed figure must equal Goldset's stored score exactly, and pytrec_eval's (trec_eval's
-tie-breaking); a run ordered by file position on ties would score differently, so the
-ties do matter here."""
+"""The worked example of the API guide, docs/api.md (the block after `<!-- readme-eval-job -->`),
+run as it is written against a live server with a real write token: it pulls the pinned
+qrels, uploads a run whose scores are TIED where it matters, waits for Goldset's scores and
+prints them. Only the pin line is replaced (the set's number and hash are made by the
+test). Every printed figure must equal Goldset's stored score exactly, and pytrec_eval's
+(trec_eval's tie-breaking); a run ordered by file position on ties would score
+differently, so the ties do matter here."""
 
 import re
 from pathlib import Path
@@ -18,7 +18,7 @@ from goldenset.services import version_publish
 from goldset_client import QrelsIntegrityError
 from tests.support import factories
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 MARK = "<!-- readme-eval-job:"
 PIN = re.compile(r"^SET, VERSION, CONTENT_HASH = .*$", re.M)
 
@@ -62,9 +62,9 @@ TREC_EVAL = [
 
 
 def readme_block() -> str:
-    """The python block right after the README's marker comment."""
-    text = README.read_text(encoding="utf-8")
-    assert text.count(MARK) == 1, "the README marks exactly one eval-job block"
+    """The python block right after the guide's marker comment."""
+    text = GUIDE.read_text(encoding="utf-8")
+    assert text.count(MARK) == 1, "the guide marks exactly one eval-job block"
     return re.search(r"```python\n(.*?)```", text.split(MARK, 1)[1], re.S).group(1)
 
 
@@ -115,7 +115,7 @@ def test_the_readme_eval_job_prints_goldsets_figures_exactly_on_a_tied_run(wiki_
     block, replaced = PIN.subn(pin, readme_block())
     assert replaced == 1, "the example pins its version on one line"
 
-    exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
+    exec(compile(block, "docs/api.md", "exec"), {"__name__": "readme_example"})
 
     first, *figures = capsys.readouterr().out.splitlines()
     assert first == "version 1: 3 queries judged"
@@ -150,5 +150,5 @@ def test_the_readme_eval_job_stops_when_the_pinned_hash_is_not_the_versions(wiki
     monkeypatch.setenv("GOLDSET_CACHE_DIR", str(tmp_path / "cache"))
     block = PIN.sub('SET, VERSION, CONTENT_HASH = "wiki-demo", 1, "not-the-hash"', readme_block())
     with pytest.raises(QrelsIntegrityError):
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme_example"})
+        exec(compile(block, "docs/api.md", "exec"), {"__name__": "readme_example"})
     assert not Run.objects.filter(golden_set=golden_set).exists()  # nothing uploaded against the wrong labels

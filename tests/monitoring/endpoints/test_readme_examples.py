@@ -1,7 +1,8 @@
-"""The README's endpoint examples, one per preset, run as written (issue 30: "the endpoint
-examples a new user copies work as written, for each preset").
+"""The endpoint examples of the monitoring guide (docs/monitoring.md), one per preset, run
+as written (issue 30: "the endpoint examples a new user copies work as written, for each
+preset").
 
-Each `endpoint_add` line between the README's markers is run as the command line would, its
+Each `endpoint_add` line between the guide's markers is run as the command line would, its
 host replaced by a real server of that kind started here: osmem-server (an OpenSearch-
 compatible server from PyPI) for OpenSearch, Groonga's own HTTP server (Debian's
 groonga-bin) for the generic GET example, and, where no engine installs here (Elasticsearch,
@@ -25,12 +26,12 @@ from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "monitoring.md"
 HOST = re.compile(r"http://search\.internal:\d+")
 
 
 def readme_commands() -> list[list[str]]:
-    text = README.read_text()
+    text = GUIDE.read_text()
     block = text.split("<!-- endpoint examples: every line below is run by a test -->", 1)[1].split("<!-- end of endpoint examples -->", 1)[
         0
     ]
@@ -58,7 +59,7 @@ def test_the_readme_endpoint_examples_register_and_answer_as_written(opensearch,
             call_command(*args, stdout=out)
             names.append(args[args.index("--name") + 1])
         assert Endpoint.objects.filter(golden_set=golden_set).count() == len(names) > len(Endpoint.Preset.values)
-        # The README's probe line, as written, then the same probe of every other endpoint.
+        # The guide's probe line, as written, then the same probe of every other endpoint.
         [probe] = [args for args in readme_commands() if args[0] == "endpoint_probe"]
         queries = {"os-first": probe[probe.index("--query") + 1], "groonga-first": "see a/b"}
         for name in names:
