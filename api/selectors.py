@@ -22,7 +22,10 @@ from monitoring.schedules import next_probe_at, next_run_at
 
 
 def api_token_by_secret(secret: str) -> ApiToken | None:
-    return ApiToken.objects.select_related("owner").filter(key_hash=ApiToken.hash_secret(secret)).first()
+    try:
+        return ApiToken.objects.select_related("owner").get(key_hash=ApiToken.hash_secret(secret))
+    except ApiToken.DoesNotExist:
+        return None
 
 
 def tokens_of_golden_set(golden_set: GoldenSet) -> QuerySet[ApiToken]:
