@@ -323,7 +323,7 @@ def offline(monkeypatch):
     assert attempts == [], f"the local judge tried to reach {attempts}"
 
 
-DEMO_SAMPLE = 40
+DEMO_SAMPLE = 100
 
 
 def pool_pairs_of(pool) -> set[tuple[str, str]]:
