@@ -329,14 +329,10 @@ class DemoSearch:
         order once, and a hit stays only while its shard has given fewer than k before it,
         which is what merging every shard's own top k keeps."""
         stale = frozenset() if exact else self._stale  # read once, so that one query sees one state
-        postings = self._postings(stale)
         scores = np.zeros(len(self.doc_ids))
         for term, weight in terms:
-            found = postings.get(term)
-            if found is None:
-                found = postings.setdefault(term, self._merged_postings(term, stale))
-            if found[0].size:
-                scores[found[0]] += weight * found[1]
+            positions, weights = self._term_postings(term, stale)
+            scores[positions] += weight * weights
         hits = np.flatnonzero(scores > 0)
         positions, ranked = _ordered(hits, scores[hits], len(hits), self._id_rank)
         shards = self._shard_at[positions]
@@ -347,17 +343,22 @@ class DemoSearch:
         kept = np.flatnonzero(given < k)[:k]
         return positions[kept], ranked[kept]
 
-    def _postings(self, stale: frozenset[int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Each term's postings across the shards as a search sees them with `stale` shards
-        (corpus positions, BM25 weights), filled in as terms are first searched."""
-        with self._lock:
-            return self._merged.setdefault(stale, {})
-
-    def _merged_postings(self, term: str, stale: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
-        parts = [index.postings[term] for index in self._indexes_with(stale) if term in index.postings]
-        if not parts:
-            return np.empty(0, dtype=np.int64), np.empty(0)
-        return np.concatenate([positions for positions, _ in parts]), np.concatenate([weights for _, weights in parts])
+    def _term_postings(self, term: str, stale: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+        """`term`'s postings across the shards as a search sees them when the `stale` shards
+        are (corpus positions, BM25 weights), merged on first use and kept for the state.
+        Threads may race to merge one term: each gets the same arrays (dict.setdefault is
+        atomic), so no lock is taken."""
+        merged = self._merged.setdefault(stale, {})
+        found = merged.get(term)
+        if found is None:
+            parts = [index.postings[term] for index in self._indexes_with(stale) if term in index.postings]
+            found = merged.setdefault(
+                term,
+                (np.concatenate([p for p, _ in parts]), np.concatenate([w for _, w in parts]))
+                if parts
+                else (np.empty(0, dtype=np.int64), np.empty(0)),
+            )
+        return found
 
     def _rerank(self, query: ParsedQuery, positions: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(positions):
