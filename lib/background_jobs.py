@@ -5,10 +5,10 @@ sweeper on the beat sends again what was lost and what a dead worker held.
 Each job model has a `status` and an `error` of its own and the runner's fields of
 lib.job_fields.JobRunnerFields: `enqueued_at` (when its message last left, which the
 sweeper goes by), `started_at`, `finished_at`, and `worker` and `worker_start` (who holds
-it while it runs: a Holder). A JobKind says how one model lives: the status of a job not yet claimed, how long before a
-message is taken for lost, and what is done with a job running past its give-up time. The
-task takes the job's id and job_run claims the row (waiting -> running) before it works, so
-a message sent twice runs the job once.
+it while it runs: a Holder). A JobKind says how one model lives: the status of a job not
+yet claimed, how long before a message is taken for lost, and what is done with a job
+running past its give-up time. The task takes the job's id and job_run claims the row
+(waiting -> running) before it works, so a message sent twice runs the job once.
 
 Who holds a job is the PROCESS that claimed it, not its node name: a worker that restarts
 under its own name (as compose, systemd or Kubernetes restart it) answers a ping, yet what

@@ -13,7 +13,8 @@ from django.db import models
 
 class JobRunnerFields(models.Model):
     # When its message last left for the broker: the sweeper sends a waiting job again only
-    # once this is its kind's send_again_after old (empty: the broker refused it).
+    # once this is its JobKind's send_again_after old (an evaluation's STALE_AFTER, in
+    # evaluation.tasks), not on every pass while it waits its turn; empty: the broker refused it.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
