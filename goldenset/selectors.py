@@ -99,12 +99,12 @@ def access_golden_set(user: AbstractBaseUser, slug: str, roles: tuple[str, ...] 
 
     Raises Http404 otherwise, so that a stranger cannot tell which slugs exist.
     """
+    if not user.is_authenticated:
+        raise Http404("no such golden set")
     try:
         golden_set = GoldenSet.objects.select_related("corpus", "team__organisation").get(slug=slug)
     except GoldenSet.DoesNotExist:
         raise Http404("no such golden set") from None
-    if not user.is_authenticated:
-        raise Http404("no such golden set")
     if user.is_staff or user_roles(user, golden_set) & set(roles):
         return golden_set
     raise Http404("no such golden set")
