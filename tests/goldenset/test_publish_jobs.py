@@ -381,6 +381,8 @@ def test_the_command_waits_for_a_worker_printing_what_the_job_is_doing(golden_se
             # the command's polling may hold the table when the job writes, and the job is
             # handed back to waiting; with no retry, and no sweeper here, the command would
             # wait for ever. Past the retries the job is failed, so the test fails instead.
+            # (publish_job_task.apply() would retry at once, without the backoff, and leave
+            # the job waiting after its last retry: the hang again.)
             try:
                 for attempt in range(6):
                     try:
