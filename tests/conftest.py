@@ -110,16 +110,34 @@ def _the_test_flush_deletes_rows():
     (session_replication_role, for this transaction only), as TRUNCATE passes the triggers
     that refuse to delete published history, and in any order (foreign keys are triggers).
     SQLite: its flush is DELETE already, which the audit trail's trigger refuses (migration
-    0021): that trigger, and only it, is dropped first and made again."""
+    0021): that trigger, and only it, is dropped first and made again.
+
+    Both: the content types and permissions are the installation's, not a test's (migrate
+    made them in the template; no test adds or removes one). Django's flush deleted them and
+    its post_migrate signal wrote them all again, new ids and some 200 rows, after every
+    transactional test: they are kept, and the signal runs again only if their number
+    changed since the first flush."""
     import importlib
 
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+    from django.core.management.commands import flush as flush_command
     from django.db import connection
 
     audit = importlib.import_module("goldenset.migrations.0021_audit_records")
     operations = type(connection.ops)
     flush = operations.sql_flush
+    emit_post_migrate_signal = flush_command.emit_post_migrate_signal
+    installation = {ContentType._meta.db_table, Permission._meta.db_table}
+    installed = {}  # database: its (content types, permissions), counted at its first flush
+
+    def post_migrate_if_missing(verbosity, interactive, database, **kwargs):
+        counts = (ContentType.objects.using(database).count(), Permission.objects.using(database).count())
+        if installed.setdefault(database, counts) != counts:
+            emit_post_migrate_signal(verbosity, interactive, database, **kwargs)
 
     def postgresql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        tables = [table for table in tables if table not in installation]
         if not tables or reset_sequences:  # no test resets sequences: Django's own way then
             return flush(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
         # One round trip: psycopg's client-side cursor, which Django uses, sends a string of
@@ -128,14 +146,16 @@ def _the_test_flush_deletes_rows():
         return [f"SET LOCAL session_replication_role = replica; {deletes}"]
 
     def sqlite_flush(self, style, tables, **kwargs):
-        statements = flush(self, style, tables, **kwargs)
+        statements = flush(self, style, [table for table in tables if table not in installation], **kwargs)
         if not statements or audit.TABLE not in tables:
             return statements
         return [f"DROP TRIGGER IF EXISTS {audit.TABLE}_undeletable;", *statements, audit.SQLITE_UNDELETABLE]
 
     operations.sql_flush = postgresql_flush if connection.vendor == "postgresql" else sqlite_flush
+    flush_command.emit_post_migrate_signal = post_migrate_if_missing
     yield
     operations.sql_flush = flush
+    flush_command.emit_post_migrate_signal = emit_post_migrate_signal
 
 
 @pytest.fixture(autouse=True, scope="session")
