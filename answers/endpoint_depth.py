@@ -38,7 +38,6 @@ DEPTH_JOBS = JobKind(
     stuck_sent_again=True,
     stopped="",
 )
-ACTIVE = (EndpointDepthRun.Status.QUEUED, EndpointDepthRun.Status.RUNNING)
 
 
 def endpoint_depth_submit(
@@ -60,10 +59,10 @@ def endpoint_depth_submit(
     problems.raise_if_any("the endpoint cannot be asked at a depth")
     with transaction.atomic():
         Endpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
-        night = NightlyRun.objects.filter(endpoint=endpoint, status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING]).first()
+        night = NightlyRun.objects.filter(endpoint=endpoint, status__in=NightlyRun.ACTIVE).first()
         if night is not None:
             raise ConflictError(f"a night of {endpoint.name} (id {night.pk}) is {night.status}: ask it at a depth once the night is over")
-        busy = EndpointDepthRun.objects.filter(endpoint=endpoint, status__in=ACTIVE).first()
+        busy = EndpointDepthRun.objects.filter(endpoint=endpoint, status__in=EndpointDepthRun.ACTIVE).first()
         if busy is not None:
             raise ConflictError(f"{endpoint.name} is being asked at depth {busy.depth} (id {busy.pk}): one ask at a time")
         made = EndpointDepthRun.objects.create(golden_set=golden_set, endpoint=endpoint, version=version, depth=depth, created_by=user)

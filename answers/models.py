@@ -102,6 +102,8 @@ class OracleExperiment(JobRunnerFields):
         STOPPED = "stopped", "stopped: the budget is spent"
         FAILED = "failed"
 
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="oracle_experiments")
     version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="+")
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="oracle_experiments")
@@ -230,6 +232,8 @@ class EndpointDepthRun(JobRunnerFields):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="endpoint_depth_runs")
     endpoint = models.ForeignKey("monitoring.Endpoint", on_delete=models.CASCADE, related_name="depth_runs")

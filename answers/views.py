@@ -53,7 +53,6 @@ from lib.params import version_param
 ANSWER_ROLES = (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR)
 MANAGE_ROLES = (Membership.Role.MANAGER,)
 EXPERIMENT_POLL_SECONDS = 2
-ACTIVE = (OracleExperiment.Status.QUEUED, OracleExperiment.Status.RUNNING)
 
 
 def _can_manage(user, golden_set) -> bool:
@@ -239,7 +238,7 @@ def experiment_page(request: HttpRequest, slug: str, experiment_id: int, fragmen
     ctx = {"golden_set": golden_set, "experiment": experiment, "poll_seconds": EXPERIMENT_POLL_SECONDS}
     if fragment:
         response = render(request, "answers/_experiment_status.html", ctx)
-        if request.htmx and experiment.status not in ACTIVE:
+        if request.htmx and not experiment.active:
             # The report below the progress is from before the job ended: reload to show it.
             response["HX-Refresh"] = "true"
         return response

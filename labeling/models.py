@@ -439,6 +439,8 @@ class PoolJob(JobRunnerFields):
         DONE = "done"
         FAILED = "failed"
 
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
     golden_set = models.ForeignKey(GoldenSet, on_delete=models.CASCADE, related_name="pool_jobs")
     kind = models.CharField(max_length=10, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
@@ -455,10 +457,6 @@ class PoolJob(JobRunnerFields):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for {self.golden_set_id} ({self.status})"
-
-    @property
-    def active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
     def took(self) -> str:
@@ -488,6 +486,8 @@ class JudgeJob(JobRunnerFields):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     class Kind(models.TextChoices):
         CHAT = "chat", "chat: an OpenAI-compatible API"
@@ -546,10 +546,6 @@ class JudgeJob(JobRunnerFields):
 
     def __str__(self) -> str:
         return f"{self.model} judging {self.golden_set_id} ({self.status})"
-
-    @property
-    def active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
     def settled(self) -> int:

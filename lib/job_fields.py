@@ -4,8 +4,9 @@ as it sends, claims and finishes a job, and what its sweeper reads.
 
 Apart from lib.background_jobs because a model, even an abstract one, can be defined only
 once Django's app registry is loading, and that module is imported before it (by the
-Celery app). Each model keeps its own `status` (their waiting states differ: queued,
-pending) and `error`.
+Celery app). Each model keeps its own `status` and `error`, and names in ACTIVE the
+statuses of a job that is waiting for a worker or held by one (their waiting states
+differ: queued, pending).
 """
 
 from django.db import models
@@ -24,5 +25,12 @@ class JobRunnerFields(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     worker_start = models.CharField(max_length=32, blank=True)
 
+    ACTIVE: tuple[str, ...]  # each model's own: its waiting status and "running"
+
     class Meta:
         abstract = True
+
+    @property
+    def active(self) -> bool:
+        """Waiting for a worker or held by one: not finished."""
+        return self.status in self.ACTIVE

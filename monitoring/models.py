@@ -120,6 +120,8 @@ class NightlyRun(JobRunnerFields):
         DONE = "done"
         FAILED = "failed"
 
+    ACTIVE = (Status.PENDING, Status.RUNNING)
+
     class Trigger(models.TextChoices):
         SCHEDULE = "schedule"
         MANUAL = "manual"

@@ -187,7 +187,7 @@ def message_gathered(message: IncidentMessage, now: datetime) -> bool:
     if message.created_at + GATHER_LIMIT <= now:
         return True
     scored = Alert.objects.filter(incident_message=message).exclude(run=None)
-    busy = Evaluation.objects.filter(status__in=[Evaluation.Status.PENDING, Evaluation.Status.RUNNING]).filter(
+    busy = Evaluation.objects.filter(status__in=Evaluation.ACTIVE).filter(
         Q(version_id__in=scored.values("version_id")) | Q(run_id__in=scored.values("run_id"))
     )
     return not busy.exists()

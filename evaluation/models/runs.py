@@ -229,10 +229,6 @@ class RunUploadJob(JobRunnerFields):
     def __str__(self) -> str:
         return f"upload of {self.source_name} to {self.golden_set_id} ({self.status})"
 
-    @property
-    def active(self) -> bool:
-        return self.status in self.ACTIVE
-
 
 class VersionScoringInputs(models.Model):
     """A version's labels and slices as arrays (evaluation.scoring_inputs),

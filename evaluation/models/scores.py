@@ -21,6 +21,8 @@ class Evaluation(JobRunnerFields):
         DONE = "done"
         FAILED = "failed"
 
+    ACTIVE = (Status.PENDING, Status.RUNNING)
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations")
     version = models.ForeignKey(Version, on_delete=models.PROTECT, related_name="evaluations")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)

@@ -305,7 +305,3 @@ class PublishJob(JobRunnerFields):
 
     def __str__(self) -> str:
         return f"publish of {self.golden_set_id} ({self.status})"
-
-    @property
-    def active(self) -> bool:
-        return self.status in self.ACTIVE

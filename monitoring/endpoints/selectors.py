@@ -31,7 +31,7 @@ def nights_in_progress(golden_set: GoldenSet, endpoint: Endpoint | None = None) 
     """The set's nights (or `endpoint`'s) that are pending or running, oldest first."""
     nights = NightlyRun.objects.filter(
         endpoint__golden_set=golden_set,
-        status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING],
+        status__in=NightlyRun.ACTIVE,
     ).select_related("endpoint")
     if endpoint is not None:
         nights = nights.filter(endpoint=endpoint)

@@ -235,7 +235,7 @@ def endpoint_delete(*, endpoint: Endpoint, user: AbstractBaseUser | None = None)
     what was deleted, in words."""
     with transaction.atomic():
         locked = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
-        if locked.nightly_runs.filter(status__in=(NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING)).exists():
+        if locked.nightly_runs.filter(status__in=NightlyRun.ACTIVE).exists():
             raise ConflictError(f"a night of endpoint {locked.name!r} is under way; delete it once that night is done")
         nights, series = locked.nightly_runs.count(), locked.series.name
         audit_record(

@@ -98,11 +98,7 @@ def nightly_run_start(*, endpoint: Endpoint) -> NightlyRun:
     The endpoint's row is locked for the check, so two requests at once start one night."""
     with transaction.atomic():
         Endpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
-        busy = (
-            NightlyRun.objects.filter(endpoint=endpoint, status__in=[NightlyRun.Status.PENDING, NightlyRun.Status.RUNNING])
-            .order_by("slot")
-            .first()
-        )
+        busy = NightlyRun.objects.filter(endpoint=endpoint, status__in=NightlyRun.ACTIVE).order_by("slot").first()
         if busy is not None:
             raise ConflictError(
                 f"the night of {endpoint.name} at {busy.slot:%Y-%m-%d %H:%M:%S} UTC (id {busy.pk}) is {busy.status} "
