@@ -1,9 +1,9 @@
 """`make test-fast` against its target (issue 24: under 4 minutes on this 2-core machine),
 with where the time goes: each test's CPU (its process's own and that of the children it
-waited for), summed over the suite, the tests that take the most, and the machine's busy and
-idle core-seconds over the run (from /proc/stat).
+waited for), summed over the suite, the tests and the modules that take the most, and the
+machine's busy and idle core-seconds over the run (from /proc/stat).
 
-    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15]
+    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15] [--modules 10]
 
 Run it alone: the suite keeps both cores busy, so anything running beside it shows in the
 figure. The same file is the pytest plugin that records each test's CPU (`-p suite_speed`,
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
     parser.add_argument("--target", default="test-fast", help="the make target to time (test-sqlite: the same tests on SQLite)")
     parser.add_argument("--top", type=int, default=15, help="how many of the costliest tests to list")
+    parser.add_argument("--modules", type=int, default=10, help="how many of the costliest test modules to list")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="suite_speed_") as folder:
@@ -89,6 +90,13 @@ def main() -> None:
     print(f"costliest {args.top} tests:")
     for seconds, node in cpu[: args.top]:
         print(f"  {seconds:6.2f} s  {node}")
+    # A module's tests together (a module-scoped fixture is paid by its first test).
+    modules: dict[str, list[float]] = {}
+    for seconds, node in cpu:
+        modules.setdefault(node.split("::", 1)[0], []).append(seconds)
+    print(f"costliest {args.modules} modules:")
+    for path, times in sorted(modules.items(), key=lambda item: -sum(item[1]))[: args.modules]:
+        print(f"  {sum(times):6.2f} s  {len(times):4d} tests  {path}")
     verdict = "PASS" if wall < TARGET_SECONDS else "MISS"
     print(f"make {args.target}: {wall:.0f} s wall against a target of {TARGET_SECONDS:.0f} s: {verdict}")
 
