@@ -5,7 +5,7 @@ with a million judgments already stored. Target: p95 under 50 ms for next-pair a
         [--warmup 5] [--workers 2 x cores + 1] [--think 0 3] [--client-processes 4]
         [--pages 200000 --queries 20000 --runs 5 --depth 20 --candidates 60] [--done-share 0]
         [--seed 20240601] [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_annotators]
-        [--broker-url redis://127.0.0.1:6379/10] [--keep] [--profile]
+        [--broker-url redis://127.0.0.1:6379/10] [--cache-url redis://127.0.0.1:6379/11] [--keep] [--profile]
 
 Creates the database named by --database-url (it must not exist beforehand), migrates it,
 and generates, the same for the same seed:
@@ -27,8 +27,11 @@ and generates, the same for the same seed:
 Then it starts gunicorn (the pinned one, sync workers, --workers of them) on 127.0.0.1 at a
 free port with goldset.settings_production (DEBUG off, a random SECRET_KEY, static files
 collected into a temporary folder; requests carry X-Forwarded-Proto: https, as behind the
-TLS proxy a deployment has) and a Celery broker on Redis (a queue of this run's own, purged
-at the end, so nothing runs in-process). Each of --annotators clients logs in through
+TLS proxy a deployment has), the shared cache a deployment of several web processes sets
+(CACHE_URL on Redis, as docker-compose.yml does: sessions are then cached_db, and the rate
+limits and progress counts are shared; emptied before the run; --cache-url '' runs without
+one, each worker with a cache of its own) and a Celery broker on Redis (a queue of this
+run's own, purged at the end, so nothing runs in-process). Each of --annotators clients logs in through
 /accounts/login/ and loops: GET /label/<slug>/next/ (next-pair), then POST
 /label/<slug>/tasks/<id>/judge/ with a random grade (submit), whose answer is already the
 next pair; next-pair is still its own GET each loop so that both figures exist. After
@@ -259,6 +262,7 @@ def gunicorn_server(args: argparse.Namespace, temp: Path):
             "ALLOWED_HOSTS": "127.0.0.1",
             "CELERY_BROKER_URL": args.broker_url,
             "CELERY_TASK_DEFAULT_QUEUE": args.queue,
+            "CACHE_URL": args.cache_url,
             "LOG_LEVEL": "WARNING",
         },
         name="bench_annotators_settings",
@@ -359,7 +363,8 @@ def report(args: argparse.Namespace, info: dict) -> bool:
     print(
         f"machine: {os.cpu_count()} cores (shared: load average {info['load_before']} before, {info['load_after']} after), "
         f"Python {platform.python_version()}, PostgreSQL {info['server']}, gunicorn {info['gunicorn']} "
-        f"({args.workers} sync workers), clients: {args.client_processes} processes of threads on the same machine"
+        f"({args.workers} sync workers), clients: {args.client_processes} processes of threads on the same machine; "
+        f"cache: {'Redis at ' + args.cache_url + ' (sessions cached_db)' if args.cache_url else 'none shared (sessions in the database)'}"
     )
     d = info["data"]
     closed = f", {d['done']:,} of them closed beforehand (--done-share)" if d["done"] else ""
@@ -473,6 +478,18 @@ def report(args: argparse.Namespace, info: dict) -> bool:
 # --- main --------------------------------------------------------------------------------
 
 
+def cache_empty(cache_url: str) -> None:
+    """Empty the Redis database of the served app's cache, so that no session or count of
+    an earlier run is read."""
+    import redis
+
+    client = redis.Redis.from_url(cache_url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
 def run(args: argparse.Namespace) -> None:
     django_setup(args.database_url, DEBUG="false", CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=args.queue)
     import gunicorn
@@ -483,6 +500,8 @@ def run(args: argparse.Namespace) -> None:
 
     info: dict = {"gunicorn": gunicorn.__version__}
     purge_queue(args.broker_url, args.queue)
+    if args.cache_url:
+        cache_empty(args.cache_url)
     try:
         with scratch_database(args.database_url, keep=args.keep), tempfile.TemporaryDirectory(prefix="goldset-bench-") as temp:
             started = time.perf_counter()
@@ -566,6 +585,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20240601)
     database_url_argument(parser, "goldset_bench_annotators")
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/10", help="Redis for Celery (a queue of this run's own)")
+    parser.add_argument(
+        "--cache-url",
+        default="redis://127.0.0.1:6379/11",
+        help="the served app's CACHE_URL, a Redis database of its own (emptied); '' for none",
+    )
     parser.add_argument("--keep", action="store_true", help="do not drop the database at the end (debugging)")
     parser.add_argument("--profile", action="store_true", help="then profile one next-pair and one submit in-process")
     args = parser.parse_args()
