@@ -1,7 +1,7 @@
 """Grade key to next pair painted, in Chromium, on the demo: what an annotator feels per
-judgment. Target: median under 150 ms.
+judgment. Targets: median under 150 ms (issue 13) and p95 under 150 ms (issue 24).
 
-    .venv/bin/python bench/judging_browser.py [--judgments 60 --warmup 5] [--workers 2]
+    .venv/bin/python bench/judging_browser.py [--judgments 200 --warmup 5] [--workers 2]
         [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_judging_browser] [--keep]
 
 Creates the database named by --database-url (it must not exist beforehand), migrates it
@@ -46,6 +46,7 @@ from bench.scratch import (  # noqa: E402  (needs the repository on sys.path)
 )
 
 TARGET_MEDIAN_MS = 150.0
+TARGET_P95_MS = 150.0
 CHROMIUM = "/usr/bin/chromium"
 # Installed in the page after each load: key-down and painted times of each judgment.
 RECORDER = """() => {
@@ -192,14 +193,18 @@ def run(args: argparse.Namespace) -> bool:
         f"checks: {presses - stuck} of {presses} presses showed a new pair; judgments stored {stored} (expected {presses}): "
         f"{'ok' if checks_ok else 'FAILED'}"
     )
-    passed = checks_ok and median < TARGET_MEDIAN_MS
-    print(f"target: median under {TARGET_MEDIAN_MS:.0f} ms   {'PASS' if passed else 'MISS'}")
+    p95 = percentile(measured, 95) if measured else float("inf")
+    passed = checks_ok and median < TARGET_MEDIAN_MS and p95 < TARGET_P95_MS
+    print(
+        f"target: median under {TARGET_MEDIAN_MS:.0f} ms {'PASS' if median < TARGET_MEDIAN_MS else 'MISS'}, "
+        f"p95 under {TARGET_P95_MS:.0f} ms {'PASS' if p95 < TARGET_P95_MS else 'MISS'}   {'PASS' if passed else 'MISS'}"
+    )
     return passed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--judgments", type=int, default=60, help="judgments measured")
+    parser.add_argument("--judgments", type=int, default=200, help="judgments measured (200: a p95 rests on its 10 slowest)")
     parser.add_argument("--warmup", type=int, default=5, help="judgments before measuring (the first requests warm the workers)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     database_url_argument(parser, "goldset_bench_judging_browser")
