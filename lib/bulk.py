@@ -209,6 +209,16 @@ def _send_arrays(
     copy.write(b"\xff\xff")  # end of data
 
 
+def table_analyze(model: type[Model]) -> None:
+    """Refresh the planner's statistics of `model`'s table after a bulk write into it
+    (ANALYZE, on either database; it may run inside the caller's transaction), as
+    PostgreSQL's guide to populating a database advises. Until autovacuum gets to a table
+    (a minute or more after the write), the planner plans for the rows it last counted,
+    none for a new table, and picks plans that read the whole of what was written."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
 def select_int_columns(sql: str, width: int, params: Sequence = ()) -> np.ndarray:
     """The rows of `sql`, a SELECT of `width` integer columns none of which is NULL, as an
     int64 array of shape (rows, width), in no particular order.

@@ -45,7 +45,7 @@ from labeling.pools.selectors import left_out_by_budget, pool_pairs, task_counts
 from labeling.pools.task_writes import _insert_tasks, _update_tasks
 from labeling.pools.union import RunSpec, Union, classify, dense_queries, member, pool_union, set_pool_keys, union_chunks
 from labeling.pools.windows import PairTable, forecast, judging_order, window_positions, with_model_scores
-from lib.bulk import bulk_insert, gc_paused
+from lib.bulk import bulk_insert, gc_paused, table_analyze
 from lib.errors import GoldsetError
 from lib.progress import Progress, no_progress
 
@@ -366,6 +366,9 @@ def pool_build(
         pool_chunks_write(pool, *union_chunks(union, new))
         queued = positions >= 0
         _insert_tasks(pool, query_pks[queued], page_pks[queued], ranks[queued], positions[queued], progress)
+        # The queue's statistics: the hand-out's look-ups are planned for the tasks just
+        # written, not for the table as it was (lib.bulk.table_analyze).
+        table_analyze(JudgingTask)
         pool.pair_count = len(query_pks)
         pool.save(update_fields=["pair_count"])
 
@@ -499,6 +502,7 @@ def pool_extend(
             in_pool |= member(union.keys, old_keys[old_keys >= 0]) & live
         pool_chunks_write(pool, *union_chunks(union, in_pool))
         reordered, _ = _queue_pairs(pool, query_pks, table, positions, progress)
+        table_analyze(JudgingTask)  # as pool_build does
         pool.pair_count += fresh
         pool.save(update_fields=["pair_count"])
 
