@@ -125,17 +125,22 @@ class JobKind:
     `send_again_after`: a waiting job whose message left this long ago was lost with the
     broker. `give_up_after`: a job running this long (its holder answers, but never
     finishes) is failed with "the worker running it stopped (...); `stopped`", or sent again
-    when `stuck_sent_again`. `waiting`: the status of a job not claimed yet. `claimed`:
-    fields a claim writes beside status, worker and started_at (a night counts attempts).
+    when `stuck_sent_again`. `claimed`: fields a claim writes beside status, worker and
+    started_at (a night counts attempts).
     """
 
     model: type[models.Model]
     send_again_after: timedelta
     give_up_after: timedelta
     stopped: str
-    waiting: str = "queued"
     stuck_sent_again: bool = False
     claimed: Callable[[], dict] = field(default=dict)
+
+    @property
+    def waiting(self) -> str:
+        """The status of a job not claimed yet: the first of the model's ACTIVE
+        (lib.job_fields), where each job model names it once."""
+        return self.model.ACTIVE[0]
 
 
 def job_send_on_commit(model: type[models.Model], job_id: int, job_task: Task) -> None:

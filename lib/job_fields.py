@@ -5,8 +5,8 @@ as it sends, claims and finishes a job, and what its sweeper reads.
 Apart from lib.background_jobs because a model, even an abstract one, can be defined only
 once Django's app registry is loading, and that module is imported before it (by the
 Celery app). Each model keeps its own `status` and `error`, and names in ACTIVE the
-statuses of a job that is waiting for a worker or held by one (their waiting states
-differ: queued, pending).
+statuses of a job that is waiting for a worker or held by one: its waiting status first
+(they differ: queued, pending), which lib.background_jobs.JobKind reads, then "running".
 """
 
 from django.db import models
@@ -25,7 +25,7 @@ class JobRunnerFields(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     worker_start = models.CharField(max_length=32, blank=True)
 
-    ACTIVE: tuple[str, ...]  # each model's own: its waiting status and "running"
+    ACTIVE: tuple[str, str]  # each model's own: (its waiting status, "running")
 
     class Meta:
         abstract = True

@@ -69,7 +69,6 @@ NIGHTS = JobKind(
     give_up_after=timedelta(hours=6),
     stuck_sent_again=True,
     stopped="",
-    waiting=NightlyRun.Status.PENDING,
     claimed=lambda: {"attempts": F("attempts") + 1, "queries_done": 0, "failed_count": 0, "error": ""},
 )
 
