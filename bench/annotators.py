@@ -2,7 +2,7 @@
 with a million judgments already stored. Target: p95 under 50 ms for next-pair and submit.
 
     .venv/bin/python bench/annotators.py [--judgments 1000000 --annotators 20 --duration 30]
-        [--warmup 5] [--workers 2 x cores + 1] [--think 0 3] [--client-processes 4]
+        [--warmup 5] [--workers 3] [--think 0 3] [--client-processes 4]
         [--pages 200000 --queries 20000 --runs 5 --depth 20 --candidates 60] [--done-share 0]
         [--seed 20240601] [--database-url postgres://postgres@127.0.0.1:5432/goldset_bench_annotators]
         [--broker-url redis://127.0.0.1:6379/10] [--cache-url redis://127.0.0.1:6379/11] [--keep] [--profile]
@@ -24,17 +24,24 @@ and generates, the same for the same seed:
   outside the queue beforehand (bench.data.pool_judged_earlier), for a pool part-way
   through judging.
 
-Then it starts gunicorn (the pinned one, sync workers, --workers of them) on 127.0.0.1 at a
-free port with goldset.settings_production (DEBUG off, a random SECRET_KEY, static files
+Then it starts gunicorn (the pinned one, sync workers, --workers of them: 3, as
+docker-compose.yml and the Dockerfile run it) on 127.0.0.1 at a free port with
+goldset.settings_production (DEBUG off, a random SECRET_KEY, static files
 collected into a temporary folder; requests carry X-Forwarded-Proto: https, as behind the
 TLS proxy a deployment has), the shared cache a deployment of several web processes sets
 (CACHE_URL on Redis, as docker-compose.yml does: sessions are then cached_db, and the rate
 limits and progress counts are shared; emptied before the run; --cache-url '' runs without
-one, each worker with a cache of its own) and a Celery broker on Redis (a queue of this
-run's own, purged at the end, so nothing runs in-process). Each of --annotators clients logs in through
-/accounts/login/ and loops: GET /label/<slug>/next/ (next-pair), then POST
-/label/<slug>/tasks/<id>/judge/ with a random grade (submit), whose answer is already the
-next pair; next-pair is still its own GET each loop so that both figures exist. After
+one, each worker with a cache of its own), the request figures in an empty
+PROMETHEUS_MULTIPROC_DIR (as docker-compose.yml sets it for the web container) and a
+Celery broker on Redis (a queue of this run's own, purged at the end, so nothing runs
+in-process). Each of --annotators clients logs in through /accounts/login/ and judges.
+In a phase with a pause (see --think) it loops: GET /label/<slug>/next/ (next-pair), then
+POST /label/<slug>/tasks/<id>/judge/ with a random grade (submit), whose answer is already
+the next pair; next-pair is its own GET each loop so that both figures are timed. In the
+closed loop it sends what the judging screen sends: the screen never asks next-pair once
+it has loaded (htmx swaps in the pair each submit answers with), so the client GETs
+next-pair once and then only submits, each judging the pair the previous answer showed,
+and the capacity is that of people judging on the screen. After
 --warmup seconds the requests of --duration seconds are timed (at the client, with
 the clients in --client-processes processes so that one GIL does not queue them; the
 server-side time of the same requests, from gunicorn's access log, is printed beside it).
@@ -43,7 +50,7 @@ It prints the machine, the data size, throughput (requests/s, judgments/s), p50/
 next-pair and submit, errors (a non-200 answer, a pair without data-task-id while tasks
 remain, or a grade the judge view refused with its judging-error message, is an error and
 makes the run MISS), the CPU time the gunicorn workers and the PostgreSQL backends spent
-per judgment cycle (a figure the other load of a shared machine hardly moves), what the
+per judgment (a figure the other load of a shared machine hardly moves), what the
 busy backends were doing (pg_stat_activity sampled every 20 ms: running, waiting on a lock
 and which, or idle in a transaction while the app works). It checks in the database that
 the judgments grew by exactly the submits accepted (none lost, none extra) and that no
@@ -63,7 +70,7 @@ the same server and data. The default, `--think 0 3`, runs the closed loop first
 who read each pair (3 s is already fast for a relevance judgment). The closed loop prints
 its latencies without a target and is judged on capacity instead: the judgments/s it
 sustains must reach 50, and exceed what the annotators would ask at 3 s a pair. The CPU
-per judgment cycle is printed, without a target. Every phase must also
+per judgment is printed, without a target. Every phase must also
 make no error, lose no judgment and hand no task out twice; the run passes only if every
 phase does.
 """
@@ -106,7 +113,7 @@ from bench.scratch import (  # noqa: E402
 
 TARGET_P95_MS = 50.0
 # The closed loop's capacity: judgments/s sustained with no pause (issue 24). CPU per
-# judgment cycle is printed, not a target: a person grades a pair every 5 to 30 s.
+# judgment is printed, not a target: a person grades a pair every 5 to 30 s.
 TARGET_CAPACITY = 50.0
 SLUG = "bench-annotators"
 ACCESS_LOG_FORMAT = "%({x-bench-phase}i)s %(m)s %(U)s %(s)s %(D)s"
@@ -253,6 +260,8 @@ def generate(args: argparse.Namespace) -> dict:
 def gunicorn_server(args: argparse.Namespace, temp: Path):
     """gunicorn on a free port of 127.0.0.1 in a process group of its own; yields
     (base url, access log path); stopped (TERM, then KILL) on the way out."""
+    metrics_dir = temp / "metrics"  # empty at each start, as docker-compose.yml makes it
+    metrics_dir.mkdir()
     env = served_settings(
         temp,
         {
@@ -264,6 +273,7 @@ def gunicorn_server(args: argparse.Namespace, temp: Path):
             "CELERY_TASK_DEFAULT_QUEUE": args.queue,
             "CACHE_URL": args.cache_url,
             "LOG_LEVEL": "WARNING",
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
         },
         name="bench_annotators_settings",
     )
@@ -422,11 +432,12 @@ def report(args: argparse.Namespace, info: dict) -> bool:
         cycles = max(sum(1 for r in measured if r[0] == "submit" and r[3]), 1)
         per_cycle = (cpu["app"] + cpu["db"]) / cycles * 1000
         cores = os.cpu_count() or 1
+        requests_of = "next-pair + submit" if args.next_each else "the screen's submit"
         print(
             f"CPU in the measured window: app workers {cpu['app']:.1f}s, PostgreSQL backends {cpu['db']:.1f}s of "
-            f"{cpu['wall'] * cores:.0f} core-seconds; per judgment cycle (next-pair + submit): app "
+            f"{cpu['wall'] * cores:.0f} core-seconds; per judgment ({requests_of}): app "
             f"{cpu['app'] / cycles * 1000:.1f} ms + database {cpu['db'] / cycles * 1000:.1f} ms = {per_cycle:.1f} ms, "
-            f"so at most {cores * 1000 / per_cycle:.0f} cycles/s on {cores} cores with nothing else running (no target)"
+            f"so at most {cores * 1000 / per_cycle:.0f} judgments/s on {cores} cores with nothing else running (no target)"
         )
     waits = args.waits
     if waits.get("samples"):
@@ -520,6 +531,8 @@ def run(args: argparse.Namespace) -> None:
                 # data (each phase judges on from where the one before left the queue).
                 for think in args.thinks:
                     args.think = think
+                    # Both requests timed where people pause; the screen's own in the closed loop.
+                    args.next_each = think > 0
                     data["judgments_before"] = Judgment.objects.count()
                     last_id = Judgment.objects.order_by("-id").values_list("id", flat=True).first() or 0
                     info["data"] = data
@@ -574,7 +587,7 @@ def main() -> None:
         help="seconds an annotator pauses after each judgment; several values run one phase each, one after the "
         "other (default 0 3: the closed loop, then annotators who read for about 3 s as people do)",
     )
-    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1, help="gunicorn workers (2 x cores + 1)")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers (3, as docker-compose.yml and the Dockerfile run it)")
     parser.add_argument("--client-processes", type=int, default=4, help="processes the annotator threads are spread over")
     parser.add_argument("--pages", type=int, default=200_000, help="corpus size")
     parser.add_argument("--queries", type=int, default=20_000)

@@ -1,5 +1,6 @@
 """The annotators of bench/annotators.py and what is sampled while they judge: each a
-client that logs in and loops over next-pair and submit against the server, spread over
+client that logs in and judges (next-pair and submit, or the judging screen's submits
+alone) against the server, spread over
 processes of threads, while pg_stat_activity and the CPU of the app and database
 processes are sampled; and the server-side times from gunicorn's access log."""
 
@@ -75,9 +76,15 @@ class Annotator:
             raise RuntimeError(f"{self.username}: login answered {answer.status_code}, not a redirect with a session")
 
 
-def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list):
+def annotator_loop(
+    base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list, next_each: bool = True
+):
     """One annotator until `stop_at` (time.time()); appends (kind, phase, seconds, ok, detail)
-    for each request and ("judged", phase, task id) for each submit answered 200."""
+    for each request and ("judged", phase, task id) for each submit answered 200.
+
+    `next_each`: a GET of next-pair before every submit, so that both requests are timed.
+    Without it the annotator sends what the judging screen sends: next-pair once, as the
+    screen loads, then only submits, each judging the pair the previous answer showed."""
     rng = random.Random(seed)
     person = Annotator(base, username)
     try:
@@ -85,31 +92,33 @@ def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_
     except Exception as error:  # noqa: BLE001 - reported as an error, the others go on
         out.append(("login", "measure", 0.0, False, repr(error)))
         return
+    shown = None  # the pair fragment on the screen, from the last submit's answer
     while (now := time.time()) < stop_at:
         phase = "warmup" if now < warm_until else "measure"
-        start = time.perf_counter()
-        try:
-            answer = person.request("GET", f"/label/{slug}/next/", phase, htmx=True)
-        except Exception as error:  # noqa: BLE001
-            out.append(("next", phase, time.perf_counter() - start, False, repr(error)))
-            continue
-        seconds = time.perf_counter() - start
-        match = TASK_ID.search(answer.content)
-        if answer.status_code != 200 or not match:
-            out.append(
-                (
-                    "next",
-                    phase,
-                    seconds,
-                    False,
-                    f"{answer.status_code} {'no data-task-id' if answer.status_code == 200 else answer.content[:200]!r}",
+        if shown is None or next_each:
+            start = time.perf_counter()
+            try:
+                answer = person.request("GET", f"/label/{slug}/next/", phase, htmx=True)
+            except Exception as error:  # noqa: BLE001
+                out.append(("next", phase, time.perf_counter() - start, False, repr(error)))
+                continue
+            seconds = time.perf_counter() - start
+            if answer.status_code != 200 or not TASK_ID.search(answer.content):
+                out.append(
+                    (
+                        "next",
+                        phase,
+                        seconds,
+                        False,
+                        f"{answer.status_code} {'no data-task-id' if answer.status_code == 200 else answer.content[:200]!r}",
+                    )
                 )
-            )
-            time.sleep(0.05)
-            continue
-        out.append(("next", phase, seconds, True, ""))
-        task_id = int(match.group(1))
-        judged = JUDGED.search(answer.content)
+                time.sleep(0.05)
+                continue
+            out.append(("next", phase, seconds, True, ""))
+            shown = answer.content
+        task_id = int(TASK_ID.search(shown).group(1))
+        judged = JUDGED.search(shown)
         phase = "warmup" if time.time() < warm_until else "measure"
         grade = rng.choice(GRADES)
         start = time.perf_counter()
@@ -129,6 +138,7 @@ def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_
             )
         except Exception as error:  # noqa: BLE001
             out.append(("submit", phase, time.perf_counter() - start, False, repr(error)))
+            shown = None
             continue
         seconds = time.perf_counter() - start
         refused = JUDGING_ERROR.search(answer.content) if answer.status_code == 200 else None
@@ -144,15 +154,18 @@ def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_
         else:
             detail = "no data-task-id in the next pair"
         out.append(("submit", phase, seconds, ok, detail))
+        shown = answer.content if ok else None
         if think:
             time.sleep(rng.uniform(0.5, 1.5) * think)
 
 
-def client_process(base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue):
+def client_process(
+    base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue, next_each: bool = True
+):
     """A process of annotator threads (one GIL for a few annotators, not for all of them)."""
     results: list[list] = [[] for _ in usernames]
     threads = [
-        threading.Thread(target=annotator_loop, args=(base, name, slug, warm_until, stop_at, think, seed + i, results[i]))
+        threading.Thread(target=annotator_loop, args=(base, name, slug, warm_until, stop_at, think, seed + i, results[i], next_each))
         for i, name in enumerate(usernames)
     ]
     for thread in threads:
@@ -183,7 +196,10 @@ def load(args: argparse.Namespace, base: str, slug: str) -> tuple[list, float]:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     processes = [
-        context.Process(target=client_process, args=(base, group, slug, warm_until, stop_at, args.think, args.seed * 1000 + 100 * i, queue))
+        context.Process(
+            target=client_process,
+            args=(base, group, slug, warm_until, stop_at, args.think, args.seed * 1000 + 100 * i, queue, args.next_each),
+        )
         for i, group in enumerate(groups)
     ]
     for process in processes:
