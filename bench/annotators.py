@@ -106,6 +106,7 @@ from bench.scratch import (  # noqa: E402
     free_port,
     process_started,
     purge_queue,
+    redis_keys_delete,
     scratch_database,
     served_settings,
     server_version,
@@ -489,18 +490,6 @@ def report(args: argparse.Namespace, info: dict) -> bool:
 # --- main --------------------------------------------------------------------------------
 
 
-def cache_empty(cache_url: str) -> None:
-    """Empty the Redis database of the served app's cache, so that no session or count of
-    an earlier run is read."""
-    import redis
-
-    client = redis.Redis.from_url(cache_url)
-    try:
-        client.flushdb()
-    finally:
-        client.close()
-
-
 def run(args: argparse.Namespace) -> None:
     django_setup(args.database_url, DEBUG="false", CELERY_BROKER_URL=args.broker_url, CELERY_TASK_DEFAULT_QUEUE=args.queue)
     import gunicorn
@@ -512,7 +501,7 @@ def run(args: argparse.Namespace) -> None:
     info: dict = {"gunicorn": gunicorn.__version__}
     purge_queue(args.broker_url, args.queue)
     if args.cache_url:
-        cache_empty(args.cache_url)
+        redis_keys_delete(args.cache_url)  # no session or count of an earlier run is read
     try:
         with scratch_database(args.database_url, keep=args.keep), tempfile.TemporaryDirectory(prefix="goldset-bench-") as temp:
             started = time.perf_counter()

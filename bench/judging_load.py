@@ -77,7 +77,7 @@ class Annotator:
 
 
 def annotator_loop(
-    base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list, next_each: bool = True
+    base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list, next_each: bool
 ):
     """One annotator until `stop_at` (time.time()); appends (kind, phase, seconds, ok, detail)
     for each request and ("judged", phase, task id) for each submit answered 200.
@@ -160,7 +160,7 @@ def annotator_loop(
 
 
 def client_process(
-    base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue, next_each: bool = True
+    base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue, next_each: bool
 ):
     """A process of annotator threads (one GIL for a few annotators, not for all of them)."""
     results: list[list] = [[] for _ in usernames]

@@ -202,16 +202,21 @@ def stop_process_group(process: subprocess.Popen) -> None:
         pass
 
 
-def purge_queue(broker_url: str, queue: str) -> None:
-    """Delete the Redis keys of a bench's own Celery queue (before and after a run)."""
+def redis_keys_delete(url: str, match: str = "*") -> None:
+    """Delete the keys of the Redis database at `url` that `match` (a glob; all by default)."""
     import redis
 
-    client = redis.Redis.from_url(broker_url)
+    client = redis.Redis.from_url(url)
     try:
-        for key in client.scan_iter(match=f"*{queue}*"):
+        for key in client.scan_iter(match=match):
             client.delete(key)
     finally:
         client.close()
+
+
+def purge_queue(broker_url: str, queue: str) -> None:
+    """Delete the Redis keys of a bench's own Celery queue (before and after a run)."""
+    redis_keys_delete(broker_url, f"*{queue}*")
 
 
 def version_labels_copy(version_id: int, select: str = "q.query_id, p.doc_id, l.grade") -> str:

@@ -224,10 +224,9 @@ def planned_tasks() -> int:
 
 def test_a_build_and_an_extension_leave_the_queue_counted_for_the_planner(golden_set, run_a, run_b):
     """The hand-out's look-ups are planned for the tasks a build or an extension wrote, not
-    for the table as it was before (autovacuum counts it a minute or more later): just
-    after the demo loaded, an annotator's move to a new query took 90 ms more in the
-    database (bench/judging_browser.py, p95 of grade key to next pair painted 139-158 ms
-    before, 84 ms after)."""
+    for the table as it was before (autovacuum counts it only later): planned for an empty
+    queue, an annotator's move to a new query read far more than it needed
+    (bench/judging_browser.py measures what that costs)."""
     pool = pool_build(golden_set=golden_set, runs=[run_a], depth=3, strategy="depth").pool
     assert planned_tasks() == JudgingTask.objects.count() == 5
     pool_extend(pool=pool, runs=[run_b])
