@@ -310,16 +310,35 @@ def test_the_database_allows_one_active_publish_per_set(golden_set):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="threads share one SQLite connection in tests")
 def test_two_publishes_of_one_set_at_once_make_one_version_and_a_clear_refusal(golden_set, owner):
     both_checked = threading.Barrier(2, timeout=30)
+    both_created = threading.Event()
+    attempts = []
     real_create = PublishJob.objects.create
     outcomes = []
 
     def create_after_both_checked(**fields):
         both_checked.wait()  # each request has validated: now both record their job at once
-        return real_create(**fields)
+        try:
+            return real_create(**fields)
+        finally:
+            attempts.append(fields["note"])
+            if len(attempts) == 2:
+                both_created.set()
+
+    class RunsOnceBothTried:
+        """publish_job_task, held until both requests tried to record their job. Tasks run
+        in-process here, at the commit: unheld, the first request could finish its whole
+        publish before the second inserted, and the second would then rightly make a job."""
+
+        name = publish_job_task.name
+
+        @staticmethod
+        def delay(job_id):
+            assert both_created.wait(30), "the second request never tried to record its job"
+            return publish_job_task.delay(job_id)
 
     def publish(note: str):
         try:
-            job = version_publish_request(golden_set=golden_set, user=owner, note=note, job_task=publish_job_task)
+            job = version_publish_request(golden_set=golden_set, user=owner, note=note, job_task=RunsOnceBothTried)
             outcomes.append(("job", job.pk))
         except ConflictError as exc:
             outcomes.append(("refused", exc.message))
