@@ -77,9 +77,8 @@ def main() -> None:
 
     summary = [line for line in finished.stdout.splitlines() if " passed" in line or " failed" in line]
     print(f"suite: {len(rows)} tests on {args.processes} processes, {os.cpu_count()} cores; {summary[-1] if summary else 'no summary'}")
-    if finished.returncode:
+    if finished.returncode:  # the failure first, then where the time went all the same
         print(finished.stdout[-3000:], finished.stderr[-2000:], sep="\n")
-        sys.exit(f"make {args.target} failed: no figure")
     ticks = os.sysconf("SC_CLK_TCK")
     cpu = sorted(((float(seconds), node) for node, seconds in rows), reverse=True)
     print(f"CPU of the tests: {sum(seconds for seconds, _ in cpu):.0f} s (own and waited-for children)")
@@ -97,6 +96,8 @@ def main() -> None:
     print(f"costliest {args.modules} modules:")
     for path, times in sorted(modules.items(), key=lambda item: -sum(item[1]))[: args.modules]:
         print(f"  {sum(times):6.2f} s  {len(times):4d} tests  {path}")
+    if finished.returncode:
+        sys.exit(f"make {args.target} failed after {wall:.0f} s: no figure")
     verdict = "PASS" if wall < TARGET_SECONDS else "MISS"
     print(f"make {args.target}: {wall:.0f} s wall against a target of {TARGET_SECONDS:.0f} s: {verdict}")
 
