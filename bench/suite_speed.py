@@ -3,7 +3,11 @@ with where the time goes: each test's CPU (its process's own and that of the chi
 waited for), summed over the suite, the tests and the modules that take the most, and the
 machine's busy and idle core-seconds over the run (from /proc/stat).
 
-    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15] [--modules 10]
+    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15] [--modules 10] [--tests-of COMMIT]
+
+`--tests-of COMMIT` times the same target on this checkout's code but only on the tests that
+COMMIT already had (the node ids its own collection lists, in a temporary worktree of it):
+the suite an issue was written against, without the tests that later work added.
 
 Run it alone: the suite keeps both cores busy, so anything running beside it shows in the
 figure. The same file is the pytest plugin that records each test's CPU (`-p suite_speed`,
@@ -33,6 +37,20 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """With SUITE_SPEED_ONLY (a file of node ids, one a line), only those tests run."""
+    only = os.environ.get("SUITE_SPEED_ONLY")
+    if not only:
+        return
+    kept = set(Path(only).read_text().splitlines())
+    # xdist's loadgroup adds "@group" to the node ids of grouped tests.
+    left_out = [item for item in items if item.nodeid.split("@", 1)[0] not in kept]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item.nodeid.split("@", 1)[0] in kept]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     folder = os.environ.get("SUITE_SPEED_DIR")
@@ -53,16 +71,47 @@ def _machine_ticks() -> tuple[int, int]:
     return sum(fields[:8]) - idle, idle
 
 
+def _node_ids_of(commit: str, folder: Path) -> Path:
+    """The node ids COMMIT's suite collects (test-fast's selection), written to a file in
+    `folder`; collected in a temporary worktree of COMMIT with this checkout's environment."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tree = folder / "tree"
+    subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(tree), commit], cwd=ROOT, check=True)
+    try:
+        (tree / ".venv").symlink_to(ROOT / ".venv")
+        collected = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not browser and not worker", "-p", "no:cacheprovider"],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=True)
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    if not ids:
+        sys.exit(f"{commit}'s suite collected no test:\n{collected.stdout[-2000:]}{collected.stderr[-2000:]}")
+    listed = folder / "node_ids.txt"
+    listed.write_text("\n".join(ids) + "\n")
+    return listed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
     parser.add_argument("--target", default="test-fast", help="the make target to time (test-sqlite: the same tests on SQLite)")
     parser.add_argument("--top", type=int, default=15, help="how many of the costliest tests to list")
     parser.add_argument("--modules", type=int, default=10, help="how many of the costliest test modules to list")
+    parser.add_argument("--tests-of", metavar="COMMIT", help="run only the tests that COMMIT had (on this checkout's code)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="suite_speed_") as folder:
+        only = {}
+        if args.tests_of:
+            listed = _node_ids_of(args.tests_of, Path(folder) / "only")
+            only = {"SUITE_SPEED_ONLY": str(listed)}
+            print(f"only the {len(listed.read_text().splitlines())} tests that {args.tests_of} collects, on this checkout's code")
         env = {
+            **only,
             **os.environ,
             "SUITE_SPEED_DIR": folder,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
@@ -99,7 +148,8 @@ def main() -> None:
     if finished.returncode:
         sys.exit(f"make {args.target} failed after {wall:.0f} s: no figure")
     verdict = "PASS" if wall < TARGET_SECONDS else "MISS"
-    print(f"make {args.target}: {wall:.0f} s wall against a target of {TARGET_SECONDS:.0f} s: {verdict}")
+    which = f" (only the tests of {args.tests_of})" if args.tests_of else ""
+    print(f"make {args.target}{which}: {wall:.0f} s wall against a target of {TARGET_SECONDS:.0f} s: {verdict}")
 
 
 if __name__ == "__main__":
