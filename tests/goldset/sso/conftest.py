@@ -7,9 +7,10 @@ or the provider's node_modules, the tests that need it skip, saying which is mis
 """
 
 import json
+import queue
 import shutil
-import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +38,23 @@ class Provider:
     process: subprocess.Popen
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# How long a provider may take to start (node loading oidc-provider and making two RSA keys):
+# generous, since the suite's other processes may keep every core busy meanwhile.
+READY_SECONDS = 60
+
+
+def _pumped(process: subprocess.Popen) -> queue.Queue:
+    """The process's output lines as they come, then None at its end; read by a thread of
+    their own, so that the pipe never fills while the test runs."""
+    lines: queue.Queue = queue.Queue()
+
+    def pump():
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
 
 
 @pytest.fixture
@@ -55,11 +69,11 @@ def oidc_provider():
     def start(
         redirect_uri: str, *, users: dict | None = None, clock_offset: int = 0, foreign_jwks: bool = False, post_logout_uri: str = ""
     ) -> Provider:
-        port = _free_port()
+        # No --port: the provider listens on a port the system gives it and names it in its
+        # "ready" line, so that no other process can take the port first.
         command = [
             node,
             "provider.mjs",
-            f"--port={port}",
             f"--client-id={CLIENT_ID}",
             f"--client-secret={CLIENT_SECRET}",
             f"--redirect-uri={redirect_uri}",
@@ -72,18 +86,21 @@ def oidc_provider():
             command.append(f"--post-logout-redirect-uri={post_logout_uri}")
         process = subprocess.Popen(command, cwd=PROVIDER_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         started.append(process)
-        issuer = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
+        lines = _pumped(process)
+        said = []
+        deadline = time.monotonic() + READY_SECONDS
         while True:
-            if process.poll() is not None:
-                raise AssertionError(f"the OIDC provider exited: {process.stdout.read()}")
             try:
-                discovery = requests.get(f"{issuer}/.well-known/openid-configuration", timeout=1).json()
+                line = lines.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                raise AssertionError(f"the OIDC provider said nothing ready in {READY_SECONDS} s: {''.join(said)!r}") from None
+            if line is None:
+                raise AssertionError(f"the OIDC provider exited ({process.wait()}): {''.join(said)}")
+            said.append(line)
+            if line.startswith("ready "):
+                issuer = line.split(" ", 1)[1].strip()
+                discovery = requests.get(f"{issuer}/.well-known/openid-configuration", timeout=30).json()
                 return Provider(issuer=issuer, discovery=discovery, process=process)
-            except requests.RequestException:
-                if time.monotonic() > deadline:
-                    raise AssertionError("the OIDC provider did not answer in 20 s") from None
-                time.sleep(0.1)
 
     yield start
     for process in started:
@@ -92,7 +109,6 @@ def oidc_provider():
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             process.kill()
-        process.stdout.close()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 // session on 127.0.0.1, with its own login page (devInteractions: any login names a user of
 // --users; any password), one confidential client, and RS256 id tokens.
 //
-//   node provider.mjs --port N --client-id ID --client-secret SECRET
+//   node provider.mjs [--port N] --client-id ID --client-secret SECRET
 //        --redirect-uri URI [--post-logout-redirect-uri URI] [--issuer URL]
 //        --users '{"ada": {"email": "...", "groups": ["search-eng"]}}'
 //        [--clock-offset SECONDS] [--serve-foreign-jwks]
@@ -12,9 +12,12 @@
 // already expired by the relying party's clock without anybody waiting for them to be.
 // --serve-foreign-jwks signs with one key and serves, under the same key id, the public
 // half of another: every signature then fails to verify against the JWKS it publishes.
-// It prints "ready ISSUER" once it listens.
+// It prints "ready ISSUER" once it listens and answers. Without --port (or with 0) it listens
+// on a port the system gives it, which the issuer names: no other process can take that port
+// between its choice and the listen, as it could take a free port a caller found beforehand.
 
 import { generateKeyPairSync } from 'node:crypto';
+import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 
 import Provider from 'oidc-provider';
@@ -33,12 +36,6 @@ const { values: args } = parseArgs({
   },
 });
 
-if (!args.port) {
-  console.error('--port is required');
-  process.exit(2);
-}
-const port = Number(args.port);
-const issuer = args.issuer || `http://127.0.0.1:${port}`;
 const users = JSON.parse(args.users);
 
 const offsetMs = Number(args['clock-offset']) * 1000;
@@ -58,67 +55,74 @@ const foreign = (({ kty, n, e, kid, alg, use }) => ({ kty, n, e, kid, alg, use }
 
 const scopes = 'openid email profile groups';
 
-const provider = new Provider(issuer, {
-  clients: [
-    {
-      client_id: args['client-id'],
-      client_secret: args['client-secret'],
-      redirect_uris: args['redirect-uri'],
-      post_logout_redirect_uris: args['post-logout-redirect-uri'],
-      response_types: ['code'],
-      grant_types: ['authorization_code'],
-      id_token_signed_response_alg: 'RS256',
-      token_endpoint_auth_method: 'client_secret_post',
-    },
-  ],
-  jwks: { keys: [key] },
-  scopes: scopes.split(' '),
-  claims: {
-    openid: ['sub'],
-    email: ['email', 'email_verified'],
-    profile: ['preferred_username', 'given_name', 'family_name', 'name'],
-    groups: ['groups'],
-  },
-  features: { devInteractions: { enabled: true } },
-  // Goldset is this provider's first-party client: no consent screen, the grant is given.
-  async loadExistingGrant(ctx) {
-    const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
-    if (grantId) {
-      return ctx.oidc.provider.Grant.find(grantId);
-    }
-    const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
-    grant.addOIDCScope(scopes);
-    await grant.save();
-    return grant;
-  },
-  async findAccount(ctx, id) {
-    const user = users[id];
-    if (!user) {
-      return undefined;
-    }
-    return {
-      accountId: id,
-      async claims() {
-        return { sub: id, preferred_username: id, email_verified: true, ...user };
+function makeProvider(issuer) {
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: args['client-id'],
+        client_secret: args['client-secret'],
+        redirect_uris: args['redirect-uri'],
+        post_logout_redirect_uris: args['post-logout-redirect-uri'],
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+        id_token_signed_response_alg: 'RS256',
+        token_endpoint_auth_method: 'client_secret_post',
       },
-    };
-  },
-  // Cookies are stamped with the provider's clock: a day's life keeps them alive in the
-  // browser through a --clock-offset of a few hours.
-  ttl: { Interaction: 24 * 3600, Session: 14 * 24 * 3600, Grant: 14 * 24 * 3600 },
-});
-
-if (args['serve-foreign-jwks']) {
-  provider.use(async (ctx, next) => {
-    if (ctx.path === '/jwks') {
-      ctx.type = 'application/jwk-set+json';
-      ctx.body = { keys: [foreign] };
-      return;
-    }
-    await next();
+    ],
+    jwks: { keys: [key] },
+    scopes: scopes.split(' '),
+    claims: {
+      openid: ['sub'],
+      email: ['email', 'email_verified'],
+      profile: ['preferred_username', 'given_name', 'family_name', 'name'],
+      groups: ['groups'],
+    },
+    features: { devInteractions: { enabled: true } },
+    // Goldset is this provider's first-party client: no consent screen, the grant is given.
+    async loadExistingGrant(ctx) {
+      const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+      if (grantId) {
+        return ctx.oidc.provider.Grant.find(grantId);
+      }
+      const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
+      grant.addOIDCScope(scopes);
+      await grant.save();
+      return grant;
+    },
+    async findAccount(ctx, id) {
+      const user = users[id];
+      if (!user) {
+        return undefined;
+      }
+      return {
+        accountId: id,
+        async claims() {
+          return { sub: id, preferred_username: id, email_verified: true, ...user };
+        },
+      };
+    },
+    // Cookies are stamped with the provider's clock: a day's life keeps them alive in the
+    // browser through a --clock-offset of a few hours.
+    ttl: { Interaction: 24 * 3600, Session: 14 * 24 * 3600, Grant: 14 * 24 * 3600 },
   });
+
+  if (args['serve-foreign-jwks']) {
+    provider.use(async (ctx, next) => {
+      if (ctx.path === '/jwks') {
+        ctx.type = 'application/jwk-set+json';
+        ctx.body = { keys: [foreign] };
+        return;
+      }
+      await next();
+    });
+  }
+  return provider;
 }
 
-provider.listen(port, '127.0.0.1', () => {
+// The server listens first, so that the issuer can name the port it got.
+const server = createServer();
+server.listen(Number(args.port || 0), '127.0.0.1', () => {
+  const issuer = args.issuer || `http://127.0.0.1:${server.address().port}`;
+  server.on('request', makeProvider(issuer).callback());
   console.log(`ready ${issuer}`);
 });
