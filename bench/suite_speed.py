@@ -111,8 +111,8 @@ def main() -> None:
             only = {"SUITE_SPEED_ONLY": str(listed)}
             print(f"only the {len(listed.read_text().splitlines())} tests that {args.tests_of} collects, on this checkout's code")
         env = {
-            **only,
             **os.environ,
+            **only,
             "SUITE_SPEED_DIR": folder,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
