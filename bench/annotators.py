@@ -99,7 +99,7 @@ from bench.data import (  # noqa: E402  (needs the repository on sys.path)
     question_records,
     runs_write,
 )
-from bench.judging_load import GRADES, PASSWORD, load, server_times  # noqa: E402
+from bench.judging_load import GRADES, PASSWORD, load, server_times, times_next_pair  # noqa: E402
 from bench.scratch import (  # noqa: E402
     database_url_argument,
     django_setup,
@@ -433,7 +433,7 @@ def report(args: argparse.Namespace, info: dict) -> bool:
         cycles = max(sum(1 for r in measured if r[0] == "submit" and r[3]), 1)
         per_cycle = (cpu["app"] + cpu["db"]) / cycles * 1000
         cores = os.cpu_count() or 1
-        requests_of = "next-pair + submit" if args.next_each else "the screen's submit"
+        requests_of = "next-pair + submit" if times_next_pair(args.think) else "the screen's submit"
         print(
             f"CPU in the measured window: app workers {cpu['app']:.1f}s, PostgreSQL backends {cpu['db']:.1f}s of "
             f"{cpu['wall'] * cores:.0f} core-seconds; per judgment ({requests_of}): app "
@@ -520,8 +520,6 @@ def run(args: argparse.Namespace) -> None:
                 # data (each phase judges on from where the one before left the queue).
                 for think in args.thinks:
                     args.think = think
-                    # Both requests timed where people pause; the screen's own in the closed loop.
-                    args.next_each = think > 0
                     data["judgments_before"] = Judgment.objects.count()
                     last_id = Judgment.objects.order_by("-id").values_list("id", flat=True).first() or 0
                     info["data"] = data

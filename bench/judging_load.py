@@ -76,16 +76,20 @@ class Annotator:
             raise RuntimeError(f"{self.username}: login answered {answer.status_code}, not a redirect with a session")
 
 
-def annotator_loop(
-    base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list, next_each: bool
-):
-    """One annotator until `stop_at` (time.time()); appends (kind, phase, seconds, ok, detail)
-    for each request and ("judged", phase, task id) for each submit answered 200.
+def times_next_pair(think: float) -> bool:
+    """Whether annotators who pause `think` seconds GET next-pair before every submit, so
+    that both requests are timed: where people pause. With no pause (the closed loop) they
+    send what the judging screen sends: next-pair once, as the screen loads, then only
+    submits, each judging the pair the previous answer showed."""
+    return think > 0
 
-    `next_each`: a GET of next-pair before every submit, so that both requests are timed.
-    Without it the annotator sends what the judging screen sends: next-pair once, as the
-    screen loads, then only submits, each judging the pair the previous answer showed."""
+
+def annotator_loop(base: str, username: str, slug: str, warm_until: float, stop_at: float, think: float, seed: int, out: list):
+    """One annotator until `stop_at` (time.time()); appends (kind, phase, seconds, ok, detail)
+    for each request and ("judged", phase, task id) for each submit answered 200. Which
+    requests it sends: times_next_pair."""
     rng = random.Random(seed)
+    next_each = times_next_pair(think)
     person = Annotator(base, username)
     try:
         person.login()
@@ -159,13 +163,11 @@ def annotator_loop(
             time.sleep(rng.uniform(0.5, 1.5) * think)
 
 
-def client_process(
-    base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue, next_each: bool
-):
+def client_process(base: str, usernames: list[str], slug: str, warm_until: float, stop_at: float, think: float, seed: int, queue):
     """A process of annotator threads (one GIL for a few annotators, not for all of them)."""
     results: list[list] = [[] for _ in usernames]
     threads = [
-        threading.Thread(target=annotator_loop, args=(base, name, slug, warm_until, stop_at, think, seed + i, results[i], next_each))
+        threading.Thread(target=annotator_loop, args=(base, name, slug, warm_until, stop_at, think, seed + i, results[i]))
         for i, name in enumerate(usernames)
     ]
     for thread in threads:
@@ -198,7 +200,7 @@ def load(args: argparse.Namespace, base: str, slug: str) -> tuple[list, float]:
     processes = [
         context.Process(
             target=client_process,
-            args=(base, group, slug, warm_until, stop_at, args.think, args.seed * 1000 + 100 * i, queue, args.next_each),
+            args=(base, group, slug, warm_until, stop_at, args.think, args.seed * 1000 + 100 * i, queue),
         )
         for i, group in enumerate(groups)
     ]

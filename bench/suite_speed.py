@@ -71,14 +71,12 @@ def _machine_ticks() -> tuple[int, int]:
     return sum(fields[:8]) - idle, idle
 
 
-def _node_ids_of(commit: str, folder: Path) -> Path:
-    """The node ids COMMIT's suite collects (test-fast's selection), written to a file in
-    `folder`; collected in a temporary worktree of COMMIT with this checkout's environment."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _node_ids_of(commit: str, folder: Path) -> list[str]:
+    """The node ids COMMIT's suite collects (test-fast's selection), collected by this
+    interpreter in a temporary worktree of COMMIT made in `folder`."""
     tree = folder / "tree"
     subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(tree), commit], cwd=ROOT, check=True)
     try:
-        (tree / ".venv").symlink_to(ROOT / ".venv")
         collected = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not browser and not worker", "-p", "no:cacheprovider"],
             cwd=tree,
@@ -90,9 +88,7 @@ def _node_ids_of(commit: str, folder: Path) -> Path:
     ids = [line for line in collected.stdout.splitlines() if "::" in line]
     if not ids:
         sys.exit(f"{commit}'s suite collected no test:\n{collected.stdout[-2000:]}{collected.stderr[-2000:]}")
-    listed = folder / "node_ids.txt"
-    listed.write_text("\n".join(ids) + "\n")
-    return listed
+    return ids
 
 
 def main() -> None:
@@ -107,9 +103,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="suite_speed_") as folder:
         only = {}
         if args.tests_of:
-            listed = _node_ids_of(args.tests_of, Path(folder) / "only")
+            ids = _node_ids_of(args.tests_of, Path(folder))
+            listed = Path(folder) / "node_ids.txt"
+            listed.write_text("\n".join(ids) + "\n")
             only = {"SUITE_SPEED_ONLY": str(listed)}
-            print(f"only the {len(listed.read_text().splitlines())} tests that {args.tests_of} collects, on this checkout's code")
+            print(f"only the {len(ids)} tests that {args.tests_of} collects, on this checkout's code")
         env = {
             **os.environ,
             **only,
