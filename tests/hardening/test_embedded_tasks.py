@@ -5,6 +5,7 @@ background thread: the request answers once its own work commits, the publish (a
 its own) and the scores follow."""
 
 import threading
+from dataclasses import dataclass
 
 import pytest
 from celery.signals import task_prerun
@@ -17,16 +18,30 @@ from tests.support import factories
 pytestmark = pytest.mark.django_db(transaction=True)  # the task thread reads what the request committed
 
 
+@dataclass
+class BackgroundTasks:
+    started: list[tuple[str, str]]  # (task name, thread name), as each task starts
+    may_start: threading.Event  # set by the test once its requests are done
+
+
 @pytest.fixture
 def background_tasks():
-    threads = []
+    """Tasks sent from now on run on the background thread, and wait there to start until
+    the test's requests are done (`may_start`). On SQLite the test database lives in memory,
+    its connections sharing one cache, where a write that meets another connection's read
+    fails at once ("database table is locked": a publish task claiming its job while the
+    request that sent it still read, once in CI) instead of waiting, as on the file the
+    embedded default serves, whose readers never block its writer (WAL)."""
+    tasks = BackgroundTasks(started=[], may_start=threading.Event())
 
     def record(**kwargs):
-        threads.append((kwargs["task"].name, threading.current_thread().name))
+        tasks.started.append((kwargs["task"].name, threading.current_thread().name))
+        assert tasks.may_start.wait(timeout=60), "the test never let the tasks start"
 
     task_prerun.connect(record, weak=False)
     tasks_off_request_thread()
-    yield threads
+    yield tasks
+    tasks.may_start.set()
     tasks_inline()
     task_prerun.disconnect(record)
 
@@ -40,9 +55,10 @@ def test_a_publish_answers_before_the_recompute_and_the_scores_follow(background
     api = client_for(secret)
     response = api.post("/api/v1/golden-sets/tiny/versions/", {"note": "v1"}, format="json")
     assert response.status_code == 202, response.content  # the publish itself is a task too
+    background_tasks.may_start.set()
     tasks_inline()  # wait for the queue to drain
     assert api.get(response["Location"]).json()["version"]["number"] == 1
-    assert "goldenset.tasks.publish_job_task" in [name for name, _ in background_tasks]
-    assert {thread for _, thread in background_tasks} == {"goldset-tasks_0"}
+    assert "goldenset.tasks.publish_job_task" in [name for name, _ in background_tasks.started]
+    assert {thread for _, thread in background_tasks.started} == {"goldset-tasks_0"}
     assert threading.current_thread().name != "goldset-tasks_0"
     assert Evaluation.objects.filter(version__number=1, status=Evaluation.Status.DONE).count() == 1
