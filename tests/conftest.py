@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from threadpoolctl import threadpool_limits
 
 from tests.browser import browser, browser_page  # noqa: F401 - shared browser fixtures
 from tests.support.fixtures import golden_set  # noqa: F401 - the shared golden set (its marker: pytest.ini)
@@ -25,6 +26,11 @@ def pytest_configure(config):
     # thresholds). Collections are rarer here, and what collection leaves is frozen out of
     # them (below).
     gc.set_threshold(50_000, 20, 100)
+    # One BLAS thread a test process. The suite runs more processes than cores (xdist), and
+    # numpy's OpenBLAS starts a thread a core in each, whose waits spin: the model tests took
+    # about 40% more CPU with two threads than with one, for the same wall time. numpy is
+    # loaded by then (pytest's plugins import it), so OPENBLAS_NUM_THREADS would come too late.
+    threadpool_limits(limits=1, user_api="blas")
     # Browser tests save screenshots to GOLDSET_SCREENSHOTS when it is set (make test sets it).
     screenshots = os.environ.get("GOLDSET_SCREENSHOTS")
     if screenshots:
