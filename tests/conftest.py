@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from threadpoolctl import threadpool_limits
 
 from tests.browser import browser, browser_page  # noqa: F401 - shared browser fixtures
-from tests.support.fixtures import golden_set  # noqa: F401 - the shared golden set (its marker: pytest.ini)
+from tests.support.fixtures import background_tasks, golden_set  # noqa: F401 - shared fixtures (golden_set's marker: pytest.ini)
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 

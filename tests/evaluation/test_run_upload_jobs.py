@@ -3,7 +3,6 @@ page spools the file, records a RunUploadJob and goes to its page, which polls u
 has stored the run (or refused it, naming every line); the spooled file is deleted when the
 job ends, whatever the outcome. And the upload form naming the run's chunking (issue 25 item 3)."""
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -89,45 +88,29 @@ def test_a_name_taken_is_refused_before_the_file_is_spooled(client, golden_set, 
 
 
 @pytest.mark.django_db(transaction=True)  # the worker thread reads the job on its own connection
-def test_a_large_upload_returns_at_once_and_a_worker_reads_it_after(client, golden_set, owner, spool, monkeypatch):
+def test_a_large_upload_returns_at_once_and_a_worker_reads_it_after(client, golden_set, owner, spool, background_tasks):
     """The request only spools the file and records the job; the in-process background thread
     (standing for a worker) is held before it takes the job (so holding no database lock)
     until the test has seen the page answer."""
-    from goldset.celery import tasks_inline, tasks_off_request_thread
+    from goldset.celery import tasks_inline
 
-    reading, release = threading.Event(), threading.Event()
-    real = run_uploads.job_run
-
-    def held(*args, **kwargs):
-        reading.set()
-        assert release.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(run_uploads, "job_run", held)
     client.force_login(owner)
-    tasks_off_request_thread()
-    try:
-        response = post(client, golden_set, filename="big.run")
-        assert response.status_code == 302
-        job = RunUploadJob.objects.get()
-        assert job.status == "queued" and not Run.objects.exists()  # answered before the parse
-        waiting = client.get(response["Location"]).content.decode()
-        assert 'hx-trigger="every 1s"' in waiting and job_url(job, status=True) in waiting
-        assert (
-            f'<a href="{job_url(job)}">big.run</a> (Queued'
-            in client.get(reverse("runs", kwargs={"slug": golden_set.slug})).content.decode()
-        )
-        assert reading.wait(30)
-        release.set()
-        tasks_inline()  # the queued work finishes
-        job.refresh_from_db()
-        assert job.status == "done" and job.run.entry_count == 3
-        fragment = client.get(job_url(job, status=True), HTTP_HX_REQUEST="true").content.decode()
-        assert "hx-trigger" not in fragment and reverse("run", kwargs={"slug": golden_set.slug, "run_id": job.run_id}) in fragment
-        assert spooled(spool) == [] and job_url(job) not in client.get(reverse("runs", kwargs={"slug": golden_set.slug})).content.decode()
-    finally:
-        release.set()
-        tasks_inline()
+    response = post(client, golden_set, filename="big.run")
+    assert response.status_code == 302
+    job = RunUploadJob.objects.get()
+    assert job.status == "queued" and not Run.objects.exists()  # answered before the parse
+    waiting = client.get(response["Location"]).content.decode()
+    assert 'hx-trigger="every 1s"' in waiting and job_url(job, status=True) in waiting
+    assert f'<a href="{job_url(job)}">big.run</a> (Queued' in client.get(reverse("runs", kwargs={"slug": golden_set.slug})).content.decode()
+    assert background_tasks.arrived.wait(30)
+    assert [name for name, _ in background_tasks.started] == [run_upload_job_task.name]  # held on the thread
+    background_tasks.release()
+    tasks_inline()  # the queued work finishes
+    job.refresh_from_db()
+    assert job.status == "done" and job.run.entry_count == 3
+    fragment = client.get(job_url(job, status=True), HTTP_HX_REQUEST="true").content.decode()
+    assert "hx-trigger" not in fragment and reverse("run", kwargs={"slug": golden_set.slug, "run_id": job.run_id}) in fragment
+    assert spooled(spool) == [] and job_url(job) not in client.get(reverse("runs", kwargs={"slug": golden_set.slug})).content.decode()
 
 
 def test_a_run_of_a_chunking_is_uploaded_from_the_page_inline_and_through_a_job(

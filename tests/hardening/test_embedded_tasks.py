@@ -5,45 +5,15 @@ background thread: the request answers once its own work commits, the publish (a
 its own) and the scores follow."""
 
 import threading
-from dataclasses import dataclass
 
 import pytest
-from celery.signals import task_prerun
 
 from evaluation.models import Evaluation
-from goldset.celery import tasks_inline, tasks_off_request_thread
+from goldset.celery import tasks_inline
 from tests.api import client_for
 from tests.support import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task thread reads what the request committed
-
-
-@dataclass
-class BackgroundTasks:
-    started: list[tuple[str, str]]  # (task name, thread name), as each task starts
-    may_start: threading.Event  # set by the test once its requests are done
-
-
-@pytest.fixture
-def background_tasks():
-    """Tasks sent from now on run on the background thread, and wait there to start until
-    the test's requests are done (`may_start`). On SQLite the test database lives in memory,
-    its connections sharing one cache, where a write that meets another connection's read
-    fails at once ("database table is locked": a publish task claiming its job while the
-    request that sent it still read, once in CI) instead of waiting, as on the file the
-    embedded default serves, whose readers never block its writer (WAL)."""
-    tasks = BackgroundTasks(started=[], may_start=threading.Event())
-
-    def record(**kwargs):
-        tasks.started.append((kwargs["task"].name, threading.current_thread().name))
-        assert tasks.may_start.wait(timeout=60), "the test never let the tasks start"
-
-    task_prerun.connect(record, weak=False)
-    tasks_off_request_thread()
-    yield tasks
-    tasks.may_start.set()
-    tasks_inline()
-    task_prerun.disconnect(record)
 
 
 def test_a_publish_answers_before_the_recompute_and_the_scores_follow(background_tasks, owner):
@@ -55,7 +25,7 @@ def test_a_publish_answers_before_the_recompute_and_the_scores_follow(background
     api = client_for(secret)
     response = api.post("/api/v1/golden-sets/tiny/versions/", {"note": "v1"}, format="json")
     assert response.status_code == 202, response.content  # the publish itself is a task too
-    background_tasks.may_start.set()
+    background_tasks.release()
     tasks_inline()  # wait for the queue to drain
     assert api.get(response["Location"]).json()["version"]["number"] == 1
     assert "goldenset.tasks.publish_job_task" in [name for name, _ in background_tasks.started]

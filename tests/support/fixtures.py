@@ -1,12 +1,17 @@
-"""The one `golden_set` fixture, registered for every test by tests/conftest.py."""
+"""The one `golden_set` fixture and the `background_tasks` fixture, registered for every test
+by tests/conftest.py."""
 
 import copy
+import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import pytest
+from celery.signals import task_prerun
 from django.db import connection, transaction
 
+from goldset.celery import tasks_inline, tasks_off_request_thread
 from tests.support import factories
 
 T = TypeVar("T")
@@ -88,3 +93,46 @@ def kept_for_the_module(request, django_db_blocker, build: Callable[[], T]) -> I
             yield built
         finally:
             transaction.set_rollback(True)
+
+
+@dataclass
+class BackgroundTasks:
+    """The in-process tasks sent during a test, run on the web server's background thread."""
+
+    started: list[tuple[str, str]] = field(default_factory=list)  # (task name, thread name), as each reaches it
+    arrived: threading.Event = field(default_factory=threading.Event)  # a task is waiting to start
+    may_start: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Let the waiting tasks, and the ones sent after, run."""
+        self.may_start.set()
+
+
+@pytest.fixture
+def background_tasks() -> Iterator[BackgroundTasks]:
+    """Tasks sent from now on run on the background thread, as under the embedded default's
+    web server (goldset.celery.tasks_off_request_thread), and wait there to start, holding
+    no database lock, until the test calls `release()`; the queue is drained at the end.
+
+    Held because the test's requests and the thread's tasks must not overlap on SQLite: its
+    test database lives in memory, its connections sharing one cache, where a write that
+    meets another connection's read fails at once ("database table is locked": a publish
+    task claiming its job while the request that sent it still read, once in CI) instead of
+    waiting, as on the file the embedded default serves, whose readers never block its
+    writer (WAL). A test that needs the tasks before its next request releases them and
+    calls tasks_inline(), which waits for the queue to drain."""
+    tasks = BackgroundTasks()
+
+    def hold(**kwargs):
+        tasks.started.append((kwargs["task"].name, threading.current_thread().name))
+        tasks.arrived.set()
+        assert tasks.may_start.wait(timeout=60), "the test never let the tasks start"
+
+    task_prerun.connect(hold, weak=False)
+    tasks_off_request_thread()
+    try:
+        yield tasks
+    finally:
+        tasks.release()
+        tasks_inline()
+        task_prerun.disconnect(hold)

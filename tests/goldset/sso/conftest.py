@@ -56,8 +56,9 @@ def _pumped(process: subprocess.Popen) -> queue.Queue:
     lines: queue.Queue = queue.Queue()
 
     def pump():
-        for line in process.stdout:
-            lines.put(line)
+        with process.stdout:  # closed once the process has ended
+            for line in process.stdout:
+                lines.put(line)
         lines.put(None)
 
     threading.Thread(target=pump, daemon=True).start()
