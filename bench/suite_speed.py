@@ -43,12 +43,13 @@ def pytest_collection_modifyitems(config, items):
     only = os.environ.get("SUITE_SPEED_ONLY")
     if not only:
         return
-    kept = set(Path(only).read_text().splitlines())
-    # xdist's loadgroup adds "@group" to the node ids of grouped tests.
-    left_out = [item for item in items if item.nodeid.split("@", 1)[0] not in kept]
+    listed = set(Path(only).read_text().splitlines())
+    kept, left_out = [], []
+    for item in items:  # xdist's loadgroup adds "@group" to the node ids of grouped tests
+        (kept if item.nodeid.split("@", 1)[0] in listed else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if item.nodeid.split("@", 1)[0] in kept]
+        items[:] = kept
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -72,13 +73,14 @@ def _machine_ticks() -> tuple[int, int]:
 
 
 def _node_ids_of(commit: str, folder: Path) -> list[str]:
-    """The node ids COMMIT's suite collects (test-fast's selection), collected by this
-    interpreter in a temporary worktree of COMMIT made in `folder`."""
+    """The node ids COMMIT's suite collects, every test of it (the make target then makes its
+    own selection), collected by this interpreter in a temporary worktree of COMMIT made in
+    `folder`."""
     tree = folder / "tree"
     subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(tree), commit], cwd=ROOT, check=True)
     try:
         collected = subprocess.run(
-            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not browser and not worker", "-p", "no:cacheprovider"],
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
             cwd=tree,
             capture_output=True,
             text=True,
@@ -107,7 +109,7 @@ def main() -> None:
             listed = Path(folder) / "node_ids.txt"
             listed.write_text("\n".join(ids) + "\n")
             only = {"SUITE_SPEED_ONLY": str(listed)}
-            print(f"only the {len(ids)} tests that {args.tests_of} collects, on this checkout's code")
+            print(f"only the tests of the {len(ids)} that {args.tests_of} collects, on this checkout's code")
         env = {
             **os.environ,
             **only,
