@@ -96,6 +96,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+# Every admin whose model has a URLField takes these: a URL typed without a scheme is taken as
+# https (Django 6's default, chosen now; the suite makes Django 6's deprecations errors).
+HTTPS_URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
+
+
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
@@ -105,8 +110,7 @@ class CorpusAdmin(admin.ModelAdmin):
 @admin.register(Page)
 class PageAdmin(admin.ModelAdmin):
     list_display = ["doc_id", "title", "corpus", "has_text", "published_at", "modified_at"]
-    # A URL typed without a scheme is taken as https (Django 6's default, chosen now).
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}, models.DateTimeField: {"widget": LabelledSplitDateTime}}
+    formfield_overrides = {**HTTPS_URL_FIELDS, models.DateTimeField: {"widget": LabelledSplitDateTime}}
     list_filter = ["corpus", "has_text"]
     search_fields = ["doc_id", "title"]
     list_select_related = ["corpus"]

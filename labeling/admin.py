@@ -10,10 +10,9 @@ samples are records of what happened: all three are read-only here.
 """
 
 from django.contrib import admin, messages
-from django.db import models
 from django.db.models import Count
 
-from goldenset.admin import GoldenSetAdmin
+from goldenset.admin import HTTPS_URL_FIELDS, GoldenSetAdmin
 from goldenset.models import GoldenSet
 from labeling.coverage.services import DEFAULT_FLAGGED_POOL_DEPTH
 from labeling.jobs.services import pool_job_submit
@@ -146,9 +145,7 @@ class JudgeJobAdmin(admin.ModelAdmin):
     list_filter = ["status", "golden_set"]
     search_fields = ["golden_set__slug", "model", "prompt_hash"]
     list_select_related = ["golden_set"]
-    # The read-only change page still builds base_url's form field: a URL without a scheme
-    # is taken as https (Django 6's default, chosen now, as the page admin does).
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    formfield_overrides = HTTPS_URL_FIELDS  # the read-only change page still builds base_url's field
 
     def has_add_permission(self, request):
         return False
