@@ -1,9 +1,10 @@
 """`make test-fast` against its target (issue 24: under 4 minutes on this 2-core machine),
 with where the time goes: each test's CPU (its process's own and that of the children it
-waited for), summed over the suite, the tests and the modules that take the most, and the
+waited for), summed over the suite, the tests and the modules that take the most, the tests
+that waited longest (wall time less CPU), the local database server's CPU, and the
 machine's busy and idle core-seconds over the run (from /proc/stat).
 
-    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15] [--modules 10] [--tests-of COMMIT]
+    .venv/bin/python bench/suite_speed.py [--processes N] [--top 15] [--waits 10] [--modules 10] [--tests-of COMMIT]
 
 `--tests-of COMMIT` times the same target on this checkout's code but only on the tests that
 COMMIT already had (the node ids its own collection lists, in a temporary worktree of it):
@@ -55,11 +56,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     folder = os.environ.get("SUITE_SPEED_DIR")
-    before = _cpu_seconds()
+    before, started = _cpu_seconds(), time.perf_counter()
     yield
     if folder:
         with open(Path(folder) / f"{os.getpid()}.tsv", "a") as out:
-            out.write(f"{item.nodeid}\t{_cpu_seconds() - before:.3f}\n")
+            out.write(f"{item.nodeid}\t{_cpu_seconds() - before:.3f}\t{time.perf_counter() - started:.3f}\n")
 
 
 # --- the bench ------------------------------------------------------------------------------
@@ -70,6 +71,23 @@ def _machine_ticks() -> tuple[int, int]:
     fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle and iowait
     return sum(fields[:8]) - idle, idle
+
+
+def _database_server_seconds() -> float | None:
+    """CPU of the local PostgreSQL server's processes so far: the postmaster's own and its
+    ended children's (each test process's backend ends with it). None where no local
+    postmaster is found."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            name = stat.with_name("comm").read_text().strip()
+        except OSError:
+            continue
+        parent = Path(f"/proc/{fields[1]}/comm")
+        if name == "postgres" and (not parent.exists() or parent.read_text().strip() != "postgres"):
+            # utime, stime, cutime, cstime: fields 14-17 of stat, 12-15 after the name
+            return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return None
 
 
 def _node_ids_of(commit: str, folder: Path) -> list[str]:
@@ -98,6 +116,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
     parser.add_argument("--target", default="test-fast", help="the make target to time (test-sqlite: the same tests on SQLite)")
     parser.add_argument("--top", type=int, default=15, help="how many of the costliest tests to list")
+    parser.add_argument("--waits", type=int, default=10, help="how many of the tests that waited longest (wall less CPU) to list")
     parser.add_argument("--modules", type=int, default=10, help="how many of the costliest test modules to list")
     parser.add_argument("--tests-of", metavar="COMMIT", help="run only the tests that COMMIT had (on this checkout's code)")
     args = parser.parse_args()
@@ -118,25 +137,35 @@ def main() -> None:
         }
         command = ["make", args.target, f"TEST_PROCESSES={args.processes}", "PYTEST_ARGS=-p suite_speed -q"]
         busy_before, idle_before = _machine_ticks()
+        database_before = _database_server_seconds()
         started = time.perf_counter()
         finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - started
         busy_after, idle_after = _machine_ticks()
-        rows = [line.rsplit("\t", 1) for tsv in Path(folder).glob("*.tsv") for line in tsv.read_text().splitlines()]
+        database_after = _database_server_seconds()
+        rows = [line.split("\t") for tsv in Path(folder).glob("*.tsv") for line in tsv.read_text().splitlines()]
 
     summary = [line for line in finished.stdout.splitlines() if " passed" in line or " failed" in line]
     print(f"suite: {len(rows)} tests on {args.processes} processes, {os.cpu_count()} cores; {summary[-1] if summary else 'no summary'}")
     if finished.returncode:  # the failure first, then where the time went all the same
         print(finished.stdout[-3000:], finished.stderr[-2000:], sep="\n")
     ticks = os.sysconf("SC_CLK_TCK")
-    cpu = sorted(((float(seconds), node) for node, seconds in rows), reverse=True)
+    cpu = sorted(((float(seconds), node) for node, seconds, _ in rows), reverse=True)
+    waits = sorted(((float(wall) - float(seconds), node) for node, seconds, wall in rows), reverse=True)
     print(f"CPU of the tests: {sum(seconds for seconds, _ in cpu):.0f} s (own and waited-for children)")
     print(
         f"machine: {(busy_after - busy_before) / ticks:.0f} core-seconds busy, "
         f"{(idle_after - idle_before) / ticks:.0f} idle (the database server and other processes included)"
     )
+    if database_before is not None and database_after is not None:
+        print(f"database server: {database_after - database_before:.0f} core-seconds (its backends that ended during the run)")
     print(f"costliest {args.top} tests:")
     for seconds, node in cpu[: args.top]:
+        print(f"  {seconds:6.2f} s  {node}")
+    # Waiting (for a server, a subprocess, a timeout, or a core on a busy machine) is where
+    # a process leaves a core to the others, or to nobody (the machine's idle time).
+    print(f"longest {args.waits} waits (wall less CPU):")
+    for seconds, node in waits[: args.waits]:
         print(f"  {seconds:6.2f} s  {node}")
     # A module's tests together (a module-scoped fixture is paid by its first test).
     modules: dict[str, list[float]] = {}
