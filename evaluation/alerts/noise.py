@@ -103,25 +103,40 @@ def detectable_drop(sd: float, queries: int, *, alpha: float, power: float) -> f
 
 
 # Kept: it depends on (queries, alpha, power) alone, which a page's slices and a search for
-# the queries needed share, and each solve costs a root-finding over the noncentral t.
+# the queries needed share, and each solve is a root-finding over the noncentral t.
 @functools.lru_cache(maxsize=4096)
 def _detectable_effect(queries: int, alpha: float, power: float) -> float:
-    from scipy import optimize, stats
+    """Cohen's d (drop / sd) detected at `alpha` with `power` over `queries` paired queries.
 
-    """Cohen's d (drop / sd) detected at `alpha` with `power` over `queries` paired queries."""
+    The distributions are scipy.special's functions, which scipy.stats' distribution objects
+    wrap: t.isf(a, df) is -stdtrit(df, a), the same float; the noncentral t's survival is
+    1 - nctdtr, whose root differs from stats.nct.sf's by under 1e-14 relative, far inside
+    brentq's tolerance. The wrappers check and broadcast their arguments on every call, which
+    costs many times the function itself, and a results page with many slices solves about a
+    thousand of these on its first view in a process."""
+    from scipy import optimize, special
+
     df = queries - 1
-    critical = stats.t.isf(alpha, df)
+    critical = -special.stdtrit(df, alpha)
     root = math.sqrt(queries)
 
     def shortfall(effect: float) -> float:
-        return float(stats.nct.sf(critical, df, effect * root)) - power
+        return float(1.0 - special.nctdtr(df, effect * root, critical)) - power
 
     # The normal approximation brackets the answer from below; grow the upper end until it
     # is past it.
-    low, high = 0.0, (stats.norm.isf(alpha) + stats.norm.ppf(power)) / root
+    low, high = 0.0, _normal_quantiles(alpha, power) / root
     while shortfall(high) < 0:
         high *= 2
     return float(optimize.brentq(shortfall, low, high, xtol=1e-10))
+
+
+def _normal_quantiles(alpha: float, power: float) -> float:
+    """z_(1-alpha) + z_power, the normal approximation's numerator: scipy.stats'
+    norm.isf(alpha) + norm.ppf(power), the same floats."""
+    from scipy import special
+
+    return float(-special.ndtri(alpha) + special.ndtri(power))
 
 
 def queries_needed(sd: float, drop: float, *, alpha: float, power: float) -> int | None:
@@ -129,8 +144,6 @@ def queries_needed(sd: float, drop: float, *, alpha: float, power: float) -> int
     at most `drop` (a fraction): what a slice would need to detect the set's threshold. None
     when sd is 0 (two queries would do, but say nothing) or drop is not positive; capped at
     MAX_QUERIES."""
-    from scipy import stats
-
     if drop <= 0 or sd <= SD_ZERO:
         return None
 
@@ -138,7 +151,7 @@ def queries_needed(sd: float, drop: float, *, alpha: float, power: float) -> int
         return _detectable_effect(n, alpha, power) * sd <= drop
 
     # The normal approximation, then the exact answer by bisection around it.
-    guess = max(2, math.ceil(((stats.norm.isf(alpha) + stats.norm.ppf(power)) * sd / drop) ** 2))
+    guess = max(2, math.ceil((_normal_quantiles(alpha, power) * sd / drop) ** 2))
     low, high = 2, max(guess, 3)
     while not detects(high):
         low, high = high, high * 2
