@@ -73,10 +73,12 @@ test-fast: warm
 	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
 
 # The suite on the embedded default (SQLite, tasks in-process), as `make run` serves it: every
-# test but the browser's and those that start Celery workers (they need PostgreSQL), on
-# TEST_PROCESSES processes. .ci/run runs it after `make test`.
+# test that reaches a database (marked `database`: tests/conftest.py), but the browser's and
+# those that start Celery workers (they need PostgreSQL), on TEST_PROCESSES processes. A test
+# that reaches none runs the same code on either database, so `make test` runs it once.
+# .ci/run runs it after `make test`.
 test-sqlite: warm
-	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
+	TEST_DATABASE_URL=sqlite $(BIN)/python -m pytest $(XDIST) -m "database and not browser and not worker" $(PYTEST_ARGS)
 
 # The linter and formatter (ruff.toml), as .ci/run checks them.
 lint: setup

@@ -114,7 +114,9 @@ def _node_ids_of(commit: str, folder: Path) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
-    parser.add_argument("--target", default="test-fast", help="the make target to time (test-sqlite: the same tests on SQLite)")
+    parser.add_argument(
+        "--target", default="test-fast", help="the make target to time (test-sqlite: the tests that reach a database, on SQLite)"
+    )
     parser.add_argument("--top", type=int, default=15, help="how many of the costliest tests to list")
     parser.add_argument("--waits", type=int, default=10, help="how many of the tests that waited longest (wall less CPU) to list")
     parser.add_argument("--modules", type=int, default=10, help="how many of the costliest test modules to list")

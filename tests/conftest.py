@@ -42,13 +42,29 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+# pytest-django's fixtures that give a test the database (the django_db marker does too).
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"})
+
+
+def reaches_a_database(item: pytest.Item) -> bool:
+    """Whether `item` may use the test database: marked django_db or asking for a fixture
+    that gives it. pytest-django refuses database access to any other test, so a test it
+    says no to runs the same code whichever database the suite is given."""
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """The tests of a module that share a module-scoped fixture (a loaded demo, a server) run
+    """Every test that reaches a database is marked `database`: what `make test-sqlite` runs
+    again on the embedded default (pytest.ini).
+
+    The tests of a module that share a module-scoped fixture (a loaded demo, a server) run
     in one xdist process, which builds it once: the Makefile's --dist loadgroup hands out
     every other test one by one. A test already in a group (tests/support/marks.py) stays in
     it."""
     for item in items:
+        if reaches_a_database(item):
+            item.add_marker(pytest.mark.database)
         fixtures = getattr(item, "_fixtureinfo", None)
         if fixtures is None or item.get_closest_marker("xdist_group"):
             continue

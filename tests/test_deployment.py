@@ -389,6 +389,11 @@ def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+# production_env gives a process of its own the test database's URL: a test that runs it so
+# reaches that database, and is marked as one (make test-sqlite runs it on SQLite too).
+WITH_THE_TEST_DATABASE = pytest.mark.database
+
+
 def production_env(**overrides: str) -> dict[str, str]:
     env = {
         SETTINGS_SELECTOR: PRODUCTION_SETTINGS,
@@ -399,17 +404,20 @@ def production_env(**overrides: str) -> dict[str, str]:
     return {name: value for name, value in env.items() if value is not None}
 
 
+@WITH_THE_TEST_DATABASE
 def test_production_settings_pass_check_deploy_without_a_warning():
     result = run_manage("check", "--deploy", "--fail-level", "WARNING", **production_env())
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@WITH_THE_TEST_DATABASE
 def test_production_settings_refuse_to_start_without_a_secret_key():
     result = run_manage("check", **production_env(SECRET_KEY=None))
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and "SECRET_KEY" in result.stderr
 
 
+@WITH_THE_TEST_DATABASE
 def test_production_settings_refuse_the_development_secret_key():
     result = run_manage("check", **production_env(SECRET_KEY=settings.INSECURE_DEV_SECRET_KEY))
     assert result.returncode != 0
@@ -435,6 +443,7 @@ def test_a_sqlite_database_always_gets_wal_and_immediate_transactions(env):
     assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE" and "journal_mode=WAL" in database["OPTIONS"]["init_command"]
 
 
+@WITH_THE_TEST_DATABASE
 def test_probes_and_the_scraper_are_not_redirected_to_https_in_production():
     """They talk to the container over plain HTTP; every other path still is redirected."""
     script = (
