@@ -153,7 +153,7 @@ def main() -> None:
         print(finished.stdout[-3000:], finished.stderr[-2000:], sep="\n")
     ticks = os.sysconf("SC_CLK_TCK")
     cpu = sorted(((float(seconds), node) for node, seconds, _ in rows), reverse=True)
-    waits = sorted(((float(wall) - float(seconds), node) for node, seconds, wall in rows), reverse=True)
+    waits = sorted(((float(took) - float(seconds), node) for node, seconds, took in rows), reverse=True)
     print(f"CPU of the tests: {sum(seconds for seconds, _ in cpu):.0f} s (own and waited-for children)")
     print(
         f"machine: {(busy_after - busy_before) / ticks:.0f} core-seconds busy, "

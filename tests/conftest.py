@@ -42,14 +42,17 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
-# pytest-django's fixtures that give a test the database (the django_db marker does too).
-DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"})
+# pytest-django's fixtures that give a test the database: db and transactional_db, which its
+# other database fixtures ask for, and live_server, which asks for transactional_db only once
+# the test runs (the django_db marker gives it too).
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server"})
 
 
 def reaches_a_database(item: pytest.Item) -> bool:
     """Whether `item` may use the test database: marked django_db or asking for a fixture
-    that gives it. pytest-django refuses database access to any other test, so a test it
-    says no to runs the same code whichever database the suite is given."""
+    that gives it (the suite has no Django TestCase classes). pytest-django refuses database
+    access to any other test, so a test it says no to runs the same code whichever database
+    the suite is given."""
     return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
