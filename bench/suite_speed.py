@@ -145,15 +145,20 @@ def main() -> None:
         wall = time.perf_counter() - started
         busy_after, idle_after = _machine_ticks()
         database_after = _database_server_seconds()
-        rows = [line.split("\t") for tsv in Path(folder).glob("*.tsv") for line in tsv.read_text().splitlines()]
+        # (node id, CPU seconds, wall seconds) of each test, as the plugin above wrote them
+        rows = [
+            (node, float(seconds), float(took))
+            for tsv in Path(folder).glob("*.tsv")
+            for node, seconds, took in (line.split("\t") for line in tsv.read_text().splitlines())
+        ]
 
     summary = [line for line in finished.stdout.splitlines() if " passed" in line or " failed" in line]
     print(f"suite: {len(rows)} tests on {args.processes} processes, {os.cpu_count()} cores; {summary[-1] if summary else 'no summary'}")
     if finished.returncode:  # the failure first, then where the time went all the same
         print(finished.stdout[-3000:], finished.stderr[-2000:], sep="\n")
     ticks = os.sysconf("SC_CLK_TCK")
-    cpu = sorted(((float(seconds), node) for node, seconds, _ in rows), reverse=True)
-    waits = sorted(((float(took) - float(seconds), node) for node, seconds, took in rows), reverse=True)
+    cpu = sorted(((seconds, node) for node, seconds, _ in rows), reverse=True)
+    waits = sorted(((took - seconds, node) for node, seconds, took in rows), reverse=True)
     print(f"CPU of the tests: {sum(seconds for seconds, _ in cpu):.0f} s (own and waited-for children)")
     print(
         f"machine: {(busy_after - busy_before) / ticks:.0f} core-seconds busy, "
