@@ -55,9 +55,9 @@ TEST_PROCESSES ?= 3
 # loadgroup: tests marked with one xdist_group run in one process (tests/support/marks.py).
 XDIST = -n $(TEST_PROCESSES) --dist loadgroup
 
-# The whole suite in two parts: what test-fast runs, then the browser tests and the tests that
-# start and kill real Celery workers, one at a time (each drives Chromium or workers of its
-# own on the two cores).
+# The whole suite in two parts: what test-fast runs with the whole-system tests, then the
+# browser tests and the tests that start and kill real Celery workers, one at a time (each
+# drives Chromium or workers of its own on the two cores).
 test: warm
 	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
 	# Browser tests save their screenshots here (a CI artefact; the folder is git-ignored). They
@@ -67,10 +67,13 @@ test: warm
 	GOLDSET_SCREENSHOTS=$${GOLDSET_SCREENSHOTS:-$(CURDIR)/test-artifacts/screens} $(BIN)/python -m pytest -n $${BROWSER_PROCESSES:-2} -m "browser and not worker" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "worker" $(PYTEST_ARGS)
 
-# The inner loop: the suite without the browser tests and the tests that start real Celery
-# workers (marked browser and worker); `make test` runs them all.
+# The inner loop: the suite without the browser tests, the tests that start real Celery
+# workers and the whole-system tests (marked browser, worker and whole_system: pytest.ini);
+# `make test` runs them all. The whole-system tests check the product end to end where the
+# rest of the suite checks it part by part: 2% of the tests and over a third of the CPU (a
+# demo load, a migration round trip or a fuzz of every API operation takes seconds each).
 test-fast: warm
-	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker and not whole_system" $(PYTEST_ARGS)
 
 # The suite on the embedded default (SQLite, tasks in-process), as `make run` serves it: every
 # test that reaches a database (marked `database`: tests/conftest.py), but the browser's and

@@ -39,6 +39,8 @@ from monitoring.endpoints.services import endpoint_add
 from monitoring.nightly.services import nightly_run_request
 from tests.api import RUN, SLUG
 
+pytestmark = pytest.mark.whole_system
+
 EXAMPLES_PER_OPERATION = 10
 
 

@@ -18,6 +18,8 @@ from goldenset.selectors import version_check_intact, version_recomputed_hash
 from lib.formats import qrels_chunks
 from lib.hashing import text_hash, version_hash
 
+pytestmark = pytest.mark.whole_system
+
 BEFORE = [("goldenset", "0015_worker_start"), ("evaluation", "0014_run_version_asked")]
 # The forms a version could be exported in before the migration.
 FORMATS = ("trec", "json", "beir", "csv")

@@ -266,6 +266,7 @@ def test_the_commands_make_organisations_and_teams_grant_roles_and_move_sets(mak
 # --- the migration ----------------------------------------------------------------------
 
 
+@pytest.mark.whole_system
 @pytest.mark.django_db(transaction=True)
 def test_an_installation_made_before_teams_lands_in_the_default_team_with_nothing_else_changed():
     before = [("goldenset", "0021_audit_records")]

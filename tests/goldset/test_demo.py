@@ -29,6 +29,8 @@ from lib.errors import GoldsetError
 from lib.ids import natural_key
 from tests.support.fixtures import kept_for_the_module
 
+pytestmark = pytest.mark.whole_system
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 # The hashes the default seed publishes, on PostgreSQL and SQLite alike. A change to the

@@ -29,6 +29,8 @@ from monitoring.probes.services import probe_now
 from tests.evaluation.alerts.test_webhook_signing import receiver  # noqa: F401 - a real webhook receiver
 from tests.support.fixtures import kept_for_the_module
 
+pytestmark = pytest.mark.whole_system
+
 HEALTHY_NIGHTS = 8
 
 

@@ -19,6 +19,8 @@ from goldset.demo.search_server import demo_search_server_started
 from goldset.demo.services import demo_golden_set_load
 from tests.support.fixtures import kept_for_the_module
 
+pytestmark = pytest.mark.whole_system
+
 
 @pytest.fixture(scope="module")
 def service():

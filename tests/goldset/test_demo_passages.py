@@ -16,6 +16,8 @@ from goldset.demo.services import demo_golden_set_load, demo_passages_load, demo
 from labeling.models import PoolChunk
 from tests.support.fixtures import kept_for_the_module
 
+pytestmark = pytest.mark.whole_system
+
 
 def test_passages_cover_the_text_overlap_and_never_cut_a_word():
     text = " ".join(f"word{n}" for n in range(300))

@@ -13,7 +13,7 @@ from django.urls import reverse
 from goldset.navigation import SET_PAGES
 from tests.goldset.site import crawl, team  # noqa: F401 - team is a fixture
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.whole_system]
 
 
 @pytest.mark.parametrize("role", ["manager", "adjudicator", "annotator", "staff"])

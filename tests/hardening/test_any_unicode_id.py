@@ -27,7 +27,7 @@ from lib.ids import id_problem
 from tests.api import client_for
 from tests.support import factories
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.whole_system]
 
 # Any code point but surrogates (JSON cannot carry them to the API either way), weighted
 # towards what breaks things: digits of other scripts, marks, format and control characters.

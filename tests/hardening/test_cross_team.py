@@ -328,7 +328,7 @@ def site(request, django_db_setup, django_db_blocker):
 
 # --- the walk --------------------------------------------------------------------------------
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.whole_system]
 
 # Outsiders of team B, each a way of being near it: a manager of another team of B's
 # organisation, an admin of another organisation (a manager of every set of its teams, so a

@@ -26,7 +26,7 @@ from tests.hardening.test_cross_team import (
     site,  # noqa: F401 - a fixture
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.whole_system]
 
 _PARAMETER = re.compile(r"\{(\w+)\}")
 METHODS = ("get", "post", "put", "patch", "delete")

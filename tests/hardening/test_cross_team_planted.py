@@ -17,7 +17,7 @@ from goldenset.selectors import access_golden_set
 from goldenset.teams import access_organisation
 from tests.hardening.test_cross_team import page_walk, site  # noqa: F401 - site is a fixture
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.whole_system]
 
 
 def _run_by_id_alone(request, slug: str, run_id: int) -> HttpResponse:

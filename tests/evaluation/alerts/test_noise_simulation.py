@@ -29,7 +29,7 @@ from evaluation.services import run_import
 from goldenset.models import GoldenSet
 from goldenset.services import golden_set_import_beir, version_publish
 
-pytestmark = [pytest.mark.shared_data, pytest.mark.django_db]
+pytestmark = [pytest.mark.shared_data, pytest.mark.django_db, pytest.mark.whole_system]
 
 NIGHTS = 60
 SERIES = "bm25 nightly"

@@ -351,6 +351,7 @@ def test_the_models_and_migrations_agree():
     call_command("makemigrations", "evaluation", "--check", "--dry-run", verbosity=0)
 
 
+@pytest.mark.whole_system
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_adds_the_secret_and_history_and_reverses_cleanly():
     executor = MigrationExecutor(connection)

@@ -408,6 +408,7 @@ def demo(request, django_db_setup, django_db_blocker):
     yield from kept_for_the_module(request, django_db_blocker, build)
 
 
+@pytest.mark.whole_system
 def test_on_the_demo_the_new_pages_are_flagged_with_the_engines_figures(demo, client):
     manager = demo.golden_set.memberships.get(role=Membership.Role.MANAGER).user
     client.force_login(manager)
@@ -441,6 +442,7 @@ def test_on_the_demo_the_new_pages_are_flagged_with_the_engines_figures(demo, cl
     assert report.overall.runs[1].recall_first > 0.85
 
 
+@pytest.mark.whole_system
 def test_on_the_demo_relevant_pages_per_query_match_the_labels(demo, db):
     version = demo.versions[-1]
     report = coverage_report(demo.golden_set, version)

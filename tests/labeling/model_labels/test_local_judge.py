@@ -336,6 +336,7 @@ def pool_pairs_of(pool) -> set[tuple[str, str]]:
     return {(queries[q], pages[p]) for q, p in zip(pairs.query_pks.tolist(), pairs.page_pks.tolist())}
 
 
+@pytest.mark.whole_system
 @needs_model
 def test_the_packaged_model_grades_the_demo_pool_offline(client, offline):
     from goldenset.models import Version
