@@ -70,8 +70,8 @@ test: warm
 # The inner loop: the suite without the browser tests, the tests that start real Celery
 # workers and the whole-system tests (marked browser, worker and whole_system: pytest.ini);
 # `make test` runs them all. The whole-system tests check the product end to end where the
-# rest of the suite checks it part by part: 2% of the tests and over a third of the CPU (a
-# demo load, a migration round trip or a fuzz of every API operation takes seconds each).
+# rest of the suite checks it part by part, and they are its costliest tests (a demo load, a
+# migration round trip, a fuzz of every API operation).
 test-fast: warm
 	$(BIN)/python -m pytest $(XDIST) -m "not browser and not worker and not whole_system" $(PYTEST_ARGS)
 

@@ -1,5 +1,5 @@
 """`make test-fast` against its target (issue 24: under 4 minutes on this 2-core machine),
-with how many whole-system tests it leaves to `make test` (pytest.ini) and where the time goes: each test's CPU (its process's own and that of the children it
+with where the time goes: each test's CPU (its process's own and that of the children it
 waited for), summed over the suite, the tests and the modules that take the most, the tests
 that waited longest (wall time less CPU), the local database server's CPU, and the
 machine's busy and idle core-seconds over the run (from /proc/stat).
@@ -111,17 +111,6 @@ def _node_ids_of(commit: str, folder: Path) -> list[str]:
     return ids
 
 
-def _whole_system_count() -> int:
-    """How many tests are marked whole_system: make test runs them, make test-fast does not."""
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "whole_system and not browser and not worker"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    return sum("::" in line for line in collected.stdout.splitlines())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=3, help="TEST_PROCESSES (the Makefile's default: 3)")
@@ -148,8 +137,6 @@ def main() -> None:
             "SUITE_SPEED_DIR": folder,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
-        if args.target == "test-fast":
-            print(f"left to make test: {_whole_system_count()} whole-system tests (marked whole_system)")
         command = ["make", args.target, f"TEST_PROCESSES={args.processes}", "PYTEST_ARGS=-p suite_speed -q"]
         busy_before, idle_before = _machine_ticks()
         database_before = _database_server_seconds()
